@@ -1,0 +1,83 @@
+import { loadConfig } from '../config/load.ts';
+import { openDb, type Db } from '../store/db.ts';
+import { migrate } from '../store/migrate.ts';
+import { accessKeyRepo } from '../store/access-keys.ts';
+import { projectRepo, ProjectExistsError } from '../store/projects.ts';
+import { parse } from './args.ts';
+import { UsageError } from './main.ts';
+
+const common = { config: { type: 'string' }, database: { type: 'string' } } as const;
+
+async function withDb<T>(values: { config?: string; database?: string }, fn: (db: Db) => Promise<T>): Promise<T> {
+  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
+  const db = await openDb(config.database);
+  try {
+    await migrate(db);
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+export async function runMigrate(argv: string[]) {
+  const { values } = parse(argv, common);
+  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
+  const db = await openDb(config.database);
+  try {
+    const applied = await migrate(db);
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  } finally {
+    await db.close();
+  }
+}
+
+export async function runProjects(argv: string[]) {
+  const { values, positionals } = parse(argv, common);
+  const [sub, name] = positionals;
+  await withDb(values, async (db) => {
+    const projects = projectRepo(db);
+    if (sub === 'create') {
+      if (!name) throw new UsageError('usage: metarelay projects create NAME');
+      try {
+        const p = await projects.create(name);
+        console.log(JSON.stringify(p));
+      } catch (err) {
+        if (err instanceof ProjectExistsError) throw new UsageError(err.message);
+        throw err;
+      }
+    } else if (sub === 'list') {
+      for (const p of await projects.list()) console.log(JSON.stringify(p));
+    } else {
+      throw new UsageError('usage: metarelay projects create NAME | projects list');
+    }
+  });
+}
+
+export async function runKeys(argv: string[]) {
+  const { values, positionals } = parse(argv, { ...common, project: { type: 'string' }, label: { type: 'string' } });
+  const [sub, arg] = positionals;
+  await withDb(values, async (db) => {
+    const projects = projectRepo(db);
+    const keys = accessKeyRepo(db);
+    const project = async () => {
+      if (!values.project) throw new UsageError(`usage: metarelay keys ${sub} --project NAME`);
+      const p = await projects.getByName(values.project);
+      if (!p) throw new UsageError(`no project named "${values.project}"`);
+      return p;
+    };
+    if (sub === 'create') {
+      const p = await project();
+      const { key, info } = await keys.create(p.id, values.label ?? '');
+      console.log(JSON.stringify({ project: p.name, accessKey: key, id: info.id, label: info.label }));
+      console.error('Store this key now: it is kept only as a hash and cannot be shown again.');
+    } else if (sub === 'list') {
+      for (const k of await keys.list((await project()).id)) console.log(JSON.stringify(k));
+    } else if (sub === 'revoke') {
+      if (!arg) throw new UsageError('usage: metarelay keys revoke KEY');
+      if (!(await keys.revoke(arg))) throw new UsageError('no live key matches');
+      console.log('revoked');
+    } else {
+      throw new UsageError('usage: metarelay keys create|list|revoke');
+    }
+  });
+}

@@ -1,0 +1,51 @@
+import { ConfigError } from '../config/load.ts';
+
+const USAGE = `metarelay — token metadata service and meta-transaction relayer
+
+Usage:
+  metarelay dev [--port N] [--manifest PATH] [--data DIR]     local chain + service, offline
+  metarelay serve --config metarelay.json [--port N]          production server
+  metarelay migrate [--config FILE]                           apply database migrations
+  metarelay projects create NAME [--config FILE]
+  metarelay projects list [--config FILE]
+  metarelay keys create --project NAME [--label TEXT] [--config FILE]
+  metarelay keys list --project NAME [--config FILE]
+  metarelay keys revoke KEY [--config FILE]
+
+The database is config.database, or DATABASE_URL (postgres://… or a PGlite folder).`;
+
+export async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case 'dev':
+        return await (await import('./dev.ts')).runDev(rest);
+      case 'serve':
+        return await (await import('./serve.ts')).runServe(rest);
+      case 'migrate':
+        return await (await import('./admin.ts')).runMigrate(rest);
+      case 'projects':
+        return await (await import('./admin.ts')).runProjects(rest);
+      case 'keys':
+        return await (await import('./admin.ts')).runKeys(rest);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        console.log(USAGE);
+        return;
+      default:
+        console.error(`unknown command "${cmd}"\n\n${USAGE}`);
+        process.exitCode = 2;
+    }
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      console.error(`metarelay: ${err.message}`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+}
+
+export class UsageError extends Error {}

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+export const ChainConfigSchema = z.object({
+  chainId: z.number().int().positive(),
+  name: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes'),
+  /** Several URLs mean failover, in order. */
+  rpcUrls: z.array(httpUrl).min(1, 'needs at least one RPC URL'),
+});
+
+const AccessMode = z.enum(['required', 'optional']);
+
+export const AppConfigSchema = z
+  .object({
+    port: z.number().int().min(0).max(65535).default(4000),
+    host: z.string().min(1).default('127.0.0.1'),
+    /** A postgres:// URL, a PGlite data folder, or memory:// (PGlite in memory). */
+    database: z.string().min(1).default('./.metarelay/db'),
+    chains: z.array(ChainConfigSchema).default([]),
+    ipfsGateways: z.array(httpUrl).min(1).default(['https://ipfs.io/ipfs/', 'https://dweb.link/ipfs/']),
+    arweaveGateway: httpUrl.default('https://arweave.net/'),
+    /** Metadata fetching refuses loopback/private/link-local targets unless this is true (dev and tests). */
+    allowPrivateNetworks: z.boolean().default(false),
+    auth: z
+      .object({
+        rpc: AccessMode.default('required'),
+        rest: AccessMode.default('optional'),
+        /** RPC methods answered without a key even when rpc is 'required'. */
+        publicMethods: z.array(z.string()).default(['Ping', 'Version']),
+      })
+      .prefault({}),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Largest accepted request body, in bytes. */
+    bodyLimit: z.number().int().positive().default(1_048_576),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const seen = new Map<string, number>();
+    cfg.chains.forEach((c, i) => {
+      for (const key of [String(c.chainId), c.name]) {
+        if (seen.has(key)) {
+          ctx.addIssue({ code: 'custom', path: ['chains', i], message: `duplicate chain "${key}" (also chains[${seen.get(key)}])` });
+        }
+        seen.set(key, i);
+      }
+    });
+  });
+
+export type AppConfig = Readonly<z.infer<typeof AppConfigSchema>>;
+export type ChainConfig = z.infer<typeof ChainConfigSchema>;
+export type AppConfigInput = z.input<typeof AppConfigSchema>;

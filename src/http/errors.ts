@@ -1,0 +1,142 @@
+/**
+ * The one catalog of client-visible errors. Codes and HTTP statuses follow the Sequence webrpc
+ * schemas; the metadata and relayer services number their errors differently, so each has its own table.
+ */
+export interface ErrorDef {
+  readonly name: string;
+  readonly code: number;
+  readonly status: number;
+  readonly message: string;
+}
+
+const table = <K extends string>(rows: Record<K, [number, number, string]>) =>
+  Object.fromEntries(
+    Object.entries<[number, number, string]>(rows).map(([name, [code, status, message]]) => [
+      name,
+      Object.freeze({ name, code, status, message }),
+    ]),
+  ) as Record<K, ErrorDef>;
+
+export const WebrpcErrors = table({
+  WebrpcEndpoint: [0, 400, 'endpoint error'],
+  WebrpcRequestFailed: [-1, 400, 'request failed'],
+  WebrpcBadRoute: [-2, 404, 'bad route'],
+  WebrpcBadMethod: [-3, 405, 'bad method'],
+  WebrpcBadRequest: [-4, 400, 'bad request'],
+  WebrpcBadResponse: [-5, 500, 'bad response'],
+  WebrpcServerPanic: [-6, 500, 'server panic'],
+  WebrpcInternalError: [-7, 500, 'internal error'],
+  WebrpcClientAborted: [-8, 400, 'request aborted by client'],
+  WebrpcStreamLost: [-9, 400, 'stream lost'],
+  WebrpcStreamFinished: [-10, 200, 'stream finished'],
+});
+
+export const MetadataErrors = table({
+  Unauthorized: [1000, 401, 'Unauthorized access'],
+  PermissionDenied: [1001, 403, 'Permission denied'],
+  SessionExpired: [1002, 403, 'Session expired'],
+  MethodNotFound: [1003, 404, 'Method not found'],
+  RequestConflict: [1004, 409, 'Conflict with target resource'],
+  Fail: [1005, 400, 'Request Failed'],
+  Geoblocked: [1006, 451, 'Geoblocked region'],
+  TaskFailed: [1007, 400, 'Task failed'],
+  Deprecated: [1008, 400, 'RPC method is deprecated'],
+  Timeout: [2000, 408, 'Request timed out'],
+  InvalidArgument: [2001, 400, 'Invalid argument'],
+  RequiredArgument: [2002, 400, 'Required argument missing'],
+  QueryFailed: [2003, 400, 'Query failed'],
+  ValidationFailed: [2004, 400, 'Validation failed'],
+  RateLimited: [2005, 429, 'Rate limited'],
+  NotFound: [3000, 400, 'Resource not found'],
+  ProjectNotFound: [3002, 400, 'Project not found'],
+  ChainNotFound: [3003, 400, 'Chain not found'],
+  TokenDirectoryDisabled: [4001, 400, 'Token Directory is disabled'],
+});
+
+export const RelayerErrors = table({
+  Unauthorized: [1000, 401, 'Unauthorized access'],
+  PermissionDenied: [1001, 403, 'Permission denied'],
+  SessionExpired: [1002, 403, 'Session expired'],
+  MethodNotFound: [1003, 404, 'Method not found'],
+  RequestConflict: [1004, 409, 'Conflict with target resource'],
+  Aborted: [1005, 400, 'Request aborted'],
+  Geoblocked: [1006, 451, 'Geoblocked region'],
+  RateLimited: [1007, 429, 'Rate-limited. Please slow down.'],
+  ProjectNotFound: [1008, 401, 'Project not found'],
+  AccessKeyNotFound: [1101, 401, 'Access key not found'],
+  AccessKeyMismatch: [1102, 403, 'Access key mismatch'],
+  InvalidOrigin: [1103, 403, 'Invalid origin for Access Key'],
+  InvalidService: [1104, 403, 'Service not enabled for Access key'],
+  UnauthorizedUser: [1105, 403, 'Unauthorized user'],
+  InvalidChain: [1106, 403, 'Network not enabled for Access key'],
+  QuotaExceeded: [1200, 429, 'Quota request exceeded'],
+  QuotaRateLimit: [1201, 429, 'Quota rate limit exceeded'],
+  NoDefaultKey: [1300, 403, 'No default access key found'],
+  MaxAccessKeys: [1301, 403, 'Access keys limit reached'],
+  AtLeastOneKey: [1302, 403, 'You need at least one Access Key'],
+  Timeout: [1900, 408, 'Request timed out'],
+  InvalidArgument: [2001, 400, 'Invalid argument'],
+  Unavailable: [2002, 400, 'Unavailable resource'],
+  QueryFailed: [2003, 400, 'Query failed'],
+  NotFound: [3000, 400, 'Resource not found'],
+  InsufficientFee: [3004, 402, 'Insufficient fee'],
+  NotEnoughBalance: [3005, 402, 'Not enough balance'],
+  SimulationFailed: [3006, 400, 'Simulation failed'],
+});
+
+/** The errors every service must be able to raise generically, mapped to its own table. */
+export interface ServiceErrorMap {
+  unauthorized: ErrorDef;
+  invalidArgument: ErrorDef;
+  requiredArgument: ErrorDef;
+  chainNotFound: ErrorDef;
+  notFound: ErrorDef;
+  rateLimited: ErrorDef;
+  timeout: ErrorDef;
+}
+
+export const metadataErrorMap: ServiceErrorMap = {
+  unauthorized: MetadataErrors.Unauthorized,
+  invalidArgument: MetadataErrors.InvalidArgument,
+  requiredArgument: MetadataErrors.RequiredArgument,
+  chainNotFound: MetadataErrors.ChainNotFound,
+  notFound: MetadataErrors.NotFound,
+  rateLimited: MetadataErrors.RateLimited,
+  timeout: MetadataErrors.Timeout,
+};
+
+export const relayerErrorMap: ServiceErrorMap = {
+  unauthorized: RelayerErrors.Unauthorized,
+  invalidArgument: RelayerErrors.InvalidArgument,
+  // The relayer table has no RequiredArgument (its 2002 means Unavailable).
+  requiredArgument: RelayerErrors.InvalidArgument,
+  chainNotFound: RelayerErrors.InvalidChain,
+  notFound: RelayerErrors.NotFound,
+  rateLimited: RelayerErrors.RateLimited,
+  timeout: RelayerErrors.Timeout,
+};
+
+export class RpcError extends Error {
+  constructor(
+    readonly def: ErrorDef,
+    readonly detail?: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail ? `${def.name}: ${detail}` : def.name);
+    this.name = 'RpcError';
+  }
+}
+
+export interface WireError {
+  error: string;
+  code: number;
+  msg: string;
+  message: string;
+  cause: string;
+  status: number;
+}
+
+/** Both `msg` (old clients, Go) and `message` (new TS runtimes) carry the message. */
+export function toWire(def: ErrorDef, cause?: string): WireError {
+  return { error: def.name, code: def.code, msg: def.message, message: def.message, cause: cause ?? def.message, status: def.status };
+}

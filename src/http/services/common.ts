@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import type { Services } from '../../services.ts';
+import { APP_VERSION } from '../../version.ts';
+import { runReadinessChecks } from '../health.ts';
+
+export const NoArgs = z.object({}).loose();
+
+export function formatUptime(seconds: number): string {
+  const d = Math.floor(seconds / 86400);
+  const h = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = Math.floor(seconds % 60);
+  return `${d ? `${d}d` : ''}${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s}s`;
+}
+
+export function versionInfo(schemaVersion: string, schemaHash: string) {
+  return { webrpcVersion: 'v0.31.0', schemaVersion, schemaHash, appVersion: `metarelay@${APP_VERSION}` };
+}
+
+/** The Sequence RuntimeStatus shape; each dependency is one "runnable". */
+export async function runtimeStatus(s: Services) {
+  const checks = await runReadinessChecks(s);
+  const uptime = Math.floor((Date.now() - s.startedAt.getTime()) / 1000);
+  const runnable: Record<string, { running: boolean; restarts: number; startTime: string; lastError: string | null }> = {};
+  for (const c of checks) {
+    runnable[c.name] = { running: c.ok, restarts: 0, startTime: s.startedAt.toISOString(), lastError: c.ok ? null : (c.detail ?? 'failed') };
+  }
+  return {
+    healthOK: checks.every((c) => c.ok),
+    startTime: s.startedAt.toISOString(),
+    uptime,
+    uptimeString: formatUptime(uptime),
+    ver: APP_VERSION,
+    branch: process.env.METARELAY_BRANCH ?? '',
+    commitHash: process.env.METARELAY_COMMIT ?? '',
+    runnable,
+    checks,
+  };
+}

@@ -1,0 +1,175 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Project } from '../store/projects.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { readAccessKey, type Authenticator } from './auth.ts';
+import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
+
+export type AuthMode = 'none' | 'optional' | 'required';
+
+export interface RpcContext {
+  project: Project | null;
+  keyId: number | null;
+  params: Record<string, string>;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export interface MethodDef<S extends z.ZodType = z.ZodType> {
+  input: S;
+  /** Overrides the service's default access rule for this method. */
+  auth?: AuthMode;
+  handler: (args: z.infer<S>, ctx: RpcContext) => Promise<unknown>;
+}
+
+/** Keeps each method's argument type tied to its schema. */
+export function method<S extends z.ZodType>(def: MethodDef<S>): MethodDef<S> {
+  return def;
+}
+
+export interface ServiceDef {
+  name: string;
+  /** e.g. `sequence-metadata@v0.4.0`, sent in the Webrpc response header. */
+  schema: string;
+  errors: ServiceErrorMap;
+  methods: Record<string, MethodDef<any>>;
+  /** Access rule for methods that do not set their own. */
+  defaultAuth: (methodName: string) => AuthMode;
+  /** Runs before the method, e.g. to resolve a path parameter; may throw RpcError. */
+  prepare?: (ctx: RpcContext) => Promise<void> | void;
+}
+
+export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
+
+export interface WebrpcDeps {
+  auth: Authenticator;
+  metrics: Metrics;
+}
+
+/** Go clients send null for absent optionals: a null and a missing key mean the same. */
+export function stripNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map((x) => (x === null ? x : stripNulls(x)));
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (x !== null) out[k] = stripNulls(x);
+    return out;
+  }
+  return v;
+}
+
+function valueAt(obj: unknown, path: PropertyKey[]): unknown {
+  let cur = obj;
+  for (const p of path) {
+    if (cur == null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+export function describeIssues(error: z.ZodError, input: unknown): { missing: boolean; text: string } {
+  let missing = false;
+  const parts = error.issues.slice(0, 5).map((i) => {
+    const path = i.path.map(String).join('.') || '(body)';
+    if (i.code === 'invalid_type' && valueAt(input, i.path) === undefined) {
+      missing = true;
+      return `${path}: required`;
+    }
+    return `${path}: ${i.message}`;
+  });
+  return { missing, text: parts.join('; ') };
+}
+
+export function sendError(reply: FastifyReply, def: ErrorDef, cause?: string, headers: Record<string, string> = {}) {
+  for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  return reply.code(def.status).type('application/json').send(toWire(def, cause));
+}
+
+function parseBody(req: FastifyRequest): unknown {
+  const raw = req.body as Buffer | undefined;
+  const text = raw && raw.length ? raw.toString('utf8').trim() : '';
+  if (text === '' || text === 'null') return {};
+  const ctype = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (ctype !== 'application/json') {
+    throw new RpcError(WebrpcErrors.WebrpcBadRequest, `unsupported Content-Type "${ctype}", expected application/json`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new RpcError(WebrpcErrors.WebrpcBadRequest, `failed to unmarshal request data: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new RpcError(WebrpcErrors.WebrpcBadRequest, 'failed to unmarshal request data: body must be a JSON object');
+  }
+  return stripNulls(parsed);
+}
+
+/**
+ * Mounts one webrpc service at `${routePrefix}:method`: POST only, JSON in and out,
+ * errors in the webrpc wire shape with the service's own codes.
+ */
+export async function registerWebrpcService(app: FastifyInstance, routePrefix: string, service: ServiceDef, deps: WebrpcDeps) {
+  await app.register(async (scope) => {
+    // Parse bodies ourselves: the webrpc rules on content type and empty bodies differ from fastify's.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+    const url = `${routePrefix}:method`;
+    const headerValue = `${WEBRPC_VERSION};${service.schema}`;
+
+    scope.route({
+      method: ['GET', 'PUT', 'DELETE', 'PATCH'],
+      url,
+      handler: (_req, reply) => {
+        reply.header('Webrpc', headerValue).header('Allow', 'POST');
+        return sendError(reply, WebrpcErrors.WebrpcBadMethod, 'only POST is allowed');
+      },
+    });
+
+    scope.post(url, async (req, reply) => {
+      reply.header('Webrpc', headerValue);
+      const params = req.params as Record<string, string>;
+      const name = params.method;
+      const def = Object.hasOwn(service.methods, name) ? service.methods[name] : undefined;
+      const started = process.hrtime.bigint();
+      let code = 0;
+      try {
+        if (!def) throw new RpcError(WebrpcErrors.WebrpcBadRoute, `no webrpc method defined for path ${req.url.split('?')[0]}`);
+        const body = parseBody(req);
+        const mode = def.auth ?? service.defaultAuth(name);
+        const ctx: RpcContext = { project: null, keyId: null, params, request: req, reply };
+        if (mode !== 'none') {
+          const outcome = await deps.auth.authenticate(readAccessKey(req, false));
+          if (outcome.kind === 'invalid') throw new RpcError(service.errors.unauthorized, 'invalid access key');
+          if (outcome.kind === 'none' && mode === 'required') {
+            throw new RpcError(service.errors.unauthorized, 'access key required: send it in the X-Access-Key header');
+          }
+          if (outcome.kind === 'ok') {
+            ctx.project = outcome.project;
+            ctx.keyId = outcome.keyId;
+          }
+        }
+        await service.prepare?.(ctx);
+        const parsed = def.input.safeParse(body);
+        if (!parsed.success) {
+          const { missing, text } = describeIssues(parsed.error, body);
+          throw new RpcError(missing ? service.errors.requiredArgument : service.errors.invalidArgument, text);
+        }
+        const out = await def.handler(parsed.data, ctx);
+        return reply.code(200).type('application/json').send(JSON.stringify(out ?? {}));
+      } catch (err) {
+        if (err instanceof RpcError) {
+          code = err.def.code;
+          return sendError(reply, err.def, err.detail, err.headers);
+        }
+        code = WebrpcErrors.WebrpcInternalError.code;
+        req.log.error({ err, method: name }, 'unhandled error in rpc method');
+        return sendError(reply, WebrpcErrors.WebrpcInternalError, `internal error (request ${req.id})`);
+      } finally {
+        const label = def ? name : 'unknown';
+        deps.metrics.rpcRequests.inc({ service: service.name, method: label, code: String(code) });
+        deps.metrics.rpcDuration.observe({ service: service.name, method: label }, Number(process.hrtime.bigint() - started) / 1e9);
+      }
+    });
+  });
+}

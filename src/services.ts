@@ -1,0 +1,74 @@
+import { NetworkRegistry } from './chain/registry.ts';
+import { createChainClient, type ChainClient } from './chain/client.ts';
+import type { AppConfig } from './config/schema.ts';
+import { Authenticator } from './http/auth.ts';
+import { openDb, type Db } from './store/db.ts';
+import { migrate } from './store/migrate.ts';
+import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
+import { projectRepo, type ProjectRepo } from './store/projects.ts';
+import { createLogger, type Logger } from './telemetry/logger.ts';
+import { createMetrics, type Metrics } from './telemetry/metrics.ts';
+
+/** Everything the HTTP layer and workers need, built once from the config. */
+export interface Services {
+  config: AppConfig;
+  log: Logger;
+  metrics: Metrics;
+  db: Db;
+  networks: NetworkRegistry;
+  chains: ReadonlyMap<number, ChainClient>;
+  projects: ProjectRepo;
+  accessKeys: AccessKeyRepo;
+  auth: Authenticator;
+  startedAt: Date;
+  close(): Promise<void>;
+}
+
+export interface CreateServicesOptions {
+  log?: Logger;
+  /** An already-open database (tests share a prepared one); otherwise config.database is opened. */
+  db?: Db;
+  /** Apply pending migrations at start (default true). */
+  migrate?: boolean;
+  pollingIntervalMs?: number;
+}
+
+export async function createServices(config: AppConfig, opts: CreateServicesOptions = {}): Promise<Services> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const metrics = createMetrics();
+  const db = opts.db ?? (await openDb(config.database));
+  try {
+    if (opts.migrate !== false) {
+      const applied = await migrate(db);
+      if (applied.length) log.info({ applied }, 'database migrated');
+    }
+  } catch (err) {
+    if (!opts.db) await db.close();
+    throw err;
+  }
+  const chains = new Map<number, ChainClient>();
+  for (const c of config.chains) {
+    chains.set(c.chainId, createChainClient(c, { metrics, pollingIntervalMs: opts.pollingIntervalMs }));
+  }
+  const accessKeys = accessKeyRepo(db);
+  const auth = new Authenticator(accessKeys, log);
+  let closed = false;
+  return {
+    config,
+    log,
+    metrics,
+    db,
+    networks: new NetworkRegistry(config.chains),
+    chains,
+    projects: projectRepo(db),
+    accessKeys,
+    auth,
+    startedAt: new Date(),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await auth.flush();
+      if (!opts.db) await db.close();
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Queryable } from './db.ts';
+import { toProject, type Project } from './projects.ts';
+
+export const KEY_PREFIX = 'mr_';
+
+/** 24 random bytes: high entropy, so a fast unsalted digest is a sound way to store them. */
+export function generateAccessKey(): string {
+  return KEY_PREFIX + randomBytes(24).toString('base64url');
+}
+
+export function hashAccessKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export interface AccessKeyInfo {
+  id: number;
+  projectId: number;
+  prefix: string;
+  label: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+  requestCount: number;
+}
+
+interface KeyRow {
+  id: number | string;
+  project_id: number | string;
+  key_prefix: string;
+  label: string;
+  created_at: Date | string;
+  revoked_at: Date | string | null;
+  last_used_at: Date | string | null;
+  request_count: number | string;
+}
+
+const iso = (v: Date | string | null): string | null => (v == null ? null : new Date(v).toISOString());
+
+function toInfo(r: KeyRow): AccessKeyInfo {
+  return {
+    id: Number(r.id),
+    projectId: Number(r.project_id),
+    prefix: r.key_prefix,
+    label: r.label,
+    createdAt: iso(r.created_at)!,
+    revokedAt: iso(r.revoked_at),
+    lastUsedAt: iso(r.last_used_at),
+    requestCount: Number(r.request_count),
+  };
+}
+
+export interface ResolvedKey {
+  keyId: number;
+  project: Project;
+}
+
+export function accessKeyRepo(db: Queryable) {
+  return {
+    /** Returns the plaintext key: the only time it exists outside the caller's hands. */
+    async create(projectId: number, label = ''): Promise<{ key: string; info: AccessKeyInfo }> {
+      const key = generateAccessKey();
+      const res = await db.query<KeyRow>(
+        `INSERT INTO access_keys (project_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4) RETURNING *`,
+        [projectId, hashAccessKey(key), key.slice(0, KEY_PREFIX.length + 6), label],
+      );
+      return { key, info: toInfo(res.rows[0]) };
+    },
+
+    /** A live key of a live project, or null. */
+    async resolve(key: string): Promise<ResolvedKey | null> {
+      const res = await db.query<KeyRow & { p_id: number; p_name: string; p_created_at: Date; p_archived_at: Date | null }>(
+        `SELECT k.*, p.id AS p_id, p.name AS p_name, p.created_at AS p_created_at, p.archived_at AS p_archived_at
+           FROM access_keys k JOIN projects p ON p.id = k.project_id
+          WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.archived_at IS NULL`,
+        [hashAccessKey(key)],
+      );
+      const r = res.rows[0];
+      if (!r) return null;
+      return {
+        keyId: Number(r.id),
+        project: toProject({ id: r.p_id, name: r.p_name, created_at: r.p_created_at, archived_at: r.p_archived_at }),
+      };
+    },
+
+    async isLive(key: string): Promise<boolean> {
+      return (await this.resolve(key)) !== null;
+    },
+
+    /** Revokes by plaintext key; false when no live key matched. */
+    async revoke(key: string): Promise<boolean> {
+      const res = await db.query(
+        'UPDATE access_keys SET revoked_at = now() WHERE key_hash = $1 AND revoked_at IS NULL',
+        [hashAccessKey(key)],
+      );
+      return res.rowCount > 0;
+    },
+
+    async revokeById(id: number): Promise<boolean> {
+      const res = await db.query('UPDATE access_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
+      return res.rowCount > 0;
+    },
+
+    async list(projectId: number): Promise<AccessKeyInfo[]> {
+      const res = await db.query<KeyRow>('SELECT * FROM access_keys WHERE project_id = $1 ORDER BY id', [projectId]);
+      return res.rows.map(toInfo);
+    },
+
+    /** Adds batched request counts; one statement per flush rather than a write per request. */
+    async recordUsage(counts: Map<number, number>): Promise<void> {
+      if (counts.size === 0) return;
+      const ids = [...counts.keys()];
+      const n = ids.map((id) => counts.get(id)!);
+      await db.query(
+        `UPDATE access_keys k SET request_count = k.request_count + u.n, last_used_at = now()
+           FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::bigint[]) AS n) u WHERE k.id = u.id`,
+        [ids, n],
+      );
+    },
+  };
+}
+export type AccessKeyRepo = ReturnType<typeof accessKeyRepo>;

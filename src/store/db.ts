@@ -1,0 +1,32 @@
+/** The one database interface domain code sees; PGlite and PostgreSQL both speak it. */
+export interface QueryResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /** Runs fn inside BEGIN/COMMIT; rolls back when fn throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** Opens PostgreSQL for a postgres:// URL, PGlite otherwise (a folder, or `memory://`). */
+export async function openDb(location: string): Promise<Db> {
+  if (isPostgresUrl(location)) {
+    const { openPostgres } = await import('./postgres.ts');
+    return openPostgres(location);
+  }
+  const { openPglite } = await import('./pglite.ts');
+  return openPglite(location);
+}

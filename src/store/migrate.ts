@@ -1,0 +1,39 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Db } from './db.ts';
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+// An arbitrary constant: every metarelay process takes this lock so only one migrates at a time.
+const MIGRATION_LOCK = 727_001;
+
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ id: Number(f.slice(0, 4)), name: f.replace(/\.sql$/, ''), sql: readFileSync(dir + f, 'utf8') }));
+}
+
+/** Applies pending migrations, each in its own transaction; returns the names applied. */
+export async function migrate(db: Db, migrations = loadMigrations()): Promise<string[]> {
+  await db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
+  const applied: string[] = [];
+  for (const m of migrations) {
+    const done = await db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      const seen = await tx.query('SELECT 1 FROM schema_migrations WHERE id = $1', [m.id]);
+      if (seen.rows.length > 0) return false;
+      await tx.exec(m.sql);
+      await tx.query('INSERT INTO schema_migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
+      return true;
+    });
+    if (done) applied.push(m.name);
+  }
+  return applied;
+}

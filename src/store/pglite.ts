@@ -1,0 +1,36 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import type { Db, QueryResult, Queryable } from './db.ts';
+
+function wrap(q: { query: PGlite['query']; exec: PGlite['exec'] }): Queryable {
+  return {
+    async exec(sql: string) {
+      await q.exec(sql);
+    },
+    async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
+      const res = await q.query<T>(sql, params as unknown[] | undefined);
+      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    },
+  };
+}
+
+/** PGlite is one connection: its own mutex serialises queries, and transaction() holds it throughout. */
+export async function openPglite(location: string): Promise<Db> {
+  const inMemory = location === 'memory://' || location === '';
+  if (!inMemory) mkdirSync(location, { recursive: true });
+  const pg = await PGlite.create(inMemory ? undefined : location, { extensions: { pg_trgm } });
+  const base = wrap(pg);
+  let closed = false;
+  return {
+    kind: 'pglite',
+    query: base.query,
+    exec: base.exec,
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pg.close();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import type { Queryable } from './db.ts';
+
+export interface Project {
+  id: number;
+  name: string;
+  createdAt: string;
+  archivedAt: string | null;
+}
+
+interface ProjectRow {
+  id: number | string;
+  name: string;
+  created_at: Date | string;
+  archived_at: Date | string | null;
+}
+
+const iso = (v: Date | string | null): string | null => (v == null ? null : new Date(v).toISOString());
+
+export function toProject(r: ProjectRow): Project {
+  return { id: Number(r.id), name: r.name, createdAt: iso(r.created_at)!, archivedAt: iso(r.archived_at) };
+}
+
+export class ProjectExistsError extends Error {}
+
+export function projectRepo(db: Queryable) {
+  return {
+    async create(name: string): Promise<Project> {
+      const res = await db.query<ProjectRow>(
+        'INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING *',
+        [name],
+      );
+      if (res.rows.length === 0) throw new ProjectExistsError(`project "${name}" already exists`);
+      return toProject(res.rows[0]);
+    },
+    async getByName(name: string): Promise<Project | null> {
+      const res = await db.query<ProjectRow>('SELECT * FROM projects WHERE name = $1', [name]);
+      return res.rows[0] ? toProject(res.rows[0]) : null;
+    },
+    async getById(id: number): Promise<Project | null> {
+      const res = await db.query<ProjectRow>('SELECT * FROM projects WHERE id = $1', [id]);
+      return res.rows[0] ? toProject(res.rows[0]) : null;
+    },
+    async list(): Promise<Project[]> {
+      const res = await db.query<ProjectRow>('SELECT * FROM projects ORDER BY id');
+      return res.rows.map(toProject);
+    },
+  };
+}
+export type ProjectRepo = ReturnType<typeof projectRepo>;

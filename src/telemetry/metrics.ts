@@ -1,0 +1,36 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One registry per service instance, so tests can run several apps in one process. */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    rpcRequests: new Counter({
+      name: 'metarelay_rpc_requests_total',
+      help: 'webrpc requests by service, method and outcome code',
+      labelNames: ['service', 'method', 'code'] as const,
+      registers: [registry],
+    }),
+    rpcDuration: new Histogram({
+      name: 'metarelay_rpc_request_duration_seconds',
+      help: 'webrpc request latency by service and method',
+      labelNames: ['service', 'method'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    httpRequests: new Counter({
+      name: 'metarelay_http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['route', 'status'] as const,
+      registers: [registry],
+    }),
+    chainRpcCalls: new Counter({
+      name: 'metarelay_chain_rpc_calls_total',
+      help: 'JSON-RPC HTTP requests sent to chain nodes, by chain and first method',
+      labelNames: ['chain', 'method'] as const,
+      registers: [registry],
+    }),
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessKeyRepo, hashAccessKey } from '../src/store/access-keys.ts';
+import { migrate } from '../src/store/migrate.ts';
+import { ProjectExistsError, projectRepo } from '../src/store/projects.ts';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { TEST_DB } from './support/env.ts';
+
+let t: TestDb;
+beforeAll(async () => {
+  t = await createTestDb();
+});
+afterAll(() => t?.drop());
+
+describe(`store (${TEST_DB})`, () => {
+  it('runs on the backend under test', () => {
+    expect(t.db.kind).toBe(TEST_DB);
+  });
+
+  it('re-running migrations applies nothing', async () => {
+    expect(await migrate(t.db)).toEqual([]);
+  });
+
+  it('has pg_trgm for fuzzy search', async () => {
+    const r = await t.db.query<{ s: number }>(`SELECT similarity('uniswap', 'unswap') AS s`);
+    expect(r.rows[0].s).toBeGreaterThan(0.3);
+  });
+
+  it('creates projects with unique names', async () => {
+    const projects = projectRepo(t.db);
+    const p = await projects.create('alpha');
+    expect(p).toMatchObject({ name: 'alpha', archivedAt: null });
+    await expect(projects.create('alpha')).rejects.toBeInstanceOf(ProjectExistsError);
+    expect((await projects.getByName('alpha'))?.id).toBe(p.id);
+  });
+
+  it('stores access keys hashed, never in plaintext', async () => {
+    const p = await projectRepo(t.db).create('hashed');
+    const keys = accessKeyRepo(t.db);
+    const { key } = await keys.create(p.id, 'ci');
+    expect(key).toMatch(/^mr_[A-Za-z0-9_-]{32}$/);
+    const dump = await t.db.query<Record<string, unknown>>('SELECT * FROM access_keys WHERE project_id = $1', [p.id]);
+    const text = JSON.stringify(dump.rows);
+    expect(text).not.toContain(key);
+    expect(dump.rows[0].key_hash).toBe(hashAccessKey(key));
+  });
+
+  it('resolves a live key to its project; revoked keys and archived projects resolve to nothing', async () => {
+    const p = await projectRepo(t.db).create('resolve');
+    const keys = accessKeyRepo(t.db);
+    const { key } = await keys.create(p.id);
+    expect((await keys.resolve(key))?.project.name).toBe('resolve');
+    expect(await keys.revoke(key)).toBe(true);
+    expect(await keys.revoke(key)).toBe(false);
+    expect(await keys.resolve(key)).toBeNull();
+
+    const { key: k2 } = await keys.create(p.id);
+    await t.db.query('UPDATE projects SET archived_at = now() WHERE id = $1', [p.id]);
+    expect(await keys.resolve(k2)).toBeNull();
+  });
+
+  it('rolls back a failed transaction whole', async () => {
+    await expect(
+      t.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO projects (name) VALUES ('half-written')`);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await projectRepo(t.db).getByName('half-written')).toBeNull();
+  });
+
+  it('adds batched usage counts', async () => {
+    const p = await projectRepo(t.db).create('usage');
+    const keys = accessKeyRepo(t.db);
+    const a = await keys.create(p.id);
+    const b = await keys.create(p.id);
+    await keys.recordUsage(new Map([[a.info.id, 5], [b.info.id, 2]]));
+    await keys.recordUsage(new Map([[a.info.id, 1]]));
+    const listed = await keys.list(p.id);
+    expect(listed.map((k) => k.requestCount)).toEqual([6, 2]);
+  });
+});
