@@ -1,0 +1,156 @@
+import { decodeFunctionResult, encodeFunctionData, type Address, type Hex } from 'viem';
+import type { ChainClient } from './client.ts';
+
+export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
+
+const aggregate3Abi = [
+  {
+    type: 'function',
+    name: 'aggregate3',
+    stateMutability: 'payable',
+    inputs: [
+      {
+        name: 'calls',
+        type: 'tuple[]',
+        components: [
+          { name: 'target', type: 'address' },
+          { name: 'allowFailure', type: 'bool' },
+          { name: 'callData', type: 'bytes' },
+        ],
+      },
+    ],
+    outputs: [
+      {
+        name: 'returnData',
+        type: 'tuple[]',
+        components: [
+          { name: 'success', type: 'bool' },
+          { name: 'returnData', type: 'bytes' },
+        ],
+      },
+    ],
+  },
+] as const;
+
+export interface Call {
+  target: Address;
+  data: Hex;
+}
+
+/** `ok: false` carries the revert data (often empty). A call to an address without code is ok with data `0x`. */
+export interface CallResult {
+  ok: boolean;
+  data: Hex;
+}
+
+export interface MulticallOptions {
+  /** Calls per eth_call before any splitting (default 300). */
+  chunkSize?: number;
+  blockNumber?: bigint;
+  /** Parallel eth_calls when the chain has no Multicall3 (default 8). */
+  concurrency?: number;
+}
+
+const hasMulticall = new WeakMap<ChainClient, Promise<boolean>>();
+
+/** Whether Multicall3 is deployed at its canonical address; asked once per chain client. */
+export function multicallAvailable(chain: ChainClient): Promise<boolean> {
+  let p = hasMulticall.get(chain);
+  if (!p) {
+    p = chain.public
+      .getCode({ address: MULTICALL3_ADDRESS })
+      .then((code) => !!code && code !== '0x')
+      .catch((err) => {
+        hasMulticall.delete(chain);
+        throw err;
+      });
+    hasMulticall.set(chain, p);
+  }
+  return p;
+}
+
+async function aggregate(chain: ChainClient, calls: Call[], blockNumber?: bigint): Promise<CallResult[]> {
+  const data = encodeFunctionData({
+    abi: aggregate3Abi,
+    functionName: 'aggregate3',
+    args: [calls.map((c) => ({ target: c.target, allowFailure: true, callData: c.data }))],
+  });
+  const res = await chain.public.call({ to: MULTICALL3_ADDRESS, data, blockNumber });
+  const out = decodeFunctionResult({ abi: aggregate3Abi, functionName: 'aggregate3', data: res.data ?? '0x' });
+  return out.map((r) => ({ ok: r.success, data: r.returnData }));
+}
+
+/**
+ * Every call of a request in as few eth_calls as the node allows: one aggregate3 per chunk,
+ * halving a chunk the node refuses (gas cap, return-data limit) until single calls remain.
+ */
+async function aggregateSplitting(chain: ChainClient, calls: Call[], blockNumber?: bigint): Promise<CallResult[]> {
+  try {
+    return await aggregate(chain, calls, blockNumber);
+  } catch (err) {
+    if (isTransportFailure(err)) throw err;
+    if (calls.length === 1) return [await single(chain, calls[0], blockNumber)];
+    const mid = Math.ceil(calls.length / 2);
+    const [a, b] = await Promise.all([
+      aggregateSplitting(chain, calls.slice(0, mid), blockNumber),
+      aggregateSplitting(chain, calls.slice(mid), blockNumber),
+    ]);
+    return [...a, ...b];
+  }
+}
+
+async function single(chain: ChainClient, call: Call, blockNumber?: bigint): Promise<CallResult> {
+  try {
+    const res = await chain.public.call({ to: call.target, data: call.data, blockNumber });
+    return { ok: true, data: res.data ?? '0x' };
+  } catch (err) {
+    const data = revertData(err);
+    if (data !== undefined) return { ok: false, data };
+    throw err;
+  }
+}
+
+/** The node is unreachable or slow: splitting the batch would only multiply the failures. */
+function isTransportFailure(err: unknown): boolean {
+  let cur = err as { name?: string; status?: number; cause?: unknown } | undefined;
+  for (let i = 0; cur && i < 8; i++) {
+    if (cur.name === 'TimeoutError') return true;
+    if (cur.name === 'HttpRequestError' && (cur.status === undefined || cur.status >= 500) && cur.status !== 413) return true;
+    cur = cur.cause as typeof cur;
+  }
+  return false;
+}
+
+/** A revert is a per-call answer; a transport failure is not, and is rethrown. */
+function revertData(err: unknown): Hex | undefined {
+  let cur = err as { name?: string; data?: unknown; cause?: unknown; details?: string } | undefined;
+  for (let i = 0; cur && i < 8; i++) {
+    if (cur.name === 'CallExecutionError' || cur.name === 'ContractFunctionRevertedError' || cur.name === 'ExecutionRevertedError') {
+      return typeof cur.data === 'string' ? (cur.data as Hex) : '0x';
+    }
+    if (typeof cur.details === 'string' && /revert/i.test(cur.details)) return '0x';
+    cur = cur.cause as typeof cur;
+  }
+  return undefined;
+}
+
+export async function multicall(chain: ChainClient, calls: Call[], opts: MulticallOptions = {}): Promise<CallResult[]> {
+  if (calls.length === 0) return [];
+  if (!(await multicallAvailable(chain))) {
+    const out: CallResult[] = new Array(calls.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < calls.length) {
+        const i = next++;
+        out[i] = await single(chain, calls[i], opts.blockNumber);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 8, calls.length) }, worker));
+    return out;
+  }
+  const size = opts.chunkSize ?? 300;
+  const chunks: Call[][] = [];
+  for (let i = 0; i < calls.length; i += size) chunks.push(calls.slice(i, i + size));
+  const results = await Promise.all(chunks.map((c) => aggregateSplitting(chain, c, opts.blockNumber)));
+  return results.flat();
+}

@@ -1,0 +1,31 @@
+import { relative } from 'node:path';
+import type { DevManifest } from './dev.ts';
+
+/** What a developer copies from: the URLs, the key, and requests that work as printed. */
+export function devBanner(o: { manifest: DevManifest; manifestPath: string; database: string; seconds: number }): string {
+  const m = o.manifest;
+  const rel = (p: string) => (p.startsWith('/') ? relative(process.cwd(), p) || p : p);
+  const post = (method: string, body: string, withKey: boolean) =>
+    `curl -s -X POST ${m.baseUrl}/rpc/Metadata/${method} -H 'Content-Type: application/json'${withKey ? ` -H 'X-Access-Key: ${m.accessKey}'` : ''} -d '${body}'`;
+  const lines = [
+    '',
+    `metarelay dev is ready (${o.seconds.toFixed(1)} s)`,
+    '',
+    `  API         ${m.baseUrl}`,
+    `  Chain       ${m.chain.name} (chainId ${m.chain.chainId}) at ${m.chain.rpcUrl}, a block every second`,
+    `  Contracts   ${Object.entries(m.contracts).map(([k, v]) => `${k} ${v}`).join('\n              ')}`,
+    `  Origin      ${m.originUrl} (token metadata documents)`,
+    `  Database    ${rel(o.database)}`,
+    `  Access key  ${m.accessKey} (project "${m.project}")`,
+    `  Manifest    ${rel(o.manifestPath)}`,
+    `  Health      ${m.baseUrl}/health  ${m.baseUrl}/ready  ${m.baseUrl}/metrics`,
+    '',
+    'Try:',
+    `  ${post('Ping', '{}', false)}`,
+    `  ${post('RuntimeStatus', '{}', true)}`,
+    '',
+    'Ctrl-C stops the service and the chain.',
+    '',
+  ];
+  return lines.join('\n');
+}

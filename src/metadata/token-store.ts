@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import type { Queryable } from '../store/db.ts';
+
+/** The normalised fields served for a token; `raw` keeps the origin's document untouched. */
+export const StoredMetadataSchema = z.record(z.string(), z.unknown());
+
+const ts = z.union([z.date(), z.string()]).transform((v) => new Date(v));
+
+const TokenRowSchema = z.object({
+  chain_id: z.coerce.number(),
+  contract_address: z.string(),
+  token_id: z.string(),
+  source: z.string(),
+  token_uri: z.string().nullable(),
+  metadata: StoredMetadataSchema.nullable(),
+  raw: z.unknown().nullable(),
+  failure_reason: z.string().nullable(),
+  failure_message: z.string().nullable(),
+  retry_after: ts.nullable(),
+  trace: z.unknown().nullable(),
+  fetch_count: z.coerce.number(),
+  last_fetched: ts.nullable(),
+  last_attempt: ts.nullable(),
+  updated_at: ts,
+});
+
+export interface TokenRecord {
+  chainId: number;
+  contract: string;
+  tokenId: string;
+  source: string;
+  tokenUri: string | null;
+  metadata: Record<string, unknown> | null;
+  raw: unknown;
+  failureReason: string | null;
+  failureMessage: string | null;
+  retryAfter: Date | null;
+  trace: unknown;
+  fetchCount: number;
+  lastFetched: Date | null;
+  lastAttempt: Date | null;
+  updatedAt: Date;
+}
+
+function toRecord(row: unknown): TokenRecord {
+  const r = TokenRowSchema.parse(row);
+  return {
+    chainId: r.chain_id,
+    contract: r.contract_address,
+    tokenId: r.token_id,
+    source: r.source,
+    tokenUri: r.token_uri,
+    metadata: r.metadata,
+    raw: r.raw,
+    failureReason: r.failure_reason,
+    failureMessage: r.failure_message,
+    retryAfter: r.retry_after,
+    trace: r.trace,
+    fetchCount: r.fetch_count,
+    lastFetched: r.last_fetched,
+    lastAttempt: r.last_attempt,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** The outcome of one resolution attempt of one token. */
+export type Resolution =
+  | { ok: true; tokenUri: string | null; metadata: Record<string, unknown>; raw: unknown; trace: unknown; source: string }
+  | { ok: false; tokenUri: string | null; reason: string; message: string; retryAfter: Date | null; trace: unknown };
+
+const ContractRowSchema = z.object({
+  type: z.string(),
+  id_variant: z.coerce.number().nullable(),
+  type_checked_at: ts.nullable(),
+});
+
+export interface ContractKind {
+  type: string;
+  idVariant: number | null;
+  typeCheckedAt: Date | null;
+}
+
+export function tokenStore(db: Queryable) {
+  return {
+    async get(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, TokenRecord>> {
+      if (tokenIds.length === 0) return new Map();
+      const res = await db.query(
+        `SELECT * FROM token_metadata WHERE chain_id = $1 AND contract_address = $2 AND token_id = ANY($3::text[])`,
+        [chainId, contract, tokenIds],
+      );
+      return new Map(res.rows.map((row) => {
+        const rec = toRecord(row);
+        return [rec.tokenId, rec];
+      }));
+    },
+
+    /**
+     * Records attempts in one statement. A success replaces the document; a failure only
+     * records its reason and keeps the last good document.
+     */
+    async save(chainId: number, contract: string, results: Map<string, Resolution>): Promise<void> {
+      if (results.size === 0) return;
+      const rows = [...results].map(([tokenId, r]) => ({
+        token_id: tokenId,
+        ok: r.ok,
+        source: r.ok ? r.source : null,
+        token_uri: r.tokenUri,
+        metadata: r.ok ? r.metadata : null,
+        raw: r.ok ? r.raw : null,
+        failure_reason: r.ok ? null : r.reason,
+        failure_message: r.ok ? null : r.message,
+        retry_after: r.ok || !r.retryAfter ? null : r.retryAfter.toISOString(),
+        trace: r.trace ?? null,
+      }));
+      await db.query(
+        `INSERT INTO token_metadata AS t (chain_id, contract_address, token_id, source, token_uri, metadata, raw,
+                                          failure_reason, failure_message, retry_after, trace, fetch_count,
+                                          last_fetched, last_attempt, updated_at)
+         SELECT $1, $2, x.token_id, COALESCE(x.source, 'FETCHER_ON_CHAIN_TOKEN_URI'), x.token_uri, x.metadata, x.raw,
+                x.failure_reason, x.failure_message, x.retry_after, x.trace, 1,
+                CASE WHEN x.ok THEN now() END, now(), now()
+           FROM jsonb_to_recordset($3::jsonb) AS x(token_id text, ok boolean, source text, token_uri text, metadata jsonb,
+                raw jsonb, failure_reason text, failure_message text, retry_after timestamptz, trace jsonb)
+         ON CONFLICT (chain_id, contract_address, token_id) DO UPDATE SET
+           token_uri       = EXCLUDED.token_uri,
+           source          = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.source ELSE t.source END,
+           metadata        = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.metadata ELSE t.metadata END,
+           raw             = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.raw ELSE t.raw END,
+           last_fetched    = COALESCE(EXCLUDED.last_fetched, t.last_fetched),
+           updated_at      = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN now() ELSE t.updated_at END,
+           failure_reason  = EXCLUDED.failure_reason,
+           failure_message = EXCLUDED.failure_message,
+           retry_after     = EXCLUDED.retry_after,
+           trace           = EXCLUDED.trace,
+           fetch_count     = t.fetch_count + 1,
+           last_attempt    = now()`,
+        [chainId, contract, JSON.stringify(rows)],
+      );
+    },
+
+    async contractKind(chainId: number, address: string): Promise<ContractKind | null> {
+      const res = await db.query('SELECT type, id_variant, type_checked_at FROM contracts WHERE chain_id = $1 AND address = $2', [chainId, address]);
+      if (!res.rows[0]) return null;
+      const r = ContractRowSchema.parse(res.rows[0]);
+      return { type: r.type, idVariant: r.id_variant, typeCheckedAt: r.type_checked_at };
+    },
+
+    async saveContractKind(chainId: number, address: string, type: string): Promise<void> {
+      await db.query(
+        `INSERT INTO contracts (chain_id, address, type, type_checked_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (chain_id, address) DO UPDATE SET type = EXCLUDED.type, type_checked_at = now(), updated_at = now()`,
+        [chainId, address, type],
+      );
+    },
+
+    async saveIdVariant(chainId: number, address: string, variant: number): Promise<void> {
+      await db.query(
+        `INSERT INTO contracts (chain_id, address, id_variant) VALUES ($1, $2, $3)
+         ON CONFLICT (chain_id, address) DO UPDATE SET id_variant = EXCLUDED.id_variant, updated_at = now()`,
+        [chainId, address, variant],
+      );
+    },
+  };
+}
+export type TokenStore = ReturnType<typeof tokenStore>;
