@@ -1,0 +1,154 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startCli } from './support/cli.ts';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { TEST_DB } from './support/env.ts';
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
+async function rpcAnswers(rpcUrl: string): Promise<boolean> {
+  try {
+    const res = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}', signal: AbortSignal.timeout(1000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+describe(`metarelay CLI (${TEST_DB})`, () => {
+  let testDb: TestDb;
+  let dbArgs: string[];
+  let dbEnv: Record<string, string>;
+  beforeAll(async () => {
+    testDb = await createTestDb();
+    // PGlite is single-process: release our handle so the CLI process can open the folder.
+    if (TEST_DB === 'pglite') await testDb.db.close();
+    dbArgs = ['--database', testDb.location];
+    dbEnv = TEST_DB === 'postgres' ? { DATABASE_URL: testDb.location } : {};
+  });
+  afterAll(async () => {
+    await testDb?.drop().catch(() => undefined);
+  });
+
+  it('creates a project and a key, lists it, revokes it', async () => {
+    const p = await runCli(['projects', 'create', 'acme', ...dbArgs]);
+    expect(p.code, p.stderr).toBe(0);
+    expect(JSON.parse(p.stdout)).toMatchObject({ name: 'acme' });
+
+    const dup = await runCli(['projects', 'create', 'acme', ...dbArgs]);
+    expect(dup.code).toBe(2);
+    expect(dup.stderr).toContain('already exists');
+
+    const k = await runCli(['keys', 'create', '--project', 'acme', '--label', 'ci', ...dbArgs]);
+    expect(k.code, k.stderr).toBe(0);
+    const { accessKey } = JSON.parse(k.stdout);
+    expect(accessKey).toMatch(/^mr_/);
+    expect(k.stderr).toContain('cannot be shown again');
+
+    const list = await runCli(['keys', 'list', '--project', 'acme', ...dbArgs]);
+    expect(list.stdout).toContain('"label":"ci"');
+    expect(list.stdout).not.toContain(accessKey);
+
+    const r = await runCli(['keys', 'revoke', accessKey, ...dbArgs]);
+    expect(r.code, r.stderr).toBe(0);
+    const again = await runCli(['keys', 'revoke', accessKey, ...dbArgs]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('no live key');
+  });
+
+  it('refuses a wrong config file naming the key, and exits non-zero', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-cli-'));
+    const cfg = join(dir, 'bad.json');
+    writeFileSync(cfg, JSON.stringify({ port: 'http', chains: [{ chainId: 137, name: 'polygon', rpcUrls: ['not a url'] }] }));
+    const res = await runCli(['serve', '--config', cfg]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('port:');
+    expect(res.stderr).toContain('chains[0].rpcUrls[0]');
+  });
+
+  it('rejects unknown commands and flags with usage', async () => {
+    const res = await runCli(['frobnicate']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('Usage:');
+    const flag = await runCli(['migrate', '--nope']);
+    expect(flag.code).toBe(2);
+  });
+
+  it('migrate applies nothing on an up-to-date database', async () => {
+    const res = await runCli(['migrate', ...dbArgs]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain('up to date');
+  });
+});
+
+describe(`metarelay dev (${TEST_DB})`, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'metarelay-dev-'));
+  const manifestPath = join(dir, 'manifest.json');
+  let testDb: TestDb | undefined;
+  let env: Record<string, string> = {};
+  beforeAll(async () => {
+    if (TEST_DB === 'postgres') {
+      testDb = await createTestDb();
+      env = { DATABASE_URL: testDb.location };
+    }
+  });
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+
+  it('starts chain and service, writes the manifest, answers the quick-start calls, and stops everything on SIGTERM', async () => {
+    const dev = startCli(['dev', '--port', '0', '--data', join(dir, 'data'), '--manifest', manifestPath], env);
+    try {
+      await dev.waitFor(/metarelay dev is ready/);
+      const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
+      expect(m).toMatchObject({
+        baseUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+        accessKey: expect.stringMatching(/^mr_/),
+        chain: { chainId: 31337, name: 'anvil', rpcUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) },
+        tokens: { erc721: ['1', '2', '3'], erc721OnChain: ['1'], erc1155: ['1', '2'] },
+      });
+      for (const k of ['erc20', 'erc721', 'erc721OnChain', 'erc1155']) expect(m.contracts[k]).toMatch(/^0x[0-9a-fA-F]{40}$/);
+      expect(dev.output()).toContain(m.accessKey);
+      expect(dev.output()).toContain(`curl -s -X POST ${m.baseUrl}/rpc/Metadata/Ping`);
+
+      expect(await post(`${m.baseUrl}/rpc/Metadata/Ping`, {})).toEqual({ status: 200, body: { status: true } });
+      const get = await fetch(`${m.baseUrl}/rpc/Metadata/Ping`);
+      expect(get.status).toBe(405);
+      const anon = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {});
+      expect(anon).toMatchObject({ status: 401, body: { error: 'Unauthorized', code: 1000 } });
+      const keyed = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });
+      expect(keyed.status).toBe(200);
+      expect(keyed.body.status.runnable['chain:anvil'].running).toBe(true);
+      expect((await fetch(`${m.baseUrl}/ready`)).status).toBe(200);
+
+      expect(await rpcAnswers(m.chain.rpcUrl)).toBe(true);
+      const code = await dev.stop('SIGTERM');
+      expect(code).toBe(0);
+      // anvil went down with it
+      expect(await rpcAnswers(m.chain.rpcUrl)).toBe(false);
+    } finally {
+      await dev.stop('SIGKILL');
+    }
+  });
+
+  it('reuses the database and the dev key on the next start', async () => {
+    const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    const dev = startCli(['dev', '--port', '0', '--data', join(dir, 'data'), '--manifest', manifestPath], env);
+    try {
+      await dev.waitFor(/metarelay dev is ready/);
+      const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
+      expect(m.accessKey).toBe(first.accessKey);
+      if (TEST_DB === 'pglite') expect(existsSync(join(dir, 'data', 'db'))).toBe(true);
+      const keyed = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });
+      expect(keyed.status).toBe(200);
+      expect(await dev.stop('SIGINT')).toBe(0);
+    } finally {
+      await dev.stop('SIGKILL');
+    }
+  });
+});

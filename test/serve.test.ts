@@ -1,0 +1,101 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config/load.ts';
+import { preflight } from '../src/config/preflight.ts';
+import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
+import { createServices } from '../src/services.ts';
+import { createLogger } from '../src/telemetry/logger.ts';
+import { startCli } from './support/cli.ts';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { TEST_DB } from './support/env.ts';
+import { rpc, startTestService } from './support/service.ts';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+let anvil: AnvilHandle;
+beforeAll(async () => {
+  anvil = await startAnvil({ blockTime: null });
+});
+afterAll(async () => {
+  await anvil?.stop();
+});
+
+describe('readiness with chains', () => {
+  it('is ready when the database and every chain answer, and counts chain RPC calls', async () => {
+    const t = await startTestService({ chains: [{ chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }] });
+    try {
+      const res = await t.app.inject({ method: 'GET', url: '/ready' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().checks).toEqual(
+        expect.arrayContaining([expect.objectContaining({ name: 'chain:anvil', ok: true, detail: expect.stringMatching(/^block \d+$/) })]),
+      );
+      const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+      expect(metrics.body).toMatch(/metarelay_chain_rpc_calls_total\{chain="anvil",method="eth_blockNumber"\} [1-9]/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('is not ready (503) when a chain does not answer, and RuntimeStatus says which', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const t = await startTestService({ chains: [{ chainId: 1, name: 'mainnet', rpcUrls: [dead] }] });
+    try {
+      const res = await t.app.inject({ method: 'GET', url: '/ready' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().checks).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'chain:mainnet', ok: false })]));
+      const status = await rpc(t.app, '/rpc/Metadata/RuntimeStatus', {}, { 'x-access-key': t.accessKey });
+      expect(status.body.status.healthOK).toBe(false);
+      expect(status.body.status.runnable['chain:mainnet'].running).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('preflight refuses a chain whose node reports another chain id', async () => {
+    const testDb = await createTestDb();
+    const cfg = parseConfig({ database: testDb.location, chains: [{ chainId: 137, name: 'polygon', rpcUrls: [anvil.rpcUrl] }] });
+    const s = await createServices(cfg, { db: testDb.db, log: createLogger('silent') });
+    try {
+      await expect(preflight(s)).rejects.toThrow(/"polygon" is configured as chainId 137 but its RPC answers 31337/);
+    } finally {
+      await s.close();
+      await testDb.drop();
+    }
+  });
+});
+
+describe(`metarelay serve (${TEST_DB})`, () => {
+  let testDb: TestDb;
+  beforeAll(async () => {
+    testDb = await createTestDb();
+    if (TEST_DB === 'pglite') await testDb.db.close();
+  });
+  afterAll(() => testDb?.drop().catch(() => undefined));
+
+  it('serves from a config file and shuts down cleanly on SIGTERM', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-serve-'));
+    const port = await freePort();
+    const cfg = join(dir, 'metarelay.json');
+    writeFileSync(cfg, JSON.stringify({ port, database: testDb.location, chains: [{ chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }], logLevel: 'info' }));
+    const srv = startCli(['serve', '--config', cfg]);
+    try {
+      await srv.waitFor(/Server listening at/);
+      const res = await fetch(`http://127.0.0.1:${port}/rpc/Metadata/Ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(await res.json()).toEqual({ status: true });
+      expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(200);
+      expect(await srv.stop('SIGTERM')).toBe(0);
+    } finally {
+      await srv.stop('SIGKILL');
+    }
+  });
+});

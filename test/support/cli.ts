@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+
+export const BIN = resolve('bin/metarelay.mjs');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real binary to completion. */
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`metarelay ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface LongRunning {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when the output matches, rejects if the process exits first. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function startCli(args: string[], env: Record<string, string> = {}): LongRunning {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const listeners = new Set<() => void>();
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    for (const l of listeners) l();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return {
+    child,
+    output: () => out,
+    waitFor(pattern, timeoutMs = 90_000) {
+      return new Promise((resolvePromise, reject) => {
+        const check = () => {
+          const m = out.match(pattern);
+          if (m) {
+            cleanup();
+            resolvePromise(m);
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output so far:\n${out}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        void exited.then((code) => {
+          if (listeners.has(check)) {
+            cleanup();
+            reject(new Error(`process exited (${code}) before ${pattern}; output:\n${out}`));
+          }
+        });
+        check();
+      });
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
