@@ -8,6 +8,9 @@ import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
 import { projectRepo, type ProjectRepo } from './store/projects.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
+import { createFetcher, type Fetcher } from './metadata/fetch.ts';
+import { TokenMetadataService } from './metadata/resolver.ts';
+import { tokenStore } from './metadata/token-store.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -20,6 +23,8 @@ export interface Services {
   projects: ProjectRepo;
   accessKeys: AccessKeyRepo;
   auth: Authenticator;
+  fetcher: Fetcher;
+  tokens: TokenMetadataService;
   startedAt: Date;
   close(): Promise<void>;
 }
@@ -52,6 +57,19 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   const accessKeys = accessKeyRepo(db);
   const auth = new Authenticator(accessKeys, log);
+  const m = config.metadata;
+  const fetcher = createFetcher({
+    allowPrivateNetworks: config.allowPrivateNetworks,
+    allowedPrivateHosts: m.allowedPrivateHosts,
+    maxBytes: m.maxBytes,
+    connectTimeoutMs: m.connectTimeoutMs,
+    totalTimeoutMs: m.fetchTimeoutMs,
+    maxRedirects: m.maxRedirects,
+    hedgeDelayMs: m.hedgeDelayMs,
+    ipfsGateways: config.ipfsGateways,
+    arweaveGateway: config.arweaveGateway,
+  });
+  const tokens = new TokenMetadataService({ store: tokenStore(db), fetcher, config, log, metrics });
   let closed = false;
   return {
     config,
@@ -63,11 +81,14 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     projects: projectRepo(db),
     accessKeys,
     auth,
+    fetcher,
+    tokens,
     startedAt: new Date(),
     async close() {
       if (closed) return;
       closed = true;
       await auth.flush();
+      fetcher.close();
       if (!opts.db) await db.close();
     },
   };

@@ -32,6 +32,30 @@ export const AppConfigSchema = z
         publicMethods: z.array(z.string()).default(['Ping', 'Version']),
       })
       .prefault({}),
+    metadata: z
+      .object({
+        /** How long a request waits for a token seen for the first time before answering NOT_AVAILABLE. */
+        inlineWaitMs: z.number().int().min(0).max(60_000).default(5_000),
+        /** Stored metadata older than this is served with status REFRESHING while it is re-read. */
+        staleAfterSec: z.number().int().positive().default(86_400),
+        /** A token whose URI read reverted (not minted?) is asked again after this long. */
+        notFoundRetrySec: z.number().int().min(0).default(60),
+        /** A token whose document could not be fetched is retried after this long (Retry-After wins). */
+        failureRetrySec: z.number().int().min(0).default(300),
+        maxBytes: z.number().int().positive().default(2 * 1024 * 1024),
+        connectTimeoutMs: z.number().int().positive().default(5_000),
+        fetchTimeoutMs: z.number().int().positive().default(20_000),
+        maxRedirects: z.number().int().min(0).max(20).default(5),
+        hedgeDelayMs: z.number().int().min(0).default(1_000),
+        /** Exceptions to the private-network rule, e.g. a local IPFS node: "10.0.0.5:8080". */
+        allowedPrivateHosts: z.array(z.string().min(1)).default([]),
+        /** Documents fetched at once by one process. */
+        fetchConcurrency: z.number().int().positive().max(1024).default(32),
+        /** Tokens held in each process's hot cache in front of the database, and for how long. */
+        hotCacheSize: z.number().int().min(0).default(50_000),
+        hotCacheTtlMs: z.number().int().min(0).default(5_000),
+      })
+      .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),

@@ -31,6 +31,25 @@ export function createMetrics() {
       labelNames: ['chain', 'method'] as const,
       registers: [registry],
     }),
+    metadataFetches: new Counter({
+      name: 'metarelay_metadata_fetches_total',
+      help: 'token document fetches by scheme and outcome (ok or a failure reason)',
+      labelNames: ['scheme', 'outcome'] as const,
+      registers: [registry],
+    }),
+    metadataFetchDuration: new Histogram({
+      name: 'metarelay_metadata_fetch_duration_seconds',
+      help: 'token document fetch latency by scheme (gateway latency for ipfs)',
+      labelNames: ['scheme'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+      registers: [registry],
+    }),
+    metadataCache: new Counter({
+      name: 'metarelay_metadata_cache_lookups_total',
+      help: 'token lookups by where they were answered from: hot (in-process), store, stale, miss',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,15 +1,35 @@
+import { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap } from '../errors.ts';
+import { RpcError, MetadataErrors } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';
+import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
+/** Documented limits: GetTokenMetadata takes up to 100 ids; the batch form 50 contracts × 50 ids. */
+export const LIMITS = { tokensPerCall: 100, batchContracts: 50, batchTokensPerContract: 50 } as const;
+
+const GetTokenMetadataArgs = z.object({
+  chainID: ChainArg,
+  contractAddress: AddressArg,
+  tokenIDs: z.array(TokenIdArg).max(LIMITS.tokensPerCall, `at most ${LIMITS.tokensPerCall} tokenIDs per call`),
+});
+
+const GetTokenMetadataBatchArgs = z.object({
+  chainID: ChainArg,
+  contractTokenMap: z
+    .record(z.string(), z.array(TokenIdArg).max(LIMITS.batchTokensPerContract, `at most ${LIMITS.batchTokensPerContract} token ids per contract`))
+    .refine((m) => Object.keys(m).length <= LIMITS.batchContracts, `at most ${LIMITS.batchContracts} contracts per batch`),
+});
+
 export function metadataService(s: Services): ServiceDef {
+  const E = metadataErrorMap;
   return {
     name: 'Metadata',
     schema: METADATA_SCHEMA,
-    errors: metadataErrorMap,
+    errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
     methods: {
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
@@ -18,6 +38,34 @@ export function metadataService(s: Services): ServiceDef {
         handler: async () => ({ version: versionInfo('v0.4.0', '673a5fa528008c7f9558810fbb24aad978ed7a84') }),
       }),
       RuntimeStatus: method({ input: NoArgs, handler: async () => ({ status: await runtimeStatus(s) }) }),
+
+      GetTokenMetadata: method({
+        input: GetTokenMetadataArgs,
+        handler: async (a) => {
+          const chain = chainFor(s, a.chainID, E);
+          const { tokens } = await s.tokens.getTokens(chain, a.contractAddress, a.tokenIDs);
+          return { tokenMetadata: tokens };
+        },
+      }),
+
+      GetTokenMetadataBatch: method({
+        input: GetTokenMetadataBatchArgs,
+        handler: async (a) => {
+          const chain = chainFor(s, a.chainID, E);
+          const entries = Object.entries(a.contractTokenMap).map(([addr, ids]) => {
+            const parsed = AddressArg.safeParse(addr);
+            if (!parsed.success) throw new RpcError(MetadataErrors.InvalidArgument, `contractTokenMap: key "${addr.slice(0, 60)}" is not a 20-byte 0x address`);
+            return [parsed.data, ids] as const;
+          });
+          // Contracts resolve concurrently; each shares one deadline for unknown tokens.
+          const results = await Promise.all(entries.map(([addr, ids]) => s.tokens.getTokens(chain, addr, ids)));
+          const contractTokenMetadata: Record<string, unknown[]> = {};
+          entries.forEach(([addr], i) => {
+            contractTokenMetadata[addr] = [...(contractTokenMetadata[addr] ?? []), ...results[i].tokens];
+          });
+          return { contractTokenMetadata };
+        },
+      }),
     },
   };
 }

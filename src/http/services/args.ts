@@ -1,0 +1,33 @@
+import type { Address } from 'viem';
+import { z } from 'zod';
+import type { ChainClient } from '../../chain/client.ts';
+import { parseTokenId } from '../../metadata/token-id.ts';
+import type { Services } from '../../services.ts';
+import { RpcError, type ServiceErrorMap } from '../errors.ts';
+
+/** Accepts a chain as the clients send it: a string, or a bare number from lenient callers. */
+export const ChainArg = z.union([z.string(), z.number().int()]).transform(String);
+
+export const AddressArg = z
+  .string()
+  .trim()
+  .regex(/^0x[0-9a-fA-F]{40}$/, 'not a 20-byte 0x address')
+  .transform((a) => a.toLowerCase() as Address);
+
+export const TokenIdArg = z.union([z.string(), z.number().int().nonnegative()]).transform((v, ctx) => {
+  const id = parseTokenId(v);
+  if (id === null) {
+    ctx.addIssue({ code: 'custom', message: `"${String(v).slice(0, 80)}" is not a uint256 token id (decimal or 0x hex)` });
+    return z.NEVER;
+  }
+  return id;
+});
+
+/** A configured chain with a client, or the service's ChainNotFound error naming the problem. */
+export function chainFor(s: Services, chainID: string, errors: ServiceErrorMap): ChainClient {
+  const found = s.networks.lookup(chainID);
+  if (!found.ok) throw new RpcError(errors.chainNotFound, found.message);
+  const client = s.chains.get(found.chain.chainId);
+  if (!client) throw new RpcError(errors.chainNotFound, `chain ${found.chain.name} has no client`);
+  return client;
+}

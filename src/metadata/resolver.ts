@@ -1,0 +1,231 @@
+import type { Address } from 'viem';
+import type { ChainClient } from '../chain/client.ts';
+import type { AppConfig } from '../config/schema.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { detectStandards, readTokenUris, type TokenStandard } from './chain-reader.ts';
+import type { Fetcher } from './fetch.ts';
+import { Limiter } from './limiter.ts';
+import { LruCache } from './lru.ts';
+import { normalizeTokenDocument } from './normalize.ts';
+import type { Resolution, TokenRecord, TokenStore } from './token-store.ts';
+import { toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
+import { parseTokenUri } from './uri.ts';
+
+export interface TokenMetadataDeps {
+  store: TokenStore;
+  fetcher: Fetcher;
+  config: AppConfig;
+  log: Logger;
+  metrics: Metrics;
+}
+
+export interface GetTokensResult {
+  tokens: TokenMetadataWire[];
+  /** Some tokens are still being resolved in the background. */
+  pending: boolean;
+}
+
+const ONE_DAY_MS = 86_400_000;
+
+function schemeOf(uri: string): string {
+  const m = /^([a-z][a-z0-9+.-]*):/i.exec(uri.trim());
+  return m ? m[1].toLowerCase() : uri.trim().startsWith('{') ? 'json' : 'none';
+}
+
+/**
+ * Token metadata: served from the store, resolved on chain and at the origin when unknown or stale.
+ * One resolution per token at a time (single-flight); a hot in-process cache sits in front of the store.
+ */
+export class TokenMetadataService {
+  private readonly inflight = new Map<string, Promise<TokenRecord | undefined>>();
+  private readonly hot: LruCache<TokenRecord>;
+  private readonly kinds = new Map<string, Promise<TokenStandard>>();
+  private readonly limiter: Limiter;
+
+  constructor(private readonly d: TokenMetadataDeps) {
+    this.hot = new LruCache(d.config.metadata.hotCacheSize, d.config.metadata.hotCacheTtlMs);
+    this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
+  }
+
+  private key(chainId: number, contract: string, id: string) {
+    return `${chainId}:${contract}:${id}`;
+  }
+
+  /** Tokens in request order (duplicates included), waiting at most `waitMs` for unknown ones. */
+  async getTokens(chain: ChainClient, contract: Address, ids: string[], opts: { waitMs?: number } = {}): Promise<GetTokensResult> {
+    const cfg = this.d.config.metadata;
+    const now = Date.now();
+    const unique = [...new Set(ids)];
+    const records = new Map<string, TokenRecord>();
+    const fromStore: string[] = [];
+    for (const id of unique) {
+      const h = this.hot.get(this.key(chain.chainId, contract, id));
+      if (h) {
+        records.set(id, h);
+        this.d.metrics.metadataCache.inc({ result: 'hot' });
+      } else fromStore.push(id);
+    }
+    if (fromStore.length) {
+      for (const [id, rec] of await this.d.store.get(chain.chainId, contract, fromStore)) {
+        records.set(id, rec);
+        this.hot.set(this.key(chain.chainId, contract, id), rec);
+      }
+    }
+
+    const toResolve: string[] = [];
+    const refreshing = new Set<string>();
+    for (const id of unique) {
+      const r = records.get(id);
+      const due = !r?.retryAfter || r.retryAfter.getTime() <= now;
+      if (!r) {
+        toResolve.push(id);
+        this.d.metrics.metadataCache.inc({ result: 'miss' });
+      } else if (r.metadata) {
+        if (fromStore.includes(id)) this.d.metrics.metadataCache.inc({ result: 'store' });
+        const stale = !r.lastFetched || now - r.lastFetched.getTime() > cfg.staleAfterSec * 1000;
+        if (stale && due) {
+          refreshing.add(id);
+          this.d.metrics.metadataCache.inc({ result: 'stale' });
+        }
+      } else if (due) {
+        toResolve.push(id);
+      }
+    }
+    if (refreshing.size) void this.resolve(chain, contract, [...refreshing]).catch(() => undefined);
+
+    const pending = new Set<string>();
+    if (toResolve.length) {
+      const work = this.resolve(chain, contract, toResolve);
+      const waitMs = opts.waitMs ?? cfg.inlineWaitMs;
+      let timer: NodeJS.Timeout | undefined;
+      const done = await Promise.race([
+        work.then((m) => m, (err) => {
+          this.d.log.warn({ err, chain: chain.name, contract }, 'token resolution failed');
+          return null;
+        }),
+        new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), waitMs))),
+      ]);
+      clearTimeout(timer);
+      if (done === 'timeout' || done === null) {
+        for (const id of toResolve) pending.add(id);
+        if (done === 'timeout') void work.catch(() => undefined);
+      } else {
+        for (const [id, rec] of done) records.set(id, rec);
+      }
+    }
+
+    const queuedAt = new Date(now);
+    const tokens = ids.map((id) => {
+      const rec = records.get(id);
+      let status: ResourceStatus = 'AVAILABLE';
+      if (pending.has(id) || refreshing.has(id)) status = rec?.metadata ? 'REFRESHING' : 'NOT_AVAILABLE';
+      return toWire(chain.chainId, contract, id, rec, status, pending.has(id) || refreshing.has(id) ? queuedAt : null);
+    });
+    return { tokens, pending: pending.size > 0 || refreshing.size > 0 };
+  }
+
+  /** Re-reads tokens now, whatever their cache state; the refresh path. */
+  async refresh(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    return this.resolve(chain, contract, ids);
+  }
+
+  /** The stored record with its resolution trace, resolving first if the token was never seen. */
+  async explain(chain: ChainClient, contract: Address, id: string): Promise<TokenRecord | undefined> {
+    const existing = (await this.d.store.get(chain.chainId, contract, [id])).get(id);
+    if (existing) return existing;
+    return (await this.resolve(chain, contract, [id])).get(id);
+  }
+
+  private resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    const perToken = new Map<string, Promise<TokenRecord | undefined>>();
+    const fresh: string[] = [];
+    for (const id of ids) {
+      const p = this.inflight.get(this.key(chain.chainId, contract, id));
+      if (p) perToken.set(id, p);
+      else fresh.push(id);
+    }
+    if (fresh.length) {
+      const batch = this.resolveBatch(chain, contract, fresh);
+      for (const id of fresh) {
+        const k = this.key(chain.chainId, contract, id);
+        const p = batch.then((m) => m.get(id));
+        this.inflight.set(k, p);
+        p.finally(() => {
+          if (this.inflight.get(k) === p) this.inflight.delete(k);
+        }).catch(() => undefined);
+        perToken.set(id, p);
+      }
+    }
+    return Promise.all([...perToken].map(async ([id, p]) => [id, await p] as const)).then(
+      (pairs) => new Map(pairs.filter((x): x is readonly [string, TokenRecord] => x[1] !== undefined)),
+    );
+  }
+
+  private standardOf(chain: ChainClient, contract: Address): Promise<TokenStandard> {
+    const k = `${chain.chainId}:${contract}`;
+    let p = this.kinds.get(k);
+    if (!p) {
+      p = (async () => {
+        const known = await this.d.store.contractKind(chain.chainId, contract);
+        const fresh = known?.typeCheckedAt && Date.now() - known.typeCheckedAt.getTime() < ONE_DAY_MS;
+        if (known && fresh && (known.type === 'ERC721' || known.type === 'ERC1155')) return known.type;
+        const detected = (await detectStandards(chain, [contract])).get(contract) ?? 'UNKNOWN';
+        await this.d.store.saveContractKind(chain.chainId, contract, detected);
+        return detected;
+      })();
+      p.catch(() => this.kinds.delete(k));
+      this.kinds.set(k, p);
+    }
+    return p;
+  }
+
+  private async resolveBatch(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    const cfg = this.d.config;
+    const standard = await this.standardOf(chain, contract);
+    const { reads, blockNumber } = await readTokenUris(chain, contract, standard, ids.map((id) => BigInt(id)));
+    const results = new Map<string, Resolution>();
+    const now = Date.now();
+    const uriOpts = { ipfsGateways: cfg.ipfsGateways, arweaveGateway: cfg.arweaveGateway };
+
+    await Promise.all(
+      ids.map((id, i) =>
+        this.limiter.run(async () => {
+          const read = reads[i];
+          const base = { standard, method: read.method, block: blockNumber?.toString() ?? null };
+          if (!read.ok) {
+            this.d.metrics.metadataFetches.inc({ scheme: 'none', outcome: read.reason });
+            results.set(id, {
+              ok: false,
+              tokenUri: null,
+              reason: read.reason,
+              message: read.message,
+              retryAfter: new Date(now + cfg.metadata.notFoundRetrySec * 1000),
+              trace: { ...base, uri: null, error: read.reason, message: read.message, attempts: [] },
+            });
+            return;
+          }
+          const scheme = schemeOf(read.uri);
+          const decoder = parseTokenUri(read.uri, uriOpts).kind;
+          const t0 = performance.now();
+          const f = await this.d.fetcher.fetchJson(read.uri, standard === 'ERC1155' ? { tokenId: BigInt(id) } : {});
+          this.d.metrics.metadataFetchDuration.observe({ scheme }, (performance.now() - t0) / 1000);
+          this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
+          const trace = { ...base, uri: read.uri, decoder, attempts: f.trace, ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }) };
+          if (!f.ok) {
+            const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
+            results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace });
+            return;
+          }
+          const n = normalizeTokenDocument(f.document, uriOpts);
+          results.set(id, { ok: true, tokenUri: read.uri, metadata: n.metadata, raw: n.raw, trace, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
+        }),
+      ),
+    );
+
+    await this.d.store.save(chain.chainId, contract, results);
+    const saved = await this.d.store.get(chain.chainId, contract, ids);
+    for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
+    return saved;
+  }
+}
