@@ -6,6 +6,7 @@ import { startDevChain } from '../devchain/index.ts';
 import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
+import { tokenStore } from '../metadata/token-store.ts';
 import { parse, portFlag } from './args.ts';
 import { devBanner } from './dev-banner.ts';
 import { onShutdown } from './shutdown.ts';
@@ -70,6 +71,8 @@ export async function runDev(argv: string[]) {
       logLevel: process.env.LOG_LEVEL ?? 'warn',
     }, 'dev config');
     services = await createServices(config, { log, pollingIntervalMs: 250 });
+    // The chain is new on every start: what the database cached about the last one no longer holds.
+    await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
     const { key, project } = await devAccessKey(services, manifestPath);
     const app = await buildApp(services);
     await app.listen({ port: config.port, host: config.host });

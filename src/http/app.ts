@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Services } from '../services.ts';
 import { WebrpcErrors, MetadataErrors } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
+import { openApiDocument, registerRestRoutes } from './rest.ts';
+import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 
@@ -52,6 +54,9 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   });
 
   registerHealthRoutes(app, s);
+  registerRestRoutes(app, s);
+  const openapi = JSON.stringify(openApiDocument(APP_VERSION));
+  app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), { auth: s.auth, metrics: s.metrics });
   await app.ready();
   return app;

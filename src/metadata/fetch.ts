@@ -11,7 +11,8 @@ import { createGatewayHealth, type GatewayHealth, type GatewayOutcome } from './
 import { hedge } from './hedge.ts';
 import { abortReason, getOnce, type HopAgents } from './http-get.ts';
 import { ipfsGatewayUrls, type IpfsNamespace } from './ipfs-path.ts';
-import { DEFAULT_ARWEAVE_GATEWAY, expandIdTemplate, parseTokenUri } from './uri.ts';
+import { expandIdCandidates, type IdCandidate } from './id-template.ts';
+import { DEFAULT_ARWEAVE_GATEWAY, parseTokenUri } from './uri.ts';
 
 export { isRetryable, type Attempt, type FetchFailure, type FetchFailureReason } from './errors.ts';
 export type { GatewayHealth } from './gateway-health.ts';
@@ -37,6 +38,8 @@ export type FetchSuccess = {
   finalUrl: string;
   contentType: string;
   trace: Attempt[];
+  /** With `tokenId` and an `{id}` template: the spelling that answered (index into ID_VARIANTS). */
+  idVariant?: number;
 };
 
 export type FetchResult = FetchSuccess | FetchFailure;
@@ -45,6 +48,8 @@ export type FetchJsonOptions = {
   signal?: AbortSignal;
   /** Enables ERC-1155 `{id}` expansion, falling back through id spellings on 404. */
   tokenId?: bigint;
+  /** The `{id}` spelling (index into ID_VARIANTS) this contract is known to use: tried first. */
+  preferredIdVariant?: number | null;
 };
 
 export type Fetcher = {
@@ -247,9 +252,9 @@ export function createFetcher(options: FetcherOptions): Fetcher {
 
   async function fetchJson(uri: string, opts: FetchJsonOptions = {}): Promise<FetchResult> {
     const trace: Attempt[] = [];
-    let candidates: string[];
+    let candidates: IdCandidate[];
     try {
-      candidates = opts.tokenId === undefined ? [uri] : expandIdTemplate(uri, opts.tokenId);
+      candidates = opts.tokenId === undefined ? [{ variant: 0, uri }] : expandIdCandidates(uri, opts.tokenId, opts.preferredIdVariant);
     } catch (err) {
       return failure('INVALID_URI', (err as Error).message, trace);
     }
@@ -258,9 +263,10 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     try {
       let result: FetchResult = failure('INVALID_URI', 'no candidate URIs', trace);
       for (const candidate of candidates) {
-        result = await fetchOne(candidate, signal, trace);
+        result = await fetchOne(candidate.uri, signal, trace);
+        if (result.ok) return opts.tokenId === undefined ? result : { ...result, idVariant: candidate.variant };
         // Only the spec's own failure mode moves us to the next id spelling.
-        if (result.ok || result.reason !== 'HTTP_404') return result;
+        if (result.reason !== 'HTTP_404') return result;
       }
       return result;
     } catch (err) {

@@ -10,6 +10,7 @@ import { LruCache } from './lru.ts';
 import { normalizeTokenDocument } from './normalize.ts';
 import type { Resolution, TokenRecord, TokenStore } from './token-store.ts';
 import { toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
+import { ID_VARIANTS } from './id-template.ts';
 import { parseTokenUri } from './uri.ts';
 
 export interface TokenMetadataDeps {
@@ -28,6 +29,12 @@ export interface GetTokensResult {
 
 const ONE_DAY_MS = 86_400_000;
 
+/** Per contract: its standard and, for ERC1155, the `{id}` spelling its origin answers to. */
+interface ContractKindState {
+  standard: TokenStandard;
+  idVariant: number | null;
+}
+
 function schemeOf(uri: string): string {
   const m = /^([a-z][a-z0-9+.-]*):/i.exec(uri.trim());
   return m ? m[1].toLowerCase() : uri.trim().startsWith('{') ? 'json' : 'none';
@@ -40,7 +47,7 @@ function schemeOf(uri: string): string {
 export class TokenMetadataService {
   private readonly inflight = new Map<string, Promise<TokenRecord | undefined>>();
   private readonly hot: LruCache<TokenRecord>;
-  private readonly kinds = new Map<string, Promise<TokenStandard>>();
+  private readonly kinds = new Map<string, Promise<ContractKindState>>();
   private readonly limiter: Limiter;
 
   constructor(private readonly d: TokenMetadataDeps) {
@@ -162,17 +169,19 @@ export class TokenMetadataService {
     );
   }
 
-  private standardOf(chain: ChainClient, contract: Address): Promise<TokenStandard> {
+  private kindOf(chain: ChainClient, contract: Address): Promise<ContractKindState> {
     const k = `${chain.chainId}:${contract}`;
     let p = this.kinds.get(k);
     if (!p) {
       p = (async () => {
         const known = await this.d.store.contractKind(chain.chainId, contract);
         const fresh = known?.typeCheckedAt && Date.now() - known.typeCheckedAt.getTime() < ONE_DAY_MS;
-        if (known && fresh && (known.type === 'ERC721' || known.type === 'ERC1155')) return known.type;
+        if (known && fresh && (known.type === 'ERC721' || known.type === 'ERC1155')) {
+          return { standard: known.type, idVariant: known.idVariant };
+        }
         const detected = (await detectStandards(chain, [contract])).get(contract) ?? 'UNKNOWN';
         await this.d.store.saveContractKind(chain.chainId, contract, detected);
-        return detected;
+        return { standard: detected, idVariant: known?.idVariant ?? null };
       })();
       p.catch(() => this.kinds.delete(k));
       this.kinds.set(k, p);
@@ -182,7 +191,8 @@ export class TokenMetadataService {
 
   private async resolveBatch(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
     const cfg = this.d.config;
-    const standard = await this.standardOf(chain, contract);
+    const kind = await this.kindOf(chain, contract);
+    const standard = kind.standard;
     const { reads, blockNumber } = await readTokenUris(chain, contract, standard, ids.map((id) => BigInt(id)));
     const results = new Map<string, Resolution>();
     const now = Date.now();
@@ -208,14 +218,22 @@ export class TokenMetadataService {
           const scheme = schemeOf(read.uri);
           const decoder = parseTokenUri(read.uri, uriOpts).kind;
           const t0 = performance.now();
-          const f = await this.d.fetcher.fetchJson(read.uri, standard === 'ERC1155' ? { tokenId: BigInt(id) } : {});
+          const f = await this.d.fetcher.fetchJson(
+            read.uri,
+            standard === 'ERC1155' ? { tokenId: BigInt(id), preferredIdVariant: kind.idVariant } : {},
+          );
           this.d.metrics.metadataFetchDuration.observe({ scheme }, (performance.now() - t0) / 1000);
           this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
-          const trace = { ...base, uri: read.uri, decoder, attempts: f.trace, ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }) };
+          const trace = { ...base, uri: read.uri, decoder, ...(f.ok && f.idVariant !== undefined ? { idVariant: ID_VARIANTS[f.idVariant] } : {}), attempts: f.trace, ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }) };
           if (!f.ok) {
             const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
             results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace });
             return;
+          }
+          if (f.idVariant !== undefined && f.idVariant !== (kind.idVariant ?? 0)) {
+            // Remember the spelling this origin answers to, so the next token skips the 404s.
+            kind.idVariant = f.idVariant;
+            await this.d.store.saveIdVariant(chain.chainId, contract, f.idVariant);
           }
           const n = normalizeTokenDocument(f.document, uriOpts);
           results.set(id, { ok: true, tokenUri: read.uri, metadata: n.metadata, raw: n.raw, trace, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });

@@ -138,6 +138,12 @@ export function tokenStore(db: Queryable) {
       );
     },
 
+    /** Drops everything cached about a chain: used when a dev chain is started anew. */
+    async forgetChain(chainId: number): Promise<void> {
+      await db.query('DELETE FROM token_metadata WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM contracts WHERE chain_id = $1', [chainId]);
+    },
+
     async contractKind(chainId: number, address: string): Promise<ContractKind | null> {
       const res = await db.query('SELECT type, id_variant, type_checked_at FROM contracts WHERE chain_id = $1 AND address = $2', [chainId, address]);
       if (!res.rows[0]) return null;

@@ -14,14 +14,18 @@ export const AddressArg = z
   .regex(/^0x[0-9a-fA-F]{40}$/, 'not a 20-byte 0x address')
   .transform((a) => a.toLowerCase() as Address);
 
-export const TokenIdArg = z.union([z.string(), z.number().int().nonnegative()]).transform((v, ctx) => {
+function toTokenId(v: string | number, ctx: z.RefinementCtx): string {
   const id = parseTokenId(v);
   if (id === null) {
     ctx.addIssue({ code: 'custom', message: `"${String(v).slice(0, 80)}" is not a uint256 token id (decimal or 0x hex)` });
     return z.NEVER;
   }
   return id;
-});
+}
+
+/** A token id as the canonical decimal string; `31`, `"0x1f"` and `"31"` are the same token. */
+export const TokenIdArg = z.union([z.string(), z.number().int().nonnegative()]).transform(toTokenId);
+export const TokenIdString = z.string().transform(toTokenId);
 
 /** A configured chain with a client, or the service's ChainNotFound error naming the problem. */
 export function chainFor(s: Services, chainID: string, errors: ServiceErrorMap): ChainClient {

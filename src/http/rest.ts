@@ -1,0 +1,171 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Services } from '../services.ts';
+import { TokenMetadataWire } from '../metadata/token-view.ts';
+import { readAccessKey } from './auth.ts';
+import { MetadataErrors, RpcError, metadataErrorMap, type ErrorDef } from './errors.ts';
+import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
+import { LIMITS } from './services/metadata.ts';
+import { describeIssues, sendError } from './webrpc.ts';
+
+/** Route schemas: the same objects validate requests and generate /openapi.json. */
+export const TokenParams = z.object({
+  network: z.string().min(1).describe('chain id or name, e.g. 1, mainnet, polygon'),
+  contract: AddressArg.describe('contract address'),
+  ids: z
+    .string()
+    .describe(`token ids, comma-separated (decimal or 0x hex; at most ${LIMITS.tokensPerCall})`)
+    .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''))
+    .pipe(z.array(TokenIdString).min(1, 'at least one token id').max(LIMITS.tokensPerCall, `at most ${LIMITS.tokensPerCall} token ids per request`)),
+});
+
+export const ExplainParams = z.object({
+  network: z.string().min(1),
+  contract: AddressArg,
+  id: TokenIdString,
+});
+
+export const AccessKeyQuery = z.object({ accessKey: z.string().optional().describe('access key, instead of the X-Access-Key header') });
+
+export const TokenExplanation = z.object({
+  chainId: z.number().int(),
+  contractAddress: z.string(),
+  tokenId: z.string(),
+  status: z.enum(['NOT_AVAILABLE', 'REFRESHING', 'AVAILABLE']),
+  tokenUri: z.string().nullable(),
+  fetchCount: z.number().int(),
+  lastAttempt: z.string().nullable(),
+  lastFetched: z.string().nullable(),
+  failureReason: z.string().nullable(),
+  failureMessage: z.string().nullable(),
+  trace: z.unknown().describe('block, URI method, decoder, {id} spelling and every URL tried with status, bytes and ms'),
+  raw: z.unknown().describe('the document exactly as the origin served it'),
+});
+
+function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
+  const r = schema.safeParse(input);
+  if (!r.success) {
+    const { missing, text } = describeIssues(r.error, input);
+    throw new RpcError(missing ? MetadataErrors.RequiredArgument : MetadataErrors.InvalidArgument, text);
+  }
+  return r.data;
+}
+
+function etagOf(body: string): string {
+  return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+function notModified(req: FastifyRequest, etag: string): boolean {
+  const inm = req.headers['if-none-match'];
+  if (!inm) return false;
+  return inm.split(',').some((t) => t.trim() === etag || t.trim() === '*');
+}
+
+export function registerRestRoutes(app: FastifyInstance, s: Services) {
+  const authorize = async (req: FastifyRequest) => {
+    const outcome = await s.auth.authenticate(readAccessKey(req, true));
+    if (outcome.kind === 'invalid') throw new RpcError(MetadataErrors.Unauthorized, 'invalid access key');
+    if (outcome.kind === 'none' && s.config.auth.rest === 'required') {
+      throw new RpcError(MetadataErrors.Unauthorized, 'access key required: X-Access-Key header or ?accessKey=');
+    }
+  };
+
+  const handle = (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
+    try {
+      await authorize(req);
+      return await fn(req, reply);
+    } catch (err) {
+      if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
+      throw err;
+    }
+  };
+
+  app.get('/tokens/:network/:contract/:ids', handle(async (req, reply) => {
+    const p = parseOrThrow(TokenParams, req.params);
+    const chain = chainFor(s, p.network, metadataErrorMap);
+    const { tokens, pending } = await s.tokens.getTokens(chain, p.contract, p.ids);
+    const body = JSON.stringify(tokens);
+    const etag = etagOf(body);
+    const settled = !pending && tokens.every((t) => t.status === 'AVAILABLE');
+    // Settled answers can be cached by browsers and CDNs; ones still resolving must be asked again soon.
+    reply.header('Cache-Control', settled ? 'public, max-age=300, stale-while-revalidate=3600' : 'public, max-age=5');
+    reply.header('ETag', etag);
+    if (notModified(req, etag)) return reply.code(304).send();
+    return reply.type('application/json').send(body);
+  }));
+
+  app.get('/tokens/:network/:contract/:id/explain', handle(async (req, reply) => {
+    const p = parseOrThrow(ExplainParams, req.params);
+    const chain = chainFor(s, p.network, metadataErrorMap);
+    const rec = await s.tokens.explain(chain, p.contract, p.id);
+    if (!rec) throw new RpcError(MetadataErrors.NotFound, 'token could not be resolved');
+    const out: z.infer<typeof TokenExplanation> = {
+      chainId: chain.chainId,
+      contractAddress: p.contract,
+      tokenId: p.id,
+      status: rec.metadata ? 'AVAILABLE' : 'NOT_AVAILABLE',
+      tokenUri: rec.tokenUri,
+      fetchCount: rec.fetchCount,
+      lastAttempt: rec.lastAttempt?.toISOString() ?? null,
+      lastFetched: rec.lastFetched?.toISOString() ?? null,
+      failureReason: rec.failureReason,
+      failureMessage: rec.failureMessage,
+      trace: rec.trace,
+      raw: rec.raw,
+    };
+    reply.header('Cache-Control', 'no-store');
+    return reply.send(out);
+  }));
+}
+
+/** OpenAPI 3 for the REST form, generated from the route schemas above. */
+export function openApiDocument(version: string) {
+  const json = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' });
+  const out = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'output', unrepresentable: 'any' });
+  const pathParams = (schema: z.ZodObject) =>
+    Object.entries((json(schema) as { properties: Record<string, { description?: string }> }).properties).map(([name, sch]) => ({
+      name,
+      in: 'path',
+      required: true,
+      description: sch.description,
+      schema: { type: 'string' },
+    }));
+  const query = [{ name: 'accessKey', in: 'query', required: false, schema: { type: 'string' }, description: AccessKeyQuery.shape.accessKey.description }];
+  const errorResponse = {
+    description: 'webrpc error',
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: { error: { type: 'string' }, code: { type: 'integer' }, msg: { type: 'string' }, message: { type: 'string' }, cause: { type: 'string' }, status: { type: 'integer' } },
+        },
+      },
+    },
+  };
+  return {
+    openapi: '3.0.3',
+    info: { title: 'metarelay REST API', version },
+    paths: {
+      '/tokens/{network}/{contract}/{ids}': {
+        get: {
+          summary: 'Token metadata of one or more tokens of a contract, in request order',
+          parameters: [...pathParams(TokenParams), ...query],
+          responses: {
+            200: { description: 'one TokenMetadata per requested id', headers: { ETag: { schema: { type: 'string' } }, 'Cache-Control': { schema: { type: 'string' } } }, content: { 'application/json': { schema: { type: 'array', items: out(TokenMetadataWire) } } } },
+            304: { description: 'not modified (If-None-Match)' },
+            400: errorResponse,
+            401: errorResponse,
+          },
+        },
+      },
+      '/tokens/{network}/{contract}/{id}/explain': {
+        get: {
+          summary: 'How one token was resolved: URI read on chain, every URL tried, why it failed',
+          parameters: [...pathParams(ExplainParams), ...query],
+          responses: { 200: { description: 'resolution trace', content: { 'application/json': { schema: out(TokenExplanation) } } }, 400: errorResponse, 401: errorResponse },
+        },
+      },
+    },
+  };
+}
