@@ -114,7 +114,21 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       });
       for (const k of ['erc20', 'erc721', 'erc721OnChain', 'erc1155']) expect(m.contracts[k]).toMatch(/^0x[0-9a-fA-F]{40}$/);
       expect(dev.output()).toContain(m.accessKey);
-      expect(dev.output()).toContain(`curl -s -X POST ${m.baseUrl}/rpc/Metadata/Ping`);
+      // The banner's copy-paste examples work as printed.
+      const restLine = dev.output().match(/curl -s (http:\S+\/tokens\/\S+)/);
+      expect(restLine).not.toBeNull();
+      const rest = await fetch(restLine![1]);
+      expect(rest.status).toBe(200);
+      const restBody = await rest.json();
+      expect(restBody.map((t: { tokenId: string; status: string }) => [t.tokenId, t.status])).toEqual([['1', 'AVAILABLE'], ['2', 'AVAILABLE'], ['3', 'AVAILABLE']]);
+      expect(restBody[0].name).toBe('Dev ERC721 #1');
+      const rpcLine = dev.output().match(/GetTokenMetadata .*-H 'X-Access-Key: (\S+)' -d '(\{"chainID".*\})'/);
+      expect(rpcLine).not.toBeNull();
+      const rpcRes = await post(`${m.baseUrl}/rpc/Metadata/GetTokenMetadata`, JSON.parse(rpcLine![2]), { 'X-Access-Key': rpcLine![1] });
+      expect(rpcRes.status).toBe(200);
+      expect(rpcRes.body.tokenMetadata.map((t: { name: string }) => t.name)).toEqual(['Dev ERC1155 #1', 'Dev ERC1155 #2']);
+      const onChain = await post(`${m.baseUrl}/rpc/Metadata/GetTokenMetadata`, { chainID: '31337', contractAddress: m.contracts.erc721OnChain, tokenIDs: ['1'] }, { 'X-Access-Key': m.accessKey });
+      expect(onChain.body.tokenMetadata[0]).toMatchObject({ name: 'OnChain #1', status: 'AVAILABLE', image: expect.stringMatching(/^data:image\/svg\+xml/) });
 
       expect(await post(`${m.baseUrl}/rpc/Metadata/Ping`, {})).toEqual({ status: 200, body: { status: true } });
       const get = await fetch(`${m.baseUrl}/rpc/Metadata/Ping`);
