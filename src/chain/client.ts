@@ -10,11 +10,11 @@ export interface ChainClient {
   readonly public: PublicClient;
 }
 
-function firstMethod(body: unknown): string {
-  if (typeof body !== 'string') return 'unknown';
-  const m = /"method"\s*:\s*"([A-Za-z0-9_]+)"/.exec(body);
-  if (!m) return 'unknown';
-  return body.trimStart().startsWith('[') ? `batch:${m[1]}` : m[1];
+/** The JSON-RPC methods in a request body (one, or several for a batch). */
+function methodsOf(body: unknown): string[] {
+  if (typeof body !== 'string') return ['unknown'];
+  const found = [...body.matchAll(/"method"\s*:\s*"([A-Za-z0-9_]+)"/g)].map((m) => m[1]);
+  return found.length ? found : ['unknown'];
 }
 
 export function createChainClient(
@@ -25,8 +25,12 @@ export function createChainClient(
     http(url, {
       timeout: opts.timeoutMs ?? 10_000,
       retryCount: 1,
+      // Requests issued in the same tick share one HTTP round trip.
+      batch: chain.rpcBatchSize > 1 ? { batchSize: chain.rpcBatchSize, wait: 0 } : false,
       onFetchRequest: (_req, init) => {
-        opts.metrics?.chainRpcCalls.inc({ chain: chain.name, method: firstMethod(init.body) });
+        if (!opts.metrics) return;
+        opts.metrics.chainRpcRequests.inc({ chain: chain.name });
+        for (const method of methodsOf(init.body)) opts.metrics.chainRpcCalls.inc({ chain: chain.name, method });
       },
     }),
   );

@@ -1,15 +1,20 @@
-import type { ChainConfig } from '../config/schema.ts';
 import { chainKey, lookupKnownNetwork } from './networks.ts';
 
+/** What the registry needs of a configured chain. */
+export interface ChainRef {
+  chainId: number;
+  name: string;
+}
+
 export type ChainLookup =
-  | { ok: true; chain: ChainConfig }
+  | { ok: true; chain: ChainRef }
   | { ok: false; reason: 'unknown' | 'not-configured'; message: string };
 
 /** Resolves `chainID` strings ("1", "mainnet", "0x89", "polygon") to a configured chain. */
 export class NetworkRegistry {
-  private readonly byKey = new Map<string, ChainConfig>();
+  private readonly byKey = new Map<string, ChainRef>();
 
-  constructor(readonly chains: readonly ChainConfig[]) {
+  constructor(readonly chains: readonly ChainRef[]) {
     for (const c of chains) {
       this.byKey.set(String(c.chainId), c);
       this.byKey.set(c.name, c);
@@ -35,7 +40,7 @@ export class NetworkRegistry {
     return { ok: false, reason: 'unknown', message: `unknown chain "${raw}"` };
   }
 
-  list(): readonly ChainConfig[] {
+  list(): readonly ChainRef[] {
     return this.chains;
   }
 }

@@ -9,6 +9,8 @@ export const ChainConfigSchema = z.object({
     .regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes'),
   /** Several URLs mean failover, in order. */
   rpcUrls: z.array(httpUrl).min(1, 'needs at least one RPC URL'),
+  /** JSON-RPC requests issued together are sent as one HTTP batch of at most this many (1 = no batching). */
+  rpcBatchSize: z.number().int().min(1).max(1000).default(200),
 });
 
 const AccessMode = z.enum(['required', 'optional']);

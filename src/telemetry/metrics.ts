@@ -25,9 +25,15 @@ export function createMetrics() {
       labelNames: ['route', 'status'] as const,
       registers: [registry],
     }),
+    chainRpcRequests: new Counter({
+      name: 'metarelay_chain_rpc_requests_total',
+      help: 'HTTP round trips to chain nodes (a JSON-RPC batch counts once)',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     chainRpcCalls: new Counter({
       name: 'metarelay_chain_rpc_calls_total',
-      help: 'JSON-RPC HTTP requests sent to chain nodes, by chain and first method',
+      help: 'JSON-RPC calls sent to chain nodes, by chain and method',
       labelNames: ['chain', 'method'] as const,
       registers: [registry],
     }),
