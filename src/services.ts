@@ -11,6 +11,8 @@ import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { createFetcher, type Fetcher } from './metadata/fetch.ts';
 import { TokenMetadataService } from './metadata/resolver.ts';
 import { tokenStore } from './metadata/token-store.ts';
+import { ContractInfoService } from './metadata/contracts.ts';
+import { contractStore, type ContractStore } from './metadata/contract-store.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -25,6 +27,8 @@ export interface Services {
   auth: Authenticator;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
+  contracts: ContractInfoService;
+  contractStore: ContractStore;
   startedAt: Date;
   close(): Promise<void>;
 }
@@ -69,7 +73,17 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
-  const tokens = new TokenMetadataService({ store: tokenStore(db), fetcher, config, log, metrics });
+  const contractsRepo = contractStore(db);
+  const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
+  const tokens = new TokenMetadataService({
+    store: tokenStore(db),
+    fetcher,
+    config,
+    log,
+    metrics,
+    // Every contract met through its tokens becomes searchable.
+    onNewContract: (chain, address) => contracts.learn(chain, [address]),
+  });
   let closed = false;
   return {
     config,
@@ -83,6 +97,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     auth,
     fetcher,
     tokens,
+    contracts,
+    contractStore: contractsRepo,
     startedAt: new Date(),
     async close() {
       if (closed) return;

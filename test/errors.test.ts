@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Authenticator } from '../src/http/auth.ts';
+import { AdminAuthenticator, Authenticator } from '../src/http/auth.ts';
 import { MetadataErrors, RelayerErrors, RpcError, WebrpcErrors, metadataErrorMap, relayerErrorMap, type ErrorDef } from '../src/http/errors.ts';
 import { method, registerWebrpcService } from '../src/http/webrpc.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
@@ -59,7 +59,7 @@ beforeAll(async () => {
           }),
         },
       },
-      { auth, metrics },
+      { auth, admin: new AdminAuthenticator([]), metrics },
     );
   }
   await app.ready();

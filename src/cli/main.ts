@@ -11,6 +11,9 @@ Usage:
   metarelay keys create --project NAME [--label TEXT] [--config FILE]
   metarelay keys list --project NAME [--config FILE]
   metarelay keys revoke KEY [--config FILE]
+  metarelay tokenlist import <file-or-url> [--config FILE]      Uniswap-format token list
+  metarelay contracts override --chain C --address A [--name N] [--symbol S] [--decimals D]
+                               [--logo URL] [--type T] [--description D] [--link URL] [--verified] | --clear
 
 The database is config.database, or DATABASE_URL (postgres://… or a PGlite folder).`;
 
@@ -28,6 +31,10 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./admin.ts')).runProjects(rest);
       case 'keys':
         return await (await import('./admin.ts')).runKeys(rest);
+      case 'tokenlist':
+        return await (await import('./contracts.ts')).runTokenList(rest);
+      case 'contracts':
+        return await (await import('./contracts.ts')).runContracts(rest);
       case undefined:
       case 'help':
       case '--help':

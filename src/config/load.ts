@@ -35,6 +35,15 @@ function envOverrides(env: NodeJS.ProcessEnv): Partial<AppConfigInput> {
   return out;
 }
 
+/** METARELAY_ADMIN_TOKEN adds to the admin tokens of the file rather than replacing them. */
+function withEnvAdminToken(merged: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const token = env.METARELAY_ADMIN_TOKEN;
+  if (!token) return merged;
+  const admin = (merged.admin ?? {}) as { tokens?: unknown };
+  const tokens = Array.isArray(admin.tokens) ? admin.tokens : [];
+  return { ...merged, admin: { ...admin, tokens: [...tokens, token] } };
+}
+
 /** Parses once, with one schema; every problem names its key. The result is deeply frozen. */
 export function parseConfig(input: unknown, source = 'config'): AppConfig {
   const res = AppConfigSchema.safeParse(input);
@@ -71,5 +80,5 @@ export function loadConfig(opts: LoadConfigOptions = {}): AppConfig {
   }
   // Precedence: file < environment < command-line flags.
   const merged = { ...fromFile, ...envOverrides(opts.env ?? process.env), ...(opts.overrides ?? {}) };
-  return parseConfig(merged, opts.file ? `config file ${opts.file}` : 'config');
+  return parseConfig(withEnvAdminToken(merged, opts.env ?? process.env), opts.file ? `config file ${opts.file}` : 'config');
 }

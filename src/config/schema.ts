@@ -58,6 +58,12 @@ export const AppConfigSchema = z
         hotCacheTtlMs: z.number().int().min(0).default(5_000),
       })
       .prefault({}),
+    admin: z
+      .object({
+        /** Bearer tokens for the admin API (/rpc/Admin/); METARELAY_ADMIN_TOKEN adds one. Keep them secret. */
+        tokens: z.array(z.string().min(16, 'admin tokens must be at least 16 characters')).default([]),
+      })
+      .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),

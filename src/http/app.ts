@@ -6,6 +6,8 @@ import { registerHealthRoutes } from './health.ts';
 import { openApiDocument, registerRestRoutes } from './rest.ts';
 import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
+import { adminService } from './services/admin.ts';
+import { AdminAuthenticator } from './auth.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 
 export interface BuildAppOptions {
@@ -57,7 +59,9 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerRestRoutes(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
-  await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), { auth: s.auth, metrics: s.metrics });
+  const deps = { auth: s.auth, admin: new AdminAuthenticator(s.config.admin.tokens), metrics: s.metrics };
+  await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
+  await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await app.ready();
   return app;
 }

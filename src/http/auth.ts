@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AccessKeyRepo, ResolvedKey } from '../store/access-keys.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -51,5 +52,29 @@ export class Authenticator {
     } catch (err) {
       this.log.warn({ err }, 'could not record access key usage');
     }
+  }
+}
+
+/** `Authorization: Bearer <token>` (any case of "bearer"), or undefined. */
+export function readBearer(req: FastifyRequest): string | undefined {
+  const h = req.headers.authorization;
+  const m = typeof h === 'string' ? /^bearer\s+(.+)$/i.exec(h.trim()) : null;
+  return m ? m[1].trim() : undefined;
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** Operator tokens for the admin API, compared in constant time. */
+export class AdminAuthenticator {
+  private readonly digests: Buffer[];
+
+  constructor(tokens: readonly string[]) {
+    this.digests = tokens.map(digest);
+  }
+
+  verify(token: string | undefined): boolean {
+    if (!token) return false;
+    const d = digest(token);
+    return this.digests.some((x) => timingSafeEqual(x, d));
   }
 }

@@ -87,6 +87,7 @@ export const RelayerErrors = table({
 /** The errors every service must be able to raise generically, mapped to its own table. */
 export interface ServiceErrorMap {
   unauthorized: ErrorDef;
+  permissionDenied: ErrorDef;
   invalidArgument: ErrorDef;
   requiredArgument: ErrorDef;
   chainNotFound: ErrorDef;
@@ -97,6 +98,7 @@ export interface ServiceErrorMap {
 
 export const metadataErrorMap: ServiceErrorMap = {
   unauthorized: MetadataErrors.Unauthorized,
+  permissionDenied: MetadataErrors.PermissionDenied,
   invalidArgument: MetadataErrors.InvalidArgument,
   requiredArgument: MetadataErrors.RequiredArgument,
   chainNotFound: MetadataErrors.ChainNotFound,
@@ -107,6 +109,7 @@ export const metadataErrorMap: ServiceErrorMap = {
 
 export const relayerErrorMap: ServiceErrorMap = {
   unauthorized: RelayerErrors.Unauthorized,
+  permissionDenied: RelayerErrors.PermissionDenied,
   invalidArgument: RelayerErrors.InvalidArgument,
   // The relayer table has no RequiredArgument (its 2002 means Unavailable).
   requiredArgument: RelayerErrors.InvalidArgument,

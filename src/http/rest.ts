@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { TokenMetadataWire } from '../metadata/token-view.ts';
+import { ContractInfoWire } from '../metadata/contract-view.ts';
 import { readAccessKey } from './auth.ts';
 import { MetadataErrors, RpcError, metadataErrorMap, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
@@ -18,6 +19,11 @@ export const TokenParams = z.object({
     .describe(`token ids, comma-separated (decimal or 0x hex; at most ${LIMITS.tokensPerCall})`)
     .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''))
     .pipe(z.array(TokenIdString).min(1, 'at least one token id').max(LIMITS.tokensPerCall, `at most ${LIMITS.tokensPerCall} token ids per request`)),
+});
+
+export const ContractParams = z.object({
+  network: z.string().min(1).describe('chain id or name, e.g. 1, mainnet, polygon'),
+  contract: AddressArg.describe('contract address'),
 });
 
 export const ExplainParams = z.object({
@@ -62,6 +68,15 @@ function notModified(req: FastifyRequest, etag: string): boolean {
   return inm.split(',').some((t) => t.trim() === etag || t.trim() === '*');
 }
 
+/** Settled answers can be cached by browsers and CDNs; ones still resolving must be asked again soon. */
+function sendCacheable(req: FastifyRequest, reply: FastifyReply, body: string, settled: boolean) {
+  const etag = etagOf(body);
+  reply.header('Cache-Control', settled ? 'public, max-age=300, stale-while-revalidate=3600' : 'public, max-age=5');
+  reply.header('ETag', etag);
+  if (notModified(req, etag)) return reply.code(304).send();
+  return reply.type('application/json').send(body);
+}
+
 export function registerRestRoutes(app: FastifyInstance, s: Services) {
   const authorize = async (req: FastifyRequest) => {
     const outcome = await s.auth.authenticate(readAccessKey(req, true));
@@ -81,18 +96,23 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
     }
   };
 
-  app.get('/tokens/:network/:contract/:ids', handle(async (req, reply) => {
-    const p = parseOrThrow(TokenParams, req.params);
+  // The id list is a wildcard, not a `:ids` parameter: the router refuses a parameter longer than
+  // 100 characters with 414, and a list of up to 100 ids is far longer than that. `:id/explain`
+  // still wins for explain URLs, since the router tries parameters before the wildcard.
+  app.get('/tokens/:network/:contract/*', handle(async (req, reply) => {
+    const { '*': ids, ...rest } = req.params as Record<string, string>;
+    const p = parseOrThrow(TokenParams, { ...rest, ids });
     const chain = chainFor(s, p.network, metadataErrorMap);
     const { tokens, pending } = await s.tokens.getTokens(chain, p.contract, p.ids);
-    const body = JSON.stringify(tokens);
-    const etag = etagOf(body);
-    const settled = !pending && tokens.every((t) => t.status === 'AVAILABLE');
-    // Settled answers can be cached by browsers and CDNs; ones still resolving must be asked again soon.
-    reply.header('Cache-Control', settled ? 'public, max-age=300, stale-while-revalidate=3600' : 'public, max-age=5');
-    reply.header('ETag', etag);
-    if (notModified(req, etag)) return reply.code(304).send();
-    return reply.type('application/json').send(body);
+    return sendCacheable(req, reply, JSON.stringify(tokens), !pending && tokens.every((t) => t.status === 'AVAILABLE'));
+  }));
+
+  app.get('/tokens/:network/:contract', handle(async (req, reply) => {
+    const p = parseOrThrow(ContractParams, req.params);
+    const chain = chainFor(s, p.network, metadataErrorMap);
+    const { infos, pending } = await s.contracts.get(chain, [p.contract]);
+    const body = JSON.stringify(infos.get(p.contract));
+    return sendCacheable(req, reply, body, !pending);
   }));
 
   app.get('/tokens/:network/:contract/:id/explain', handle(async (req, reply) => {
@@ -147,6 +167,18 @@ export function openApiDocument(version: string) {
     openapi: '3.0.3',
     info: { title: 'metarelay REST API', version },
     paths: {
+      '/tokens/{network}/{contract}': {
+        get: {
+          summary: 'Contract info (ERC20, ERC721, ERC1155): name, type, symbol, decimals, logo, extensions',
+          parameters: [...pathParams(ContractParams), ...query],
+          responses: {
+            200: { description: 'one ContractInfo', content: { 'application/json': { schema: out(ContractInfoWire) } } },
+            304: { description: 'not modified (If-None-Match)' },
+            400: errorResponse,
+            401: errorResponse,
+          },
+        },
+      },
       '/tokens/{network}/{contract}/{ids}': {
         get: {
           summary: 'Token metadata of one or more tokens of a contract, in request order',

@@ -2,10 +2,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { readAccessKey, type Authenticator } from './auth.ts';
+import { readAccessKey, readBearer, type AdminAuthenticator, type Authenticator } from './auth.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 
-export type AuthMode = 'none' | 'optional' | 'required';
+/** `admin`: an operator token (Authorization: Bearer); a project access key never passes. */
+export type AuthMode = 'none' | 'optional' | 'required' | 'admin';
 
 export interface RpcContext {
   project: Project | null;
@@ -43,6 +44,7 @@ export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
 
 export interface WebrpcDeps {
   auth: Authenticator;
+  admin: AdminAuthenticator;
   metrics: Metrics;
 }
 
@@ -138,7 +140,13 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         const body = parseBody(req);
         const mode = def.auth ?? service.defaultAuth(name);
         const ctx: RpcContext = { project: null, keyId: null, params, request: req, reply };
-        if (mode !== 'none') {
+        if (mode === 'admin') {
+          if (!deps.admin.verify(readBearer(req))) {
+            if (readBearer(req)) throw new RpcError(service.errors.unauthorized, 'invalid admin token');
+            if (readAccessKey(req, false)) throw new RpcError(service.errors.permissionDenied, 'a project access key cannot call the admin API');
+            throw new RpcError(service.errors.unauthorized, 'admin token required: Authorization: Bearer <token>');
+          }
+        } else if (mode !== 'none') {
           const outcome = await deps.auth.authenticate(readAccessKey(req, false));
           if (outcome.kind === 'invalid') throw new RpcError(service.errors.unauthorized, 'invalid access key');
           if (outcome.kind === 'none' && mode === 'required') {

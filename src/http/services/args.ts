@@ -2,6 +2,7 @@ import type { Address } from 'viem';
 import { z } from 'zod';
 import type { ChainClient } from '../../chain/client.ts';
 import { parseTokenId } from '../../metadata/token-id.ts';
+import { lookupKnownNetwork } from '../../chain/networks.ts';
 import type { Services } from '../../services.ts';
 import { RpcError, type ServiceErrorMap } from '../errors.ts';
 
@@ -35,3 +36,23 @@ export function chainFor(s: Services, chainID: string, errors: ServiceErrorMap):
   if (!client) throw new RpcError(errors.chainNotFound, `chain ${found.chain.name} has no client`);
   return client;
 }
+
+/** Chain ids for a search filter: configured chains, or well-known ones the directory may hold. */
+export function chainIdsFor(s: Services, inputs: string[], errors: ServiceErrorMap): number[] {
+  return inputs.map((input) => {
+    const found = s.networks.lookup(input);
+    if (found.ok) return found.chain.chainId;
+    const known = lookupKnownNetwork(input);
+    if (known) return known.chainId;
+    throw new RpcError(errors.chainNotFound, found.message);
+  });
+}
+
+/** The metadata Page: numbered from 0, `pageSize` items each (default 20, at most 100). */
+export const PageArg = z
+  .object({
+    page: z.number().int().min(0).optional(),
+    pageSize: z.number().int().min(1).max(100).optional(),
+  })
+  .loose()
+  .optional();

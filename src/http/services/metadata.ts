@@ -5,6 +5,7 @@ import { RpcError, MetadataErrors } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { contractMethods } from './contracts.ts';
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
@@ -47,6 +48,8 @@ export function metadataService(s: Services): ServiceDef {
           return { tokenMetadata: tokens };
         },
       }),
+
+      ...contractMethods(s),
 
       GetTokenMetadataBatch: method({
         input: GetTokenMetadataBatchArgs,

@@ -1,0 +1,97 @@
+import type { Address } from 'viem';
+import { z } from 'zod';
+import type { ChainClient } from '../../chain/client.ts';
+import { contractToWire, type ContractInfoWire } from '../../metadata/contract-view.ts';
+import type { Services } from '../../services.ts';
+import { metadataErrorMap as E } from '../errors.ts';
+import { method, type MethodDef } from '../webrpc.ts';
+import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor } from './args.ts';
+
+/** Documented limit of GetContractInfoBatch / FindContractInfoBatch. */
+export const CONTRACT_BATCH_LIMIT = 100;
+
+const ContractTypes = z.enum(['UNKNOWN', 'ERC20', 'ERC721', 'ERC1155', 'ERC6909', 'MISC']);
+const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+
+const SearchArgs = z.object({
+  q: z.string().trim().min(1, 'q must not be empty').max(200),
+  chainID: ChainArg.optional(),
+  chainIDs: z.array(ChainArg).max(50).optional(),
+  types: z.array(ContractTypes).optional(),
+  page: PageArg,
+});
+
+/** The contract on every configured chain where it exists (deployed, or known to a token list). */
+async function findEverywhere(s: Services, addresses: Address[]): Promise<Map<string, ContractInfoWire[]>> {
+  const chains = [...s.chains.values()];
+  const perChain = await Promise.all(chains.map((c) => s.contracts.get(c, addresses)));
+  const out = new Map<string, ContractInfoWire[]>(addresses.map((a) => [a, []]));
+  perChain.forEach(({ infos }) => {
+    for (const [a, info] of infos) if (info.deployed || info.name) out.get(a)!.push(info);
+  });
+  // Chains this server has no RPC for still answer from what token lists taught it.
+  const configured = new Set(chains.map((c) => c.chainId));
+  for (const row of await s.contractStore.findByAddress(addresses)) {
+    if (!configured.has(row.chain_id)) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null));
+  }
+  return out;
+}
+
+async function search(s: Services, a: z.infer<typeof SearchArgs>) {
+  const page = a.page?.page ?? 0;
+  const pageSize = a.page?.pageSize ?? 20;
+  const chainInputs = [...(a.chainID ? [a.chainID] : []), ...(a.chainIDs ?? [])];
+  const chainIds = chainInputs.length ? chainIdsFor(s, chainInputs, E) : null;
+  if (ADDRESS_RE.test(a.q)) {
+    const address = a.q.toLowerCase() as Address;
+    const chains: ChainClient[] = chainIds
+      ? chainIds.map((id) => s.chains.get(id)).filter((c): c is ChainClient => !!c)
+      : [...s.chains.values()];
+    const found = await Promise.all(chains.map(async (c) => (await s.contracts.get(c, [address])).infos.get(address)!));
+    const hits = found.filter((i) => (i.deployed || i.name) && (!a.types || a.types.includes(i.type as never)));
+    return { contractInfo: page === 0 ? hits : [], nextPage: { page: page + 1, pageSize, more: false } };
+  }
+  const { rows, more } = await s.contractStore.search({ q: a.q, chainIds, types: a.types ?? null, page, pageSize });
+  return {
+    contractInfo: rows.map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null)),
+    nextPage: { page: page + 1, pageSize, more },
+  };
+}
+
+export function contractMethods(s: Services): Record<string, MethodDef<any>> {
+  const findOne = method({
+    input: z.object({ contractAddress: AddressArg }),
+    handler: async (a) => ({ contractInfoList: (await findEverywhere(s, [a.contractAddress])).get(a.contractAddress) }),
+  });
+  const findBatch = method({
+    input: z.object({ contractAddresses: z.array(AddressArg).min(1).max(CONTRACT_BATCH_LIMIT, `at most ${CONTRACT_BATCH_LIMIT} contractAddresses per call`) }),
+    handler: async (a) => ({ contractInfoByChain: Object.fromEntries(await findEverywhere(s, a.contractAddresses)) }),
+  });
+  const searchMethod = method({ input: SearchArgs, handler: (a) => search(s, a) });
+  return {
+    GetContractInfo: method({
+      input: z.object({ chainID: ChainArg, contractAddress: AddressArg }),
+      handler: async (a) => {
+        const { infos } = await s.contracts.get(chainFor(s, a.chainID, E), [a.contractAddress]);
+        return { contractInfo: infos.get(a.contractAddress) };
+      },
+    }),
+    GetContractInfoBatch: method({
+      input: z.object({
+        chainID: ChainArg,
+        contractAddresses: z.array(AddressArg).max(CONTRACT_BATCH_LIMIT, `at most ${CONTRACT_BATCH_LIMIT} contractAddresses per call`),
+      }),
+      handler: async (a) => {
+        const { infos } = await s.contracts.get(chainFor(s, a.chainID, E), a.contractAddresses);
+        return { contractInfoMap: Object.fromEntries(infos) };
+      },
+    }),
+    FindContractInfo: findOne,
+    FindContractInfoBatch: findBatch,
+    // Deprecated names that older clients still call.
+    SearchContractInfo: findOne,
+    SearchContractInfoBatch: findBatch,
+    SearchContractsByQuery: searchMethod,
+    SearchContracts: searchMethod,
+  };
+}

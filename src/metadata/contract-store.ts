@@ -1,0 +1,181 @@
+import type { Address } from 'viem';
+import { z } from 'zod';
+import type { Queryable } from '../store/db.ts';
+import { Extensions, ListLayer, OverrideLayer, UriLayer, mergeContractInfo } from './contract-merge.ts';
+import type { ChainLayer } from './contract-reader.ts';
+
+const ts = z.union([z.date(), z.string()]).transform((v) => new Date(v));
+
+const ChainLayerSchema = z.object({
+  type: z.enum(['ERC20', 'ERC721', 'ERC1155', 'UNKNOWN']),
+  deployed: z.boolean(),
+  bytecodeHash: z.string(),
+  name: z.string().nullable(),
+  symbol: z.string().nullable(),
+  decimals: z.number().nullable(),
+  totalSupply: z.string().nullable(),
+  contractURI: z.string().nullable(),
+  implementation: z.string().nullable(),
+});
+
+const ContractRowSchema = z.object({
+  chain_id: z.coerce.number(),
+  address: z.string(),
+  type: z.string(),
+  name: z.string(),
+  symbol: z.string(),
+  decimals: z.coerce.number().nullable(),
+  logo_uri: z.string(),
+  extensions: Extensions,
+  source: z.string(),
+  deployed: z.boolean(),
+  bytecode_hash: z.string(),
+  chain_layer: ChainLayerSchema.nullable(),
+  uri_layer: UriLayer.nullable(),
+  list_layer: ListLayer.nullable(),
+  override_layer: OverrideLayer.nullable(),
+  info_fetched_at: ts.nullable(),
+  info_failure: z.string().nullable(),
+  curated: z.boolean(),
+  updated_at: ts,
+});
+export type ContractRow = z.infer<typeof ContractRowSchema>;
+
+/** Layers to write: undefined keeps what is stored, null clears it. */
+export interface LayerUpdate {
+  address: Address;
+  chain?: ChainLayer | null;
+  uri?: UriLayer | null;
+  list?: ListLayer | null;
+  override?: OverrideLayer | null;
+  /** Set when the chain layer was just read. */
+  fetched?: boolean;
+  failure?: string | null;
+}
+
+const COLUMNS = 'chain_id, address, type, name, symbol, decimals, logo_uri, extensions, source, deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer, info_fetched_at, info_failure, curated, updated_at';
+
+export interface SearchOptions {
+  q: string;
+  chainIds: number[] | null;
+  types: string[] | null;
+  page: number;
+  pageSize: number;
+}
+
+export function contractStore(db: Queryable) {
+  const parse = (rows: unknown[]) => rows.map((r) => ContractRowSchema.parse(r));
+
+  const getMany = async (chainId: number, addresses: string[]): Promise<Map<string, ContractRow>> => {
+    if (!addresses.length) return new Map();
+    const res = await db.query(`SELECT ${COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[])`, [chainId, addresses]);
+    return new Map(parse(res.rows).map((r) => [r.address, r]));
+  };
+
+  return {
+    getMany,
+
+    /** Every chain's record of an address. */
+    async findByAddress(addresses: string[]): Promise<ContractRow[]> {
+      if (!addresses.length) return [];
+      const res = await db.query(`SELECT ${COLUMNS} FROM contracts WHERE address = ANY($1::text[]) ORDER BY chain_id`, [addresses]);
+      return parse(res.rows);
+    },
+
+    /** Writes layers and the merged fields recomputed from all of them, in one statement per call. */
+    async upsertLayers(chainId: number, updates: LayerUpdate[]): Promise<Map<string, ContractRow>> {
+      if (!updates.length) return new Map();
+      const existing = await getMany(chainId, updates.map((u) => u.address));
+      const rows = updates.map((u) => {
+        const prev = existing.get(u.address);
+        const layer = <K extends 'chain' | 'uri' | 'list' | 'override'>(k: K, col: keyof ContractRow) =>
+          u[k] === undefined ? (prev?.[col] ?? null) : u[k];
+        const chain = layer('chain', 'chain_layer') as ChainLayer | null;
+        const uri = layer('uri', 'uri_layer') as UriLayer | null;
+        const list = layer('list', 'list_layer') as ListLayer | null;
+        const override = layer('override', 'override_layer') as OverrideLayer | null;
+        const m = mergeContractInfo({ chain, uri, list, override });
+        return {
+          address: u.address,
+          type: m.type,
+          name: m.name,
+          symbol: m.symbol,
+          decimals: m.decimals,
+          logo_uri: m.logoURI,
+          extensions: m.extensions,
+          source: m.source,
+          deployed: chain?.deployed ?? prev?.deployed ?? false,
+          bytecode_hash: chain?.bytecodeHash ?? prev?.bytecode_hash ?? '0x',
+          chain_layer: chain,
+          uri_layer: uri,
+          list_layer: list,
+          override_layer: override,
+          fetched: !!u.fetched,
+          info_failure: u.failure === undefined ? (prev?.info_failure ?? null) : u.failure,
+          curated: m.curated,
+        };
+      });
+      await db.query(
+        `INSERT INTO contracts AS c (chain_id, address, type, type_checked_at, name, symbol, decimals, logo_uri, extensions, source,
+                                     deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer,
+                                     info_fetched_at, info_failure, curated, updated_at)
+         SELECT $1, x.address, x.type, CASE WHEN x.fetched THEN now() END, x.name, x.symbol, x.decimals, x.logo_uri, x.extensions, x.source,
+                x.deployed, x.bytecode_hash, x.chain_layer, x.uri_layer, x.list_layer, x.override_layer,
+                CASE WHEN x.fetched THEN now() END, x.info_failure, x.curated, now()
+           FROM jsonb_to_recordset($2::jsonb) AS x(address text, type text, name text, symbol text, decimals int, logo_uri text,
+                extensions jsonb, source text, deployed boolean, bytecode_hash text, chain_layer jsonb, uri_layer jsonb,
+                list_layer jsonb, override_layer jsonb, fetched boolean, info_failure text, curated boolean)
+         ON CONFLICT (chain_id, address) DO UPDATE SET
+           type = EXCLUDED.type, name = EXCLUDED.name, symbol = EXCLUDED.symbol, decimals = EXCLUDED.decimals,
+           logo_uri = EXCLUDED.logo_uri, extensions = EXCLUDED.extensions, source = EXCLUDED.source,
+           deployed = EXCLUDED.deployed, bytecode_hash = EXCLUDED.bytecode_hash, chain_layer = EXCLUDED.chain_layer,
+           uri_layer = EXCLUDED.uri_layer, list_layer = EXCLUDED.list_layer, override_layer = EXCLUDED.override_layer,
+           type_checked_at = COALESCE(EXCLUDED.type_checked_at, c.type_checked_at),
+           info_fetched_at = COALESCE(EXCLUDED.info_fetched_at, c.info_fetched_at),
+           info_failure = EXCLUDED.info_failure, curated = EXCLUDED.curated, updated_at = now()`,
+        [chainId, JSON.stringify(rows)],
+      );
+      return getMany(chainId, updates.map((u) => u.address));
+    },
+
+    async listOverrides(chainId: number | null, page: number, pageSize: number): Promise<ContractRow[]> {
+      const res = await db.query(
+        `SELECT ${COLUMNS} FROM contracts WHERE override_layer IS NOT NULL AND ($1::bigint IS NULL OR chain_id = $1)
+          ORDER BY chain_id, address LIMIT $2 OFFSET $3`,
+        [chainId, pageSize, page * pageSize],
+      );
+      return parse(res.rows);
+    },
+
+    /**
+     * Ranked search over name and symbol: exact symbol, then name prefix, then similarity
+     * (trigram, tolerant of typos); curated contracts first within a tier; a stable tiebreak
+     * keeps pages free of duplicates and gaps.
+     */
+    async search(o: SearchOptions): Promise<{ rows: ContractRow[]; more: boolean }> {
+      const q = o.q.trim().toLowerCase();
+      const res = await db.query(
+        `WITH hits AS (
+           SELECT ${COLUMNS},
+             CASE WHEN lower(symbol) = $1 THEN 0
+                  WHEN lower(name) = $1 THEN 1
+                  WHEN lower(name) LIKE $2 ESCAPE '\\' THEN 2
+                  WHEN search @@ plainto_tsquery('simple', $1) THEN 3
+                  ELSE 4 END AS tier,
+             greatest(similarity(lower(name), $1), word_similarity($1, lower(name)), similarity(lower(symbol), $1)) AS sim
+           FROM contracts
+           WHERE (name <> '' OR symbol <> '')
+             AND ($3::bigint[] IS NULL OR chain_id = ANY($3::bigint[]))
+             AND ($4::text[] IS NULL OR type = ANY($4::text[]))
+             AND (lower(symbol) = $1 OR lower(name) LIKE $2 ESCAPE '\\' OR search @@ plainto_tsquery('simple', $1)
+                  OR lower(name) % $1 OR $1 <% lower(name) OR lower(symbol) % $1)
+         )
+         SELECT * FROM hits ORDER BY tier, curated DESC, sim DESC, chain_id, address LIMIT $5 OFFSET $6`,
+        [q, `${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, o.chainIds, o.types, o.pageSize + 1, o.page * o.pageSize],
+      );
+      const rows = parse(res.rows.slice(0, o.pageSize));
+      return { rows, more: res.rows.length > o.pageSize };
+    },
+  };
+}
+export type ContractStore = ReturnType<typeof contractStore>;

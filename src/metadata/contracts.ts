@@ -1,0 +1,124 @@
+import type { Address } from 'viem';
+import type { ChainClient } from '../chain/client.ts';
+import type { AppConfig } from '../config/schema.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { uriLayerFromDocument, type UriLayer } from './contract-merge.ts';
+import { readContracts } from './contract-reader.ts';
+import type { ContractRow, ContractStore, LayerUpdate } from './contract-store.ts';
+import { contractToWire, type ContractInfoWire } from './contract-view.ts';
+import type { Fetcher } from './fetch.ts';
+import { Limiter } from './limiter.ts';
+import { KeyedFlight } from './single-flight.ts';
+import type { ResourceStatus } from './token-view.ts';
+import { toHttpMediaUrl } from './uri.ts';
+
+export interface ContractInfoDeps {
+  store: ContractStore;
+  fetcher: Fetcher;
+  config: AppConfig;
+  log: Logger;
+  metrics: Metrics;
+}
+
+export interface GetContractsResult {
+  infos: Map<string, ContractInfoWire>;
+  pending: boolean;
+}
+
+/**
+ * Contract info with the same cache semantics as tokens: served from the store, read from the
+ * chain (one round trip for a whole batch) when never seen or stale, within a bounded wait.
+ */
+export class ContractInfoService {
+  private readonly flight = new KeyedFlight<ContractRow>();
+  private readonly limiter: Limiter;
+
+  constructor(private readonly d: ContractInfoDeps) {
+    this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
+  }
+
+  async get(chain: ChainClient, addresses: Address[], opts: { waitMs?: number } = {}): Promise<GetContractsResult> {
+    const cfg = this.d.config.metadata;
+    const now = Date.now();
+    const unique = [...new Set(addresses)];
+    const rows = await this.d.store.getMany(chain.chainId, unique);
+    const toResolve: Address[] = [];
+    const refreshing = new Set<string>();
+    for (const a of unique) {
+      const r = rows.get(a);
+      if (!r?.info_fetched_at) toResolve.push(a);
+      else if (now - r.info_fetched_at.getTime() > cfg.staleAfterSec * 1000) refreshing.add(a);
+    }
+    if (refreshing.size) void this.resolve(chain, [...refreshing] as Address[]).catch(() => undefined);
+
+    const pending = new Set<string>();
+    if (toResolve.length) {
+      const work = this.resolve(chain, toResolve);
+      let timer: NodeJS.Timeout | undefined;
+      const done = await Promise.race([
+        work.catch((err) => {
+          this.d.log.warn({ err, chain: chain.name }, 'contract info resolution failed');
+          return null;
+        }),
+        new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), opts.waitMs ?? cfg.inlineWaitMs))),
+      ]);
+      clearTimeout(timer);
+      if (done === 'timeout' || done === null) toResolve.forEach((a) => pending.add(a));
+      else for (const [a, r] of done) rows.set(a, r);
+    }
+
+    const infos = new Map<string, ContractInfoWire>();
+    for (const a of unique) {
+      const r = rows.get(a);
+      const status: ResourceStatus = pending.has(a) ? (r ? 'REFRESHING' : 'NOT_AVAILABLE') : refreshing.has(a) ? 'REFRESHING' : 'AVAILABLE';
+      infos.set(a, contractToWire(chain.chainId, a, r, r || !pending.has(a) ? status : 'NOT_AVAILABLE', pending.has(a) || refreshing.has(a) ? new Date(now) : null));
+    }
+    return { infos, pending: pending.size > 0 || refreshing.size > 0 };
+  }
+
+  /** Re-reads now, whatever the cache says: the refresh path. */
+  refresh(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {
+    return this.resolve(chain, addresses);
+  }
+
+  /** Starts a background read of contracts met elsewhere (token metadata), so they become searchable. */
+  learn(chain: ChainClient, addresses: Address[]): void {
+    void this.d.store.getMany(chain.chainId, addresses).then((rows) => {
+      const unknown = addresses.filter((a) => !rows.get(a)?.info_fetched_at);
+      if (unknown.length) return this.resolve(chain, unknown);
+    }).catch((err) => this.d.log.warn({ err, chain: chain.name }, 'background contract read failed'));
+  }
+
+  private resolve(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {
+    return this.flight.run(addresses.map((a) => `${chain.chainId}:${a}`), async (keys) => {
+      const addrs = keys.map((k) => k.slice(k.indexOf(':') + 1) as Address);
+      const byKey = await this.resolveBatch(chain, addrs);
+      return new Map([...byKey].map(([a, r]) => [`${chain.chainId}:${a}`, r]));
+    }).then((m) => new Map([...m].map(([k, r]) => [k.slice(k.indexOf(':') + 1), r])));
+  }
+
+  private async resolveBatch(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {
+    const layers = await readContracts(chain, addresses);
+    const uriOpts = { ipfsGateways: this.d.config.ipfsGateways, arweaveGateway: this.d.config.arweaveGateway };
+    const updates: LayerUpdate[] = await Promise.all(
+      addresses.map(async (address) => {
+        const chainLayer = layers.get(address)!;
+        // A contractURI that fails to load keeps the last good document (undefined = keep).
+        let uri: UriLayer | null | undefined = null;
+        let failure: string | null = null;
+        if (chainLayer.contractURI) {
+          const f = await this.limiter.run(() => this.d.fetcher.fetchJson(chainLayer.contractURI!));
+          this.d.metrics.metadataFetches.inc({ scheme: 'contractURI', outcome: f.ok ? 'ok' : f.reason });
+          if (f.ok) uri = uriLayerFromDocument(f.document, (u) => toHttpMediaUrl(u, uriOpts));
+          else {
+            uri = undefined;
+            failure = `contractURI: ${f.reason}: ${f.message}`;
+          }
+        }
+        return { address, chain: chainLayer, uri, fetched: true, failure };
+      }),
+    );
+    return this.d.store.upsertLayers(chain.chainId, updates);
+  }
+}
