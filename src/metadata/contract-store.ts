@@ -154,6 +154,8 @@ export function contractStore(db: Queryable) {
      */
     async search(o: SearchOptions): Promise<{ rows: ContractRow[]; more: boolean }> {
       const q = o.q.trim().toLowerCase();
+      // Trigrams need three characters: shorter queries match by symbol, prefix and words only.
+      const fuzzy = q.length >= 3 ? 'OR lower(name) % $1 OR lower(name) %> $1 OR lower(symbol) % $1' : '';
       const res = await db.query(
         `WITH hits AS (
            SELECT ${COLUMNS},
@@ -162,15 +164,16 @@ export function contractStore(db: Queryable) {
                   WHEN lower(name) LIKE $2 ESCAPE '\\' THEN 2
                   WHEN search @@ plainto_tsquery('simple', $1) THEN 3
                   ELSE 4 END AS tier,
-             greatest(similarity(lower(name), $1), word_similarity($1, lower(name)), similarity(lower(symbol), $1)) AS sim
+             greatest(similarity(lower(name), $1), similarity(lower(symbol), $1)) AS sim,
+             word_similarity($1, lower(name)) AS word_sim
            FROM contracts
            WHERE (name <> '' OR symbol <> '')
              AND ($3::bigint[] IS NULL OR chain_id = ANY($3::bigint[]))
              AND ($4::text[] IS NULL OR type = ANY($4::text[]))
              AND (lower(symbol) = $1 OR lower(name) LIKE $2 ESCAPE '\\' OR search @@ plainto_tsquery('simple', $1)
-                  OR lower(name) % $1 OR $1 <% lower(name) OR lower(symbol) % $1)
+                  ${fuzzy})
          )
-         SELECT * FROM hits ORDER BY tier, curated DESC, sim DESC, chain_id, address LIMIT $5 OFFSET $6`,
+         SELECT * FROM hits ORDER BY tier, curated DESC, sim DESC, word_sim DESC, chain_id, address LIMIT $5 OFFSET $6`,
         [q, `${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, o.chainIds, o.types, o.pageSize + 1, o.page * o.pageSize],
       );
       const rows = parse(res.rows.slice(0, o.pageSize));

@@ -23,4 +23,6 @@ CREATE INDEX contracts_search_idx ON contracts USING gin (search);
 CREATE INDEX contracts_name_trgm_idx ON contracts USING gin (lower(name) gin_trgm_ops);
 CREATE INDEX contracts_symbol_trgm_idx ON contracts USING gin (lower(symbol) gin_trgm_ops);
 CREATE INDEX contracts_symbol_idx ON contracts (lower(symbol));
+-- Prefix search for queries too short for trigrams.
+CREATE INDEX contracts_name_prefix_idx ON contracts (lower(name) text_pattern_ops);
 CREATE INDEX contracts_address_idx ON contracts (address);
