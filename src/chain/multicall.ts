@@ -51,23 +51,13 @@ export interface MulticallOptions {
   concurrency?: number;
 }
 
-const hasMulticall = new WeakMap<ChainClient, Promise<boolean>>();
+/**
+ * Chains learned to lack Multicall3. There is no separate probe: an aggregate3 sent to an
+ * address without code answers empty, which is how its absence is noticed, at no extra round trip.
+ */
+const noMulticall = new WeakSet<ChainClient>();
 
-/** Whether Multicall3 is deployed at its canonical address; asked once per chain client. */
-export function multicallAvailable(chain: ChainClient): Promise<boolean> {
-  let p = hasMulticall.get(chain);
-  if (!p) {
-    p = chain.public
-      .getCode({ address: MULTICALL3_ADDRESS })
-      .then((code) => !!code && code !== '0x')
-      .catch((err) => {
-        hasMulticall.delete(chain);
-        throw err;
-      });
-    hasMulticall.set(chain, p);
-  }
-  return p;
-}
+class NoMulticallError extends Error {}
 
 async function aggregate(chain: ChainClient, calls: Call[], blockNumber?: bigint): Promise<CallResult[]> {
   const data = encodeFunctionData({
@@ -76,6 +66,7 @@ async function aggregate(chain: ChainClient, calls: Call[], blockNumber?: bigint
     args: [calls.map((c) => ({ target: c.target, allowFailure: true, callData: c.data }))],
   });
   const res = await chain.public.call({ to: MULTICALL3_ADDRESS, data, blockNumber });
+  if (!res.data || res.data === '0x') throw new NoMulticallError();
   const out = decodeFunctionResult({ abi: aggregate3Abi, functionName: 'aggregate3', data: res.data ?? '0x' });
   return out.map((r) => ({ ok: r.success, data: r.returnData }));
 }
@@ -88,7 +79,7 @@ async function aggregateSplitting(chain: ChainClient, calls: Call[], blockNumber
   try {
     return await aggregate(chain, calls, blockNumber);
   } catch (err) {
-    if (isTransportFailure(err)) throw err;
+    if (isTransportFailure(err) || err instanceof NoMulticallError) throw err;
     if (calls.length === 1) return [await single(chain, calls[0], blockNumber)];
     const mid = Math.ceil(calls.length / 2);
     const [a, b] = await Promise.all([
@@ -134,23 +125,31 @@ function revertData(err: unknown): Hex | undefined {
   return undefined;
 }
 
+async function singles(chain: ChainClient, calls: Call[], opts: MulticallOptions): Promise<CallResult[]> {
+  const out: CallResult[] = new Array(calls.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < calls.length) {
+      const i = next++;
+      out[i] = await single(chain, calls[i], opts.blockNumber);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 8, calls.length) }, worker));
+  return out;
+}
+
 export async function multicall(chain: ChainClient, calls: Call[], opts: MulticallOptions = {}): Promise<CallResult[]> {
   if (calls.length === 0) return [];
-  if (!(await multicallAvailable(chain))) {
-    const out: CallResult[] = new Array(calls.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < calls.length) {
-        const i = next++;
-        out[i] = await single(chain, calls[i], opts.blockNumber);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 8, calls.length) }, worker));
-    return out;
-  }
+  if (noMulticall.has(chain)) return singles(chain, calls, opts);
   const size = opts.chunkSize ?? 300;
   const chunks: Call[][] = [];
   for (let i = 0; i < calls.length; i += size) chunks.push(calls.slice(i, i + size));
-  const results = await Promise.all(chunks.map((c) => aggregateSplitting(chain, c, opts.blockNumber)));
-  return results.flat();
+  try {
+    const results = await Promise.all(chunks.map((c) => aggregateSplitting(chain, c, opts.blockNumber)));
+    return results.flat();
+  } catch (err) {
+    if (!(err instanceof NoMulticallError)) throw err;
+    noMulticall.add(chain);
+    return singles(chain, calls, opts);
+  }
 }

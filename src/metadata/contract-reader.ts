@@ -85,18 +85,16 @@ function implementationFrom(slot: Hex | undefined): Address | null {
 
 /**
  * Reads the chain layer of many contracts in one HTTP round trip: a JSON-RPC batch holding
- * one aggregate3 (eight probes per contract), eth_getCode and the EIP-1967 slot of each.
- * An UNKNOWN proxy gets a second look at its implementation's ERC165 answers.
+ * one aggregate3 (eight probes per contract) and the eth_getCode of each. Only a contract still
+ * UNKNOWN costs more: its EIP-1967 slot, then its implementation's ERC165 answers.
  */
 export async function readContracts(chain: ChainClient, addresses: Address[]): Promise<Map<Address, ChainLayer>> {
   const calls = addresses.flatMap(probeCalls);
-  const [results, codes, slots] = await Promise.all([
+  const [results, codes] = await Promise.all([
     multicall(chain, calls, { chunkSize: calls.length }),
     Promise.all(addresses.map((address) => chain.public.getCode({ address }))),
-    Promise.all(addresses.map((address) => chain.public.getStorageAt({ address, slot: EIP1967_IMPLEMENTATION_SLOT }))),
   ]);
   const out = new Map<Address, ChainLayer>();
-  const proxies: Address[] = [];
   addresses.forEach((a, i) => {
     const res = results.slice(i * PER_CONTRACT, (i + 1) * PER_CONTRACT);
     const code = codes[i] ?? '0x';
@@ -111,10 +109,19 @@ export async function readContracts(chain: ChainClient, addresses: Address[]): P
       decimals: deployed && decimals !== null && decimals <= 255n ? Number(decimals) : null,
       totalSupply: deployed ? (decodeUint(res[5])?.toString() ?? null) : null,
       contractURI: deployed ? decodeStringish(res[6]) : null,
-      implementation: deployed ? implementationFrom(slots[i]) : null,
+      implementation: null,
     };
     out.set(a, layer);
-    if (layer.type === 'UNKNOWN' && layer.implementation) proxies.push(a);
+  });
+  const unknown = addresses.filter((a) => out.get(a)!.deployed && out.get(a)!.type === 'UNKNOWN');
+  const slots = await Promise.all(unknown.map((address) => chain.public.getStorageAt({ address, slot: EIP1967_IMPLEMENTATION_SLOT })));
+  const proxies: Address[] = [];
+  unknown.forEach((a, i) => {
+    const impl = implementationFrom(slots[i]);
+    if (impl) {
+      out.get(a)!.implementation = impl;
+      proxies.push(a);
+    }
   });
   if (proxies.length) {
     const impls = proxies.map((p) => out.get(p)!.implementation!);
