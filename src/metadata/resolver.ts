@@ -19,6 +19,8 @@ export interface TokenMetadataDeps {
   config: AppConfig;
   log: Logger;
   metrics: Metrics;
+  /** Told once per contract this process reads the standard of for the first time. */
+  onNewContract?: (chain: ChainClient, address: Address) => void;
 }
 
 export interface GetTokensResult {
@@ -180,10 +182,22 @@ export class TokenMetadataService {
           return { standard: known.type, idVariant: known.idVariant };
         }
         const detected = (await detectStandards(chain, [contract])).get(contract) ?? 'UNKNOWN';
+        this.d.onNewContract?.(chain, contract);
         await this.d.store.saveContractKind(chain.chainId, contract, detected);
         return { standard: detected, idVariant: known?.idVariant ?? null };
       })();
-      p.catch(() => this.kinds.delete(k));
+      // An UNKNOWN answer is not pinned: an address without code yet (asked before its deployment,
+      // or read from a lagging node) is detected again by the next resolution instead of being
+      // treated as UNKNOWN for the life of the process.
+      const entry = p;
+      entry.then(
+        (kind) => {
+          if (kind.standard === 'UNKNOWN' && this.kinds.get(k) === entry) this.kinds.delete(k);
+        },
+        () => {
+          if (this.kinds.get(k) === entry) this.kinds.delete(k);
+        },
+      );
       this.kinds.set(k, p);
     }
     return p;
