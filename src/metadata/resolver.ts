@@ -234,7 +234,8 @@ export class TokenMetadataService {
           const t0 = performance.now();
           const f = await this.d.fetcher.fetchJson(
             read.uri,
-            standard === 'ERC1155' ? { tokenId: BigInt(id), preferredIdVariant: kind.idVariant } : {},
+            // uri(id) is the ERC-1155 method: its `{id}` is expanded even when ERC165 did not say ERC1155.
+            standard === 'ERC1155' || read.method === 'uri' ? { tokenId: BigInt(id), preferredIdVariant: kind.idVariant } : {},
           );
           this.d.metrics.metadataFetchDuration.observe({ scheme }, (performance.now() - t0) / 1000);
           this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
