@@ -13,6 +13,10 @@ import { TokenMetadataService } from './metadata/resolver.ts';
 import { tokenStore } from './metadata/token-store.ts';
 import { ContractInfoService } from './metadata/contracts.ts';
 import { contractStore, type ContractStore } from './metadata/contract-store.ts';
+import { RefreshService } from './metadata/refresh.ts';
+import { taskStore, type TaskStore } from './metadata/task-store.ts';
+import { TaskWorker } from './metadata/worker.ts';
+import { ChainWatcher } from './metadata/watcher.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -29,6 +33,12 @@ export interface Services {
   tokens: TokenMetadataService;
   contracts: ContractInfoService;
   contractStore: ContractStore;
+  tasks: TaskStore;
+  refresh: RefreshService;
+  worker: TaskWorker;
+  watchers: ChainWatcher[];
+  /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
+  startBackground(): void;
   startedAt: Date;
   close(): Promise<void>;
 }
@@ -84,6 +94,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     // Every contract met through its tokens becomes searchable.
     onNewContract: (chain, address) => contracts.learn(chain, [address]),
   });
+  const tasks = taskStore(db);
+  const refresh = new RefreshService({ tasks, config });
+  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokenStore(db), contracts, chains, config, log, metrics });
+  const watchers = config.chains
+    .filter((c) => c.watch)
+    .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
+  let background = false;
   let closed = false;
   return {
     config,
@@ -99,10 +116,20 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     tokens,
     contracts,
     contractStore: contractsRepo,
+    tasks,
+    refresh,
+    worker,
+    watchers,
+    startBackground() {
+      background = true;
+      worker.start();
+      for (const w of watchers) w.start();
+    },
     startedAt: new Date(),
     async close() {
       if (closed) return;
       closed = true;
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
       await auth.flush();
       fetcher.close();
       if (!opts.db) await db.close();

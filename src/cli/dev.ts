@@ -68,6 +68,9 @@ export async function runDev(argv: string[]) {
       chains: [{ chainId: chain.manifest.chain.chainId, name: chain.manifest.chain.name, rpcUrls: [chain.manifest.chain.rpcUrl] }],
       // The dev origin server lives on 127.0.0.1: dev mode must be allowed to fetch from it.
       allowPrivateNetworks: true,
+      // A developer iterating on metadata wants every refresh to run, and events seen at once.
+      refresh: { coolOffSec: 0 },
+      watcher: { confirmations: 0, pollMs: 1_000 },
       logLevel: process.env.LOG_LEVEL ?? 'warn',
     }, 'dev config');
     services = await createServices(config, { log, pollingIntervalMs: 250 });
@@ -76,6 +79,7 @@ export async function runDev(argv: string[]) {
     const { key, project } = await devAccessKey(services, manifestPath);
     const app = await buildApp(services);
     await app.listen({ port: config.port, host: config.host });
+    services.startBackground();
     const bound = (app.server.address() as AddressInfo).port;
     const baseUrl = `http://${config.host}:${bound}`;
 

@@ -5,6 +5,8 @@ const USAGE = `metarelay — token metadata service and meta-transaction relayer
 Usage:
   metarelay dev [--port N] [--manifest PATH] [--data DIR]     local chain + service, offline
   metarelay serve --config metarelay.json [--port N]          production server
+  metarelay worker --config metarelay.json                    refresh worker + chain watchers, no HTTP
+  metarelay refresh --chain C --contract A (--tokens 1,2 | --all)   enqueue a refresh and follow it
   metarelay migrate [--config FILE]                           apply database migrations
   metarelay projects create NAME [--config FILE]
   metarelay projects list [--config FILE]
@@ -25,6 +27,10 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./dev.ts')).runDev(rest);
       case 'serve':
         return await (await import('./serve.ts')).runServe(rest);
+      case 'worker':
+        return await (await import('./worker.ts')).runWorker(rest);
+      case 'refresh':
+        return await (await import('./worker.ts')).runRefresh(rest);
       case 'migrate':
         return await (await import('./admin.ts')).runMigrate(rest);
       case 'projects':

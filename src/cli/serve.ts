@@ -16,6 +16,7 @@ export async function runServe(argv: string[]) {
   await preflight(services);
   const app = await buildApp(services, { logRequests: true });
   await app.listen({ port: config.port, host: config.host });
+  if (config.inProcessWorker) services.startBackground();
   onShutdown(services.log, async () => {
     await app.close();
     await services.close();

@@ -11,6 +11,10 @@ export const ChainConfigSchema = z.object({
   rpcUrls: z.array(httpUrl).min(1, 'needs at least one RPC URL'),
   /** JSON-RPC requests issued together are sent as one HTTP batch of at most this many (1 = no batching). */
   rpcBatchSize: z.number().int().min(1).max(1000).default(200),
+  /** Follow this chain's blocks and refresh metadata on ERC-4906 / ERC-1155 URI events and new mints. */
+  watch: z.boolean().default(true),
+  /** First block the watcher reads when it has no cursor yet (default: the head at first start). */
+  watchFromBlock: z.number().int().min(0).optional(),
 });
 
 const AccessMode = z.enum(['required', 'optional']);
@@ -58,6 +62,37 @@ export const AppConfigSchema = z
         hotCacheTtlMs: z.number().int().min(0).default(5_000),
       })
       .prefault({}),
+    refresh: z
+      .object({
+        /** A token refreshed by a task this recently is not re-queued; the earlier task is returned. */
+        coolOffSec: z.number().int().min(0).default(600),
+        /** Tokens a project may have queued at once. */
+        maxQueuedPerProject: z.number().int().positive().default(100_000),
+        /** How long a worker holds claimed items before another worker may take them over. */
+        leaseSec: z.number().int().positive().default(60),
+        maxAttempts: z.number().int().min(1).max(20).default(5),
+        backoffBaseMs: z.number().int().positive().default(2_000),
+        backoffMaxMs: z.number().int().positive().default(300_000),
+        /** Items a worker claims at once. */
+        claimBatch: z.number().int().min(1).max(1000).default(50),
+        pollMs: z.number().int().positive().default(500),
+        /** Tasks with more tokens than this run behind small interactive ones. */
+        largeTaskThreshold: z.number().int().positive().default(1_000),
+        /** Block range per eth_getLogs when enumerating a contract's tokens from its transfers. */
+        logChunkBlocks: z.number().int().positive().default(10_000),
+      })
+      .prefault({}),
+    watcher: z
+      .object({
+        /** Blocks behind the head the watcher stays, so shallow reorgs never reach it. */
+        confirmations: z.number().int().min(0).default(2),
+        pollMs: z.number().int().positive().default(2_000),
+        /** Blocks per eth_getLogs. */
+        maxBlocksPerPoll: z.number().int().positive().default(2_000),
+      })
+      .prefault({}),
+    /** Run the refresh worker and chain watchers inside `serve`/`dev` (`metarelay worker` runs them alone). */
+    inProcessWorker: z.boolean().default(true),
     admin: z
       .object({
         /** Bearer tokens for the admin API (/rpc/Admin/); METARELAY_ADMIN_TOKEN adds one. Keep them secret. */

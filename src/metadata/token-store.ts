@@ -142,6 +142,8 @@ export function tokenStore(db: Queryable) {
     async forgetChain(chainId: number): Promise<void> {
       await db.query('DELETE FROM token_metadata WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM contracts WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM tasks WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM chain_cursors WHERE chain_id = $1', [chainId]);
     },
 
     async contractKind(chainId: number, address: string): Promise<ContractKind | null> {

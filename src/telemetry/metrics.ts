@@ -56,6 +56,12 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    refreshItems: new Counter({
+      name: 'metarelay_refresh_items_total',
+      help: 'refresh task items processed by this worker, by outcome (ok, retry, failed)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

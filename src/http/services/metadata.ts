@@ -6,6 +6,7 @@ import { method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
+import { refreshMethods } from './refresh.ts';
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
@@ -50,6 +51,7 @@ export function metadataService(s: Services): ServiceDef {
       }),
 
       ...contractMethods(s),
+      ...refreshMethods(s),
 
       GetTokenMetadataBatch: method({
         input: GetTokenMetadataBatchArgs,
