@@ -18,7 +18,7 @@ function methodsOf(body: unknown): string[] {
 }
 
 export function createChainClient(
-  chain: ChainConfig,
+  chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'>,
   opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number } = {},
 ): ChainClient {
   const transports = chain.rpcUrls.map((url) =>
