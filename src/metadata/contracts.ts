@@ -10,6 +10,7 @@ import { contractToWire, type ContractInfoWire } from './contract-view.ts';
 import type { Fetcher } from './fetch.ts';
 import { Limiter } from './limiter.ts';
 import { KeyedFlight } from './single-flight.ts';
+import { within } from './deadline.ts';
 import type { ResourceStatus } from './token-view.ts';
 import { toHttpMediaUrl } from './uri.ts';
 
@@ -54,18 +55,12 @@ export class ContractInfoService {
 
     const pending = new Set<string>();
     if (toResolve.length) {
-      const work = this.resolve(chain, toResolve);
-      let timer: NodeJS.Timeout | undefined;
-      const done = await Promise.race([
-        work.catch((err) => {
-          this.d.log.warn({ err, chain: chain.name }, 'contract info resolution failed');
-          return null;
-        }),
-        new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), opts.waitMs ?? cfg.inlineWaitMs))),
-      ]);
-      clearTimeout(timer);
-      if (done === 'timeout' || done === null) toResolve.forEach((a) => pending.add(a));
-      else for (const [a, r] of done) rows.set(a, r);
+      const r = await within(this.resolve(chain, toResolve), opts.waitMs ?? cfg.inlineWaitMs);
+      if (r.state === 'done') for (const [a, row] of r.value) rows.set(a, row);
+      else {
+        if (r.state === 'failed') this.d.log.warn({ err: r.error, chain: chain.name }, 'contract info resolution failed');
+        toResolve.forEach((a) => pending.add(a));
+      }
     }
 
     const infos = new Map<string, ContractInfoWire>();
@@ -91,11 +86,7 @@ export class ContractInfoService {
   }
 
   private resolve(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {
-    return this.flight.run(addresses.map((a) => `${chain.chainId}:${a}`), async (keys) => {
-      const addrs = keys.map((k) => k.slice(k.indexOf(':') + 1) as Address);
-      const byKey = await this.resolveBatch(chain, addrs);
-      return new Map([...byKey].map(([a, r]) => [`${chain.chainId}:${a}`, r]));
-    }).then((m) => new Map([...m].map(([k, r]) => [k.slice(k.indexOf(':') + 1), r])));
+    return this.flight.runScoped(String(chain.chainId), addresses, (missing) => this.resolveBatch(chain, missing as Address[]));
   }
 
   private async resolveBatch(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {

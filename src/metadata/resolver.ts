@@ -6,6 +6,8 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { detectStandards, readTokenUris, type TokenStandard } from './chain-reader.ts';
 import type { Fetcher } from './fetch.ts';
 import { Limiter } from './limiter.ts';
+import { KeyedFlight } from './single-flight.ts';
+import { within } from './deadline.ts';
 import { LruCache } from './lru.ts';
 import { normalizeTokenDocument } from './normalize.ts';
 import type { Resolution, TokenRecord, TokenStore } from './token-store.ts';
@@ -47,7 +49,7 @@ function schemeOf(uri: string): string {
  * One resolution per token at a time (single-flight); a hot in-process cache sits in front of the store.
  */
 export class TokenMetadataService {
-  private readonly inflight = new Map<string, Promise<TokenRecord | undefined>>();
+  private readonly flight = new KeyedFlight<TokenRecord>();
   private readonly hot: LruCache<TokenRecord>;
   private readonly kinds = new Map<string, Promise<ContractKindState>>();
   private readonly limiter: Limiter;
@@ -105,22 +107,11 @@ export class TokenMetadataService {
 
     const pending = new Set<string>();
     if (toResolve.length) {
-      const work = this.resolve(chain, contract, toResolve);
-      const waitMs = opts.waitMs ?? cfg.inlineWaitMs;
-      let timer: NodeJS.Timeout | undefined;
-      const done = await Promise.race([
-        work.then((m) => m, (err) => {
-          this.d.log.warn({ err, chain: chain.name, contract }, 'token resolution failed');
-          return null;
-        }),
-        new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), waitMs))),
-      ]);
-      clearTimeout(timer);
-      if (done === 'timeout' || done === null) {
+      const r = await within(this.resolve(chain, contract, toResolve), opts.waitMs ?? cfg.inlineWaitMs);
+      if (r.state === 'done') for (const [id, rec] of r.value) records.set(id, rec);
+      else {
+        if (r.state === 'failed') this.d.log.warn({ err: r.error, chain: chain.name, contract }, 'token resolution failed');
         for (const id of toResolve) pending.add(id);
-        if (done === 'timeout') void work.catch(() => undefined);
-      } else {
-        for (const [id, rec] of done) records.set(id, rec);
       }
     }
 
@@ -147,28 +138,7 @@ export class TokenMetadataService {
   }
 
   private resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
-    const perToken = new Map<string, Promise<TokenRecord | undefined>>();
-    const fresh: string[] = [];
-    for (const id of ids) {
-      const p = this.inflight.get(this.key(chain.chainId, contract, id));
-      if (p) perToken.set(id, p);
-      else fresh.push(id);
-    }
-    if (fresh.length) {
-      const batch = this.resolveBatch(chain, contract, fresh);
-      for (const id of fresh) {
-        const k = this.key(chain.chainId, contract, id);
-        const p = batch.then((m) => m.get(id));
-        this.inflight.set(k, p);
-        p.finally(() => {
-          if (this.inflight.get(k) === p) this.inflight.delete(k);
-        }).catch(() => undefined);
-        perToken.set(id, p);
-      }
-    }
-    return Promise.all([...perToken].map(async ([id, p]) => [id, await p] as const)).then(
-      (pairs) => new Map(pairs.filter((x): x is readonly [string, TokenRecord] => x[1] !== undefined)),
-    );
+    return this.flight.runScoped(`${chain.chainId}:${contract}`, ids, (fresh) => this.resolveBatch(chain, contract, fresh));
   }
 
   private kindOf(chain: ChainClient, contract: Address): Promise<ContractKindState> {

@@ -29,6 +29,16 @@ export class KeyedFlight<V> {
     );
   }
 
+  /** `run` for ids that are unique within a scope (a chain, a contract): keys are scope and id. */
+  runScoped(scope: string, ids: string[], start: (missing: string[]) => Promise<Map<string, V>>): Promise<Map<string, V>> {
+    const cut = scope.length + 1;
+    const key = (id: string) => `${scope}|${id}`;
+    return this.run(ids.map(key), async (keys) => {
+      const found = await start(keys.map((k) => k.slice(cut)));
+      return new Map([...found].map(([id, v]) => [key(id), v]));
+    }).then((m) => new Map([...m].map(([k, v]) => [k.slice(cut), v])));
+  }
+
   get size(): number {
     return this.inflight.size;
   }
