@@ -70,7 +70,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     chains.set(c.chainId, createChainClient(c, { metrics, pollingIntervalMs: opts.pollingIntervalMs }));
   }
   const accessKeys = accessKeyRepo(db);
-  const auth = new Authenticator(accessKeys, log);
+  const auth = new Authenticator(accessKeys, log, { cacheMs: config.auth.keyCacheMs });
   const m = config.metadata;
   const fetcher = createFetcher({
     allowPrivateNetworks: config.allowPrivateNetworks,
@@ -91,8 +91,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     config,
     log,
     metrics,
-    // Every contract met through its tokens becomes searchable.
-    onNewContract: (chain, address) => contracts.learn(chain, [address]),
+    // One read classifies a new contract and makes it searchable.
+    detectStandard: (chain, address) => contracts.detect(chain, address),
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });

@@ -123,7 +123,7 @@ describe('access keys on RPC', () => {
     const ok = await rpc(t.app, '/rpc/Metadata/RuntimeStatus', {}, { 'x-access-key': key });
     expect(ok.status).toBe(200);
     expect(ok.body.status).toMatchObject({ healthOK: true, uptime: expect.any(Number), runnable: { database: { running: true } } });
-    expect(await t.services.accessKeys.revoke(key)).toBe(true);
+    expect(await t.services.auth.revoke(key)).toBe(true);
     const after = await rpc(t.app, '/rpc/Metadata/RuntimeStatus', {}, { 'x-access-key': key });
     expect(after.status).toBe(401);
     expectWireError(after.body, 'Unauthorized', 1000, 401);

@@ -36,6 +36,8 @@ export const AppConfigSchema = z
         rest: AccessMode.default('optional'),
         /** RPC methods answered without a key even when rpc is 'required'. */
         publicMethods: z.array(z.string()).default(['Ping', 'Version']),
+        /** How long a key lookup is cached per process; a revocation elsewhere takes effect within this. */
+        keyCacheMs: z.number().int().min(0).default(30_000),
       })
       .prefault({}),
     metadata: z

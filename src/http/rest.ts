@@ -103,8 +103,8 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
     const { '*': ids, ...rest } = req.params as Record<string, string>;
     const p = parseOrThrow(TokenParams, { ...rest, ids });
     const chain = chainFor(s, p.network, metadataErrorMap);
-    const { tokens, pending } = await s.tokens.getTokens(chain, p.contract, p.ids);
-    return sendCacheable(req, reply, JSON.stringify(tokens), !pending && tokens.every((t) => t.status === 'AVAILABLE'));
+    const { json, statuses, pending } = await s.tokens.getTokens(chain, p.contract, p.ids);
+    return sendCacheable(req, reply, `[${json.join(',')}]`, !pending && statuses.every((st) => st === 'AVAILABLE'));
   }));
 
   app.get('/tokens/:network/:contract', handle(async (req, reply) => {

@@ -40,6 +40,11 @@ export interface ServiceDef {
   prepare?: (ctx: RpcContext) => Promise<void> | void;
 }
 
+/** A handler's answer already serialised: sent as is, skipping JSON.stringify on hot paths. */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
 export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
 
 export interface WebrpcDeps {
@@ -164,7 +169,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
           throw new RpcError(missing ? service.errors.requiredArgument : service.errors.invalidArgument, text);
         }
         const out = await def.handler(parsed.data, ctx);
-        return reply.code(200).type('application/json').send(JSON.stringify(out ?? {}));
+        return reply.code(200).type('application/json').send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
       } catch (err) {
         if (err instanceof RpcError) {
           code = err.def.code;

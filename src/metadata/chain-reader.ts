@@ -77,7 +77,8 @@ export async function readTokenUris(chain: ChainClient, contract: Address, stand
   const calls: Call[] = ids.map((id) => ({ target: contract, data: encodeFunctionData({ abi, functionName: method, args: [id] }) }));
   // Asking Multicall3 for the block number in the same batch dates the reads without another round trip.
   calls.push({ target: MULTICALL3_ADDRESS, data: encodeFunctionData({ abi, functionName: 'getBlockNumber' }) });
-  const res = await multicall(chain, calls, { chunkSize: 500 });
+  // All in one aggregate for a request's worth of ids (the node splits it if it must); bigger sets in chunks.
+  const res = await multicall(chain, calls, { chunkSize: calls.length <= 1_001 ? calls.length : 500 });
   const blockRes = res.pop()!;
   const blockNumber = blockRes.ok && blockRes.data.length === 66 ? BigInt(blockRes.data) : null;
   const reads = ids.map((id, i) => decodeUri(method, id, res[i]));

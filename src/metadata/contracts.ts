@@ -4,7 +4,7 @@ import type { AppConfig } from '../config/schema.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { uriLayerFromDocument, type UriLayer } from './contract-merge.ts';
-import { readContracts } from './contract-reader.ts';
+import { readContracts, type ChainLayer } from './contract-reader.ts';
 import type { ContractRow, ContractStore, LayerUpdate } from './contract-store.ts';
 import { contractToWire, type ContractInfoWire } from './contract-view.ts';
 import type { Fetcher } from './fetch.ts';
@@ -89,12 +89,28 @@ export class ContractInfoService {
     return this.flight.runScoped(String(chain.chainId), addresses, (missing) => this.resolveBatch(chain, missing as Address[]));
   }
 
+  /**
+   * The standard of a contract met through its tokens, from the same one-round-trip read contract
+   * info uses; the rest of its info (contractURI) is completed in the background, so the contract
+   * becomes searchable without a second read of the chain.
+   */
+  async detect(chain: ChainClient, address: Address): Promise<string> {
+    const layer = (await readContracts(chain, [address])).get(address)!;
+    void this.complete(chain, new Map([[address, layer]])).catch((err) =>
+      this.d.log.warn({ err, chain: chain.name, address }, 'background contract info failed'),
+    );
+    return layer.type;
+  }
+
   private async resolveBatch(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {
-    const layers = await readContracts(chain, addresses);
+    return this.complete(chain, await readContracts(chain, addresses));
+  }
+
+  /** Adds each contract's contractURI document to its chain layer and stores both. */
+  private async complete(chain: ChainClient, layers: Map<Address, ChainLayer>): Promise<Map<string, ContractRow>> {
     const uriOpts = { ipfsGateways: this.d.config.ipfsGateways, arweaveGateway: this.d.config.arweaveGateway };
     const updates: LayerUpdate[] = await Promise.all(
-      addresses.map(async (address) => {
-        const chainLayer = layers.get(address)!;
+      [...layers].map(async ([address, chainLayer]) => {
         // A contractURI that fails to load keeps the last good document (undefined = keep).
         let uri: UriLayer | null | undefined = null;
         let failure: string | null = null;

@@ -21,14 +21,21 @@ export interface TokenMetadataDeps {
   config: AppConfig;
   log: Logger;
   metrics: Metrics;
-  /** Told once per contract this process reads the standard of for the first time. */
-  onNewContract?: (chain: ChainClient, address: Address) => void;
+  /**
+   * Reads the standard of a contract this service has not classified yet. Contract info provides it
+   * (one read that also makes the contract searchable); plain ERC165 detection otherwise.
+   */
+  detectStandard?: (chain: ChainClient, address: Address) => Promise<string>;
 }
 
 export interface GetTokensResult {
-  tokens: TokenMetadataWire[];
+  /** Each token serialised, in request order: what responses are assembled from. */
+  json: string[];
+  statuses: ResourceStatus[];
   /** Some tokens are still being resolved in the background. */
   pending: boolean;
+  /** The same tokens as objects (parsed on demand). */
+  readonly tokens: TokenMetadataWire[];
 }
 
 const ONE_DAY_MS = 86_400_000;
@@ -50,6 +57,8 @@ function schemeOf(uri: string): string {
  */
 export class TokenMetadataService {
   private readonly flight = new KeyedFlight<TokenRecord>();
+  /** A settled record's serialised view, built once per record while the hot cache holds it. */
+  private readonly serialised = new WeakMap<TokenRecord, string>();
   private readonly hot: LruCache<TokenRecord>;
   private readonly kinds = new Map<string, Promise<ContractKindState>>();
   private readonly limiter: Limiter;
@@ -116,13 +125,32 @@ export class TokenMetadataService {
     }
 
     const queuedAt = new Date(now);
-    const tokens = ids.map((id) => {
+    const json: string[] = [];
+    const statuses: ResourceStatus[] = [];
+    for (const id of ids) {
       const rec = records.get(id);
-      let status: ResourceStatus = 'AVAILABLE';
-      if (pending.has(id) || refreshing.has(id)) status = rec?.metadata ? 'REFRESHING' : 'NOT_AVAILABLE';
-      return toWire(chain.chainId, contract, id, rec, status, pending.has(id) || refreshing.has(id) ? queuedAt : null);
-    });
-    return { tokens, pending: pending.size > 0 || refreshing.size > 0 };
+      if (rec && !pending.has(id) && !refreshing.has(id)) {
+        let text = this.serialised.get(rec);
+        if (text === undefined) {
+          text = JSON.stringify(toWire(chain.chainId, contract, id, rec, 'AVAILABLE', null));
+          this.serialised.set(rec, text);
+        }
+        json.push(text);
+        statuses.push(rec.metadata ? 'AVAILABLE' : 'NOT_AVAILABLE');
+      } else {
+        const status: ResourceStatus = rec?.metadata ? 'REFRESHING' : 'NOT_AVAILABLE';
+        json.push(JSON.stringify(toWire(chain.chainId, contract, id, rec, status, queuedAt)));
+        statuses.push(status);
+      }
+    }
+    return {
+      json,
+      statuses,
+      pending: pending.size > 0 || refreshing.size > 0,
+      get tokens() {
+        return json.map((j) => JSON.parse(j) as TokenMetadataWire);
+      },
+    };
   }
 
   /** Re-reads tokens now, whatever their cache state; the refresh path. */
@@ -151,8 +179,11 @@ export class TokenMetadataService {
         if (known && fresh && (known.type === 'ERC721' || known.type === 'ERC1155')) {
           return { standard: known.type, idVariant: known.idVariant };
         }
-        const detected = (await detectStandards(chain, [contract])).get(contract) ?? 'UNKNOWN';
-        this.d.onNewContract?.(chain, contract);
+        const answer = this.d.detectStandard
+          ? await this.d.detectStandard(chain, contract)
+          : (await detectStandards(chain, [contract])).get(contract);
+        // ERC20 and plain contracts have no token URIs: read them as UNKNOWN (tokenURI, then uri).
+        const detected: TokenStandard = answer === 'ERC721' || answer === 'ERC1155' ? answer : 'UNKNOWN';
         await this.d.store.saveContractKind(chain.chainId, contract, detected);
         return { standard: detected, idVariant: known?.idVariant ?? null };
       })();
@@ -226,8 +257,7 @@ export class TokenMetadataService {
       ),
     );
 
-    await this.d.store.save(chain.chainId, contract, results);
-    const saved = await this.d.store.get(chain.chainId, contract, ids);
+    const saved = await this.d.store.save(chain.chainId, contract, results);
     for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
     return saved;
   }

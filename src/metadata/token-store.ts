@@ -98,8 +98,9 @@ export function tokenStore(db: Queryable) {
      * Records attempts in one statement. A success replaces the document; a failure only
      * records its reason and keeps the last good document.
      */
-    async save(chainId: number, contract: string, results: Map<string, Resolution>): Promise<void> {
-      if (results.size === 0) return;
+    /** Returns the records as stored after the write. */
+    async save(chainId: number, contract: string, results: Map<string, Resolution>): Promise<Map<string, TokenRecord>> {
+      if (results.size === 0) return new Map();
       const rows = [...results].map(([tokenId, r]) => ({
         token_id: tokenId,
         ok: r.ok,
@@ -112,7 +113,7 @@ export function tokenStore(db: Queryable) {
         retry_after: r.ok || !r.retryAfter ? null : r.retryAfter.toISOString(),
         trace: r.trace ?? null,
       }));
-      await db.query(
+      const res = await db.query(
         `INSERT INTO token_metadata AS t (chain_id, contract_address, token_id, source, token_uri, metadata, raw,
                                           failure_reason, failure_message, retry_after, trace, fetch_count,
                                           last_fetched, last_attempt, updated_at)
@@ -133,9 +134,14 @@ export function tokenStore(db: Queryable) {
            retry_after     = EXCLUDED.retry_after,
            trace           = EXCLUDED.trace,
            fetch_count     = t.fetch_count + 1,
-           last_attempt    = now()`,
+           last_attempt    = now()
+         RETURNING *`,
         [chainId, contract, JSON.stringify(rows)],
       );
+      return new Map(res.rows.map((row) => {
+        const rec = toRecord(row);
+        return [rec.tokenId, rec];
+      }));
     },
 
     /** Drops everything cached about a chain: used when a dev chain is started anew. */
@@ -156,7 +162,10 @@ export function tokenStore(db: Queryable) {
     async saveContractKind(chainId: number, address: string, type: string): Promise<void> {
       await db.query(
         `INSERT INTO contracts (chain_id, address, type, type_checked_at) VALUES ($1, $2, $3, now())
-         ON CONFLICT (chain_id, address) DO UPDATE SET type = EXCLUDED.type, type_checked_at = now(), updated_at = now()`,
+         ON CONFLICT (chain_id, address) DO UPDATE SET
+           -- UNKNOWN only says "no token URIs": it never hides what contract info learned (ERC20).
+           type = CASE WHEN EXCLUDED.type = 'UNKNOWN' THEN contracts.type ELSE EXCLUDED.type END,
+           type_checked_at = now(), updated_at = now()`,
         [chainId, address, type],
       );
     },

@@ -126,12 +126,18 @@ export class TaskWorker {
   private async refreshTokens(chain: ChainClient, contract: Address, group: TaskItem[]): Promise<ItemOutcome[]> {
     const ids = [...new Set(group.map((i) => i.item))];
     const records = await this.d.tokens.refresh(chain, contract, ids);
+    // A record's retryAfter is when the serving path may try again: at least
+    // metadata.failureRetrySec after the attempt, or the origin's Retry-After when that is longer.
+    // Only the latter concerns a task, whose retries follow refresh.backoff*: so it counts only
+    // when it lies beyond what failureRetrySec alone gives from now (the attempt ended by now).
+    const serveRetryEnd = Date.now() + this.d.config.metadata.failureRetrySec * 1000;
     return group.map((i) => {
       const rec = records.get(i.item);
       if (rec && !rec.failureReason) return { taskId: i.task_id, item: i.item, contract, ok: true };
       const reason = rec?.failureReason ?? 'UNREACHABLE';
       const retry = isRetryable(reason as FetchFailureReason) && i.attempts < this.d.config.refresh.maxAttempts;
-      return { taskId: i.task_id, item: i.item, contract, ok: false, reason, retryAt: retry ? this.backoff(i.attempts, rec?.retryAfter) : undefined };
+      const originRetryAt = rec?.retryAfter && rec.retryAfter.getTime() > serveRetryEnd ? rec.retryAfter : null;
+      return { taskId: i.task_id, item: i.item, contract, ok: false, reason, retryAt: retry ? this.backoff(i.attempts, originRetryAt) : undefined };
     });
   }
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap } from '../errors.ts';
 import { RpcError, MetadataErrors } from '../errors.ts';
-import { method, type ServiceDef } from '../webrpc.ts';
+import { RawJson, method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
@@ -45,8 +45,8 @@ export function metadataService(s: Services): ServiceDef {
         input: GetTokenMetadataArgs,
         handler: async (a) => {
           const chain = chainFor(s, a.chainID, E);
-          const { tokens } = await s.tokens.getTokens(chain, a.contractAddress, a.tokenIDs);
-          return { tokenMetadata: tokens };
+          const { json } = await s.tokens.getTokens(chain, a.contractAddress, a.tokenIDs);
+          return new RawJson(`{"tokenMetadata":[${json.join(',')}]}`);
         },
       }),
 
@@ -64,11 +64,11 @@ export function metadataService(s: Services): ServiceDef {
           });
           // Contracts resolve concurrently; each shares one deadline for unknown tokens.
           const results = await Promise.all(entries.map(([addr, ids]) => s.tokens.getTokens(chain, addr, ids)));
-          const contractTokenMetadata: Record<string, unknown[]> = {};
-          entries.forEach(([addr], i) => {
-            contractTokenMetadata[addr] = [...(contractTokenMetadata[addr] ?? []), ...results[i].tokens];
-          });
-          return { contractTokenMetadata };
+          // Keys that differ only in case name one contract: their lists are joined.
+          const byContract = new Map<string, string[]>();
+          entries.forEach(([addr], i) => byContract.set(addr, [...(byContract.get(addr) ?? []), ...results[i].json]));
+          const body = [...byContract].map(([addr, parts]) => `${JSON.stringify(addr)}:[${parts.join(',')}]`).join(',');
+          return new RawJson(`{"contractTokenMetadata":{${body}}}`);
         },
       }),
     },
