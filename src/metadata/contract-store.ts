@@ -1,6 +1,6 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
-import type { Queryable } from '../store/db.ts';
+import type { Db, Queryable } from '../store/db.ts';
 import { Extensions, ListLayer, OverrideLayer, UriLayer, mergeContractInfo } from './contract-merge.ts';
 import type { ChainLayer } from './contract-reader.ts';
 
@@ -63,14 +63,16 @@ export interface SearchOptions {
   pageSize: number;
 }
 
-export function contractStore(db: Queryable) {
+/** Needs a Db, not only a Queryable: layer writes run in transactions. */
+export function contractStore(db: Db) {
   const parse = (rows: unknown[]) => rows.map((r) => ContractRowSchema.parse(r));
 
-  const getMany = async (chainId: number, addresses: string[]): Promise<Map<string, ContractRow>> => {
+  const getManyOn = async (q: Queryable, chainId: number, addresses: string[]): Promise<Map<string, ContractRow>> => {
     if (!addresses.length) return new Map();
-    const res = await db.query(`SELECT ${COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[])`, [chainId, addresses]);
+    const res = await q.query(`SELECT ${COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[])`, [chainId, addresses]);
     return new Map(parse(res.rows).map((r) => [r.address, r]));
   };
+  const getMany = (chainId: number, addresses: string[]) => getManyOn(db, chainId, addresses);
 
   return {
     getMany,
@@ -82,60 +84,80 @@ export function contractStore(db: Queryable) {
       return parse(res.rows);
     },
 
-    /** Writes layers and the merged fields recomputed from all of them, in one statement per call. */
+    /**
+     * Writes layers and the merged fields recomputed from all of them. Each writer owns one or two
+     * layers (the chain reader, a token list import, an operator's override) and they run in
+     * different processes, so the read-merge-write happens under row locks: a concurrent writer
+     * waits and then merges onto this one's layers instead of dropping them.
+     */
     async upsertLayers(chainId: number, updates: LayerUpdate[]): Promise<Map<string, ContractRow>> {
       if (!updates.length) return new Map();
-      const existing = await getMany(chainId, updates.map((u) => u.address));
-      const rows = updates.map((u) => {
-        const prev = existing.get(u.address);
-        const layer = <K extends 'chain' | 'uri' | 'list' | 'override'>(k: K, col: keyof ContractRow) =>
-          u[k] === undefined ? (prev?.[col] ?? null) : u[k];
-        const chain = layer('chain', 'chain_layer') as ChainLayer | null;
-        const uri = layer('uri', 'uri_layer') as UriLayer | null;
-        const list = layer('list', 'list_layer') as ListLayer | null;
-        const override = layer('override', 'override_layer') as OverrideLayer | null;
-        const m = mergeContractInfo({ chain, uri, list, override });
-        return {
-          address: u.address,
-          type: m.type,
-          name: m.name,
-          symbol: m.symbol,
-          decimals: m.decimals,
-          logo_uri: m.logoURI,
-          extensions: m.extensions,
-          source: m.source,
-          deployed: chain?.deployed ?? prev?.deployed ?? false,
-          bytecode_hash: chain?.bytecodeHash ?? prev?.bytecode_hash ?? '0x',
-          chain_layer: chain,
-          uri_layer: uri,
-          list_layer: list,
-          override_layer: override,
-          fetched: !!u.fetched,
-          info_failure: u.failure === undefined ? (prev?.info_failure ?? null) : u.failure,
-          curated: m.curated,
-        };
-      });
-      await db.query(
-        `INSERT INTO contracts AS c (chain_id, address, type, type_checked_at, name, symbol, decimals, logo_uri, extensions, source,
-                                     deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer,
-                                     info_fetched_at, info_failure, curated, updated_at)
-         SELECT $1, x.address, x.type, CASE WHEN x.fetched THEN now() END, x.name, x.symbol, x.decimals, x.logo_uri, x.extensions, x.source,
-                x.deployed, x.bytecode_hash, x.chain_layer, x.uri_layer, x.list_layer, x.override_layer,
-                CASE WHEN x.fetched THEN now() END, x.info_failure, x.curated, now()
+      // One update per address (the later one's defined fields win), in a fixed order so two
+      // writers lock rows in the same order and cannot deadlock.
+      const byAddress = new Map<string, LayerUpdate>();
+      for (const u of updates) {
+        const prev = byAddress.get(u.address);
+        const defined = Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as Partial<LayerUpdate>;
+        byAddress.set(u.address, prev ? { ...prev, ...defined, fetched: !!(prev.fetched || u.fetched) } : u);
+      }
+      const addresses = [...byAddress.keys()].sort();
+      return db.transaction(async (tx) => {
+        // Missing rows are created first, so there is a row to lock for every address.
+        await tx.query(
+          `INSERT INTO contracts (chain_id, address) SELECT $1, a FROM unnest($2::text[]) AS a ORDER BY a ON CONFLICT DO NOTHING`,
+          [chainId, addresses],
+        );
+        const locked = await tx.query(
+          `SELECT ${COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[]) ORDER BY address FOR UPDATE`,
+          [chainId, addresses],
+        );
+        const existing = new Map(parse(locked.rows).map((r) => [r.address, r]));
+        const rows = addresses.map((address) => {
+          const u = byAddress.get(address)!;
+          const prev = existing.get(address);
+          const layer = <K extends 'chain' | 'uri' | 'list' | 'override'>(k: K, col: keyof ContractRow) =>
+            u[k] === undefined ? (prev?.[col] ?? null) : u[k];
+          const chain = layer('chain', 'chain_layer') as ChainLayer | null;
+          const uri = layer('uri', 'uri_layer') as UriLayer | null;
+          const list = layer('list', 'list_layer') as ListLayer | null;
+          const override = layer('override', 'override_layer') as OverrideLayer | null;
+          const m = mergeContractInfo({ chain, uri, list, override });
+          return {
+            address,
+            type: m.type,
+            name: m.name,
+            symbol: m.symbol,
+            decimals: m.decimals,
+            logo_uri: m.logoURI,
+            extensions: m.extensions,
+            source: m.source,
+            deployed: chain?.deployed ?? prev?.deployed ?? false,
+            bytecode_hash: chain?.bytecodeHash ?? prev?.bytecode_hash ?? '0x',
+            chain_layer: chain,
+            uri_layer: uri,
+            list_layer: list,
+            override_layer: override,
+            fetched: !!u.fetched,
+            info_failure: u.failure === undefined ? (prev?.info_failure ?? null) : u.failure,
+            curated: m.curated,
+          };
+        });
+        await tx.query(
+          `UPDATE contracts AS c SET
+             type = x.type, name = x.name, symbol = x.symbol, decimals = x.decimals, logo_uri = x.logo_uri,
+             extensions = x.extensions, source = x.source, deployed = x.deployed, bytecode_hash = x.bytecode_hash,
+             chain_layer = x.chain_layer, uri_layer = x.uri_layer, list_layer = x.list_layer, override_layer = x.override_layer,
+             type_checked_at = CASE WHEN x.fetched THEN now() ELSE c.type_checked_at END,
+             info_fetched_at = CASE WHEN x.fetched THEN now() ELSE c.info_fetched_at END,
+             info_failure = x.info_failure, curated = x.curated, updated_at = now()
            FROM jsonb_to_recordset($2::jsonb) AS x(address text, type text, name text, symbol text, decimals int, logo_uri text,
                 extensions jsonb, source text, deployed boolean, bytecode_hash text, chain_layer jsonb, uri_layer jsonb,
                 list_layer jsonb, override_layer jsonb, fetched boolean, info_failure text, curated boolean)
-         ON CONFLICT (chain_id, address) DO UPDATE SET
-           type = EXCLUDED.type, name = EXCLUDED.name, symbol = EXCLUDED.symbol, decimals = EXCLUDED.decimals,
-           logo_uri = EXCLUDED.logo_uri, extensions = EXCLUDED.extensions, source = EXCLUDED.source,
-           deployed = EXCLUDED.deployed, bytecode_hash = EXCLUDED.bytecode_hash, chain_layer = EXCLUDED.chain_layer,
-           uri_layer = EXCLUDED.uri_layer, list_layer = EXCLUDED.list_layer, override_layer = EXCLUDED.override_layer,
-           type_checked_at = COALESCE(EXCLUDED.type_checked_at, c.type_checked_at),
-           info_fetched_at = COALESCE(EXCLUDED.info_fetched_at, c.info_fetched_at),
-           info_failure = EXCLUDED.info_failure, curated = EXCLUDED.curated, updated_at = now()`,
-        [chainId, JSON.stringify(rows)],
-      );
-      return getMany(chainId, updates.map((u) => u.address));
+           WHERE c.chain_id = $1 AND c.address = x.address`,
+          [chainId, JSON.stringify(rows)],
+        );
+        return getManyOn(tx, chainId, addresses);
+      });
     },
 
     async listOverrides(chainId: number | null, page: number, pageSize: number): Promise<ContractRow[]> {

@@ -22,7 +22,22 @@ export const ContractInfoWire = z.object({
 });
 export type ContractInfoWire = z.infer<typeof ContractInfoWire>;
 
-export function contractToWire(chainId: number, address: string, row: ContractRow | undefined, status: ResourceStatus, queuedAt: Date | null): ContractInfoWire {
+/** Turns a stored media URI (ipfs://, ar://, a gateway URL) into one a browser loads; null when it cannot. */
+export type MediaUrl = (uri: string) => string | null;
+
+/**
+ * Logos are stored as their source wrote them (token lists often say ipfs://) and served as HTTP
+ * URLs through the configured gateways, like contractURI images; one that cannot be turned stays as stored.
+ */
+export function contractToWire(
+  chainId: number,
+  address: string,
+  row: ContractRow | undefined,
+  status: ResourceStatus,
+  queuedAt: Date | null,
+  media?: MediaUrl,
+): ContractInfoWire {
+  const logo = row?.logo_uri ?? '';
   return {
     chainId,
     address,
@@ -31,7 +46,7 @@ export function contractToWire(chainId: number, address: string, row: ContractRo
     type: row?.type ?? 'UNKNOWN',
     symbol: row?.symbol ?? '',
     ...(row?.decimals != null ? { decimals: row.decimals } : {}),
-    logoURI: row?.logo_uri ?? '',
+    logoURI: logo && media ? (media(logo) ?? logo) : logo,
     deployed: row?.deployed ?? false,
     bytecodeHash: row?.bytecode_hash ?? '0x',
     extensions: row?.extensions ?? {},

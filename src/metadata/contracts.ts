@@ -35,6 +35,10 @@ export class ContractInfoService {
   private readonly flight = new KeyedFlight<ContractRow>();
   private readonly limiter: Limiter;
 
+  /** How stored logos are served: through the configured IPFS and Arweave gateways. */
+  readonly mediaUrl = (uri: string): string | null =>
+    toHttpMediaUrl(uri, { ipfsGateways: this.d.config.ipfsGateways, arweaveGateway: this.d.config.arweaveGateway });
+
   constructor(private readonly d: ContractInfoDeps) {
     this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
   }
@@ -67,7 +71,7 @@ export class ContractInfoService {
     for (const a of unique) {
       const r = rows.get(a);
       const status: ResourceStatus = pending.has(a) ? (r ? 'REFRESHING' : 'NOT_AVAILABLE') : refreshing.has(a) ? 'REFRESHING' : 'AVAILABLE';
-      infos.set(a, contractToWire(chain.chainId, a, r, r || !pending.has(a) ? status : 'NOT_AVAILABLE', pending.has(a) || refreshing.has(a) ? new Date(now) : null));
+      infos.set(a, contractToWire(chain.chainId, a, r, r || !pending.has(a) ? status : 'NOT_AVAILABLE', pending.has(a) || refreshing.has(a) ? new Date(now) : null, this.mediaUrl));
     }
     return { infos, pending: pending.size > 0 || refreshing.size > 0 };
   }

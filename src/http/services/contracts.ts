@@ -32,7 +32,7 @@ async function findEverywhere(s: Services, addresses: Address[]): Promise<Map<st
   // Chains this server has no RPC for still answer from what token lists taught it.
   const configured = new Set(chains.map((c) => c.chainId));
   for (const row of await s.contractStore.findByAddress(addresses)) {
-    if (!configured.has(row.chain_id)) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null));
+    if (!configured.has(row.chain_id)) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null, s.contracts.mediaUrl));
   }
   return out;
 }
@@ -44,16 +44,22 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>) {
   const chainIds = chainInputs.length ? chainIdsFor(s, chainInputs, E) : null;
   if (ADDRESS_RE.test(a.q)) {
     const address = a.q.toLowerCase() as Address;
-    const chains: ChainClient[] = chainIds
-      ? chainIds.map((id) => s.chains.get(id)).filter((c): c is ChainClient => !!c)
-      : [...s.chains.values()];
+    const wanted = (chainId: number) => !chainIds || chainIds.includes(chainId);
+    const chains: ChainClient[] = [...s.chains.values()].filter((c) => wanted(c.chainId));
     const found = await Promise.all(chains.map(async (c) => (await s.contracts.get(c, [address])).infos.get(address)!));
-    const hits = found.filter((i) => (i.deployed || i.name) && (!a.types || a.types.includes(i.type as never)));
+    // Chains this server has no RPC for answer from what token lists and overrides taught it,
+    // as FindContractInfo does: the address search finds what the name search finds.
+    const stored = (await s.contractStore.findByAddress([address]))
+      .filter((r) => wanted(r.chain_id) && !s.chains.has(r.chain_id))
+      .map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl));
+    const hits = [...found, ...stored]
+      .filter((i) => (i.deployed || i.name) && (!a.types || a.types.includes(i.type as never)))
+      .sort((x, y) => x.chainId - y.chainId);
     return { contractInfo: page === 0 ? hits : [], nextPage: { page: page + 1, pageSize, more: false } };
   }
   const { rows, more } = await s.contractStore.search({ q: a.q, chainIds, types: a.types ?? null, page, pageSize });
   return {
-    contractInfo: rows.map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null)),
+    contractInfo: rows.map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl)),
     nextPage: { page: page + 1, pageSize, more },
   };
 }
