@@ -5,7 +5,7 @@ import { NetworkRegistry } from '../chain/registry.ts';
 import { lookupKnownNetwork } from '../chain/networks.ts';
 import { OverrideLayer } from '../metadata/contract-merge.ts';
 import { contractStore } from '../metadata/contract-store.ts';
-import { importTokenList } from '../metadata/token-list.ts';
+import { TokenListSchema, importTokenList } from '../metadata/token-list.ts';
 import { openDb } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { parse } from './args.ts';
@@ -47,15 +47,14 @@ export async function runTokenList(argv: string[]) {
   const [sub, source] = positionals;
   if (sub !== 'import' || !source) throw new UsageError('usage: metarelay tokenlist import <file-or-url>');
   const input = await readSource(source);
+  // Refuse what is not a token list before touching the database.
+  if (!TokenListSchema.safeParse(input).success) throw new UsageError(`${source} is not a token list: expected {"tokens": [...]}`);
   const { db, store } = await openStore(values);
   try {
     const bar = progressReporter('importing');
     let result;
     try {
       result = await importTokenList(store, input, { onProgress: (p) => bar.update(p.done, p.total) });
-    } catch (err) {
-      if ((err as { name?: string }).name === 'ZodError') throw new UsageError(`${source} is not a token list: expected {"tokens": [...]}`);
-      throw err;
     } finally {
       bar.finish();
     }
