@@ -22,6 +22,11 @@ const WATCHER_PRIORITY = 5;
 export class RefreshService {
   constructor(private readonly d: { tasks: TaskStore; config: AppConfig }) {}
 
+  /** The same service writing through another store, e.g. one bound to a transaction. */
+  withTasks(tasks: TaskStore): RefreshService {
+    return new RefreshService({ ...this.d, tasks });
+  }
+
   private priorityFor(count: number, source: string): number {
     if (count > this.d.config.refresh.largeTaskThreshold) return LARGE_TASK_PRIORITY;
     return source === 'watcher' ? WATCHER_PRIORITY : 0;
@@ -68,8 +73,15 @@ export class RefreshService {
     return { taskId: task.id, joined: false };
   }
 
-  /** Every token of the contract (or only those never seen, `onlyNew`), listed by a worker. */
+  /**
+   * Every token of the contract (or only those never seen, `onlyNew`), listed by a worker. A like
+   * refreshAll still waiting to list the tokens is returned instead of a second one, and a project
+   * whose queue is full cannot add one.
+   */
   async enqueueAllTokens(projectId: number | null, chain: ChainClient, contract: Address, opts: { onlyNew?: boolean; source?: string } = {}): Promise<Enqueued> {
+    const pending = await this.d.tasks.pendingRefreshAll(projectId, chain.chainId, contract, !!opts.onlyNew);
+    if (pending !== null) return { taskId: pending, joined: true };
+    await this.checkQuota(projectId, 1);
     const task = await this.d.tasks.create({
       projectId,
       kind: 'tokens',

@@ -1,9 +1,10 @@
 import { decodeAbiParameters, parseAbiItem, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../chain/client.ts';
 import type { AppConfig, ChainConfig } from '../config/schema.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RefreshService } from './refresh.ts';
+import { taskStore } from './task-store.ts';
 
 const EVENTS = [
   parseAbiItem('event MetadataUpdate(uint256 _tokenId)'),
@@ -37,7 +38,7 @@ export class ChainWatcher {
   constructor(
     private readonly chain: ChainClient,
     private readonly chainConfig: ChainConfig,
-    private readonly d: { db: Queryable; refresh: RefreshService; config: AppConfig; log: Logger; onEnqueued?: () => void },
+    private readonly d: { db: Db; refresh: RefreshService; config: AppConfig; log: Logger; onEnqueued?: () => void },
   ) {}
 
   start(): void {
@@ -114,8 +115,31 @@ export class ChainWatcher {
     if (cur.block >= target) return;
     const from = cur.block + 1n;
     const to = from + BigInt(w.maxBlocksPerPoll) - 1n > target ? target : from + BigInt(w.maxBlocksPerPoll) - 1n;
-    await this.scan(from, to);
-    await this.saveCursor(to, (await this.hashOf(to)) ?? '0x');
+    const found = await this.scan(from, to);
+    const toHash = (await this.hashOf(to)) ?? '0x';
+    // Watchers of several processes share the cursor. The refreshes and the cursor's move are one
+    // transaction that first locks the cursor and checks it is still where this scan began: of two
+    // watchers that read the same blocks, one queues their refreshes and the other drops its scan.
+    const queued = await this.d.db.transaction(async (tx) => {
+      const now = await tx.query<{ block_number: string | number; block_hash: string }>(
+        'SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE',
+        [this.chain.chainId],
+      );
+      const row = now.rows[0];
+      if (!row || BigInt(row.block_number) !== cur.block || row.block_hash !== cur.hash) return null;
+      const refresh = this.d.refresh.withTasks(taskStore(tx));
+      const tasks: Array<{ contract: Address; tokens: number; taskId: number }> = [];
+      for (const [contract, ids] of found) {
+        const { taskId } = await refresh.enqueueTokens(null, this.chain, contract, [...ids], { source: 'watcher' });
+        tasks.push({ contract, tokens: ids.size, taskId });
+      }
+      await tx.query('UPDATE chain_cursors SET block_number = $2, block_hash = $3, updated_at = now() WHERE chain_id = $1', [this.chain.chainId, to.toString(), toHash]);
+      return tasks;
+    });
+    if (!queued) return;
+    this.lastProcessed = to;
+    for (const q of queued) this.d.log.info({ chain: this.chain.name, ...q }, 'refresh queued from chain events');
+    if (queued.length) this.d.onEnqueued?.();
   }
 
   private async knownContracts(): Promise<Address[]> {
@@ -128,10 +152,11 @@ export class ChainWatcher {
     return res.rows.map((r) => r.token_id);
   }
 
-  private async scan(fromBlock: bigint, toBlock: bigint) {
-    const contracts = await this.knownContracts();
-    if (!contracts.length) return;
+  /** The tokens to refresh, per contract, for the events in these blocks. */
+  private async scan(fromBlock: bigint, toBlock: bigint): Promise<Map<Address, Set<string>>> {
     const perContract = new Map<Address, Set<string>>();
+    const contracts = await this.knownContracts();
+    if (!contracts.length) return perContract;
     const add = (c: Address, ids: string[]) => {
       const set = perContract.get(c) ?? new Set<string>();
       for (const id of ids) set.add(id);
@@ -171,11 +196,7 @@ export class ChainWatcher {
         }
       }
     }
-    for (const [contract, ids] of perContract) {
-      if (!ids.size) continue;
-      const { taskId } = await this.d.refresh.enqueueTokens(null, this.chain, contract, [...ids], { source: 'watcher' });
-      this.d.log.info({ chain: this.chain.name, contract, tokens: ids.size, taskId }, 'refresh queued from chain events');
-    }
-    if (perContract.size) this.d.onEnqueued?.();
+    for (const [contract, ids] of perContract) if (!ids.size) perContract.delete(contract);
+    return perContract;
   }
 }

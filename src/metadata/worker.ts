@@ -119,8 +119,25 @@ export class TaskWorker {
       }
     }
     for (const o of outcomes) this.d.metrics.refreshItems.inc({ outcome: o.ok ? 'ok' : o.retryAt ? 'retry' : 'failed' });
-    const touched = await this.d.tasks.complete(this.owner, chainId, outcomes);
-    await this.d.tasks.settle(touched);
+    await this.record(chainId, outcomes);
+  }
+
+  /**
+   * Records outcomes (which also moves the tasks' counts on and closes finished ones). A failed write,
+   * such as a deadlock with another worker recording the same tasks, is tried again; should it keep
+   * failing, the items stay leased to this worker and another claim takes them over after the lease.
+   */
+  private async record(chainId: number, outcomes: ItemOutcome[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.d.tasks.complete(this.owner, chainId, outcomes);
+        return;
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        this.d.log.warn({ err, attempt }, 'recording refresh outcomes failed; trying again');
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
+    }
   }
 
   private async refreshTokens(chain: ChainClient, contract: Address, group: TaskItem[]): Promise<ItemOutcome[]> {
