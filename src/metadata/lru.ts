@@ -1,4 +1,7 @@
-/** A size- and age-bounded map; Map keeps insertion order, so the first key is the least recently used. */
+/**
+ * A size- and age-bounded map. Eviction is by insertion order (Map keeps it), not recency: entries
+ * live for a short TTL anyway, and re-inserting on every hit cost more than the lookup itself.
+ */
 export class LruCache<V> {
   private readonly map = new Map<string, { v: V; at: number }>();
 
@@ -14,8 +17,6 @@ export class LruCache<V> {
       this.map.delete(key);
       return undefined;
     }
-    this.map.delete(key);
-    this.map.set(key, e);
     return e.v;
   }
 
