@@ -111,7 +111,7 @@ export async function compileContracts(opts: CompileOptions): Promise<Artifacts>
     }
   }
 
-  opts.log?.(`compiling ${Object.keys(sources).length} contract files with solc ${solcVersion}`);
+  opts.log?.(`compiling ${Object.keys(sources).length} contract files with solc ${solcVersion} (first run only, ~10 s; cached afterwards)`);
   const input = JSON.stringify({ language: 'Solidity', sources, settings: SETTINGS });
   const run = await runSolc(require.resolve('solc'), input, path.join(REPO_ROOT, 'package.json'));
   const artifacts = collectArtifacts(JSON.parse(run.output) as SolcOutput, opts.log);
