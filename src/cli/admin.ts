@@ -1,28 +1,14 @@
-import { loadConfig } from '../config/load.ts';
-import { openDb, type Db } from '../store/db.ts';
+import { openDb } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { accessKeyRepo } from '../store/access-keys.ts';
 import { projectRepo, ProjectExistsError } from '../store/projects.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
-
-const common = { config: { type: 'string' }, database: { type: 'string' } } as const;
-
-async function withDb<T>(values: { config?: string; database?: string }, fn: (db: Db) => Promise<T>): Promise<T> {
-  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
-  const db = await openDb(config.database);
-  try {
-    await migrate(db);
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
-}
+import { DB_FLAGS as common, configFrom, withDb } from './db.ts';
 
 export async function runMigrate(argv: string[]) {
   const { values } = parse(argv, common);
-  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
-  const db = await openDb(config.database);
+  const db = await openDb(configFrom(values).database);
   try {
     const applied = await migrate(db);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

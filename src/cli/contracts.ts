@@ -1,25 +1,14 @@
 import { readFileSync } from 'node:fs';
 import type { Address } from 'viem';
-import { loadConfig } from '../config/load.ts';
 import { NetworkRegistry } from '../chain/registry.ts';
 import { lookupKnownNetwork } from '../chain/networks.ts';
 import { OverrideLayer } from '../metadata/contract-merge.ts';
 import { contractStore } from '../metadata/contract-store.ts';
 import { TokenListSchema, importTokenList } from '../metadata/token-list.ts';
-import { openDb } from '../store/db.ts';
-import { migrate } from '../store/migrate.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
 import { progressReporter } from './progress.ts';
-
-const common = { config: { type: 'string' }, database: { type: 'string' } } as const;
-
-async function openStore(values: { config?: string; database?: string }) {
-  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
-  const db = await openDb(config.database);
-  await migrate(db);
-  return { config, db, store: contractStore(db) };
-}
+import { DB_FLAGS as common, withDb } from './db.ts';
 
 async function readSource(source: string): Promise<unknown> {
   let text: string;
@@ -49,21 +38,18 @@ export async function runTokenList(argv: string[]) {
   const input = await readSource(source);
   // Refuse what is not a token list before touching the database.
   if (!TokenListSchema.safeParse(input).success) throw new UsageError(`${source} is not a token list: expected {"tokens": [...]}`);
-  const { db, store } = await openStore(values);
-  try {
+  await withDb(values, async (db) => {
     const bar = progressReporter('importing');
     let result;
     try {
-      result = await importTokenList(store, input, { onProgress: (p) => bar.update(p.done, p.total) });
+      result = await importTokenList(contractStore(db), input, { onProgress: (p) => bar.update(p.done, p.total) });
     } finally {
       bar.finish();
     }
     console.log(JSON.stringify({ list: result.list, imported: result.imported, skipped: result.skipped.length }));
     for (const s of result.skipped.slice(0, 20)) console.error(`skipped tokens[${s.index}]: ${s.reason}`);
     if (result.skipped.length > 20) console.error(`… and ${result.skipped.length - 20} more skipped`);
-  } finally {
-    await db.close();
-  }
+  });
 }
 
 /** `metarelay contracts override --chain C --address A [--name …] [--clear]` */
@@ -87,12 +73,12 @@ export async function runContracts(argv: string[]) {
     throw new UsageError('usage: metarelay contracts override --chain NAME|ID --address 0x… [--name N] [--symbol S] [--decimals D] [--logo URL] [--type T] [--description D] [--link URL] [--verified] [--blacklist] | --clear');
   }
   if (!/^0x[0-9a-fA-F]{40}$/.test(values.address)) throw new UsageError('--address must be a 20-byte 0x address');
-  const { config, db, store } = await openStore(values);
-  try {
-    const found = new NetworkRegistry(config.chains).lookup(values.chain);
-    const chainId = found.ok ? found.chain.chainId : lookupKnownNetwork(values.chain)?.chainId;
-    if (chainId === undefined) throw new UsageError(`unknown chain "${values.chain}"`);
-    const address = values.address.toLowerCase() as Address;
+  const chainName = values.chain;
+  const address = values.address.toLowerCase() as Address;
+  await withDb(values, async (db, config) => {
+    const found = new NetworkRegistry(config.chains).lookup(chainName);
+    const chainId = found.ok ? found.chain.chainId : lookupKnownNetwork(chainName)?.chainId;
+    if (chainId === undefined) throw new UsageError(`unknown chain "${chainName}"`);
     let override: OverrideLayer | null = null;
     if (!values.clear) {
       const parsed = OverrideLayer.safeParse({
@@ -111,10 +97,8 @@ export async function runContracts(argv: string[]) {
       if (!parsed.success) throw new UsageError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       override = parsed.data;
     }
-    const rows = await store.upsertLayers(chainId, [{ address, override }]);
+    const rows = await contractStore(db).upsertLayers(chainId, [{ address, override }]);
     const r = rows.get(address)!;
     console.log(JSON.stringify({ chainId, address, name: r.name, symbol: r.symbol, decimals: r.decimals, logoURI: r.logo_uri, type: r.type, source: r.source }));
-  } finally {
-    await db.close();
-  }
+  });
 }

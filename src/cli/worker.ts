@@ -1,5 +1,5 @@
 import type { Address } from 'viem';
-import { loadConfig } from '../config/load.ts';
+import { DB_FLAGS, configFrom } from './db.ts';
 import { createServices } from '../services.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
@@ -9,8 +9,8 @@ import { parseTokenId } from '../metadata/token-id.ts';
 
 /** `metarelay worker`: the refresh worker and chain watchers, without HTTP. Run as many as you like. */
 export async function runWorker(argv: string[]) {
-  const { values } = parse(argv, { config: { type: 'string' }, database: { type: 'string' } });
-  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
+  const { values } = parse(argv, DB_FLAGS);
+  const config = configFrom(values);
   const s = await createServices(config);
   s.startBackground();
   s.log.info({ owner: s.worker.owner, chains: config.chains.map((c) => c.name) }, 'refresh worker started');
@@ -20,8 +20,7 @@ export async function runWorker(argv: string[]) {
 /** `metarelay refresh --chain X --contract Y [--tokens 1,2,3 | --all]`: enqueue, then follow to the end. */
 export async function runRefresh(argv: string[]) {
   const { values } = parse(argv, {
-    config: { type: 'string' },
-    database: { type: 'string' },
+    ...DB_FLAGS,
     chain: { type: 'string' },
     contract: { type: 'string' },
     tokens: { type: 'string' },
@@ -36,7 +35,7 @@ export async function runRefresh(argv: string[]) {
     if (id === null) throw new UsageError(`--tokens: "${t}" is not a token id`);
     return id;
   });
-  const config = loadConfig({ file: values.config, overrides: values.database ? { database: values.database } : {} });
+  const config = configFrom(values);
   const s = await createServices(config);
   try {
     const found = s.networks.lookup(values.chain);
