@@ -1,6 +1,7 @@
-import { decodeAbiParameters, encodeFunctionData, parseAbi, parseAbiItem, type Address, type Hex } from 'viem';
+import { encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../chain/client.ts';
 import { multicall } from '../chain/multicall.ts';
+import { MINT_EVENTS, mintedIds } from './mint-logs.ts';
 
 const abi = parseAbi([
   'function supportsInterface(bytes4) view returns (bool)',
@@ -8,10 +9,6 @@ const abi = parseAbi([
   'function tokenByIndex(uint256) view returns (uint256)',
 ]);
 const IFACE_ERC721_ENUMERABLE = '0x780e9d63';
-const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 indexed tokenId)');
-const TRANSFER_SINGLE = parseAbiItem('event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value)');
-const TRANSFER_BATCH = parseAbiItem('event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values)');
-const ZERO_TOPIC: Hex = `0x${'0'.repeat(64)}`;
 
 export interface EnumerateOptions {
   logChunkBlocks: number;
@@ -52,18 +49,8 @@ async function viaLogs(chain: ChainClient, address: Address, opts: EnumerateOpti
   while (from <= head) {
     const to = from + span - 1n > head ? head : from + span - 1n;
     try {
-      const logs = await chain.public.getLogs({ address, events: [TRANSFER, TRANSFER_SINGLE, TRANSFER_BATCH], fromBlock: from, toBlock: to, strict: false });
-      for (const log of logs) {
-        const topics = log.topics as Hex[];
-        if (log.eventName === 'Transfer' && topics[1] === ZERO_TOPIC && topics[3]) ids.add(BigInt(topics[3]).toString());
-        else if (log.eventName === 'TransferSingle' && topics[2] === ZERO_TOPIC) {
-          const [id] = decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], log.data);
-          ids.add(id.toString());
-        } else if (log.eventName === 'TransferBatch' && topics[2] === ZERO_TOPIC) {
-          const [batch] = decodeAbiParameters([{ type: 'uint256[]' }, { type: 'uint256[]' }], log.data);
-          for (const id of batch) ids.add(id.toString());
-        }
-      }
+      const logs = await chain.public.getLogs({ address, events: MINT_EVENTS, fromBlock: from, toBlock: to, strict: false });
+      for (const log of logs) for (const id of mintedIds({ eventName: log.eventName, topics: log.topics as Hex[], data: log.data })) ids.add(id);
       opts.onProgress?.(ids.size);
       from = to + 1n;
     } catch (err) {

@@ -5,16 +5,14 @@ import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RefreshService } from './refresh.ts';
 import { taskStore } from './task-store.ts';
+import { MINT_EVENTS, mintedIds } from './mint-logs.ts';
 
 const EVENTS = [
   parseAbiItem('event MetadataUpdate(uint256 _tokenId)'),
   parseAbiItem('event BatchMetadataUpdate(uint256 _fromTokenId, uint256 _toTokenId)'),
   parseAbiItem('event URI(string value, uint256 indexed id)'),
-  parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 indexed tokenId)'),
-  parseAbiItem('event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value)'),
-  parseAbiItem('event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values)'),
+  ...MINT_EVENTS,
 ] as const;
-const ZERO_TOPIC: Hex = `0x${'0'.repeat(64)}`;
 /** A BatchMetadataUpdate wider than this refreshes the tokens the service has seen, not the whole range. */
 const MAX_RANGE = 10_000n;
 const ADDRESSES_PER_QUERY = 500;
@@ -181,15 +179,8 @@ export class ChainWatcher {
             case 'URI':
               if (topics[1]) add(c, [BigInt(topics[1]).toString()]);
               break;
-            case 'Transfer':
-              if (topics.length === 4 && topics[1] === ZERO_TOPIC) add(c, [BigInt(topics[3]).toString()]);
-              break;
-            case 'TransferSingle':
-              if (topics[2] === ZERO_TOPIC) add(c, [decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], log.data)[0].toString()]);
-              break;
-            case 'TransferBatch':
-              if (topics[2] === ZERO_TOPIC) add(c, decodeAbiParameters([{ type: 'uint256[]' }, { type: 'uint256[]' }], log.data)[0].map(String));
-              break;
+            default:
+              add(c, mintedIds({ eventName: log.eventName, topics, data: log.data }));
           }
         } catch {
           /* a log that does not decode as the standard says is not ours to act on */
