@@ -1,7 +1,8 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
+import { MULTICALL3_ADDRESS } from '../chain/multicall.ts';
 import { rpcCall } from './rpc.ts';
 
-export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
+export { MULTICALL3_ADDRESS };
 
 const probeAbi = parseAbi([
   'struct Call3 { address target; bool allowFailure; bytes callData; }',

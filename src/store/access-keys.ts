@@ -83,10 +83,6 @@ export function accessKeyRepo(db: Queryable) {
       };
     },
 
-    async isLive(key: string): Promise<boolean> {
-      return (await this.resolve(key)) !== null;
-    },
-
     /** Revokes by plaintext key; false when no live key matched. */
     async revoke(key: string): Promise<boolean> {
       const res = await db.query(
