@@ -1,4 +1,4 @@
-import { decodeFunctionResult, encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
+import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem';
 import { MULTICALL3_ADDRESS } from '../chain/multicall.ts';
 import { rpcCall } from './rpc.ts';
 
