@@ -17,6 +17,12 @@ import { RefreshService } from './metadata/refresh.ts';
 import { taskStore, type TaskStore } from './metadata/task-store.ts';
 import { TaskWorker } from './metadata/worker.ts';
 import { ChainWatcher } from './metadata/watcher.ts';
+import { randomBytes } from 'node:crypto';
+import { ChainRelayer } from './relayer/service.ts';
+import { Dispatcher } from './relayer/dispatcher.ts';
+import { RelayEvents } from './relayer/events.ts';
+import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
+import { sponsorRepo, type SponsorRepo } from './relayer/sponsors.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -37,6 +43,14 @@ export interface Services {
   refresh: RefreshService;
   worker: TaskWorker;
   watchers: ChainWatcher[];
+  /** One relayer per chain configured with `relayer`, by chain id. */
+  relayers: ReadonlyMap<number, ChainRelayer>;
+  dispatchers: Dispatcher[];
+  relayEvents: RelayEvents;
+  metaTxns: MetaTxnRepo;
+  sponsors: SponsorRepo;
+  /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
+  startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
   startedAt: Date;
@@ -100,7 +114,34 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const watchers = config.chains
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
+  const relayEvents = new RelayEvents();
+  const metaTxns = metaTxnRepo(db);
+  const sponsors = sponsorRepo(db);
+  const relayers = new Map<number, ChainRelayer>();
+  const dispatchers: Dispatcher[] = [];
+  const relayed = config.chains.filter((c) => c.relayer);
+  let quoteSecret = config.relayer.quoteSecret;
+  if (relayed.length && !quoteSecret) {
+    // Quotes then only verify in this process: fine for one process, wrong for a fleet.
+    quoteSecret = randomBytes(32).toString('hex');
+    log.warn('relayer.quoteSecret is not set (METARELAY_QUOTE_SECRET): fee quotes are valid only in this process');
+  }
+  for (const c of relayed) {
+    const relayer: ChainRelayer = new ChainRelayer({
+      chain: chains.get(c.chainId)!,
+      config: c.relayer!,
+      quoteSecret: quoteSecret!,
+      metaTxns,
+      sponsors,
+      log,
+      onQueued: () => dispatcher.nudge(),
+    });
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, events: relayEvents, log });
+    relayers.set(c.chainId, relayer);
+    dispatchers.push(dispatcher);
+  }
   let background = false;
+  let dispatching = false;
   let closed = false;
   return {
     config,
@@ -120,6 +161,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     refresh,
     worker,
     watchers,
+    relayers,
+    dispatchers,
+    relayEvents,
+    metaTxns,
+    sponsors,
+    startDispatchers() {
+      dispatching = true;
+      for (const d of dispatchers) d.start();
+    },
     startBackground() {
       background = true;
       worker.start();
@@ -130,6 +180,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       if (closed) return;
       closed = true;
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await auth.flush();
       fetcher.close();
       if (!opts.db) await db.close();

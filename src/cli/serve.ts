@@ -17,6 +17,7 @@ export async function runServe(argv: string[]) {
   const app = await buildApp(services, { logRequests: true });
   await app.listen({ port: config.port, host: config.host });
   if (config.inProcessWorker) services.startBackground();
+  if (config.relayer.inProcessDispatcher) services.startDispatchers();
   onShutdown(services.log, async () => {
     await app.close();
     await services.close();

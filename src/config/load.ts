@@ -44,6 +44,13 @@ function withEnvAdminToken(merged: Record<string, unknown>, env: NodeJS.ProcessE
   return { ...merged, admin: { ...admin, tokens: [...tokens, token] } };
 }
 
+/** METARELAY_QUOTE_SECRET sets relayer.quoteSecret, keeping the file's other relayer keys. */
+function withEnvQuoteSecret(merged: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const secret = env.METARELAY_QUOTE_SECRET;
+  if (!secret) return merged;
+  return { ...merged, relayer: { ...((merged.relayer ?? {}) as object), quoteSecret: secret } };
+}
+
 /** Parses once, with one schema; every problem names its key. The result is deeply frozen. */
 export function parseConfig(input: unknown, source = 'config'): AppConfig {
   const res = AppConfigSchema.safeParse(input);
@@ -80,5 +87,6 @@ export function loadConfig(opts: LoadConfigOptions = {}): AppConfig {
   }
   // Precedence: file < environment < command-line flags.
   const merged = { ...fromFile, ...envOverrides(opts.env ?? process.env), ...(opts.overrides ?? {}) };
-  return parseConfig(withEnvAdminToken(merged, opts.env ?? process.env), opts.file ? `config file ${opts.file}` : 'config');
+  const env = opts.env ?? process.env;
+  return parseConfig(withEnvQuoteSecret(withEnvAdminToken(merged, env), env), opts.file ? `config file ${opts.file}` : 'config');
 }

@@ -2,6 +2,51 @@ import { z } from 'zod';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
+const AccessMode = z.enum(['required', 'optional']);
+
+const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x address');
+const PrivateKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte 0x private key');
+const Decimal = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal number as a string, e.g. "0.0004"');
+
+export const FeeTokenConfigSchema = z.object({
+  /** The ERC20 contract; null means the chain's native currency. */
+  address: Address.nullable().default(null),
+  name: z.string().min(1),
+  symbol: z.string().min(1),
+  decimals: z.number().int().min(0).max(36),
+  logoURL: z.string().default(''),
+  /** What one whole token is worth in the native currency (a fixed rate; e.g. "0.0004" for a $1 token when ETH is $2 500). */
+  nativePrice: Decimal,
+});
+
+export const RelayerChainConfigSchema = z.object({
+  /** The Sequence v2 wallet contracts; default: their production addresses. */
+  context: z
+    .object({ factory: Address, mainModule: Address, mainModuleUpgradable: Address, guestModule: Address, utils: Address })
+    .optional(),
+  /** Keys of the EOAs that sign and pay for relayed transactions. Keep them secret. */
+  senderKeys: z.array(PrivateKey).min(1, 'a relayer needs at least one sender key'),
+  /** Where fees are paid to (default: the first sender). */
+  paymentAddress: Address.optional(),
+  /** No fee required (FeeTokens says isFeeRequired=false); every valid bundle is relayed. */
+  gasless: z.boolean().default(false),
+  feeTokens: z.array(FeeTokenConfigSchema).default([]),
+  /** The fee is the gas cost times this. */
+  feeMarkup: z.number().min(1).max(100).default(1.2),
+  /** Gas limit = simulated gas times this (plus the intrinsic cost). */
+  gasMargin: z.number().min(1).max(10).default(1.25),
+  /** Bundles needing more gas than this are refused. */
+  maxGasLimit: z.number().int().positive().default(15_000_000),
+  quoteTtlSec: z.number().int().positive().default(300),
+  /** How long GetMetaTxnReceipt waits for a final status before answering with the current one. */
+  receiptWaitMs: z.number().int().min(0).max(60_000).default(15_000),
+  /** How often the dispatcher looks for new work and new blocks. */
+  pollMs: z.number().int().positive().default(500),
+  /** A queued meta-transaction that cannot be sent for this long is DROPPED (e.g. a nonce gap never filled). */
+  queueTimeoutSec: z.number().int().positive().default(3_600),
+});
+
+
 export const ChainConfigSchema = z.object({
   chainId: z.number().int().positive(),
   name: z
@@ -15,9 +60,9 @@ export const ChainConfigSchema = z.object({
   watch: z.boolean().default(true),
   /** First block the watcher reads when it has no cursor yet (default: the head at first start). */
   watchFromBlock: z.number().int().min(0).optional(),
+  /** Relay Sequence meta-transactions on this chain, served at /relayer/<name>. */
+  relayer: RelayerChainConfigSchema.optional(),
 });
-
-const AccessMode = z.enum(['required', 'optional']);
 
 export const AppConfigSchema = z
   .object({
@@ -99,6 +144,14 @@ export const AppConfigSchema = z
       .object({
         /** Bearer tokens for the admin API (/rpc/Admin/); METARELAY_ADMIN_TOKEN adds one. Keep them secret. */
         tokens: z.array(z.string().min(16, 'admin tokens must be at least 16 characters')).default([]),
+      })
+      .prefault({}),
+    relayer: z
+      .object({
+        /** Signs fee quotes; every process of one deployment needs the same one (METARELAY_QUOTE_SECRET). */
+        quoteSecret: z.string().min(32, 'the quote secret must be at least 32 characters').optional(),
+        /** Run the dispatcher (signing, sending, receipts) inside `serve`/`dev`; `metarelay relayer` runs it alone. */
+        inProcessDispatcher: z.boolean().default(true),
       })
       .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -7,6 +7,7 @@ import { openApiDocument, registerRestRoutes } from './rest.ts';
 import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
 import { adminService } from './services/admin.ts';
+import { relayerService } from './services/relayer.ts';
 import { AdminAuthenticator } from './auth.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 
@@ -62,6 +63,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   const deps = { auth: s.auth, admin: new AdminAuthenticator(s.config.admin.tokens), metrics: s.metrics };
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
+  await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
   await app.ready();
   return app;
 }

@@ -1,0 +1,369 @@
+import { decodeAbiParameters, formatEther, parseAbiParameters, type Address, type Hex as HexString } from 'viem';
+import { z } from 'zod';
+import { TRANSACTION_TUPLE } from '../../relayer/abi.ts';
+import { bareId } from '../../relayer/bundle.ts';
+import { RelayError, type RelayErrorKind } from '../../relayer/errors.ts';
+import { feeTokenWire } from '../../relayer/fees.ts';
+import { receiptWire } from '../../relayer/receipts.ts';
+import type { ChainRelayer } from '../../relayer/service.ts';
+import { simulateUnsigned } from '../../relayer/simulate.ts';
+import { SponsorConflict, SponsorKind, sponsorWire } from '../../relayer/sponsors.ts';
+import { FINAL_STATUSES, type MetaTxnRow } from '../../relayer/store.ts';
+import type { Services } from '../../services.ts';
+import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '../errors.ts';
+import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
+import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+
+export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
+
+const KIND_TO_ERROR: Record<RelayErrorKind, ErrorDef> = {
+  invalidArgument: RelayerErrors.InvalidArgument,
+  simulationFailed: RelayerErrors.SimulationFailed,
+  insufficientFee: RelayerErrors.InsufficientFee,
+  conflict: RelayerErrors.RequestConflict,
+  notFound: RelayerErrors.NotFound,
+  unavailable: RelayerErrors.Unavailable,
+};
+
+const Hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex bytes');
+const Addr = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/, 'not a 20-byte 0x address')
+  .transform((a) => a.toLowerCase() as Address);
+/** An id as clients send it: with or without 0x, any case. */
+const MetaTxId = z
+  .string()
+  .trim()
+  .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be a 32-byte meta-transaction id (64 hex digits, 0x optional)')
+  .transform(bareId);
+/** A uint: a JSON number, a decimal string, or a 0x hex string (the v2 client sends nonce spaces as hex). */
+const Uint = z.union([z.number().int().nonnegative(), z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal or 0x hex integer')]).transform((v) => BigInt(v));
+const ProjectId = z.number().int().positive();
+const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
+
+const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
+
+const txsParam = parseAbiParameters(`${TRANSACTION_TUPLE}[]`);
+
+/** The relayer of the network in the path (`/relayer/<name or id>/rpc/Relayer/...`). */
+function relayerFor(s: Services, ctx: RpcContext): ChainRelayer {
+  const network = ctx.params.network ?? '';
+  const found = s.networks.lookup(network);
+  if (!found.ok) throw new RpcError(RelayerErrors.InvalidChain, found.message);
+  const r = s.relayers.get(found.chain.chainId);
+  if (!r) throw new RpcError(RelayerErrors.InvalidChain, `no relayer is configured for network ${found.chain.name}`);
+  return r;
+}
+
+async function run<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof RelayError) throw new RpcError(KIND_TO_ERROR[err.kind], err.message);
+    throw err;
+  }
+}
+
+function ownProject(ctx: RpcContext, projectId: number) {
+  if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
+  if (ctx.project.id !== projectId) throw new RpcError(RelayerErrors.PermissionDenied, `the access key belongs to project ${ctx.project.id}, not ${projectId}`);
+}
+
+function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
+  return {
+    id: 0,
+    chainId: r.chain_id,
+    projectId: r.project_id ?? 0,
+    txnHash: r.txn_hash ?? '',
+    txnNonce: String(r.txn_nonce ?? 0),
+    metaTxnID: r.id,
+    txnStatus: r.status,
+    txnRevertReason: r.revert_reason ?? '',
+    requeues: r.attempts,
+    queuedAt: r.queued_at.toISOString(),
+    sentAt: r.sent_at?.toISOString() ?? null,
+    minedAt: r.mined_at?.toISOString() ?? null,
+    target: r.entrypoint,
+    input: r.input,
+    txnArgs: {},
+    txnReceipt: r.receipt ? JSON.parse(r.receipt) : null,
+    walletAddress: r.wallet,
+    metaTxnNonce: space ?? '0',
+    gasLimit: r.gas_limit,
+    gasPrice: r.gas_price ?? '0',
+    gasUsed: r.gas_used ?? 0,
+    gasEstimated: r.gas_estimated,
+    gasFeeMarkup: null,
+    usdRate: '0',
+    creditsUsed: 0,
+    cost: r.gas_used && r.gas_price ? (BigInt(r.gas_used) * BigInt(r.gas_price)).toString() : '0',
+    isWhitelisted: r.sponsored,
+    gasSponsor: r.sponsor_id,
+    gasTank: null,
+    feeToken: r.fee_token,
+    feeValue: r.fee_value,
+    updatedAt: r.updated_at.toISOString(),
+    createdAt: r.queued_at.toISOString(),
+  };
+}
+
+export function relayerService(s: Services): ServiceDef {
+  const PUBLIC = new Set(['Ping', 'Version', 'RuntimeStatus', 'GetSequenceContext', 'GetChainID', 'FeeTokens', 'FeeOptions', 'GetMetaTxnNonce', 'GetMetaTxnReceipt', 'GetMetaTxnStatus', 'Simulate', 'SendMetaTxn']);
+  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors']);
+
+  const load = async (r: ChainRelayer, id: string) => {
+    const row = await s.metaTxns.find(r.chainId, id);
+    if (!row) throw new RpcError(RelayerErrors.NotFound, `no meta-transaction ${id} on ${r.deps.chain.name}`);
+    return row;
+  };
+  const receiptOf = async (r: ChainRelayer, row: MetaTxnRow) => receiptWire(row, await s.metaTxns.bundlesOf(r.chainId, row.id));
+
+  const sponsorChain = (r: ChainRelayer) => r.chainId;
+  const requireProject = async (projectId: number) => {
+    if (!(await s.projects.getById(projectId))) throw new RpcError(RelayerErrors.ProjectNotFound, `no project ${projectId}`);
+  };
+
+  return {
+    name: 'Relayer',
+    schema: RELAYER_SCHEMA,
+    errors: E,
+    defaultAuth: (name) => (ADMIN.has(name) ? 'admin' : PUBLIC.has(name) ? 'optional' : 'required'),
+    prepare: (ctx) => void relayerFor(s, ctx),
+    methods: {
+      Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
+      Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.1', '3f3835f4') }) }),
+      GetChainID: method({ input: NoArgs, handler: async (_a, ctx) => ({ chainID: relayerFor(s, ctx).chainId }) }),
+      GetSequenceContext: method({
+        input: NoArgs,
+        handler: async (_a, ctx) => {
+          const c = relayerFor(s, ctx).context;
+          return { data: { factory: c.factory, mainModule: c.mainModule, mainModuleUpgradable: c.mainModuleUpgradable, guestModule: c.guestModule, utils: c.utils } };
+        },
+      }),
+      RuntimeStatus: method({
+        input: NoArgs,
+        handler: async (_a, ctx) => {
+          const r = relayerFor(s, ctx);
+          const base = await runtimeStatus(s);
+          const senders = await Promise.all(
+            r.senders.map(async (address, index) => {
+              const [balance, latest, pending] = await Promise.all([
+                r.client.getBalance({ address }),
+                r.client.getTransactionCount({ address, blockTag: 'latest' }),
+                r.client.getTransactionCount({ address, blockTag: 'pending' }),
+              ]);
+              return { index, address, etherBalance: Number(formatEther(balance)), enabled: true, active: true, nonce: { chain: latest, mempool: pending } };
+            }),
+          );
+          const block = await r.client.getBlock({ blockTag: 'latest' });
+          return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, senders } };
+        },
+      }),
+      FeeTokens: method({
+        input: NoArgs,
+        handler: async (_a, ctx) => {
+          const r = relayerFor(s, ctx);
+          return { isFeeRequired: r.isFeeRequired, tokens: r.isFeeRequired ? r.feeTokens.map((t) => feeTokenWire(r.chainId, t)) : [], paymentAddress: r.paymentAddress };
+        },
+      }),
+      FeeOptions: method({
+        input: z.object({ wallet: Addr, to: Addr, data: Hex, simulate: z.boolean().optional() }).loose(),
+        handler: (a, ctx) =>
+          run(async () => {
+            const r = relayerFor(s, ctx);
+            const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data);
+            return {
+              options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit })),
+              sponsored: out.sponsored,
+              quote: out.quote,
+            };
+          }),
+      }),
+      SendMetaTxn: method({
+        input: z
+          .object({
+            call: z.object({ walletAddress: z.string(), contract: z.string(), input: Hex }).loose(),
+            quote: z.string().max(4096).optional(),
+            projectID: z.number().int().optional(),
+            preconditions: z.array(z.unknown()).optional(),
+          })
+          .loose(),
+        handler: (a, ctx) =>
+          run(async () => {
+            if (a.preconditions?.length) throw new RelayError('invalidArgument', 'preconditions are not supported by this relayer');
+            if (a.projectID != null && a.projectID !== ctx.project?.id) {
+              throw new RpcError(RelayerErrors.PermissionDenied, 'projectID must be the project of the access key sent');
+            }
+            const r = relayerFor(s, ctx);
+            const res = await r.send({ projectId: ctx.project?.id ?? null, walletAddress: a.call.walletAddress, contract: a.call.contract, input: a.call.input, quote: a.quote });
+            return { status: true, txnHash: res.id };
+          }),
+      }),
+      GetMetaTxnNonce: method({
+        input: z.object({ walletContractAddress: Addr, space: Uint.optional() }).loose(),
+        handler: (a, ctx) =>
+          run(async () => {
+            const space = a.space ?? 0n;
+            if (space >= 1n << 160n) throw new RelayError('invalidArgument', 'space must fit in 160 bits');
+            return { nonce: (await relayerFor(s, ctx).nextNonce(a.walletContractAddress, space)).toString() };
+          }),
+      }),
+      GetMetaTxnReceipt: method({
+        input: z.object({ metaTxID: MetaTxId }).loose(),
+        handler: async (a, ctx) => {
+          const r = relayerFor(s, ctx);
+          let row = await load(r, a.metaTxID);
+          // Hold the request until the status is final (or the wait is over), so pollers need not hammer.
+          const deadline = Date.now() + r.deps.config.receiptWaitMs;
+          while (!FINAL_STATUSES.has(row.status) && Date.now() < deadline) {
+            await s.relayEvents.next(r.chainId, row.id, Math.min(250, deadline - Date.now()));
+            row = await load(r, row.id);
+          }
+          return { receipt: await receiptOf(r, row), metaTxnEnqueued: true };
+        },
+      }),
+      GetMetaTxnStatus: method({
+        input: z.object({ metaTxID: MetaTxId }).loose(),
+        handler: async (a, ctx) => {
+          const r = relayerFor(s, ctx);
+          const row = await load(r, a.metaTxID);
+          return { status: row.status, metaTxnEnqueued: true, ...(FINAL_STATUSES.has(row.status) && row.status !== 'DROPPED' ? { receipt: await receiptOf(r, row) } : {}) };
+        },
+      }),
+      Simulate: method({
+        input: z.object({ wallet: Addr, transactions: Hex }).loose(),
+        handler: (a, ctx) =>
+          run(async () => {
+            const r = relayerFor(s, ctx);
+            let txs;
+            try {
+              [txs] = decodeAbiParameters(txsParam, a.transactions as HexString);
+            } catch {
+              throw new RelayError('invalidArgument', `transactions must be ABI-encoded ${TRANSACTION_TUPLE}[]`);
+            }
+            const results = await simulateUnsigned(r.client, r.chainId, a.wallet, txs, BigInt(r.deps.config.maxGasLimit));
+            return {
+              results: results.map((x, i) => ({
+                executed: x.executed,
+                succeeded: x.succeeded,
+                result: x.executed ? x.result : null,
+                reason: x.reason ?? null,
+                gasUsed: Number(x.gasUsed),
+                gasLimit: Number(txs[i].gasLimit),
+              })),
+            };
+          }),
+      }),
+      GetMetaTransactions: method({
+        input: z.object({ projectId: ProjectId, page: RelayerPage, includeNonSponsored: z.boolean().optional() }).loose(),
+        handler: async (a, ctx) => {
+          ownProject(ctx, a.projectId);
+          const r = relayerFor(s, ctx);
+          const page = a.page?.page ?? 0;
+          const pageSize = a.page?.pageSize ?? 20;
+          const rows = await s.metaTxns.byProject(a.projectId, r.chainId, page * pageSize, pageSize + 1);
+          const logs = await Promise.all(rows.slice(0, pageSize).map(async (row) => {
+            const b = (await s.metaTxns.bundlesOf(r.chainId, row.id))[0];
+            return metaTxnLog(row, b ? (BigInt(b.nonce_space) << 96n | BigInt(b.nonce)).toString() : undefined);
+          }));
+          return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: logs };
+        },
+      }),
+      SentTransactions: method({
+        input: z.object({ filter: z.object({ pending: z.boolean().optional(), failed: z.boolean().optional() }).loose().optional(), page: RelayerPage }).loose(),
+        handler: async (a, ctx) => {
+          if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
+          const r = relayerFor(s, ctx);
+          const page = a.page?.page ?? 0;
+          const pageSize = a.page?.pageSize ?? 20;
+          const statuses = a.filter?.pending ? ['SENT'] : a.filter?.failed ? ['FAILED', 'PARTIALLY_FAILED', 'DROPPED'] : ['SENT', 'SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED'];
+          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, page * pageSize, pageSize + 1, statuses);
+          return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: rows.slice(0, pageSize).map((x) => legacyTxn(x)) };
+        },
+      }),
+      PendingTransactions: method({
+        input: z.object({ page: RelayerPage }).loose(),
+        handler: async (a, ctx) => {
+          if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
+          const r = relayerFor(s, ctx);
+          const page = a.page?.page ?? 0;
+          const pageSize = a.page?.pageSize ?? 20;
+          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, page * pageSize, pageSize + 1, ['QUEUED', 'SENT']);
+          return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: rows.slice(0, pageSize).map((x) => legacyTxn(x)) };
+        },
+      }),
+
+      ListGasSponsors: method({
+        input: z.object({ projectId: ProjectId, page: RelayerPage }).loose(),
+        handler: async (a, ctx) => {
+          const r = relayerFor(s, ctx);
+          const page = a.page?.page ?? 0;
+          const pageSize = a.page?.pageSize ?? 50;
+          const rows = await s.sponsors.list(a.projectId, sponsorChain(r), page * pageSize, pageSize + 1);
+          return { page: pageWire(page, pageSize, rows.length > pageSize), gasSponsors: rows.slice(0, pageSize).map(sponsorWire) };
+        },
+      }),
+      GetGasSponsor: method({
+        input: z.object({ projectId: ProjectId, id: z.number().int().positive() }).loose(),
+        handler: async (a) => {
+          const row = await s.sponsors.get(a.projectId, a.id);
+          if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
+          return { gasSponsor: sponsorWire(row) };
+        },
+      }),
+      AddGasSponsor: method({
+        input: z
+          .object({ projectId: ProjectId, address: Addr, name: z.string().max(200).optional(), active: z.boolean().optional(), kind: SponsorKind.optional() })
+          .loose(),
+        handler: async (a, ctx) => {
+          const r = relayerFor(s, ctx);
+          await requireProject(a.projectId);
+          try {
+            const row = await s.sponsors.add({ projectId: a.projectId, chainId: sponsorChain(r), kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true });
+            return { status: true, gasSponsor: sponsorWire(row) };
+          } catch (err) {
+            if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
+            throw err;
+          }
+        },
+      }),
+      UpdateGasSponsor: method({
+        input: z.object({ projectId: ProjectId, id: z.number().int().positive(), name: z.string().max(200).optional(), active: z.boolean().optional() }).loose(),
+        handler: async (a) => {
+          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active });
+          if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
+          return { status: true, gasSponsor: sponsorWire(row) };
+        },
+      }),
+      RemoveGasSponsor: method({
+        input: z.object({ projectId: ProjectId, id: z.number().int().positive() }).loose(),
+        handler: async (a) => {
+          if (!(await s.sponsors.remove(a.projectId, a.id))) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
+          return { status: true };
+        },
+      }),
+      AddressGasSponsors: method({
+        input: z.object({ address: Addr, page: RelayerPage }).loose(),
+        handler: async (a, ctx) => {
+          const r = relayerFor(s, ctx);
+          const page = a.page?.page ?? 0;
+          const pageSize = a.page?.pageSize ?? 50;
+          const rows = await s.sponsors.byAddress(a.address, sponsorChain(r), page * pageSize, pageSize + 1);
+          return { page: pageWire(page, pageSize, rows.length > pageSize), gasSponsors: rows.slice(0, pageSize).map(sponsorWire) };
+        },
+      }),
+    },
+  };
+}
+
+/** The legacy (2.2.x) Transaction shape of SentTransactions / PendingTransactions. */
+function legacyTxn(r: MetaTxnRow) {
+  return {
+    txnHash: r.txn_hash,
+    blockNumber: r.block_number ?? 0,
+    chainId: r.chain_id,
+    metaTxnID: r.id,
+    status: r.status,
+    timestamp: (r.mined_at ?? r.sent_at ?? r.queued_at).toISOString(),
+  };
+}

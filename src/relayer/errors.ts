@@ -1,0 +1,12 @@
+/** Why the relayer refused a request, in terms the HTTP layer maps to the relayer's own error table. */
+export type RelayErrorKind = 'invalidArgument' | 'simulationFailed' | 'insufficientFee' | 'conflict' | 'notFound' | 'unavailable';
+
+export class RelayError extends Error {
+  constructor(
+    readonly kind: RelayErrorKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RelayError';
+  }
+}

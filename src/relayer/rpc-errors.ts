@@ -1,0 +1,41 @@
+/**
+ * What a node's answer to eth_sendRawTransaction means, whatever its wording: geth, reth, anvil,
+ * Nethermind and Besu each phrase the same conditions differently.
+ */
+export type SendFailure = 'known' | 'nonceTooLow' | 'nonceTooHigh' | 'underpriced' | 'insufficientFunds' | 'rejected' | 'transport';
+
+const PATTERNS: [SendFailure, RegExp][] = [
+  ['known', /already known|known transaction|already imported|alreadyknown|transaction already exists|already in (the )?(mempool|pool)/i],
+  ['nonceTooLow', /nonce too low|nonce is too low|oldnonce|nonce has already been used|noncetoolow|nonce.*(lower|less) than/i],
+  ['nonceTooHigh', /nonce too high|noncetoohigh|nonce gap|future nonce|nonce.*higher than/i],
+  ['underpriced', /underpriced|replacement fee too low|replacementnotallowed|fee too low|max fee per gas less than block base fee|feecaptoolow/i],
+  ['insufficientFunds', /insufficient funds|insufficientfunds|insufficient balance|not enough funds/i],
+];
+
+export function classifySendError(err: unknown): SendFailure {
+  const text = errorText(err);
+  for (const [kind, re] of PATTERNS) if (re.test(text)) return kind;
+  // No JSON-RPC error from the node: the request may or may not have arrived.
+  return isRpcResponseError(err) ? 'rejected' : 'transport';
+}
+
+export function errorText(err: unknown): string {
+  const parts: string[] = [];
+  let cur: unknown = err;
+  for (let i = 0; cur && i < 6; i++) {
+    const e = cur as { message?: string; details?: string; shortMessage?: string; cause?: unknown };
+    parts.push(e.shortMessage ?? '', e.details ?? '', e.message ?? '');
+    cur = e.cause;
+  }
+  return parts.filter(Boolean).join(' | ');
+}
+
+function isRpcResponseError(err: unknown): boolean {
+  let cur: unknown = err;
+  for (let i = 0; cur && i < 6; i++) {
+    const e = cur as { code?: unknown; name?: string; cause?: unknown };
+    if (typeof e.code === 'number' && e.code !== 0 && e.name !== 'HttpRequestError' && e.name !== 'TimeoutError') return true;
+    cur = e.cause;
+  }
+  return false;
+}

@@ -1,0 +1,198 @@
+import { decodeFunctionData, keccak256, toFunctionSelector, toHex, type Address } from 'viem';
+import { z } from 'zod';
+import type { Db } from '../store/db.ts';
+import { erc20Abi, tokenMoveAbi } from './abi.ts';
+import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
+
+/**
+ * What a sponsorship rule covers, leaf by leaf (a leaf is one call a wallet makes):
+ * - WALLET: every call made by that wallet (any bundle it signs).
+ * - CONTRACT: every call to that contract (not a delegate call).
+ * - TOKEN: calls to that token contract that move it: transfer, transferFrom, safeTransferFrom, safeBatchTransferFrom.
+ * - ADDRESS: native-currency transfers to that address (value > 0, no calldata).
+ * - ANY: the union of the four.
+ * A meta-transaction is sponsored when every one of its calls is covered by an active rule of the
+ * project; deploying the wallets it uses is covered along with them.
+ */
+export const SponsorKind = z.enum(['ANY', 'WALLET', 'TOKEN', 'CONTRACT', 'ADDRESS']);
+export type SponsorKind = z.infer<typeof SponsorKind>;
+
+export interface SponsorRule {
+  id: number;
+  projectId: number;
+  chainId: number;
+  kind: SponsorKind;
+  address: Address;
+  name: string;
+  active: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const TOKEN_MOVES = new Set<string>(tokenMoveAbi.map((f) => toFunctionSelector(f)));
+
+function covers(rule: SponsorRule, leaf: Leaf): boolean {
+  const a = rule.address;
+  const wallet = leaf.executor === a;
+  const contract = !leaf.delegateCall && leaf.target === a;
+  const token = contract && TOKEN_MOVES.has(selectorOf(leaf.data));
+  const native = !leaf.delegateCall && leaf.target === a && leaf.value > 0n && leaf.data === '0x';
+  switch (rule.kind) {
+    case 'WALLET':
+      return wallet;
+    case 'CONTRACT':
+      return contract;
+    case 'TOKEN':
+      return token;
+    case 'ADDRESS':
+      return native;
+    case 'ANY':
+      return wallet || contract || native;
+  }
+}
+
+export interface Coverage {
+  sponsored: boolean;
+  /** The rules that matched (the first one is recorded on the meta-transaction). */
+  ruleIds: number[];
+  /** Why not, naming the first call no rule covers. */
+  reason?: string;
+}
+
+export function coverage(call: DecodedCall, rules: readonly SponsorRule[]): Coverage {
+  const active = rules.filter((r) => r.active);
+  if (active.length === 0) return { sponsored: false, ruleIds: [], reason: 'the project has no active sponsorship on this network' };
+  const wallets = new Set(call.bundles.map((b) => b.wallet));
+  const stray = call.deploys.find((d) => !wallets.has(d));
+  if (stray) return { sponsored: false, ruleIds: [], reason: `deploys wallet ${stray} without using it` };
+  const used = new Set<number>();
+  // A bundle with no calls at all (e.g. a bare wallet deployment) is covered by its wallet's rule only.
+  const leaves: Leaf[] = call.leaves.length
+    ? call.leaves
+    : call.bundles.map((b) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true }));
+  for (const leaf of leaves) {
+    const rule = active.find((r) => covers(r, leaf));
+    if (!rule) {
+      return { sponsored: false, ruleIds: [], reason: `no sponsorship covers the call from ${leaf.executor} to ${leaf.target}` };
+    }
+    used.add(rule.id);
+  }
+  return { sponsored: true, ruleIds: [...used] };
+}
+
+/** Fee payments to the relayer: these calls are left out when a quote is matched to its bundle. */
+export function isFeePayment(leaf: Leaf, payee: Address, feeTokens: ReadonlySet<string>): boolean {
+  if (leaf.delegateCall) return false;
+  if (leaf.target === payee && leaf.value > 0n && leaf.data === '0x') return true;
+  if (!feeTokens.has(leaf.target) || selectorOf(leaf.data) !== '0xa9059cbb') return false;
+  try {
+    const { args } = decodeFunctionData({ abi: erc20Abi, data: leaf.data });
+    return (args[0] as string).toLowerCase() === payee;
+  } catch {
+    return false;
+  }
+}
+
+/** What a quote is bound to: every call of the bundle except its fee payments, in order. */
+export function bundleKey(call: DecodedCall, payee: Address, feeTokens: ReadonlySet<string>): string {
+  const parts = call.leaves
+    .filter((l) => !isFeePayment(l, payee, feeTokens))
+    .map((l) => [l.executor, l.target, l.value.toString(), l.data.toLowerCase(), l.delegateCall ? 1 : 0]);
+  return keccak256(toHex(JSON.stringify([call.deploys, parts])));
+}
+
+interface SponsorRow {
+  id: string | number;
+  project_id: string | number;
+  chain_id: string | number;
+  kind: SponsorKind;
+  address: string;
+  name: string;
+  active: boolean;
+  created_at: Date | string;
+  updated_at: Date | string;
+}
+
+const toRule = (r: SponsorRow): SponsorRule => ({
+  id: Number(r.id),
+  projectId: Number(r.project_id),
+  chainId: Number(r.chain_id),
+  kind: r.kind,
+  address: r.address as Address,
+  name: r.name,
+  active: r.active,
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+const COLS = 'id, project_id, chain_id, kind, address, name, active, created_at, updated_at';
+
+export class SponsorConflict extends Error {}
+
+export function sponsorRepo(db: Db) {
+  return {
+    async list(projectId: number, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
+      const r = await db.query<SponsorRow>(
+        `SELECT ${COLS} FROM gas_sponsors WHERE project_id = $1 AND ($2::bigint IS NULL OR chain_id = $2) AND deleted_at IS NULL
+         ORDER BY id OFFSET $3 LIMIT $4`,
+        [projectId, chainId, offset, limit],
+      );
+      return r.rows.map(toRule);
+    },
+    async byAddress(address: Address, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
+      const r = await db.query<SponsorRow>(
+        `SELECT ${COLS} FROM gas_sponsors WHERE address = $1 AND ($2::bigint IS NULL OR chain_id = $2) AND deleted_at IS NULL
+         ORDER BY id OFFSET $3 LIMIT $4`,
+        [address.toLowerCase(), chainId, offset, limit],
+      );
+      return r.rows.map(toRule);
+    },
+    async get(projectId: number, id: number): Promise<SponsorRule | undefined> {
+      const r = await db.query<SponsorRow>(`SELECT ${COLS} FROM gas_sponsors WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
+      return r.rows[0] ? toRule(r.rows[0]) : undefined;
+    },
+    async add(rule: { projectId: number; chainId: number; kind: SponsorKind; address: Address; name: string; active: boolean }): Promise<SponsorRule> {
+      try {
+        const r = await db.query<SponsorRow>(
+          `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLS}`,
+          [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active],
+        );
+        return toRule(r.rows[0]);
+      } catch (err) {
+        if ((err as { code?: string }).code === '23505') throw new SponsorConflict(`the project already has a ${rule.kind} sponsorship for ${rule.address}`);
+        throw err;
+      }
+    },
+    async update(projectId: number, id: number, patch: { name?: string; active?: boolean }): Promise<SponsorRule | undefined> {
+      const r = await db.query<SponsorRow>(
+        `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active), updated_at = now()
+         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING ${COLS}`,
+        [id, projectId, patch.name ?? null, patch.active ?? null],
+      );
+      return r.rows[0] ? toRule(r.rows[0]) : undefined;
+    },
+    async remove(projectId: number, id: number): Promise<boolean> {
+      const r = await db.query(`UPDATE gas_sponsors SET deleted_at = now(), active = false WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
+      return r.rowCount > 0;
+    },
+  };
+}
+export type SponsorRepo = ReturnType<typeof sponsorRepo>;
+
+export function sponsorWire(r: SponsorRule) {
+  return {
+    id: r.id,
+    gasTankId: 0,
+    projectId: r.projectId,
+    ecosystemId: 0,
+    chainId: r.chainId,
+    address: r.address,
+    name: r.name,
+    active: r.active,
+    webhookUrl: '',
+    webhookAuthToken: '',
+    kind: r.kind,
+    updatedAt: r.updatedAt.toISOString(),
+    createdAt: r.createdAt.toISOString(),
+  };
+}
