@@ -13,6 +13,7 @@ export { deploySamples, ANVIL_DEPLOYER_KEY, DEV_TOKENS, type DevContracts, type 
 export * from './documents.ts';
 export { devChainDefinition, devPublicClient, devWalletClient } from './clients.ts';
 export { rpcCall, RpcError } from './rpc.ts';
+export * from './sequence.ts';
 
 export interface DevManifest {
   chain: { chainId: number; name: 'anvil'; rpcUrl: string };

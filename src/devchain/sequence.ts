@@ -1,0 +1,286 @@
+// Sequence v2 wallet contracts on a dev anvil, at their production addresses.
+//
+// The production contracts were deployed through the ERC-2470 singleton factory with CREATE2 and
+// salt 0, so re-running those deployments with the exact published bytecode reproduces the same
+// addresses. That lets the official clients (`v2.DeployedWalletContext` of @0xsequence/core) work
+// against a local chain unchanged.
+
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import {
+  concat,
+  encodeAbiParameters,
+  getAddress,
+  getContractAddress,
+  keccak256,
+  pad,
+  toHex,
+  type Address,
+  type Hash,
+  type Hex,
+} from 'viem';
+import { RpcError } from './rpc.ts';
+
+/** ERC-2470 singleton factory, through which the production v2 contracts were deployed. */
+export const SINGLETON_FACTORY: Address = '0xce0042B868300000d44A59004Da54A005ffdcf9f';
+
+/**
+ * anvil's built-in CREATE2 deployer (Arachnid's deterministic-deployment-proxy). It takes the same
+ * calldata as the singleton factory (salt ‖ initcode), so its runtime code can stand in for it.
+ */
+export const ANVIL_CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c';
+
+/** Proxy initcode of every v2 wallet; the wallet address commits to it. */
+export const WALLET_CREATION_CODE: Hex =
+  '0x603a600e3d39601a805130553df3363d3d373d3d3d363d30545af43d82803e903d91601857fd5bf3';
+
+export const SEQUENCE_V2_CONTEXT = {
+  factory: '0xFaA5c0b14d1bED5C888Ca655B9a8A5911F78eF4A',
+  mainModule: '0xfBf8f1A5E00034762D928f46d438B947f5d4065d',
+  mainModuleUpgradable: '0x4222dcA3974E39A8b41c411FeDDE9b09Ae14b911',
+  guestModule: '0xfea230Ee243f88BC698dD8f1aE93F8301B6cdfaE',
+  utils: '0xdbbFa3cB3B087B64F4ef5E3D20Dda2488AA244e6',
+} as const satisfies Record<string, Address>;
+
+export type SequenceV2Context = typeof SEQUENCE_V2_CONTEXT;
+
+export type SequenceContractName =
+  | 'Factory'
+  | 'MainModule'
+  | 'MainModuleUpgradable'
+  | 'GuestModule'
+  | 'SequenceUtils'
+  | 'MainModuleGasEstimation';
+
+/** Where production has each contract (MainModuleGasEstimation has no production address). */
+const PRODUCTION_ADDRESS: Record<Exclude<SequenceContractName, 'MainModuleGasEstimation'>, Address> = {
+  Factory: SEQUENCE_V2_CONTEXT.factory,
+  MainModuleUpgradable: SEQUENCE_V2_CONTEXT.mainModuleUpgradable,
+  MainModule: SEQUENCE_V2_CONTEXT.mainModule,
+  GuestModule: SEQUENCE_V2_CONTEXT.guestModule,
+  SequenceUtils: SEQUENCE_V2_CONTEXT.utils,
+};
+
+const DEPLOY_ORDER: SequenceContractName[] = [
+  'Factory',
+  'MainModuleUpgradable',
+  'MainModule',
+  'GuestModule',
+  'SequenceUtils',
+  'MainModuleGasEstimation',
+];
+
+/**
+ * `NONCE_KEY = keccak256("org.arcadeum.module.calls.nonce")` of ModuleNonce. `readNonce(space)` reads
+ * the slot `keccak256(abi.encode(NONCE_KEY, bytes32(space)))` of the wallet proxy.
+ */
+export const SEQUENCE_NONCE_KEY: Hash = '0x8d0bf1fd623d628c741362c1289948e57b3e2905218c676d3e69abee36d6ae2e';
+
+/** The storage slot holding a wallet's next nonce in `space` (readable with eth_getStorageAt). */
+export function sequenceNonceSlot(space: bigint): Hash {
+  return keccak256(
+    encodeAbiParameters([{ type: 'bytes32' }, { type: 'bytes32' }], [SEQUENCE_NONCE_KEY, pad(toHex(space), { size: 32 })]),
+  );
+}
+
+const bytecodeCache = new Map<SequenceContractName, Hex>();
+
+function factoriesDir(): string {
+  // The package has no `exports` map and no JS entry, so resolve its package.json.
+  const pkg = createRequire(import.meta.url).resolve('@0xsequence/wallet-contracts/package.json');
+  return path.join(path.dirname(pkg), 'gen', 'typechain', 'factories');
+}
+
+/**
+ * The creation bytecode (without constructor arguments) that @0xsequence/wallet-contracts@2.0.0
+ * ships in its typechain factories. This is the bytecode deployed in production.
+ */
+export function loadSequenceBytecode(name: SequenceContractName): Hex {
+  const cached = bytecodeCache.get(name);
+  if (cached) return cached;
+  const file = path.join(factoriesDir(), `${name}__factory.ts`);
+  const source = readFileSync(file, 'utf8');
+  const match = /const _bytecode\s*=\s*"(0x[0-9a-fA-F]+)"/.exec(source);
+  if (!match) throw new Error(`no \`const _bytecode = "0x…"\` in ${file}`);
+  const bytecode = match[1] as Hex;
+  bytecodeCache.set(name, bytecode);
+  return bytecode;
+}
+
+/**
+ * The full initcode for CREATE2. Only MainModule has constructor arguments: `(factory,
+ * mainModuleUpgradable)`, which it bakes in to derive wallet addresses and to know where upgrades go;
+ * the production deployment passed the production Factory and MainModuleUpgradable.
+ */
+export function sequenceInitCode(name: SequenceContractName): Hex {
+  const bytecode = loadSequenceBytecode(name);
+  if (name !== 'MainModule') return bytecode;
+  return concat([
+    bytecode,
+    encodeAbiParameters(
+      [{ type: 'address' }, { type: 'address' }],
+      [SEQUENCE_V2_CONTEXT.factory, SEQUENCE_V2_CONTEXT.mainModuleUpgradable],
+    ),
+  ]);
+}
+
+const ZERO_SALT: Hash = pad('0x', { size: 32 });
+
+/** Where the singleton factory puts `initCode` with salt 0. */
+export function singletonAddress(initCode: Hex): Address {
+  return getContractAddress({ opcode: 'CREATE2', from: SINGLETON_FACTORY, salt: ZERO_SALT, bytecode: initCode });
+}
+
+/** Address of every contract deploySequenceV2Context installs, MainModuleGasEstimation included. */
+export function sequenceContractAddresses(): Record<SequenceContractName, Address> {
+  const out = {} as Record<SequenceContractName, Address>;
+  for (const name of DEPLOY_ORDER) {
+    const computed = singletonAddress(sequenceInitCode(name));
+    const expected = name === 'MainModuleGasEstimation' ? undefined : PRODUCTION_ADDRESS[name];
+    if (expected && computed !== getAddress(expected)) {
+      throw new Error(
+        `${name}: the bytecode of @0xsequence/wallet-contracts gives ${computed} through the singleton factory, ` +
+          `not the production address ${expected}; is the installed package version 2.0.0?`,
+      );
+    }
+    out[name] = computed;
+  }
+  return out;
+}
+
+export interface DeployedSequenceV2Context extends SequenceV2Context {
+  walletCreationCode: Hex;
+  /** MainModule variant that skips signature and nonce checks, for gas estimation via state overrides. */
+  mainModuleGasEstimation: Address;
+  /** Contracts this call deployed (empty when everything was already there). */
+  deployed: SequenceContractName[];
+}
+
+type BatchCall = { method: string; params: unknown[] };
+
+// One HTTP round trip for many calls; anvil answers a JSON-RPC batch in request order, but ids are
+// matched anyway.
+async function rpcBatch(url: string, calls: BatchCall[]): Promise<unknown[]> {
+  if (calls.length === 0) return [];
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(calls.map((c, id) => ({ jsonrpc: '2.0', id, method: c.method, params: c.params }))),
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (!res.ok) throw new RpcError(`JSON-RPC batch at ${url}: HTTP ${res.status}`);
+  const body = (await res.json()) as Array<{ id: number; result?: unknown; error?: { message: string; code?: number; data?: unknown } }>;
+  if (!Array.isArray(body)) throw new RpcError(`JSON-RPC batch at ${url}: the node did not answer with a batch`);
+  const byId = new Map(body.map((r) => [r.id, r]));
+  return calls.map((c, id) => {
+    const r = byId.get(id);
+    if (!r) throw new RpcError(`${c.method} at ${url}: no answer in the batch`);
+    if (r.error) throw new RpcError(`${c.method} at ${url}: ${r.error.message}`, r.error.code, r.error.data);
+    return r.result;
+  });
+}
+
+const hasCode = (code: unknown) => typeof code === 'string' && code !== '0x' && code !== '0x0';
+
+// The deployments come from an impersonated address of our own rather than an anvil default account,
+// so they never race the nonces of whoever else uses those accounts (sample deployment, tests).
+const DEPLOYER: Address = '0x5e0c0de7000000000000000000000000000de710';
+const DEPLOYER_BALANCE = toHex(10n ** 21n);
+const RECEIPT_TIMEOUT_MS = 30_000;
+
+/**
+ * Installs the Sequence v2 contracts on an anvil node at their production addresses. Contracts that
+ * already have code are skipped, so it is idempotent; everything missing is estimated, sent and
+ * awaited together (one block with automine off). Throws naming the contract whose address still has
+ * no code afterwards.
+ */
+export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedSequenceV2Context> {
+  const addresses = sequenceContractAddresses();
+  const codes = await rpcBatch(rpcUrl, [
+    { method: 'eth_getCode', params: [SINGLETON_FACTORY, 'latest'] },
+    { method: 'eth_getCode', params: [ANVIL_CREATE2_DEPLOYER, 'latest'] },
+    ...DEPLOY_ORDER.map((n) => ({ method: 'eth_getCode', params: [addresses[n], 'latest'] })),
+  ]);
+  const [singletonCode, create2Code, ...contractCodes] = codes;
+  const missing = DEPLOY_ORDER.filter((_, i) => !hasCode(contractCodes[i]));
+  const outcome: Partial<Record<SequenceContractName, string>> = {};
+
+  if (missing.length > 0) {
+    const setup: BatchCall[] = [
+      { method: 'anvil_impersonateAccount', params: [DEPLOYER] },
+      { method: 'anvil_setBalance', params: [DEPLOYER, DEPLOYER_BALANCE] },
+    ];
+    if (!hasCode(singletonCode)) {
+      if (!hasCode(create2Code)) {
+        throw new Error(
+          `no CREATE2 deployer code at ${ANVIL_CREATE2_DEPLOYER} to install as the singleton factory ` +
+            `${SINGLETON_FACTORY}; is ${rpcUrl} an anvil node with its default CREATE2 deployer?`,
+        );
+      }
+      setup.push({ method: 'anvil_setCode', params: [SINGLETON_FACTORY, create2Code] });
+    }
+    setup.push({ method: 'eth_getTransactionCount', params: [DEPLOYER, 'pending'] });
+    const txs = missing.map((name) => ({
+      name,
+      tx: { from: DEPLOYER, to: SINGLETON_FACTORY, data: concat([ZERO_SALT, sequenceInitCode(name)]) },
+    }));
+    const setupResults = await rpcBatch(rpcUrl, [
+      ...setup,
+      ...txs.map(({ tx }) => ({ method: 'eth_estimateGas', params: [tx] })),
+    ]);
+    const startNonce = Number(setupResults[setup.length - 1] as Hex);
+    const gas = setupResults.slice(setup.length) as Hex[];
+
+    const hashes = (await rpcBatch(
+      rpcUrl,
+      txs.map(({ tx }, i) => ({
+        method: 'eth_sendTransaction',
+        // The proxy forwards with CALL, so a tight estimate can leave the inner CREATE2 short.
+        params: [{ ...tx, gas: toHex((BigInt(gas[i]!) * 13n) / 10n), nonce: toHex(startNonce + i) }],
+      })),
+    )) as Hash[];
+    const statuses = await waitForReceipts(rpcUrl, hashes);
+    txs.forEach(({ name }, i) => (outcome[name] = `transaction ${hashes[i]} ${statuses[i] === '0x1' ? 'succeeded' : 'reverted'}`));
+  }
+
+  const after = await rpcBatch(
+    rpcUrl,
+    DEPLOY_ORDER.map((n) => ({ method: 'eth_getCode', params: [addresses[n], 'latest'] })),
+  );
+  const absent = DEPLOY_ORDER.filter((_, i) => !hasCode(after[i]));
+  if (absent.length > 0) {
+    throw new Error(
+      `Sequence v2 deployment failed on ${rpcUrl}: no code at ` +
+        absent.map((n) => `${n} ${addresses[n]}${outcome[n] ? ` (its deployment ${outcome[n]})` : ''}`).join(', '),
+    );
+  }
+  return {
+    ...SEQUENCE_V2_CONTEXT,
+    walletCreationCode: WALLET_CREATION_CODE,
+    mainModuleGasEstimation: addresses.MainModuleGasEstimation,
+    deployed: missing,
+  };
+}
+
+// A reverted deployment is not an error here: a concurrent caller may have deployed the same
+// contract first. The code check that follows decides.
+/** Waits for every transaction; returns their receipt statuses in order. */
+async function waitForReceipts(rpcUrl: string, hashes: Hash[]): Promise<Hex[]> {
+  const deadline = Date.now() + RECEIPT_TIMEOUT_MS;
+  const status = new Map<Hash, Hex>();
+  let pending = hashes;
+  for (let round = 0; pending.length > 0; round++) {
+    if (round > 0) await new Promise((r) => setTimeout(r, 50));
+    const receipts = (await rpcBatch(
+      rpcUrl,
+      pending.map((h) => ({ method: 'eth_getTransactionReceipt', params: [h] })),
+    )) as Array<{ status: Hex } | null>;
+    receipts.forEach((r, i) => r && status.set(pending[i]!, r.status));
+    pending = pending.filter((h) => !status.has(h));
+    if (pending.length > 0 && Date.now() > deadline) {
+      throw new Error(`Sequence v2 deployment transactions not mined within ${RECEIPT_TIMEOUT_MS / 1000} s: ${pending.join(', ')}`);
+    }
+  }
+  return hashes.map((h) => status.get(h)!);
+}
