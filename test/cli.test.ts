@@ -35,6 +35,26 @@ describe(`metarelay CLI (${TEST_DB})`, () => {
     await testDb?.drop().catch(() => undefined);
   });
 
+  it('manages sponsorship rules of a project: add, list, disable, remove, with clear errors', async () => {
+    expect((await runCli(['projects', 'create', 'sponsoring', ...dbArgs])).code).toBe(0);
+    const token = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
+    const add = await runCli(['sponsors', 'add', '--project', 'sponsoring', '--chain', 'polygon', '--kind', 'token', '--address', token, '--name', 'USDC', ...dbArgs]);
+    expect(add.code, add.stderr).toBe(0);
+    const rule = JSON.parse(add.stdout);
+    expect(rule).toMatchObject({ chainId: 137, kind: 'TOKEN', address: token.toLowerCase(), active: true });
+    const dup = await runCli(['sponsors', 'add', '--project', 'sponsoring', '--chain', '137', '--kind', 'TOKEN', '--address', token, ...dbArgs]);
+    expect(dup.code).toBe(2);
+    expect(dup.stderr).toContain('already has a TOKEN sponsorship');
+    const badKind = await runCli(['sponsors', 'add', '--project', 'sponsoring', '--chain', '137', '--kind', 'everything', '--address', token, ...dbArgs]);
+    expect(badKind.code).toBe(2);
+    expect(badKind.stderr).toContain('--kind must be one of');
+    expect((await runCli(['sponsors', 'disable', String(rule.id), '--project', 'sponsoring', ...dbArgs])).stdout).toContain('"active":false');
+    const list = await runCli(['sponsors', 'list', '--project', 'sponsoring', ...dbArgs]);
+    expect(list.stdout.trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([rule.id]);
+    expect((await runCli(['sponsors', 'remove', String(rule.id), '--project', 'sponsoring', ...dbArgs])).stdout).toContain('removed');
+    expect((await runCli(['sponsors', 'list', '--project', 'sponsoring', ...dbArgs])).stdout.trim()).toBe('');
+  });
+
   it('creates a project and a key, lists it, revokes it', async () => {
     const p = await runCli(['projects', 'create', 'acme', ...dbArgs]);
     expect(p.code, p.stderr).toBe(0);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeAbiParameters, encodeFunctionData, parseAbiParameters, type Address, type Hex } from 'viem';
+import { encodeAbiParameters, encodeFunctionData, parseAbi, parseAbiParameters, type Address, type Hex } from 'viem';
 import { TRANSACTION_TUPLE } from '../src/relayer/abi.ts';
 import { signQuote } from '../src/relayer/quote.ts';
 import { PAYEE, QUOTE_SECRET, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
@@ -279,3 +279,78 @@ describe('relayer: results', () => {
 });
 
 
+
+describe('relayer: sponsorship rules, each with its negative', () => {
+  let headers: Record<string, string>;
+  let projectId: number;
+  beforeAll(async () => {
+    const p = await env.services.projects.create(`rules-${Math.random().toString(36).slice(2, 8)}`);
+    projectId = p.id;
+    headers = { 'x-access-key': (await env.services.accessKeys.create(p.id, 'rules')).key };
+  });
+  const approve = (spender: Address, amount: bigint): SequenceTx => ({
+    to: env.token,
+    data: encodeFunctionData({ abi: parseAbi(['function approve(address spender, uint256 amount) returns (bool)']), functionName: 'approve', args: [spender, amount] }),
+  });
+  async function attempt(u: ReturnType<typeof user>, txs: SequenceTx[]) {
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs, deployed: false });
+    const r = await send(b, u.wallet.address, headers);
+    if (r.status === 200) expect((await receipt(b.id)).status).toBe('SUCCEEDED');
+    return r;
+  }
+
+  it('WALLET covers any bundle of that wallet, not of another', async () => {
+    const [u, other] = [user(), user()];
+    await sponsor(env, 'WALLET', u.wallet.address, projectId);
+    const call: SequenceTx = { to: '0x00000000000000000000000000000000000c0de0', data: '0x12345678' };
+    expect((await attempt(u, [call])).status).toBe(200);
+    const refused = await attempt(other, [call]);
+    expect(refused.status).toBe(402);
+  });
+
+  it('TOKEN covers moving that token, not approving it; CONTRACT covers any call to the contract', async () => {
+    const u = user();
+    await mint(u.wallet.address, 100n);
+    const rule = await sponsor(env, 'TOKEN', env.token, projectId);
+    expect((await attempt(u, [transfer(PAYEE, 1n)])).status).toBe(200);
+    const u2 = user();
+    const refused = await attempt(u2, [approve(PAYEE, 5n)]);
+    expect(refused.status).toBe(402);
+    expect(refused.body.cause).toMatch(/no sponsorship covers/);
+    await sponsor(env, 'CONTRACT', env.token, projectId);
+    expect((await attempt(u2, [approve(PAYEE, 5n)])).status).toBe(200);
+    // A switched-off rule covers nothing; the CONTRACT rule still does.
+    const off = await env.call('UpdateGasSponsor', { projectId, id: rule.id, active: false }, { authorization: `Bearer ${env.adminToken}` });
+    expect(off.body.gasSponsor.active).toBe(false);
+  });
+
+  it('ADDRESS covers native transfers to it, not to another address, nor contract calls to it', async () => {
+    const u = user();
+    const dest = '0x00000000000000000000000000000000000da7e0' as Address;
+    await env.public.request({ method: 'anvil_setBalance' as never, params: [u.wallet.address, '0xde0b6b3a7640000'] as never });
+    await sponsor(env, 'ADDRESS', dest, projectId);
+    expect((await attempt(u, [{ to: dest, value: 1000n }])).status).toBe(200);
+    expect(await env.public.getBalance({ address: dest })).toBe(1000n);
+    const u2 = user();
+    await env.public.request({ method: 'anvil_setBalance' as never, params: [u2.wallet.address, '0xde0b6b3a7640000'] as never });
+    expect((await attempt(u2, [{ to: PAYEE, value: 1000n }])).status).toBe(402);
+    expect((await attempt(u2, [{ to: dest, data: '0x12345678' }])).status).toBe(402);
+  });
+
+  it('sponsorships are managed with an admin token only, and a removed rule stops covering', async () => {
+    const asKey = await env.call('AddGasSponsor', { projectId, address: PAYEE }, headers);
+    expect(asKey.status).toBe(403);
+    const anonymous = await env.call('ListGasSponsors', { projectId });
+    expect(anonymous.status).toBe(401);
+    const admin = { authorization: `Bearer ${env.adminToken}` };
+    const u = user();
+    const rule = await sponsor(env, 'WALLET', u.wallet.address, projectId);
+    const dup = await env.call('AddGasSponsor', { projectId, address: u.wallet.address, kind: 'WALLET' }, admin);
+    expect(dup.status).toBe(409);
+    const listed = await env.call('ListGasSponsors', { projectId }, admin);
+    expect(listed.body.gasSponsors.map((g: { id: number }) => g.id)).toContain(rule.id);
+    expect((await env.call('RemoveGasSponsor', { projectId, id: rule.id }, admin)).body.status).toBe(true);
+    expect((await attempt(u, [{ to: '0x00000000000000000000000000000000000c0de0', data: '0x' }])).status).toBe(402);
+    expect((await env.call('GetGasSponsor', { projectId, id: rule.id }, admin)).status).toBe(400);
+  });
+});

@@ -6,6 +6,7 @@ Usage:
   metarelay dev [--port N] [--manifest PATH] [--data DIR]     local chain + service, offline
   metarelay serve --config metarelay.json [--port N]          production server
   metarelay worker --config metarelay.json                    refresh worker + chain watchers, no HTTP
+  metarelay relayer --config metarelay.json                   relayer dispatchers (sign, send, receipts), no HTTP
   metarelay refresh --chain C --contract A (--tokens 1,2 | --all)   enqueue a refresh and follow it
   metarelay migrate [--config FILE]                           apply database migrations
   metarelay projects create NAME [--config FILE]
@@ -13,6 +14,9 @@ Usage:
   metarelay keys create --project NAME [--label TEXT] [--config FILE]
   metarelay keys list --project NAME [--config FILE]
   metarelay keys revoke KEY [--config FILE]
+  metarelay sponsors add --project NAME --chain C --address A [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name N]
+  metarelay sponsors list --project NAME [--chain C]
+  metarelay sponsors enable|disable|remove ID --project NAME
   metarelay tokenlist import <file-or-url> [--config FILE]      Uniswap-format token list
   metarelay contracts override --chain C --address A [--name N] [--symbol S] [--decimals D]
                                [--logo URL] [--type T] [--description D] [--link URL] [--verified] | --clear
@@ -37,6 +41,10 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./admin.ts')).runProjects(rest);
       case 'keys':
         return await (await import('./admin.ts')).runKeys(rest);
+      case 'relayer':
+        return await (await import('./relayer.ts')).runRelayer(rest);
+      case 'sponsors':
+        return await (await import('./relayer.ts')).runSponsors(rest);
       case 'tokenlist':
         return await (await import('./contracts.ts')).runTokenList(rest);
       case 'contracts':
