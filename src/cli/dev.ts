@@ -7,6 +7,9 @@ import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { tokenStore } from '../metadata/token-store.ts';
+import { randomBytes } from 'node:crypto';
+import { privateKeyToAccount } from 'viem/accounts';
+import type { Address } from 'viem';
 import { parse, portFlag } from './args.ts';
 import { devBanner } from './dev-banner.ts';
 import { onShutdown } from './shutdown.ts';
@@ -19,6 +22,36 @@ export interface DevManifest {
   contracts: Record<string, string>;
   tokens: Record<string, string[]>;
   originUrl: string;
+  /** The relayer of the dev chain; `new RpcRelayer({ url: relayerUrl, ... })` works against it. */
+  relayerUrl: string;
+  sequenceContext: Record<string, string>;
+  feeToken: { address: string; symbol: string; decimals: number };
+  /** EOAs to own test wallets with (anvil's well-known keys: never use them on a real network). */
+  testSigners: { privateKey: string; address: string }[];
+}
+
+// anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
+const ANVIL_KEYS = {
+  senders: [
+    '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d',
+    '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
+    '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
+  ],
+  feeCollector: '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6',
+  signers: [
+    '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba',
+    '0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e',
+    '0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356',
+  ],
+} as const;
+
+/** The dev project sponsors every sample contract, so a new wallet can transact at once without funds. */
+async function sponsorSamples(s: Services, projectId: number, chainId: number, contracts: Record<string, string>) {
+  const existing = new Set((await s.sponsors.list(projectId, chainId)).map((r) => `${r.kind}:${r.address}`));
+  for (const [name, address] of Object.entries(contracts)) {
+    if (existing.has(`CONTRACT:${address.toLowerCase()}`)) continue;
+    await s.sponsors.add({ projectId, chainId, kind: 'CONTRACT', address: address as Address, name: `dev sample ${name}`, active: true });
+  }
 }
 
 /** Reuses the dev key from the last manifest while it is still live: keys are stored hashed, so it cannot be re-read. */
@@ -65,7 +98,24 @@ export async function runDev(argv: string[]) {
       port,
       host,
       database: process.env.DATABASE_URL ?? `${dataDir}/db`,
-      chains: [{ chainId: chain.manifest.chain.chainId, name: chain.manifest.chain.name, rpcUrls: [chain.manifest.chain.rpcUrl] }],
+      chains: [
+        {
+          chainId: chain.manifest.chain.chainId,
+          name: chain.manifest.chain.name,
+          rpcUrls: [chain.manifest.chain.rpcUrl],
+          relayer: {
+            senderKeys: [...ANVIL_KEYS.senders],
+            paymentAddress: privateKeyToAccount(ANVIL_KEYS.feeCollector).address,
+            feeTokens: [
+              { address: chain.manifest.contracts.erc20, name: 'Dev USD', symbol: 'DUSD', decimals: 6, nativePrice: '0.0004' },
+              { address: null, name: 'Ether', symbol: 'ETH', decimals: 18, nativePrice: '1' },
+            ],
+            pollMs: 250,
+          },
+        },
+      ],
+      // Quotes live minutes; a new secret per start only invalidates quotes of the previous run.
+      relayer: { quoteSecret: randomBytes(32).toString('hex') },
       // The dev origin server lives on 127.0.0.1: dev mode must be allowed to fetch from it.
       allowPrivateNetworks: true,
       // A developer iterating on metadata wants every refresh to run, and events seen at once.
@@ -77,9 +127,12 @@ export async function runDev(argv: string[]) {
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
     const { key, project } = await devAccessKey(services, manifestPath);
+    const devProject = (await services.projects.getByName(project))!;
+    await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
     const app = await buildApp(services);
     await app.listen({ port: config.port, host: config.host });
     services.startBackground();
+    services.startDispatchers();
     const bound = (app.server.address() as AddressInfo).port;
     const baseUrl = `http://${config.host}:${bound}`;
 
@@ -91,6 +144,10 @@ export async function runDev(argv: string[]) {
       contracts: chain.manifest.contracts,
       tokens: chain.manifest.tokens,
       originUrl: chain.origin.url,
+      relayerUrl: `${baseUrl}/relayer/${chain.manifest.chain.name}`,
+      sequenceContext: chain.manifest.sequenceContext,
+      feeToken: { address: chain.manifest.contracts.erc20, symbol: 'DUSD', decimals: 6 },
+      testSigners: ANVIL_KEYS.signers.map((k) => ({ privateKey: k, address: privateKeyToAccount(k).address })),
     };
     mkdirSync(dirname(manifestPath), { recursive: true });
     writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);

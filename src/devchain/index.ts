@@ -4,6 +4,7 @@ import { seedOriginDocuments, type DevTokens } from './documents.ts';
 import { installMulticall3 } from './multicall.ts';
 import { startOriginServer, type OriginServer } from './origin.ts';
 import { deploySamples, DEV_TOKENS, type DevContracts } from './samples.ts';
+import { deploySequenceV2Context } from './sequence.ts';
 
 export { findAnvilBinary, startAnvil, type AnvilHandle, type StartAnvilOptions } from './anvil.ts';
 export { compileContracts, REPO_ROOT, CONTRACTS_DIR, type Artifact, type Artifacts } from './compile.ts';
@@ -17,6 +18,8 @@ export * from './sequence.ts';
 
 export interface DevManifest {
   chain: { chainId: number; name: 'anvil'; rpcUrl: string };
+  /** The Sequence v2 wallet contracts, at their production addresses. */
+  sequenceContext: Record<'factory' | 'mainModule' | 'mainModuleUpgradable' | 'guestModule' | 'utils', string>;
   contracts: DevContracts;
   tokens: DevTokens;
   deployer: `0x${string}`;
@@ -69,13 +72,26 @@ export async function startDevChain(opts: StartDevChainOptions): Promise<DevChai
     // Documents go up before their URIs reach the chain, so no reader ever sees a 404 for them.
     seedOriginDocuments(o, DEV_TOKENS);
     await installMulticall3(a.rpcUrl, multicall.deployedBytecode);
-    const part = await deploySamples({ rpcUrl: a.rpcUrl, chainId: a.chainId, originUrl: o.url, artifacts, log });
+    const [part, sequence] = await Promise.all([
+      deploySamples({ rpcUrl: a.rpcUrl, chainId: a.chainId, originUrl: o.url, artifacts, log }),
+      deploySequenceV2Context(a.rpcUrl),
+    ]);
     log?.(`dev chain ready in ${Date.now() - started} ms (rpc ${a.rpcUrl}, origin ${o.url})`);
     return {
       anvil: a,
       origin: o,
       artifacts,
-      manifest: { chain: { chainId: a.chainId, name: 'anvil', rpcUrl: a.rpcUrl }, ...part },
+      manifest: {
+        chain: { chainId: a.chainId, name: 'anvil', rpcUrl: a.rpcUrl },
+        sequenceContext: {
+          factory: sequence.factory,
+          mainModule: sequence.mainModule,
+          mainModuleUpgradable: sequence.mainModuleUpgradable,
+          guestModule: sequence.guestModule,
+          utils: sequence.utils,
+        },
+        ...part,
+      },
       stop,
     };
   } catch (err) {

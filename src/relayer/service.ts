@@ -119,12 +119,14 @@ export class ChainRelayer {
       const failed = results.findIndex((r, j) => r.executed && !r.succeeded && call.bundles[i].txs[j].revertOnError);
       if (failed >= 0) throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${call.bundles[i].wallet} reverts: ${results[failed].reason}`);
     });
-    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE;
+    // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
+    const codes = await Promise.all(call.bundles.map((b) => (call.deploys.includes(b.wallet) ? '0x01' : this.client.getCode({ address: b.wallet }))));
+    const undeployed = codes.filter((c) => !c || c === '0x').length;
+    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE;
     sims.forEach((results, i) => {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
-    const gasLimit = ceilMul(gas, this.deps.config.gasMargin);
     const cover = await this.sponsorship(projectId, call);
     if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null };
     const gasPrice = await this.client.getGasPrice();
@@ -134,7 +136,8 @@ export class ChainRelayer {
     for (const t of this.feeTokens) {
       const value = weiToToken(wei, t, await this.prices.nativePrice(this.chainId, t));
       quoted[tokenKey(t)] = value.toString();
-      options.push({ token: t, to: this.paymentAddress, value, gasLimit: Number(gasLimit) });
+      // The option's gasLimit is the fee transfer's own: clients give it to the payment call.
+      options.push({ token: t, to: this.paymentAddress, value, gasLimit: Number(FEE_TRANSFER_ALLOWANCE) });
     }
     const quote = signQuote(this.deps.quoteSecret, {
       v: 1,

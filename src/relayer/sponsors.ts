@@ -93,12 +93,15 @@ export function isFeePayment(leaf: Leaf, payee: Address, feeTokens: ReadonlySet<
   }
 }
 
-/** What a quote is bound to: every call of the bundle except its fee payments, in order. */
+/**
+ * What a quote is bound to: every call of the bundle except its fee payments, in order. Wallet
+ * deployments are left out too: clients quote a bundle before wrapping it for an undeployed wallet.
+ */
 export function bundleKey(call: DecodedCall, payee: Address, feeTokens: ReadonlySet<string>): string {
   const parts = call.leaves
     .filter((l) => !isFeePayment(l, payee, feeTokens))
     .map((l) => [l.executor, l.target, l.value.toString(), l.data.toLowerCase(), l.delegateCall ? 1 : 0]);
-  return keccak256(toHex(JSON.stringify([call.deploys, parts])));
+  return keccak256(toHex(JSON.stringify(parts)));
 }
 
 interface SponsorRow {
