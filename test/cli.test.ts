@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from './support/cli.ts';
+import { runCli, runNode, startCli } from './support/cli.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 
@@ -149,6 +149,13 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect(rpcRes.body.tokenMetadata.map((t: { name: string }) => t.name)).toEqual(['Dev ERC1155 #1', 'Dev ERC1155 #2']);
       const onChain = await post(`${m.baseUrl}/rpc/Metadata/GetTokenMetadata`, { chainID: '31337', contractAddress: m.contracts.erc721OnChain, tokenIDs: ['1'] }, { 'X-Access-Key': m.accessKey });
       expect(onChain.body.tokenMetadata[0]).toMatchObject({ name: 'OnChain #1', status: 'AVAILABLE', image: expect.stringMatching(/^data:image\/svg\+xml/) });
+
+      // The relayer quick-start: the README's example relays a gasless transaction from a new wallet.
+      expect(m.relayerUrl).toBe(`${m.baseUrl}/relayer/anvil`);
+      const example = await runNode(['examples/relay-gasless.mjs'], { METARELAY_MANIFEST: manifestPath });
+      expect(example.code, example.stderr).toBe(0);
+      expect(example.stdout).toMatch(/ETH balance 0\n/);
+      expect(example.stdout).toMatch(/wallet holds 3750000 base units of DUSD, recipient 0x[0-9a-fA-F]{40} holds 1250000/);
 
       expect(await post(`${m.baseUrl}/rpc/Metadata/Ping`, {})).toEqual({ status: 200, body: { status: true } });
       const get = await fetch(`${m.baseUrl}/rpc/Metadata/Ping`);

@@ -11,15 +11,20 @@ export interface CliResult {
 
 /** Runs the real binary to completion. */
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return runNode([BIN, ...args], env, timeoutMs);
+}
+
+/** Runs a Node script (e.g. one of examples/) to completion. */
+export function runNode(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`metarelay ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+      reject(new Error(`node ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
     }, timeoutMs);
     child.on('exit', (code) => {
       clearTimeout(timer);
