@@ -354,3 +354,10 @@ describe('relayer: sponsorship rules, each with its negative', () => {
     expect((await env.call('GetGasSponsor', { projectId, id: rule.id }, admin)).status).toBe(400);
   });
 });
+
+describe('relayer: the probe', () => {
+  it('ships exactly the runtime code that contracts/RelayProbe.sol compiles to', async () => {
+    const { RELAY_PROBE_CODE } = await import('../src/relayer/probe-code.ts');
+    expect(env.chain.artifacts.RelayProbe?.deployedBytecode).toBe(RELAY_PROBE_CODE);
+  });
+});

@@ -5,15 +5,11 @@
 // addresses. That lets the official clients (`v2.DeployedWalletContext` of @0xsequence/core) work
 // against a local chain unchanged.
 
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import {
   concat,
   encodeAbiParameters,
   getAddress,
   getContractAddress,
-  keccak256,
   pad,
   toHex,
   type Address,
@@ -21,6 +17,8 @@ import {
   type Hex,
 } from 'viem';
 import { RpcError } from './rpc.ts';
+import { SEQUENCE_V2_CONTEXT, WALLET_CREATION_CODE } from '../relayer/context.ts';
+import { sequenceCreationCode } from '../relayer/artifacts.ts';
 
 /** ERC-2470 singleton factory, through which the production v2 contracts were deployed. */
 export const SINGLETON_FACTORY: Address = '0xce0042B868300000d44A59004Da54A005ffdcf9f';
@@ -31,17 +29,9 @@ export const SINGLETON_FACTORY: Address = '0xce0042B868300000d44A59004Da54A005ff
  */
 export const ANVIL_CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c';
 
-/** Proxy initcode of every v2 wallet; the wallet address commits to it. */
-export const WALLET_CREATION_CODE: Hex =
-  '0x603a600e3d39601a805130553df3363d3d373d3d3d363d30545af43d82803e903d91601857fd5bf3';
-
-export const SEQUENCE_V2_CONTEXT = {
-  factory: '0xFaA5c0b14d1bED5C888Ca655B9a8A5911F78eF4A',
-  mainModule: '0xfBf8f1A5E00034762D928f46d438B947f5d4065d',
-  mainModuleUpgradable: '0x4222dcA3974E39A8b41c411FeDDE9b09Ae14b911',
-  guestModule: '0xfea230Ee243f88BC698dD8f1aE93F8301B6cdfaE',
-  utils: '0xdbbFa3cB3B087B64F4ef5E3D20Dda2488AA244e6',
-} as const satisfies Record<string, Address>;
+// The relayer owns these facts; the dev kit deploys what the relayer expects.
+export { SEQUENCE_V2_CONTEXT, WALLET_CREATION_CODE } from '../relayer/context.ts';
+export { NONCE_KEY as SEQUENCE_NONCE_KEY, nonceSlot as sequenceNonceSlot } from '../relayer/simulate.ts';
 
 export type SequenceV2Context = typeof SEQUENCE_V2_CONTEXT;
 
@@ -72,41 +62,10 @@ const DEPLOY_ORDER: SequenceContractName[] = [
 ];
 
 /**
- * `NONCE_KEY = keccak256("org.arcadeum.module.calls.nonce")` of ModuleNonce. `readNonce(space)` reads
- * the slot `keccak256(abi.encode(NONCE_KEY, bytes32(space)))` of the wallet proxy.
- */
-export const SEQUENCE_NONCE_KEY: Hash = '0x8d0bf1fd623d628c741362c1289948e57b3e2905218c676d3e69abee36d6ae2e';
-
-/** The storage slot holding a wallet's next nonce in `space` (readable with eth_getStorageAt). */
-export function sequenceNonceSlot(space: bigint): Hash {
-  return keccak256(
-    encodeAbiParameters([{ type: 'bytes32' }, { type: 'bytes32' }], [SEQUENCE_NONCE_KEY, pad(toHex(space), { size: 32 })]),
-  );
-}
-
-const bytecodeCache = new Map<SequenceContractName, Hex>();
-
-function factoriesDir(): string {
-  // The package has no `exports` map and no JS entry, so resolve its package.json.
-  const pkg = createRequire(import.meta.url).resolve('@0xsequence/wallet-contracts/package.json');
-  return path.join(path.dirname(pkg), 'gen', 'typechain', 'factories');
-}
-
-/**
  * The creation bytecode (without constructor arguments) that @0xsequence/wallet-contracts@2.0.0
  * ships in its typechain factories. This is the bytecode deployed in production.
  */
-export function loadSequenceBytecode(name: SequenceContractName): Hex {
-  const cached = bytecodeCache.get(name);
-  if (cached) return cached;
-  const file = path.join(factoriesDir(), `${name}__factory.ts`);
-  const source = readFileSync(file, 'utf8');
-  const match = /const _bytecode\s*=\s*"(0x[0-9a-fA-F]+)"/.exec(source);
-  if (!match) throw new Error(`no \`const _bytecode = "0x…"\` in ${file}`);
-  const bytecode = match[1] as Hex;
-  bytecodeCache.set(name, bytecode);
-  return bytecode;
-}
+export const loadSequenceBytecode = (name: SequenceContractName): Hex => sequenceCreationCode(name);
 
 /**
  * The full initcode for CREATE2. Only MainModule has constructor arguments: `(factory,

@@ -18,7 +18,8 @@ import { RELAY_PROBE_CODE } from './probe-code.ts';
 /** Where the probe's code is placed by state override; nothing lives there on any real chain. */
 export const PROBE_ADDRESS: Address = '0x00000000000000000000000000000000fee5e1a7';
 
-const NONCE_KEY = '0x8d0bf1fd623d628c741362c1289948e57b3e2905218c676d3e69abee36d6ae2e';
+/** keccak256("org.arcadeum.module.calls.nonce"): ModuleNonce's storage key. */
+export const NONCE_KEY = '0x8d0bf1fd623d628c741362c1289948e57b3e2905218c676d3e69abee36d6ae2e';
 
 /** The storage slot of a v2 wallet's nonce for one space (ModuleStorage.readBytes32Map(NONCE_KEY, space)). */
 export function nonceSlot(space: bigint): Hex {
