@@ -68,4 +68,45 @@ describe('official sequence.js v2 clients against metarelay', () => {
       w.close();
     }
   });
+
+  it('ten bundles of one wallet in ten nonce spaces sent at once are all mined; n and n+1 sent in reverse order are mined in order', async () => {
+    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
+    try {
+      await mint(w.address, 1_000n);
+      await w.sendTransaction([transfer(PAYEE, 1n)]);
+      const spaces = Array.from({ length: 10 }, (_, i) => BigInt(1000 + i));
+      const sent = await Promise.all(spaces.map((space, i) => w.sendTransaction([transfer(PAYEE, BigInt(i + 1))], { nonce: { space } })));
+      expect(new Set(sent.map((x) => x.hash)).size).toBe(10);
+      expect(await balance(w.address)).toBe(1_000n - 1n - 55n);
+
+      // Nonces n and n+1 of one space: the later one is relayed first and waits for its predecessor.
+      const space = 77n;
+      const n = BigInt((await w.relayer.getNonce(w.address, space)).toString());
+      const later = w.sendTransaction([transfer(PAYEE, 3n)], { nonce: n + 1n });
+      await new Promise((r) => setTimeout(r, 300));
+      const earlier = w.sendTransaction([transfer(PAYEE, 2n)], { nonce: n });
+      const [a, b] = await Promise.all([earlier, later]);
+      const [ra, rb] = await Promise.all([env.public.getTransactionReceipt({ hash: a.hash }), env.public.getTransactionReceipt({ hash: b.hash })]);
+      expect(ra.blockNumber < rb.blockNumber || (ra.blockNumber === rb.blockNumber && ra.transactionIndex < rb.transactionIndex)).toBe(true);
+    } finally {
+      w.close();
+    }
+  });
+
+  it('a batch with a failing revertOnError=false transaction is reported PARTIALLY_FAILED with the reason', async () => {
+    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
+    try {
+      await mint(w.address, 5n);
+      const failing = { ...transfer(PAYEE, 1_000n), revertOnError: false };
+      const err = await w.sendTransaction([transfer(PAYEE, 1n), failing, transfer(PAYEE, 1n)]).then(
+        () => undefined,
+        (e: unknown) => e as { receipt?: { status: string; revertReason: string | null } },
+      );
+      expect(err?.receipt?.status).toBe('PARTIALLY_FAILED');
+      expect(err?.receipt?.revertReason).toMatch(/transaction 1 failed/);
+      expect(await balance(w.address)).toBe(3n);
+    } finally {
+      w.close();
+    }
+  });
 });
