@@ -361,3 +361,17 @@ describe('relayer: the probe', () => {
     expect(env.chain.artifacts.RelayProbe?.deployedBytecode).toBe(RELAY_PROBE_CODE);
   });
 });
+
+describe('relayer: per-project listings', () => {
+  it('lists the project\'s meta-transactions to its own key only', async () => {
+    const mine = await env.call('GetMetaTransactions', { projectId: env.project.id, page: { pageSize: 100 } }, key());
+    expect(mine.status, JSON.stringify(mine.body)).toBe(200);
+    expect(mine.body.transactions.length).toBeGreaterThan(0);
+    expect(mine.body.transactions[0]).toMatchObject({ chainId: env.chainId, projectId: env.project.id, txnStatus: expect.any(String), metaTxnID: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect((await env.call('GetMetaTransactions', { projectId: env.project.id + 1000 }, key())).status).toBe(403);
+    expect((await env.call('GetMetaTransactions', { projectId: env.project.id })).status).toBe(401);
+    const sent = await env.call('SentTransactions', {}, key());
+    expect(sent.body.transactions.every((t: { status: string }) => t.status !== 'QUEUED')).toBe(true);
+    expect((await env.call('PendingTransactions', {}, key())).status).toBe(200);
+  });
+});
