@@ -115,6 +115,16 @@ describe('relayer: sponsored meta-transactions', () => {
     expect(rows.rowCount).toBe(0);
   });
 
+  it('refuses a wallet-form bundle for a wallet that is not deployed (it would do nothing and still be paid for)', async () => {
+    const u = user();
+    await mint(u.wallet.address, 10n);
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(PAYEE, 1n)], deployed: true });
+    const r = await send(b, u.wallet.address);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: 'SimulationFailed', code: 3006 });
+    expect(r.body.cause).toMatch(/not deployed/);
+  });
+
   it('rejects input that is not a wallet or guest-module execute with InvalidArgument', async () => {
     const u = user();
     const r = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: u.wallet.address, input: '0xdeadbeef' } }, key());

@@ -62,6 +62,10 @@ export function outcomeOf(receipt: RawReceipt, metaId: string, bundles: Pick<Bun
   const failed = counted.reduce((a, o) => a + o.failed, 0);
   const executed = counted.reduce((a, o) => a + o.executed, 0);
   const reason = counted.find((o) => o.reason)?.reason ?? null;
+  // No wallet event at all means no wallet ran: that is not a success.
+  if (failed === 0 && executed === 0 && counted.every((o) => o.logs.length === 0)) {
+    return { status: 'FAILED', reason: 'no wallet executed the bundle (no TxExecuted event)', bundles: inner };
+  }
   if (failed === 0) return { status: 'SUCCEEDED', reason: null, bundles: inner };
   return { status: executed === 0 ? 'FAILED' : 'PARTIALLY_FAILED', reason, bundles: inner };
 }

@@ -167,7 +167,8 @@ export class ChainRelayer {
       .filter((b) => b.nonce > 0n && !deployed.has(b.wallet))
       .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
     const gasCap = BigInt(this.deps.config.maxGasLimit);
-    const [chainNonces, sim, gasPrice] = await Promise.all([
+    const [codes, chainNonces, sim, gasPrice] = await Promise.all([
+      Promise.all(call.bundles.map((b) => (deployed.has(b.wallet) ? '0x01' : this.client.getCode({ address: b.wallet })))),
       readNonces(this.client, probes),
       simulateExact(this.client, {
         sender: this.senders[0],
@@ -180,6 +181,9 @@ export class ChainRelayer {
       }),
       this.client.getGasPrice(),
     ]);
+    // A call to an address without code "succeeds" doing nothing: never relay (or pay for) that.
+    const missing = call.bundles.find((_, i) => !codes[i] || codes[i] === '0x');
+    if (missing) throw new RelayError('simulationFailed', `wallet ${missing.wallet} is not deployed and this call does not deploy it (send it through the guest module with a factory deploy)`);
     call.bundles.forEach((b, i) => {
       if (b.nonce < chainNonces[i]) {
         throw new RelayError('simulationFailed', `BadNonce: nonce ${b.nonce} of space ${b.space} is already used (wallet ${b.wallet} is at ${chainNonces[i]})`);
