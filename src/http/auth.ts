@@ -1,10 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { hashAccessKey, type AccessKeyRepo, type ResolvedKey } from '../store/access-keys.ts';
+import type { AccessKeyRepo, ResolvedKey } from '../store/access-keys.ts';
 import { LruCache } from '../metadata/lru.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 export type AuthOutcome = { kind: 'none' } | { kind: 'invalid' } | ({ kind: 'ok' } & ResolvedKey);
+
+type KeyOutcome = Readonly<{ kind: 'ok' } & ResolvedKey>;
+
+const NONE: AuthOutcome = Object.freeze({ kind: 'none' });
+const INVALID: AuthOutcome = Object.freeze({ kind: 'invalid' });
 
 export function readAccessKey(req: FastifyRequest, allowQuery: boolean): string | undefined {
   const header = req.headers['x-access-key'];
@@ -22,13 +27,18 @@ export function readAccessKey(req: FastifyRequest, allowQuery: boolean): string 
  * unknown ones a fifth of it) so a busy key costs no query per request; a key revoked through
  * `revoke` is refused at once, one revoked by another process within `cacheMs`. Counts are
  * flushed in batches: one UPDATE every few seconds, not one per request.
+ *
+ * The caches are keyed by the key as sent, not its SHA-256: hashing on every request cost more
+ * than the rest of a cache hit, and the plaintext is in this process's memory with each request
+ * anyway. Only the database holds nothing but hashes.
  */
 export class Authenticator {
   private pending = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
-  private readonly live: LruCache<ResolvedKey>;
+  /** The outcome itself is cached, so a hit allocates nothing. */
+  private readonly live: LruCache<KeyOutcome>;
   private readonly unknown: LruCache<true>;
-  private readonly lookups = new Map<string, Promise<ResolvedKey | null>>();
+  private readonly lookups = new Map<string, Promise<KeyOutcome | null>>();
   private readonly flushEveryMs: number;
 
   constructor(
@@ -42,40 +52,64 @@ export class Authenticator {
     this.flushEveryMs = opts.flushEveryMs ?? 2_000;
   }
 
-  private lookup(key: string): Promise<ResolvedKey | null> {
-    const h = hashAccessKey(key);
-    const cached = this.live.get(h);
-    if (cached) return Promise.resolve(cached);
-    if (this.unknown.get(h)) return Promise.resolve(null);
-    let p = this.lookups.get(h);
+  private lookup(key: string): Promise<KeyOutcome | null> | KeyOutcome | null {
+    const now = Date.now();
+    const cached = this.live.get(key, now);
+    if (cached) return cached;
+    if (this.unknown.get(key, now)) return null;
+    let p = this.lookups.get(key);
     if (!p) {
       p = this.keys.resolve(key).then((r) => {
-        if (r) this.live.set(h, r);
-        else this.unknown.set(h, true);
-        return r;
+        const outcome = r ? Object.freeze({ kind: 'ok' as const, ...r }) : null;
+        // A revoke that ran while this query was in flight must not be undone by caching its answer.
+        if (this.lookups.get(key) !== p) return outcome;
+        if (outcome) this.live.set(key, outcome);
+        else this.unknown.set(key, true);
+        return outcome;
       });
-      p.finally(() => this.lookups.delete(h)).catch(() => undefined);
-      this.lookups.set(h, p);
+      const entry = p;
+      entry.finally(() => {
+        if (this.lookups.get(key) === entry) this.lookups.delete(key);
+      }).catch(() => undefined);
+      this.lookups.set(key, p);
     }
     return p;
   }
 
   async authenticate(key: string | undefined): Promise<AuthOutcome> {
-    if (!key) return { kind: 'none' };
+    const known = this.authenticateCached(key);
+    if (known) return known;
+    const resolved = await this.lookup(key!);
+    return resolved ? this.counted(resolved) : INVALID;
+  }
+
+  /**
+   * The outcome when no query is needed (no key, a malformed or cached one), counted like
+   * `authenticate`; undefined otherwise. Lets hot paths skip a promise per request.
+   */
+  authenticateCached(key: string | undefined): AuthOutcome | undefined {
+    if (!key) return NONE;
     // Keys have a fixed shape; anything wildly off is refused before touching the database.
-    if (key.length > 200) return { kind: 'invalid' };
-    const resolved = await this.lookup(key);
-    if (!resolved) return { kind: 'invalid' };
+    if (key.length > 200) return INVALID;
+    const found = this.lookup(key);
+    if (found instanceof Promise) return undefined;
+    return found ? this.counted(found) : INVALID;
+  }
+
+  private counted(resolved: KeyOutcome): KeyOutcome {
     this.pending.set(resolved.keyId, (this.pending.get(resolved.keyId) ?? 0) + 1);
-    this.timer ??= setTimeout(() => void this.flush(), this.flushEveryMs);
-    this.timer.unref?.();
-    return { kind: 'ok', ...resolved };
+    if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);
+      this.timer.unref?.();
+    }
+    return resolved;
   }
 
   /** Revokes a key and drops it from this process's cache, so the next request is refused. */
   async revoke(key: string): Promise<boolean> {
     const done = await this.keys.revoke(key);
-    this.live.delete(hashAccessKey(key));
+    this.live.delete(key);
+    this.lookups.delete(key);
     return done;
   }
 
@@ -83,6 +117,7 @@ export class Authenticator {
   forgetAll(): void {
     this.live.clear();
     this.unknown.clear();
+    this.lookups.clear();
   }
 
   async flush(): Promise<void> {

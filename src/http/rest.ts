@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { TokenMetadataWire } from '../metadata/token-view.ts';
 import { ContractInfoWire } from '../metadata/contract-view.ts';
-import { readAccessKey } from './auth.ts';
+import { readAccessKey, type AuthOutcome } from './auth.ts';
+import { JSON_UTF8, countReused, tokenResponseCache } from './response-cache.ts';
 import { MetadataErrors, RpcError, metadataErrorMap, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
 import { LIMITS } from './services/metadata.ts';
@@ -68,28 +69,42 @@ function notModified(req: FastifyRequest, etag: string): boolean {
   return inm.split(',').some((t) => t.trim() === etag || t.trim() === '*');
 }
 
+const SETTLED_CACHE_CONTROL = 'public, max-age=300, stale-while-revalidate=3600';
+
 /** Settled answers can be cached by browsers and CDNs; ones still resolving must be asked again soon. */
 function sendCacheable(req: FastifyRequest, reply: FastifyReply, body: string, settled: boolean) {
   const etag = etagOf(body);
-  reply.header('Cache-Control', settled ? 'public, max-age=300, stale-while-revalidate=3600' : 'public, max-age=5');
+  reply.header('Cache-Control', settled ? SETTLED_CACHE_CONTROL : 'public, max-age=5');
   reply.header('ETag', etag);
   if (notModified(req, etag)) return reply.code(304).send();
   return reply.type('application/json').send(body);
 }
 
+/** An answer from the response cache: only settled answers are stored there. */
+function sendReused(req: FastifyRequest, reply: FastifyReply, body: Buffer, etag: string) {
+  reply.header('Cache-Control', SETTLED_CACHE_CONTROL);
+  reply.header('ETag', etag);
+  if (notModified(req, etag)) return reply.code(304).send();
+  return reply.header('content-type', JSON_UTF8).send(body);
+}
+
 export function registerRestRoutes(app: FastifyInstance, s: Services) {
-  const authorize = async (req: FastifyRequest) => {
-    const outcome = await s.auth.authenticate(readAccessKey(req, true));
+  const responses = tokenResponseCache(s);
+
+  /** The caller, as part of a response-cache key: its key's id, or "anon". */
+  const admit = (outcome: AuthOutcome): string => {
     if (outcome.kind === 'invalid') throw new RpcError(MetadataErrors.Unauthorized, 'invalid access key');
     if (outcome.kind === 'none' && s.config.auth.rest === 'required') {
       throw new RpcError(MetadataErrors.Unauthorized, 'access key required: X-Access-Key header or ?accessKey=');
     }
+    return outcome.kind === 'ok' ? `k${outcome.keyId}` : 'anon';
   };
 
-  const handle = (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
+  const handle = (fn: (req: FastifyRequest, reply: FastifyReply, principal: string) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
     try {
-      await authorize(req);
-      return await fn(req, reply);
+      const key = readAccessKey(req, true);
+      const principal = admit(s.auth.authenticateCached(key) ?? (await s.auth.authenticate(key)));
+      return await fn(req, reply, principal);
     } catch (err) {
       if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
       throw err;
@@ -99,12 +114,27 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
   // The id list is a wildcard, not a `:ids` parameter: the router refuses a parameter longer than
   // 100 characters with 414, and a list of up to 100 ids is far longer than that. `:id/explain`
   // still wins for explain URLs, since the router tries parameters before the wildcard.
-  app.get('/tokens/:network/:contract/*', handle(async (req, reply) => {
+  app.get('/tokens/:network/:contract/*', handle(async (req, reply, principal) => {
+    // The URL (path and query) is all the request says; the caller is checked above, before any lookup.
+    const cacheKey = responses.enabled && req.url.length < responses.maxKeyLength ? `GET ${principal}\n${req.url}` : undefined;
+    if (cacheKey !== undefined) {
+      const hit = responses.get(cacheKey, Date.now());
+      if (hit?.etag !== undefined) {
+        countReused(s.metrics, hit);
+        return sendReused(req, reply, hit.body, hit.etag);
+      }
+    }
     const { '*': ids, ...rest } = req.params as Record<string, string>;
     const p = parseOrThrow(TokenParams, { ...rest, ids });
     const chain = chainFor(s, p.network, metadataErrorMap);
-    const { json, statuses, pending } = await s.tokens.getTokens(chain, p.contract, p.ids);
-    return sendCacheable(req, reply, `[${json.join(',')}]`, !pending && statuses.every((st) => st === 'AVAILABLE'));
+    const r = await s.tokens.getTokens(chain, p.contract, p.ids);
+    const body = `[${r.json.join(',')}]`;
+    if (cacheKey !== undefined && r.reusableUntil) {
+      const answer = { body: Buffer.from(body, 'utf8'), until: r.reusableUntil, isCurrent: r.isCurrent, tokens: r.json.length, etag: etagOf(body) };
+      responses.set(cacheKey, answer, Date.now());
+      return sendReused(req, reply, answer.body, answer.etag);
+    }
+    return sendCacheable(req, reply, body, !r.pending && r.statuses.every((st) => st === 'AVAILABLE'));
   }));
 
   app.get('/tokens/:network/:contract', handle(async (req, reply) => {

@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { readAccessKey, readBearer, type AdminAuthenticator, type Authenticator } from './auth.ts';
+import { readAccessKey, readBearer, type AdminAuthenticator, type AuthOutcome, type Authenticator } from './auth.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
+import { countReused, sendJsonBytes, type ResponseCache } from './response-cache.ts';
 
 /** `admin`: an operator token (Authorization: Bearer); a project access key never passes. */
 export type AuthMode = 'none' | 'optional' | 'required' | 'admin';
@@ -20,6 +21,12 @@ export interface MethodDef<S extends z.ZodType = z.ZodType> {
   input: S;
   /** Overrides the service's default access rule for this method. */
   auth?: AuthMode;
+  /**
+   * An idempotent read whose answer depends on nothing but its arguments: the same body from the
+   * same caller may be answered from the service's response cache, when the handler's answer was
+   * a ReusableJson. Never for admin methods.
+   */
+  reusable?: boolean;
   handler: (args: z.infer<S>, ctx: RpcContext) => Promise<unknown>;
 }
 
@@ -38,11 +45,29 @@ export interface ServiceDef {
   defaultAuth: (methodName: string) => AuthMode;
   /** Runs before the method, e.g. to resolve a path parameter; may throw RpcError. */
   prepare?: (ctx: RpcContext) => Promise<void> | void;
+  /**
+   * Where `reusable` methods keep their answers. Not used by a service with `prepare`: what
+   * prepare puts in the context is not part of the cache key.
+   */
+  responseCache?: ResponseCache;
 }
 
 /** A handler's answer already serialised: sent as is, skipping JSON.stringify on hot paths. */
 export class RawJson {
   constructor(readonly text: string) {}
+}
+
+/** A RawJson the router may give again, to the same caller for the same body, until `until` (epoch ms). */
+export class ReusableJson extends RawJson {
+  constructor(
+    text: string,
+    readonly until: number,
+    readonly isCurrent: () => boolean,
+    /** Tokens in the answer, for the cache-lookup metric. */
+    readonly tokens: number,
+  ) {
+    super(text);
+  }
 }
 
 export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
@@ -91,11 +116,26 @@ export function sendError(reply: FastifyReply, def: ErrorDef, cause?: string, he
   return reply.code(def.status).type('application/json').send(toWire(def, cause));
 }
 
+function mediaType(req: FastifyRequest): string {
+  return String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+}
+
+/**
+ * Who the answer is for, as part of a response-cache key; undefined when the access check is going
+ * to refuse the request, so nothing is looked up for it.
+ */
+function principalOf(mode: AuthMode, outcome: AuthOutcome | undefined): string | undefined {
+  if (mode === 'none') return '-';
+  if (!outcome || outcome.kind === 'invalid') return undefined;
+  if (outcome.kind === 'ok') return `k${outcome.keyId}`;
+  return mode === 'optional' ? 'anon' : undefined;
+}
+
 function parseBody(req: FastifyRequest): unknown {
   const raw = req.body as Buffer | undefined;
   const text = raw && raw.length ? raw.toString('utf8').trim() : '';
   if (text === '' || text === 'null') return {};
-  const ctype = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const ctype = mediaType(req);
   if (ctype !== 'application/json') {
     throw new RpcError(WebrpcErrors.WebrpcBadRequest, `unsupported Content-Type "${ctype}", expected application/json`);
   }
@@ -123,6 +163,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
 
     const url = `${routePrefix}:method`;
     const headerValue = `${WEBRPC_VERSION};${service.schema}`;
+    const cache = service.responseCache?.enabled && !service.prepare ? service.responseCache : undefined;
 
     scope.route({
       method: ['GET', 'PUT', 'DELETE', 'PATCH'],
@@ -142,8 +183,30 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       let code = 0;
       try {
         if (!def) throw new RpcError(WebrpcErrors.WebrpcBadRoute, `no webrpc method defined for path ${req.url.split('?')[0]}`);
-        const body = parseBody(req);
         const mode = def.auth ?? service.defaultAuth(name);
+        let outcome: AuthOutcome | undefined;
+        let cacheKey: string | undefined;
+        if (cache && def.reusable && mode !== 'admin') {
+          // Only a body the parser accepts can have been stored, so a hit needs no parse; a miss
+          // goes on below, where a bad body still gets WebrpcBadRequest before any access error.
+          const raw = req.body as Buffer | undefined;
+          if (raw && raw.length && raw.length < cache.maxKeyLength && mediaType(req) === 'application/json') {
+            if (mode !== 'none') {
+              const key = readAccessKey(req, false);
+              outcome = deps.auth.authenticateCached(key) ?? (await deps.auth.authenticate(key));
+            }
+            const principal = principalOf(mode, outcome);
+            if (principal !== undefined) {
+              cacheKey = `${service.name}/${name}\n${principal}\n${raw.toString('latin1')}`;
+              const hit = cache.get(cacheKey, Date.now());
+              if (hit) {
+                countReused(deps.metrics, hit);
+                return sendJsonBytes(reply, hit.body);
+              }
+            }
+          }
+        }
+        const body = parseBody(req);
         const ctx: RpcContext = { project: null, keyId: null, params, request: req, reply };
         if (mode === 'admin') {
           if (!deps.admin.verify(readBearer(req))) {
@@ -152,7 +215,10 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
             throw new RpcError(service.errors.unauthorized, 'admin token required: Authorization: Bearer <token>');
           }
         } else if (mode !== 'none') {
-          const outcome = await deps.auth.authenticate(readAccessKey(req, false));
+          if (!outcome) {
+            const key = readAccessKey(req, false);
+            outcome = deps.auth.authenticateCached(key) ?? (await deps.auth.authenticate(key));
+          }
           if (outcome.kind === 'invalid') throw new RpcError(service.errors.unauthorized, 'invalid access key');
           if (outcome.kind === 'none' && mode === 'required') {
             throw new RpcError(service.errors.unauthorized, 'access key required: send it in the X-Access-Key header');
@@ -169,6 +235,11 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
           throw new RpcError(missing ? service.errors.requiredArgument : service.errors.invalidArgument, text);
         }
         const out = await def.handler(parsed.data, ctx);
+        if (cacheKey !== undefined && out instanceof ReusableJson) {
+          const bytes = Buffer.from(out.text, 'utf8');
+          cache!.set(cacheKey, { body: bytes, until: out.until, isCurrent: out.isCurrent, tokens: out.tokens }, Date.now());
+          return sendJsonBytes(reply, bytes);
+        }
         return reply.code(200).type('application/json').send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
       } catch (err) {
         if (err instanceof RpcError) {

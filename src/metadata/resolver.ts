@@ -36,6 +36,14 @@ export interface GetTokensResult {
   pending: boolean;
   /** The same tokens as objects (parsed on demand). */
   readonly tokens: TokenMetadataWire[];
+  /**
+   * Until when (epoch ms) this very answer may be given again without asking: no later than the
+   * hot cache would keep any of its records, nor than any of them turns stale. 0 when some token
+   * is not AVAILABLE or still resolving, since the next request must look again.
+   */
+  reusableUntil: number;
+  /** False once a token of the contract has been re-resolved in this process since the answer was read. */
+  isCurrent(): boolean;
 }
 
 const ONE_DAY_MS = 86_400_000;
@@ -60,6 +68,13 @@ export class TokenMetadataService {
   /** A settled record's serialised view, built once per record while the hot cache holds it. */
   private readonly serialised = new WeakMap<TokenRecord, string>();
   private readonly hot: LruCache<TokenRecord>;
+  /**
+   * Per contract, a stamp replaced whenever one of its tokens is re-resolved here, so an answer
+   * assembled earlier can tell it is outdated. Values come from one counter and are never reused:
+   * a stamp dropped to bound the map reads as "changed", never as "unchanged".
+   */
+  private readonly stamps = new Map<string, number>();
+  private stampSeq = 0;
   private readonly kinds = new Map<string, Promise<ContractKindState>>();
   private readonly limiter: Limiter;
 
@@ -72,19 +87,52 @@ export class TokenMetadataService {
     return `${chainId}:${contract}:${id}`;
   }
 
+  private stampOf(scope: string): number {
+    let st = this.stamps.get(scope);
+    if (st === undefined) {
+      st = ++this.stampSeq;
+      this.stamps.set(scope, st);
+      this.trimStamps();
+    }
+    return st;
+  }
+
+  private restamp(scope: string): void {
+    this.stamps.delete(scope);
+    this.stamps.set(scope, ++this.stampSeq);
+    this.trimStamps();
+  }
+
+  /** Built outside getTokens so that a cached answer's check holds on to nothing of the request. */
+  private currentCheck(scope: string, stamp: number): () => boolean {
+    return () => this.stamps.get(scope) === stamp;
+  }
+
+  private trimStamps(): void {
+    const max = Math.max(1024, this.d.config.metadata.hotCacheSize);
+    while (this.stamps.size > max) this.stamps.delete(this.stamps.keys().next().value!);
+  }
+
   /** Tokens in request order (duplicates included), waiting at most `waitMs` for unknown ones. */
   async getTokens(chain: ChainClient, contract: Address, ids: string[], opts: { waitMs?: number } = {}): Promise<GetTokensResult> {
     const cfg = this.d.config.metadata;
     const now = Date.now();
+    // Taken before any record is read: a re-resolution that lands while this call runs makes the answer not current.
+    const scope = `${chain.chainId}:${contract}`;
+    const stamp = this.stampOf(scope);
+    const prefix = `${scope}:`;
+    const hotTtl = cfg.hotCacheSize > 0 ? cfg.hotCacheTtlMs : 0;
+    let reusableUntil = hotTtl > 0 ? now + hotTtl : 0;
     const unique = [...new Set(ids)];
     const records = new Map<string, TokenRecord>();
     const fromStore: string[] = [];
     // Counted here and added to the metrics once per request: a labelled inc per token costs more than the lookup.
     const counts = { hot: 0, store: 0, stale: 0, miss: 0 };
     for (const id of unique) {
-      const h = this.hot.get(this.key(chain.chainId, contract, id));
+      const h = this.hot.getEntry(prefix + id, now);
       if (h) {
-        records.set(id, h);
+        records.set(id, h.v);
+        if (h.until < reusableUntil) reusableUntil = h.until;
         counts.hot++;
       } else fromStore.push(id);
     }
@@ -92,7 +140,7 @@ export class TokenMetadataService {
     if (fromStore.length) {
       for (const [id, rec] of await this.d.store.get(chain.chainId, contract, fromStore)) {
         records.set(id, rec);
-        this.hot.set(this.key(chain.chainId, contract, id), rec);
+        this.hot.set(prefix + id, rec, now);
       }
     }
 
@@ -106,11 +154,13 @@ export class TokenMetadataService {
         counts.miss++;
       } else if (r.metadata) {
         if (loadedFromStore.has(id)) counts.store++;
-        const stale = !r.lastFetched || now - r.lastFetched.getTime() > cfg.staleAfterSec * 1000;
-        if (stale && due) {
+        const staleAt = r.lastFetched ? r.lastFetched.getTime() + cfg.staleAfterSec * 1000 : 0;
+        if (now > staleAt && due) {
           refreshing.add(id);
           counts.stale++;
         }
+        // Given again after it turns stale, the answer would skip the re-read that staleness starts.
+        if (staleAt < reusableUntil) reusableUntil = staleAt;
       } else if (due) {
         toResolve.push(id);
       }
@@ -140,8 +190,13 @@ export class TokenMetadataService {
           this.serialised.set(rec, text);
         }
         json.push(text);
-        statuses.push(rec.metadata ? 'AVAILABLE' : 'NOT_AVAILABLE');
+        if (rec.metadata) statuses.push('AVAILABLE');
+        else {
+          statuses.push('NOT_AVAILABLE');
+          reusableUntil = 0;
+        }
       } else {
+        reusableUntil = 0;
         const status: ResourceStatus = rec?.metadata ? 'REFRESHING' : 'NOT_AVAILABLE';
         json.push(JSON.stringify(toWire(chain.chainId, contract, id, rec, status, queuedAt)));
         statuses.push(status);
@@ -154,6 +209,8 @@ export class TokenMetadataService {
       get tokens() {
         return json.map((j) => JSON.parse(j) as TokenMetadataWire);
       },
+      reusableUntil: reusableUntil > now ? reusableUntil : 0,
+      isCurrent: this.currentCheck(scope, stamp),
     };
   }
 
@@ -263,6 +320,7 @@ export class TokenMetadataService {
 
     const saved = await this.d.store.save(chain.chainId, contract, results);
     for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
+    this.restamp(`${chain.chainId}:${contract}`);
     return saved;
   }
 }

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap } from '../errors.ts';
 import { RpcError, MetadataErrors } from '../errors.ts';
-import { RawJson, method, type ServiceDef } from '../webrpc.ts';
+import { tokenResponseCache } from '../response-cache.ts';
+import { RawJson, ReusableJson, method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
@@ -26,6 +27,11 @@ const GetTokenMetadataBatchArgs = z.object({
     .refine((m) => Object.keys(m).length <= LIMITS.batchContracts, `at most ${LIMITS.batchContracts} contracts per batch`),
 });
 
+/** Made here, not in the handler, so a cached answer's check keeps nothing else of the request alive. */
+function allCurrent(checks: Array<() => boolean>): () => boolean {
+  return () => checks.every((c) => c());
+}
+
 export function metadataService(s: Services): ServiceDef {
   const E = metadataErrorMap;
   return {
@@ -33,6 +39,7 @@ export function metadataService(s: Services): ServiceDef {
     schema: METADATA_SCHEMA,
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
+    responseCache: tokenResponseCache(s),
     methods: {
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
       Version: method({
@@ -43,10 +50,12 @@ export function metadataService(s: Services): ServiceDef {
 
       GetTokenMetadata: method({
         input: GetTokenMetadataArgs,
+        reusable: true,
         handler: async (a) => {
           const chain = chainFor(s, a.chainID, E);
-          const { json } = await s.tokens.getTokens(chain, a.contractAddress, a.tokenIDs);
-          return new RawJson(`{"tokenMetadata":[${json.join(',')}]}`);
+          const r = await s.tokens.getTokens(chain, a.contractAddress, a.tokenIDs);
+          const text = `{"tokenMetadata":[${r.json.join(',')}]}`;
+          return r.reusableUntil ? new ReusableJson(text, r.reusableUntil, r.isCurrent, r.json.length) : new RawJson(text);
         },
       }),
 
@@ -55,6 +64,7 @@ export function metadataService(s: Services): ServiceDef {
 
       GetTokenMetadataBatch: method({
         input: GetTokenMetadataBatchArgs,
+        reusable: true,
         handler: async (a) => {
           const chain = chainFor(s, a.chainID, E);
           const entries = Object.entries(a.contractTokenMap).map(([addr, ids]) => {
@@ -68,7 +78,12 @@ export function metadataService(s: Services): ServiceDef {
           const byContract = new Map<string, string[]>();
           entries.forEach(([addr], i) => byContract.set(addr, [...(byContract.get(addr) ?? []), ...results[i].json]));
           const body = [...byContract].map(([addr, parts]) => `${JSON.stringify(addr)}:[${parts.join(',')}]`).join(',');
-          return new RawJson(`{"contractTokenMetadata":{${body}}}`);
+          const text = `{"contractTokenMetadata":{${body}}}`;
+          // Reusable only while every contract's part is.
+          const until = results.reduce((u, r) => Math.min(u, r.reusableUntil), results.length ? Infinity : 0);
+          if (!until || until === Infinity) return new RawJson(text);
+          const tokens = results.reduce((n, r) => n + r.json.length, 0);
+          return new ReusableJson(text, until, allCurrent(results.map((r) => r.isCurrent)), tokens);
         },
       }),
     },
