@@ -40,6 +40,12 @@ export class NetworkRegistry {
     return { ok: false, reason: 'unknown', message: `unknown chain "${raw}"` };
   }
 
+  /** A configured chain's id, else a well-known network's (e.g. for rules kept for chains not served yet). */
+  chainIdOf(input: string): number | undefined {
+    const found = this.lookup(input);
+    return found.ok ? found.chain.chainId : lookupKnownNetwork(String(input).trim())?.chainId;
+  }
+
   list(): readonly ChainRef[] {
     return this.chains;
   }

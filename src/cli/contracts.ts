@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Address } from 'viem';
 import { NetworkRegistry } from '../chain/registry.ts';
-import { lookupKnownNetwork } from '../chain/networks.ts';
 import { OverrideLayer } from '../metadata/contract-merge.ts';
 import { contractStore } from '../metadata/contract-store.ts';
 import { TokenListSchema, importTokenList } from '../metadata/token-list.ts';
@@ -76,8 +75,7 @@ export async function runContracts(argv: string[]) {
   const chainName = values.chain;
   const address = values.address.toLowerCase() as Address;
   await withDb(values, async (db, config) => {
-    const found = new NetworkRegistry(config.chains).lookup(chainName);
-    const chainId = found.ok ? found.chain.chainId : lookupKnownNetwork(chainName)?.chainId;
+    const chainId = new NetworkRegistry(config.chains).chainIdOf(chainName);
     if (chainId === undefined) throw new UsageError(`unknown chain "${chainName}"`);
     let override: OverrideLayer | null = null;
     if (!values.clear) {

@@ -1,5 +1,4 @@
 import type { Address } from 'viem';
-import { lookupKnownNetwork } from '../chain/networks.ts';
 import { NetworkRegistry } from '../chain/registry.ts';
 import { SponsorConflict, SponsorKind, sponsorRepo } from '../relayer/sponsors.ts';
 import { createServices } from '../services.ts';
@@ -46,11 +45,9 @@ export async function runSponsors(argv: string[]) {
     const sponsors = sponsorRepo(db);
     const chainId = (input: string | undefined) => {
       if (!input) return null;
-      const found = new NetworkRegistry(config.chains).lookup(input);
-      if (found.ok) return found.chain.chainId;
-      const known = lookupKnownNetwork(input);
-      if (known) return known.chainId;
-      throw new UsageError(found.message);
+      const id = new NetworkRegistry(config.chains).chainIdOf(input);
+      if (id === undefined) throw new UsageError(`unknown chain "${input}"`);
+      return id;
     };
     const id = () => {
       const n = Number(idText);

@@ -9,7 +9,7 @@ import { readNonces } from './nonces.ts';
 import { outcomeOf, type RawReceipt } from './receipts.ts';
 import { classifySendError, errorText } from './rpc-errors.ts';
 import type { ChainRelayer } from './service.ts';
-import { probeTokens } from './fees.ts';
+import { probeTokens, tokenKey } from './fees.ts';
 import { simulateExact, type NonceOverride } from './simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from './store.ts';
 
@@ -115,21 +115,17 @@ export class Dispatcher {
     const before = new Set(this.held.map((h) => h.address));
     this.held = r.rows.map((x) => ({ address: x.address as Address, account: this.accounts.get(x.address as Address)! }));
     // A sender newly taken over starts from what the chain says, never below it.
-    for (const x of r.rows) if (!before.has(x.address as Address) || x.next_nonce == null) await this.resync(x.address as Address);
+    for (const x of r.rows) if (!before.has(x.address as Address) || x.next_nonce == null) await this.ledgerFromChain(x.address as Address, 'resync');
   }
 
-  private async resync(address: Address) {
+  /**
+   * Sets a sender's ledger from the chain's pending count: never below the ledger when taking a sender
+   * over (`resync`), exactly to it after a refused broadcast (`rewind`: nothing later was signed this tick).
+   */
+  private async ledgerFromChain(address: Address, mode: 'resync' | 'rewind') {
     const pending = await this.client.getTransactionCount({ address, blockTag: 'pending' });
-    await this.deps.db.query(
-      `UPDATE relay_senders SET next_nonce = GREATEST(COALESCE(next_nonce, 0), $3), updated_at = now() WHERE chain_id = $1 AND address = $2`,
-      [this.chainId, address, pending],
-    );
-  }
-
-  /** After a refused broadcast the ledger goes back to the chain's count; nothing later was signed this tick. */
-  private async rewind(address: Address) {
-    const pending = await this.client.getTransactionCount({ address, blockTag: 'pending' });
-    await this.deps.db.query(`UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2`, [this.chainId, address, pending]);
+    const value = mode === 'resync' ? 'GREATEST(COALESCE(next_nonce, 0), $3)' : '$3';
+    await this.deps.db.query(`UPDATE relay_senders SET next_nonce = ${value}, updated_at = now() WHERE chain_id = $1 AND address = $2`, [this.chainId, address, pending]);
   }
 
   private async drop(row: MetaTxnRow, reason: string) {
@@ -217,7 +213,7 @@ export class Dispatcher {
       return true;
     }
     if (row.fee_token) {
-      const i = r.feeTokens.findIndex((t) => (t.address ? t.address.toLowerCase() : 'native') === row.fee_token);
+      const i = r.feeTokens.findIndex((t) => tokenKey(t) === row.fee_token);
       if (i < 0 || (sim.paid[i] ?? 0n) < BigInt(row.fee_value ?? '0')) {
         await this.drop(row, 'the bundle no longer pays the fee it was accepted with');
         return true;
@@ -295,7 +291,7 @@ export class Dispatcher {
         });
       }
     });
-    await this.rewind(sender);
+    await this.ledgerFromChain(sender, 'rewind');
     this.deps.events.emit(this.chainId, row.id);
   }
 

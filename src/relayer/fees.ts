@@ -34,11 +34,11 @@ export function weiToToken(wei: bigint, token: FeeTokenConfig, price: Fraction):
   return ceilDiv(wei * 10n ** BigInt(token.decimals) * price.den, price.num * 10n ** 18n);
 }
 
-/** gas × price × markup, rounded up; markup is applied in millionths. */
-export function gasCost(gas: bigint, gasPrice: bigint, markup: number): bigint {
-  const m = BigInt(Math.round(markup * 1_000_000));
-  return ceilDiv(gas * gasPrice * m, 1_000_000n);
-}
+/** v × factor, rounded up; the factor is applied in millionths. */
+export const ceilMul = (v: bigint, factor: number) => ceilDiv(v * BigInt(Math.round(factor * 1_000_000)), 1_000_000n);
+
+/** gas × price × markup, rounded up. */
+export const gasCost = (gas: bigint, gasPrice: bigint, markup: number): bigint => ceilMul(gas * gasPrice, markup);
 
 /** The key a token goes by in quotes and fee records: its lower-case address, or "native". */
 export const tokenKey = (t: Pick<FeeTokenConfig, 'address'>) => (t.address ? t.address.toLowerCase() : 'native');

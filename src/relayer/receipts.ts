@@ -33,6 +33,11 @@ export interface Outcome {
   bundles: BundleOutcome[];
 }
 
+/** A bundle's status from its wallet events: all ran, some failed, or all failed. */
+function statusOf(executed: number, failed: number): Outcome['status'] {
+  return failed === 0 ? 'SUCCEEDED' : executed === 0 ? 'FAILED' : 'PARTIALLY_FAILED';
+}
+
 /** What a mined transaction did to each of a meta-transaction's bundles, read from the wallets' events. */
 export function outcomeOf(receipt: RawReceipt, metaId: string, bundles: Pick<BundleRow, 'bundle_id' | 'wallet'>[]): Outcome {
   const ids = new Map<string, BundleOutcome>();
@@ -66,8 +71,7 @@ export function outcomeOf(receipt: RawReceipt, metaId: string, bundles: Pick<Bun
   if (failed === 0 && executed === 0 && counted.every((o) => o.logs.length === 0)) {
     return { status: 'FAILED', reason: 'no wallet executed the bundle (no TxExecuted event)', bundles: inner };
   }
-  if (failed === 0) return { status: 'SUCCEEDED', reason: null, bundles: inner };
-  return { status: executed === 0 ? 'FAILED' : 'PARTIALLY_FAILED', reason, bundles: inner };
+  return { status: statusOf(executed, failed), reason, bundles: inner };
 }
 
 const logWire = (l: RawLog) => ({ address: l.address, topics: l.topics, data: l.data });
@@ -76,7 +80,6 @@ const logWire = (l: RawLog) => ({ address: l.address, topics: l.topics, data: l.
 export function receiptWire(row: MetaTxnRow, bundles: BundleRow[]) {
   const mined = row.receipt ? (JSON.parse(row.receipt) as RawReceipt) : null;
   const nested = mined ? outcomeOf(mined, row.id, bundles).bundles : [];
-  const bundleStatus = (b: BundleOutcome) => (b.failed === 0 ? 'SUCCEEDED' : b.executed === 0 ? 'FAILED' : 'PARTIALLY_FAILED');
   return {
     id: row.id,
     status: row.status,
@@ -85,7 +88,7 @@ export function receiptWire(row: MetaTxnRow, bundles: BundleRow[]) {
     logs: mined ? mined.logs.map(logWire) : [],
     receipts: nested.map((b, i) => ({
       id: b.id,
-      status: mined?.status === '0x0' ? 'FAILED' : bundleStatus(b),
+      status: mined?.status === '0x0' ? 'FAILED' : statusOf(b.executed, b.failed),
       revertReason: b.reason,
       index: i,
       logs: b.logs.map(logWire),

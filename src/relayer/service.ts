@@ -7,7 +7,7 @@ import { readNonces } from './nonces.ts';
 import { BundleError, bareId, decodeCall, joinNonce, type DecodedCall } from './bundle.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
-import { fixedPrices, gasCost, probeTokens, tokenKey, weiToToken, type FeeTokenConfig, type PriceSource } from './fees.ts';
+import { ceilMul, fixedPrices, gasCost, probeTokens, tokenKey, weiToToken, type FeeTokenConfig, type PriceSource } from './fees.ts';
 import { signQuote, verifyQuote } from './quote.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './simulate.ts';
 import { bundleKey, coverage, type SponsorRepo } from './sponsors.ts';
@@ -38,8 +38,6 @@ export interface SendResult {
   created: boolean;
   row: MetaTxnRow;
 }
-
-const ceilMul = (v: bigint, factor: number) => (v * BigInt(Math.round(factor * 1_000_000)) + 999_999n) / 1_000_000n;
 
 /** One relayer per configured network: intake, fees and sponsorship. Sending is the dispatcher's job. */
 export class ChainRelayer {
@@ -100,6 +98,17 @@ export class ChainRelayer {
     return coverage(call, rules);
   }
 
+  /** Per wallet bundle: does the wallet have code, or does this call deploy it? */
+  private async walletsExist(call: DecodedCall): Promise<boolean[]> {
+    return Promise.all(
+      call.bundles.map(async (b) => {
+        if (call.deploys.includes(b.wallet)) return true;
+        const code = await this.client.getCode({ address: b.wallet });
+        return !!code && code !== '0x';
+      }),
+    );
+  }
+
   /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
   async nextNonce(wallet: Address, space: bigint): Promise<bigint> {
     const [onChain] = await readNonces(this.client, [{ wallet, space }]);
@@ -120,8 +129,7 @@ export class ChainRelayer {
       if (failed >= 0) throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${call.bundles[i].wallet} reverts: ${results[failed].reason}`);
     });
     // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
-    const codes = await Promise.all(call.bundles.map((b) => (call.deploys.includes(b.wallet) ? '0x01' : this.client.getCode({ address: b.wallet }))));
-    const undeployed = codes.filter((c) => !c || c === '0x').length;
+    const undeployed = (await this.walletsExist(call)).filter((exists) => !exists).length;
     let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE;
     sims.forEach((results, i) => {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
@@ -167,8 +175,8 @@ export class ChainRelayer {
       .filter((b) => b.nonce > 0n && !deployed.has(b.wallet))
       .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
     const gasCap = BigInt(this.deps.config.maxGasLimit);
-    const [codes, chainNonces, sim, gasPrice] = await Promise.all([
-      Promise.all(call.bundles.map((b) => (deployed.has(b.wallet) ? '0x01' : this.client.getCode({ address: b.wallet })))),
+    const [exists, chainNonces, sim, gasPrice] = await Promise.all([
+      this.walletsExist(call),
       readNonces(this.client, probes),
       simulateExact(this.client, {
         sender: this.senders[0],
@@ -182,7 +190,7 @@ export class ChainRelayer {
       this.client.getGasPrice(),
     ]);
     // A call to an address without code "succeeds" doing nothing: never relay (or pay for) that.
-    const missing = call.bundles.find((_, i) => !codes[i] || codes[i] === '0x');
+    const missing = call.bundles.find((_, i) => !exists[i]);
     if (missing) throw new RelayError('simulationFailed', `wallet ${missing.wallet} is not deployed and this call does not deploy it (send it through the guest module with a factory deploy)`);
     call.bundles.forEach((b, i) => {
       if (b.nonce < chainNonces[i]) {

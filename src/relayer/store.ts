@@ -93,6 +93,16 @@ export function metaTxnRepo(db: Db) {
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
   };
 
+  /** The live meta-transaction holding a wallet's nonce, if any. */
+  const holderIn = async (q: Queryable, chainId: number, wallet: string, space: string, nonce: string): Promise<MetaTxnRow | undefined> => {
+    const r = await q.query<Record<string, unknown>>(
+      `SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+       WHERE b.chain_id = $1 AND b.wallet = $2 AND b.nonce_space = $3 AND b.nonce = $4 AND m.status = ANY($5) LIMIT 1`,
+      [chainId, wallet, space, nonce, LIVE_STATUSES],
+    );
+    return r.rows[0] ? normalise(r.rows[0]) : undefined;
+  };
+
   return {
     /** By its own id or the id of any wallet bundle inside it. */
     find: (chainId: number, id: string) => findIn(db, chainId, id),
@@ -119,12 +129,8 @@ export function metaTxnRepo(db: Db) {
           if (existing && existing.status !== 'DROPPED') return { row: existing, created: false };
         }
         for (const b of m.bundles) {
-          const r = await tx.query<{ meta_txn_id: string }>(
-            `SELECT b.meta_txn_id FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-             WHERE b.chain_id = $1 AND b.wallet = $2 AND b.nonce_space = $3 AND b.nonce = $4 AND m.status = ANY($5) LIMIT 1`,
-            [m.chainId, b.wallet, b.space.toString(), b.nonce.toString(), LIVE_STATUSES],
-          );
-          if (r.rows[0]) throw new NonceTaken(b.wallet, b.space, b.nonce, r.rows[0].meta_txn_id);
+          const holder = await holderIn(tx, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
+          if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
         }
         // A DROPPED meta-transaction sent again starts over under the same id.
         await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
@@ -158,14 +164,7 @@ export function metaTxnRepo(db: Db) {
     },
 
     /** The live meta-transaction holding a wallet's nonce, if any (the predecessor a bundle waits for). */
-    async holderOf(chainId: number, wallet: string, space: string, nonce: string): Promise<MetaTxnRow | undefined> {
-      const r = await db.query<Record<string, unknown>>(
-        `SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-         WHERE b.chain_id = $1 AND b.wallet = $2 AND b.nonce_space = $3 AND b.nonce = $4 AND m.status = ANY($5) LIMIT 1`,
-        [chainId, wallet, space, nonce, LIVE_STATUSES],
-      );
-      return r.rows[0] ? normalise(r.rows[0]) : undefined;
-    },
+    holderOf: (chainId: number, wallet: string, space: string, nonce: string) => holderIn(db, chainId, wallet, space, nonce),
 
     async queued(chainId: number, limit: number): Promise<MetaTxnRow[]> {
       const r = await db.query<Record<string, unknown>>(

@@ -2,7 +2,6 @@ import type { Address } from 'viem';
 import { z } from 'zod';
 import type { ChainClient } from '../../chain/client.ts';
 import { parseTokenId } from '../../metadata/token-id.ts';
-import { lookupKnownNetwork } from '../../chain/networks.ts';
 import type { Services } from '../../services.ts';
 import { RpcError, type ServiceErrorMap } from '../errors.ts';
 
@@ -40,11 +39,10 @@ export function chainFor(s: Services, chainID: string, errors: ServiceErrorMap):
 /** Chain ids for a search filter: configured chains, or well-known ones the directory may hold. */
 export function chainIdsFor(s: Services, inputs: string[], errors: ServiceErrorMap): number[] {
   return inputs.map((input) => {
+    const id = s.networks.chainIdOf(input);
+    if (id !== undefined) return id;
     const found = s.networks.lookup(input);
-    if (found.ok) return found.chain.chainId;
-    const known = lookupKnownNetwork(input);
-    if (known) return known.chainId;
-    throw new RpcError(errors.chainNotFound, found.message);
+    throw new RpcError(errors.chainNotFound, found.ok ? `chain "${input}"` : found.message);
   });
 }
 

@@ -43,6 +43,13 @@ const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSiz
 
 const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
 
+/** A requested page: its number, its size, and the row offset it starts at. */
+function paging(p: { page?: number; pageSize?: number } | undefined, defaultSize: number) {
+  const page = p?.page ?? 0;
+  const pageSize = p?.pageSize ?? defaultSize;
+  return { page, pageSize, offset: page * pageSize };
+}
+
 const txsParam = parseAbiParameters(`${TRANSACTION_TUPLE}[]`);
 
 /** The relayer of the network in the path (`/relayer/<name or id>/rpc/Relayer/...`). */
@@ -118,7 +125,6 @@ export function relayerService(s: Services): ServiceDef {
   };
   const receiptOf = async (r: ChainRelayer, row: MetaTxnRow) => receiptWire(row, await s.metaTxns.bundlesOf(r.chainId, row.id));
 
-  const sponsorChain = (r: ChainRelayer) => r.chainId;
   const requireProject = async (projectId: number) => {
     if (!(await s.projects.getById(projectId))) throw new RpcError(RelayerErrors.ProjectNotFound, `no project ${projectId}`);
   };
@@ -259,9 +265,8 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           ownProject(ctx, a.projectId);
           const r = relayerFor(s, ctx);
-          const page = a.page?.page ?? 0;
-          const pageSize = a.page?.pageSize ?? 20;
-          const rows = await s.metaTxns.byProject(a.projectId, r.chainId, page * pageSize, pageSize + 1);
+          const { page, pageSize, offset } = paging(a.page, 20);
+          const rows = await s.metaTxns.byProject(a.projectId, r.chainId, offset, pageSize + 1);
           const logs = await Promise.all(rows.slice(0, pageSize).map(async (row) => {
             const b = (await s.metaTxns.bundlesOf(r.chainId, row.id))[0];
             return metaTxnLog(row, b ? (BigInt(b.nonce_space) << 96n | BigInt(b.nonce)).toString() : undefined);
@@ -274,10 +279,9 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
           const r = relayerFor(s, ctx);
-          const page = a.page?.page ?? 0;
-          const pageSize = a.page?.pageSize ?? 20;
+          const { page, pageSize, offset } = paging(a.page, 20);
           const statuses = a.filter?.pending ? ['SENT'] : a.filter?.failed ? ['FAILED', 'PARTIALLY_FAILED', 'DROPPED'] : ['SENT', 'SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED'];
-          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, page * pageSize, pageSize + 1, statuses);
+          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, offset, pageSize + 1, statuses);
           return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: rows.slice(0, pageSize).map((x) => legacyTxn(x)) };
         },
       }),
@@ -286,9 +290,8 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
           const r = relayerFor(s, ctx);
-          const page = a.page?.page ?? 0;
-          const pageSize = a.page?.pageSize ?? 20;
-          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, page * pageSize, pageSize + 1, ['QUEUED', 'SENT']);
+          const { page, pageSize, offset } = paging(a.page, 20);
+          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, offset, pageSize + 1, ['QUEUED', 'SENT']);
           return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: rows.slice(0, pageSize).map((x) => legacyTxn(x)) };
         },
       }),
@@ -297,9 +300,8 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ projectId: ProjectId, page: RelayerPage }).loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
-          const page = a.page?.page ?? 0;
-          const pageSize = a.page?.pageSize ?? 50;
-          const rows = await s.sponsors.list(a.projectId, sponsorChain(r), page * pageSize, pageSize + 1);
+          const { page, pageSize, offset } = paging(a.page, 50);
+          const rows = await s.sponsors.list(a.projectId, r.chainId, offset, pageSize + 1);
           return { page: pageWire(page, pageSize, rows.length > pageSize), gasSponsors: rows.slice(0, pageSize).map(sponsorWire) };
         },
       }),
@@ -319,7 +321,7 @@ export function relayerService(s: Services): ServiceDef {
           const r = relayerFor(s, ctx);
           await requireProject(a.projectId);
           try {
-            const row = await s.sponsors.add({ projectId: a.projectId, chainId: sponsorChain(r), kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true });
+            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true });
             return { status: true, gasSponsor: sponsorWire(row) };
           } catch (err) {
             if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
@@ -346,9 +348,8 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ address: Addr, page: RelayerPage }).loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
-          const page = a.page?.page ?? 0;
-          const pageSize = a.page?.pageSize ?? 50;
-          const rows = await s.sponsors.byAddress(a.address, sponsorChain(r), page * pageSize, pageSize + 1);
+          const { page, pageSize, offset } = paging(a.page, 50);
+          const rows = await s.sponsors.byAddress(a.address, r.chainId, offset, pageSize + 1);
           return { page: pageWire(page, pageSize, rows.length > pageSize), gasSponsors: rows.slice(0, pageSize).map(sponsorWire) };
         },
       }),
