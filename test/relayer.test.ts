@@ -327,11 +327,17 @@ describe('relayer: sponsorship rules, each with its negative', () => {
     const refused = await attempt(u2, [approve(PAYEE, 5n)]);
     expect(refused.status).toBe(402);
     expect(refused.body.cause).toMatch(/no sponsorship covers/);
-    await sponsor(env, 'CONTRACT', env.token, projectId);
+    const contractRule = await sponsor(env, 'CONTRACT', env.token, projectId);
     expect((await attempt(u2, [approve(PAYEE, 5n)])).status).toBe(200);
-    // A switched-off rule covers nothing; the CONTRACT rule still does.
-    const off = await env.call('UpdateGasSponsor', { projectId, id: rule.id, active: false }, { authorization: `Bearer ${env.adminToken}` });
-    expect(off.body.gasSponsor.active).toBe(false);
+    // Switched-off rules cover nothing: with both off, a transfer of the token is no longer sponsored.
+    const admin = { authorization: `Bearer ${env.adminToken}` };
+    for (const id of [rule.id, contractRule.id]) {
+      const off = await env.call('UpdateGasSponsor', { projectId, id, active: false }, admin);
+      expect(off.body.gasSponsor.active).toBe(false);
+    }
+    const u3 = user();
+    await mint(u3.wallet.address, 10n);
+    expect((await attempt(u3, [transfer(PAYEE, 1n)])).status).toBe(402);
   });
 
   it('ADDRESS covers native transfers to it, not to another address, nor contract calls to it', async () => {
