@@ -30,18 +30,14 @@
 // best possible: the next block). The head is tracked by polling eth_blockNumber every 20 ms.
 //
 // Result JSON on stdout; progress on stderr.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
 import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { rpcCall, REPO_ROOT } from '../src/devchain/index.ts';
-import { FINAL_STATUSES } from '../src/relayer/store.ts';
-import globalSetup from '../test/support/global-setup.ts';
+import { rpcCall } from '../src/devchain/index.ts';
 import { TEST_DB } from '../test/support/env.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from '../test/support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type SignedBundle } from '../test/support/sequence-wallet.ts';
 import { startTokenChain } from '../test/support/token-chain.ts';
+import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
-import { percentile } from './support.ts';
 
 const WALLETS = envNumber('BENCH_WALLETS', 50);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
@@ -53,133 +49,6 @@ const WARMUP_WALLETS = 8;
 const BLOCK_TIME_S = 1;
 const MINTED = 1_000_000n;
 const RECIPIENT: Address = '0x00000000000000000000000000000000000b0b00';
-
-// ---------------------------------------------------------------------------------------------------
-// The test database outside vitest: run the suite's own global setup (PGlite template folder, or a
-// PostgreSQL template database) and hand what it provides to test/support/db.ts the way vitest does.
-
-async function provideTestDbContext(cleanup: Cleanup) {
-  // global-setup and db.ts resolve node_modules/.cache relative to the working directory.
-  process.chdir(REPO_ROOT);
-  const provided: Record<string, unknown> = {};
-  const teardown = await globalSetup({ provide: (k: string, v: unknown) => void (provided[k] = v) } as unknown as Parameters<typeof globalSetup>[0]);
-  if (teardown) cleanup.add('drop the test template database', teardown);
-  // vitest's inject() reads globalThis.__vitest_worker__.providedContext.
-  Object.defineProperty(globalThis, '__vitest_worker__', { value: { providedContext: provided }, configurable: true, writable: true, enumerable: false });
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Statistics
-
-const round3 = (x: number) => Math.round(x * 1000) / 1000;
-
-function dist(values: number[]) {
-  const s = [...values].sort((a, b) => a - b);
-  if (!s.length) return { n: 0 };
-  return {
-    n: s.length,
-    min: round3(s[0]),
-    p50: round3(percentile(s, 50)),
-    p95: round3(percentile(s, 95)),
-    p99: round3(percentile(s, 99)),
-    max: round3(s[s.length - 1]),
-    mean: round3(s.reduce((a, b) => a + b, 0) / s.length),
-  };
-}
-
-function histogram(values: number[]): Record<string, number> {
-  const h: Record<string, number> = {};
-  for (const v of [...values].sort((a, b) => a - b)) h[String(v)] = (h[String(v)] ?? 0) + 1;
-  return h;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The chain head, polled every 20 ms by a worker thread: PGlite runs on the main thread and can stall
-// its event loop for a while, which would make a main-thread poller report a stale head.
-
-const HEAD_WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const view = new Int32Array(workerData.shared);
-const seen = [];
-let busy = false;
-async function poll() {
-  if (busy) return;
-  busy = true;
-  try {
-    const res = await fetch(workerData.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' });
-    const n = Number(BigInt((await res.json()).result));
-    if (n !== Atomics.load(view, 0)) { Atomics.store(view, 0, n); seen.push({ block: n, at: Date.now() }); }
-  } catch {} finally { busy = false; }
-}
-poll();
-const timer = setInterval(poll, 20);
-parentPort.on('message', (m) => {
-  if (m === 'history') parentPort.postMessage(seen);
-  if (m === 'stop') { clearInterval(timer); parentPort.close(); }
-});
-`;
-
-class HeadWatch {
-  private readonly view = new Int32Array(new SharedArrayBuffer(4));
-  private readonly worker: Worker;
-  private seen: Array<{ block: number; at: number }> = [];
-
-  constructor(rpcUrl: string) {
-    Atomics.store(this.view, 0, -1);
-    this.worker = new Worker(HEAD_WORKER, { eval: true, workerData: { url: rpcUrl, shared: this.view.buffer } });
-  }
-
-  /** The latest head the worker has seen (no I/O). */
-  get head(): number {
-    return Atomics.load(this.view, 0);
-  }
-
-  async ready() {
-    while (this.head < 0) await new Promise((r) => setTimeout(r, 10));
-  }
-
-  /** Fetches the worker's list of when each block was first seen. */
-  async refresh() {
-    this.seen = await new Promise((resolve) => {
-      this.worker.once('message', resolve);
-      this.worker.postMessage('history');
-    });
-  }
-
-  /** The head at a wall-clock time (ms since epoch), from the last refresh(). */
-  at(t: number): number {
-    let b = this.seen[0]?.block ?? -1;
-    for (const s of this.seen) {
-      if (s.at > t) break;
-      b = s.block;
-    }
-    return b;
-  }
-
-  /** Mean time between blocks first seen in [from, to], from the last refresh(). */
-  intervalMs(from: number, to: number): number {
-    const xs = this.seen.filter((s) => s.at >= from && s.at <= to);
-    if (xs.length < 2) return NaN;
-    return Math.round((xs[xs.length - 1].at - xs[0].at) / (xs[xs.length - 1].block - xs[0].block));
-  }
-
-  async stop() {
-    this.worker.postMessage('stop');
-    await this.worker.terminate();
-  }
-}
-
-/** Event-loop delay of this process (server, dispatcher, PGlite and the client share it) while fn runs. */
-async function withLoopDelay<T>(fn: () => Promise<T>): Promise<{ value: T; eventLoopDelayMs: { p50: number; p99: number; max: number } }> {
-  const h = monitorEventLoopDelay({ resolution: 10 });
-  h.enable();
-  try {
-    const value = await fn();
-    return { value, eventLoopDelayMs: { p50: round3(h.percentile(50) / 1e6), p99: round3(h.percentile(99) / 1e6), max: round3(h.max / 1e6) } };
-  } finally {
-    h.disable();
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Sending
@@ -345,25 +214,8 @@ async function metaRows(env: RelayerEnv, ids: string[]): Promise<Map<string, Met
 }
 
 /** Waits until every id has a final status, or the deadline; the rows as they are then. */
-async function settle(env: RelayerEnv, ids: string[], label: string): Promise<{ rows: Map<string, MetaRow>; settleMs: number; timedOut: boolean }> {
-  const t0 = Date.now();
-  let lastLog = 0;
-  for (;;) {
-    const rows = await metaRows(env, ids);
-    const open = ids.filter((id) => !FINAL_STATUSES.has(rows.get(id)?.status ?? ''));
-    if (open.length === 0) return { rows, settleMs: Date.now() - t0, timedOut: false };
-    if (Date.now() - t0 > SETTLE_MS) {
-      progress(`${label}: ${open.length} of ${ids.length} still not final after ${SETTLE_MS / 1000} s`);
-      return { rows, settleMs: Date.now() - t0, timedOut: true };
-    }
-    if (Date.now() - lastLog > 5_000) {
-      lastLog = Date.now();
-      const by: Record<string, number> = {};
-      for (const id of ids) by[rows.get(id)?.status ?? 'MISSING'] = (by[rows.get(id)?.status ?? 'MISSING'] ?? 0) + 1;
-      progress(`${label}: waiting, ${JSON.stringify(by)}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function settle(env: RelayerEnv, ids: string[], label: string) {
+  return waitFinal(() => metaRows(env, ids), ids, label, SETTLE_MS);
 }
 
 interface Outcome {

@@ -2,6 +2,7 @@ import { NetworkRegistry } from './chain/registry.ts';
 import { createChainClient, type ChainClient } from './chain/client.ts';
 import type { AppConfig } from './config/schema.ts';
 import { Authenticator } from './http/auth.ts';
+import { RateLimiter } from './http/rate-limit.ts';
 import { openDb, type Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
 import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
@@ -23,6 +24,7 @@ import { Dispatcher } from './relayer/dispatcher.ts';
 import { RelayEvents } from './relayer/events.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/sponsors.ts';
+import { spendCaps, type SpendCaps } from './relayer/spend-caps.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -35,6 +37,7 @@ export interface Services {
   projects: ProjectRepo;
   accessKeys: AccessKeyRepo;
   auth: Authenticator;
+  rateLimiter: RateLimiter;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
   contracts: ContractInfoService;
@@ -49,6 +52,7 @@ export interface Services {
   relayEvents: RelayEvents;
   metaTxns: MetaTxnRepo;
   sponsors: SponsorRepo;
+  spendCaps: SpendCaps;
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -117,6 +121,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const relayEvents = new RelayEvents();
   const metaTxns = metaTxnRepo(db);
   const sponsors = sponsorRepo(db);
+  const caps = spendCaps(db);
   const relayers = new Map<number, ChainRelayer>();
   const dispatchers: Dispatcher[] = [];
   const relayed = config.chains.filter((c) => c.relayer);
@@ -133,10 +138,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       quoteSecret: quoteSecret!,
       metaTxns,
       sponsors,
+      spendCaps: caps,
       log,
       onQueued: () => dispatcher.nudge(),
     });
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, events: relayEvents, log });
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, events: relayEvents, log, metrics });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
@@ -153,6 +159,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     projects: projectRepo(db),
     accessKeys,
     auth,
+    rateLimiter: new RateLimiter(db, config.auth.rateLimit),
     fetcher,
     tokens,
     contracts,
@@ -166,6 +173,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     relayEvents,
     metaTxns,
     sponsors,
+    spendCaps: caps,
     startDispatchers() {
       dispatching = true;
       for (const d of dispatchers) d.start();

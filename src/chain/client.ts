@@ -18,12 +18,12 @@ function methodsOf(body: unknown): string[] {
 }
 
 export function createChainClient(
-  chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'>,
+  chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'> & { rpcTimeoutMs?: number },
   opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number } = {},
 ): ChainClient {
   const transports = chain.rpcUrls.map((url) =>
     http(url, {
-      timeout: opts.timeoutMs ?? 10_000,
+      timeout: opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000,
       retryCount: 1,
       // Requests issued in the same tick share one HTTP round trip.
       batch: chain.rpcBatchSize > 1 ? { batchSize: chain.rpcBatchSize, wait: 0 } : false,

@@ -25,7 +25,14 @@ export const RelayerChainConfigSchema = z.object({
     .object({ factory: Address, mainModule: Address, mainModuleUpgradable: Address, guestModule: Address, utils: Address })
     .optional(),
   /** Keys of the EOAs that sign and pay for relayed transactions. Keep them secret. */
-  senderKeys: z.array(PrivateKey).min(1, 'a relayer needs at least one sender key'),
+  senderKeys: z.array(PrivateKey).default([]),
+  /** Or derive senders from a BIP-39 mnemonic (m/44'/60'/0'/0/i, i < senderCount), after senderKeys. */
+  senderMnemonic: z.string().min(1).optional(),
+  senderCount: z.number().int().min(1).max(256).default(1),
+  /** A sender whose balance (in ether) falls below this takes no new work until topped up. */
+  minSenderBalance: Decimal.default('0'),
+  /** Signed transactions a sender may have in flight (not yet mined) at once. */
+  maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
   /** Where fees are paid to (default: the first sender). */
   paymentAddress: Address.optional(),
   /** No fee required (FeeTokens says isFeeRequired=false); every valid bundle is relayed. */
@@ -44,7 +51,19 @@ export const RelayerChainConfigSchema = z.object({
   pollMs: z.number().int().positive().default(500),
   /** A queued meta-transaction that cannot be sent for this long is DROPPED (e.g. a nonce gap never filled). */
   queueTimeoutSec: z.number().int().positive().default(3_600),
-});
+  /** A transaction not included within this many blocks is replaced at the same nonce with higher fees. */
+  resubmitAfterBlocks: z.number().int().min(1).default(3),
+  /** How much a replacement raises both fees over the last broadcast; nodes refuse less than 10. */
+  replacementBumpPercent: z.number().int().min(10).max(1000).default(10),
+  /** No transaction is signed with a max fee per gas above this (gwei); a replacement that would need more waits. */
+  feeCapGwei: z.number().positive().default(500),
+  /** The lowest priority fee offered (gwei), whatever recent blocks paid. */
+  minPriorityFeeGwei: z.number().min(0).default(0.001),
+  /** Blocks a mined transaction is watched for reorgs; its meta-transaction is final after this many. */
+  confirmations: z.number().int().min(1).max(256).default(3),
+  /** Pack up to this many ready meta-transactions of different wallets into one guest-module transaction (1 = off). */
+  batchSize: z.number().int().min(1).max(64).default(1),
+}).refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] });
 
 
 export const ChainConfigSchema = z.object({
@@ -56,6 +75,8 @@ export const ChainConfigSchema = z.object({
   rpcUrls: z.array(httpUrl).min(1, 'needs at least one RPC URL'),
   /** JSON-RPC requests issued together are sent as one HTTP batch of at most this many (1 = no batching). */
   rpcBatchSize: z.number().int().min(1).max(1000).default(200),
+  /** A JSON-RPC call not answered within this long fails over to the next URL (a broadcast is then looked up, never re-signed). */
+  rpcTimeoutMs: z.number().int().positive().default(10_000),
   /** Follow this chain's blocks and refresh metadata on ERC-4906 / ERC-1155 URI events and new mints. */
   watch: z.boolean().default(true),
   /** First block the watcher reads when it has no cursor yet (default: the head at first start). */
@@ -83,6 +104,16 @@ export const AppConfigSchema = z
         publicMethods: z.array(z.string()).default(['Ping', 'Version']),
         /** How long a key lookup is cached per process; a revocation elsewhere takes effect within this. */
         keyCacheMs: z.number().int().min(0).default(30_000),
+        /**
+         * Default token bucket of every access key (a key's own setting wins). No ratePerSec: keys
+         * without their own limit are not limited, and cost no database write per request.
+         */
+        rateLimit: z
+          .object({
+            ratePerSec: z.number().positive().optional(),
+            burst: z.number().int().min(1).optional(),
+          })
+          .prefault({}),
       })
       .prefault({}),
     metadata: z
@@ -152,6 +183,16 @@ export const AppConfigSchema = z
         quoteSecret: z.string().min(32, 'the quote secret must be at least 32 characters').optional(),
         /** Run the dispatcher (signing, sending, receipts) inside `serve`/`dev`; `metarelay relayer` runs it alone. */
         inProcessDispatcher: z.boolean().default(true),
+      })
+      .prefault({}),
+    console: z
+      .object({
+        /** Serve the console page at /console and its API at /rpc/Console/. */
+        enabled: z.boolean().default(true),
+        /** How long a console sign-in lasts. */
+        sessionTtlSec: z.number().int().min(60).default(43_200),
+        /** Mark the session cookie Secure (set it when the console is served over HTTPS). */
+        secureCookie: z.boolean().default(false),
       })
       .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

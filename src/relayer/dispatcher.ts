@@ -1,63 +1,104 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
-import { keccak256, type Address, type Hex } from 'viem';
-import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import type { Address, Hex } from 'viem';
 import type { Db, Queryable } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { broadcast, insertAttempt, sign, type BroadcastResult } from './attempts.ts';
+import { batchCall } from './batch.ts';
 import type { RelayEvents } from './events.ts';
-import { readNonces } from './nonces.ts';
-import { outcomeOf, type RawReceipt } from './receipts.ts';
-import { classifySendError, errorText } from './rpc-errors.ts';
-import type { ChainRelayer } from './service.ts';
 import { probeTokens, tokenKey } from './fees.ts';
+import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
+import { readNonces } from './nonces.ts';
+import { errorText } from './rpc-errors.ts';
+import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
+import type { ChainRelayer } from './service.ts';
 import { simulateExact, type NonceOverride } from './simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from './store.ts';
+import { Sweeper } from './sweep.ts';
 
-const LEASE_SEC = 30;
 const MAX_ATTEMPTS = 5;
-const BATCH = 50;
+const QUEUE_READ = 256;
+const SIMULATE_AT_ONCE = 32;
+const IDLE_SWEEP_MS = 3_000;
 
-interface Held {
-  account: PrivateKeyAccount;
-  address: Address;
+export interface DispatcherDeps {
+  db: Db;
+  metaTxns: MetaTxnRepo;
+  events: RelayEvents;
+  log: Logger;
+  metrics?: Metrics;
 }
 
 interface Plan {
   row: MetaTxnRow;
+  /** Set when a predecessor in the same nonce space is in flight: it must ride on the same sender. */
   sender?: Address;
   overrides: NonceOverride[];
 }
 
+/** One transaction to sign: a single meta-transaction, or several batched through the guest module. */
+interface Unit {
+  kind: 'meta' | 'batch';
+  metas: MetaTxnRow[];
+  to: Address;
+  data: Hex;
+  gas: bigint;
+}
+
+/** What the sweep knows of a sender after reading the chain at the current head. */
+export interface SenderState {
+  latest: number;
+  pending: number;
+  balance: bigint;
+  belowFloor: boolean;
+  /** Slots signed and not mined yet (what maxInFlightPerSender bounds). */
+  open: number;
+}
+
+export class LostLease extends Error {}
+
 /**
- * The simple dispatch path: a loop per chain that signs queued meta-transactions in nonce order,
- * records each signed transaction before broadcasting it, and reads receipts once per new block.
- * Senders are leased in the database, so two processes never sign for one sender at once.
+ * The dispatch engine of one chain: a loop that (1) keeps this process's sender leases, (2) once per new
+ * head reconciles every in-flight transaction against the chain (the Sweeper: receipts, replacements
+ * after N blocks, re-broadcasts, gap fills, reorgs), and (3) signs ready meta-transactions across the
+ * senders. Every signed transaction is in the database before it is broadcast.
  */
 export class Dispatcher {
-  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly accounts: Map<Address, PrivateKeyAccount>;
-  private held: Held[] = [];
+  readonly owner = newOwner();
+  readonly accounts: Map<Address, SenderAccount>;
+  readonly policy: FeePolicy;
+  readonly sweeper: Sweeper;
+  held: Address[] = [];
+  readonly senders = new Map<Address, SenderState>();
+  head = -1;
+  private headHash?: string;
+  private sweptAt = 0;
+  /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
+  dirty = true;
   private running = false;
   private loop?: Promise<void>;
   private wake?: () => void;
-  private lastBlock = -1n;
-  private pendingCount = 0;
 
   constructor(
-    private readonly relayer: ChainRelayer,
-    private readonly deps: { db: Db; metaTxns: MetaTxnRepo; events: RelayEvents; log: Logger },
+    readonly relayer: ChainRelayer,
+    readonly deps: DispatcherDeps,
   ) {
-    this.accounts = new Map(relayer.deps.config.senderKeys.map((k) => {
-      const a = privateKeyToAccount(k as Hex);
-      return [a.address.toLowerCase() as Address, a];
-    }));
+    const c = relayer.deps.config;
+    this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
+    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent };
+    this.sweeper = new Sweeper(this);
   }
 
-  private get chainId() {
+  get chainId() {
     return this.relayer.chainId;
   }
-  private get client() {
+  get chainName() {
+    return this.relayer.deps.chain.name;
+  }
+  get client() {
     return this.relayer.client;
+  }
+  get config() {
+    return this.relayer.deps.config;
   }
 
   start() {
@@ -72,7 +113,7 @@ export class Dispatcher {
         }
         if (!this.running) break;
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.relayer.deps.config.pollMs);
+          const t = setTimeout(resolve, this.config.pollMs);
           this.wake = () => {
             clearTimeout(t);
             resolve();
@@ -91,68 +132,82 @@ export class Dispatcher {
     this.wake?.();
     await this.loop;
     // Hand the senders back at once so another process can take over without waiting out the lease.
-    await this.deps.db
-      .query('UPDATE relay_senders SET owner = NULL, lease_until = NULL WHERE chain_id = $1 AND owner = $2', [this.chainId, this.owner])
-      .catch(() => undefined);
+    await releaseSenders(this.deps.db, this.chainId, this.owner).catch(() => undefined);
   }
 
   async tick() {
-    await this.claimSenders();
+    const rows = await claimSenders(this.deps.db, this.chainId, this.owner, [...this.accounts.keys()]);
+    const before = new Set(this.held);
+    this.held = rows.map((r) => r.address);
+    for (const a of [...this.senders.keys()]) if (!this.held.includes(a)) this.senders.delete(a);
     if (this.held.length === 0) return;
+    // A sender newly taken over is reconciled before anything is signed with it.
+    if (this.held.some((a) => !before.has(a)) || rows.some((r) => r.next_nonce == null)) this.dirty = true;
+    // Number and hash: a reorg to a chain of the same height is a new head too.
+    const block = await this.client.getBlock({ blockTag: 'latest' });
+    const head = Number(block.number);
+    // Also now and then without a new block: on a chain that mines only when a transaction arrives
+    // (a dev node, some L2s), a node that lost its pool would otherwise never be sent anything again.
+    const idle = Date.now() - this.sweptAt > IDLE_SWEEP_MS;
+    if (head !== this.head || block.hash !== this.headHash || this.dirty || idle) {
+      this.dirty = false;
+      this.sweptAt = Date.now();
+      await this.sweeper.sweep(head);
+      this.head = head;
+      this.headHash = block.hash;
+    }
     await this.sendReady();
-    await this.sweep();
   }
 
-  private async claimSenders() {
-    const r = await this.deps.db.query<{ address: string; next_nonce: string | null; fresh: boolean }>(
-      `INSERT INTO relay_senders (chain_id, address, owner, lease_until)
-       SELECT $1, a, $2, now() + make_interval(secs => $4) FROM unnest($3::text[]) AS a
-       ON CONFLICT (chain_id, address) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, updated_at = now()
-         WHERE relay_senders.owner = EXCLUDED.owner OR relay_senders.lease_until IS NULL OR relay_senders.lease_until < now()
-       RETURNING address, next_nonce`,
-      [this.chainId, this.owner, [...this.accounts.keys()], LEASE_SEC],
-    );
-    const before = new Set(this.held.map((h) => h.address));
-    this.held = r.rows.map((x) => ({ address: x.address as Address, account: this.accounts.get(x.address as Address)! }));
-    // A sender newly taken over starts from what the chain says, never below it.
-    for (const x of r.rows) if (!before.has(x.address as Address) || x.next_nonce == null) await this.ledgerFromChain(x.address as Address, 'resync');
+  emit(id: string) {
+    this.deps.events.emit(this.chainId, id);
   }
 
-  /**
-   * Sets a sender's ledger from the chain's pending count: never below the ledger when taking a sender
-   * over (`resync`), exactly to it after a refused broadcast (`rewind`: nothing later was signed this tick).
-   */
-  private async ledgerFromChain(address: Address, mode: 'resync' | 'rewind') {
-    const pending = await this.client.getTransactionCount({ address, blockTag: 'pending' });
-    const value = mode === 'resync' ? 'GREATEST(COALESCE(next_nonce, 0), $3)' : '$3';
-    await this.deps.db.query(`UPDATE relay_senders SET next_nonce = ${value}, updated_at = now() WHERE chain_id = $1 AND address = $2`, [this.chainId, address, pending]);
+  async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string) {
+    const attempts = row.attempts + 1;
+    if (attempts >= MAX_ATTEMPTS) {
+      await this.deps.metaTxns.setStatus(q, this.chainId, row.id, { status: 'DROPPED', revert_reason: `not sent after ${attempts} attempts: ${why.slice(0, 300)}`, attempts });
+    } else {
+      await this.deps.metaTxns.setStatus(q, this.chainId, row.id, {
+        status: 'QUEUED',
+        attempts,
+        txn_hash: null,
+        sender: null,
+        txn_nonce: null,
+        batch_index: null,
+        stalled: null,
+        next_attempt_at: new Date(Date.now() + 500 * 2 ** attempts),
+      });
+    }
   }
 
   private async drop(row: MetaTxnRow, reason: string) {
     await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { status: 'DROPPED', revert_reason: reason });
     this.deps.log.info({ chainId: this.chainId, id: row.id, reason }, 'meta-transaction dropped');
-    this.deps.events.emit(this.chainId, row.id);
+    this.emit(row.id);
   }
 
   /** Which queued meta-transactions can go now, and on which sender (a successor rides with its predecessor). */
   private async plan(rows: MetaTxnRow[]): Promise<Plan[]> {
-    const timeoutMs = this.relayer.deps.config.queueTimeoutSec * 1000;
-    const withBundles = await Promise.all(rows.map(async (row) => ({ row, bundles: await this.deps.metaTxns.bundlesOf(this.chainId, row.id) })));
-    const flat = withBundles.flatMap((w) => w.bundles.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space) })));
-    const nonces = await readNonces(this.client, flat);
+    const timeoutMs = this.config.queueTimeoutSec * 1000;
+    const bundles = await this.deps.metaTxns.bundlesOfMany(this.chainId, rows.map((r) => r.id));
+    const flat = rows.flatMap((r) => bundles.get(r.id)!.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: BigInt(b.nonce) })));
+    const current = await readNonces(this.client, flat);
+    const want = flat.filter((b, i) => b.nonce > current[i]).map((b) => ({ wallet: b.wallet, space: b.space.toString(), nonce: (b.nonce - 1n).toString() }));
+    const holders = await this.deps.metaTxns.holdersOf(this.chainId, want);
     let k = 0;
     const plans: Plan[] = [];
-    for (const { row, bundles } of withBundles) {
+    for (const row of rows) {
       let sender: Address | undefined;
       let ready = true;
       let dropped: string | undefined;
       const overrides: NonceOverride[] = [];
-      for (const b of bundles) {
-        const current = nonces[k++];
+      for (const b of bundles.get(row.id)!) {
+        const at = current[k++];
         const n = BigInt(b.nonce);
-        if (n < current) dropped ??= `nonce ${n} of space ${b.nonce_space} was used by another transaction (wallet ${b.wallet} is at ${current})`;
-        if (n <= current) continue;
-        const pred = await this.deps.metaTxns.holderOf(this.chainId, b.wallet, b.nonce_space, (n - 1n).toString());
+        if (n < at) dropped ??= `nonce ${n} of space ${b.nonce_space} was used by another transaction (wallet ${b.wallet} is at ${at})`;
+        if (n <= at) continue;
+        const pred = holders.get(`${b.wallet}:${b.nonce_space}:${n - 1n}`);
         if (pred?.status === 'SENT' && pred.sender && (!sender || sender === pred.sender)) {
           sender = pred.sender as Address;
           overrides.push({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: n });
@@ -160,201 +215,220 @@ export class Dispatcher {
       }
       if (dropped) await this.drop(row, dropped);
       else if (ready) plans.push({ row, sender, overrides });
-      else if (Date.now() - row.queued_at.getTime() > timeoutMs) await this.drop(row, `its nonce did not come up within ${this.relayer.deps.config.queueTimeoutSec} s`);
+      else if (Date.now() - row.queued_at.getTime() > timeoutMs) await this.drop(row, `its nonce did not come up within ${this.config.queueTimeoutSec} s`);
     }
     return plans;
   }
 
+  /** Senders that may take new work now: held, above the balance floor, with room in flight. */
+  private usable(): Map<Address, number> {
+    const out = new Map<Address, number>();
+    for (const a of this.held) {
+      const s = this.senders.get(a);
+      if (!s || s.belowFloor || s.open >= this.config.maxInFlightPerSender) continue;
+      out.set(a, s.open);
+    }
+    return out;
+  }
+
   private async sendReady() {
-    const rows = await this.deps.metaTxns.queued(this.chainId, BATCH);
+    const load = this.usable();
+    if (load.size === 0) return;
+    const rows = await this.deps.metaTxns.queued(this.chainId, QUEUE_READ);
     if (rows.length === 0) return;
     const plans = await this.plan(rows);
     if (plans.length === 0) return;
-    const fees = await this.feeSnapshot();
-    const load = new Map<Address, number>(this.held.map((h) => [h.address, 0]));
-    const stalled = new Set<Address>();
-    for (const plan of plans) {
-      let sender = plan.sender;
-      if (sender && !load.has(sender)) continue; // its predecessor's sender belongs to another process now
-      sender ??= [...load].filter(([a]) => !stalled.has(a)).sort((a, b) => a[1] - b[1])[0]?.[0];
-      if (!sender || stalled.has(sender)) continue;
-      const ok = await this.dispatch(plan, sender, fees);
-      if (ok) load.set(sender, (load.get(sender) ?? 0) + 1);
-      else stalled.add(sender);
-    }
-  }
 
-  private async feeSnapshot() {
-    const block = await this.client.getBlock({ blockTag: 'latest' });
-    if (block.baseFeePerGas != null) {
-      const priority = await this.client.estimateMaxPriorityFeePerGas().catch(() => 1_000_000_000n);
-      return { type: 'eip1559' as const, maxFeePerGas: block.baseFeePerGas * 2n + priority, maxPriorityFeePerGas: priority };
+    // Assign senders: a successor goes with its predecessor, the rest to the least loaded.
+    // The cap is on transactions in flight: with batching, a transaction may carry batchSize of them.
+    const perTx = this.config.batchSize;
+    const assigned = new Map<Address, Plan[]>();
+    for (const p of plans) {
+      let sender = p.sender;
+      if (sender && !load.has(sender)) continue; // its predecessor's sender is busy or another process's
+      sender ??= [...load].sort((a, b) => a[1] - b[1])[0][0];
+      const n = load.get(sender)!;
+      if (n >= this.config.maxInFlightPerSender) continue;
+      load.set(sender, n + 1 / perTx);
+      assigned.set(sender, [...(assigned.get(sender) ?? []), p]);
     }
-    return { type: 'legacy' as const, gasPrice: await this.client.getGasPrice() };
-  }
 
-  /** Re-simulates, signs, records, then broadcasts one meta-transaction. False: this sender stops for this tick. */
-  private async dispatch(plan: Plan, sender: Address, fees: Awaited<ReturnType<Dispatcher['feeSnapshot']>>): Promise<boolean> {
-    const { row } = plan;
-    const r = this.relayer;
     // The state may have moved since intake: never sign what would now revert or no longer pay.
-    const tokens = probeTokens(r.feeTokens);
+    const checked = await this.simulateAll([...assigned].flatMap(([sender, ps]) => ps.map((p) => ({ sender, p }))));
+    const fees = await marketFees(this.client, this.policy);
+    const sent: { sender: Address; units: Unit[] }[] = [];
+    await Promise.all(
+      [...assigned].map(async ([sender, ps]) => {
+        const passed = ps.filter((p) => checked.get(p.row.id));
+        if (passed.length) sent.push({ sender, units: await this.unitsFor(sender, passed) });
+      }),
+    );
+    const signed = (await Promise.all(sent.map(({ sender, units }) => this.persist(sender, units, fees)))).flat();
+    const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
+    // The 3-block rule counts from the head when the transaction reached the node, not when this pass began.
+    const head = Number(await this.client.getBlockNumber({ cacheTime: 0 }));
+    const out = signed.filter((_, i) => results[i].ok).map((s) => s.hash);
+    if (out.length) await this.deps.db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [this.chainId, out, head]);
+    for (const [i, s] of signed.entries()) await this.afterBroadcast(s, results[i]);
+  }
+
+  private async simulateAll(items: { sender: Address; p: Plan }[]): Promise<Map<string, boolean>> {
+    const out = new Map<string, boolean>();
+    for (let i = 0; i < items.length; i += SIMULATE_AT_ONCE) {
+      await Promise.all(
+        items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
+          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides));
+        }),
+      );
+    }
+    return out;
+  }
+
+  /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
+  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[]): Promise<boolean> {
+    const r = this.relayer;
     const sim = await simulateExact(this.client, {
       sender,
       entrypoint: row.entrypoint as Address,
       input: row.input as Hex,
       payee: r.paymentAddress.toLowerCase() as Address,
-      tokens,
-      nonces: plan.overrides,
-      gasCap: BigInt(r.deps.config.maxGasLimit),
+      tokens: probeTokens(r.feeTokens),
+      nonces: overrides,
+      gasCap: BigInt(this.config.maxGasLimit),
     });
     if (!sim.ok) {
       await this.drop(row, `no longer executes: ${sim.reason}`);
-      return true;
+      return false;
     }
     if (row.fee_token) {
       const i = r.feeTokens.findIndex((t) => tokenKey(t) === row.fee_token);
       if (i < 0 || (sim.paid[i] ?? 0n) < BigInt(row.fee_value ?? '0')) {
         await this.drop(row, 'the bundle no longer pays the fee it was accepted with');
-        return true;
-      }
-    }
-    const gas = BigInt(row.gas_limit) > (sim.estimate ?? 0n) ? BigInt(row.gas_limit) : sim.estimate!;
-    const account = this.accounts.get(sender)!;
-
-    let raw: Hex;
-    let hash: Hex;
-    let nonce: number;
-    try {
-      ({ raw, hash, nonce } = await this.deps.db.transaction(async (tx) => {
-        const led = await tx.query<{ next_nonce: string }>(
-          'SELECT next_nonce FROM relay_senders WHERE chain_id = $1 AND address = $2 AND owner = $3 FOR UPDATE',
-          [this.chainId, sender, this.owner],
-        );
-        if (!led.rows[0]) throw new LostLease();
-        const n = Number(led.rows[0].next_nonce);
-        const base = { chainId: this.chainId, nonce: n, to: row.entrypoint as Address, data: row.input as Hex, gas };
-        const signed = await account.signTransaction(fees.type === 'eip1559' ? { ...base, type: 'eip1559', maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas } : { ...base, type: 'legacy', gasPrice: fees.gasPrice });
-        const h = keccak256(signed);
-        await tx.query('UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2', [this.chainId, sender, n + 1]);
-        await tx.query(
-          `INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, hash, raw, gas_limit, max_fee, max_priority_fee, gas_price)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-          [this.chainId, sender, n, row.id, h, signed, gas.toString(), fees.type === 'eip1559' ? fees.maxFeePerGas.toString() : null, fees.type === 'eip1559' ? fees.maxPriorityFeePerGas.toString() : null, fees.type === 'legacy' ? fees.gasPrice.toString() : null],
-        );
-        await this.setSent(tx, row.id, sender, n, h);
-        return { raw: signed, hash: h, nonce: n };
-      }));
-    } catch (err) {
-      if (err instanceof LostLease) return false;
-      throw err;
-    }
-
-    try {
-      await this.client.request({ method: 'eth_sendRawTransaction', params: [raw] });
-    } catch (err) {
-      const kind = classifySendError(err);
-      if (kind === 'known' || kind === 'transport') {
-        // Known: it is in the pool. Transport: it may be; the sweep looks the hash up before anything else.
-        this.deps.log.warn({ chainId: this.chainId, hash, kind, err: errorText(err) }, 'broadcast uncertain; the block sweep will resolve it');
-      } else {
-        await this.refused(row, sender, nonce, hash, kind, errorText(err));
         return false;
       }
     }
-    await this.deps.db.query('UPDATE relay_txs SET broadcast_at = now() WHERE chain_id = $1 AND hash = $2', [this.chainId, hash]);
-    this.pendingCount++;
-    this.deps.events.emit(this.chainId, row.id);
+    if (sim.estimate != null && sim.estimate > BigInt(row.gas_limit)) {
+      if (sim.estimate > BigInt(this.config.maxGasLimit)) {
+        await this.drop(row, `it needs ${sim.estimate} gas, over this relayer's limit of ${this.config.maxGasLimit}`);
+        return false;
+      }
+      row.gas_limit = Number(sim.estimate);
+    }
     return true;
   }
 
-  private async setSent(q: Queryable, id: string, sender: Address, nonce: number, hash: Hex) {
-    await this.deps.metaTxns.setStatus(q, this.chainId, id, { status: 'SENT', sender, txn_nonce: nonce, txn_hash: hash, sent_at: new Date() });
-  }
-
-  /** The node said no: the transaction does not exist, so its meta-transaction goes back to the queue. */
-  private async refused(row: MetaTxnRow, sender: Address, nonce: number, hash: Hex, kind: string, message: string) {
-    this.deps.log.warn({ chainId: this.chainId, sender, nonce, hash, kind, err: message }, 'broadcast refused');
-    const attempts = row.attempts + 1;
-    await this.deps.db.transaction(async (tx) => {
-      await tx.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [this.chainId, hash, message.slice(0, 500)]);
-      if (attempts >= MAX_ATTEMPTS) {
-        await this.deps.metaTxns.setStatus(tx, this.chainId, row.id, { status: 'DROPPED', revert_reason: `the node refused it ${attempts} times: ${message.slice(0, 300)}`, attempts });
-      } else {
-        await this.deps.metaTxns.setStatus(tx, this.chainId, row.id, {
-          status: 'QUEUED',
-          attempts,
-          txn_hash: null,
-          sender: null,
-          txn_nonce: null,
-          next_attempt_at: new Date(Date.now() + 1000 * 2 ** attempts),
-        });
+  /**
+   * Singles, or guest-module batches of wallet-form meta-transactions when batching is on. A batch is
+   * simulated as a whole and must pay at least the sum of its members' fees; otherwise they go singly.
+   */
+  private async unitsFor(sender: Address, plans: Plan[]): Promise<Unit[]> {
+    const single = (row: MetaTxnRow): Unit => ({ kind: 'meta', metas: [row], to: row.entrypoint as Address, data: row.input as Hex, gas: BigInt(row.gas_limit) });
+    const size = this.config.batchSize;
+    if (size < 2) return plans.map((p) => single(p.row));
+    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet);
+    const units = plans.filter((p) => !batchable.includes(p)).map((p) => single(p.row));
+    const seen = new Set<string>();
+    const groups: MetaTxnRow[][] = [[]];
+    for (const p of batchable) {
+      // One wallet once per batch: two bundles of one wallet would race on its nonces.
+      if (seen.has(p.row.wallet) || groups.at(-1)!.length >= size) {
+        groups.push([]);
+        seen.clear();
       }
-    });
-    await this.ledgerFromChain(sender, 'rewind');
-    this.deps.events.emit(this.chainId, row.id);
-  }
-
-  /** One pass over every transaction in flight per new block: receipts, and re-broadcasts of dropped ones. */
-  private async sweep() {
-    const head = await this.client.getBlockNumber({ cacheTime: 0 });
-    if (head === this.lastBlock && this.pendingCount === 0) return;
-    this.lastBlock = head;
-    this.pendingCount = 0;
-    const mine = this.held.map((h) => h.address);
-    const r = await this.deps.db.query<{ hash: Hex; raw: Hex; meta_txn_id: string; sender: Address; nonce: string; created_at: Date }>(
-      `SELECT hash, raw, meta_txn_id, sender, nonce::text AS nonce, created_at FROM relay_txs WHERE chain_id = $1 AND status = 'PENDING' AND sender = ANY($2) ORDER BY id`,
-      [this.chainId, mine],
-    );
-    if (r.rows.length === 0) return;
-    const receipts = await Promise.all(
-      r.rows.map((t) => this.client.request({ method: 'eth_getTransactionReceipt', params: [t.hash] }) as Promise<RawReceipt | null>),
-    );
-    for (let i = 0; i < r.rows.length; i++) {
-      const t = r.rows[i];
-      const receipt = receipts[i];
-      if (receipt) await this.finalize(t.meta_txn_id, t.hash, receipt);
-      else await this.rebroadcastIfLost(t);
+      groups.at(-1)!.push(p.row);
+      seen.add(p.row.wallet);
     }
+    // Every batch is simulated at once (one JSON-RPC batch), not one after the other.
+    const built = await Promise.all(
+      groups.map(async (g): Promise<Unit[]> => {
+        if (g.length < 2) return g.map(single);
+        const call = batchCall(g.map((m) => ({ wallet: m.entrypoint as Address, input: m.input as Hex, gasLimit: BigInt(m.gas_limit) })));
+        if (await this.batchPays(sender, call.data, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
+        return g.map(single);
+      }),
+    );
+    return [...units, ...built.flat()];
   }
 
-  private async rebroadcastIfLost(t: { hash: Hex; raw: Hex; meta_txn_id: string; sender: Address }) {
-    const known = await this.client.request({ method: 'eth_getTransactionByHash', params: [t.hash] }).catch(() => undefined);
-    if (known !== null) return; // in the pool (or the node did not answer)
+  private async batchPays(sender: Address, data: Hex, members: MetaTxnRow[]): Promise<boolean> {
+    const r = this.relayer;
+    const sim = await simulateExact(this.client, {
+      sender,
+      entrypoint: r.context.guestModule,
+      input: data,
+      payee: r.paymentAddress.toLowerCase() as Address,
+      tokens: probeTokens(r.feeTokens),
+      nonces: [],
+      gasCap: BigInt(this.config.maxGasLimit),
+    });
+    if (!sim.ok) return false;
+    return r.feeTokens.every((t, i) => {
+      const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);
+      return (sim.paid[i] ?? 0n) >= owed;
+    });
+  }
+
+  /** Signs the units with consecutive nonces of one sender and records them, all in one transaction. */
+  private async persist(sender: Address, units: Unit[], fees: Fees) {
+    const account = this.accounts.get(sender)!;
     try {
-      await this.client.request({ method: 'eth_sendRawTransaction', params: [t.raw] });
-      this.deps.log.info({ chainId: this.chainId, hash: t.hash }, 're-broadcast a transaction the node had lost');
-    } catch (err) {
-      const kind = classifySendError(err);
-      if (kind === 'nonceTooLow') {
-        // Its nonce was consumed by another transaction and no receipt of ours exists: it will never be mined.
-        const row = await this.deps.metaTxns.find(this.chainId, t.meta_txn_id);
-        if (row && row.status === 'SENT') {
-          await this.refused(row, t.sender, -1, t.hash, kind, errorText(err));
+      return await this.deps.db.transaction(async (tx) => {
+        const led = await tx.query<{ next_nonce: string }>(
+          'SELECT next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND address = $2 AND owner = $3 FOR UPDATE',
+          [this.chainId, sender, this.owner],
+        );
+        if (!led.rows[0] || led.rows[0].next_nonce == null) throw new LostLease();
+        let nonce = Number(led.rows[0].next_nonce);
+        const out: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }[] = [];
+        for (const unit of units) {
+          const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees };
+          const { raw, hash } = await sign(account, this.chainId, u);
+          await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
+          for (const [i, m] of unit.metas.entries()) {
+            await this.deps.metaTxns.setStatus(tx, this.chainId, m.id, {
+              status: 'SENT',
+              sender,
+              txn_nonce: nonce,
+              txn_hash: hash,
+              batch_index: unit.kind === 'batch' ? i : null,
+              gas_limit: unit.kind === 'meta' ? unit.gas.toString() : m.gas_limit,
+              sent_at: new Date(),
+            });
+          }
+          out.push({ sender, unit, nonce, raw, hash });
+          nonce++;
         }
-      }
+        await tx.query('UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2', [this.chainId, sender, nonce]);
+        const s = this.senders.get(sender);
+        if (s) s.open += out.length;
+        return out;
+      });
+    } catch (err) {
+      if (err instanceof LostLease) return [];
+      throw err;
     }
   }
 
-  private async finalize(metaId: string, hash: Hex, receipt: RawReceipt) {
-    const bundles = await this.deps.metaTxns.bundlesOf(this.chainId, metaId);
-    const outcome = outcomeOf(receipt, metaId, bundles);
-    const block = Number(BigInt(receipt.blockNumber));
+  private async afterBroadcast(s: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }, res: BroadcastResult) {
+    if (res.ok) {
+      this.deps.metrics?.relayBroadcasts.inc({ chain: this.chainName, kind: s.unit.kind === 'batch' ? 'batch' : 'first' });
+      if (res.uncertain === 'transport') this.deps.log.warn({ chainId: this.chainId, hash: s.hash }, 'broadcast uncertain (no answer); the block sweep will look the slot up');
+      for (const m of s.unit.metas) this.emit(m.id);
+      return;
+    }
+    // The node refused it: this transaction does not exist. Its meta-transactions go back to the queue and
+    // the nonce becomes a hole the next sweep fills or rewinds.
+    this.deps.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
+    this.deps.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
     await this.deps.db.transaction(async (tx) => {
-      await tx.query(`UPDATE relay_txs SET status = 'MINED', mined_block = $3 WHERE chain_id = $1 AND hash = $2`, [this.chainId, hash, block]);
-      await this.deps.metaTxns.setStatus(tx, this.chainId, metaId, {
-        status: outcome.status,
-        revert_reason: outcome.reason,
-        txn_hash: hash,
-        block_number: block,
-        gas_used: receipt.gasUsed ? Number(BigInt(receipt.gasUsed)) : null,
-        gas_price: receipt.effectiveGasPrice ? BigInt(receipt.effectiveGasPrice).toString() : null,
-        receipt: JSON.stringify(receipt),
-        mined_at: new Date(),
-      });
+      await tx.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [this.chainId, s.hash, res.message]);
+      for (const m of s.unit.metas) await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`);
     });
-    this.deps.events.emit(this.chainId, metaId);
+    if (res.kind === 'insufficientFunds') {
+      const st = this.senders.get(s.sender);
+      if (st) st.belowFloor = true;
+    }
+    this.dirty = true;
+    for (const m of s.unit.metas) this.emit(m.id);
   }
 }
-
-class LostLease extends Error {}

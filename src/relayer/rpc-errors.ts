@@ -5,11 +5,16 @@
 export type SendFailure = 'known' | 'nonceTooLow' | 'nonceTooHigh' | 'underpriced' | 'insufficientFunds' | 'rejected' | 'transport';
 
 const PATTERNS: [SendFailure, RegExp][] = [
+  // geth/reth/anvil "already known", Besu "Known transaction", Nethermind "AlreadyKnown", anvil "transaction already imported".
   ['known', /already known|known transaction|already imported|alreadyknown|transaction already exists|already in (the )?(mempool|pool)/i],
+  // geth/reth/anvil "nonce too low", Besu "Nonce too low", Nethermind "OldNonce".
   ['nonceTooLow', /nonce too low|nonce is too low|oldnonce|nonce has already been used|noncetoolow|nonce.*(lower|less) than/i],
-  ['nonceTooHigh', /nonce too high|noncetoohigh|nonce gap|future nonce|nonce.*higher than/i],
-  ['underpriced', /underpriced|replacement fee too low|replacementnotallowed|fee too low|max fee per gas less than block base fee|feecaptoolow/i],
-  ['insufficientFunds', /insufficient funds|insufficientfunds|insufficient balance|not enough funds/i],
+  // geth/anvil "nonce too high", Nethermind "NonceGap", Besu "nonce is too distant from current sender nonce".
+  ['nonceTooHigh', /nonce too high|noncetoohigh|nonce ?gap|future nonce|nonce.*higher than|too distant from current sender nonce/i],
+  // geth/reth "(replacement) transaction underpriced", Nethermind "FeeTooLow(ToCompete)", Besu "Gas price below configured minimum gas price".
+  ['underpriced', /underpriced|replacement fee too low|replacementnotallowed|fee ?too ?low|max fee per gas less than block base fee|feecaptoolow|below configured minimum gas price|lower than (the )?current base fee/i],
+  // geth/reth/anvil "insufficient funds for gas * price + value", Nethermind "InsufficientFunds", Besu "Upfront cost exceeds account balance".
+  ['insufficientFunds', /insufficient ?funds|insufficient balance|not enough funds|upfront cost exceeds/i],
 ];
 
 export function classifySendError(err: unknown): SendFailure {

@@ -1,5 +1,4 @@
 import { getAddress, isAddress, type Address, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
 import type { ChainClient } from '../chain/client.ts';
 import type { ChainConfig } from '../config/schema.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -9,8 +8,10 @@ import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
 import { ceilMul, fixedPrices, gasCost, probeTokens, tokenKey, weiToToken, type FeeTokenConfig, type PriceSource } from './fees.ts';
 import { signQuote, verifyQuote } from './quote.ts';
+import { senderAccounts } from './sender-pool.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './simulate.ts';
 import { bundleKey, coverage, type SponsorRepo } from './sponsors.ts';
+import type { SpendCaps } from './spend-caps.ts';
 import { NonceTaken, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
@@ -27,6 +28,8 @@ export interface RelayerDeps {
   quoteSecret: string;
   metaTxns: MetaTxnRepo;
   sponsors: SponsorRepo;
+  /** Daily spend caps of sponsorship rules; without it, rules have no cap. */
+  spendCaps?: SpendCaps;
   log: Logger;
   prices?: PriceSource;
   /** Wakes the dispatcher when work arrives. */
@@ -61,7 +64,7 @@ export class ChainRelayer {
           utils: getAddress(c.context.utils),
         }
       : SEQUENCE_V2_CONTEXT;
-    this.senders = c.senderKeys.map((k) => privateKeyToAccount(k as Hex).address);
+    this.senders = senderAccounts(c).map((a) => a.address);
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
     this.feeTokenSet = new Set(c.feeTokens.filter((t) => t.address).map((t) => t.address!.toLowerCase()));
@@ -135,9 +138,10 @@ export class ChainRelayer {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
-    const cover = await this.sponsorship(projectId, call);
-    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null };
     const gasPrice = await this.client.getGasPrice();
+    let cover = await this.sponsorship(projectId, call);
+    if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
+    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
     const options = [];
     const quoted: Record<string, string> = {};
@@ -175,6 +179,9 @@ export class ChainRelayer {
       .filter((b) => b.nonce > 0n && !deployed.has(b.wallet))
       .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
     const gasCap = BigInt(this.deps.config.maxGasLimit);
+    // Sponsorship is a database read, asked alongside the chain batch (where the gas price goes too).
+    const coverP = this.isFeeRequired ? this.sponsorship(args.projectId, call) : undefined;
+    void coverP?.catch(() => undefined);
     const [exists, chainNonces, sim, gasPrice] = await Promise.all([
       this.walletsExist(call),
       readNonces(this.client, probes),
@@ -187,7 +194,7 @@ export class ChainRelayer {
         nonces: overrides,
         gasCap,
       }),
-      this.client.getGasPrice(),
+      this.isFeeRequired ? this.client.getGasPrice() : 0n,
     ]);
     // A call to an address without code "succeeds" doing nothing: never relay (or pay for) that.
     const missing = call.bundles.find((_, i) => !exists[i]);
@@ -209,8 +216,11 @@ export class ChainRelayer {
     let sponsorId: number | null = null;
     let feeToken: string | null = null;
     let feeValue: bigint | null = null;
-    if (this.isFeeRequired) {
-      const cover = await this.sponsorship(args.projectId, call);
+    let refund = async () => {};
+    if (coverP) {
+      let cover = await coverP;
+      // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
+      if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));
       if (cover.sponsored) {
         sponsored = true;
         sponsorId = cover.ruleIds[0] ?? null;
@@ -238,8 +248,10 @@ export class ChainRelayer {
         bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
       });
       if (created) this.deps.onQueued?.();
+      else await refund();
       return { id: row.id, created, row };
     } catch (err) {
+      await refund();
       if (err instanceof NonceTaken) throw new RelayError('conflict', err.message);
       throw err;
     }

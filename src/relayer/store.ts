@@ -28,6 +28,9 @@ export interface MetaTxnRow {
   gas_price: string | null;
   receipt: string | null;
   attempts: number;
+  batch_index: number | null;
+  stalled: string | null;
+  confirmed: boolean;
   queued_at: Date;
   sent_at: Date | null;
   mined_at: Date | null;
@@ -42,15 +45,28 @@ export interface BundleRow {
   nonce: string;
 }
 
-const NUMERIC = ['chain_id', 'project_id', 'gas_limit', 'gas_estimated', 'sponsor_id', 'txn_nonce', 'block_number', 'gas_used', 'attempts'] as const;
+const NUMERIC = ['chain_id', 'project_id', 'gas_limit', 'gas_estimated', 'sponsor_id', 'txn_nonce', 'block_number', 'gas_used', 'attempts', 'batch_index'] as const;
 
 /** pg returns BIGINT as strings; the row type promises numbers. */
-function normalise(r: Record<string, unknown>): MetaTxnRow {
+export function normalise(r: Record<string, unknown>): MetaTxnRow {
   for (const k of NUMERIC) if (r[k] != null) r[k] = Number(r[k]);
   for (const k of ['queued_at', 'sent_at', 'mined_at', 'updated_at']) if (r[k] != null) r[k] = new Date(r[k] as string);
   if (r.fee_value != null) r.fee_value = String(r.fee_value);
   if (r.gas_price != null) r.gas_price = String(r.gas_price);
   return r as unknown as MetaTxnRow;
+}
+
+/** A meta-transaction's result, as the block sweep writes it. */
+export interface SettledMeta {
+  id: string;
+  status: string;
+  reason: string | null;
+  hash: string;
+  block: number;
+  gasUsed: string | null;
+  gasPrice: string | null;
+  receipt: string;
+  confirmed: boolean;
 }
 
 export interface NewMetaTxn {
@@ -103,16 +119,26 @@ export function metaTxnRepo(db: Db) {
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
   };
 
+  /** The bundles of many meta-transactions at once, by meta-transaction id. */
+  const bundlesOfMany = async (chainId: number, ids: string[], q: Queryable = db): Promise<Map<string, BundleRow[]>> => {
+    const out = new Map<string, BundleRow[]>(ids.map((id) => [id, []]));
+    if (ids.length === 0) return out;
+    const r = await q.query<BundleRow>(
+      'SELECT bundle_id, meta_txn_id, wallet, nonce_space::text AS nonce_space, nonce::text AS nonce FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = ANY($2) ORDER BY bundle_id',
+      [chainId, ids],
+    );
+    for (const b of r.rows) out.get(b.meta_txn_id)?.push(b);
+    return out;
+  };
+
   return {
     /** By its own id or the id of any wallet bundle inside it. */
     find: (chainId: number, id: string) => findIn(db, chainId, id),
 
+    bundlesOfMany,
+
     async bundlesOf(chainId: number, metaTxnId: string): Promise<BundleRow[]> {
-      const r = await db.query<BundleRow>(
-        'SELECT bundle_id, meta_txn_id, wallet, nonce_space::text AS nonce_space, nonce::text AS nonce FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2 ORDER BY bundle_id',
-        [chainId, metaTxnId],
-      );
-      return r.rows;
+      return (await bundlesOfMany(chainId, [metaTxnId])).get(metaTxnId)!;
     },
 
     /**
@@ -163,8 +189,58 @@ export function metaTxnRepo(db: Db) {
       return r.rows.map((x) => BigInt(x.nonce));
     },
 
-    /** The live meta-transaction holding a wallet's nonce, if any (the predecessor a bundle waits for). */
-    holderOf: (chainId: number, wallet: string, space: string, nonce: string) => holderIn(db, chainId, wallet, space, nonce),
+    /** Live holders of many (wallet, space, nonce) at once, keyed `wallet:space:nonce`. */
+    async holdersOf(chainId: number, keys: { wallet: string; space: string; nonce: string }[]): Promise<Map<string, MetaTxnRow>> {
+      const out = new Map<string, MetaTxnRow>();
+      if (keys.length === 0) return out;
+      const r = await db.query<Record<string, unknown> & { k: string }>(
+        `SELECT b.wallet || ':' || b.nonce_space::text || ':' || b.nonce::text AS k, m.*
+         FROM unnest($2::text[], $3::numeric[], $4::numeric[]) AS q(wallet, space, nonce)
+         JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = q.wallet AND b.nonce_space = q.space AND b.nonce = q.nonce
+         JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+         WHERE m.status = ANY($5)`,
+        [chainId, keys.map((k) => k.wallet), keys.map((k) => k.space), keys.map((k) => k.nonce), LIVE_STATUSES],
+      );
+      for (const row of r.rows) {
+        const { k, ...rest } = row;
+        out.set(k, normalise(rest));
+      }
+      return out;
+    },
+
+    /** Meta-transactions carried by the given sender slots (several per slot when batched). */
+    async atSlots(q: Queryable, chainId: number, slots: { sender: string; nonce: number }[]): Promise<MetaTxnRow[]> {
+      if (slots.length === 0) return [];
+      const r = await q.query<Record<string, unknown>>(
+        `SELECT m.* FROM meta_txns m JOIN unnest($2::text[], $3::bigint[]) AS u(sender, nonce) ON m.sender = u.sender AND m.txn_nonce = u.nonce
+         WHERE m.chain_id = $1 AND m.status <> 'QUEUED' ORDER BY m.batch_index NULLS FIRST, m.id`,
+        [chainId, slots.map((x) => x.sender), slots.map((x) => x.nonce)],
+      );
+      return r.rows.map(normalise);
+    },
+
+    /** Sets many meta-transactions from their receipts in one statement. */
+    async settleMany(q: Queryable, chainId: number, items: SettledMeta[]) {
+      if (items.length === 0) return;
+      const col = <K extends keyof SettledMeta>(k: K) => items.map((x) => x[k]);
+      await q.query(
+        `UPDATE meta_txns m SET status = u.status, revert_reason = u.reason, txn_hash = u.hash, block_number = u.block, gas_used = u.gas_used,
+           gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, mined_at = now(), stalled = NULL, updated_at = now()
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[])
+           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed)
+         WHERE m.chain_id = $1 AND m.id = u.id`,
+        [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed')],
+      );
+    },
+
+    /** Meta-transactions per status on a chain (for the queue-depth gauge and RuntimeStatus). */
+    async depth(chainId: number): Promise<Record<string, number>> {
+      const r = await db.query<{ status: string; n: string }>(
+        `SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status IN ('QUEUED', 'SENT') GROUP BY status`,
+        [chainId],
+      );
+      return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
+    },
 
     async queued(chainId: number, limit: number): Promise<MetaTxnRow[]> {
       const r = await db.query<Record<string, unknown>>(

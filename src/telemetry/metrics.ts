@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** One registry per service instance, so tests can run several apps in one process. */
 export function createMetrics() {
@@ -60,6 +60,55 @@ export function createMetrics() {
       name: 'metarelay_refresh_items_total',
       help: 'refresh task items processed by this worker, by outcome (ok, retry, failed)',
       labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    relayBroadcasts: new Counter({
+      name: 'metarelay_relayer_broadcasts_total',
+      help: 'signed transactions broadcast, by chain and kind (first, replacement, rebroadcast, filler, batch)',
+      labelNames: ['chain', 'kind'] as const,
+      registers: [registry],
+    }),
+    relayRefused: new Counter({
+      name: 'metarelay_relayer_refused_total',
+      help: 'broadcasts the node refused, by chain and what the refusal means',
+      labelNames: ['chain', 'reason'] as const,
+      registers: [registry],
+    }),
+    relayInclusionBlocks: new Histogram({
+      name: 'metarelay_relayer_inclusion_blocks',
+      help: 'blocks from SendMetaTxn to inclusion, by chain',
+      labelNames: ['chain'] as const,
+      buckets: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50],
+      registers: [registry],
+    }),
+    relayReorgs: new Counter({
+      name: 'metarelay_relayer_reorged_total',
+      help: 'mined relay transactions a reorg removed or moved, by chain',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
+    relayQueue: new Gauge({
+      name: 'metarelay_relayer_queue_depth',
+      help: 'meta-transactions by chain and status (QUEUED waiting to be signed, SENT in flight)',
+      labelNames: ['chain', 'status'] as const,
+      registers: [registry],
+    }),
+    relaySenderBalance: new Gauge({
+      name: 'metarelay_relayer_sender_balance_wei',
+      help: 'sender balances as last read by the owning dispatcher',
+      labelNames: ['chain', 'sender'] as const,
+      registers: [registry],
+    }),
+    relaySenderBelowFloor: new Gauge({
+      name: 'metarelay_relayer_sender_below_floor',
+      help: '1 when a sender is below minSenderBalance and takes no new work',
+      labelNames: ['chain', 'sender'] as const,
+      registers: [registry],
+    }),
+    relayFeeCapped: new Gauge({
+      name: 'metarelay_relayer_fee_capped',
+      help: 'pending transactions of this chain that need a replacement the fee cap forbids',
+      labelNames: ['chain'] as const,
       registers: [registry],
     }),
   };

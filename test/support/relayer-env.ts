@@ -13,6 +13,7 @@ import { createLogger } from '../../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './db.ts';
 import { rpc } from './service.ts';
 import { startTokenChain, type TokenChain } from './token-chain.ts';
+import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
 
 /** anvil's well-known accounts 1 and 2 (account 0 deploys the test contracts). */
 export const SENDER_KEYS: Hex[] = [
@@ -44,16 +45,31 @@ export interface RelayerEnv {
   accessKey: string;
   adminToken: string;
   public: ReturnType<typeof createPublicClient>;
+  /** The fault-injecting proxy the service talks to the chain through (with `proxy: true`). */
+  proxy?: RpcProxy;
   /** POST to this relayer's webrpc method. */
   call(method: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 
-export async function startRelayerEnv(opts: { relayer?: RelayerOverrides; chain?: TokenChain } = {}): Promise<RelayerEnv> {
+export interface RelayerEnvOptions {
+  relayer?: RelayerOverrides;
+  chain?: TokenChain;
+  /** Put a fault-injecting JSON-RPC proxy between the service and anvil. */
+  proxy?: boolean;
+  /** With `proxy`: list anvil itself as a second RPC URL, for failover. */
+  failover?: boolean;
+  rpcTimeoutMs?: number;
+  /** An existing database (e.g. shared by two relayer instances); the caller drops it. */
+  testDb?: TestDb;
+}
+
+export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
   const chain = opts.chain ?? (await startTokenChain());
   await deploySequenceV2Context(chain.anvil.rpcUrl);
   const [token] = await chain.deploy([{ contract: 'DevERC20', args: ['Fee USD', 'FUSD'] }]);
-  const testDb = await createTestDb();
+  const testDb = opts.testDb ?? (await createTestDb());
+  const proxy = opts.proxy ? await startRpcProxy(chain.anvil.rpcUrl) : undefined;
   const adminToken = 'test-admin-token-0123456789';
   const cfg = parseConfig({
     allowPrivateNetworks: true,
@@ -64,6 +80,8 @@ export async function startRelayerEnv(opts: { relayer?: RelayerOverrides; chain?
     chains: [
       {
         ...chain.chainConfig,
+        ...(proxy ? { rpcUrls: opts.failover ? [proxy.url, chain.anvil.rpcUrl] : [proxy.url] } : {}),
+        ...(opts.rpcTimeoutMs ? { rpcTimeoutMs: opts.rpcTimeoutMs } : {}),
         watch: false,
         relayer: {
           senderKeys: SENDER_KEYS,
@@ -101,11 +119,13 @@ export async function startRelayerEnv(opts: { relayer?: RelayerOverrides; chain?
     accessKey: key,
     adminToken,
     public: createPublicClient({ transport: http(chain.anvil.rpcUrl), pollingInterval: 50, cacheTime: 0 }),
+    proxy,
     call: (method, body, headers = {}) => rpc(app, `${relayerPath}${method}`, body, headers),
     async close() {
       await app.close();
       await services.close();
-      await testDb.drop();
+      await proxy?.close();
+      if (!opts.testDb) await testDb.drop();
       if (!opts.chain) await chain.stop();
     },
   };

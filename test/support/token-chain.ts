@@ -78,10 +78,20 @@ export async function startTokenChain(): Promise<TokenChain> {
     return a;
   };
 
+  async function receiptOf(hash: Hash) {
+    const until = Date.now() + 60_000;
+    for (;;) {
+      const r = await pub.getTransactionReceipt({ hash }).catch(() => null);
+      if (r) return r;
+      if (Date.now() > until) throw new Error(`no receipt for ${hash} after 60 s`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  }
+
   async function waitAll(sent: Array<{ what: string; hash: Hash }>) {
-    const receipts = await Promise.all(
-      sent.map(({ hash }) => pub.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 60_000 })),
-    );
+    // Asks for the receipts directly: viem's waitForTransactionReceipt watches for new blocks and was seen
+    // to miss a transaction mined before its watcher started (automine, loaded machine).
+    const receipts = await Promise.all(sent.map(({ hash }) => receiptOf(hash)));
     const failed = receipts.flatMap((r, i) => (r.status === 'success' ? [] : [sent[i]!.what]));
     if (failed.length) throw new Error(`transactions reverted: ${failed.join('; ')}`);
   }

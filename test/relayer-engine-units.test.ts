@@ -1,0 +1,93 @@
+// Pure parts of the dispatch engine: what node errors mean, replacement fee arithmetic, sender derivation.
+import { describe, expect, it } from 'vitest';
+import { RpcRequestError } from 'viem';
+import { classifySendError } from '../src/relayer/rpc-errors.ts';
+import { raise, replacementFees, type FeePolicy } from '../src/relayer/gas-price.ts';
+import { senderAccounts } from '../src/relayer/sender-pool.ts';
+
+/** A JSON-RPC error answer as viem surfaces it. */
+const rpcError = (message: string, code = -32000) => new RpcRequestError({ body: {}, url: 'http://node', error: { code, message } });
+
+describe('send errors are recognised by meaning, whatever the client', () => {
+  const cases: [string, string, ReturnType<typeof classifySendError>][] = [
+    ['geth', 'nonce too low: address 0xabc, tx: 5 state: 7', 'nonceTooLow'],
+    ['geth', 'nonce too high: address 0xabc, tx: 9 state: 7', 'nonceTooHigh'],
+    ['geth', 'already known', 'known'],
+    ['geth', 'replacement transaction underpriced', 'underpriced'],
+    ['geth', 'transaction underpriced: tip needed 1, tip permitted 0', 'underpriced'],
+    ['geth', 'max fee per gas less than block base fee: address 0xabc, maxFeePerGas: 1, baseFee: 2', 'underpriced'],
+    ['geth', 'insufficient funds for gas * price + value: address 0xabc have 0 want 1', 'insufficientFunds'],
+    ['reth', 'nonce too low: next nonce 7, tx nonce 5', 'nonceTooLow'],
+    ['reth', 'transaction already exists in the pool', 'known'],
+    ['anvil', 'Transaction already imported', 'known'],
+    ['anvil', 'Nonce too high', 'nonceTooHigh'],
+    ['Nethermind', 'OldNonce, Current nonce: 7, nonce of rejected tx: 5', 'nonceTooLow'],
+    ['Nethermind', 'NonceGap, Future nonce. Expected nonce: 7', 'nonceTooHigh'],
+    ['Nethermind', 'AlreadyKnown', 'known'],
+    ['Nethermind', 'FeeTooLowToCompete, ', 'underpriced'],
+    ['Nethermind', 'InsufficientFunds, Account balance: 0, cumulative cost: 21000', 'insufficientFunds'],
+    ['Besu', 'Nonce too low', 'nonceTooLow'],
+    ['Besu', 'Known transaction', 'known'],
+    ['Besu', 'Transaction nonce is too distant from current sender nonce', 'nonceTooHigh'],
+    ['Besu', 'Upfront cost exceeds account balance', 'insufficientFunds'],
+    ['Besu', 'Gas price below configured minimum gas price', 'underpriced'],
+  ];
+  for (const [client, message, kind] of cases) {
+    it(`${client}: "${message}" is ${kind}`, () => {
+      expect(classifySendError(rpcError(message))).toBe(kind);
+    });
+  }
+
+  it('an unrecognised node answer is a refusal; no answer at all is a transport failure (the node may have it)', () => {
+    expect(classifySendError(rpcError('intrinsic gas too low'))).toBe('rejected');
+    expect(classifySendError(new Error('fetch failed'))).toBe('transport');
+  });
+});
+
+describe('replacement fees', () => {
+  const policy: FeePolicy = { capWei: 1_000n, minPriorityWei: 1n, bumpPercent: 10 };
+
+  it('raise rounds up: 10% over 101 is 112 (111.1 rounded up), never 111', () => {
+    expect(raise(101n, 10)).toBe(112n);
+    expect(raise(100n, 10)).toBe(110n);
+    expect(raise(0n, 10)).toBe(0n);
+  });
+
+  it('both fees rise by at least the bump over the last broadcast, or to the market price when higher', () => {
+    const last = { type: 'eip1559' as const, maxFeePerGas: 200n, maxPriorityFeePerGas: 10n };
+    const calm = replacementFees(last, { type: 'eip1559', maxFeePerGas: 100n, maxPriorityFeePerGas: 5n }, policy);
+    expect(calm).toEqual({ ok: true, fees: { type: 'eip1559', maxFeePerGas: 220n, maxPriorityFeePerGas: 11n } });
+    const busy = replacementFees(last, { type: 'eip1559', maxFeePerGas: 500n, maxPriorityFeePerGas: 40n }, policy);
+    expect(busy).toEqual({ ok: true, fees: { type: 'eip1559', maxFeePerGas: 500n, maxPriorityFeePerGas: 40n } });
+  });
+
+  it('never above the cap: the market is clipped to it, and a bump that cannot fit says so', () => {
+    const last = { type: 'eip1559' as const, maxFeePerGas: 800n, maxPriorityFeePerGas: 10n };
+    expect(replacementFees(last, { type: 'eip1559', maxFeePerGas: 5_000n, maxPriorityFeePerGas: 10n }, policy)).toEqual({ ok: true, fees: { type: 'eip1559', maxFeePerGas: 1_000n, maxPriorityFeePerGas: 11n } });
+    const stuck = replacementFees({ ...last, maxFeePerGas: 950n }, { type: 'eip1559', maxFeePerGas: 100n, maxPriorityFeePerGas: 1n }, policy);
+    expect(stuck.ok).toBe(false);
+    expect(!stuck.ok && stuck.reason).toMatch(/1045 wei.*above the cap of 1000/);
+  });
+
+  it('legacy gas price bumps the same way', () => {
+    expect(replacementFees({ type: 'legacy', gasPrice: 100n }, { type: 'legacy', gasPrice: 90n }, policy)).toEqual({ ok: true, fees: { type: 'legacy', gasPrice: 110n } });
+    expect(replacementFees({ type: 'legacy', gasPrice: 950n }, { type: 'legacy', gasPrice: 90n }, policy).ok).toBe(false);
+  });
+});
+
+describe('sender pool', () => {
+  it('keys first, then the mnemonic accounts m/44\'/60\'/0\'/0/i, without duplicates', () => {
+    const mnemonic = 'test test test test test test test test test test test junk';
+    const accounts = senderAccounts({
+      senderKeys: ['0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'],
+      senderMnemonic: mnemonic,
+      senderCount: 3,
+    });
+    // anvil's well-known accounts 1 (the key), 0 and 2 (from the mnemonic; 1 again is dropped).
+    expect(accounts.map((a) => a.address)).toEqual([
+      '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+      '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+    ]);
+  });
+});
