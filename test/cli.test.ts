@@ -167,6 +167,13 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect(keyed.body.status.runnable['chain:anvil'].running).toBe(true);
       expect((await fetch(`${m.baseUrl}/ready`)).status).toBe(200);
 
+      // The console: its page is served, and the printed admin token signs in to it.
+      const page = await fetch(m.consoleUrl);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<div id="app">');
+      const signIn = await post(`${m.baseUrl}/rpc/Console/SignIn`, { token: m.adminToken });
+      expect(signIn.status).toBe(200);
+
       expect(await rpcAnswers(m.chain.rpcUrl)).toBe(true);
       const code = await dev.stop('SIGTERM');
       expect(code).toBe(0);

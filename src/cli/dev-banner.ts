@@ -18,6 +18,7 @@ export function devBanner(o: { manifest: DevManifest; manifestPath: string; data
     `  Database    ${rel(o.database)}`,
     `  Relayer     ${m.relayerUrl} (Sequence v2 wallets; the dev project sponsors the sample contracts)`,
     `  Access key  ${m.accessKey} (project "${m.project}")`,
+    `  Console     ${m.consoleUrl} (sign in with admin token ${m.adminToken})`,
     `  Manifest    ${rel(o.manifestPath)}`,
     `  Health      ${m.baseUrl}/health  ${m.baseUrl}/ready  ${m.baseUrl}/metrics`,
     '',

@@ -12,6 +12,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
 import { parse, portFlag } from './args.ts';
 import { devBanner } from './dev-banner.ts';
+import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
 
 export interface DevManifest {
@@ -28,6 +29,9 @@ export interface DevManifest {
   feeToken: { address: string; symbol: string; decimals: number };
   /** EOAs to own test wallets with (anvil's well-known keys: never use them on a real network). */
   testSigners: { privateKey: string; address: string }[];
+  /** The project console, and an admin token to sign in to it with. */
+  consoleUrl: string;
+  adminToken: string;
 }
 
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
@@ -127,6 +131,7 @@ export async function runDev(argv: string[]) {
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
     const { key, project } = await devAccessKey(services, manifestPath);
+    const adminToken = await devAdminToken(services.db, manifestPath);
     const devProject = (await services.projects.getByName(project))!;
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
     const app = await buildApp(services);
@@ -148,6 +153,8 @@ export async function runDev(argv: string[]) {
       sequenceContext: chain.manifest.sequenceContext,
       feeToken: { address: chain.manifest.contracts.erc20, symbol: 'DUSD', decimals: 6 },
       testSigners: ANVIL_KEYS.signers.map((k) => ({ privateKey: k, address: privateKeyToAccount(k).address })),
+      consoleUrl: `${baseUrl}/console/`,
+      adminToken,
     };
     mkdirSync(dirname(manifestPath), { recursive: true });
     writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);

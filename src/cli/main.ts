@@ -14,6 +14,8 @@ Usage:
   metarelay keys create --project NAME [--label TEXT] [--config FILE]
   metarelay keys list --project NAME [--config FILE]
   metarelay keys revoke KEY [--config FILE]
+  metarelay admin create [--label TEXT] [--config FILE]       a console/admin token, printed once
+  metarelay admin revoke ID [--config FILE]
   metarelay sponsors add --project NAME --chain C --address A [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name N]
   metarelay sponsors list --project NAME [--chain C]
   metarelay sponsors enable|disable|remove ID --project NAME
@@ -41,6 +43,8 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./admin.ts')).runProjects(rest);
       case 'keys':
         return await (await import('./admin.ts')).runKeys(rest);
+      case 'admin':
+        return await (await import('../console/cli.ts')).runAdmin(rest);
       case 'relayer':
         return await (await import('./relayer.ts')).runRelayer(rest);
       case 'sponsors':

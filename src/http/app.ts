@@ -8,8 +8,9 @@ import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
 import { adminService } from './services/admin.ts';
 import { relayerService } from './services/relayer.ts';
-import { AdminAuthenticator } from './auth.ts';
+import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
+import { registerConsole } from '../console/register.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -60,10 +61,11 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerRestRoutes(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
-  const deps = { auth: s.auth, admin: new AdminAuthenticator(s.config.admin.tokens), metrics: s.metrics };
+  const deps = { auth: s.auth, admin: adminTokenStore(s.db, s.config.admin.tokens), metrics: s.metrics, rateLimit: s.rateLimiter, networks: s.networks };
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
+  await registerConsole(app, s, deps);
   await app.ready();
   return app;
 }

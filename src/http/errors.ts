@@ -94,6 +94,8 @@ export interface ServiceErrorMap {
   notFound: ErrorDef;
   rateLimited: ErrorDef;
   timeout: ErrorDef;
+  /** A network the caller's project is not enabled for. */
+  networkNotAllowed: ErrorDef;
 }
 
 export const metadataErrorMap: ServiceErrorMap = {
@@ -105,6 +107,7 @@ export const metadataErrorMap: ServiceErrorMap = {
   notFound: MetadataErrors.NotFound,
   rateLimited: MetadataErrors.RateLimited,
   timeout: MetadataErrors.Timeout,
+  networkNotAllowed: MetadataErrors.PermissionDenied,
 };
 
 export const relayerErrorMap: ServiceErrorMap = {
@@ -117,6 +120,7 @@ export const relayerErrorMap: ServiceErrorMap = {
   notFound: RelayerErrors.NotFound,
   rateLimited: RelayerErrors.RateLimited,
   timeout: RelayerErrors.Timeout,
+  networkNotAllowed: RelayerErrors.InvalidChain,
 };
 
 export class RpcError extends Error {

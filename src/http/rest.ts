@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
+import type { Address } from 'viem';
+import type { ChainClient } from '../chain/client.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { TokenMetadataWire } from '../metadata/token-view.ts';
 import { ContractInfoWire } from '../metadata/contract-view.ts';
 import { readAccessKey, type AuthOutcome } from './auth.ts';
+import { checkAllowedNetworks, networksNamed } from './allowed-networks.ts';
 import { JSON_UTF8, countReused, tokenResponseCache } from './response-cache.ts';
 import { MetadataErrors, RpcError, metadataErrorMap, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
@@ -49,6 +52,26 @@ export const TokenExplanation = z.object({
   trace: z.unknown().describe('block, URI method, decoder, {id} spelling and every URL tried with status, bytes and ms'),
   raw: z.unknown().describe('the document exactly as the origin served it'),
 });
+
+/** How a token was resolved (REST explain, and the console's token lookup). */
+export async function explainToken(s: Services, chain: ChainClient, contract: Address, id: string): Promise<z.infer<typeof TokenExplanation>> {
+  const rec = await s.tokens.explain(chain, contract, id);
+  if (!rec) throw new RpcError(MetadataErrors.NotFound, 'token could not be resolved');
+  return {
+    chainId: chain.chainId,
+    contractAddress: contract,
+    tokenId: id,
+    status: rec.metadata ? 'AVAILABLE' : 'NOT_AVAILABLE',
+    tokenUri: rec.tokenUri,
+    fetchCount: rec.fetchCount,
+    lastAttempt: rec.lastAttempt?.toISOString() ?? null,
+    lastFetched: rec.lastFetched?.toISOString() ?? null,
+    failureReason: rec.failureReason,
+    failureMessage: rec.failureMessage,
+    trace: rec.trace,
+    raw: rec.raw,
+  };
+}
 
 function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
   const r = schema.safeParse(input);
@@ -103,7 +126,11 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
   const handle = (fn: (req: FastifyRequest, reply: FastifyReply, principal: string) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
     try {
       const key = readAccessKey(req, true);
-      const principal = admit(s.auth.authenticateCached(key) ?? (await s.auth.authenticate(key)));
+      const outcome = s.auth.authenticateCached(key) ?? (await s.auth.authenticate(key));
+      const principal = admit(outcome);
+      if (outcome.kind === 'ok') checkAllowedNetworks(outcome.project, s.networks, networksNamed(req.params as Record<string, string>, undefined), MetadataErrors.PermissionDenied);
+      const waiting = s.rateLimiter.admit(outcome, MetadataErrors.RateLimited);
+      if (waiting) await waiting;
       return await fn(req, reply, principal);
     } catch (err) {
       if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
@@ -148,22 +175,7 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
   app.get('/tokens/:network/:contract/:id/explain', handle(async (req, reply) => {
     const p = parseOrThrow(ExplainParams, req.params);
     const chain = chainFor(s, p.network, metadataErrorMap);
-    const rec = await s.tokens.explain(chain, p.contract, p.id);
-    if (!rec) throw new RpcError(MetadataErrors.NotFound, 'token could not be resolved');
-    const out: z.infer<typeof TokenExplanation> = {
-      chainId: chain.chainId,
-      contractAddress: p.contract,
-      tokenId: p.id,
-      status: rec.metadata ? 'AVAILABLE' : 'NOT_AVAILABLE',
-      tokenUri: rec.tokenUri,
-      fetchCount: rec.fetchCount,
-      lastAttempt: rec.lastAttempt?.toISOString() ?? null,
-      lastFetched: rec.lastFetched?.toISOString() ?? null,
-      failureReason: rec.failureReason,
-      failureMessage: rec.failureMessage,
-      trace: rec.trace,
-      raw: rec.raw,
-    };
+    const out = await explainToken(s, chain, p.contract, p.id);
     reply.header('Cache-Control', 'no-store');
     return reply.send(out);
   }));

@@ -2,8 +2,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { readAccessKey, readBearer, type AdminAuthenticator, type AuthOutcome, type Authenticator } from './auth.ts';
+import { readAccessKey, readBearer, type AuthOutcome, type Authenticator } from './auth.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import type { NetworkRegistry } from '../chain/registry.ts';
+import { checkAllowedNetworks, networksNamed } from './allowed-networks.ts';
 import { countReused, sendJsonBytes, type ResponseCache } from './response-cache.ts';
 
 /** `admin`: an operator token (Authorization: Bearer); a project access key never passes. */
@@ -74,8 +77,13 @@ export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
 
 export interface WebrpcDeps {
   auth: Authenticator;
-  admin: AdminAuthenticator;
+  /** Admin bearer tokens: the config's, and those `metarelay admin create` stored (hashed). */
+  admin: { verify(token: string | undefined): boolean | Promise<boolean> };
   metrics: Metrics;
+  /** Spends a token of the caller's access key per request (keys with a rate limit only). */
+  rateLimit?: RateLimiter;
+  /** Resolves the networks a request names, to hold a project's key to its allowed networks. */
+  networks?: NetworkRegistry;
 }
 
 /** Go clients send null for absent optionals: a null and a missing key mean the same. */
@@ -186,6 +194,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         const mode = def.auth ?? service.defaultAuth(name);
         let outcome: AuthOutcome | undefined;
         let cacheKey: string | undefined;
+        let admitted = false;
         if (cache && def.reusable && mode !== 'admin') {
           // Only a body the parser accepts can have been stored, so a hit needs no parse; a miss
           // goes on below, where a bad body still gets WebrpcBadRequest before any access error.
@@ -195,8 +204,14 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
               const key = readAccessKey(req, false);
               outcome = deps.auth.authenticateCached(key) ?? (await deps.auth.authenticate(key));
             }
-            const principal = principalOf(mode, outcome);
+            // A project held to some networks is checked against the body, so it skips the cache.
+            const restricted = outcome?.kind === 'ok' && outcome.project.allowedChainIds !== null;
+            const principal = restricted ? undefined : principalOf(mode, outcome);
             if (principal !== undefined) {
+              // A cached answer is still a request: it spends from the key's bucket like any other.
+              const waiting = deps.rateLimit?.admit(outcome, service.errors.rateLimited);
+              if (waiting) await waiting;
+              admitted = true;
               cacheKey = `${service.name}/${name}\n${principal}\n${raw.toString('latin1')}`;
               const hit = cache.get(cacheKey, Date.now());
               if (hit) {
@@ -209,7 +224,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         const body = parseBody(req);
         const ctx: RpcContext = { project: null, keyId: null, params, request: req, reply };
         if (mode === 'admin') {
-          if (!deps.admin.verify(readBearer(req))) {
+          if (!(await deps.admin.verify(readBearer(req)))) {
             if (readBearer(req)) throw new RpcError(service.errors.unauthorized, 'invalid admin token');
             if (readAccessKey(req, false)) throw new RpcError(service.errors.permissionDenied, 'a project access key cannot call the admin API');
             throw new RpcError(service.errors.unauthorized, 'admin token required: Authorization: Bearer <token>');
@@ -224,9 +239,14 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
             throw new RpcError(service.errors.unauthorized, 'access key required: send it in the X-Access-Key header');
           }
           if (outcome.kind === 'ok') {
+            const waiting = admitted ? undefined : deps.rateLimit?.admit(outcome, service.errors.rateLimited);
+            if (waiting) await waiting;
             ctx.project = outcome.project;
             ctx.keyId = outcome.keyId;
           }
+        }
+        if (ctx.project?.allowedChainIds && deps.networks) {
+          checkAllowedNetworks(ctx.project, deps.networks, networksNamed(params, body), service.errors.networkNotAllowed);
         }
         await service.prepare?.(ctx);
         const parsed = def.input.safeParse(body);

@@ -22,6 +22,9 @@ export interface AccessKeyInfo {
   revokedAt: string | null;
   lastUsedAt: string | null;
   requestCount: number;
+  /** The key's own token bucket; null: the configured default. */
+  ratePerSec: number | null;
+  rateBurst: number | null;
 }
 
 interface KeyRow {
@@ -33,6 +36,8 @@ interface KeyRow {
   revoked_at: Date | string | null;
   last_used_at: Date | string | null;
   request_count: number | string;
+  rate_per_sec: number | string | null;
+  rate_burst: number | string | null;
 }
 
 const iso = (v: Date | string | null): string | null => (v == null ? null : new Date(v).toISOString());
@@ -47,12 +52,21 @@ function toInfo(r: KeyRow): AccessKeyInfo {
     revokedAt: iso(r.revoked_at),
     lastUsedAt: iso(r.last_used_at),
     requestCount: Number(r.request_count),
+    ...limitsOf(r),
   };
 }
+
+const limitsOf = (r: KeyRow) => ({
+  ratePerSec: r.rate_per_sec == null ? null : Number(r.rate_per_sec),
+  rateBurst: r.rate_burst == null ? null : Number(r.rate_burst),
+});
 
 export interface ResolvedKey {
   keyId: number;
   project: Project;
+  /** The key's own rate limit, when it has one. */
+  ratePerSec: number | null;
+  rateBurst: number | null;
 }
 
 export function accessKeyRepo(db: Queryable) {
@@ -69,8 +83,8 @@ export function accessKeyRepo(db: Queryable) {
 
     /** A live key of a live project, or null. */
     async resolve(key: string): Promise<ResolvedKey | null> {
-      const res = await db.query<KeyRow & { p_id: number; p_name: string; p_created_at: Date; p_archived_at: Date | null }>(
-        `SELECT k.*, p.id AS p_id, p.name AS p_name, p.created_at AS p_created_at, p.archived_at AS p_archived_at
+      const res = await db.query<KeyRow & { p_id: number; p_name: string; p_created_at: Date; p_archived_at: Date | null; p_allowed: number[] | null }>(
+        `SELECT k.*, p.id AS p_id, p.name AS p_name, p.created_at AS p_created_at, p.archived_at AS p_archived_at, p.allowed_chain_ids AS p_allowed
            FROM access_keys k JOIN projects p ON p.id = k.project_id
           WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.archived_at IS NULL`,
         [hashAccessKey(key)],
@@ -79,7 +93,8 @@ export function accessKeyRepo(db: Queryable) {
       if (!r) return null;
       return {
         keyId: Number(r.id),
-        project: toProject({ id: r.p_id, name: r.p_name, created_at: r.p_created_at, archived_at: r.p_archived_at }),
+        project: toProject({ id: r.p_id, name: r.p_name, created_at: r.p_created_at, archived_at: r.p_archived_at, allowed_chain_ids: r.p_allowed }),
+        ...limitsOf(r),
       };
     },
 

@@ -5,6 +5,8 @@ export interface Project {
   name: string;
   createdAt: string;
   archivedAt: string | null;
+  /** The networks (chain ids) the project's keys may use; null: every network. */
+  allowedChainIds: number[] | null;
 }
 
 interface ProjectRow {
@@ -12,12 +14,19 @@ interface ProjectRow {
   name: string;
   created_at: Date | string;
   archived_at: Date | string | null;
+  allowed_chain_ids?: (number | string)[] | null;
 }
 
 const iso = (v: Date | string | null): string | null => (v == null ? null : new Date(v).toISOString());
 
 export function toProject(r: ProjectRow): Project {
-  return { id: Number(r.id), name: r.name, createdAt: iso(r.created_at)!, archivedAt: iso(r.archived_at) };
+  return {
+    id: Number(r.id),
+    name: r.name,
+    createdAt: iso(r.created_at)!,
+    archivedAt: iso(r.archived_at),
+    allowedChainIds: r.allowed_chain_ids?.length ? r.allowed_chain_ids.map(Number) : null,
+  };
 }
 
 export class ProjectExistsError extends Error {}

@@ -4,7 +4,7 @@ import type { ChainClient } from '../../chain/client.ts';
 import { contractToWire, type ContractInfoWire } from '../../metadata/contract-view.ts';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
-import { method, type MethodDef } from '../webrpc.ts';
+import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor } from './args.ts';
 
 /** Documented limit of GetContractInfoBatch / FindContractInfoBatch. */
@@ -21,9 +21,12 @@ const SearchArgs = z.object({
   page: PageArg,
 });
 
+const allowedOf = (ctx: RpcContext) => ctx.project?.allowedChainIds ?? null;
+
 /** The contract on every configured chain where it exists (deployed, or known to a token list). */
-async function findEverywhere(s: Services, addresses: Address[]): Promise<Map<string, ContractInfoWire[]>> {
-  const chains = [...s.chains.values()];
+async function findEverywhere(s: Services, addresses: Address[], allowed: number[] | null): Promise<Map<string, ContractInfoWire[]>> {
+  // A project held to some networks sees only those: "everywhere" is everywhere it may look.
+  const chains = [...s.chains.values()].filter((c) => !allowed || allowed.includes(c.chainId));
   const perChain = await Promise.all(chains.map((c) => s.contracts.get(c, addresses)));
   const out = new Map<string, ContractInfoWire[]>(addresses.map((a) => [a, []]));
   perChain.forEach(({ infos }) => {
@@ -32,16 +35,17 @@ async function findEverywhere(s: Services, addresses: Address[]): Promise<Map<st
   // Chains this server has no RPC for still answer from what token lists taught it.
   const configured = new Set(chains.map((c) => c.chainId));
   for (const row of await s.contractStore.findByAddress(addresses)) {
-    if (!configured.has(row.chain_id)) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null, s.contracts.mediaUrl));
+    if (!configured.has(row.chain_id) && !s.chains.has(row.chain_id) && (!allowed || allowed.includes(row.chain_id))) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null, s.contracts.mediaUrl));
   }
   return out;
 }
 
-async function search(s: Services, a: z.infer<typeof SearchArgs>) {
+async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: number[] | null) {
   const page = a.page?.page ?? 0;
   const pageSize = a.page?.pageSize ?? 20;
   const chainInputs = [...(a.chainID ? [a.chainID] : []), ...(a.chainIDs ?? [])];
-  const chainIds = chainInputs.length ? chainIdsFor(s, chainInputs, E) : null;
+  // Named networks outside a project's allowed ones were refused before this; no filter means its own.
+  const chainIds = chainInputs.length ? chainIdsFor(s, chainInputs, E) : allowed;
   if (ADDRESS_RE.test(a.q)) {
     const address = a.q.toLowerCase() as Address;
     const wanted = (chainId: number) => !chainIds || chainIds.includes(chainId);
@@ -67,13 +71,13 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>) {
 export function contractMethods(s: Services): Record<string, MethodDef<any>> {
   const findOne = method({
     input: z.object({ contractAddress: AddressArg }),
-    handler: async (a) => ({ contractInfoList: (await findEverywhere(s, [a.contractAddress])).get(a.contractAddress) }),
+    handler: async (a, ctx) => ({ contractInfoList: (await findEverywhere(s, [a.contractAddress], allowedOf(ctx))).get(a.contractAddress) }),
   });
   const findBatch = method({
     input: z.object({ contractAddresses: z.array(AddressArg).min(1).max(CONTRACT_BATCH_LIMIT, `at most ${CONTRACT_BATCH_LIMIT} contractAddresses per call`) }),
-    handler: async (a) => ({ contractInfoByChain: Object.fromEntries(await findEverywhere(s, a.contractAddresses)) }),
+    handler: async (a, ctx) => ({ contractInfoByChain: Object.fromEntries(await findEverywhere(s, a.contractAddresses, allowedOf(ctx))) }),
   });
-  const searchMethod = method({ input: SearchArgs, handler: (a) => search(s, a) });
+  const searchMethod = method({ input: SearchArgs, handler: (a, ctx) => search(s, a, allowedOf(ctx)) });
   return {
     GetContractInfo: method({
       input: z.object({ chainID: ChainArg, contractAddress: AddressArg }),

@@ -1,6 +1,7 @@
-import { decodeAbiParameters, formatEther, parseAbiParameters, type Address, type Hex as HexString } from 'viem';
+import { decodeAbiParameters, formatEther, parseAbiParameters, parseEther, type Address, type Hex as HexString } from 'viem';
 import { z } from 'zod';
 import { TRANSACTION_TUPLE } from '../../relayer/abi.ts';
+import { inclusionStats } from '../../relayer/attempts.ts';
 import { bareId } from '../../relayer/bundle.ts';
 import { RelayError, type RelayErrorKind } from '../../relayer/errors.ts';
 import { feeTokenWire } from '../../relayer/fees.ts';
@@ -31,7 +32,7 @@ const Addr = z
   .regex(/^0x[0-9a-fA-F]{40}$/, 'not a 20-byte 0x address')
   .transform((a) => a.toLowerCase() as Address);
 /** An id as clients send it: with or without 0x, any case. */
-const MetaTxId = z
+export const MetaTxId = z
   .string()
   .trim()
   .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be a 32-byte meta-transaction id (64 hex digits, 0x optional)')
@@ -39,15 +40,33 @@ const MetaTxId = z
 /** A uint: a JSON number, a decimal string, or a 0x hex string (the v2 client sends nonce spaces as hex). */
 const Uint = z.union([z.number().int().nonnegative(), z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal or 0x hex integer')]).transform((v) => BigInt(v));
 const ProjectId = z.number().int().positive();
-const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
+export const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
 
 const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
 
-/** A requested page: its number, its size, and the row offset it starts at. */
-function paging(p: { page?: number; pageSize?: number } | undefined, defaultSize: number) {
+/**
+ * A requested page: the row offset it starts at and how many rows to read (one more than the page, to
+ * tell whether another follows), and `cut` to turn what was read into the page's rows and wire shape.
+ */
+export function paging(p: { page?: number; pageSize?: number } | undefined, defaultSize: number) {
   const page = p?.page ?? 0;
   const pageSize = p?.pageSize ?? defaultSize;
-  return { page, pageSize, offset: page * pageSize };
+  return {
+    offset: page * pageSize,
+    limit: pageSize + 1,
+    cut: <T>(rows: T[]) => ({ page: pageWire(page, pageSize, rows.length > pageSize), rows: rows.slice(0, pageSize) }),
+  };
+}
+
+/** The engine's own view of each sender: ledger, lease, open slots, a stalled replacement. */
+async function senderLedger(s: Services, r: ChainRelayer) {
+  const q = await s.db.query<{ address: string; next_nonce: string | null; leased: boolean; stalled: string | null; in_flight: string }>(
+    `SELECT rs.address, rs.next_nonce::text AS next_nonce, (rs.owner IS NOT NULL AND rs.lease_until > now()) AS leased, rs.stalled,
+            (SELECT count(DISTINCT t.nonce) FROM relay_txs t WHERE t.chain_id = rs.chain_id AND t.sender = rs.address AND t.status = 'PENDING')::text AS in_flight
+     FROM relay_senders rs WHERE rs.chain_id = $1`,
+    [r.chainId],
+  );
+  return new Map(q.rows.map((x) => [x.address, { next_nonce: x.next_nonce == null ? null : Number(x.next_nonce), leased: x.leased, stalled: x.stalled, in_flight: Number(x.in_flight) }]));
 }
 
 const txsParam = parseAbiParameters(`${TRANSACTION_TUPLE}[]`);
@@ -76,7 +95,7 @@ function ownProject(ctx: RpcContext, projectId: number) {
   if (ctx.project.id !== projectId) throw new RpcError(RelayerErrors.PermissionDenied, `the access key belongs to project ${ctx.project.id}, not ${projectId}`);
 }
 
-function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
+export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
   return {
     id: 0,
     chainId: r.chain_id,
@@ -151,18 +170,11 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (_a, ctx) => {
           const r = relayerFor(s, ctx);
           const base = await runtimeStatus(s);
-          const senders = await Promise.all(
-            r.senders.map(async (address, index) => {
-              const [balance, latest, pending] = await Promise.all([
-                r.client.getBalance({ address }),
-                r.client.getTransactionCount({ address, blockTag: 'latest' }),
-                r.client.getTransactionCount({ address, blockTag: 'pending' }),
-              ]);
-              return { index, address, etherBalance: Number(formatEther(balance)), enabled: true, active: true, nonce: { chain: latest, mempool: pending } };
-            }),
-          );
+          const senders = await senderStatuses(s, r);
           const block = await r.client.getBlock({ blockTag: 'latest' });
-          return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, senders } };
+          const depth = await s.metaTxns.depth(r.chainId);
+          const inclusion = await inclusionStats(s.db, r.chainId);
+          return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, senders, queue: { queued: depth.QUEUED ?? 0, sent: depth.SENT ?? 0 }, inclusion } };
         },
       }),
       FeeTokens: method({
@@ -265,13 +277,14 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           ownProject(ctx, a.projectId);
           const r = relayerFor(s, ctx);
-          const { page, pageSize, offset } = paging(a.page, 20);
-          const rows = await s.metaTxns.byProject(a.projectId, r.chainId, offset, pageSize + 1);
-          const logs = await Promise.all(rows.slice(0, pageSize).map(async (row) => {
-            const b = (await s.metaTxns.bundlesOf(r.chainId, row.id))[0];
+          const p = paging(a.page, 20);
+          const { page, rows: shown } = p.cut(await s.metaTxns.byProject(a.projectId, r.chainId, p.offset, p.limit));
+          const bundles = await s.metaTxns.bundlesOfMany(r.chainId, shown.map((row) => row.id));
+          const logs = shown.map((row) => {
+            const b = bundles.get(row.id)?.[0];
             return metaTxnLog(row, b ? (BigInt(b.nonce_space) << 96n | BigInt(b.nonce)).toString() : undefined);
-          }));
-          return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: logs };
+          });
+          return { page, transactions: logs };
         },
       }),
       SentTransactions: method({
@@ -279,10 +292,10 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
           const r = relayerFor(s, ctx);
-          const { page, pageSize, offset } = paging(a.page, 20);
+          const p = paging(a.page, 20);
           const statuses = a.filter?.pending ? ['SENT'] : a.filter?.failed ? ['FAILED', 'PARTIALLY_FAILED', 'DROPPED'] : ['SENT', 'SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED'];
-          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, offset, pageSize + 1, statuses);
-          return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: rows.slice(0, pageSize).map((x) => legacyTxn(x)) };
+          const { page, rows } = p.cut(await s.metaTxns.byProject(ctx.project.id, r.chainId, p.offset, p.limit, statuses));
+          return { page, transactions: rows.map((x) => legacyTxn(x)) };
         },
       }),
       PendingTransactions: method({
@@ -290,9 +303,9 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
           const r = relayerFor(s, ctx);
-          const { page, pageSize, offset } = paging(a.page, 20);
-          const rows = await s.metaTxns.byProject(ctx.project.id, r.chainId, offset, pageSize + 1, ['QUEUED', 'SENT']);
-          return { page: pageWire(page, pageSize, rows.length > pageSize), transactions: rows.slice(0, pageSize).map((x) => legacyTxn(x)) };
+          const p = paging(a.page, 20);
+          const { page, rows } = p.cut(await s.metaTxns.byProject(ctx.project.id, r.chainId, p.offset, p.limit, ['QUEUED', 'SENT']));
+          return { page, transactions: rows.map((x) => legacyTxn(x)) };
         },
       }),
 
@@ -300,9 +313,9 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ projectId: ProjectId, page: RelayerPage }).loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
-          const { page, pageSize, offset } = paging(a.page, 50);
-          const rows = await s.sponsors.list(a.projectId, r.chainId, offset, pageSize + 1);
-          return { page: pageWire(page, pageSize, rows.length > pageSize), gasSponsors: rows.slice(0, pageSize).map(sponsorWire) };
+          const p = paging(a.page, 50);
+          const { page, rows } = p.cut(await s.sponsors.list(a.projectId, r.chainId, p.offset, p.limit));
+          return { page, gasSponsors: rows.map(sponsorWire) };
         },
       }),
       GetGasSponsor: method({
@@ -348,13 +361,45 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ address: Addr, page: RelayerPage }).loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
-          const { page, pageSize, offset } = paging(a.page, 50);
-          const rows = await s.sponsors.byAddress(a.address, r.chainId, offset, pageSize + 1);
-          return { page: pageWire(page, pageSize, rows.length > pageSize), gasSponsors: rows.slice(0, pageSize).map(sponsorWire) };
+          const p = paging(a.page, 50);
+          const { page, rows } = p.cut(await s.sponsors.byAddress(a.address, r.chainId, p.offset, p.limit));
+          return { page, gasSponsors: rows.map(sponsorWire) };
         },
       }),
     },
   };
+}
+
+/** Each sender's ETH balance and nonces, as RuntimeStatus (and the console's health page) report them. */
+/** Each sender as RuntimeStatus shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
+export async function senderStatuses(s: Services, r: ChainRelayer) {
+  const minBalance = parseEther(r.deps.config.minSenderBalance);
+  const ledger = await senderLedger(s, r);
+  return Promise.all(
+    r.senders.map(async (address, index) => {
+      const [balance, latest, pending] = await Promise.all([
+        r.client.getBalance({ address }),
+        r.client.getTransactionCount({ address, blockTag: 'latest' }),
+        r.client.getTransactionCount({ address, blockTag: 'pending' }),
+      ]);
+      const l = ledger.get(address.toLowerCase());
+      const belowFloor = minBalance > 0n && balance < minBalance;
+      return {
+        index,
+        address,
+        etherBalance: Number(formatEther(balance)),
+        // enabled: usable (above the balance floor); active: leased by a running dispatcher right now.
+        enabled: !belowFloor,
+        active: !!l?.leased,
+        nonce: { chain: latest, mempool: pending },
+        // metarelay extras: the durable ledger, open slots, why a sender takes no work, what is stuck.
+        ledgerNonce: l?.next_nonce ?? null,
+        inFlight: l?.in_flight ?? 0,
+        belowFloor,
+        stalled: l?.stalled ?? null,
+      };
+    }),
+  );
 }
 
 /** The legacy (2.2.x) Transaction shape of SentTransactions / PendingTransactions. */

@@ -1,0 +1,111 @@
+import { short } from '../api.ts';
+import { useApi } from '../hooks.ts';
+
+interface FeeNetwork {
+  chainId: number;
+  network: string;
+  isFeeRequired: boolean;
+  paymentAddress: string;
+  feeMarkup: number;
+  tokens: { symbol: string; name: string; decimals: number; contractAddress: string | null; nativePrice: string }[];
+}
+
+export function FeeTokens() {
+  const d = useApi<{ networks: FeeNetwork[] }>('FeeTokens', {});
+  return (
+    <section>
+      <h2>Fee tokens</h2>
+      <p class="hint">From the configuration (<code>chains[].relayer.feeTokens</code>); prices are fixed rates in the native currency.</p>
+      {d.error && <p class="error">{d.error}</p>}
+      {d.data?.networks.map((n) => (
+        <div class="panel">
+          <h3>{n.network} ({n.chainId})</h3>
+          <p>
+            {n.isFeeRequired ? 'Fees required' : 'Gasless'} · paid to <code>{n.paymentAddress}</code> · markup ×{n.feeMarkup}
+          </p>
+          <table data-testid={`fees-${n.network}`}>
+            <thead>
+              <tr><th>Symbol</th><th>Name</th><th>Decimals</th><th>Contract</th><th>Price (native per token)</th></tr>
+            </thead>
+            <tbody>
+              {n.tokens.map((t) => (
+                <tr>
+                  <td>{t.symbol}</td>
+                  <td>{t.name}</td>
+                  <td>{t.decimals}</td>
+                  <td><code>{t.contractAddress ?? 'native'}</code></td>
+                  <td>{t.nativePrice}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+interface HealthNetwork {
+  chainId: number;
+  network: string;
+  ok: boolean;
+  error: string | null;
+  head: { number: number; hash: string; timestamp: string } | null;
+  relayer: {
+    senders: { index: number; address: string; etherBalance: number; nonce: { chain: number; mempool: number } }[];
+    queue: { queued: number; sent: number };
+    inclusion: { mined: number; within: number; blocks: number; windowSec: number };
+  } | null;
+}
+
+export function Health() {
+  const d = useApi<{ networks: HealthNetwork[] }>('Health', {});
+  return (
+    <section>
+      <h2>Health</h2>
+      <button onClick={d.reload}>Refresh</button>
+      {d.error && <p class="error">{d.error}</p>}
+      {d.data?.networks.map((n) => (
+        <div class="panel" data-testid={`health-${n.network}`}>
+          <h3>
+            {n.network} ({n.chainId}) <span class={n.ok ? 'ok' : 'error'}>{n.ok ? 'reachable' : `down: ${n.error}`}</span>
+          </h3>
+          {n.head && (
+            <p>
+              Head block <strong data-testid="head">{n.head.number}</strong> <code>{short(n.head.hash, 14)}</code> at {new Date(n.head.timestamp).toLocaleTimeString()}
+            </p>
+          )}
+          {n.relayer && (
+            <>
+              <p>
+                Queue: <strong>{n.relayer.queue.queued}</strong> queued, <strong>{n.relayer.queue.sent}</strong> sent and not yet mined
+              </p>
+              <p data-testid="inclusion">
+                Included within {n.relayer.inclusion.blocks} blocks of the first broadcast (last {n.relayer.inclusion.windowSec / 60} min):{' '}
+                <strong>
+                  {n.relayer.inclusion.mined ? `${Math.round((100 * n.relayer.inclusion.within) / n.relayer.inclusion.mined)}%` : 'n/a'}
+                </strong>{' '}
+                ({n.relayer.inclusion.within} of {n.relayer.inclusion.mined})
+              </p>
+              <table>
+                <thead>
+                  <tr><th>Sender</th><th>Balance (ETH)</th><th>Nonce (mined)</th><th>Nonce (pending)</th></tr>
+                </thead>
+                <tbody>
+                  {n.relayer.senders.map((s) => (
+                    <tr>
+                      <td><code>{s.address}</code></td>
+                      <td>{s.etherBalance}</td>
+                      <td>{s.nonce.chain}</td>
+                      <td>{s.nonce.mempool}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
+          )}
+        </div>
+      ))}
+    </section>
+  );
+}

@@ -1,0 +1,191 @@
+import { useState } from 'preact/hooks';
+import { api, when } from '../api.ts';
+import { useAction, useApi } from '../hooks.ts';
+import { Activity } from './activity.tsx';
+import { Sponsors } from './sponsors.tsx';
+
+export interface Project {
+  id: number;
+  name: string;
+  createdAt: string;
+  archivedAt: string | null;
+  allowedChainIds: number[] | null;
+  liveKeys: number;
+}
+
+export function Projects() {
+  const list = useApi<{ projects: Project[] }>('ListProjects', {});
+  const [name, setName] = useState('');
+  const a = useAction();
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const r = await a.run(() => api<{ project: Project }>('CreateProject', { name }));
+    if (r) {
+      setName('');
+      location.hash = `#/projects/${r.project.id}`;
+    }
+  };
+  return (
+    <section>
+      <h2>Projects</h2>
+      <form class="row" onSubmit={create}>
+        <input data-testid="project-name" placeholder="New project name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <button data-testid="create-project" disabled={!name.trim() || a.busy}>Create project</button>
+      </form>
+      {a.error && <p class="error">{a.error}</p>}
+      {list.error && <p class="error">{list.error}</p>}
+      <table data-testid="projects">
+        <thead>
+          <tr><th>Id</th><th>Name</th><th>Live keys</th><th>Networks</th><th>Created</th><th>State</th></tr>
+        </thead>
+        <tbody>
+          {list.data?.projects.map((p) => (
+            <tr key={p.id}>
+              <td>{p.id}</td>
+              <td><a href={`#/projects/${p.id}`}>{p.name}</a></td>
+              <td>{p.liveKeys}</td>
+              <td>{p.allowedChainIds?.join(', ') ?? 'all'}</td>
+              <td>{when(p.createdAt)}</td>
+              <td>{p.archivedAt ? 'archived' : 'active'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+const TABS: [string, string][] = [
+  ['keys', 'Access keys'],
+  ['sponsors', 'Sponsorship'],
+  ['activity', 'Activity'],
+  ['settings', 'Settings'],
+];
+
+export function ProjectDetail({ projectId, tab }: { projectId: number; tab: string }) {
+  const list = useApi<{ projects: Project[] }>('ListProjects', {});
+  const project = list.data?.projects.find((p) => p.id === projectId);
+  if (list.error) return <p class="error">{list.error}</p>;
+  if (!list.data) return <p>Loading…</p>;
+  if (!project) return <p class="error">No project {projectId}.</p>;
+  return (
+    <section>
+      <p><a href="#/projects">← Projects</a></p>
+      <h2 data-testid="project-title">
+        {project.name} {project.archivedAt && <span class="badge">archived</span>}
+      </h2>
+      <nav class="tabs">
+        {TABS.map(([k, label]) => (
+          <a href={`#/projects/${projectId}/${k}`} class={tab === k ? 'active' : ''} data-testid={`tab-${k}`}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      {tab === 'keys' && <Keys projectId={projectId} />}
+      {tab === 'sponsors' && <Sponsors projectId={projectId} />}
+      {tab === 'activity' && <Activity projectId={projectId} />}
+      {tab === 'settings' && <Settings project={project} onChange={list.reload} />}
+    </section>
+  );
+}
+
+interface Key {
+  id: number;
+  prefix: string;
+  label: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+  requestCount: number;
+  rateLimit: { ratePerSec: number; burst: number } | null;
+  rateLimitIsDefault: boolean;
+}
+
+function Keys({ projectId }: { projectId: number }) {
+  const keys = useApi<{ accessKeys: Key[] }>('ListAccessKeys', { projectId });
+  const [label, setLabel] = useState('');
+  const [rate, setRate] = useState('');
+  const [burst, setBurst] = useState('');
+  const [shown, setShown] = useState<string | null>(null);
+  const a = useAction();
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const args: Record<string, unknown> = { projectId, label };
+    if (rate) args.ratePerSec = Number(rate);
+    if (burst) args.rateBurst = Number(burst);
+    const r = await a.run(() => api<{ accessKey: string }>('CreateAccessKey', args));
+    if (r) {
+      setShown(r.accessKey);
+      setLabel('');
+      await keys.reload();
+    }
+  };
+  const revoke = async (k: Key) => {
+    if (await a.run(() => api('RevokeAccessKey', { projectId, keyId: k.id }))) await keys.reload();
+  };
+  return (
+    <div>
+      <form class="row" onSubmit={create}>
+        <input data-testid="key-label" placeholder="Label" value={label} onInput={(e) => setLabel(e.currentTarget.value)} />
+        <input class="num" placeholder="Requests/s (default)" value={rate} onInput={(e) => setRate(e.currentTarget.value)} />
+        <input class="num" placeholder="Burst" value={burst} onInput={(e) => setBurst(e.currentTarget.value)} />
+        <button data-testid="create-key" disabled={a.busy}>Create access key</button>
+      </form>
+      {shown && (
+        <div class="reveal">
+          <p>Copy this key now: it is stored only as a hash and will not be shown again.</p>
+          <code data-testid="new-key">{shown}</code> <button class="link" onClick={() => setShown(null)}>Done</button>
+        </div>
+      )}
+      {a.error && <p class="error">{a.error}</p>}
+      <table data-testid="keys">
+        <thead>
+          <tr><th>Key</th><th>Label</th><th>Created</th><th>Last used</th><th>Requests</th><th>Rate limit</th><th>State</th><th></th></tr>
+        </thead>
+        <tbody>
+          {keys.data?.accessKeys.map((k) => (
+            <tr key={k.id} data-testid={`key-${k.id}`}>
+              <td><code>{k.prefix}…</code></td>
+              <td>{k.label}</td>
+              <td>{when(k.createdAt)}</td>
+              <td>{when(k.lastUsedAt)}</td>
+              <td>{k.requestCount}</td>
+              <td>{k.rateLimit ? `${k.rateLimit.ratePerSec}/s, burst ${k.rateLimit.burst}${k.rateLimitIsDefault ? ' (default)' : ''}` : 'none'}</td>
+              <td>{k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'live'}</td>
+              <td>{!k.revokedAt && <button data-testid={`revoke-${k.id}`} onClick={() => revoke(k)}>Revoke</button>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function Settings({ project, onChange }: { project: Project; onChange: () => Promise<void> }) {
+  const [name, setName] = useState(project.name);
+  const [nets, setNets] = useState(project.allowedChainIds?.join(', ') ?? '');
+  const a = useAction();
+  const update = async (patch: Record<string, unknown>) => {
+    if (await a.run(() => api('UpdateProject', { projectId: project.id, ...patch }))) await onChange();
+  };
+  return (
+    <div class="stack">
+      <form class="row" onSubmit={(e) => (e.preventDefault(), update({ name }))}>
+        <input data-testid="rename" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <button>Rename</button>
+      </form>
+      <form class="row" onSubmit={(e) => (e.preventDefault(), update({ allowedChainIDs: nets.split(',').map((x) => x.trim()).filter(Boolean) }))}>
+        <input placeholder="Allowed networks (empty: all), e.g. mainnet, 137" value={nets} onInput={(e) => setNets(e.currentTarget.value)} />
+        <button>Save networks</button>
+      </form>
+      <div>
+        {project.archivedAt ? (
+          <button onClick={() => update({ archived: false })}>Restore project</button>
+        ) : (
+          <button class="danger" data-testid="archive" onClick={() => update({ archived: true })}>Archive project (its keys stop working)</button>
+        )}
+      </div>
+      {a.error && <p class="error">{a.error}</p>}
+    </div>
+  );
+}

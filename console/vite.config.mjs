@@ -1,0 +1,15 @@
+// Builds the console page into dist/console, which metarelay serves at /console (src/console/static.ts).
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vite';
+
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  base: '/console/',
+  logLevel: 'warn',
+  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  build: {
+    outDir: fileURLToPath(new URL('../dist/console', import.meta.url)),
+    emptyOutDir: true,
+    assetsDir: 'assets',
+  },
+});

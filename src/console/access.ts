@@ -1,0 +1,29 @@
+import { readAccessKey, readBearer } from '../http/auth.ts';
+import { MetadataErrors, RpcError } from '../http/errors.ts';
+import type { RpcContext } from '../http/webrpc.ts';
+import type { AdminTokenStore } from './admin-tokens.ts';
+import { SESSION_COOKIE, readCookie } from './cookie.ts';
+import type { SessionStore } from './sessions.ts';
+
+/** Methods that answer before sign-in: signing in and out, and asking whether one is signed in. */
+export const OPEN_METHODS = new Set(['SignIn', 'SignOut', 'Session']);
+
+/**
+ * Lets a console call through with an admin session cookie, or an admin bearer token (scripts).
+ * A project access key is never enough: it gets PermissionDenied, and nobody gets data unsigned.
+ */
+export function consoleAccess(sessions: SessionStore, tokens: AdminTokenStore) {
+  return async (ctx: RpcContext): Promise<void> => {
+    if (OPEN_METHODS.has(ctx.params.method)) return;
+    const bearer = readBearer(ctx.request);
+    if (bearer !== undefined) {
+      if (await tokens.verify(bearer)) return;
+      throw new RpcError(MetadataErrors.Unauthorized, 'invalid admin token');
+    }
+    const state = await sessions.check(readCookie(ctx.request, SESSION_COOKIE));
+    if (state === 'valid') return;
+    if (state === 'expired') throw new RpcError(MetadataErrors.SessionExpired, 'the console session has expired: sign in again');
+    if (readAccessKey(ctx.request, false)) throw new RpcError(MetadataErrors.PermissionDenied, 'a project access key cannot use the console API');
+    throw new RpcError(MetadataErrors.Unauthorized, 'sign in to the console, or send Authorization: Bearer <admin token>');
+  };
+}

@@ -1,0 +1,60 @@
+import { NoArgs } from '../../http/services/common.ts';
+import { senderStatuses } from '../../http/services/relayer.ts';
+import { inclusionStats } from '../../relayer/attempts.ts';
+import { method, type MethodDef } from '../../http/webrpc.ts';
+import { feeTokenWire } from '../../relayer/fees.ts';
+import type { ConsoleDeps } from '../deps.ts';
+
+const message = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err));
+
+/** Fee tokens and prices from the config, and the health of each network. */
+export function networkMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+  return {
+    /** The configured networks, for the page's pickers. */
+    ListNetworks: method({
+      input: NoArgs,
+      handler: async () => ({ networks: s.networks.list().map((c) => ({ chainId: c.chainId, name: c.name, relayer: s.relayers.has(c.chainId) })) }),
+    }),
+    FeeTokens: method({
+      input: NoArgs,
+      handler: async () => ({
+        networks: [...s.relayers.values()].map((r) => ({
+          chainId: r.chainId,
+          network: r.deps.chain.name,
+          isFeeRequired: r.isFeeRequired,
+          paymentAddress: r.paymentAddress,
+          feeMarkup: r.deps.config.feeMarkup,
+          tokens: r.feeTokens.map((t) => ({ ...feeTokenWire(r.chainId, t), nativePrice: t.nativePrice })),
+        })),
+      }),
+    }),
+    /** Per network: the chain head, and where a relayer runs, its senders and its queue. */
+    Health: method({
+      input: NoArgs,
+      handler: async () => {
+        const depth = await q.queueDepth();
+        const networks = await Promise.all(
+          [...s.chains.values()].map(async (chain) => {
+            const relayer = s.relayers.get(chain.chainId);
+            try {
+              const head = await chain.public.getBlock({ blockTag: 'latest' });
+              return {
+                chainId: chain.chainId,
+                network: chain.name,
+                ok: true,
+                error: null,
+                head: { number: Number(head.number), hash: head.hash, timestamp: new Date(Number(head.timestamp) * 1000).toISOString() },
+                relayer: relayer
+                  ? { senders: await senderStatuses(s, relayer), queue: depth.get(chain.chainId) ?? { queued: 0, sent: 0 }, inclusion: await inclusionStats(s.db, chain.chainId) }
+                  : null,
+              };
+            } catch (err) {
+              return { chainId: chain.chainId, network: chain.name, ok: false, error: message(err), head: null, relayer: null };
+            }
+          }),
+        );
+        return { networks };
+      },
+    }),
+  };
+}

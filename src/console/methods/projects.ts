@@ -1,0 +1,109 @@
+import { z } from 'zod';
+import { MetadataErrors, RpcError } from '../../http/errors.ts';
+import { NoArgs } from '../../http/services/common.ts';
+import { ChainArg } from '../../http/services/args.ts';
+import { method, type MethodDef } from '../../http/webrpc.ts';
+import type { AccessKeyInfo } from '../../store/access-keys.ts';
+import { Id, ProjectId, chainIdArg } from '../args.ts';
+import type { ConsoleDeps } from '../deps.ts';
+import { NameTaken } from '../queries.ts';
+
+const Name = z.string().trim().min(1, 'must not be empty').max(100);
+const Label = z.string().trim().max(100);
+const Rate = z.number().positive().max(1_000_000);
+const Burst = z.number().int().min(1).max(1_000_000);
+
+/** Projects and their access keys. */
+export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+  const project = async (id: number) => {
+    const p = await q.project(id);
+    if (!p) throw new RpcError(MetadataErrors.ProjectNotFound, `no project ${id}`);
+    return p;
+  };
+  const named = async <T>(run: () => Promise<T>) => {
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof NameTaken) throw new RpcError(MetadataErrors.RequestConflict, err.message);
+      throw err;
+    }
+  };
+  const chainIds = (list: string[] | undefined) => (list === undefined ? undefined : [...new Set(list.map((c) => chainIdArg(s, c)))]);
+  const keyWire = (k: AccessKeyInfo) => {
+    const limit = s.rateLimiter.limitFor(k);
+    return { ...k, rateLimit: limit, rateLimitIsDefault: k.ratePerSec == null && k.rateBurst == null };
+  };
+
+  return {
+    ListProjects: method({ input: NoArgs, handler: async () => ({ projects: await q.projects() }) }),
+    CreateProject: method({
+      input: z.object({ name: Name, allowedChainIDs: z.array(ChainArg).max(100).optional() }),
+      handler: async (a) => named(async () => {
+        const ids = chainIds(a.allowedChainIDs);
+        const id = await q.createProject(a.name, ids?.length ? ids : null);
+        return { project: await project(id) };
+      }),
+    }),
+    UpdateProject: method({
+      input: z.object({ projectId: ProjectId, name: Name.optional(), archived: z.boolean().optional(), allowedChainIDs: z.array(ChainArg).max(100).optional() }),
+      handler: async (a) => named(async () => {
+        await project(a.projectId);
+        await q.updateProject(a.projectId, { name: a.name, archived: a.archived, allowedChainIds: chainIds(a.allowedChainIDs) });
+        // Archiving stops the project's keys, and its networks travel with them: drop this process's
+        // cached key answers so the change holds at once.
+        if (a.archived !== undefined || a.allowedChainIDs !== undefined) s.auth.forgetAll();
+        return { project: await project(a.projectId) };
+      }),
+    }),
+
+    ListAccessKeys: method({
+      input: z.object({ projectId: ProjectId }),
+      handler: async (a) => {
+        await project(a.projectId);
+        return { accessKeys: (await s.accessKeys.list(a.projectId)).map(keyWire) };
+      },
+    }),
+    CreateAccessKey: method({
+      input: z.object({ projectId: ProjectId, label: Label.optional(), ratePerSec: Rate.optional(), rateBurst: Burst.optional() }),
+      handler: async (a) => {
+        const p = await project(a.projectId);
+        if (p.archivedAt) throw new RpcError(MetadataErrors.Fail, `project ${p.name} is archived`);
+        const { key, info } = await s.accessKeys.create(a.projectId, a.label ?? '');
+        if (a.ratePerSec !== undefined || a.rateBurst !== undefined) {
+          await q.updateKey(a.projectId, info.id, { ratePerSec: a.ratePerSec, rateBurst: a.rateBurst });
+        }
+        const created = (await s.accessKeys.list(a.projectId)).find((k) => k.id === info.id)!;
+        // The only time the key is shown: the database keeps its hash.
+        return { accessKey: key, key: keyWire(created) };
+      },
+    }),
+    UpdateAccessKey: method({
+      input: z.object({
+        projectId: ProjectId,
+        keyId: Id,
+        label: Label.optional(),
+        ratePerSec: Rate.optional(),
+        rateBurst: Burst.optional(),
+        /** Drop the key's own limit: the configured default applies again. */
+        defaultRateLimit: z.boolean().optional(),
+      }),
+      handler: async (a) => {
+        const patch = a.defaultRateLimit ? { label: a.label, ratePerSec: null, rateBurst: null } : { label: a.label, ratePerSec: a.ratePerSec, rateBurst: a.rateBurst };
+        if (!(await q.updateKey(a.projectId, a.keyId, patch))) throw new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
+        // Limits travel with the cached key lookups.
+        s.auth.forgetAll();
+        const key = (await s.accessKeys.list(a.projectId)).find((k) => k.id === a.keyId)!;
+        return { key: keyWire(key) };
+      },
+    }),
+    RevokeAccessKey: method({
+      input: z.object({ projectId: ProjectId, keyId: Id }),
+      handler: async (a) => {
+        if (!(await q.revokeKey(a.projectId, a.keyId))) throw new RpcError(MetadataErrors.NotFound, `no live key ${a.keyId} in project ${a.projectId}`);
+        // This process refuses the key at once; others within auth.keyCacheMs.
+        s.auth.forgetAll();
+        return { ok: true };
+      },
+    }),
+  };
+}

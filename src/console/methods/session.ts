@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { MetadataErrors, RpcError } from '../../http/errors.ts';
+import { NoArgs } from '../../http/services/common.ts';
+import { method, type MethodDef } from '../../http/webrpc.ts';
+import { SESSION_COOKIE, clearedSessionCookie, readCookie, sessionCookie } from '../cookie.ts';
+import type { ConsoleDeps } from '../deps.ts';
+import { SignInThrottle } from '../sign-in-throttle.ts';
+
+export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<string, MethodDef<any>> {
+  const { sessionTtlSec, secureCookie } = s.config.console;
+  const throttle = new SignInThrottle();
+  return {
+    SignIn: method({
+      input: z.object({ token: z.string().min(1).max(200) }),
+      handler: async (a, ctx) => {
+        const ip = ctx.request.ip;
+        const wait = throttle.retryAfterSec(ip);
+        if (wait > 0) throw new RpcError(MetadataErrors.RateLimited, `too many failed sign-ins from this address; retry in ${wait}s`, { 'Retry-After': String(wait) });
+        if (!(await tokens.verify(a.token))) {
+          throttle.fail(ip);
+          throw new RpcError(MetadataErrors.Unauthorized, 'invalid admin token');
+        }
+        const { secret, expiresAt } = await sessions.create();
+        ctx.reply.header('Set-Cookie', sessionCookie(secret, sessionTtlSec, secureCookie));
+        return { ok: true, expiresAt: expiresAt.toISOString() };
+      },
+    }),
+    SignOut: method({
+      input: NoArgs,
+      handler: async (_a, ctx) => {
+        await sessions.end(readCookie(ctx.request, SESSION_COOKIE));
+        ctx.reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
+        return { ok: true };
+      },
+    }),
+    Session: method({
+      input: NoArgs,
+      handler: async (_a, ctx) => ({ state: await sessions.check(readCookie(ctx.request, SESSION_COOKIE)) }),
+    }),
+  };
+}

@@ -1,0 +1,156 @@
+import type { Queryable } from '../store/db.ts';
+import { toProject, type Project } from '../store/projects.ts';
+import { normalise, type MetaTxnRow } from '../relayer/store.ts';
+
+/** The console's reads and writes that no other part of the service needs. */
+
+export interface ConsoleProject extends Project {
+  liveKeys: number;
+}
+
+interface ProjectRow {
+  id: number | string;
+  name: string;
+  created_at: Date | string;
+  archived_at: Date | string | null;
+  allowed_chain_ids: (number | string)[] | null;
+  live_keys: number | string;
+}
+
+const toConsoleProject = (r: ProjectRow): ConsoleProject => ({ ...toProject(r), liveKeys: Number(r.live_keys) });
+
+const PROJECT_SELECT = `SELECT p.*, (SELECT count(*) FROM access_keys k WHERE k.project_id = p.id AND k.revoked_at IS NULL) AS live_keys FROM projects p`;
+
+export class NameTaken extends Error {}
+
+const unique = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+  try {
+    return await run();
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') throw new NameTaken(`a project named "${name}" already exists`);
+    throw err;
+  }
+};
+
+export interface ActivityRow extends MetaTxnRow {
+  nonce_space: string | null;
+  nonce: string | null;
+}
+
+export interface RelayTxRow {
+  id: number;
+  sender: string;
+  nonce: number;
+  hash: string;
+  gas_limit: number;
+  max_fee: string | null;
+  max_priority_fee: string | null;
+  gas_price: string | null;
+  status: string;
+  error: string | null;
+  created_at: Date;
+  broadcast_at: Date | null;
+  mined_block: number | null;
+}
+
+export function consoleQueries(db: Queryable) {
+  return {
+    async projects(): Promise<ConsoleProject[]> {
+      const r = await db.query<ProjectRow>(`${PROJECT_SELECT} ORDER BY p.id`);
+      return r.rows.map(toConsoleProject);
+    },
+
+    async project(id: number): Promise<ConsoleProject | null> {
+      const r = await db.query<ProjectRow>(`${PROJECT_SELECT} WHERE p.id = $1`, [id]);
+      return r.rows[0] ? toConsoleProject(r.rows[0]) : null;
+    },
+
+    async createProject(name: string, allowedChainIds: number[] | null): Promise<number> {
+      return unique(name, async () => {
+        const r = await db.query<{ id: number | string }>('INSERT INTO projects (name, allowed_chain_ids) VALUES ($1, $2) RETURNING id', [name, allowedChainIds]);
+        return Number(r.rows[0].id);
+      });
+    },
+
+    /** `archived`: true archives (keys stop working), false restores; `allowedChainIds` [] means all networks. */
+    async updateProject(id: number, patch: { name?: string; archived?: boolean; allowedChainIds?: number[] }): Promise<boolean> {
+      return unique(patch.name ?? '', async () => {
+        const r = await db.query(
+          `UPDATE projects SET name = COALESCE($2, name),
+             archived_at = CASE WHEN $3::boolean IS NULL THEN archived_at WHEN $3 THEN COALESCE(archived_at, now()) ELSE NULL END,
+             allowed_chain_ids = CASE WHEN $4::bigint[] IS NULL THEN allowed_chain_ids WHEN cardinality($4::bigint[]) = 0 THEN NULL ELSE $4::bigint[] END
+           WHERE id = $1`,
+          [id, patch.name ?? null, patch.archived ?? null, patch.allowedChainIds ?? null],
+        );
+        return r.rowCount > 0;
+      });
+    },
+
+    /** Label and rate limit of a key; a null rate or burst falls back to the configured default. */
+    async updateKey(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null }): Promise<boolean> {
+      const r = await db.query(
+        `UPDATE access_keys SET label = COALESCE($3, label),
+           rate_per_sec = CASE WHEN $4::boolean THEN $5::float8 ELSE rate_per_sec END,
+           rate_burst = CASE WHEN $6::boolean THEN $7::int ELSE rate_burst END
+         WHERE id = $2 AND project_id = $1`,
+        [projectId, keyId, patch.label ?? null, patch.ratePerSec !== undefined, patch.ratePerSec ?? null, patch.rateBurst !== undefined, patch.rateBurst ?? null],
+      );
+      return r.rowCount > 0;
+    },
+
+    async revokeKey(projectId: number, keyId: number): Promise<boolean> {
+      const r = await db.query('UPDATE access_keys SET revoked_at = now() WHERE id = $2 AND project_id = $1 AND revoked_at IS NULL', [projectId, keyId]);
+      return r.rowCount > 0;
+    },
+
+    /** A project's meta-transactions on every network, newest first, with the first bundle's nonce. */
+    async metaTxns(projectId: number, chainId: number | null, offset: number, limit: number): Promise<ActivityRow[]> {
+      const r = await db.query<Record<string, unknown>>(
+        `SELECT m.*, b.nonce_space::text AS nonce_space, b.nonce::text AS nonce FROM meta_txns m
+           LEFT JOIN LATERAL (SELECT nonce_space, nonce FROM meta_txn_bundles x WHERE x.chain_id = m.chain_id AND x.meta_txn_id = m.id ORDER BY bundle_id LIMIT 1) b ON true
+          WHERE m.project_id = $1 AND ($2::bigint IS NULL OR m.chain_id = $2)
+          ORDER BY m.queued_at DESC, m.id OFFSET $3 LIMIT $4`,
+        [projectId, chainId, offset, limit],
+      );
+      // normalise keeps the joined nonce columns as they are.
+      return r.rows.map((x) => normalise(x) as ActivityRow);
+    },
+
+    /**
+     * Every signed transaction of a meta-transaction, in the order it was signed: those that name it, and
+     * every attempt at the slot (sender, nonce) it is in now, which a batch shares with its other members.
+     */
+    async relayTxs(chainId: number, m: { id: string; sender: string | null; txn_nonce: number | null }): Promise<RelayTxRow[]> {
+      const r = await db.query<Record<string, unknown>>(
+        `SELECT id, sender, nonce, hash, gas_limit, max_fee::text, max_priority_fee::text, gas_price::text, status, error, created_at, broadcast_at, mined_block
+           FROM relay_txs WHERE chain_id = $1 AND (meta_txn_id = $2 OR (sender = $3 AND nonce = $4)) ORDER BY id`,
+        [chainId, m.id, m.sender, m.txn_nonce],
+      );
+      return r.rows.map((x) => ({
+        ...x,
+        id: Number(x.id),
+        nonce: Number(x.nonce),
+        gas_limit: Number(x.gas_limit),
+        mined_block: x.mined_block == null ? null : Number(x.mined_block),
+        created_at: new Date(x.created_at as string),
+        broadcast_at: x.broadcast_at == null ? null : new Date(x.broadcast_at as string),
+      })) as RelayTxRow[];
+    },
+
+    /** Meta-transactions waiting to be sent or mined, per chain. */
+    async queueDepth(): Promise<Map<number, { queued: number; sent: number }>> {
+      const r = await db.query<{ chain_id: number | string; status: string; n: number | string }>(
+        `SELECT chain_id, status, count(*) AS n FROM meta_txns WHERE status IN ('QUEUED', 'SENT') GROUP BY chain_id, status`,
+      );
+      const out = new Map<number, { queued: number; sent: number }>();
+      for (const x of r.rows) {
+        const e = out.get(Number(x.chain_id)) ?? { queued: 0, sent: 0 };
+        if (x.status === 'QUEUED') e.queued = Number(x.n);
+        else e.sent = Number(x.n);
+        out.set(Number(x.chain_id), e);
+      }
+      return out;
+    },
+  };
+}
+export type ConsoleQueries = ReturnType<typeof consoleQueries>;

@@ -1,0 +1,40 @@
+import { metadataErrorMap } from '../http/errors.ts';
+import type { ServiceDef } from '../http/webrpc.ts';
+import type { Services } from '../services.ts';
+import { consoleAccess } from './access.ts';
+import { adminTokenStore } from './admin-tokens.ts';
+import type { ConsoleDeps } from './deps.ts';
+import { activityMethods } from './methods/activity.ts';
+import { networkMethods } from './methods/network.ts';
+import { projectMethods } from './methods/projects.ts';
+import { sessionMethods } from './methods/session.ts';
+import { sponsorMethods } from './methods/sponsors.ts';
+import { consoleQueries } from './queries.ts';
+import { sessionStore } from './sessions.ts';
+
+export const CONSOLE_SCHEMA = 'metarelay-console@v0.1.0';
+
+/** The console's admin API at /rpc/Console/<Method>: what every button of the page calls. */
+export function consoleService(s: Services): ServiceDef {
+  const deps: ConsoleDeps = {
+    s,
+    q: consoleQueries(s.db),
+    sessions: sessionStore(s.db, s.config.console.sessionTtlSec),
+    tokens: adminTokenStore(s.db, s.config.admin.tokens),
+  };
+  return {
+    name: 'Console',
+    schema: CONSOLE_SCHEMA,
+    errors: metadataErrorMap,
+    // Access is the console's own rule (session cookie or admin token), checked in prepare.
+    defaultAuth: () => 'none',
+    prepare: consoleAccess(deps.sessions, deps.tokens),
+    methods: {
+      ...sessionMethods(deps),
+      ...projectMethods(deps),
+      ...sponsorMethods(deps),
+      ...activityMethods(deps),
+      ...networkMethods(deps),
+    },
+  };
+}

@@ -1,0 +1,154 @@
+// The console page in a real browser (Debian's chromium driven by playwright-core) against a real
+// metarelay on anvil: what an operator does, end to end, with screenshots of the main screens.
+import { existsSync, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { encodeFunctionData, type Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONSOLE_DIST } from '../../src/console/static.ts';
+import { erc20, startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import { newSigner, signedBundle, walletFor } from '../support/sequence-wallet.ts';
+
+const SHOTS = resolve('test-results/console');
+const CHROMIUM = process.env.METARELAY_CHROMIUM ?? '/usr/bin/chromium';
+
+let env: RelayerEnv;
+let browser: Browser;
+let page: Page;
+let nft: Address;
+
+beforeAll(async () => {
+  // `npm ci` builds the page (prepare); build it here too when the folder was cleaned since.
+  if (!existsSync(resolve(CONSOLE_DIST, 'index.html'))) {
+    const { build } = await import('vite');
+    await build({ configFile: resolve('console/vite.config.mjs') });
+  }
+  mkdirSync(SHOTS, { recursive: true });
+  env = await startRelayerEnv();
+  [nft] = await env.chain.deploy([{ contract: 'DevERC721OnChain' }]);
+  await env.chain.send([{ address: nft, contract: 'DevERC721OnChain', functionName: 'mint', args: [newSigner().address, 1n] }]);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+
+const shot = (name: string) => page.screenshot({ path: resolve(SHOTS, `${name}.png`), fullPage: true });
+
+const metadata = (key: string) =>
+  fetch(`${env.baseUrl}/rpc/Metadata/GetTokenMetadata`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-access-key': key },
+    body: JSON.stringify({ chainID: String(env.chainId), contractAddress: nft, tokenIDs: ['1'] }),
+  });
+
+async function relaySponsored(key: string): Promise<string> {
+  const s = newSigner();
+  const wallet = walletFor(s.address);
+  await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [wallet.address, 100n] }]);
+  const data = encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [newSigner().address, 40n] });
+  const b = await signedBundle({ signerKey: s.privateKey, wallet, chainId: env.chainId, txs: [{ to: env.token, data }], deployed: false });
+  const sent = await env.call('SendMetaTxn', { call: { walletAddress: wallet.address, contract: b.entrypoint, input: b.input } }, { 'x-access-key': key });
+  expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+  for (let i = 0; i < 40; i++) {
+    const r = await env.call('GetMetaTxnReceipt', { metaTxID: b.id });
+    if (r.body.receipt.status === 'SUCCEEDED') return sent.body.txnHash as string;
+  }
+  throw new Error('the sponsored meta-transaction did not succeed');
+}
+
+describe('console page', () => {
+  it('signs in, creates a project and a key, sponsors a contract, shows the relayed meta-transaction, and revokes the key', async () => {
+    await page.goto(`${env.baseUrl}/console/`);
+    await page.getByTestId('admin-token').waitFor();
+    await shot('sign-in');
+
+    await page.getByTestId('admin-token').fill('not the token');
+    await page.getByTestId('sign-in').click();
+    await expect.poll(() => page.getByTestId('error').textContent()).toMatch(/Unauthorized/);
+
+    await page.getByTestId('admin-token').fill(env.adminToken);
+    await page.getByTestId('sign-in').click();
+    await page.getByTestId('nav-projects').waitFor();
+    // The session is an HttpOnly cookie: the page's JavaScript cannot read it, and no secret is in the URL.
+    expect(await page.evaluate(() => document.cookie)).not.toContain('mr_console');
+    expect(page.url()).not.toContain(env.adminToken);
+
+    const name = `ui-${Math.random().toString(36).slice(2, 8)}`;
+    await page.getByTestId('project-name').fill(name);
+    await page.getByTestId('create-project').click();
+    await expect.poll(() => page.getByTestId('project-title').textContent()).toContain(name);
+    const projectId = Number(/#\/projects\/(\d+)/.exec(page.url())![1]);
+
+    await page.getByTestId('key-label').fill('browser test');
+    await page.getByTestId('create-key').click();
+    const key = (await page.getByTestId('new-key').textContent())!.trim();
+    expect(key).toMatch(/^mr_/);
+    await shot('access-keys');
+
+    const md = await metadata(key);
+    expect(md.status).toBe(200);
+    const body = await md.json();
+    expect(body.tokenMetadata[0]).toMatchObject({ tokenId: '1', name: 'OnChain #1' });
+
+    await page.getByTestId('tab-sponsors').click();
+    await page.getByTestId('sponsor-kind').selectOption('CONTRACT');
+    await page.getByTestId('sponsor-address').fill(env.token);
+    await page.getByTestId('add-sponsor').click();
+    await expect.poll(() => page.getByTestId('sponsors').textContent()).toContain('CONTRACT');
+    await page.getByTestId('check-wallet').fill(newSigner().address);
+    await page.getByTestId('check-target').fill(env.token);
+    await page.getByTestId('check').click();
+    await expect.poll(() => page.getByTestId('check-result').textContent()).toMatch(/^Sponsored: covered by CONTRACT/);
+    await shot('sponsorship');
+
+    const metaTxnId = await relaySponsored(key);
+    await page.getByTestId('tab-activity').click();
+    const row = page.getByTestId(`tx-${metaTxnId}`);
+    await row.waitFor();
+    expect(await row.getByTestId('tx-status').textContent()).toBe('SUCCEEDED');
+    await shot('activity');
+    await row.getByRole('link').click();
+    await expect.poll(() => page.getByTestId('detail-status').textContent()).toBe('SUCCEEDED');
+    await expect.poll(() => page.getByTestId('attempts').locator('tbody tr').count()).toBeGreaterThan(0);
+    expect(await page.getByTestId('receipt').textContent()).toContain('transactionHash');
+    await shot('meta-transaction');
+
+    await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/keys`);
+    const keyRow = page.getByTestId('keys').locator('tbody tr').filter({ hasText: 'browser test' });
+    await keyRow.getByRole('button', { name: 'Revoke' }).click();
+    await expect.poll(() => keyRow.textContent()).toContain('revoked');
+    const refused = await metadata(key);
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).error).toBe('Unauthorized');
+
+    await page.getByTestId('nav-tokens').click();
+    await page.getByTestId('lookup-network').fill(String(env.chainId));
+    await page.getByTestId('lookup-contract').fill(nft);
+    await page.getByTestId('lookup-token').fill('1');
+    await page.getByTestId('lookup').click();
+    await expect.poll(() => page.getByTestId('lookup-metadata').textContent()).toContain('OnChain #1');
+    expect(await page.getByTestId('lookup-trace').textContent()).toMatch(/tokenURI|data:/);
+    await shot('token-lookup');
+    await page.getByTestId('nav-tasks').click();
+    await page.getByTestId('tasks').waitFor();
+    await shot('tasks');
+
+    await page.getByTestId('nav-health').click();
+    await page.getByTestId(`health-${env.chain.chainConfig.name}`).getByTestId('head').waitFor();
+    await shot('health');
+    await page.getByTestId('nav-fees').click();
+    await page.getByTestId(`fees-${env.chain.chainConfig.name}`).waitFor();
+    expect(await page.getByTestId(`fees-${env.chain.chainConfig.name}`).textContent()).toContain('FUSD');
+    await shot('fee-tokens');
+
+    await page.getByTestId('sign-out').click();
+    await page.getByTestId('admin-token').waitFor();
+    // Signed out means signed out for the API too, not just the page.
+    const after = await page.evaluate(async () => (await fetch('/rpc/Console/ListProjects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
+    expect(after).toBe(401);
+  });
+});
