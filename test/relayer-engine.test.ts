@@ -123,3 +123,72 @@ describe('sender balance floor', () => {
     expect(after.body.status.senders.every((s: { enabled: boolean }) => s.enabled)).toBe(true);
   }, 120_000);
 });
+
+describe('StopSender and StartSender', () => {
+  let env: RelayerEnv;
+
+  beforeAll(async () => {
+    env = await startRelayerEnv();
+    await sponsor(env, 'CONTRACT', env.token);
+  }, 120_000);
+
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  /** Sends one mint per user and returns the sender each was mined by, once all are final. */
+  async function relayed(users: User[]) {
+    const ids = (await sendAll(sendVia(env), await mintBundles(env, users, 1), 4)).map((x) => x.replace(/^0x/, ''));
+    const final = await allFinal(env, ids, 60_000);
+    expect([...final.values()].every((s) => s === 'SUCCEEDED')).toBe(true);
+    const rows = await Promise.all(ids.map((id) => env.services.metaTxns.find(env.chainId, id)));
+    return new Set(rows.map((r) => r!.sender));
+  }
+
+  it('admin only, with a clear error for a sender that does not exist', async () => {
+    const none = await env.call('StopSender', { sender: 0 });
+    expect(none.status).toBe(401);
+    expect(none.body.error).toBe('Unauthorized');
+    const key = await env.call('StopSender', { sender: 0 }, { 'x-access-key': env.accessKey });
+    expect(key.status).toBe(403);
+    const wrong = await env.call('StopSender', { sender: 2 }, { authorization: `Bearer ${env.adminToken}` });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error).toBe('InvalidArgument');
+    expect(wrong.body.cause).toMatch(/no sender 2: .* has senders 0 to 1/);
+    const bad = await env.call('StartSender', { sender: 'one' }, { authorization: `Bearer ${env.adminToken}` });
+    expect(bad.status).toBe(400);
+    // Nothing was stopped by the refused calls.
+    const status = await env.call('RuntimeStatus', {});
+    expect(status.body.status.senders.map((s: { stoppedAt: string | null }) => s.stoppedAt)).toEqual([null, null]);
+  });
+
+  it('a stopped sender takes no new work while the other does it all; RuntimeStatus and the metrics say so; started again, it works', async () => {
+    const admin = { authorization: `Bearer ${env.adminToken}` };
+    const [s0, s1] = (await env.call('RuntimeStatus', {})).body.status.senders.map((s: { address: string }) => s.address.toLowerCase());
+    const users = await deployWallets(env, 6);
+
+    const stop = await env.call('StopSender', { sender: 0 }, admin);
+    expect(stop.status, JSON.stringify(stop.body)).toBe(200);
+    expect(stop.body).toEqual({});
+    // The dispatcher reads the flag on its next claim of the leases.
+    await waitFor('the stop to be seen', async () => env.services.dispatchers[0].stopped.has(s0));
+    expect(await relayed(users.slice(0, 3))).toEqual(new Set([s1]));
+
+    const status = (await env.call('RuntimeStatus', {})).body.status.senders;
+    expect(status[0]).toMatchObject({ enabled: false, belowFloor: false });
+    expect(Date.parse(status[0].stoppedAt)).not.toBeNaN();
+    expect(status[1]).toMatchObject({ enabled: true, stoppedAt: null });
+    const metric = await env.services.metrics.registry.getSingleMetricAsString('metarelay_relayer_sender_stopped');
+    expect(metric).toContain(`sender="${s0}"} 1`);
+    expect(metric).toContain(`sender="${s1}"} 0`);
+
+    // Start the first, stop the second: the work moves over.
+    expect((await env.call('StartSender', { sender: 0 }, admin)).status).toBe(200);
+    expect((await env.call('StopSender', { sender: 1 }, admin)).status).toBe(200);
+    await waitFor('the swap to be seen', async () => env.services.dispatchers[0].stopped.has(s1) && !env.services.dispatchers[0].stopped.has(s0));
+    expect(await relayed(users.slice(3))).toEqual(new Set([s0]));
+    expect((await env.call('RuntimeStatus', {})).body.status.senders.map((s: { enabled: boolean }) => s.enabled)).toEqual([true, false]);
+    expect((await env.call('StartSender', { sender: 1 }, admin)).status).toBe(200);
+    expect((await env.call('RuntimeStatus', {})).body.status.senders.map((s: { enabled: boolean }) => s.enabled)).toEqual([true, true]);
+  }, 120_000);
+});

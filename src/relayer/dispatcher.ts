@@ -68,6 +68,8 @@ export class Dispatcher {
   readonly policy: FeePolicy;
   readonly sweeper: Sweeper;
   held: Address[] = [];
+  /** Held senders an operator stopped: swept as usual, given no new work. */
+  stopped = new Set<Address>();
   readonly senders = new Map<Address, SenderState>();
   head = -1;
   private headHash?: string;
@@ -139,6 +141,7 @@ export class Dispatcher {
     const rows = await claimSenders(this.deps.db, this.chainId, this.owner, [...this.accounts.keys()]);
     const before = new Set(this.held);
     this.held = rows.map((r) => r.address);
+    this.stopped = new Set(rows.filter((r) => r.stopped).map((r) => r.address));
     for (const a of [...this.senders.keys()]) if (!this.held.includes(a)) this.senders.delete(a);
     if (this.held.length === 0) return;
     // A sender newly taken over is reconciled before anything is signed with it.
@@ -220,12 +223,12 @@ export class Dispatcher {
     return plans;
   }
 
-  /** Senders that may take new work now: held, above the balance floor, with room in flight. */
+  /** Senders that may take new work now: held, not stopped, above the balance floor, with room in flight. */
   private usable(): Map<Address, number> {
     const out = new Map<Address, number>();
     for (const a of this.held) {
       const s = this.senders.get(a);
-      if (!s || s.belowFloor || s.open >= this.config.maxInFlightPerSender) continue;
+      if (!s || this.stopped.has(a) || s.belowFloor || s.open >= this.config.maxInFlightPerSender) continue;
       out.set(a, s.open);
     }
     return out;

@@ -36,6 +36,8 @@ function deadLocalOwner(owner: string): boolean {
 export interface LeaseRow {
   address: Address;
   next_nonce: string | null;
+  /** Stopped by an operator (StopSender): settles what it has open, takes nothing new. */
+  stopped: boolean;
 }
 
 /**
@@ -49,7 +51,7 @@ export async function claimSenders(db: Db, chainId: number, owner: string, addre
        SELECT $1, a, $2, now() + make_interval(secs => $4) FROM unnest($3::text[]) AS a
        ON CONFLICT (chain_id, address) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, updated_at = now()
          WHERE relay_senders.owner = EXCLUDED.owner OR relay_senders.lease_until IS NULL OR relay_senders.lease_until < now()
-       RETURNING address, next_nonce::text AS next_nonce`,
+       RETURNING address, next_nonce::text AS next_nonce, stopped_at IS NOT NULL AS stopped`,
       [chainId, owner, addresses.map((a) => a.toLowerCase()), LEASE_SEC],
     );
   const r = await take();
@@ -67,4 +69,17 @@ export async function claimSenders(db: Db, chainId: number, owner: string, addre
 
 export async function releaseSenders(db: Db, chainId: number, owner: string) {
   await db.query('UPDATE relay_senders SET owner = NULL, lease_until = NULL WHERE chain_id = $1 AND owner = $2', [chainId, owner]);
+}
+
+/**
+ * StopSender / StartSender. The row may not exist yet (a sender no process has claimed), so this is
+ * an upsert; whichever process holds the sender sees the flag on its next claim, within one poll.
+ */
+export async function setSenderStopped(db: Db, chainId: number, address: Address, stopped: boolean) {
+  await db.query(
+    `INSERT INTO relay_senders (chain_id, address, stopped_at) VALUES ($1, $2, CASE WHEN $3 THEN now() END)
+     ON CONFLICT (chain_id, address) DO UPDATE
+       SET stopped_at = CASE WHEN $3 THEN COALESCE(relay_senders.stopped_at, now()) END, updated_at = now()`,
+    [chainId, address.toLowerCase(), stopped],
+  );
 }

@@ -84,6 +84,7 @@ export class Sweeper {
       d.senders.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length });
       d.deps.metrics?.relaySenderBalance.set({ chain: d.chainName, sender: r.address }, Number(r.balance));
       d.deps.metrics?.relaySenderBelowFloor.set({ chain: d.chainName, sender: r.address }, belowFloor ? 1 : 0);
+      d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, d.stopped.has(r.address) ? 1 : 0);
       let stalled: string | null = null;
       for (const s of waiting) {
         const why = await this.nudgeSlot(s, head, r.pending);

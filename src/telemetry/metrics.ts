@@ -99,6 +99,12 @@ export function createMetrics() {
       labelNames: ['chain', 'sender'] as const,
       registers: [registry],
     }),
+    relaySenderStopped: new Gauge({
+      name: 'metarelay_relayer_sender_stopped',
+      help: '1 when an operator stopped a sender (StopSender): it settles what it has open and takes no new work',
+      labelNames: ['chain', 'sender'] as const,
+      registers: [registry],
+    }),
     relaySenderBelowFloor: new Gauge({
       name: 'metarelay_relayer_sender_below_floor',
       help: '1 when a sender is below minSenderBalance and takes no new work',

@@ -251,4 +251,26 @@ describe('console: activity, fee tokens, health', () => {
     expect(n.relayer.inclusion.mined).toBeGreaterThan(0);
     expect(n.relayer.inclusion).toMatchObject({ within: n.relayer.inclusion.mined, blocks: 3 });
   });
+
+  it('stops and starts a sender from the health page; an unknown sender or network is a clear error', async () => {
+    const chainID = String(env.chainId);
+    const stopped = await admin('StopSender', { chainID, index: 1 });
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(200);
+    let senders = (await admin('Health')).body.networks[0].relayer.senders;
+    expect(senders.map((x: { enabled: boolean }) => x.enabled)).toEqual([true, false]);
+    expect(Date.parse(senders[1].stoppedAt)).not.toBeNaN();
+    // The relayer's own RuntimeStatus sees the same flag.
+    expect((await env.call('RuntimeStatus', {})).body.status.senders[1].enabled).toBe(false);
+    expect((await admin('StartSender', { chainID, index: 1 })).status).toBe(200);
+    senders = (await admin('Health')).body.networks[0].relayer.senders;
+    expect(senders.map((x: { stoppedAt: string | null }) => x.stoppedAt)).toEqual([null, null]);
+
+    const unknown = await admin('StopSender', { chainID, index: 9 });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.cause).toMatch(/no sender 9/);
+    const network = await admin('StopSender', { chainID: 'nowhere', index: 0 });
+    expect(network.status).toBe(400);
+    expect(network.body.error).toBe('ChainNotFound');
+    expect((await call('StopSender', { chainID, index: 0 })).status).toBe(401);
+  });
 });

@@ -139,7 +139,12 @@ describe('console page', () => {
 
     await page.getByTestId('nav-health').click();
     await page.getByTestId(`health-${env.chain.chainConfig.name}`).getByTestId('head').waitFor();
+    expect(await page.getByTestId('sender-state-0').textContent()).toBe('running');
+    await page.getByTestId('sender-toggle-0').click();
+    await expect.poll(() => page.getByTestId('sender-state-0').textContent()).toMatch(/^stopped since/);
     await shot('health');
+    await page.getByTestId('sender-toggle-0').click();
+    await expect.poll(() => page.getByTestId('sender-state-0').textContent()).toBe('running');
     await page.getByTestId('nav-fees').click();
     await page.getByTestId(`fees-${env.chain.chainConfig.name}`).waitFor();
     expect(await page.getByTestId(`fees-${env.chain.chainConfig.name}`).textContent()).toContain('FUSD');

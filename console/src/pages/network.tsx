@@ -1,5 +1,5 @@
-import { short } from '../api.ts';
-import { useApi } from '../hooks.ts';
+import { api, short } from '../api.ts';
+import { useAction, useApi } from '../hooks.ts';
 
 interface FeeNetwork {
   chainId: number;
@@ -45,6 +45,17 @@ export function FeeTokens() {
   );
 }
 
+interface SenderRow {
+  index: number;
+  address: string;
+  etherBalance: number;
+  nonce: { chain: number; mempool: number };
+  inFlight: number;
+  belowFloor: boolean;
+  stoppedAt: string | null;
+  stalled: string | null;
+}
+
 interface HealthNetwork {
   chainId: number;
   network: string;
@@ -52,19 +63,32 @@ interface HealthNetwork {
   error: string | null;
   head: { number: number; hash: string; timestamp: string } | null;
   relayer: {
-    senders: { index: number; address: string; etherBalance: number; nonce: { chain: number; mempool: number } }[];
+    senders: SenderRow[];
     queue: { queued: number; sent: number };
     inclusion: { mined: number; within: number; blocks: number; windowSec: number };
   } | null;
 }
 
+/** Why a sender takes no new work, or that it runs. */
+function senderState(s: SenderRow): string {
+  if (s.stoppedAt) return `stopped since ${new Date(s.stoppedAt).toLocaleString()}`;
+  if (s.belowFloor) return 'below the balance floor';
+  if (s.stalled) return `stalled: ${s.stalled}`;
+  return 'running';
+}
+
 export function Health() {
   const d = useApi<{ networks: HealthNetwork[] }>('Health', {});
+  const a = useAction();
+  const toggle = async (chainId: number, index: number, stop: boolean) => {
+    if ((await a.run(() => api(stop ? 'StopSender' : 'StartSender', { chainID: String(chainId), index }))) !== undefined) await d.reload();
+  };
   return (
     <section>
       <h2>Health</h2>
       <button onClick={d.reload}>Refresh</button>
       {d.error && <p class="error">{d.error}</p>}
+      {a.error && <p class="error">{a.error}</p>}
       {d.data?.networks.map((n) => (
         <div class="panel" data-testid={`health-${n.network}`}>
           <h3>
@@ -89,7 +113,7 @@ export function Health() {
               </p>
               <table>
                 <thead>
-                  <tr><th>Sender</th><th>Balance (ETH)</th><th>Nonce (mined)</th><th>Nonce (pending)</th></tr>
+                  <tr><th>Sender</th><th>Balance (ETH)</th><th>Nonce (mined)</th><th>Nonce (pending)</th><th>In flight</th><th>State</th><th></th></tr>
                 </thead>
                 <tbody>
                   {n.relayer.senders.map((s) => (
@@ -98,6 +122,13 @@ export function Health() {
                       <td>{s.etherBalance}</td>
                       <td>{s.nonce.chain}</td>
                       <td>{s.nonce.mempool}</td>
+                      <td>{s.inFlight}</td>
+                      <td data-testid={`sender-state-${s.index}`}>{senderState(s)}</td>
+                      <td>
+                        <button data-testid={`sender-toggle-${s.index}`} disabled={a.busy} onClick={() => toggle(n.chainId, s.index, !s.stoppedAt)}>
+                          {s.stoppedAt ? 'Start' : 'Stop'}
+                        </button>
+                      </td>
                     </tr>
                   ))}
                 </tbody>

@@ -1,14 +1,25 @@
 import { NoArgs } from '../../http/services/common.ts';
-import { senderStatuses } from '../../http/services/relayer.ts';
+import { z } from 'zod';
+import { MetadataErrors, RpcError } from '../../http/errors.ts';
+import { senderStatuses, switchSender } from '../../http/services/relayer.ts';
 import { inclusionStats } from '../../relayer/attempts.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { feeTokenWire } from '../../relayer/fees.ts';
+import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+
+const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
 
 const message = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err));
 
 /** Fee tokens and prices from the config, and the health of each network. */
 export function networkMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+  const relayerOf = (chainID: string) => {
+    const chainId = chainIdArg(s, chainID);
+    const r = s.relayers.get(chainId);
+    if (!r) throw new RpcError(MetadataErrors.ChainNotFound, `no relayer runs on chain ${chainID}`);
+    return r;
+  };
   return {
     /** The configured networks, for the page's pickers. */
     ListNetworks: method({
@@ -28,6 +39,9 @@ export function networkMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
         })),
       }),
     }),
+    /** Takes a sender out of rotation (it settles what it has open) or puts it back. */
+    StopSender: method({ input: SenderSwitch, handler: async (a) => (await switchSender(s, relayerOf(a.chainID), a.index, false), {}) }),
+    StartSender: method({ input: SenderSwitch, handler: async (a) => (await switchSender(s, relayerOf(a.chainID), a.index, true), {}) }),
     /** Per network: the chain head, and where a relayer runs, its senders and its queue. */
     Health: method({
       input: NoArgs,

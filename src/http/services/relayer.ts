@@ -7,6 +7,7 @@ import { RelayError, type RelayErrorKind } from '../../relayer/errors.ts';
 import { feeTokenWire } from '../../relayer/fees.ts';
 import { receiptWire } from '../../relayer/receipts.ts';
 import type { ChainRelayer } from '../../relayer/service.ts';
+import { setSenderStopped } from '../../relayer/sender-pool.ts';
 import { simulateUnsigned } from '../../relayer/simulate.ts';
 import { SponsorConflict, SponsorKind, sponsorWire } from '../../relayer/sponsors.ts';
 import { FINAL_STATUSES, type MetaTxnRow } from '../../relayer/store.ts';
@@ -60,13 +61,32 @@ export function paging(p: { page?: number; pageSize?: number } | undefined, defa
 
 /** The engine's own view of each sender: ledger, lease, open slots, a stalled replacement. */
 async function senderLedger(s: Services, r: ChainRelayer) {
-  const q = await s.db.query<{ address: string; next_nonce: string | null; leased: boolean; stalled: string | null; in_flight: string }>(
-    `SELECT rs.address, rs.next_nonce::text AS next_nonce, (rs.owner IS NOT NULL AND rs.lease_until > now()) AS leased, rs.stalled,
+  const q = await s.db.query<{ address: string; next_nonce: string | null; leased: boolean; stalled: string | null; stopped_at: Date | null; in_flight: string }>(
+    `SELECT rs.address, rs.next_nonce::text AS next_nonce, (rs.owner IS NOT NULL AND rs.lease_until > now()) AS leased, rs.stalled, rs.stopped_at,
             (SELECT count(DISTINCT t.nonce) FROM relay_txs t WHERE t.chain_id = rs.chain_id AND t.sender = rs.address AND t.status = 'PENDING')::text AS in_flight
      FROM relay_senders rs WHERE rs.chain_id = $1`,
     [r.chainId],
   );
-  return new Map(q.rows.map((x) => [x.address, { next_nonce: x.next_nonce == null ? null : Number(x.next_nonce), leased: x.leased, stalled: x.stalled, in_flight: Number(x.in_flight) }]));
+  return new Map(
+    q.rows.map((x) => [
+      x.address,
+      { next_nonce: x.next_nonce == null ? null : Number(x.next_nonce), leased: x.leased, stalled: x.stalled, stoppedAt: x.stopped_at ? new Date(x.stopped_at).toISOString() : null, in_flight: Number(x.in_flight) },
+    ]),
+  );
+}
+
+/** A sender by its RuntimeStatus index. */
+const SenderArgs = z.object({ sender: z.number().int().nonnegative() }).loose();
+
+/**
+ * StartSender / StopSender (the RPC and the console): a stopped sender settles what it has open and
+ * takes no new work, from its holder's next pass.
+ */
+export async function switchSender(s: Services, r: ChainRelayer, index: number, run: boolean) {
+  const address = r.senders[index];
+  if (!address) throw new RpcError(RelayerErrors.InvalidArgument, `no sender ${index}: ${r.deps.chain.name} has senders 0 to ${r.senders.length - 1}`);
+  await setSenderStopped(s.db, r.chainId, address, !run);
+  if (run) r.deps.onQueued?.(); // a local dispatcher looks at its queue now, not at its next poll
 }
 
 const txsParam = parseAbiParameters(`${TRANSACTION_TUPLE}[]`);
@@ -135,7 +155,7 @@ export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
 
 export function relayerService(s: Services): ServiceDef {
   const PUBLIC = new Set(['Ping', 'Version', 'RuntimeStatus', 'GetSequenceContext', 'GetChainID', 'FeeTokens', 'FeeOptions', 'GetMetaTxnNonce', 'GetMetaTxnReceipt', 'GetMetaTxnStatus', 'Simulate', 'SendMetaTxn']);
-  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors']);
+  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender']);
 
   const load = async (r: ChainRelayer, id: string) => {
     const row = await s.metaTxns.find(r.chainId, id);
@@ -357,6 +377,8 @@ export function relayerService(s: Services): ServiceDef {
           return { status: true };
         },
       }),
+      StopSender: method({ input: SenderArgs, handler: async (a, ctx) => (await switchSender(s, relayerFor(s, ctx), a.sender, false), {}) }),
+      StartSender: method({ input: SenderArgs, handler: async (a, ctx) => (await switchSender(s, relayerFor(s, ctx), a.sender, true), {}) }),
       AddressGasSponsors: method({
         input: z.object({ address: Addr, page: RelayerPage }).loose(),
         handler: async (a, ctx) => {
@@ -370,8 +392,7 @@ export function relayerService(s: Services): ServiceDef {
   };
 }
 
-/** Each sender's ETH balance and nonces, as RuntimeStatus (and the console's health page) report them. */
-/** Each sender as RuntimeStatus shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
+/** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
 export async function senderStatuses(s: Services, r: ChainRelayer) {
   const minBalance = parseEther(r.deps.config.minSenderBalance);
   const ledger = await senderLedger(s, r);
@@ -388,14 +409,15 @@ export async function senderStatuses(s: Services, r: ChainRelayer) {
         index,
         address,
         etherBalance: Number(formatEther(balance)),
-        // enabled: usable (above the balance floor); active: leased by a running dispatcher right now.
-        enabled: !belowFloor,
+        // enabled: may take new work (not stopped, above the balance floor); active: leased by a running dispatcher right now.
+        enabled: !belowFloor && !l?.stoppedAt,
         active: !!l?.leased,
         nonce: { chain: latest, mempool: pending },
         // metarelay extras: the durable ledger, open slots, why a sender takes no work, what is stuck.
         ledgerNonce: l?.next_nonce ?? null,
         inFlight: l?.in_flight ?? 0,
         belowFloor,
+        stoppedAt: l?.stoppedAt ?? null,
         stalled: l?.stalled ?? null,
       };
     }),
