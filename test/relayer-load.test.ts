@@ -9,7 +9,7 @@ import { openDb, type Db } from '../src/store/db.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { setAutomine } from './support/anvil-control.ts';
 import { SENDER_KEYS, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
-import { deployWallets, expectClean, mintBundles, sendAll, sendVia } from './support/relay-load.ts';
+import { deployWallets, expectClean, mintBundles, sendAll, sendVia, waitFor } from './support/relay-load.ts';
 import { TEST_DB } from './support/env.ts';
 
 /** anvil accounts 3 and 4, added to the test env's two senders. */
@@ -66,17 +66,21 @@ describe('two relayer instances on one database', () => {
     await env?.close();
   });
 
-  it('both sign, one stops midway and the other takes its senders over: no nonce used twice, no meta-transaction sent twice', async () => {
+  it('both sign on a fair share of the senders, one stops midway and the other takes its senders over: no nonce used twice, no meta-transaction sent twice', async () => {
+    const [one, two] = [env.services.dispatchers[0], second.dispatchers[0]];
+    // Four senders, two processes: two each, and none held by both.
+    await waitFor('the senders to be shared', async () => one.held.length === 2 && two.held.length === 2);
+    expect(new Set([...one.held, ...two.held]).size).toBe(4);
     const users = await deployWallets(env, 20);
     const items = await mintBundles(env, users, 10);
     await intervalMining(env);
+    const broadcasts = async (s: Services) => (await s.metrics.registry.getSingleMetric('metarelay_relayer_broadcasts_total')!.get()).values.reduce((a, v) => a + v.value, 0);
     const firstHalf = await sendAll(sendVia(env), items.slice(0, 100), 8);
+    await waitFor('both to broadcast', async () => (await broadcasts(env.services)) > 0 && (await broadcasts(second)) > 0);
     // The first instance hands over while its transactions are in flight.
-    await env.services.dispatchers[0].stop();
+    await one.stop();
+    await waitFor('the second to hold all four', async () => two.held.length === 4);
     const secondHalf = await sendAll(sendVia(env), items.slice(100), 8);
     await expectClean(env, [...firstHalf, ...secondHalf], users, 10);
-    const broadcasts = async (s: Services) => (await s.metrics.registry.getSingleMetric('metarelay_relayer_broadcasts_total')!.get()).values.reduce((a, v) => a + v.value, 0);
-    expect(await broadcasts(env.services)).toBeGreaterThan(0);
-    expect(await broadcasts(second)).toBeGreaterThan(0);
   }, 400_000);
 });

@@ -185,7 +185,9 @@ export class Dispatcher {
   }
 
   private async drop(row: MetaTxnRow, reason: string) {
-    await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { status: 'DROPPED', revert_reason: reason });
+    // Only while still queued: another process may have sent it since this one read the queue (and its
+    // simulation then fails because the nonce is used).
+    if (!(await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { status: 'DROPPED', revert_reason: reason }, 'QUEUED'))) return;
     this.deps.log.info({ chainId: this.chainId, id: row.id, reason }, 'meta-transaction dropped');
     this.emit(row.id);
   }
@@ -381,9 +383,14 @@ export class Dispatcher {
           [this.chainId, sender, this.owner],
         );
         if (!led.rows[0] || led.rows[0].next_nonce == null) throw new LostLease();
+        // Another process may have planned the same meta-transactions from the same queue: lock them (in
+        // one order, so two processes cannot deadlock) and sign only units whose every one is still queued.
+        const ids = [...new Set(units.flatMap((u) => u.metas.map((m) => m.id)))].sort();
+        const queued = await tx.query<{ id: string }>(`SELECT id FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' ORDER BY id FOR UPDATE`, [this.chainId, ids]);
+        const free = new Set(queued.rows.map((r) => r.id));
         let nonce = Number(led.rows[0].next_nonce);
         const out: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }[] = [];
-        for (const unit of units) {
+        for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
           const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees };
           const { raw, hash } = await sign(account, this.chainId, u);
           await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });

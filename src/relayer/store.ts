@@ -259,10 +259,17 @@ export function metaTxnRepo(db: Db) {
       return r.rows.map(normalise);
     },
 
-    async setStatus(q: Queryable, chainId: number, id: string, patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>) {
+    /** Patches one meta-transaction; with `from`, only while its status is still that. Says whether it changed. */
+    async setStatus(q: Queryable, chainId: number, id: string, patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>, from?: string): Promise<boolean> {
       const keys = Object.keys(patch);
-      const sets = keys.map((k, i) => `${k} = $${i + 3}`).join(', ');
-      await q.query(`UPDATE meta_txns SET ${sets}, updated_at = now() WHERE chain_id = $1 AND id = $2`, [chainId, id, ...keys.map((k) => patch[k])]);
+      const sets = keys.map((k, i) => `${k} = $${i + 4}`).join(', ');
+      const r = await q.query(`UPDATE meta_txns SET ${sets}, updated_at = now() WHERE chain_id = $1 AND id = $2 AND ($3::text IS NULL OR status = $3) RETURNING id`, [
+        chainId,
+        id,
+        from ?? null,
+        ...keys.map((k) => patch[k]),
+      ]);
+      return r.rows.length > 0;
     },
   };
 }
