@@ -1,11 +1,13 @@
 // Sender leases on the real database: one holder per sender, a fair share per live process, a dead
-// local process's senders taken over at once.
+// local process's senders taken over at once; and claims on queued meta-transactions, so processes
+// reading one queue do not simulate the same work.
 
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
 import { claimSenders, fairShare, newOwner, releaseSenders, setSenderStopped } from '../src/relayer/sender-pool.ts';
+import { metaTxnRepo } from '../src/relayer/store.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 
 const SENDERS = Array.from({ length: 5 }, (_, i) => `0x${String(i + 1).padStart(40, '0')}` as Address);
@@ -92,5 +94,59 @@ describe('claimSenders', () => {
     expect(rows.filter((r) => r.stopped).map((r) => r.address)).toEqual([SENDERS[1]]);
     await setSenderStopped(t.db, c, SENDERS[1], false);
     expect((await claimSenders(t.db, c, a, SENDERS)).some((r) => r.stopped)).toBe(false);
+  });
+});
+
+describe('claims on queued meta-transactions', () => {
+  async function queue(chainId: number, n: number) {
+    const repo = metaTxnRepo(t.db);
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = `${chainId.toString(16).padStart(8, '0')}${String(i).padStart(56, '0')}`;
+      const wallet = `0x${String(i + 1).padStart(40, 'a')}` as Address;
+      await repo.insert({
+        chainId,
+        id,
+        projectId: null,
+        wallet,
+        entrypoint: wallet,
+        input: '0x',
+        gasLimit: 100_000n,
+        gasEstimated: 50_000n,
+        sponsored: true,
+        sponsorId: null,
+        feeToken: null,
+        feeValue: null,
+        bundles: [{ id, wallet, space: 0n, nonce: 0n }],
+      });
+      ids.push(id);
+    }
+    return { repo, ids };
+  }
+
+  it('what one process claimed the other neither reads nor claims until the claim runs out; the claimer still reads it', async () => {
+    const c = ++chainId;
+    const { repo, ids } = await queue(c, 4);
+    const [a, b] = [newOwner(), newOwner()];
+    expect([...(await repo.claim(c, ids.slice(0, 2), a, 15))].sort()).toEqual(ids.slice(0, 2));
+    expect((await repo.queued(c, 10, b)).map((r) => r.id)).toEqual(ids.slice(2));
+    expect((await repo.queued(c, 10, a)).map((r) => r.id)).toEqual(ids);
+    expect([...(await repo.claim(c, ids, b, 15))].sort()).toEqual(ids.slice(2));
+    // a renews its own claim; b's are not a's to take.
+    expect([...(await repo.claim(c, ids, a, 15))].sort()).toEqual(ids.slice(0, 2));
+    await t.db.query(`UPDATE meta_txns SET claimed_until = now() - interval '1 second' WHERE chain_id = $1 AND claimed_by = $2`, [c, a]);
+    expect((await repo.queued(c, 10, b)).map((r) => r.id)).toEqual(ids);
+    expect([...(await repo.claim(c, ids.slice(0, 2), b, 15))].sort()).toEqual(ids.slice(0, 2));
+  });
+
+  it('only queued meta-transactions can be claimed', async () => {
+    const c = ++chainId;
+    const { repo, ids } = await queue(c, 2);
+    await repo.setStatus(t.db, c, ids[0], { status: 'SENT' });
+    expect([...(await repo.claim(c, ids, newOwner(), 15))]).toEqual([ids[1]]);
+    // A status change guarded by the status it expects does nothing once the status moved on.
+    expect(await repo.setStatus(t.db, c, ids[0], { status: 'DROPPED' }, 'QUEUED')).toBe(false);
+    expect((await repo.find(c, ids[0]))!.status).toBe('SENT');
+    expect(await repo.setStatus(t.db, c, ids[1], { status: 'DROPPED' }, 'QUEUED')).toBe(true);
   });
 });

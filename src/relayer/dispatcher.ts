@@ -18,6 +18,8 @@ import { Sweeper } from './sweep.ts';
 const MAX_ATTEMPTS = 5;
 const QUEUE_READ = 256;
 const SIMULATE_AT_ONCE = 32;
+/** How long a claim on queued meta-transactions keeps other processes off them: one pass, with room. */
+const CLAIM_SEC = 15;
 const IDLE_SWEEP_MS = 3_000;
 
 export interface DispatcherDeps {
@@ -179,6 +181,7 @@ export class Dispatcher {
         txn_nonce: null,
         batch_index: null,
         stalled: null,
+        claimed_until: null,
         next_attempt_at: new Date(Date.now() + 500 * 2 ** attempts),
       });
     }
@@ -239,7 +242,7 @@ export class Dispatcher {
   private async sendReady() {
     const load = this.usable();
     if (load.size === 0) return;
-    const rows = await this.deps.metaTxns.queued(this.chainId, QUEUE_READ);
+    const rows = await this.deps.metaTxns.queued(this.chainId, QUEUE_READ, this.owner);
     if (rows.length === 0) return;
     const plans = await this.plan(rows);
     if (plans.length === 0) return;
@@ -258,6 +261,13 @@ export class Dispatcher {
       assigned.set(sender, [...(assigned.get(sender) ?? []), p]);
     }
 
+    // Claimed first, so another process reading the same queue leaves these to this one.
+    const mine = await this.deps.metaTxns.claim(this.chainId, [...assigned.values()].flat().map((p) => p.row.id), this.owner, CLAIM_SEC);
+    for (const [sender, ps] of assigned) {
+      const kept = ps.filter((p) => mine.has(p.row.id));
+      if (kept.length) assigned.set(sender, kept);
+      else assigned.delete(sender);
+    }
     // The state may have moved since intake: never sign what would now revert or no longer pay.
     const checked = await this.simulateAll([...assigned].flatMap(([sender, ps]) => ps.map((p) => ({ sender, p }))));
     const fees = await marketFees(this.client, this.policy);

@@ -242,12 +242,27 @@ export function metaTxnRepo(db: Db) {
       return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
     },
 
-    async queued(chainId: number, limit: number): Promise<MetaTxnRow[]> {
+    /** Queued meta-transactions due now, leaving out those another process has claimed. */
+    async queued(chainId: number, limit: number, owner = ''): Promise<MetaTxnRow[]> {
       const r = await db.query<Record<string, unknown>>(
-        `SELECT * FROM meta_txns WHERE chain_id = $1 AND status = 'QUEUED' AND next_attempt_at <= now() ORDER BY queued_at, id LIMIT $2`,
-        [chainId, limit],
+        `SELECT * FROM meta_txns WHERE chain_id = $1 AND status = 'QUEUED' AND next_attempt_at <= now()
+           AND (claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)
+         ORDER BY queued_at, id LIMIT $2`,
+        [chainId, limit, owner],
       );
       return r.rows.map(normalise);
+    },
+
+    /** Claims queued meta-transactions for `owner` for `seconds`; returns the ids it got. */
+    async claim(chainId: number, ids: string[], owner: string, seconds: number): Promise<Set<string>> {
+      if (ids.length === 0) return new Set();
+      const r = await db.query<{ id: string }>(
+        `UPDATE meta_txns SET claimed_by = $3, claimed_until = now() + make_interval(secs => $4)
+         WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' AND (claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)
+         RETURNING id`,
+        [chainId, ids, owner, seconds],
+      );
+      return new Set(r.rows.map((x) => x.id));
     },
 
     async byProject(projectId: number, chainId: number, offset: number, limit: number, statuses?: string[]): Promise<MetaTxnRow[]> {

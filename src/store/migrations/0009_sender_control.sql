@@ -10,3 +10,9 @@ CREATE TABLE relay_instances (
   seen_until  TIMESTAMPTZ NOT NULL,
   PRIMARY KEY (chain_id, owner)
 );
+
+-- A queued meta-transaction a relayer process is about to simulate and sign: the others leave it alone
+-- until the claim runs out, so two processes do not both simulate the same queue. (Signing re-checks
+-- the status under a row lock; the claim only saves the duplicate work.)
+ALTER TABLE meta_txns ADD COLUMN claimed_by TEXT;
+ALTER TABLE meta_txns ADD COLUMN claimed_until TIMESTAMPTZ;
