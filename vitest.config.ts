@@ -4,8 +4,10 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // A guard against hangs, not a speed check: tests that spawn the CLI (a fresh node, tsx and PGlite
+    // per call) took up to 53 s of the old 60 s on a busy 2-core machine.
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     // Two cores: more workers only add contention with anvil and PGlite.
     pool: 'forks',
     maxWorkers: 2,
