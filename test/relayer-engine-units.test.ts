@@ -4,6 +4,7 @@ import { RpcRequestError } from 'viem';
 import { classifySendError } from '../src/relayer/rpc-errors.ts';
 import { raise, replacementFees, type FeePolicy } from '../src/relayer/gas-price.ts';
 import { senderAccounts } from '../src/relayer/sender-pool.ts';
+import { shareGas } from '../src/relayer/batch.ts';
 
 /** A JSON-RPC error answer as viem surfaces it. */
 const rpcError = (message: string, code = -32000) => new RpcRequestError({ body: {}, url: 'http://node', error: { code, message } });
@@ -89,5 +90,20 @@ describe('sender pool', () => {
       '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
       '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
     ]);
+  });
+});
+
+describe('a batch transaction\'s gas over its members', () => {
+  it('splits in proportion to the estimates and adds up to the whole', () => {
+    expect(shareGas(300_000n, [100_000n, 50_000n, 50_000n])).toEqual([150_000n, 75_000n, 75_000n]);
+    const odd = shareGas(100_001n, [1n, 1n, 1n]);
+    expect(odd).toEqual([33_333n, 33_333n, 33_335n]);
+    expect(odd.reduce((a, b) => a + b, 0n)).toBe(100_001n);
+  });
+
+  it('one member has it all; no estimates share it evenly; nothing to share gives nothing', () => {
+    expect(shareGas(90_000n, [40_000n])).toEqual([90_000n]);
+    expect(shareGas(90_000n, [0n, 0n])).toEqual([45_000n, 45_000n]);
+    expect(shareGas(90_000n, [])).toEqual([]);
   });
 });

@@ -58,6 +58,11 @@ describe('relay batching through the guest module', () => {
     expect(Object.fromEntries(sent.rows.map((r) => [r.kind, Number(r.n)]))).toEqual({ batch: 1 });
 
     expect(ids.map((id) => final.get(id))).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'FAILED']);
+    // The batch's gas is shared by the members (by estimate), not shown whole on each of them.
+    const mined = await env.public.getTransactionReceipt({ hash: rows[0]!.txn_hash as `0x${string}` });
+    const shares = rows.map((r) => BigInt(r!.gas_used!));
+    expect(shares.reduce((a, b) => a + b, 0n)).toBe(mined.gasUsed);
+    for (const g of shares) expect(g).toBeLessThan(mined.gasUsed);
     const failed = await receipt(env, ids[3]);
     expect(failed.status).toBe('FAILED');
     expect(failed.revertReason).toMatch(/reverted/);

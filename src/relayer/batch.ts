@@ -39,3 +39,16 @@ export function memberFailure(receipt: RawReceipt, guestModule: Address, index: 
   }
   return null;
 }
+
+/**
+ * A batch transaction's gas split over its members in proportion to their estimates (what each was
+ * simulated to use), so the members' gas and cost add up to the transaction's rather than each showing
+ * the whole. The rounding remainder goes to the last member.
+ */
+export function shareGas(total: bigint, weights: bigint[]): bigint[] {
+  if (weights.length === 0) return [];
+  const sum = weights.reduce((a, w) => a + (w > 0n ? w : 0n), 0n);
+  const parts = weights.map((w) => (sum === 0n ? total / BigInt(weights.length) : (total * (w > 0n ? w : 0n)) / sum));
+  parts[parts.length - 1] += total - parts.reduce((a, p) => a + p, 0n);
+  return parts;
+}

@@ -1,7 +1,7 @@
 import type { Address, Hex } from 'viem';
 import type { Queryable } from '../store/db.ts';
 import { broadcast, insertAttempt, openAttempts, sign, type Attempt } from './attempts.ts';
-import { memberFailure } from './batch.ts';
+import { memberFailure, shareGas } from './batch.ts';
 import type { Dispatcher } from './dispatcher.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
 import { outcomeOf, type RawReceipt } from './receipts.ts';
@@ -169,6 +169,20 @@ export class Sweeper {
     const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })));
     const bundles = await d.deps.metaTxns.bundlesOfMany(d.chainId, metas.map((m) => m.id), tx);
     const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
+    // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
+    const gasOf = new Map<string, bigint>();
+    const members = new Map<string, typeof metas>();
+    for (const m of metas) {
+      const key = slotKey(m.sender!, m.txn_nonce!);
+      members.set(key, [...(members.get(key) ?? []), m]);
+    }
+    for (const [key, ms] of members) {
+      const total = bySlot.get(key)?.receipt.gasUsed;
+      if (total == null) continue;
+      const ordered = [...ms].sort((a, b) => (a.batch_index ?? 0) - (b.batch_index ?? 0));
+      const shares = shareGas(BigInt(total), ordered.map((m) => BigInt(m.gas_estimated)));
+      ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
+    }
     const out: SettledMeta[] = [];
     for (const m of metas) {
       const h = bySlot.get(slotKey(m.sender!, m.txn_nonce!));
@@ -181,7 +195,7 @@ export class Sweeper {
         reason,
         hash: h.winner.hash,
         block: Number(BigInt(h.receipt.blockNumber)),
-        gasUsed: h.receipt.gasUsed ? BigInt(h.receipt.gasUsed).toString() : null,
+        gasUsed: gasOf.get(m.id)?.toString() ?? null,
         gasPrice: h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice).toString() : null,
         receipt: JSON.stringify(h.receipt),
         confirmed: h.final,
