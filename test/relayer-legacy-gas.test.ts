@@ -1,11 +1,12 @@
 // A chain without EIP-1559 (anvil on the berlin hardfork): the engine prices, signs and replaces with a
 // legacy gas price, and the node takes what it signs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, http, type PublicClient } from 'viem';
+import { createPublicClient, createWalletClient, http, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, type AnvilHandle } from '../src/devchain/index.ts';
 import { broadcast, sign } from '../src/relayer/attempts.ts';
 import { marketFees, raise, replacementFees, type FeePolicy } from '../src/relayer/gas-price.ts';
+import { simulateExact } from '../src/relayer/simulate.ts';
 import { SENDER_KEYS } from './support/relayer-env.ts';
 import { mine, setAutomine } from './support/anvil-control.ts';
 
@@ -48,4 +49,22 @@ describe('legacy gas pricing (no base fee)', () => {
     expect(receipt.type).toBe('legacy');
     await expect(client.getTransactionReceipt({ hash: first.hash })).rejects.toThrow();
   }, 60_000);
+});
+
+describe('the simulation probe on a chain older than shanghai', () => {
+  it('runs (no PUSH0 or MCOPY): a call that executes is ok, one that reverts is not', async () => {
+    await setAutomine(anvil.rpcUrl, true);
+    const account = privateKeyToAccount(SENDER_KEYS[1]);
+    const wallet = createWalletClient({ account, transport: http(anvil.rpcUrl) });
+    // Creation code returning the runtime PUSH1 0 PUSH1 0 REVERT: a contract every call to which reverts.
+    const hash = await wallet.deployContract({ abi: [], bytecode: '0x6005600c60003960056000f360006000fd', chain: null, gasPrice: await client.getGasPrice() });
+    const reverter = (await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })).contractAddress!;
+    const args = { sender: account.address, input: '0x' as const, payee: account.address, tokens: [], nonces: [], gasCap: 1_000_000n };
+
+    const ok = await simulateExact(client, { ...args, entrypoint: '0x00000000000000000000000000000000000000e1' });
+    expect(ok.ok).toBe(true);
+    const reverted = await simulateExact(client, { ...args, entrypoint: reverter });
+    expect(reverted.ok).toBe(false);
+    expect(reverted.gasUsed).toBeGreaterThan(0n);
+  });
 });

@@ -30,6 +30,12 @@ const SETTINGS = {
   outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } },
 } as const;
 
+// Code the relayer runs on every chain it serves (by state override), not only on the dev chain: built
+// for london (the oldest target solc still supports without a deprecation warning), so no PUSH0
+// (shanghai) or MCOPY (cancun), which chains that lag behind mainnet lack.
+const PORTABLE_FILES = new Set(['RelayProbe.sol']);
+const PORTABLE_SETTINGS = { ...SETTINGS, evmVersion: 'london' } as const;
+
 interface SolcError {
   severity: 'error' | 'warning' | 'info';
   formattedMessage: string;
@@ -61,7 +67,7 @@ async function packageVersion(require: NodeJS.Require, name: string): Promise<st
  */
 function cacheKey(parts: { solc: string; openzeppelin: string; sources: Record<string, { content: string }> }): string {
   const hash = createHash('sha256');
-  hash.update(`solc ${parts.solc}\0openzeppelin ${parts.openzeppelin}\0${JSON.stringify(SETTINGS)}\0`);
+  hash.update(`solc ${parts.solc}\0openzeppelin ${parts.openzeppelin}\0${JSON.stringify(SETTINGS)}\0${JSON.stringify(PORTABLE_SETTINGS)}\0${[...PORTABLE_FILES]}\0`);
   for (const [name, { content }] of Object.entries(parts.sources)) hash.update(`${name}\0${content}\0`);
   return hash.digest('hex');
 }
@@ -112,9 +118,12 @@ export async function compileContracts(opts: CompileOptions): Promise<Artifacts>
   }
 
   opts.log?.(`compiling ${Object.keys(sources).length} contract files with solc ${solcVersion} (first run only, ~10 s; cached afterwards)`);
-  const input = JSON.stringify({ language: 'Solidity', sources, settings: SETTINGS });
-  const run = await runSolc(require.resolve('solc'), input, path.join(REPO_ROOT, 'package.json'));
-  const artifacts = collectArtifacts(JSON.parse(run.output) as SolcOutput, opts.log);
+  const pick = (portable: boolean) => Object.fromEntries(Object.entries(sources).filter(([name]) => PORTABLE_FILES.has(path.basename(name)) === portable));
+  const compile = (srcs: Record<string, { content: string }>, settings: object) =>
+    runSolc(require.resolve('solc'), JSON.stringify({ language: 'Solidity', sources: srcs, settings }), path.join(REPO_ROOT, 'package.json'));
+  const run = await compile(pick(false), SETTINGS);
+  const portable = await compile(pick(true), PORTABLE_SETTINGS);
+  const artifacts = { ...collectArtifacts(JSON.parse(run.output) as SolcOutput, opts.log), ...collectArtifacts(JSON.parse(portable.output) as SolcOutput, opts.log) };
 
   await mkdir(opts.cacheDir, { recursive: true });
   // Write-then-rename: concurrent test processes may compile at once and must never read half a file.
