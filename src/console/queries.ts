@@ -136,21 +136,6 @@ export function consoleQueries(db: Queryable) {
         broadcast_at: x.broadcast_at == null ? null : new Date(x.broadcast_at as string),
       })) as RelayTxRow[];
     },
-
-    /** Meta-transactions waiting to be sent or mined, per chain. */
-    async queueDepth(): Promise<Map<number, { queued: number; sent: number }>> {
-      const r = await db.query<{ chain_id: number | string; status: string; n: number | string }>(
-        `SELECT chain_id, status, count(*) AS n FROM meta_txns WHERE status IN ('QUEUED', 'SENT') GROUP BY chain_id, status`,
-      );
-      const out = new Map<number, { queued: number; sent: number }>();
-      for (const x of r.rows) {
-        const e = out.get(Number(x.chain_id)) ?? { queued: 0, sent: 0 };
-        if (x.status === 'QUEUED') e.queued = Number(x.n);
-        else e.sent = Number(x.n);
-        out.set(Number(x.chain_id), e);
-      }
-      return out;
-    },
   };
 }
 export type ConsoleQueries = ReturnType<typeof consoleQueries>;

@@ -31,9 +31,7 @@ ON CONFLICT (key_id) DO UPDATE
   WHERE ${LEVEL_EXPR} >= 1
 RETURNING last_grant`;
 
-const LEVEL = `
-SELECT LEAST($3::float8, tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - updated_at)::float8) * $2::float8) AS tokens
-FROM rate_buckets WHERE key_id = $1`;
+const LEVEL = `SELECT ${LEVEL_EXPR} AS tokens FROM rate_buckets b WHERE key_id = $1`;
 
 /** Tokens a process holds for this long at most: what it has not spent by then is given up, never reused. */
 const LOCAL_HOLD_MS = 100;

@@ -146,6 +146,21 @@ export async function broadcast(client: PublicClient, raw: Hex): Promise<Broadca
   }
 }
 
+/**
+ * Marks attempts as having reached the node, at the head read now: the 3-block rule counts from when a
+ * transaction was really sent, not from when the pass that signed it began.
+ */
+export async function markBroadcast(db: Db, client: PublicClient, chainId: number, hashes: Hex[]) {
+  if (hashes.length === 0) return;
+  const head = Number(await client.getBlockNumber({ cacheTime: 0 }));
+  await db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [chainId, hashes, head]);
+}
+
+/** A signed attempt the node refused: it does not exist on chain, so it is never watched again. */
+export async function failAttempt(q: Queryable, chainId: number, hash: Hex, error: string) {
+  await q.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [chainId, hash, error]);
+}
+
 export interface InclusionStats {
   /** Slots mined in the window (fillers aside). */
   mined: number;

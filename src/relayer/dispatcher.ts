@@ -2,16 +2,16 @@ import type { Address, Hex } from 'viem';
 import type { Db, Queryable } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { broadcast, insertAttempt, sign, type BroadcastResult } from './attempts.ts';
+import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
 import { batchCall } from './batch.ts';
 import type { RelayEvents } from './events.ts';
-import { probeTokens, tokenKey } from './fees.ts';
+import { tokenKey } from './fees.ts';
 import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
 import { readNonces } from './nonces.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from './service.ts';
-import { simulateExact, type NonceOverride } from './simulate.ts';
+import type { NonceOverride } from './simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from './store.ts';
 import { Sweeper } from './sweep.ts';
 
@@ -280,10 +280,7 @@ export class Dispatcher {
     );
     const signed = (await Promise.all(sent.map(({ sender, units }) => this.persist(sender, units, fees)))).flat();
     const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
-    // The 3-block rule counts from the head when the transaction reached the node, not when this pass began.
-    const head = Number(await this.client.getBlockNumber({ cacheTime: 0 }));
-    const out = signed.filter((_, i) => results[i].ok).map((s) => s.hash);
-    if (out.length) await this.deps.db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [this.chainId, out, head]);
+    await markBroadcast(this.deps.db, this.client, this.chainId, signed.filter((_, i) => results[i].ok).map((s) => s.hash));
     for (const [i, s] of signed.entries()) await this.afterBroadcast(s, results[i]);
   }
 
@@ -302,15 +299,7 @@ export class Dispatcher {
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
   private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await simulateExact(this.client, {
-      sender,
-      entrypoint: row.entrypoint as Address,
-      input: row.input as Hex,
-      payee: r.paymentAddress.toLowerCase() as Address,
-      tokens: probeTokens(r.feeTokens),
-      nonces: overrides,
-      gasCap: BigInt(this.config.maxGasLimit),
-    });
+    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides);
     if (!sim.ok) {
       await this.drop(row, `no longer executes: ${sim.reason}`);
       return false;
@@ -367,15 +356,7 @@ export class Dispatcher {
 
   private async batchPays(sender: Address, data: Hex, members: MetaTxnRow[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await simulateExact(this.client, {
-      sender,
-      entrypoint: r.context.guestModule,
-      input: data,
-      payee: r.paymentAddress.toLowerCase() as Address,
-      tokens: probeTokens(r.feeTokens),
-      nonces: [],
-      gasCap: BigInt(this.config.maxGasLimit),
-    });
+    const sim = await r.simulate(sender, r.context.guestModule, data);
     if (!sim.ok) return false;
     return r.feeTokens.every((t, i) => {
       const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);
@@ -441,7 +422,7 @@ export class Dispatcher {
     this.deps.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
     this.deps.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
     await this.deps.db.transaction(async (tx) => {
-      await tx.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [this.chainId, s.hash, res.message]);
+      await failAttempt(tx, this.chainId, s.hash, res.message);
       for (const m of s.unit.metas) await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`);
     });
     if (res.kind === 'insufficientFunds') {

@@ -83,6 +83,22 @@ export class ChainRelayer {
     return this.paymentAddress.toLowerCase() as Address;
   }
 
+  /**
+   * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
+   * gas it burns and what each fee token pays the payment address (intake, and again before signing).
+   */
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = []) {
+    return simulateExact(this.client, {
+      sender,
+      entrypoint,
+      input,
+      payee: this.payee(),
+      tokens: probeTokens(this.feeTokens),
+      nonces,
+      gasCap: BigInt(this.deps.config.maxGasLimit),
+    });
+  }
+
   decode(walletAddress: string, contract: string, input: string): DecodedCall {
     if (!isAddress(walletAddress, { strict: false })) throw new RelayError('invalidArgument', `walletAddress "${walletAddress}" is not an address`);
     if (!isAddress(contract, { strict: false })) throw new RelayError('invalidArgument', `contract "${contract}" is not an address`);
@@ -185,15 +201,7 @@ export class ChainRelayer {
     const [exists, chainNonces, sim, gasPrice] = await Promise.all([
       this.walletsExist(call),
       readNonces(this.client, probes),
-      simulateExact(this.client, {
-        sender: this.senders[0],
-        entrypoint: call.entrypoint,
-        input: args.input as Hex,
-        payee: this.payee(),
-        tokens: probeTokens(this.feeTokens),
-        nonces: overrides,
-        gasCap,
-      }),
+      this.simulate(this.senders[0], call.entrypoint, args.input as Hex, overrides),
       this.isFeeRequired ? this.client.getGasPrice() : 0n,
     ]);
     // A call to an address without code "succeeds" doing nothing: never relay (or pay for) that.

@@ -96,6 +96,9 @@ export class NonceTaken extends Error {
   }
 }
 
+/** Not claimed by another process than the one in parameter $3 (or its claim ran out). */
+const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)';
+
 export function metaTxnRepo(db: Db) {
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
     const r = await q.query<Record<string, unknown>>(
@@ -233,20 +236,20 @@ export function metaTxnRepo(db: Db) {
       );
     },
 
-    /** Meta-transactions per status on a chain (for the queue-depth gauge and RuntimeStatus). */
-    async depth(chainId: number): Promise<Record<string, number>> {
+    /** Meta-transactions waiting to be sent and sent but not mined (the queue gauge, RuntimeStatus, the console). */
+    async depth(chainId: number): Promise<{ queued: number; sent: number }> {
       const r = await db.query<{ status: string; n: string }>(
         `SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status IN ('QUEUED', 'SENT') GROUP BY status`,
         [chainId],
       );
-      return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
+      const n = (status: string) => Number(r.rows.find((x) => x.status === status)?.n ?? 0);
+      return { queued: n('QUEUED'), sent: n('SENT') };
     },
 
     /** Queued meta-transactions due now, leaving out those another process has claimed. */
     async queued(chainId: number, limit: number, owner = ''): Promise<MetaTxnRow[]> {
       const r = await db.query<Record<string, unknown>>(
-        `SELECT * FROM meta_txns WHERE chain_id = $1 AND status = 'QUEUED' AND next_attempt_at <= now()
-           AND (claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)
+        `SELECT * FROM meta_txns WHERE chain_id = $1 AND status = 'QUEUED' AND next_attempt_at <= now() AND ${CLAIMABLE_BY_3}
          ORDER BY queued_at, id LIMIT $2`,
         [chainId, limit, owner],
       );
@@ -258,7 +261,7 @@ export function metaTxnRepo(db: Db) {
       if (ids.length === 0) return new Set();
       const r = await db.query<{ id: string }>(
         `UPDATE meta_txns SET claimed_by = $3, claimed_until = now() + make_interval(secs => $4)
-         WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' AND (claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)
+         WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' AND ${CLAIMABLE_BY_3}
          RETURNING id`,
         [chainId, ids, owner, seconds],
       );

@@ -1,12 +1,11 @@
-import type { Address, Hex } from 'viem';
+import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../store/db.ts';
-import { broadcast, insertAttempt, openAttempts, sign, type Attempt } from './attempts.ts';
+import { broadcast, failAttempt, insertAttempt, markBroadcast, openAttempts, sign, type Attempt } from './attempts.ts';
 import { memberFailure, shareGas } from './batch.ts';
 import type { Dispatcher } from './dispatcher.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
 import { outcomeOf, type RawReceipt } from './receipts.ts';
 import type { SettledMeta } from './store.ts';
-import { parseEther } from 'viem';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -102,7 +101,8 @@ export class Sweeper {
     d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
     if (d.deps.metrics) {
       const depth = await d.deps.metaTxns.depth(d.chainId);
-      for (const status of ['QUEUED', 'SENT']) d.deps.metrics.relayQueue.set({ chain: d.chainName, status }, depth[status] ?? 0);
+      d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
+      d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'SENT' }, depth.sent);
     }
   }
 
@@ -322,14 +322,13 @@ export class Sweeper {
     if (res.ok) {
       d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'replacement' });
       d.deps.log.info({ chainId: d.chainId, sender: s.sender, nonce: s.nonce, hash, replaces: last.hash }, 'replaced a transaction not included in time');
-      const now = Number(await d.client.getBlockNumber({ cacheTime: 0 }));
-      await this.db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = $2', [d.chainId, hash, now]);
+      await markBroadcast(this.db, d.client, d.chainId, [hash]);
       return;
     }
     // The replacement does not exist; the earlier attempts are still the slot's (and still watched).
     d.deps.metrics?.relayRefused.inc({ chain: d.chainName, reason: res.kind });
     d.deps.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
-    await this.db.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [d.chainId, hash, res.message]);
+    await failAttempt(this.db, d.chainId, hash, res.message);
     await this.db.query('UPDATE meta_txns SET txn_hash = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3', [d.chainId, s.sender, s.nonce, last.hash]);
   }
 
@@ -368,6 +367,6 @@ export class Sweeper {
     d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
     const res = await broadcast(d.client, raw);
     if (res.ok) d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
-    else await this.db.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [d.chainId, hash, res.message]);
+    else await failAttempt(this.db, d.chainId, hash, res.message);
   }
 }

@@ -1,8 +1,7 @@
 import { NoArgs } from '../../http/services/common.ts';
 import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { senderStatuses, switchSender } from '../../http/services/relayer.ts';
-import { inclusionStats } from '../../relayer/attempts.ts';
+import { relayerHealth, switchSender } from '../../http/services/relayer.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { feeTokenWire } from '../../relayer/fees.ts';
 import { chainIdArg } from '../args.ts';
@@ -13,7 +12,7 @@ const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().in
 const message = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err));
 
 /** Fee tokens and prices from the config, and the health of each network. */
-export function networkMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
   const relayerOf = (chainID: string) => {
     const chainId = chainIdArg(s, chainID);
     const r = s.relayers.get(chainId);
@@ -46,7 +45,6 @@ export function networkMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
     Health: method({
       input: NoArgs,
       handler: async () => {
-        const depth = await q.queueDepth();
         const networks = await Promise.all(
           [...s.chains.values()].map(async (chain) => {
             const relayer = s.relayers.get(chain.chainId);
@@ -58,9 +56,7 @@ export function networkMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
                 ok: true,
                 error: null,
                 head: { number: Number(head.number), hash: head.hash, timestamp: new Date(Number(head.timestamp) * 1000).toISOString() },
-                relayer: relayer
-                  ? { senders: await senderStatuses(s, relayer), queue: depth.get(chain.chainId) ?? { queued: 0, sent: 0 }, inclusion: await inclusionStats(s.db, chain.chainId) }
-                  : null,
+                relayer: relayer ? await relayerHealth(s, relayer) : null,
               };
             } catch (err) {
               return { chainId: chain.chainId, network: chain.name, ok: false, error: message(err), head: null, relayer: null };

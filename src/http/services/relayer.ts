@@ -190,11 +190,8 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (_a, ctx) => {
           const r = relayerFor(s, ctx);
           const base = await runtimeStatus(s);
-          const senders = await senderStatuses(s, r);
-          const block = await r.client.getBlock({ blockTag: 'latest' });
-          const depth = await s.metaTxns.depth(r.chainId);
-          const inclusion = await inclusionStats(s.db, r.chainId);
-          return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, senders, queue: { queued: depth.QUEUED ?? 0, sent: depth.SENT ?? 0 }, inclusion } };
+          const [block, health] = await Promise.all([r.client.getBlock({ blockTag: 'latest' }), relayerHealth(s, r)]);
+          return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, ...health } };
         },
       }),
       FeeTokens: method({
@@ -392,8 +389,14 @@ export function relayerService(s: Services): ServiceDef {
   };
 }
 
+/** A relayer's senders, queue and inclusion share, as RuntimeStatus and the console's Health page show them. */
+export async function relayerHealth(s: Services, r: ChainRelayer) {
+  const [senders, queue, inclusion] = await Promise.all([senderStatuses(s, r), s.metaTxns.depth(r.chainId), inclusionStats(s.db, r.chainId)]);
+  return { senders, queue, inclusion };
+}
+
 /** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
-export async function senderStatuses(s: Services, r: ChainRelayer) {
+async function senderStatuses(s: Services, r: ChainRelayer) {
   const minBalance = parseEther(r.deps.config.minSenderBalance);
   const ledger = await senderLedger(s, r);
   return Promise.all(
