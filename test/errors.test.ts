@@ -1,7 +1,8 @@
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AdminAuthenticator, Authenticator } from '../src/http/auth.ts';
+import { Authenticator } from '../src/http/auth.ts';
+import { adminTokenStore } from '../src/console/admin-tokens.ts';
 import { MetadataErrors, RelayerErrors, RpcError, WebrpcErrors, metadataErrorMap, relayerErrorMap, type ErrorDef } from '../src/http/errors.ts';
 import { method, registerWebrpcService } from '../src/http/webrpc.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
@@ -59,7 +60,7 @@ beforeAll(async () => {
           }),
         },
       },
-      { auth, admin: new AdminAuthenticator([]), metrics },
+      { auth, admin: adminTokenStore({} as never, []), metrics },
     );
   }
   await app.ready();

@@ -58,20 +58,23 @@ async function sponsorSamples(s: Services, projectId: number, chainId: number, c
   }
 }
 
-/** Reuses the dev key from the last manifest while it is still live: keys are stored hashed, so it cannot be re-read. */
-async function devAccessKey(s: Services, manifestPath: string): Promise<{ key: string; project: string }> {
+/** The last run's manifest, for the secrets it handed out; nothing when there is none or it is unreadable. */
+function previousManifest(manifestPath: string): Partial<DevManifest> {
+  if (!existsSync(manifestPath)) return {};
+  try {
+    return JSON.parse(readFileSync(manifestPath, 'utf8')) as Partial<DevManifest>;
+  } catch {
+    return {};
+  }
+}
+
+/** Reuses the last run's dev key while it is still live: keys are stored hashed, so it cannot be re-read. */
+async function devAccessKey(s: Services, previous: unknown): Promise<{ key: string; project: string }> {
   const projectName = 'dev';
   const project = (await s.projects.getByName(projectName)) ?? (await s.projects.create(projectName));
-  if (existsSync(manifestPath)) {
-    try {
-      const prev = JSON.parse(readFileSync(manifestPath, 'utf8')) as Partial<DevManifest>;
-      if (typeof prev.accessKey === 'string') {
-        const live = await s.accessKeys.resolve(prev.accessKey);
-        if (live && live.project.id === project.id) return { key: prev.accessKey, project: projectName };
-      }
-    } catch {
-      /* an unreadable manifest just means a new key */
-    }
+  if (typeof previous === 'string') {
+    const live = await s.accessKeys.resolve(previous);
+    if (live && live.project.id === project.id) return { key: previous, project: projectName };
   }
   const { key } = await s.accessKeys.create(project.id, 'dev');
   return { key, project: projectName };
@@ -130,8 +133,9 @@ export async function runDev(argv: string[]) {
     services = await createServices(config, { log, pollingIntervalMs: 250 });
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
-    const { key, project } = await devAccessKey(services, manifestPath);
-    const adminToken = await devAdminToken(services.db, manifestPath);
+    const previous = previousManifest(manifestPath);
+    const { key, project } = await devAccessKey(services, previous.accessKey);
+    const adminToken = await devAdminToken(services.db, previous.adminToken);
     const devProject = (await services.projects.getByName(project))!;
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
     const app = await buildApp(services);

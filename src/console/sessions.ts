@@ -1,7 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../store/db.ts';
-
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+import { secretDigest } from '../store/digest.ts';
 
 export type SessionState = 'none' | 'valid' | 'expired';
 
@@ -12,7 +11,7 @@ export function sessionStore(db: Queryable, ttlSec: number) {
       const secret = randomBytes(32).toString('base64url');
       const r = await db.query<{ expires_at: Date | string }>(
         `INSERT INTO console_sessions (id_hash, expires_at) VALUES ($1, now() + make_interval(secs => $2)) RETURNING expires_at`,
-        [sha256(secret), ttlSec],
+        [secretDigest(secret), ttlSec],
       );
       // Sign-ins are rare: a good moment to forget sessions long dead.
       await db.query(`DELETE FROM console_sessions WHERE expires_at < now() - interval '7 days'`);
@@ -23,7 +22,7 @@ export function sessionStore(db: Queryable, ttlSec: number) {
       if (!secret || secret.length > 200) return 'none';
       const r = await db.query<{ live: boolean; ended: boolean }>(
         'SELECT expires_at > now() AS live, ended_at IS NOT NULL AS ended FROM console_sessions WHERE id_hash = $1',
-        [sha256(secret)],
+        [secretDigest(secret)],
       );
       const row = r.rows[0];
       if (!row || row.ended) return 'none';
@@ -32,7 +31,7 @@ export function sessionStore(db: Queryable, ttlSec: number) {
 
     async end(secret: string | undefined): Promise<void> {
       if (!secret) return;
-      await db.query('UPDATE console_sessions SET ended_at = now() WHERE id_hash = $1 AND ended_at IS NULL', [sha256(secret)]);
+      await db.query('UPDATE console_sessions SET ended_at = now() WHERE id_hash = $1 AND ended_at IS NULL', [secretDigest(secret)]);
     },
   };
 }

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AccessKeyRepo, ResolvedKey } from '../store/access-keys.ts';
 import { LruCache } from '../metadata/lru.ts';
@@ -140,19 +139,3 @@ export function readBearer(req: FastifyRequest): string | undefined {
   return m ? m[1].trim() : undefined;
 }
 
-const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
-/** Operator tokens for the admin API, compared in constant time. */
-export class AdminAuthenticator {
-  private readonly digests: Buffer[];
-
-  constructor(tokens: readonly string[]) {
-    this.digests = tokens.map(digest);
-  }
-
-  verify(token: string | undefined): boolean {
-    if (!token) return false;
-    const d = digest(token);
-    return this.digests.some((x) => timingSafeEqual(x, d));
-  }
-}

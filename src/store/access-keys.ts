@@ -1,5 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Queryable } from './db.ts';
+import { secretDigest } from './digest.ts';
 import { toProject, type Project } from './projects.ts';
 
 export const KEY_PREFIX = 'mr_';
@@ -9,9 +10,7 @@ export function generateAccessKey(): string {
   return KEY_PREFIX + randomBytes(24).toString('base64url');
 }
 
-export function hashAccessKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
-}
+export const hashAccessKey = secretDigest;
 
 export interface AccessKeyInfo {
   id: number;

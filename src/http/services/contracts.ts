@@ -26,16 +26,16 @@ const allowedOf = (ctx: RpcContext) => ctx.project?.allowedChainIds ?? null;
 /** The contract on every configured chain where it exists (deployed, or known to a token list). */
 async function findEverywhere(s: Services, addresses: Address[], allowed: number[] | null): Promise<Map<string, ContractInfoWire[]>> {
   // A project held to some networks sees only those: "everywhere" is everywhere it may look.
-  const chains = [...s.chains.values()].filter((c) => !allowed || allowed.includes(c.chainId));
+  const mayLook = (chainId: number) => !allowed || allowed.includes(chainId);
+  const chains = [...s.chains.values()].filter((c) => mayLook(c.chainId));
   const perChain = await Promise.all(chains.map((c) => s.contracts.get(c, addresses)));
   const out = new Map<string, ContractInfoWire[]>(addresses.map((a) => [a, []]));
   perChain.forEach(({ infos }) => {
     for (const [a, info] of infos) if (info.deployed || info.name) out.get(a)!.push(info);
   });
   // Chains this server has no RPC for still answer from what token lists taught it.
-  const configured = new Set(chains.map((c) => c.chainId));
   for (const row of await s.contractStore.findByAddress(addresses)) {
-    if (!configured.has(row.chain_id) && !s.chains.has(row.chain_id) && (!allowed || allowed.includes(row.chain_id))) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null, s.contracts.mediaUrl));
+    if (!s.chains.has(row.chain_id) && mayLook(row.chain_id)) out.get(row.address)?.push(contractToWire(row.chain_id, row.address, row, 'AVAILABLE', null, s.contracts.mediaUrl));
   }
   return out;
 }
