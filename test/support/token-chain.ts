@@ -79,11 +79,25 @@ export async function startTokenChain(): Promise<TokenChain> {
   };
 
   async function receiptOf(hash: Hash) {
-    const until = Date.now() + 60_000;
+    const start = Date.now();
+    let nudged = start;
     for (;;) {
       const r = await pub.getTransactionReceipt({ hash }).catch(() => null);
       if (r) return r;
-      if (Date.now() > until) throw new Error(`no receipt for ${hash} after 60 s`);
+      const now = Date.now();
+      // Anvil's automine can leave a ready transaction in its pool (foundry-rs/foundry#10122, seen in CI
+      // under load): after 2 s without a receipt, mine a block by hand so the pool is flushed.
+      if (now - nudged > 2_000) {
+        nudged = now;
+        await pub.request({ method: 'evm_mine' as never, params: [] as never }).catch(() => undefined);
+      }
+      if (now - start > 60_000) {
+        const tx = await pub.getTransaction({ hash }).catch(() => null);
+        const counts = await Promise.all(
+          (['latest', 'pending'] as const).map((blockTag) => pub.getTransactionCount({ address: account.address, blockTag }).catch(() => -1)),
+        );
+        throw new Error(`no receipt for ${hash} after 60 s (known to the node: ${tx ? `yes, nonce ${tx.nonce}` : 'no'}; account nonce latest/pending ${counts.join('/')})`);
+      }
       await new Promise((res) => setTimeout(res, 50));
     }
   }
