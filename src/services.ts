@@ -17,12 +17,16 @@ import { contractStore, type ContractStore } from './metadata/contract-store.ts'
 import { RefreshService } from './metadata/refresh.ts';
 import { taskStore, type TaskStore } from './metadata/task-store.ts';
 import { TaskWorker } from './metadata/worker.ts';
+import { searchStore } from './metadata/search/search-store.ts';
+import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/watcher.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
 import { Dispatcher } from './relayer/dispatcher.ts';
 import { RelayEvents } from './relayer/events.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
+import { barRepo, type BarRepo } from './relayer/bars.ts';
+import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/spend-caps.ts';
 
@@ -42,6 +46,7 @@ export interface Services {
   tokens: TokenMetadataService;
   contracts: ContractInfoService;
   contractStore: ContractStore;
+  tokenSearch: TokenSearchService;
   tasks: TaskStore;
   refresh: RefreshService;
   worker: TaskWorker;
@@ -53,6 +58,10 @@ export interface Services {
   metaTxns: MetaTxnRepo;
   sponsors: SponsorRepo;
   spendCaps: SpendCaps;
+  /** Wallets, keys and client addresses barred from fee-paid relaying after a fee did not arrive. */
+  bars: BarRepo;
+  /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
+  receiptWaiters: ReceiptWaiters;
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -115,6 +124,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokenStore(db), contracts, chains, config, log, metrics });
+  const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
@@ -122,6 +132,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const metaTxns = metaTxnRepo(db);
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db);
+  const bars = barRepo(db);
+  const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {
+    max: config.relayer.maxReceiptWaiters,
+    perAddress: config.relayer.maxReceiptWaitersPerAddress,
+  });
   const relayers = new Map<number, ChainRelayer>();
   const dispatchers: Dispatcher[] = [];
   const relayed = config.chains.filter((c) => c.relayer);
@@ -139,10 +154,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       metaTxns,
       sponsors,
       spendCaps: caps,
+      bars,
       log,
       onQueued: () => dispatcher.nudge(),
     });
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, events: relayEvents, log, metrics });
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
@@ -164,6 +180,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     tokens,
     contracts,
     contractStore: contractsRepo,
+    tokenSearch,
     tasks,
     refresh,
     worker,
@@ -174,6 +191,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     metaTxns,
     sponsors,
     spendCaps: caps,
+    bars,
+    receiptWaiters,
     startDispatchers() {
       dispatching = true;
       for (const d of dispatchers) d.start();

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDb, type Db } from '../src/store/db.ts';
 import { runCli, runNode, startCli } from './support/cli.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
@@ -198,5 +199,82 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     } finally {
       await dev.stop('SIGKILL');
     }
+  });
+
+  /** The dev database while dev is stopped (PGlite: the folder is free only then). */
+  async function withDevDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    if (testDb) return fn(testDb.db);
+    const db = await openDb(join(dir, 'data', 'db'));
+    try {
+      return await fn(db);
+    } finally {
+      await db.close();
+    }
+  }
+
+  it('forgets the relayer queue of the previous dev chain on the next start, and keeps the project, key and sponsorship rules', async () => {
+    const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    const devChain = first.chain.chainId as number;
+    const other = 137; // another chain in the same database: not the dev chain, so left alone
+    const id = 'ab'.repeat(32);
+    const ghost = `0x${'de'.repeat(20)}`;
+    const rowsOf = (db: Db, chainId: number) =>
+      Promise.all(
+        ['meta_txns', 'meta_txn_bundles', 'relay_txs', 'relay_senders', 'relay_instances'].map(async (table) => {
+          const r = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE chain_id = $1`, [chainId]);
+          return [table, r.rows[0]!.n] as const;
+        }),
+      ).then(Object.fromEntries);
+    const sponsorRule = `0x${'5e'.repeat(20)}`;
+    const before = await withDevDb(async (db) => {
+      const project = (await db.query<{ id: number }>(`SELECT id FROM projects WHERE name = 'dev'`)).rows[0]!.id;
+      await db.query(`INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name) VALUES ($1, $2, 'WALLET', $3, 'kept')`, [project, devChain, sponsorRule]);
+      for (const chainId of [devChain, other]) {
+        // A queued meta-transaction, one signed but not yet mined, and a sender ledger: what a killed run leaves.
+        await db.query(
+          `INSERT INTO meta_txns (chain_id, id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sender, txn_nonce)
+           VALUES ($1, $2, $3, $3, '0x', 'SENT', 100000, 90000, $3, 7), ($1, $4, $3, $3, '0x', 'QUEUED', 100000, 90000, NULL, NULL)`,
+          [chainId, id, ghost, 'cd'.repeat(32)],
+        );
+        await db.query(`INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $2, $3, 0, 0)`, [chainId, id, ghost]);
+        await db.query(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, hash, raw, gas_limit) VALUES ($1, $2, 7, $3, $4, '0x', 100000)`, [chainId, ghost, id, `0x${'ee'.repeat(32)}`]);
+        await db.query(`INSERT INTO relay_senders (chain_id, address, next_nonce) VALUES ($1, $2, 8)`, [chainId, ghost]);
+        await db.query(`INSERT INTO relay_instances (chain_id, owner, seen_until) VALUES ($1, 'gone:1', now() + interval '1 hour')`, [chainId]);
+      }
+      const sponsors = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM gas_sponsors WHERE project_id = $1 AND deleted_at IS NULL`, [project])).rows[0]!.n;
+      return { project, sponsors, dev: await rowsOf(db, devChain), other: await rowsOf(db, other) };
+    });
+    // On the dev chain: at least the rows above (besides whatever earlier runs left).
+    for (const [table, n] of Object.entries({ meta_txns: 2, meta_txn_bundles: 1, relay_txs: 1, relay_senders: 1, relay_instances: 1 })) {
+      expect(before.dev[table], table).toBeGreaterThanOrEqual(n);
+    }
+    expect(before.other).toEqual({ meta_txns: 2, meta_txn_bundles: 1, relay_txs: 1, relay_senders: 1, relay_instances: 1 });
+
+    const dev = startCli(['dev', '--port', '0', '--data', join(dir, 'data'), '--manifest', manifestPath], env);
+    try {
+      await dev.waitFor(/metarelay dev is ready/);
+      const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
+      expect(m.accessKey).toBe(first.accessKey);
+      const keyed = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });
+      expect(keyed.status).toBe(200);
+      expect(await dev.stop('SIGINT')).toBe(0);
+    } finally {
+      await dev.stop('SIGKILL');
+    }
+
+    await withDevDb(async (db) => {
+      const now = await rowsOf(db, devChain);
+      // Nothing of the previous chain's queue is left; the new run has registered only itself and its own senders.
+      expect([now.meta_txns, now.meta_txn_bundles, now.relay_txs]).toEqual([0, 0, 0]);
+      const senders = (await db.query<{ address: string }>(`SELECT address FROM relay_senders WHERE chain_id = $1`, [devChain])).rows.map((r) => r.address);
+      expect(senders).not.toContain(ghost);
+      const instances = (await db.query<{ owner: string }>(`SELECT owner FROM relay_instances WHERE chain_id = $1`, [devChain])).rows.map((r) => r.owner);
+      expect(instances).not.toContain('gone:1');
+      expect(await rowsOf(db, other)).toEqual(before.other);
+      expect((await db.query(`SELECT 1 FROM projects WHERE id = $1 AND name = 'dev'`, [before.project])).rows).toHaveLength(1);
+      const sponsors = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM gas_sponsors WHERE project_id = $1 AND deleted_at IS NULL`, [before.project])).rows[0]!.n;
+      expect(sponsors).toBe(before.sponsors);
+      expect((await db.query(`SELECT 1 FROM gas_sponsors WHERE address = $1 AND chain_id = $2`, [sponsorRule, devChain])).rows).toHaveLength(1);
+    });
   });
 });

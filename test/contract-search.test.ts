@@ -3,6 +3,7 @@
 // address search, the documented precedence of list / chain / override layers, overrides through
 // the CLI and the Admin RPC, and the admin authorisation rules. Real anvil, real database.
 
+import { mulberry32 } from './support/random.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,14 +29,6 @@ const LIST_NAME = 'Metarelay Test List';
 
 // ---------------------------------------------------------------- the generated token list
 
-function mulberry32(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = mulberry32(20240611);
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
 const randomAddress = (): Address => `0x${Array.from({ length: 40 }, () => Math.floor(rand() * 16).toString(16)).join('')}` as Address;

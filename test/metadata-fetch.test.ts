@@ -4,6 +4,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardedLookup } from '../src/metadata/address-guard.ts';
 import { createFetcher, type FetchResult, type Fetcher, type FetcherOptions } from '../src/metadata/fetch.ts';
+import { MAX_DOCUMENT_DEPTH } from '../src/metadata/document.ts';
 import { normalizeTokenDocument } from '../src/metadata/normalize.ts';
 
 const CID0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG';
@@ -545,6 +546,25 @@ describe('inline documents', () => {
     const result = expectFailure(await fetcher.fetchJson(uri));
     expect(result).toMatchObject({ reason, retryable: false });
     expect(result.trace[0].error).toBe(reason);
+  });
+
+  // `levels` counts the document object itself: {"x":[[1]]} is 3 levels.
+  const nested = (levels: number) => `{"s":"[{\\"[","x":${'['.repeat(levels - 1)}1${']'.repeat(levels - 1)}}`;
+
+  it(`accepts a data: document nested ${MAX_DOCUMENT_DEPTH} levels deep (brackets inside strings do not count)`, async () => {
+    const result = expectOk(await fetcher.fetchJson(`data:application/json;base64,${b64(nested(MAX_DOCUMENT_DEPTH))}`));
+    expect(result.document.s).toBe('[{"[');
+  });
+
+  it.each([
+    ['one level too deep, base64', `data:application/json;base64,${b64(nested(MAX_DOCUMENT_DEPTH + 1))}`],
+    ['5 000 levels, raw', `data:application/json,${nested(5_000)}`],
+    ['5 000 levels, a JSON tokenURI', nested(5_000)],
+  ])('refuses a data: document nested %s as TOO_DEEP', async (_label, uri) => {
+    const result = expectFailure(await fetcher.fetchJson(uri));
+    expect(result).toMatchObject({ reason: 'TOO_DEEP', retryable: false });
+    expect(result.message).toContain(`deeper than ${MAX_DOCUMENT_DEPTH} levels`);
+    expect(result.trace[0].error).toBe('TOO_DEEP');
   });
 
   it('sanitises a scripted SVG image from a base64 document', async () => {

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
 import { claimSenders, fairShare, newOwner, releaseSenders, setSenderStopped } from '../src/relayer/sender-pool.ts';
+import { queueRow } from './support/meta-rows.ts';
 import { metaTxnRepo } from '../src/relayer/store.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 
@@ -104,21 +105,7 @@ describe('claims on queued meta-transactions', () => {
     for (let i = 0; i < n; i++) {
       const id = `${chainId.toString(16).padStart(8, '0')}${String(i).padStart(56, '0')}`;
       const wallet = `0x${String(i + 1).padStart(40, 'a')}` as Address;
-      await repo.insert({
-        chainId,
-        id,
-        projectId: null,
-        wallet,
-        entrypoint: wallet,
-        input: '0x',
-        gasLimit: 100_000n,
-        gasEstimated: 50_000n,
-        sponsored: true,
-        sponsorId: null,
-        feeToken: null,
-        feeValue: null,
-        bundles: [{ id, wallet, space: 0n, nonce: 0n }],
-      });
+      await queueRow(repo, chainId, { id, wallet, nonce: 0n });
       ids.push(id);
     }
     return { repo, ids };

@@ -7,6 +7,7 @@ import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { tokenStore } from '../metadata/token-store.ts';
+import { forgetRelayerChain } from '../relayer/forget-chain.ts';
 import { randomBytes } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
@@ -133,6 +134,7 @@ export async function runDev(argv: string[]) {
     services = await createServices(config, { log, pollingIntervalMs: 250 });
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
+    await forgetRelayerChain(services.db, chain.manifest.chain.chainId);
     const previous = previousManifest(manifestPath);
     const { key, project } = await devAccessKey(services, previous.accessKey);
     const adminToken = await devAdminToken(services.db, previous.adminToken);

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/load.ts';
+import { FolderInUseError } from '../store/folder-lock.ts';
 
 const USAGE = `metarelay — token metadata service and meta-transaction relayer
 
@@ -67,6 +68,11 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof ConfigError || err instanceof UsageError) {
       console.error(`metarelay: ${err.message}`);
       process.exitCode = 2;
+      return;
+    }
+    if (err instanceof FolderInUseError) {
+      console.error(`metarelay: ${err.message}`);
+      process.exitCode = 1;
       return;
     }
     throw err;

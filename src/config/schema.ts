@@ -49,8 +49,18 @@ export const RelayerChainConfigSchema = z.object({
   receiptWaitMs: z.number().int().min(0).max(60_000).default(15_000),
   /** How often the dispatcher looks for new work and new blocks. */
   pollMs: z.number().int().positive().default(500),
-  /** A queued meta-transaction that cannot be sent for this long is DROPPED (e.g. a nonce gap never filled). */
-  queueTimeoutSec: z.number().int().positive().default(3_600),
+  /** A queued meta-transaction waiting on a predecessor (a nonce gap) for this long is DROPPED. */
+  queueTimeoutSec: z.number().int().positive().default(300),
+  /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
+  maxNonceAhead: z.number().int().min(0).max(1024).default(8),
+  /** Meta-transactions one wallet may have queued or in flight at once. */
+  maxQueuedPerWallet: z.number().int().min(1).default(16),
+  /** ... one access key (every caller of a browser dapp shares its key). */
+  maxQueuedPerKey: z.number().int().min(1).default(5_000),
+  /** ... one client address (IP). */
+  maxQueuedPerAddress: z.number().int().min(1).default(200),
+  /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this. */
+  anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
   /** A transaction not included within this many blocks is replaced at the same nonce with higher fees. */
   resubmitAfterBlocks: z.number().int().min(1).default(3),
   /** How much a replacement raises both fees over the last broadcast; nodes refuse less than 10. */
@@ -183,6 +193,12 @@ export const AppConfigSchema = z
         quoteSecret: z.string().min(32, 'the quote secret must be at least 32 characters').optional(),
         /** Run the dispatcher (signing, sending, receipts) inside `serve`/`dev`; `metarelay relayer` runs it alone. */
         inProcessDispatcher: z.boolean().default(true),
+        /** Relayer calls without an access key, per client address and process: a token bucket. */
+        anonymousRatePerSec: z.number().positive().default(10),
+        anonymousBurst: z.number().int().min(1).default(40),
+        /** GetMetaTxnReceipt calls held open at once, per process and per client address; past that the current status is answered at once. */
+        maxReceiptWaiters: z.number().int().min(0).default(2_000),
+        maxReceiptWaitersPerAddress: z.number().int().min(0).default(32),
       })
       .prefault({}),
     console: z

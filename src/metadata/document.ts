@@ -4,12 +4,21 @@
 import { z } from 'zod';
 import { decodeText } from './data-uri.ts';
 import type { FetchFailureReason } from './errors.ts';
+import { nestsDeeperThan } from './json-depth.ts';
 
 export type TokenDocument = Record<string, unknown>;
 
 export type DocumentResult =
   | { ok: true; document: TokenDocument }
-  | { ok: false; reason: Extract<FetchFailureReason, 'INVALID_JSON' | 'NOT_AN_OBJECT'>; message: string };
+  | { ok: false; reason: Extract<FetchFailureReason, 'INVALID_JSON' | 'NOT_AN_OBJECT' | 'TOO_DEEP'>; message: string };
+
+/**
+ * The deepest nesting of arrays and objects a token or contract document may have (the document
+ * object itself is level 1). Real metadata stays under 10 levels; 64 leaves room for odd but honest
+ * documents and keeps every recursive step after parsing (serialising the save batch, jsonb, the
+ * wire answer) far from the stack limit.
+ */
+export const MAX_DOCUMENT_DEPTH = 64;
 
 // zod's record output is a fresh object built without prototype-bearing keys,
 // so a "__proto__" member in the document cannot leak into anything downstream.
@@ -39,6 +48,9 @@ export function parseDocument(text: string, contentType: string | undefined): Do
   const trimmed = text.replace(/^[\s\u0000\ufeff]+|[\s\u0000]+$/g, '');
   if (trimmed.startsWith('<')) {
     return { ok: false, reason: 'INVALID_JSON', message: 'got HTML/XML markup instead of JSON' };
+  }
+  if (nestsDeeperThan(trimmed, MAX_DOCUMENT_DEPTH)) {
+    return { ok: false, reason: 'TOO_DEEP', message: `document nests arrays/objects deeper than ${MAX_DOCUMENT_DEPTH} levels` };
   }
   let value: unknown;
   try {

@@ -8,6 +8,8 @@ export type FetchFailureReason =
   | 'TOO_LARGE'
   | 'INVALID_JSON'
   | 'NOT_AN_OBJECT'
+  // Nested deeper than MAX_DOCUMENT_DEPTH (document.ts).
+  | 'TOO_DEEP'
   | 'BAD_ENCODING'
   | 'INVALID_URI'
   | 'UNSUPPORTED_SCHEME'

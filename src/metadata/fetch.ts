@@ -71,7 +71,7 @@ export const FETCH_DEFAULTS = {
 
 // Content verdicts come from a 200 response, so they describe the document
 // itself and every gateway would agree on them.
-const CONTENT_VERDICTS = new Set<FetchFailureReason>(['INVALID_JSON', 'NOT_AN_OBJECT', 'TOO_LARGE', 'BAD_ENCODING']);
+const CONTENT_VERDICTS = new Set<FetchFailureReason>(['INVALID_JSON', 'NOT_AN_OBJECT', 'TOO_DEEP', 'TOO_LARGE', 'BAD_ENCODING']);
 
 const PREVIEW_CHARS = 96;
 

@@ -219,11 +219,26 @@ export class TokenMetadataService {
     return this.resolve(chain, contract, ids);
   }
 
-  /** The stored record with its resolution trace, resolving first if the token was never seen. */
+  /**
+   * The stored record with its resolution trace, resolving first if the token was never seen. A
+   * resolution that throws (chain or database trouble) is explained as such, not turned into a 500:
+   * the record returned then is not stored.
+   */
   async explain(chain: ChainClient, contract: Address, id: string): Promise<TokenRecord | undefined> {
     const existing = (await this.d.store.get(chain.chainId, contract, [id])).get(id);
     if (existing) return existing;
-    return (await this.resolve(chain, contract, [id])).get(id);
+    try {
+      return (await this.resolve(chain, contract, [id])).get(id);
+    } catch (err) {
+      this.d.log.warn({ err, chain: chain.name, contract, id }, 'token resolution failed while explaining');
+      const now = new Date();
+      const message = (err as Error)?.message?.split('\n')[0] ?? String(err);
+      return {
+        chainId: chain.chainId, contract, tokenId: id, source: 'FETCHER_ON_CHAIN_TOKEN_URI', tokenUri: null, metadata: null, raw: null,
+        failureReason: 'RESOLUTION_FAILED', failureMessage: message, retryAfter: null, trace: null,
+        fetchCount: 0, lastFetched: null, lastAttempt: now, updatedAt: now,
+      };
+    }
   }
 
   private resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
@@ -318,7 +333,7 @@ export class TokenMetadataService {
       ),
     );
 
-    const saved = await this.d.store.save(chain.chainId, contract, results);
+    const saved = await this.d.store.save(chain.chainId, contract, results, new Date(now + cfg.metadata.failureRetrySec * 1000));
     for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
     this.restamp(`${chain.chainId}:${contract}`);
     return saved;

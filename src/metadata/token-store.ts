@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Queryable } from '../store/db.ts';
+import type { Db, Queryable } from '../store/db.ts';
+import { reindexTokens } from './search/property-index.ts';
 
 /** The normalised fields served for a token; `raw` keeps the origin's document untouched. */
 export const StoredMetadataSchema = z.record(z.string(), z.unknown());
@@ -42,7 +43,7 @@ export interface TokenRecord {
   updatedAt: Date;
 }
 
-function toRecord(row: unknown): TokenRecord {
+export function toRecord(row: unknown): TokenRecord {
   const r = TokenRowSchema.parse(row);
   return {
     chainId: r.chain_id,
@@ -80,7 +81,91 @@ export interface ContractKind {
   typeCheckedAt: Date | null;
 }
 
-export function tokenStore(db: Queryable) {
+/** One token's row for the upsert, serialised on its own so that one bad document fails alone. */
+interface SaveRow {
+  tokenId: string;
+  tokenUri: string | null;
+  trace: unknown;
+  json: string;
+}
+
+function serialiseRow(tokenId: string, r: Resolution, retryUnstorable: Date): SaveRow {
+  const trace = r.trace ?? null;
+  try {
+    const json = JSON.stringify({
+      token_id: tokenId,
+      ok: r.ok,
+      source: r.ok ? r.source : null,
+      token_uri: r.tokenUri,
+      metadata: r.ok ? r.metadata : null,
+      raw: r.ok ? r.raw : null,
+      failure_reason: r.ok ? null : r.reason,
+      failure_message: r.ok ? null : r.message,
+      retry_after: r.ok || !r.retryAfter ? null : r.retryAfter.toISOString(),
+      trace,
+    });
+    return { tokenId, tokenUri: r.tokenUri, trace, json };
+  } catch (err) {
+    return unstorable(tokenId, r.tokenUri, trace, err, retryUnstorable);
+  }
+}
+
+/** A failure row without the document, for a token whose document could not be stored. */
+function unstorable(tokenId: string, tokenUri: string | null, trace: unknown, err: unknown, retryAfter: Date): SaveRow {
+  const message = `the document could not be stored: ${(err as Error)?.message ?? String(err)}`.slice(0, 500);
+  const row = (t: unknown) => JSON.stringify({
+    token_id: tokenId, ok: false, source: null, token_uri: tokenUri, metadata: null, raw: null,
+    failure_reason: 'UNSTORABLE', failure_message: message, retry_after: retryAfter.toISOString(), trace: t,
+  });
+  let json: string;
+  try {
+    json = row(trace);
+  } catch {
+    json = row(null);
+  }
+  return { tokenId, tokenUri, trace, json };
+}
+
+async function upsert(db: Queryable, chainId: number, contract: string, rows: SaveRow[]): Promise<Map<string, TokenRecord>> {
+  const res = await db.query(
+    `INSERT INTO token_metadata AS t (chain_id, contract_address, token_id, source, token_uri, metadata, raw,
+                                      failure_reason, failure_message, retry_after, trace, fetch_count,
+                                      last_fetched, last_attempt, updated_at)
+     SELECT $1, $2, x.token_id, COALESCE(x.source, 'FETCHER_ON_CHAIN_TOKEN_URI'), x.token_uri, x.metadata, x.raw,
+            x.failure_reason, x.failure_message, x.retry_after, x.trace, 1,
+            CASE WHEN x.ok THEN now() END, now(), now()
+       FROM jsonb_to_recordset($3::jsonb) AS x(token_id text, ok boolean, source text, token_uri text, metadata jsonb,
+            raw jsonb, failure_reason text, failure_message text, retry_after timestamptz, trace jsonb)
+     ON CONFLICT (chain_id, contract_address, token_id) DO UPDATE SET
+       token_uri       = EXCLUDED.token_uri,
+       source          = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.source ELSE t.source END,
+       metadata        = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.metadata ELSE t.metadata END,
+       raw             = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.raw ELSE t.raw END,
+       last_fetched    = COALESCE(EXCLUDED.last_fetched, t.last_fetched),
+       updated_at      = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN now() ELSE t.updated_at END,
+       failure_reason  = EXCLUDED.failure_reason,
+       failure_message = EXCLUDED.failure_message,
+       retry_after     = EXCLUDED.retry_after,
+       trace           = EXCLUDED.trace,
+       fetch_count     = t.fetch_count + 1,
+       last_attempt    = now()
+     RETURNING *`,
+    [chainId, contract, `[${rows.map((r) => r.json).join(',')}]`],
+  );
+  return new Map(res.rows.map((row) => {
+    const rec = toRecord(row);
+    return [rec.tokenId, rec];
+  }));
+}
+
+export function tokenStore(db: Db) {
+  /** Upserts rows and, in the same transaction, re-indexes the resolved tokens' search entries. */
+  const write = (chainId: number, contract: string, rows: SaveRow[], resolved: ReadonlySet<string>) =>
+    db.transaction(async (tx) => {
+      const saved = await upsert(tx, chainId, contract, rows);
+      await reindexTokens(tx, chainId, contract, rows.filter((r) => resolved.has(r.tokenId)).map((r) => r.tokenId));
+      return saved;
+    });
   return {
     async get(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, TokenRecord>> {
       if (tokenIds.length === 0) return new Map();
@@ -95,53 +180,37 @@ export function tokenStore(db: Queryable) {
     },
 
     /**
-     * Records attempts in one statement. A success replaces the document; a failure only
-     * records its reason and keeps the last good document.
+     * Records attempts: a success replaces the document and, in the same transaction, the token's
+     * search index entries; a failure only records its reason and keeps the last good document (and
+     * its index entries). Returns the records as stored after the write.
+     *
+     * Each token is saved on its own terms: one statement for the batch when every row goes in, and
+     * when it does not (a document that cannot be serialised, or one the database refuses, such as a
+     * string holding \u0000 in jsonb), a statement per token, so one bad document fails alone and is
+     * recorded as UNSTORABLE (to be tried again from `retryUnstorable` on, not on every request)
+     * instead of costing the whole batch.
      */
-    /** Returns the records as stored after the write. */
-    async save(chainId: number, contract: string, results: Map<string, Resolution>): Promise<Map<string, TokenRecord>> {
+    async save(chainId: number, contract: string, results: Map<string, Resolution>, retryUnstorable: Date): Promise<Map<string, TokenRecord>> {
       if (results.size === 0) return new Map();
-      const rows = [...results].map(([tokenId, r]) => ({
-        token_id: tokenId,
-        ok: r.ok,
-        source: r.ok ? r.source : null,
-        token_uri: r.tokenUri,
-        metadata: r.ok ? r.metadata : null,
-        raw: r.ok ? r.raw : null,
-        failure_reason: r.ok ? null : r.reason,
-        failure_message: r.ok ? null : r.message,
-        retry_after: r.ok || !r.retryAfter ? null : r.retryAfter.toISOString(),
-        trace: r.trace ?? null,
-      }));
-      const res = await db.query(
-        `INSERT INTO token_metadata AS t (chain_id, contract_address, token_id, source, token_uri, metadata, raw,
-                                          failure_reason, failure_message, retry_after, trace, fetch_count,
-                                          last_fetched, last_attempt, updated_at)
-         SELECT $1, $2, x.token_id, COALESCE(x.source, 'FETCHER_ON_CHAIN_TOKEN_URI'), x.token_uri, x.metadata, x.raw,
-                x.failure_reason, x.failure_message, x.retry_after, x.trace, 1,
-                CASE WHEN x.ok THEN now() END, now(), now()
-           FROM jsonb_to_recordset($3::jsonb) AS x(token_id text, ok boolean, source text, token_uri text, metadata jsonb,
-                raw jsonb, failure_reason text, failure_message text, retry_after timestamptz, trace jsonb)
-         ON CONFLICT (chain_id, contract_address, token_id) DO UPDATE SET
-           token_uri       = EXCLUDED.token_uri,
-           source          = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.source ELSE t.source END,
-           metadata        = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.metadata ELSE t.metadata END,
-           raw             = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN EXCLUDED.raw ELSE t.raw END,
-           last_fetched    = COALESCE(EXCLUDED.last_fetched, t.last_fetched),
-           updated_at      = CASE WHEN EXCLUDED.last_fetched IS NOT NULL THEN now() ELSE t.updated_at END,
-           failure_reason  = EXCLUDED.failure_reason,
-           failure_message = EXCLUDED.failure_message,
-           retry_after     = EXCLUDED.retry_after,
-           trace           = EXCLUDED.trace,
-           fetch_count     = t.fetch_count + 1,
-           last_attempt    = now()
-         RETURNING *`,
-        [chainId, contract, JSON.stringify(rows)],
-      );
-      return new Map(res.rows.map((row) => {
-        const rec = toRecord(row);
-        return [rec.tokenId, rec];
-      }));
+      const rows = [...results].map(([tokenId, r]) => serialiseRow(tokenId, r, retryUnstorable));
+      const resolved = new Set([...results].filter(([, r]) => r.ok).map(([id]) => id));
+      try {
+        return await write(chainId, contract, rows, resolved);
+      } catch {
+        // Some row was refused: find it by saving them one at a time.
+      }
+      const saved = new Map<string, TokenRecord>();
+      for (const row of rows) {
+        let stored: Map<string, TokenRecord>;
+        try {
+          stored = await write(chainId, contract, [row], resolved);
+        } catch (err) {
+          // This row has no document: if the database refuses it too, the database is down, not the row.
+          stored = await write(chainId, contract, [unstorable(row.tokenId, row.tokenUri, row.trace, err, retryUnstorable)], new Set());
+        }
+        for (const [id, rec] of stored) saved.set(id, rec);
+      }
+      return saved;
     },
 
     /** Drops everything cached about a chain: used when a dev chain is started anew. */

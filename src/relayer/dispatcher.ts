@@ -4,9 +4,11 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
 import { batchCall } from './batch.ts';
+import { crashPoint } from './crash-points.ts';
 import type { RelayEvents } from './events.ts';
 import { tokenKey } from './fees.ts';
 import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
+import type { BarRepo } from './bars.ts';
 import { readNonces } from './nonces.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
@@ -14,6 +16,7 @@ import type { ChainRelayer } from './service.ts';
 import type { NonceOverride } from './simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from './store.ts';
 import { Sweeper } from './sweep.ts';
+import { recogniseWallets, type WalletKind } from './wallets.ts';
 
 const MAX_ATTEMPTS = 5;
 const QUEUE_READ = 256;
@@ -21,10 +24,13 @@ const SIMULATE_AT_ONCE = 32;
 /** How long a claim on queued meta-transactions keeps other processes off them: one pass, with room. */
 const CLAIM_SEC = 15;
 const IDLE_SWEEP_MS = 3_000;
+/** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
+const UNREADY_DEFER_MS = 1_000;
 
 export interface DispatcherDeps {
   db: Db;
   metaTxns: MetaTxnRepo;
+  bars?: BarRepo;
   events: RelayEvents;
   log: Logger;
   metrics?: Metrics;
@@ -34,6 +40,8 @@ interface Plan {
   row: MetaTxnRow;
   /** Set when a predecessor in the same nonce space is in flight: it must ride on the same sender. */
   sender?: Address;
+  /** The wallets whose bundles it carries. */
+  wallets: Address[];
   overrides: NonceOverride[];
 }
 
@@ -75,6 +83,8 @@ export class Dispatcher {
   readonly senders = new Map<Address, SenderState>();
   head = -1;
   private headHash?: string;
+  private nonceCache: { head: number; at: Map<string, bigint> } = { head: -1, at: new Map() };
+  private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
   private sweptAt = 0;
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
@@ -200,11 +210,12 @@ export class Dispatcher {
     const timeoutMs = this.config.queueTimeoutSec * 1000;
     const bundles = await this.deps.metaTxns.bundlesOfMany(this.chainId, rows.map((r) => r.id));
     const flat = rows.flatMap((r) => bundles.get(r.id)!.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: BigInt(b.nonce) })));
-    const current = await readNonces(this.client, flat);
+    const current = await this.walletNonces(flat);
     const want = flat.filter((b, i) => b.nonce > current[i]).map((b) => ({ wallet: b.wallet, space: b.space.toString(), nonce: (b.nonce - 1n).toString() }));
     const holders = await this.deps.metaTxns.holdersOf(this.chainId, want);
     let k = 0;
     const plans: Plan[] = [];
+    const unready: string[] = [];
     for (const row of rows) {
       let sender: Address | undefined;
       let ready = true;
@@ -222,10 +233,30 @@ export class Dispatcher {
         } else ready = false;
       }
       if (dropped) await this.drop(row, dropped);
-      else if (ready) plans.push({ row, sender, overrides });
+      else if (ready) plans.push({ row, sender, overrides, wallets: bundles.get(row.id)!.map((b) => b.wallet as Address) });
       else if (Date.now() - row.queued_at.getTime() > timeoutMs) await this.drop(row, `its nonce did not come up within ${this.config.queueTimeoutSec} s`);
+      else unready.push(row.id);
     }
+    await this.deps.metaTxns.defer(this.chainId, unready, UNREADY_DEFER_MS);
     return plans;
+  }
+
+  /** What each wallet's code is, read once per head. */
+  private async walletKinds(wallets: Address[]): Promise<Map<Address, WalletKind>> {
+    if (this.kindCache.head !== this.head) this.kindCache = { head: this.head, at: new Map() };
+    const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kindCache.at.has(w));
+    for (const [w, k] of await recogniseWallets(this.client, this.relayer.context, missing)) this.kindCache.at.set(w, k);
+    return this.kindCache.at;
+  }
+
+  /** Wallet nonces, read from the chain once per head (a queue of unready rows must not cost node calls every pass). */
+  private async walletNonces(items: { wallet: Address; space: bigint }[]): Promise<bigint[]> {
+    if (this.nonceCache.head !== this.head) this.nonceCache = { head: this.head, at: new Map() };
+    const key = (x: { wallet: Address; space: bigint }) => `${x.wallet}:${x.space}`;
+    const missing = [...new Map(items.filter((x) => !this.nonceCache.at.has(key(x))).map((x) => [key(x), x])).values()];
+    const read = await readNonces(this.client, missing);
+    missing.forEach((x, i) => this.nonceCache.at.set(key(x), read[i]));
+    return items.map((x) => this.nonceCache.at.get(key(x))!);
   }
 
   /** Senders that may take new work now: held, not stopped, above the balance floor, with room in flight. */
@@ -279,16 +310,27 @@ export class Dispatcher {
       }),
     );
     const signed = (await Promise.all(sent.map(({ sender, units }) => this.persist(sender, units, fees)))).flat();
+    crashPoint('after-persist', signed.length);
     const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
+    crashPoint('after-broadcast', signed.length);
     await markBroadcast(this.deps.db, this.client, this.chainId, signed.filter((_, i) => results[i].ok).map((s) => s.hash));
     for (const [i, s] of signed.entries()) await this.afterBroadcast(s, results[i]);
   }
 
   private async simulateAll(items: { sender: Address; p: Plan }[]): Promise<Map<string, boolean>> {
     const out = new Map<string, boolean>();
+    // A wallet may have switched to other code since intake (its owner can call it directly): then its
+    // bundles no longer have to honour signatures, nonces or fees, and are not sent.
+    const kinds = await this.walletKinds(items.flatMap(({ p }) => p.wallets));
     for (let i = 0; i < items.length; i += SIMULATE_AT_ONCE) {
       await Promise.all(
         items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
+          const changed = p.wallets.find((w) => kinds.get(w) === 'other');
+          if (changed) {
+            await this.drop(p.row, `wallet ${changed} no longer runs a Sequence main module this relayer knows`);
+            out.set(p.row.id, false);
+            return;
+          }
           out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides));
         }),
       );

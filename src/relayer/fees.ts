@@ -1,6 +1,8 @@
-import { getAddress, type Address } from 'viem';
+import { decodeFunctionData, getAddress, type Address } from 'viem';
 import type { z } from 'zod';
 import type { FeeTokenConfigSchema } from '../config/schema.ts';
+import { erc20Abi } from './abi.ts';
+import { selectorOf, type DecodedCall } from './bundle.ts';
 
 export type FeeTokenConfig = z.infer<typeof FeeTokenConfigSchema>;
 
@@ -59,3 +61,56 @@ export function feeTokenWire(chainId: number, t: FeeTokenConfig) {
 /** The token list the probe measures: address(0) stands for native. */
 export const probeTokens = (tokens: readonly FeeTokenConfig[]): Address[] =>
   tokens.map((t) => (t.address ? (t.address.toLowerCase() as Address) : '0x0000000000000000000000000000000000000000'));
+
+/** One fee payment found in a bundle's calldata. */
+export interface FeePayment {
+  /** tokenKey of the fee token: its lower-case address, or "native". */
+  token: string;
+  value: bigint;
+  /** The paying wallet bundle (index into DecodedCall.bundles) and the transaction's index in it. */
+  bundle: number;
+  index: number;
+  wallet: Address;
+}
+
+const TRANSFER_SELECTOR = '0xa9059cbb';
+
+/**
+ * The fees a meta-transaction pays, read from its calldata alone — never from what a simulation saw,
+ * which a contract that detects simulation can fake. A fee is a transaction of a signed bundle that the
+ * entrypoint runs directly (the wallet's own bundle, or one the guest module calls), with
+ * revertOnError=true and no delegate call, that is either `transfer(paymentAddress, v)` on an accepted
+ * fee token, or native value v sent to the payment address with no calldata. With revertOnError=true the
+ * whole bundle reverts unless it is paid, so a mined success means the fee arrived. Anything else —
+ * a payment by another contract, by the guest module, in a nested bundle or a sub-call — is not a fee.
+ */
+export function structuralFees(call: DecodedCall, payee: Address, feeTokens: readonly FeeTokenConfig[]): FeePayment[] {
+  const accepted = new Set(feeTokens.map(tokenKey));
+  const directDepth = call.kind === 'guest' ? 1 : 0;
+  const out: FeePayment[] = [];
+  for (const leaf of call.leaves) {
+    if (leaf.bundle === undefined || leaf.delegateCall || !leaf.revertOnError) continue;
+    const b = call.bundles[leaf.bundle];
+    if (b.depth !== directDepth) continue;
+    const at = { bundle: leaf.bundle, index: leaf.index, wallet: b.wallet };
+    if (leaf.target === payee && leaf.value > 0n && leaf.data === '0x' && accepted.has('native')) {
+      out.push({ token: 'native', value: leaf.value, ...at });
+      continue;
+    }
+    if (leaf.value !== 0n || !accepted.has(leaf.target) || selectorOf(leaf.data) !== TRANSFER_SELECTOR) continue;
+    try {
+      const { args } = decodeFunctionData({ abi: erc20Abi, data: leaf.data });
+      if ((args[0] as string).toLowerCase() === payee) out.push({ token: leaf.target, value: args[1] as bigint, ...at });
+    } catch {
+      // not a well-formed transfer: not a fee
+    }
+  }
+  return out;
+}
+
+/** The structural fee per token key. */
+export function feeTotals(payments: readonly FeePayment[]): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  for (const p of payments) out.set(p.token, (out.get(p.token) ?? 0n) + p.value);
+  return out;
+}

@@ -3,16 +3,18 @@ import type { ChainClient } from '../chain/client.ts';
 import type { ChainConfig } from '../config/schema.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { readNonces } from './nonces.ts';
-import { BundleError, bareId, decodeCall, joinNonce, type DecodedCall } from './bundle.ts';
+import { describeBar, type BarRepo } from './bars.ts';
+import { BundleError, bareId, decodeCall, joinNonce, selectorOf, type DecodedCall } from './bundle.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
-import { ceilMul, fixedPrices, gasCost, probeTokens, tokenKey, weiToToken, type FeeTokenConfig, type PriceSource } from './fees.ts';
+import { ceilMul, feeTotals, fixedPrices, gasCost, probeTokens, structuralFees, tokenKey, weiToToken, type FeePayment, type FeeTokenConfig, type PriceSource } from './fees.ts';
 import { signQuote, verifyQuote } from './quote.ts';
 import { senderAccounts } from './sender-pool.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './simulate.ts';
-import { bundleKey, coverage, type SponsorRepo } from './sponsors.ts';
+import { bundleKey, coverage, withinCeilings, type Coverage, type SponsorRepo, type SponsorRule } from './sponsors.ts';
 import type { SpendCaps } from './spend-caps.ts';
-import { NonceTaken, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
+import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
+import { describeKind, recogniseWallets, type WalletKind } from './wallets.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
 
@@ -28,6 +30,8 @@ export interface RelayerDeps {
   quoteSecret: string;
   metaTxns: MetaTxnRepo;
   sponsors: SponsorRepo;
+  /** Callers barred from fee-paid relaying after a fee did not arrive; without it, nobody is. */
+  bars?: BarRepo;
   /** Daily spend caps of sponsorship rules; without it, rules have no cap. */
   spendCaps?: SpendCaps;
   log: Logger;
@@ -49,7 +53,6 @@ export class ChainRelayer {
   readonly senders: Address[];
   readonly paymentAddress: Address;
   readonly feeTokens: readonly FeeTokenConfig[];
-  private readonly feeTokenSet: ReadonlySet<string>;
   private readonly prices: PriceSource;
 
   constructor(readonly deps: RelayerDeps) {
@@ -67,7 +70,6 @@ export class ChainRelayer {
     this.senders = senderAccounts(c).map((a) => a.address);
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
-    this.feeTokenSet = new Set(c.feeTokens.filter((t) => t.address).map((t) => t.address!.toLowerCase()));
     this.prices = deps.prices ?? fixedPrices;
   }
 
@@ -99,48 +101,68 @@ export class ChainRelayer {
     });
   }
 
-  decode(walletAddress: string, contract: string, input: string): DecodedCall {
+  /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
+  decode(walletAddress: string, contract: string, input: string, isWallet?: (a: Address) => boolean): DecodedCall {
     if (!isAddress(walletAddress, { strict: false })) throw new RelayError('invalidArgument', `walletAddress "${walletAddress}" is not an address`);
     if (!isAddress(contract, { strict: false })) throw new RelayError('invalidArgument', `contract "${contract}" is not an address`);
     if (!/^0x([0-9a-fA-F]{2})*$/.test(input)) throw new RelayError('invalidArgument', 'input is not 0x-prefixed hex bytes');
     try {
-      return decodeCall(this.chainId, this.context, walletAddress.toLowerCase() as Address, contract.toLowerCase() as Address, input as Hex);
+      return decodeCall(this.chainId, this.context, walletAddress.toLowerCase() as Address, contract.toLowerCase() as Address, input as Hex, { isWallet });
     } catch (err) {
       if (err instanceof BundleError) throw new RelayError('invalidArgument', err.message);
       throw err;
     }
   }
 
-  private async sponsorship(projectId: number | null, call: DecodedCall) {
-    if (projectId == null) return { sponsored: false as const, ruleIds: [] as number[], reason: 'no access key: only bundles that pay their own fee are relayed' };
-    const rules = await this.deps.sponsors.list(projectId, this.chainId);
-    return coverage(call, rules);
+  /**
+   * Decodes a call against the chain: every address the call treats as a wallet is asked for its code
+   * (one batch), and only real Sequence wallets are unfolded. With `strict` (intake), the wallet a
+   * wallet-form call targets must be one, and a wallet the call deploys must not exist yet.
+   */
+  async recognise(walletAddress: string, contract: string, input: string, strict: boolean): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
+    const first = this.decode(walletAddress, contract, input);
+    const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
+    const kinds = await recogniseWallets(this.client, this.context, asked);
+    if (strict) {
+      if (first.kind === 'wallet' && kinds.get(first.entrypoint) !== 'wallet') {
+        const kind = kinds.get(first.entrypoint)!;
+        throw new RelayError('simulationFailed', kind === 'empty' ? `wallet ${describeKind(first.entrypoint, kind)}` : describeKind(first.entrypoint, kind));
+      }
+      const existing = first.deploys.find((d) => kinds.get(d) !== 'empty');
+      if (existing) throw new RelayError('simulationFailed', `the call deploys wallet ${existing}, which already exists`);
+    }
+    const call = this.decode(walletAddress, contract, input, (a) => kinds.get(a) === 'wallet');
+    const upgrade = unknownUpgrade(call, this.context);
+    if (upgrade) throw new RelayError('invalidArgument', upgrade);
+    return { call, kinds };
   }
 
-  /** Per wallet bundle: does the wallet have code, or does this call deploy it? */
-  private async walletsExist(call: DecodedCall): Promise<boolean[]> {
-    return Promise.all(
-      call.bundles.map(async (b) => {
-        if (call.deploys.includes(b.wallet)) return true;
-        const code = await this.client.getCode({ address: b.wallet });
-        return !!code && code !== '0x';
-      }),
-    );
+  private async rulesOf(projectId: number | null) {
+    return projectId == null ? [] : (await this.deps.sponsors.list(projectId, this.chainId)).filter((r) => r.active);
+  }
+
+  private sponsorship(projectId: number | null, rules: SponsorRule[], call: DecodedCall): Coverage {
+    if (projectId == null) return { sponsored: false, ruleIds: [], reason: 'no access key: only bundles that pay their own fee are relayed' };
+    return coverage(call, rules);
   }
 
   /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
   async nextNonce(wallet: Address, space: bigint): Promise<bigint> {
     const [onChain] = await readNonces(this.client, [{ wallet, space }]);
+    return joinNonce(space, await this.nextAfterQueued(wallet, space, onChain));
+  }
+
+  private async nextAfterQueued(wallet: Address, space: bigint, onChain: bigint): Promise<bigint> {
     let next = onChain;
     for (const n of await this.deps.metaTxns.liveNonces(this.chainId, wallet, space, onChain)) {
       if (n === next) next++;
       else if (n > next) break;
     }
-    return joinNonce(space, next);
+    return next;
   }
 
   async feeOptions(projectId: number | null, wallet: string, to: string, data: string) {
-    const call = this.decode(wallet, to, data);
+    const { call, kinds } = await this.recognise(wallet, to, data, false);
     const gasCap = BigInt(this.deps.config.maxGasLimit);
     const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.client, this.chainId, b.wallet, b.txs, gasCap)));
     sims.forEach((results, i) => {
@@ -148,14 +170,15 @@ export class ChainRelayer {
       if (failed >= 0) throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${call.bundles[i].wallet} reverts: ${results[failed].reason}`);
     });
     // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
-    const undeployed = (await this.walletsExist(call)).filter((exists) => !exists).length;
+    const undeployed = call.bundles.filter((b) => !call.deploys.includes(b.wallet) && kinds.get(b.wallet) === 'empty').length;
     let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE;
     sims.forEach((results, i) => {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
     const gasPrice = await this.client.getGasPrice();
-    let cover = await this.sponsorship(projectId, call);
+    let cover = this.sponsorship(projectId, await this.rulesOf(projectId), call);
+    if (cover.sponsored) cover = withinCeilings(cover, await this.rulesOf(projectId), gas);
     if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
     if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
@@ -171,7 +194,7 @@ export class ChainRelayer {
       v: 1,
       c: this.chainId,
       w: call.bundles[0].wallet,
-      k: bundleKey(call, this.payee(), this.feeTokenSet),
+      k: bundleKey(call, structuralFees(call, this.payee(), this.feeTokens)),
       g: gas.toString(),
       o: quoted,
       e: Math.floor(Date.now() / 1000) + this.deps.config.quoteTtlSec,
@@ -180,97 +203,155 @@ export class ChainRelayer {
   }
 
   /**
-   * Accepts a meta-transaction: decode, simulate the exact call from a sender, check payment or
-   * sponsorship, then persist it as QUEUED. Nothing is signed here.
+   * Accepts a meta-transaction, in four stages: check it (decode, a fee or a sponsorship present at all,
+   * bars — all before any node call; then wallets by their code, nonces, and the exact simulation), size
+   * its gas, fund it (a sponsorship within its caps, or a fee read from the calldata that covers the
+   * price), and enqueue it within the caller's share of the queue. Nothing is signed here.
    */
-  async send(args: { projectId: number | null; walletAddress: string; contract: string; input: string; quote?: string }): Promise<SendResult> {
-    const call = this.decode(args.walletAddress, args.contract, args.input);
-    const id = bareId(call.id);
-    const known = await this.deps.metaTxns.find(this.chainId, id);
+  async send(args: SendArgs): Promise<SendResult> {
+    const first = this.decode(args.walletAddress, args.contract, args.input);
+    const known = await this.deps.metaTxns.find(this.chainId, bareId(first.id));
     if (known && known.status !== 'DROPPED') return { id: known.id, created: false, row: known };
+    const rules = await this.rulesOf(args.projectId);
+    await this.precheck(args, first, rules);
 
-    const deployed = new Set(call.deploys);
-    const probes = call.bundles.map((b) => ({ wallet: b.wallet, space: b.space }));
-    const overrides: NonceOverride[] = call.bundles
-      .filter((b) => b.nonce > 0n && !deployed.has(b.wallet))
-      .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
-    const gasCap = BigInt(this.deps.config.maxGasLimit);
-    // Sponsorship is a database read, asked alongside the chain batch (where the gas price goes too).
-    const coverP = this.isFeeRequired ? this.sponsorship(args.projectId, call) : undefined;
-    void coverP?.catch(() => undefined);
-    const [exists, chainNonces, sim, gasPrice] = await Promise.all([
-      this.walletsExist(call),
-      readNonces(this.client, probes),
-      this.simulate(this.senders[0], call.entrypoint, args.input as Hex, overrides),
-      this.isFeeRequired ? this.client.getGasPrice() : 0n,
+    const checked = await this.check(args);
+    const sized = this.size(args, checked);
+    const funded = await this.fund(args, rules, checked, sized);
+    return this.enqueue(args, checked.call, sized, funded);
+  }
+
+  /** What costs no node call: a fee or a sponsorship must be there at all, and a caller who did not pay before gets no credit. */
+  private async precheck(args: SendArgs, call: DecodedCall, rules: SponsorRule[]) {
+    if (!this.isFeeRequired) return;
+    const payments = structuralFees(call, this.payee(), this.feeTokens);
+    if (payments.length === 0 && rules.length === 0) {
+      const why = args.projectId == null ? 'no access key: only bundles that pay their own fee are relayed' : 'the project has no active sponsorship on this network';
+      throw new RelayError('insufficientFee', `the bundle pays no fee to ${this.paymentAddress} in an accepted fee token (a top-level transfer of its wallet, revertOnError=true; not sponsored: ${why})`);
+    }
+    if (payments.length > 0 && rules.length === 0) await this.refuseBarred(args, payments[0].wallet);
+  }
+
+  private async refuseBarred(args: SendArgs, payer: Address) {
+    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp: args.clientIp ?? null });
+    if (bar) throw new RelayError('barred', describeBar(bar));
+  }
+
+  /** Wallets by their code, nonces within the window, then the exact call simulated from a sender. */
+  private async check(args: SendArgs) {
+    const anonymous = args.projectId == null;
+    const [{ call }, gasPrice] = await Promise.all([
+      this.recognise(args.walletAddress, args.contract, args.input, true),
+      this.isFeeRequired ? this.client.getGasPrice() : Promise.resolve(0n),
     ]);
-    // A call to an address without code "succeeds" doing nothing: never relay (or pay for) that.
-    const missing = call.bundles.find((_, i) => !exists[i]);
-    if (missing) throw new RelayError('simulationFailed', `wallet ${missing.wallet} is not deployed and this call does not deploy it (send it through the guest module with a factory deploy)`);
-    call.bundles.forEach((b, i) => {
+    const deployed = new Set(call.deploys);
+    const chainNonces = await readNonces(this.client, call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })));
+    const window = BigInt(this.deps.config.maxNonceAhead);
+    for (const [i, b] of call.bundles.entries()) {
       if (b.nonce < chainNonces[i]) {
         throw new RelayError('simulationFailed', `BadNonce: nonce ${b.nonce} of space ${b.space} is already used (wallet ${b.wallet} is at ${chainNonces[i]})`);
       }
+      if (b.nonce - chainNonces[i] > window) {
+        const next = await this.nextAfterQueued(b.wallet, b.space, chainNonces[i]);
+        if (b.nonce > next + window) {
+          throw new RelayError('invalidArgument', `nonce ${b.nonce} of space ${b.space} is too far ahead: wallet ${b.wallet} is at ${next} counting queued meta-transactions, and at most ${window} ahead is accepted`);
+        }
+      }
+    }
+    const overrides: NonceOverride[] = call.bundles.filter((b) => b.nonce > 0n && !deployed.has(b.wallet)).map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
+    const gasCap = this.gasCap(anonymous);
+    const sim = await simulateExact(this.client, {
+      sender: this.senders[0],
+      entrypoint: call.entrypoint,
+      input: args.input as Hex,
+      payee: this.payee(),
+      tokens: probeTokens(this.feeTokens),
+      nonces: overrides,
+      gasCap,
     });
     if (!sim.ok) throw new RelayError('simulationFailed', sim.reason ?? 'the bundle reverts');
+    return { call, sim, gasPrice, anonymous };
+  }
 
+  private gasCap(anonymous: boolean): bigint {
+    const c = this.deps.config;
+    return BigInt(anonymous ? Math.min(c.anonymousMaxGasLimit, c.maxGasLimit) : c.maxGasLimit);
+  }
+
+  private size(args: SendArgs, { sim, anonymous }: Checked) {
     const intrinsic = intrinsicGas(args.input as Hex);
     const used = intrinsic + sim.gasUsed;
     const needed = [sim.estimate ?? 0n, intrinsic + (sim.gasUsed * 64n) / 63n + 1n].reduce((a, b) => (a > b ? a : b));
     const gasLimit = ceilMul(needed, this.deps.config.gasMargin);
-    if (gasLimit > gasCap) throw new RelayError('simulationFailed', `the bundle needs ${gasLimit} gas, over this relayer's limit of ${gasCap}`);
-
-    let sponsored = false;
-    let sponsorId: number | null = null;
-    let feeToken: string | null = null;
-    let feeValue: bigint | null = null;
-    let refund = async () => {};
-    if (coverP) {
-      let cover = await coverP;
-      // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
-      if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));
-      if (cover.sponsored) {
-        sponsored = true;
-        sponsorId = cover.ruleIds[0] ?? null;
-      } else {
-        const paid = await this.checkPayment(call, sim.paid, used, gasPrice, args.quote, cover.reason);
-        feeToken = paid.token;
-        feeValue = paid.value;
-      }
+    const cap = this.gasCap(anonymous);
+    if (gasLimit > cap) {
+      throw new RelayError('simulationFailed', `the bundle needs ${gasLimit} gas, over this relayer's limit of ${cap}${anonymous ? ' for calls without an access key' : ''}`);
     }
+    return { used, gasLimit };
+  }
 
+  /** Sponsored within the rules' gas ceilings and daily caps, or paid by a fee read from the calldata. */
+  private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized): Promise<Funding> {
+    const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, refund: async () => {} };
+    if (!this.isFeeRequired) return none;
+    let cover = this.sponsorship(args.projectId, rules, call);
+    if (cover.sponsored) cover = withinCeilings(cover, rules, gasLimit);
+    let refund = async () => {};
+    // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
+    if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));
+    if (cover.sponsored) return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, refund };
+    const payments = structuralFees(call, this.payee(), this.feeTokens);
+    const payers = [...new Set(payments.map((p) => p.wallet))];
+    if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
+    if (payers[0]) await this.refuseBarred(args, payers[0]);
+    const paid = await this.checkPayment(call, payments, sim.paid, used, gasPrice, args.quote, cover.reason);
+    return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0] };
+  }
+
+  private async enqueue(args: SendArgs, call: DecodedCall, { used, gasLimit }: Sized, f: Funding): Promise<SendResult> {
+    const c = this.deps.config;
     try {
-      const { row, created } = await this.deps.metaTxns.insert({
-        chainId: this.chainId,
-        id,
-        projectId: args.projectId,
-        wallet: (call.kind === 'wallet' ? call.entrypoint : call.bundles[0].wallet) as Address,
-        entrypoint: call.entrypoint,
-        input: (args.input as string).toLowerCase() as Hex,
-        gasLimit,
-        gasEstimated: used,
-        sponsored,
-        sponsorId,
-        feeToken,
-        feeValue,
-        bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
-      });
+      const { row, created } = await this.deps.metaTxns.insert(
+        {
+          chainId: this.chainId,
+          id: bareId(call.id),
+          projectId: args.projectId,
+          wallet: (call.kind === 'wallet' ? call.entrypoint : call.bundles[0].wallet) as Address,
+          entrypoint: call.entrypoint,
+          input: (args.input as string).toLowerCase() as Hex,
+          gasLimit,
+          gasEstimated: used,
+          sponsored: f.sponsored,
+          sponsorId: f.sponsorId,
+          feeToken: f.feeToken,
+          feeValue: f.feeValue,
+          feePayer: f.feePayer,
+          keyId: args.keyId ?? null,
+          clientIp: args.clientIp ?? null,
+          bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
+        },
+        { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
+      );
       if (created) this.deps.onQueued?.();
-      else await refund();
+      else await f.refund();
       return { id: row.id, created, row };
     } catch (err) {
-      await refund();
-      if (err instanceof NonceTaken) throw new RelayError('conflict', err.message);
+      await f.refund();
+      if (err instanceof NonceTaken || err instanceof QueueFull) throw new RelayError('conflict', err.message);
       throw err;
     }
   }
 
-  /** The fee the bundle pays must cover the quote it brings, or the current price when it brings none. */
-  private async checkPayment(call: DecodedCall, paid: bigint[], gasUsed: bigint, gasPrice: bigint, quote: string | undefined, whyNotSponsored?: string) {
-    const offers = this.feeTokens.map((t, i) => ({ token: t, key: tokenKey(t), paid: paid[i] ?? 0n })).filter((o) => o.paid > 0n);
+  /**
+   * The fee the calldata pays must cover the quote it brings, or the current price when it brings none;
+   * and the simulation must see it arrive (a fee token whose transfer does not move what it says is not paid).
+   */
+  private async checkPayment(call: DecodedCall, payments: FeePayment[], simPaid: bigint[], gasUsed: bigint, gasPrice: bigint, quote: string | undefined, whyNotSponsored?: string) {
+    const totals = feeTotals(payments);
+    const offers = this.feeTokens.map((t, i) => ({ token: t, key: tokenKey(t), paid: totals.get(tokenKey(t)) ?? 0n, arrived: simPaid[i] ?? 0n })).filter((o) => o.paid > 0n);
     const unsponsored = whyNotSponsored ? ` (not sponsored: ${whyNotSponsored})` : '';
     if (offers.length === 0) {
-      throw new RelayError('insufficientFee', `the bundle pays no fee to ${this.paymentAddress} in an accepted fee token${unsponsored}`);
+      throw new RelayError('insufficientFee', `the bundle pays no fee to ${this.paymentAddress} in an accepted fee token (a top-level transfer of its wallet, revertOnError=true)${unsponsored}`);
     }
     let quoted: Record<string, string> | undefined;
     if (quote) {
@@ -279,7 +360,7 @@ export class ChainRelayer {
       const q = check.payload;
       if (q.c !== this.chainId) throw new RelayError('insufficientFee', `the quote is for chain ${q.c}`);
       if (q.w !== call.bundles[0].wallet) throw new RelayError('insufficientFee', `the quote is for wallet ${q.w}, not ${call.bundles[0].wallet}`);
-      if (q.k !== bundleKey(call, this.payee(), this.feeTokenSet)) throw new RelayError('insufficientFee', 'the quote was issued for different transactions');
+      if (q.k !== bundleKey(call, payments)) throw new RelayError('insufficientFee', 'the quote was issued for different transactions');
       // A bundle that turns out to burn more gas than quoted is priced now instead.
       if (gasUsed <= BigInt(q.g)) quoted = q.o;
     }
@@ -287,9 +368,53 @@ export class ChainRelayer {
     let best = '';
     for (const o of offers) {
       const required = quoted?.[o.key] !== undefined ? BigInt(quoted[o.key]) : weiToToken(wei, o.token, await this.prices.nativePrice(this.chainId, o.token));
-      if (o.paid >= required) return { token: o.key, value: o.paid };
-      best = `${o.token.symbol}: paid ${o.paid}, required ${required}`;
+      if (o.paid < required) {
+        best = `${o.token.symbol}: paid ${o.paid}, required ${required}`;
+        continue;
+      }
+      if (o.arrived < o.paid) throw new RelayError('insufficientFee', `the ${o.token.symbol} fee of ${o.paid} does not arrive in simulation (${o.arrived} did)`);
+      return { token: o.key, value: o.paid };
     }
     throw new RelayError('insufficientFee', `the fee paid is too low (${best})${unsponsored}`);
   }
+}
+
+type Checked = Awaited<ReturnType<ChainRelayer['check']>>;
+type Sized = ReturnType<ChainRelayer['size']>;
+
+interface Funding {
+  sponsored: boolean;
+  sponsorId: number | null;
+  feeToken: string | null;
+  feeValue: bigint | null;
+  feePayer: Address | null;
+  refund: () => Promise<void>;
+}
+
+export interface SendArgs {
+  projectId: number | null;
+  /** The access key's id, for the per-key share of the queue and bars. */
+  keyId?: number | null;
+  /** The caller's address (IP), for the per-address share of the queue and bars. */
+  clientIp?: string | null;
+  walletAddress: string;
+  contract: string;
+  input: string;
+  quote?: string;
+}
+
+const UPDATE_IMPLEMENTATION = '0x025b22bc';
+
+/**
+ * A wallet switching its own implementation to code this relayer does not know: every later bundle of
+ * it would run that code, which no longer has to honour signatures, nonces or fees. Not relayed.
+ */
+function unknownUpgrade(call: DecodedCall, context: SequenceContext): string | null {
+  const known = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
+  for (const l of call.leaves) {
+    if (l.delegateCall || l.target !== l.executor || selectorOf(l.data) !== UPDATE_IMPLEMENTATION) continue;
+    const to = `0x${l.data.slice(-40)}`.toLowerCase();
+    if (!known.has(to)) return `wallet ${l.executor} switches its implementation to ${to}, which is not a Sequence main module this relayer knows`;
+  }
+  return null;
 }

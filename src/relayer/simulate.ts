@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   decodeErrorResult,
   decodeFunctionResult,
@@ -15,8 +16,15 @@ import { sequenceCreationCode } from './artifacts.ts';
 import type { WalletTransaction } from './bundle.ts';
 import { RELAY_PROBE_CODE } from './probe-code.ts';
 
-/** Where the probe's code is placed by state override; nothing lives there on any real chain. */
-export const PROBE_ADDRESS: Address = '0x00000000000000000000000000000000fee5e1a7';
+/**
+ * Where the probe's code is placed by state override: a fresh random address per simulation, so no
+ * contract can recognise the simulator by a well-known address (`extcodesize`). Defence in depth only:
+ * fees are read from calldata and checked after inclusion, so a contract that does detect simulation
+ * still cannot make the relayer pay for nothing.
+ */
+export function probeAddress(): Address {
+  return `0x${randomBytes(20).toString('hex')}` as Address;
+}
 
 /** keccak256("org.arcadeum.module.calls.nonce"): ModuleNonce's storage key. */
 export const NONCE_KEY = '0x8d0bf1fd623d628c741362c1289948e57b3e2905218c676d3e69abee36d6ae2e';
@@ -71,7 +79,7 @@ export function describeRevert(data: Hex | undefined): string {
   }
 }
 
-function overrides(nonces: NonceOverride[]) {
+function overrides(probe: Address, nonces: NonceOverride[]) {
   const byWallet = new Map<Address, { slot: Hex; value: Hex }[]>();
   for (const n of nonces) {
     const list = byWallet.get(n.wallet) ?? [];
@@ -79,7 +87,7 @@ function overrides(nonces: NonceOverride[]) {
     byWallet.set(n.wallet, list);
   }
   return [
-    { address: PROBE_ADDRESS, code: RELAY_PROBE_CODE as Hex },
+    { address: probe, code: RELAY_PROBE_CODE as Hex },
     ...[...byWallet].map(([address, stateDiff]) => ({ address, stateDiff })),
   ];
 }
@@ -93,14 +101,15 @@ export async function simulateExact(
   client: PublicClient,
   args: { sender: Address; entrypoint: Address; input: Hex; payee: Address; tokens: Address[]; nonces: NonceOverride[]; gasCap: bigint },
 ): Promise<ExactSimulation> {
-  const stateOverride = overrides(args.nonces);
+  const probe = probeAddress();
+  const stateOverride = overrides(probe, args.nonces);
   const probeData = encodeFunctionData({ abi: probeAbi, functionName: 'probe', args: [args.entrypoint, args.input, args.payee, args.tokens] });
-  const [probe, estimate] = await Promise.allSettled([
-    client.call({ account: args.sender, to: PROBE_ADDRESS, data: probeData, gas: args.gasCap, stateOverride }),
+  const [probed, estimate] = await Promise.allSettled([
+    client.call({ account: args.sender, to: probe, data: probeData, gas: args.gasCap, stateOverride }),
     client.estimateGas({ account: args.sender, to: args.entrypoint, data: args.input, gas: args.gasCap, stateOverride: stateOverride.slice(1) }),
   ]);
-  if (probe.status === 'rejected') throw probe.reason;
-  const [ok, ret, gasUsed, paid] = decodeFunctionResult({ abi: probeAbi, functionName: 'probe', data: probe.value.data ?? '0x' });
+  if (probed.status === 'rejected') throw probed.reason;
+  const [ok, ret, gasUsed, paid] = decodeFunctionResult({ abi: probeAbi, functionName: 'probe', data: probed.value.data ?? '0x' });
   return {
     ok,
     reason: ok ? undefined : describeRevert(ret),

@@ -1,7 +1,7 @@
-import { decodeFunctionData, keccak256, toFunctionSelector, toHex, type Address } from 'viem';
+import { keccak256, toFunctionSelector, toHex, type Address } from 'viem';
 import { z } from 'zod';
 import type { Db } from '../store/db.ts';
-import { erc20Abi, tokenMoveAbi } from './abi.ts';
+import { tokenMoveAbi } from './abi.ts';
 import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
 
 /**
@@ -12,7 +12,13 @@ import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
  * - ADDRESS: native-currency transfers to that address (value > 0, no calldata).
  * - ANY: the union of the four.
  * A meta-transaction is sponsored when every one of its calls is covered by an active rule of the
- * project; deploying the wallets it uses is covered along with them.
+ * project; deploying the wallets it uses is covered along with them. Only executes of real Sequence
+ * wallets (recognised by their code) with revertOnError=true are unfolded into their calls; any other
+ * call — an `execute` on some other contract included — is judged as the call it is.
+ *
+ * A CONTRACT rule pays for everything that contract does when called, callbacks into other contracts
+ * included (an NFT's onERC721Received, a router's swaps): give it a gas ceiling (maxGas) to bound what
+ * one meta-transaction can cost.
  */
 export const SponsorKind = z.enum(['ANY', 'WALLET', 'TOKEN', 'CONTRACT', 'ADDRESS']);
 export type SponsorKind = z.infer<typeof SponsorKind>;
@@ -25,6 +31,8 @@ export interface SponsorRule {
   address: Address;
   name: string;
   active: boolean;
+  /** The most gas one covered meta-transaction may need; null: no ceiling. */
+  maxGas: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -62,14 +70,11 @@ export interface Coverage {
 export function coverage(call: DecodedCall, rules: readonly SponsorRule[]): Coverage {
   const active = rules.filter((r) => r.active);
   if (active.length === 0) return { sponsored: false, ruleIds: [], reason: 'the project has no active sponsorship on this network' };
-  const wallets = new Set(call.bundles.map((b) => b.wallet));
-  const stray = call.deploys.find((d) => !wallets.has(d));
-  if (stray) return { sponsored: false, ruleIds: [], reason: `deploys wallet ${stray} without using it` };
   const used = new Set<number>();
   // A bundle with no calls at all (e.g. a bare wallet deployment) is covered by its wallet's rule only.
   const leaves: Leaf[] = call.leaves.length
     ? call.leaves
-    : call.bundles.map((b) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true }));
+    : call.bundles.map((b, i) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true, bundle: i, index: 0 }));
   for (const leaf of leaves) {
     const rule = active.find((r) => covers(r, leaf));
     if (!rule) {
@@ -80,27 +85,24 @@ export function coverage(call: DecodedCall, rules: readonly SponsorRule[]): Cove
   return { sponsored: true, ruleIds: [...used] };
 }
 
-/** Fee payments to the relayer: these calls are left out when a quote is matched to its bundle. */
-export function isFeePayment(leaf: Leaf, payee: Address, feeTokens: ReadonlySet<string>): boolean {
-  if (leaf.delegateCall) return false;
-  if (leaf.target === payee && leaf.value > 0n && leaf.data === '0x') return true;
-  if (!feeTokens.has(leaf.target) || selectorOf(leaf.data) !== '0xa9059cbb') return false;
-  try {
-    const { args } = decodeFunctionData({ abi: erc20Abi, data: leaf.data });
-    return (args[0] as string).toLowerCase() === payee;
-  } catch {
-    return false;
-  }
+/**
+ * A covered meta-transaction stays covered only while its gas is within the ceiling of every rule that
+ * covers it (a rule without a ceiling has none).
+ */
+export function withinCeilings(cover: Coverage, rules: readonly SponsorRule[], gas: bigint): Coverage {
+  if (!cover.sponsored) return cover;
+  const over = rules.find((r) => cover.ruleIds.includes(r.id) && r.maxGas != null && gas > BigInt(r.maxGas));
+  if (!over) return cover;
+  return { sponsored: false, ruleIds: [], reason: `it needs ${gas} gas, over the ${over.maxGas} ceiling of sponsorship ${over.id} (${over.kind} ${over.address})` };
 }
 
 /**
  * What a quote is bound to: every call of the bundle except its fee payments, in order. Wallet
  * deployments are left out too: clients quote a bundle before wrapping it for an undeployed wallet.
  */
-export function bundleKey(call: DecodedCall, payee: Address, feeTokens: ReadonlySet<string>): string {
-  const parts = call.leaves
-    .filter((l) => !isFeePayment(l, payee, feeTokens))
-    .map((l) => [l.executor, l.target, l.value.toString(), l.data.toLowerCase(), l.delegateCall ? 1 : 0]);
+export function bundleKey(call: DecodedCall, fees: readonly { bundle: number; index: number }[]): string {
+  const isFee = (l: Leaf) => fees.some((f) => f.bundle === l.bundle && f.index === l.index);
+  const parts = call.leaves.filter((l) => !isFee(l)).map((l) => [l.executor, l.target, l.value.toString(), l.data.toLowerCase(), l.delegateCall ? 1 : 0]);
   return keccak256(toHex(JSON.stringify(parts)));
 }
 
@@ -112,6 +114,7 @@ interface SponsorRow {
   address: string;
   name: string;
   active: boolean;
+  max_gas: string | number | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -124,11 +127,12 @@ const toRule = (r: SponsorRow): SponsorRule => ({
   address: r.address as Address,
   name: r.name,
   active: r.active,
+  maxGas: r.max_gas == null ? null : Number(r.max_gas),
   createdAt: new Date(r.created_at),
   updatedAt: new Date(r.updated_at),
 });
 
-const COLS = 'id, project_id, chain_id, kind, address, name, active, created_at, updated_at';
+const COLS = 'id, project_id, chain_id, kind, address, name, active, max_gas, created_at, updated_at';
 
 export class SponsorConflict extends Error {}
 
@@ -154,11 +158,11 @@ export function sponsorRepo(db: Db) {
       const r = await db.query<SponsorRow>(`SELECT ${COLS} FROM gas_sponsors WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
       return r.rows[0] ? toRule(r.rows[0]) : undefined;
     },
-    async add(rule: { projectId: number; chainId: number; kind: SponsorKind; address: Address; name: string; active: boolean }): Promise<SponsorRule> {
+    async add(rule: { projectId: number; chainId: number; kind: SponsorKind; address: Address; name: string; active: boolean; maxGas?: number | null }): Promise<SponsorRule> {
       try {
         const r = await db.query<SponsorRow>(
-          `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLS}`,
-          [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active],
+          `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active, max_gas) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLS}`,
+          [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active, rule.maxGas ?? null],
         );
         return toRule(r.rows[0]);
       } catch (err) {
@@ -166,11 +170,13 @@ export function sponsorRepo(db: Db) {
         throw err;
       }
     },
-    async update(projectId: number, id: number, patch: { name?: string; active?: boolean }): Promise<SponsorRule | undefined> {
+    /** `maxGas`: undefined keeps the ceiling, null removes it. */
+    async update(projectId: number, id: number, patch: { name?: string; active?: boolean; maxGas?: number | null }): Promise<SponsorRule | undefined> {
       const r = await db.query<SponsorRow>(
-        `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active), updated_at = now()
+        `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active),
+           max_gas = CASE WHEN $5::boolean THEN $6::bigint ELSE max_gas END, updated_at = now()
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING ${COLS}`,
-        [id, projectId, patch.name ?? null, patch.active ?? null],
+        [id, projectId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null],
       );
       return r.rows[0] ? toRule(r.rows[0]) : undefined;
     },
@@ -195,6 +201,8 @@ export function sponsorWire(r: SponsorRule) {
     webhookUrl: '',
     webhookAuthToken: '',
     kind: r.kind,
+    // metarelay's extra: the gas ceiling of one covered meta-transaction (null: none).
+    maxGasLimit: r.maxGas,
     updatedAt: r.updatedAt.toISOString(),
     createdAt: r.createdAt.toISOString(),
   };

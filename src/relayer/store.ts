@@ -31,6 +31,10 @@ export interface MetaTxnRow {
   batch_index: number | null;
   stalled: string | null;
   confirmed: boolean;
+  key_id: number | null;
+  client_ip: string | null;
+  fee_payer: string | null;
+  fee_received: string | null;
   queued_at: Date;
   sent_at: Date | null;
   mined_at: Date | null;
@@ -45,13 +49,14 @@ export interface BundleRow {
   nonce: string;
 }
 
-const NUMERIC = ['chain_id', 'project_id', 'gas_limit', 'gas_estimated', 'sponsor_id', 'txn_nonce', 'block_number', 'gas_used', 'attempts', 'batch_index'] as const;
+const NUMERIC = ['chain_id', 'project_id', 'key_id', 'gas_limit', 'gas_estimated', 'sponsor_id', 'txn_nonce', 'block_number', 'gas_used', 'attempts', 'batch_index'] as const;
 
 /** pg returns BIGINT as strings; the row type promises numbers. */
 export function normalise(r: Record<string, unknown>): MetaTxnRow {
   for (const k of NUMERIC) if (r[k] != null) r[k] = Number(r[k]);
   for (const k of ['queued_at', 'sent_at', 'mined_at', 'updated_at']) if (r[k] != null) r[k] = new Date(r[k] as string);
   if (r.fee_value != null) r.fee_value = String(r.fee_value);
+  if (r.fee_received != null) r.fee_received = String(r.fee_received);
   if (r.gas_price != null) r.gas_price = String(r.gas_price);
   return r as unknown as MetaTxnRow;
 }
@@ -67,6 +72,8 @@ export interface SettledMeta {
   gasPrice: string | null;
   receipt: string;
   confirmed: boolean;
+  /** What the payment address received, from the receipt; null when no fee was due. */
+  feeReceived: string | null;
 }
 
 export interface NewMetaTxn {
@@ -82,8 +89,22 @@ export interface NewMetaTxn {
   sponsorId: number | null;
   feeToken: string | null;
   feeValue: bigint | null;
+  /** The wallet paying the fee (null when sponsored or gasless). */
+  feePayer: Address | null;
+  keyId: number | null;
+  clientIp: string | null;
   bundles: { id: string; wallet: Address; space: bigint; nonce: bigint }[];
 }
+
+/** How much of the queue one caller may hold (live = queued or sent, not mined yet). */
+export interface QueueLimits {
+  perWallet: number;
+  perKey: number;
+  perAddress: number;
+}
+
+/** The caller already holds as much of the queue as it may. */
+export class QueueFull extends Error {}
 
 export class NonceTaken extends Error {
   constructor(
@@ -98,6 +119,43 @@ export class NonceTaken extends Error {
 
 /** Not claimed by another process than the one in parameter $3 (or its claim ran out). */
 const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)';
+
+/**
+ * Limits checked inside the intake transaction (which holds the chain's intake lock), so concurrent
+ * sends cannot all pass them: one fee-paying meta-transaction per paying wallet at a time (each is
+ * simulated against the chain as it is, so two would both count one balance), and a bounded share of the
+ * queue per wallet, per access key and per client address.
+ */
+async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
+  const live = LIVE_STATUSES;
+  if (m.feePayer) {
+    const r = await q.query<{ id: string }>(
+      `SELECT id FROM meta_txns WHERE chain_id = $1 AND fee_payer = $2 AND status = ANY($3) LIMIT 1`,
+      [m.chainId, m.feePayer.toLowerCase(), live],
+    );
+    if (r.rows[0]) {
+      throw new QueueFull(
+        `wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${r.rows[0].id}); one balance pays one fee at a time: send the next once it is mined`,
+      );
+    }
+  }
+  const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
+  const perWallet = await q.query<{ wallet: string; n: string }>(
+    `SELECT b.wallet, count(DISTINCT b.meta_txn_id)::text AS n FROM meta_txn_bundles b JOIN meta_txns x ON x.chain_id = b.chain_id AND x.id = b.meta_txn_id
+     WHERE b.chain_id = $1 AND b.wallet = ANY($2) AND x.status = ANY($3) GROUP BY b.wallet`,
+    [m.chainId, wallets, live],
+  );
+  const full = perWallet.rows.find((x) => Number(x.n) >= limits.perWallet);
+  if (full) throw new QueueFull(`wallet ${full.wallet} already has ${full.n} meta-transactions queued or in flight (the limit is ${limits.perWallet})`);
+  const count = async (column: 'key_id' | 'client_ip', value: unknown) =>
+    Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND ${column} = $2 AND status = ANY($3)`, [m.chainId, value, live])).rows[0].n);
+  if (m.keyId != null && (await count('key_id', m.keyId)) >= limits.perKey) {
+    throw new QueueFull(`this access key already has ${limits.perKey} meta-transactions queued or in flight`);
+  }
+  if (m.clientIp != null && (await count('client_ip', m.clientIp)) >= limits.perAddress) {
+    throw new QueueFull(`client address ${m.clientIp} already has ${limits.perAddress} meta-transactions queued or in flight`);
+  }
+}
 
 export function metaTxnRepo(db: Db) {
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
@@ -149,7 +207,7 @@ export function metaTxnRepo(db: Db) {
      * of its ids is already known (the same bundle sent twice is one meta-transaction); throws
      * NonceTaken when another live meta-transaction holds one of its nonces.
      */
-    async insert(m: NewMetaTxn): Promise<{ row: MetaTxnRow; created: boolean }> {
+    async insert(m: NewMetaTxn, limits?: QueueLimits): Promise<{ row: MetaTxnRow; created: boolean }> {
       return db.transaction(async (tx) => {
         // Serialises intake per chain so two concurrent sends of one nonce cannot both pass the check.
         await tx.query('SELECT pg_advisory_xact_lock(7250001, $1::int)', [m.chainId % 2_000_000_000]);
@@ -161,13 +219,18 @@ export function metaTxnRepo(db: Db) {
           const holder = await holderIn(tx, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
           if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
         }
+        if (limits) await checkLimits(tx, m, limits);
         // A DROPPED meta-transaction sent again starts over under the same id.
         await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
         await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
         const r = await tx.query<Record<string, unknown>>(
-          `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value)
-           VALUES ($1, $2, $3, $4, $5, $6, 'QUEUED', $7, $8, $9, $10, $11, $12) RETURNING *`,
-          [m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken, m.feeValue?.toString() ?? null],
+          `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
+             fee_payer, key_id, client_ip)
+           VALUES ($1, $2, $3, $4, $5, $6, 'QUEUED', $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
+          [
+            m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
+            m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp,
+          ],
         );
         for (const b of m.bundles) {
           await tx.query(
@@ -228,11 +291,11 @@ export function metaTxnRepo(db: Db) {
       const col = <K extends keyof SettledMeta>(k: K) => items.map((x) => x[k]);
       await q.query(
         `UPDATE meta_txns m SET status = u.status, revert_reason = u.reason, txn_hash = u.hash, block_number = u.block, gas_used = u.gas_used,
-           gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, mined_at = now(), stalled = NULL, updated_at = now()
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[])
-           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed)
+           gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, fee_received = u.fee_received, mined_at = now(), stalled = NULL, updated_at = now()
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[], $11::numeric[])
+           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed, fee_received)
          WHERE m.chain_id = $1 AND m.id = u.id`,
-        [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed')],
+        [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed'), col('feeReceived')],
       );
     },
 
@@ -254,6 +317,15 @@ export function metaTxnRepo(db: Db) {
         [chainId, limit, owner],
       );
       return r.rows.map(normalise);
+    },
+
+    /** Puts queued meta-transactions out of the dispatcher's reads for `ms` (they wait on a predecessor). */
+    async defer(chainId: number, ids: string[], ms: number) {
+      if (ids.length === 0) return;
+      await db.query(
+        `UPDATE meta_txns SET next_attempt_at = now() + make_interval(secs => $3) WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED'`,
+        [chainId, ids, ms / 1000],
+      );
     },
 
     /** Claims queued meta-transactions for `owner` for `seconds`; returns the ids it got. */

@@ -6,6 +6,8 @@ import type { Dispatcher } from './dispatcher.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
 import { outcomeOf, type RawReceipt } from './receipts.ts';
 import type { SettledMeta } from './store.ts';
+import type { Shortfall } from './bars.ts';
+import { feeReceived } from './fee-check.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -184,11 +186,18 @@ export class Sweeper {
       ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
     }
     const out: SettledMeta[] = [];
+    const shortfalls: Shortfall[] = [];
+    const feeCtx = { chainId: d.chainId, context: d.relayer.context, payee: d.relayer.paymentAddress.toLowerCase() as Address, feeTokens: d.relayer.feeTokens };
     for (const m of metas) {
       const h = bySlot.get(slotKey(m.sender!, m.txn_nonce!));
       if (!h) continue;
       const outcome = outcomeOf(h.receipt, m.id, bundles.get(m.id) ?? []);
       const reason = m.batch_index != null && outcome.status === 'FAILED' ? (memberFailure(h.receipt, d.relayer.context.guestModule, m.batch_index) ?? outcome.reason) : outcome.reason;
+      // The fee recorded at intake is checked against what the receipt shows arrived.
+      const received = m.fee_token ? feeReceived(h.receipt, m, feeCtx) : null;
+      if (received != null && received < BigInt(m.fee_value ?? '0')) {
+        shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: m.fee_token, owed: BigInt(m.fee_value ?? '0'), received });
+      }
       out.push({
         id: m.id,
         status: outcome.status,
@@ -199,9 +208,17 @@ export class Sweeper {
         gasPrice: h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice).toString() : null,
         receipt: JSON.stringify(h.receipt),
         confirmed: h.final,
+        feeReceived: received?.toString() ?? null,
       });
     }
     await d.deps.metaTxns.settleMany(tx, d.chainId, out);
+    if (shortfalls.length) {
+      await d.deps.bars?.record(tx, shortfalls);
+      for (const f of shortfalls) {
+        d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
+        d.deps.log.warn({ chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() }, 'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying');
+      }
+    }
     return out.map((m) => m.id);
   }
 

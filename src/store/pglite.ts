@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import type { Db, QueryResult, Queryable } from './db.ts';
+import { lockFolder, type FolderLock } from './folder-lock.ts';
 
 function wrap(q: { query: PGlite['query']; exec: PGlite['exec'] }): Queryable {
   return {
@@ -15,11 +16,25 @@ function wrap(q: { query: PGlite['query']; exec: PGlite['exec'] }): Queryable {
   };
 }
 
-/** PGlite is one connection: its own mutex serialises queries, and transaction() holds it throughout. */
+/**
+ * PGlite is one connection: its own mutex serialises queries, and transaction() holds it throughout.
+ * A folder is one process's: it is locked while open (folder-lock.ts).
+ */
 export async function openPglite(location: string): Promise<Db> {
   const inMemory = location === 'memory://' || location === '';
-  if (!inMemory) mkdirSync(location, { recursive: true });
-  const pg = await PGlite.create(inMemory ? undefined : location, { extensions: { pg_trgm } });
+  let lock: FolderLock | undefined;
+  if (!inMemory) {
+    mkdirSync(location, { recursive: true });
+    // Before PGlite reads a page: a folder another process holds is refused, not opened beside it.
+    lock = lockFolder(location);
+  }
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create(inMemory ? undefined : location, { extensions: { pg_trgm } });
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   const base = wrap(pg);
   let closed = false;
   return {
@@ -30,7 +45,11 @@ export async function openPglite(location: string): Promise<Db> {
     async close() {
       if (closed) return;
       closed = true;
-      await pg.close();
+      try {
+        await pg.close();
+      } finally {
+        lock?.release();
+      }
     },
   };
 }

@@ -87,6 +87,12 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    relayFeeShortfalls: new Counter({
+      name: 'metarelay_relayer_fee_shortfalls_total',
+      help: 'mined fee-paying meta-transactions whose fee did not reach the payment address (each bars its wallet, key and client address), by chain',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     relayQueue: new Gauge({
       name: 'metarelay_relayer_queue_depth',
       help: 'meta-transactions by chain and status (QUEUED waiting to be signed, SENT in flight)',

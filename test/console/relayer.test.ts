@@ -274,3 +274,24 @@ describe('console: activity, fee tokens, health', () => {
     expect((await call('StopSender', { chainID, index: 0 })).status).toBe(401);
   });
 });
+
+describe('console: unpaid fees', () => {
+  it('shows each shortfall and who is barred on the Health page, and lifts a bar', async () => {
+    const wallet = newSigner().address.toLowerCase();
+    await env.services.bars.record(env.services.db, [
+      { chainId: env.chainId, metaTxnId: 'ab'.repeat(32), wallet, keyId: 4242, clientIp: '203.0.113.9', feeToken: env.token.toLowerCase(), owed: 500n, received: 0n },
+    ]);
+    const unpaid = (await admin('Health')).body.networks[0].relayer.unpaid;
+    expect(unpaid.bars.map((b: { kind: string; value: string }) => `${b.kind}:${b.value}`).sort()).toEqual(['ip:203.0.113.9', 'key:4242', `wallet:${wallet}`]);
+    expect(unpaid.bars[0]).toMatchObject({ metaTxnId: 'ab'.repeat(32), owed: '500', received: '0' });
+
+    expect((await admin('LiftRelayBar', { kind: 'wallet', value: wallet })).status).toBe(200);
+    const after = (await admin('Health')).body.networks[0].relayer.unpaid.bars;
+    expect(after.map((b: { kind: string }) => b.kind).sort()).toEqual(['ip', 'key']);
+    const again = await admin('LiftRelayBar', { kind: 'wallet', value: wallet });
+    expect(again.status).toBe(400);
+    expect(again.body.cause).toMatch(/no bar on wallet/);
+    expect((await call('LiftRelayBar', { kind: 'ip', value: '203.0.113.9' })).status).toBe(401);
+    for (const kind of ['ip', 'key'] as const) await env.services.bars.lift(kind, kind === 'ip' ? '203.0.113.9' : '4242');
+  });
+});

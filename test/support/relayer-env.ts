@@ -26,6 +26,7 @@ export const QUOTE_SECRET = 'test-quote-secret-0123456789abcdef0123456789';
 export const erc20 = parseAbi([
   'function mint(address to, uint256 amount)',
   'function transfer(address to, uint256 amount) returns (bool)',
+  'function approve(address spender, uint256 amount) returns (bool)',
   'function balanceOf(address owner) view returns (uint256)',
 ]);
 
@@ -48,7 +49,7 @@ export interface RelayerEnv {
   /** The fault-injecting proxy the service talks to the chain through (with `proxy: true`). */
   proxy?: RpcProxy;
   /** POST to this relayer's webrpc method. */
-  call(method: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  call(method: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; body: any }>;
   close(): Promise<void>;
 }
 
@@ -62,6 +63,8 @@ export interface RelayerEnvOptions {
   rpcTimeoutMs?: number;
   /** An existing database (e.g. shared by two relayer instances); the caller drops it. */
   testDb?: TestDb;
+  /** The service-wide relayer settings (keyless rate limit, receipt waiters); generous by default so tests of other things are not throttled. */
+  service?: Partial<NonNullable<AppConfigInput['relayer']>>;
 }
 
 export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
@@ -76,7 +79,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
     logLevel: 'silent',
     database: testDb.location,
     admin: { tokens: [adminToken] },
-    relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher: true },
+    relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher: true, anonymousRatePerSec: 10_000, anonymousBurst: 10_000, ...opts.service },
     chains: [
       {
         ...chain.chainConfig,

@@ -66,7 +66,18 @@ interface HealthNetwork {
     senders: SenderRow[];
     queue: { queued: number; sent: number };
     inclusion: { mined: number; within: number; blocks: number; windowSec: number };
+    unpaid: { shortfalls: number; bars: RelayBar[] };
   } | null;
+}
+
+interface RelayBar {
+  kind: 'wallet' | 'key' | 'ip';
+  value: string;
+  metaTxnId: string;
+  feeToken: string | null;
+  owed: string | null;
+  received: string | null;
+  createdAt: string;
 }
 
 /** Why a sender takes no new work, or that it runs. */
@@ -82,6 +93,9 @@ export function Health() {
   const a = useAction();
   const toggle = async (chainId: number, index: number, stop: boolean) => {
     if ((await a.run(() => api(stop ? 'StopSender' : 'StartSender', { chainID: String(chainId), index }))) !== undefined) await d.reload();
+  };
+  const lift = async (b: RelayBar) => {
+    if ((await a.run(() => api('LiftRelayBar', { kind: b.kind, value: b.value }))) !== undefined) await d.reload();
   };
   return (
     <section>
@@ -133,6 +147,29 @@ export function Health() {
                   ))}
                 </tbody>
               </table>
+              <p data-testid="unpaid">
+                Mined without their fee: <strong>{n.relayer.unpaid.shortfalls}</strong> meta-transactions.
+                {n.relayer.unpaid.bars.length > 0 && ' Barred from fee-paid relaying:'}
+              </p>
+              {n.relayer.unpaid.bars.length > 0 && (
+                <table>
+                  <thead>
+                    <tr><th>Who</th><th>Meta-transaction</th><th>Owed</th><th>Received</th><th>Since</th><th></th></tr>
+                  </thead>
+                  <tbody>
+                    {n.relayer.unpaid.bars.map((b) => (
+                      <tr data-testid={`bar-${b.kind}`}>
+                        <td>{b.kind === 'key' ? `access key #${b.value}` : `${b.kind} `}{b.kind !== 'key' && <code>{b.value}</code>}</td>
+                        <td><code>{short(b.metaTxnId, 14)}</code></td>
+                        <td>{b.owed} {b.feeToken === 'native' ? 'wei' : b.feeToken ? <code>{short(b.feeToken, 10)}</code> : ''}</td>
+                        <td>{b.received}</td>
+                        <td>{new Date(b.createdAt).toLocaleString()}</td>
+                        <td><button disabled={a.busy} onClick={() => lift(b)}>Lift</button></td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              )}
             </>
           )}
         </div>

@@ -1,13 +1,22 @@
 import { NoArgs } from '../../http/services/common.ts';
 import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { relayerHealth, switchSender } from '../../http/services/relayer.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
-import { feeTokenWire } from '../../relayer/fees.ts';
+import { RelayError, feeTokenWire, relayerHealth, switchSender } from '../../relayer/index.ts';
 import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
 const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
+
+/** The relayer's own refusals, in the console's error table. */
+async function relayerCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof RelayError) throw new RpcError(MetadataErrors.InvalidArgument, err.message);
+    throw err;
+  }
+}
 
 const message = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err));
 
@@ -39,8 +48,16 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
       }),
     }),
     /** Takes a sender out of rotation (it settles what it has open) or puts it back. */
-    StopSender: method({ input: SenderSwitch, handler: async (a) => (await switchSender(s, relayerOf(a.chainID), a.index, false), {}) }),
-    StartSender: method({ input: SenderSwitch, handler: async (a) => (await switchSender(s, relayerOf(a.chainID), a.index, true), {}) }),
+    StopSender: method({ input: SenderSwitch, handler: async (a) => (await relayerCall(() => switchSender(s.db, relayerOf(a.chainID), a.index, false)), {}) }),
+    StartSender: method({ input: SenderSwitch, handler: async (a) => (await relayerCall(() => switchSender(s.db, relayerOf(a.chainID), a.index, true)), {}) }),
+    /** Lets a barred wallet, key or client address have fee-paid meta-transactions relayed again. */
+    LiftRelayBar: method({
+      input: z.object({ kind: z.enum(['wallet', 'key', 'ip']), value: z.string().min(1).max(200) }),
+      handler: async (a) => {
+        if (!(await s.bars.lift(a.kind, a.value))) throw new RpcError(MetadataErrors.NotFound, `no bar on ${a.kind} ${a.value}`);
+        return {};
+      },
+    }),
     /** Per network: the chain head, and where a relayer runs, its senders and its queue. */
     Health: method({
       input: NoArgs,

@@ -103,9 +103,10 @@ export function sponsorMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
           id: '0x',
           kind: 'wallet',
           entrypoint: a.wallet,
-          bundles: [{ id: '0x', wallet: a.wallet, space: 0n, nonce: 0n, txs: [] }],
-          leaves: [{ executor: a.wallet, target: a.target as Address, value: a.value ?? 0n, data, delegateCall: false, revertOnError: true }],
+          bundles: [{ id: '0x', wallet: a.wallet, space: 0n, nonce: 0n, txs: [], depth: 0 }],
+          leaves: [{ executor: a.wallet, target: a.target as Address, value: a.value ?? 0n, data, delegateCall: false, revertOnError: true, bundle: 0, index: 0 }],
           deploys: [],
+          candidates: [],
         };
         const covered = coverage(call, rules);
         // One wei more than today's spend tells whether a cap is already used up.

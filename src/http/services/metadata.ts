@@ -8,6 +8,7 @@ import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
 import { refreshMethods } from './refresh.ts';
+import { tokenSearchMethods } from './token-search.ts';
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
@@ -61,6 +62,7 @@ export function metadataService(s: Services): ServiceDef {
 
       ...contractMethods(s),
       ...refreshMethods(s),
+      ...tokenSearchMethods(s),
 
       GetTokenMetadataBatch: method({
         input: GetTokenMetadataBatchArgs,

@@ -1,19 +1,26 @@
-import { decodeAbiParameters, formatEther, parseAbiParameters, parseEther, type Address, type Hex as HexString } from 'viem';
+import { decodeAbiParameters, parseAbiParameters, type Address, type Hex as HexString } from 'viem';
 import { z } from 'zod';
-import { TRANSACTION_TUPLE } from '../../relayer/abi.ts';
-import { inclusionStats } from '../../relayer/attempts.ts';
-import { bareId } from '../../relayer/bundle.ts';
-import { RelayError, type RelayErrorKind } from '../../relayer/errors.ts';
-import { feeTokenWire } from '../../relayer/fees.ts';
-import { receiptWire } from '../../relayer/receipts.ts';
-import type { ChainRelayer } from '../../relayer/service.ts';
-import { setSenderStopped } from '../../relayer/sender-pool.ts';
-import { simulateUnsigned } from '../../relayer/simulate.ts';
-import { SponsorConflict, SponsorKind, sponsorWire } from '../../relayer/sponsors.ts';
-import { FINAL_STATUSES, type MetaTxnRow } from '../../relayer/store.ts';
+import {
+  FINAL_STATUSES,
+  RelayError,
+  SponsorConflict,
+  SponsorKind,
+  TRANSACTION_TUPLE,
+  bareId,
+  feeTokenWire,
+  receiptWire,
+  relayerHealth,
+  simulateUnsigned,
+  sponsorWire,
+  switchSender,
+  type ChainRelayer,
+  type MetaTxnRow,
+  type RelayErrorKind,
+} from '../../relayer/index.ts';
 import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '../errors.ts';
 import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
+import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
@@ -25,6 +32,8 @@ const KIND_TO_ERROR: Record<RelayErrorKind, ErrorDef> = {
   conflict: RelayerErrors.RequestConflict,
   notFound: RelayerErrors.NotFound,
   unavailable: RelayerErrors.Unavailable,
+  barred: RelayerErrors.PermissionDenied,
+  rateLimited: RelayerErrors.RateLimited,
 };
 
 const Hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex bytes');
@@ -41,6 +50,8 @@ export const MetaTxId = z
 /** A uint: a JSON number, a decimal string, or a 0x hex string (the v2 client sends nonce spaces as hex). */
 const Uint = z.union([z.number().int().nonnegative(), z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal or 0x hex integer')]).transform((v) => BigInt(v));
 const ProjectId = z.number().int().positive();
+/** A sponsorship rule's gas ceiling per meta-transaction (metarelay's extra field). */
+const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
 export const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
 
 const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
@@ -59,35 +70,8 @@ export function paging(p: { page?: number; pageSize?: number } | undefined, defa
   };
 }
 
-/** The engine's own view of each sender: ledger, lease, open slots, a stalled replacement. */
-async function senderLedger(s: Services, r: ChainRelayer) {
-  const q = await s.db.query<{ address: string; next_nonce: string | null; leased: boolean; stalled: string | null; stopped_at: Date | null; in_flight: string }>(
-    `SELECT rs.address, rs.next_nonce::text AS next_nonce, (rs.owner IS NOT NULL AND rs.lease_until > now()) AS leased, rs.stalled, rs.stopped_at,
-            (SELECT count(DISTINCT t.nonce) FROM relay_txs t WHERE t.chain_id = rs.chain_id AND t.sender = rs.address AND t.status = 'PENDING')::text AS in_flight
-     FROM relay_senders rs WHERE rs.chain_id = $1`,
-    [r.chainId],
-  );
-  return new Map(
-    q.rows.map((x) => [
-      x.address,
-      { next_nonce: x.next_nonce == null ? null : Number(x.next_nonce), leased: x.leased, stalled: x.stalled, stoppedAt: x.stopped_at ? new Date(x.stopped_at).toISOString() : null, in_flight: Number(x.in_flight) },
-    ]),
-  );
-}
-
 /** A sender by its RuntimeStatus index. */
 const SenderArgs = z.object({ sender: z.number().int().nonnegative() }).loose();
-
-/**
- * StartSender / StopSender (the RPC and the console): a stopped sender settles what it has open and
- * takes no new work, from its holder's next pass.
- */
-export async function switchSender(s: Services, r: ChainRelayer, index: number, run: boolean) {
-  const address = r.senders[index];
-  if (!address) throw new RpcError(RelayerErrors.InvalidArgument, `no sender ${index}: ${r.deps.chain.name} has senders 0 to ${r.senders.length - 1}`);
-  await setSenderStopped(s.db, r.chainId, address, !run);
-  if (run) r.deps.onQueued?.(); // a local dispatcher looks at its queue now, not at its next poll
-}
 
 const txsParam = parseAbiParameters(`${TRANSACTION_TUPLE}[]`);
 
@@ -154,6 +138,7 @@ export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
 }
 
 export function relayerService(s: Services): ServiceDef {
+  const anonymous = new IpBuckets(s.config.relayer.anonymousRatePerSec, s.config.relayer.anonymousBurst);
   const PUBLIC = new Set(['Ping', 'Version', 'RuntimeStatus', 'GetSequenceContext', 'GetChainID', 'FeeTokens', 'FeeOptions', 'GetMetaTxnNonce', 'GetMetaTxnReceipt', 'GetMetaTxnStatus', 'Simulate', 'SendMetaTxn']);
   const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender']);
 
@@ -173,7 +158,16 @@ export function relayerService(s: Services): ServiceDef {
     schema: RELAYER_SCHEMA,
     errors: E,
     defaultAuth: (name) => (ADMIN.has(name) ? 'admin' : PUBLIC.has(name) ? 'optional' : 'required'),
-    prepare: (ctx) => void relayerFor(s, ctx),
+    prepare: (ctx) => {
+      relayerFor(s, ctx);
+      // Callers without a key have no bucket of their own: they share one per client address.
+      if (ctx.project) return;
+      const took = anonymous.take(ctx.request.ip);
+      if (!took.ok) {
+        ctx.reply.header('Retry-After', String(took.retryAfterSec));
+        throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls without an access key from ${ctx.request.ip}: retry in ${took.retryAfterSec} s, or send an access key`);
+      }
+    },
     methods: {
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
       Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.1', '3f3835f4') }) }),
@@ -230,7 +224,15 @@ export function relayerService(s: Services): ServiceDef {
               throw new RpcError(RelayerErrors.PermissionDenied, 'projectID must be the project of the access key sent');
             }
             const r = relayerFor(s, ctx);
-            const res = await r.send({ projectId: ctx.project?.id ?? null, walletAddress: a.call.walletAddress, contract: a.call.contract, input: a.call.input, quote: a.quote });
+            const res = await r.send({
+              projectId: ctx.project?.id ?? null,
+              keyId: ctx.keyId,
+              clientIp: ctx.request.ip,
+              walletAddress: a.call.walletAddress,
+              contract: a.call.contract,
+              input: a.call.input,
+              quote: a.quote,
+            });
             return { status: true, txnHash: res.id };
           }),
       }),
@@ -247,13 +249,8 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ metaTxID: MetaTxId }).loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
-          let row = await load(r, a.metaTxID);
-          // Hold the request until the status is final (or the wait is over), so pollers need not hammer.
-          const deadline = Date.now() + r.deps.config.receiptWaitMs;
-          while (!FINAL_STATUSES.has(row.status) && Date.now() < deadline) {
-            await s.relayEvents.next(r.chainId, row.id, Math.min(250, deadline - Date.now()));
-            row = await load(r, row.id);
-          }
+          // Held until the status is final (or the wait is over), so pollers need not hammer.
+          const row = await s.receiptWaiters.wait(r.chainId, await load(r, a.metaTxID), ctx.request.ip, r.deps.config.receiptWaitMs);
           return { receipt: await receiptOf(r, row), metaTxnEnqueued: true };
         },
       }),
@@ -345,13 +342,20 @@ export function relayerService(s: Services): ServiceDef {
       }),
       AddGasSponsor: method({
         input: z
-          .object({ projectId: ProjectId, address: Addr, name: z.string().max(200).optional(), active: z.boolean().optional(), kind: SponsorKind.optional() })
+          .object({
+            projectId: ProjectId,
+            address: Addr,
+            name: z.string().max(200).optional(),
+            active: z.boolean().optional(),
+            kind: SponsorKind.optional(),
+            maxGasLimit: MaxGas.optional(),
+          })
           .loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
           await requireProject(a.projectId);
           try {
-            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true });
+            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true, maxGas: a.maxGasLimit ?? null });
             return { status: true, gasSponsor: sponsorWire(row) };
           } catch (err) {
             if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
@@ -360,9 +364,11 @@ export function relayerService(s: Services): ServiceDef {
         },
       }),
       UpdateGasSponsor: method({
-        input: z.object({ projectId: ProjectId, id: z.number().int().positive(), name: z.string().max(200).optional(), active: z.boolean().optional() }).loose(),
+        input: z
+          .object({ projectId: ProjectId, id: z.number().int().positive(), name: z.string().max(200).optional(), active: z.boolean().optional(), maxGasLimit: MaxGas.nullable().optional() })
+          .loose(),
         handler: async (a) => {
-          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active });
+          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit });
           if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
           return { status: true, gasSponsor: sponsorWire(row) };
         },
@@ -374,8 +380,8 @@ export function relayerService(s: Services): ServiceDef {
           return { status: true };
         },
       }),
-      StopSender: method({ input: SenderArgs, handler: async (a, ctx) => (await switchSender(s, relayerFor(s, ctx), a.sender, false), {}) }),
-      StartSender: method({ input: SenderArgs, handler: async (a, ctx) => (await switchSender(s, relayerFor(s, ctx), a.sender, true), {}) }),
+      StopSender: method({ input: SenderArgs, handler: (a, ctx) => run(async () => (await switchSender(s.db, relayerFor(s, ctx), a.sender, false), {})) }),
+      StartSender: method({ input: SenderArgs, handler: (a, ctx) => run(async () => (await switchSender(s.db, relayerFor(s, ctx), a.sender, true), {})) }),
       AddressGasSponsors: method({
         input: z.object({ address: Addr, page: RelayerPage }).loose(),
         handler: async (a, ctx) => {
@@ -387,44 +393,6 @@ export function relayerService(s: Services): ServiceDef {
       }),
     },
   };
-}
-
-/** A relayer's senders, queue and inclusion share, as RuntimeStatus and the console's Health page show them. */
-export async function relayerHealth(s: Services, r: ChainRelayer) {
-  const [senders, queue, inclusion] = await Promise.all([senderStatuses(s, r), s.metaTxns.depth(r.chainId), inclusionStats(s.db, r.chainId)]);
-  return { senders, queue, inclusion };
-}
-
-/** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
-async function senderStatuses(s: Services, r: ChainRelayer) {
-  const minBalance = parseEther(r.deps.config.minSenderBalance);
-  const ledger = await senderLedger(s, r);
-  return Promise.all(
-    r.senders.map(async (address, index) => {
-      const [balance, latest, pending] = await Promise.all([
-        r.client.getBalance({ address }),
-        r.client.getTransactionCount({ address, blockTag: 'latest' }),
-        r.client.getTransactionCount({ address, blockTag: 'pending' }),
-      ]);
-      const l = ledger.get(address.toLowerCase());
-      const belowFloor = minBalance > 0n && balance < minBalance;
-      return {
-        index,
-        address,
-        etherBalance: Number(formatEther(balance)),
-        // enabled: may take new work (not stopped, above the balance floor); active: leased by a running dispatcher right now.
-        enabled: !belowFloor && !l?.stoppedAt,
-        active: !!l?.leased,
-        nonce: { chain: latest, mempool: pending },
-        // metarelay extras: the durable ledger, open slots, why a sender takes no work, what is stuck.
-        ledgerNonce: l?.next_nonce ?? null,
-        inFlight: l?.in_flight ?? 0,
-        belowFloor,
-        stoppedAt: l?.stoppedAt ?? null,
-        stalled: l?.stalled ?? null,
-      };
-    }),
-  );
 }
 
 /** The legacy (2.2.x) Transaction shape of SentTransactions / PendingTransactions. */

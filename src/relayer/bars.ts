@@ -1,0 +1,104 @@
+import type { Db, Queryable } from '../store/db.ts';
+
+/** Who a bar applies to: a wallet address, an access key id, or a client (IP) address. */
+export type BarKind = 'wallet' | 'key' | 'ip';
+
+export interface Bar {
+  kind: BarKind;
+  value: string;
+  chainId: number;
+  metaTxnId: string;
+  feeToken: string | null;
+  owed: string | null;
+  received: string | null;
+  createdAt: Date;
+}
+
+/** A fee that did not arrive: who to bar, and the meta-transaction that proved it. */
+export interface Shortfall {
+  chainId: number;
+  metaTxnId: string;
+  wallet: string | null;
+  keyId: number | null;
+  clientIp: string | null;
+  feeToken: string | null;
+  owed: bigint;
+  received: bigint;
+}
+
+interface BarRow {
+  kind: BarKind;
+  value: string;
+  chain_id: string | number;
+  meta_txn_id: string;
+  fee_token: string | null;
+  owed: string | null;
+  received: string | null;
+  created_at: Date | string;
+}
+
+const toBar = (r: BarRow): Bar => ({
+  kind: r.kind,
+  value: r.value,
+  chainId: Number(r.chain_id),
+  metaTxnId: r.meta_txn_id,
+  feeToken: r.fee_token,
+  owed: r.owed == null ? null : String(r.owed),
+  received: r.received == null ? null : String(r.received),
+  createdAt: new Date(r.created_at),
+});
+
+/**
+ * The relayer's memory of callers that did not pay: a mined fee-paying meta-transaction whose fee did
+ * not reach the payment address bars its wallet, access key and client address from fee-paid relaying
+ * (the relayer fronts the gas of those). The only module that writes relay_bars.
+ */
+export function barRepo(db: Db) {
+  return {
+    /** Records the bars of each shortfall (a second shortfall of one wallet keeps the first record). */
+    async record(q: Queryable, items: Shortfall[]) {
+      for (const s of items) {
+        const who: [BarKind, string | null][] = [
+          ['wallet', s.wallet?.toLowerCase() ?? null],
+          ['key', s.keyId == null ? null : String(s.keyId)],
+          ['ip', s.clientIp],
+        ];
+        for (const [kind, value] of who) {
+          if (value == null) continue;
+          await q.query(
+            `INSERT INTO relay_bars (kind, value, chain_id, meta_txn_id, fee_token, owed, received) VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (kind, value) DO NOTHING`,
+            [kind, value, s.chainId, s.metaTxnId, s.feeToken, s.owed.toString(), s.received.toString()],
+          );
+        }
+      }
+    },
+
+    /** The first bar that applies to this caller, if any. */
+    async find(who: { wallet: string | null; keyId: number | null; clientIp: string | null }): Promise<Bar | undefined> {
+      const r = await db.query<BarRow>(
+        `SELECT * FROM relay_bars WHERE (kind = 'wallet' AND value = $1) OR (kind = 'key' AND value = $2) OR (kind = 'ip' AND value = $3)
+         ORDER BY created_at LIMIT 1`,
+        [who.wallet?.toLowerCase() ?? null, who.keyId == null ? null : String(who.keyId), who.clientIp],
+      );
+      return r.rows[0] ? toBar(r.rows[0]) : undefined;
+    },
+
+    async list(limit = 100): Promise<Bar[]> {
+      const r = await db.query<BarRow>('SELECT * FROM relay_bars ORDER BY created_at DESC LIMIT $1', [limit]);
+      return r.rows.map(toBar);
+    },
+
+    /** Lifts a bar (an operator who settled with the caller). */
+    async lift(kind: BarKind, value: string): Promise<boolean> {
+      const r = await db.query('DELETE FROM relay_bars WHERE kind = $1 AND value = $2', [kind, value.toLowerCase()]);
+      return r.rowCount > 0;
+    },
+  };
+}
+export type BarRepo = ReturnType<typeof barRepo>;
+
+export function describeBar(b: Bar): string {
+  const who = b.kind === 'wallet' ? `wallet ${b.value}` : b.kind === 'key' ? 'this access key' : `client address ${b.value}`;
+  return `${who} is barred from fee-paid relaying: meta-transaction ${b.metaTxnId} on chain ${b.chainId} was mined without its fee (owed ${b.owed}, received ${b.received})`;
+}

@@ -1,0 +1,91 @@
+import { formatEther, parseEther } from 'viem';
+import type { Db } from '../store/db.ts';
+import { inclusionStats } from './attempts.ts';
+import type { BarRepo } from './bars.ts';
+import { RelayError } from './errors.ts';
+import { setSenderStopped } from './sender-pool.ts';
+import type { ChainRelayer } from './service.ts';
+import type { MetaTxnRepo } from './store.ts';
+
+export interface HealthDeps {
+  db: Db;
+  metaTxns: MetaTxnRepo;
+  bars: BarRepo;
+}
+
+/** The engine's own view of each sender: ledger, lease, open slots, a stalled replacement. */
+async function senderLedger(db: Db, r: ChainRelayer) {
+  const q = await db.query<{ address: string; next_nonce: string | null; leased: boolean; stalled: string | null; stopped_at: Date | null; in_flight: string }>(
+    `SELECT rs.address, rs.next_nonce::text AS next_nonce, (rs.owner IS NOT NULL AND rs.lease_until > now()) AS leased, rs.stalled, rs.stopped_at,
+            (SELECT count(DISTINCT t.nonce) FROM relay_txs t WHERE t.chain_id = rs.chain_id AND t.sender = rs.address AND t.status = 'PENDING')::text AS in_flight
+     FROM relay_senders rs WHERE rs.chain_id = $1`,
+    [r.chainId],
+  );
+  return new Map(
+    q.rows.map((x) => [
+      x.address,
+      { next_nonce: x.next_nonce == null ? null : Number(x.next_nonce), leased: x.leased, stalled: x.stalled, stoppedAt: x.stopped_at ? new Date(x.stopped_at).toISOString() : null, in_flight: Number(x.in_flight) },
+    ]),
+  );
+}
+
+/**
+ * StartSender / StopSender (the relayer's admin RPC and the console): a stopped sender settles what it
+ * has open and takes no new work, from its holder's next pass.
+ */
+export async function switchSender(db: Db, r: ChainRelayer, index: number, run: boolean) {
+  const address = r.senders[index];
+  if (!address) throw new RelayError('invalidArgument', `no sender ${index}: ${r.deps.chain.name} has senders 0 to ${r.senders.length - 1}`);
+  await setSenderStopped(db, r.chainId, address, !run);
+  if (run) r.deps.onQueued?.(); // a local dispatcher looks at its queue now, not at its next poll
+}
+
+/** A relayer's senders, queue, inclusion share and unpaid fees, as RuntimeStatus and the console's Health page show them. */
+export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
+  const [senders, queue, inclusion, unpaid] = await Promise.all([senderStatuses(d.db, r), d.metaTxns.depth(r.chainId), inclusionStats(d.db, r.chainId), unpaidFees(d, r)]);
+  return { senders, queue, inclusion, unpaid };
+}
+
+/** Fee-paying meta-transactions mined without their fee, and who is barred for it. */
+async function unpaidFees(d: HealthDeps, r: ChainRelayer) {
+  const [count, bars] = await Promise.all([
+    d.db.query<{ n: string }>('SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND fee_received < fee_value', [r.chainId]),
+    d.bars.list(50),
+  ]);
+  return {
+    shortfalls: Number(count.rows[0].n),
+    bars: bars.filter((b) => b.chainId === r.chainId).map((b) => ({ ...b, createdAt: b.createdAt.toISOString() })),
+  };
+}
+
+/** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
+async function senderStatuses(db: Db, r: ChainRelayer) {
+  const minBalance = parseEther(r.deps.config.minSenderBalance);
+  const ledger = await senderLedger(db, r);
+  return Promise.all(
+    r.senders.map(async (address, index) => {
+      const [balance, latest, pending] = await Promise.all([
+        r.client.getBalance({ address }),
+        r.client.getTransactionCount({ address, blockTag: 'latest' }),
+        r.client.getTransactionCount({ address, blockTag: 'pending' }),
+      ]);
+      const l = ledger.get(address.toLowerCase());
+      const belowFloor = minBalance > 0n && balance < minBalance;
+      return {
+        index,
+        address,
+        etherBalance: Number(formatEther(balance)),
+        // enabled: may take new work (not stopped, above the balance floor); active: leased by a running dispatcher right now.
+        enabled: !belowFloor && !l?.stoppedAt,
+        active: !!l?.leased,
+        nonce: { chain: latest, mempool: pending },
+        // metarelay extras: the durable ledger, open slots, why a sender takes no work, what is stuck.
+        ledgerNonce: l?.next_nonce ?? null,
+        inFlight: l?.in_flight ?? 0,
+        belowFloor,
+        stoppedAt: l?.stoppedAt ?? null,
+        stalled: l?.stalled ?? null,
+      };
+    }),
+  );
+}
