@@ -2,8 +2,8 @@
  * Contract search latency over 100 000 contracts, on PGlite and on PostgreSQL in one run.
  * Usage: npx tsx bench/contract-search.ts   (BENCH_CONTRACTS=100000 BENCH_BACKENDS=pglite,postgres)
  */
-import { contractStore } from '../src/metadata/contract-store.ts';
-import { importTokenList } from '../src/metadata/token-list.ts';
+import { contractStore } from '../src/metadata/contracts/contract-store.ts';
+import { importTokenList } from '../src/metadata/contracts/token-list.ts';
 import { benchDb, log, summarize } from './support.ts';
 
 const N = Number(process.env.BENCH_CONTRACTS ?? 100_000);

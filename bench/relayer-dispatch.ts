@@ -1,4 +1,4 @@
-// Issue #6: the relayer's dispatch engine (src/relayer/dispatcher.ts + sweep.ts) on an anvil that mines
+// Issue #6: the relayer's dispatch engine (src/relayer/engine/dispatcher.ts + sweep.ts) on an anvil that mines
 // a block every second.
 //
 //   METARELAY_TEST_DB=pglite   npx tsx bench/relayer-dispatch.ts

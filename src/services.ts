@@ -9,26 +9,26 @@ import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
 import { projectRepo, type ProjectRepo } from './store/projects.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
-import { createFetcher, type Fetcher } from './metadata/fetch.ts';
-import { TokenMetadataService } from './metadata/resolver.ts';
-import { tokenStore } from './metadata/token-store.ts';
-import { ContractInfoService } from './metadata/contracts.ts';
-import { contractStore, type ContractStore } from './metadata/contract-store.ts';
-import { RefreshService } from './metadata/refresh.ts';
-import { taskStore, type TaskStore } from './metadata/task-store.ts';
-import { TaskWorker } from './metadata/worker.ts';
+import { createFetcher, type Fetcher } from './metadata/fetch/fetch.ts';
+import { TokenMetadataService } from './metadata/tokens/resolver.ts';
+import { tokenStore } from './metadata/tokens/token-store.ts';
+import { ContractInfoService } from './metadata/contracts/contracts.ts';
+import { contractStore, type ContractStore } from './metadata/contracts/contract-store.ts';
+import { RefreshService } from './metadata/refresh/refresh.ts';
+import { taskStore, type TaskStore } from './metadata/refresh/task-store.ts';
+import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
-import { ChainWatcher } from './metadata/watcher.ts';
+import { ChainWatcher } from './metadata/refresh/watcher.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
-import { Dispatcher } from './relayer/dispatcher.ts';
+import { Dispatcher } from './relayer/engine/dispatcher.ts';
 import { RelayEvents } from './relayer/events.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
 import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
-import { sponsorRepo, type SponsorRepo } from './relayer/sponsors.ts';
-import { spendCaps, type SpendCaps } from './relayer/spend-caps.ts';
+import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
+import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {

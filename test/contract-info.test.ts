@@ -5,7 +5,7 @@
 import { encodeFunctionData, keccak256, parseAbi, stringToHex, type Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
-import type { ContractInfoWire } from '../src/metadata/contract-view.ts';
+import type { ContractInfoWire } from '../src/metadata/contracts/contract-view.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { b64, eventually, getRest, getTokenMetadata, startTokenChain, type TokenChain } from './support/token-chain.ts';
 

@@ -2,10 +2,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { guardedLookup } from '../src/metadata/address-guard.ts';
-import { createFetcher, type FetchResult, type Fetcher, type FetcherOptions } from '../src/metadata/fetch.ts';
-import { MAX_DOCUMENT_DEPTH } from '../src/metadata/document.ts';
-import { normalizeTokenDocument } from '../src/metadata/normalize.ts';
+import { guardedLookup } from '../src/metadata/fetch/address-guard.ts';
+import { createFetcher, type FetchResult, type Fetcher, type FetcherOptions } from '../src/metadata/fetch/fetch.ts';
+import { MAX_DOCUMENT_DEPTH } from '../src/metadata/tokens/document.ts';
+import { normalizeTokenDocument } from '../src/metadata/tokens/normalize.ts';
 
 const CID0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG';
 const CID1 = 'bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi';

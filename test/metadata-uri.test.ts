@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isBlockedAddress, parseIPv6 } from '../src/metadata/ip.ts';
-import { normalizeTokenDocument, sanitizeSvg } from '../src/metadata/normalize.ts';
-import { expandIdTemplate, ipfsGatewayUrls, parseTokenUri, toHttpMediaUrl, type ParsedUri } from '../src/metadata/uri.ts';
+import { isBlockedAddress, parseIPv6 } from '../src/metadata/fetch/ip.ts';
+import { normalizeTokenDocument, sanitizeSvg } from '../src/metadata/tokens/normalize.ts';
+import { expandIdTemplate, ipfsGatewayUrls, parseTokenUri, toHttpMediaUrl, type ParsedUri } from '../src/metadata/fetch/uri.ts';
 
 const CID0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG';
 const CID1 = 'bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPublicClient, http, parseAbi, type Address, type Hex } from 'viem';
 import { deploySequenceV2Context } from '../src/devchain/index.ts';
 import { rpcCall } from '../src/devchain/rpc.ts';
-import { sponsorRepo } from '../src/relayer/sponsors.ts';
+import { sponsorRepo } from '../src/relayer/intake/sponsors.ts';
 import { FINAL_STATUSES } from '../src/relayer/store.ts';
 import { accessKeyRepo } from '../src/store/access-keys.ts';
 import { openDb, type Db } from '../src/store/db.ts';

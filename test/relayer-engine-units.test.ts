@@ -1,10 +1,10 @@
 // Pure parts of the dispatch engine: what node errors mean, replacement fee arithmetic, sender derivation.
 import { describe, expect, it } from 'vitest';
 import { RpcRequestError } from 'viem';
-import { classifySendError } from '../src/relayer/rpc-errors.ts';
-import { raise, replacementFees, type FeePolicy } from '../src/relayer/gas-price.ts';
-import { senderAccounts } from '../src/relayer/sender-pool.ts';
-import { shareGas } from '../src/relayer/batch.ts';
+import { classifySendError } from '../src/relayer/engine/rpc-errors.ts';
+import { raise, replacementFees, type FeePolicy } from '../src/relayer/engine/gas-price.ts';
+import { senderAccounts } from '../src/relayer/engine/sender-pool.ts';
+import { shareGas } from '../src/relayer/engine/batch.ts';
 
 /** A JSON-RPC error answer as viem surfaces it. */
 const rpcError = (message: string, code = -32000) => new RpcRequestError({ body: {}, url: 'http://node', error: { code, message } });

@@ -6,7 +6,7 @@ import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { dropTransaction, mine, restartAnvil, revert, setAutomine, setNextBaseFee, snapshot, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { allFinal, deployWallets, mintBundles, sendAll, sendVia, senderNoncesContiguous, statuses, waitFor, type User } from './support/relay-load.ts';
-import { raise } from '../src/relayer/gas-price.ts';
+import { raise } from '../src/relayer/engine/gas-price.ts';
 
 let env: RelayerEnv;
 let users: User[];

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPublicClient, createWalletClient, http, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, type AnvilHandle } from '../src/devchain/index.ts';
-import { broadcast, sign } from '../src/relayer/attempts.ts';
-import { marketFees, raise, replacementFees, type FeePolicy } from '../src/relayer/gas-price.ts';
-import { simulateExact } from '../src/relayer/simulate.ts';
+import { broadcast, sign } from '../src/relayer/engine/attempts.ts';
+import { marketFees, raise, replacementFees, type FeePolicy } from '../src/relayer/engine/gas-price.ts';
+import { simulateExact } from '../src/relayer/intake/simulate.ts';
 import { SENDER_KEYS } from './support/relayer-env.ts';
 import { mine, setAutomine } from './support/anvil-control.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeAbiParameters, encodeFunctionData, parseAbi, parseAbiParameters, type Address, type Hex } from 'viem';
 import { TRANSACTION_TUPLE } from '../src/relayer/abi.ts';
-import { signQuote } from '../src/relayer/quote.ts';
+import { signQuote } from '../src/relayer/intake/quote.ts';
 import { PAYEE, QUOTE_SECRET, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
 
@@ -373,7 +373,7 @@ describe('relayer: sponsorship rules, each with its negative', () => {
 
 describe('relayer: the probe', () => {
   it('ships exactly the runtime code that contracts/RelayProbe.sol compiles to', async () => {
-    const { RELAY_PROBE_CODE } = await import('../src/relayer/probe-code.ts');
+    const { RELAY_PROBE_CODE } = await import('../src/relayer/intake/probe-code.ts');
     expect(env.chain.artifacts.RelayProbe?.deployedBytecode).toBe(RELAY_PROBE_CODE);
   });
 });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
-import { claimSenders, fairShare, newOwner, releaseSenders, setSenderStopped } from '../src/relayer/sender-pool.ts';
+import { claimSenders, fairShare, newOwner, releaseSenders, setSenderStopped } from '../src/relayer/engine/sender-pool.ts';
 import { queueRow } from './support/meta-rows.ts';
 import { metaTxnRepo } from '../src/relayer/store.ts';
 import { createTestDb, type TestDb } from './support/db.ts';

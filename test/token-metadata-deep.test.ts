@@ -5,7 +5,7 @@
 
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_DOCUMENT_DEPTH } from '../src/metadata/document.ts';
+import { MAX_DOCUMENT_DEPTH } from '../src/metadata/tokens/document.ts';
 import { enqueue, erc721WithTokens, resultOf, waitForEnd } from './support/refresh.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { explain, getRest, getTokenMetadata, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';

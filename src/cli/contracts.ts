@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { Address } from 'viem';
 import { NetworkRegistry } from '../chain/registry.ts';
-import { OverrideLayer } from '../metadata/contract-merge.ts';
-import { contractStore } from '../metadata/contract-store.ts';
-import { TokenListSchema, importTokenList } from '../metadata/token-list.ts';
+import { OverrideLayer } from '../metadata/contracts/contract-merge.ts';
+import { contractStore } from '../metadata/contracts/contract-store.ts';
+import { TokenListSchema, importTokenList } from '../metadata/contracts/token-list.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
 import { progressReporter } from './progress.ts';

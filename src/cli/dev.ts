@@ -6,7 +6,7 @@ import { startDevChain } from '../devchain/index.ts';
 import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
-import { tokenStore } from '../metadata/token-store.ts';
+import { tokenStore } from '../metadata/tokens/token-store.ts';
 import { forgetRelayerChain } from '../relayer/forget-chain.ts';
 import { randomBytes } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';

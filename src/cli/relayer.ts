@@ -1,6 +1,6 @@
 import type { Address } from 'viem';
 import { NetworkRegistry } from '../chain/registry.ts';
-import { SponsorConflict, SponsorKind, sponsorRepo } from '../relayer/sponsors.ts';
+import { SponsorConflict, SponsorKind, sponsorRepo } from '../relayer/intake/sponsors.ts';
 import { createServices } from '../services.ts';
 import { projectRepo } from '../store/projects.ts';
 import { parse } from './args.ts';

@@ -5,7 +5,7 @@ import { parse } from './args.ts';
 import { UsageError } from './main.ts';
 import { progressReporter } from './progress.ts';
 import { onShutdown } from './shutdown.ts';
-import { parseTokenId } from '../metadata/token-id.ts';
+import { parseTokenId } from '../metadata/tokens/token-id.ts';
 
 /** `metarelay worker`: the refresh worker and chain watchers, without HTTP. Run as many as you like. */
 export async function runWorker(argv: string[]) {

@@ -31,7 +31,7 @@ export const ANVIL_CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf
 
 // The relayer owns these facts; the dev kit deploys what the relayer expects.
 export { SEQUENCE_V2_CONTEXT, WALLET_CREATION_CODE } from '../relayer/context.ts';
-export { NONCE_KEY as SEQUENCE_NONCE_KEY, nonceSlot as sequenceNonceSlot } from '../relayer/simulate.ts';
+export { NONCE_KEY as SEQUENCE_NONCE_KEY, nonceSlot as sequenceNonceSlot } from '../relayer/intake/simulate.ts';
 
 export type SequenceV2Context = typeof SEQUENCE_V2_CONTEXT;
 

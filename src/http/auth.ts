@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { AccessKeyRepo, ResolvedKey } from '../store/access-keys.ts';
-import { LruCache } from '../metadata/lru.ts';
+import { LruCache } from '../util/lru.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 export type AuthOutcome = { kind: 'none' } | { kind: 'invalid' } | ({ kind: 'ok' } & ResolvedKey);

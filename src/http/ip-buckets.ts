@@ -1,4 +1,4 @@
-import { LruCache } from '../metadata/lru.ts';
+import { LruCache } from '../util/lru.ts';
 
 /** Addresses tracked at once; past that the oldest are forgotten (a forgotten bucket is a full one). */
 const MAX_TRACKED = 100_000;

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { AppConfig } from '../config/schema.ts';
-import type { TokenMetadataService } from '../metadata/resolver.ts';
+import type { TokenMetadataService } from '../metadata/tokens/resolver.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 /** A whole answer, already encoded, and how long it may be given again. */

@@ -1,9 +1,9 @@
 import { formatEther, parseEther } from 'viem';
 import type { Db } from '../store/db.ts';
-import { inclusionStats } from './attempts.ts';
+import { inclusionStats } from './engine/attempts.ts';
 import type { BarRepo } from './bars.ts';
 import { RelayError } from './errors.ts';
-import { setSenderStopped } from './sender-pool.ts';
+import { setSenderStopped } from './engine/sender-pool.ts';
 import type { ChainRelayer } from './service.ts';
 import type { MetaTxnRepo } from './store.ts';
 

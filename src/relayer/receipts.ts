@@ -1,6 +1,6 @@
 import { decodeEventLog, type Hex } from 'viem';
 import { walletAbi } from './abi.ts';
-import { describeRevert } from './simulate.ts';
+import { describeRevert } from './intake/simulate.ts';
 import type { BundleRow, MetaTxnRow } from './store.ts';
 
 interface RawLog {

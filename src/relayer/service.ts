@@ -4,17 +4,17 @@ import type { ChainConfig } from '../config/schema.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { readNonces } from './nonces.ts';
 import { describeBar, type BarRepo } from './bars.ts';
-import { BundleError, bareId, decodeCall, joinNonce, selectorOf, type DecodedCall } from './bundle.ts';
+import { BundleError, bareId, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
-import { ceilMul, feeTotals, fixedPrices, gasCost, probeTokens, structuralFees, tokenKey, weiToToken, type FeePayment, type FeeTokenConfig, type PriceSource } from './fees.ts';
-import { signQuote, verifyQuote } from './quote.ts';
-import { senderAccounts } from './sender-pool.ts';
-import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './simulate.ts';
-import { bundleKey, coverage, withinCeilings, type Coverage, type SponsorRepo, type SponsorRule } from './sponsors.ts';
-import type { SpendCaps } from './spend-caps.ts';
+import { ceilMul, feeTotals, fixedPrices, gasCost, probeTokens, structuralFees, tokenKey, weiToToken, type FeePayment, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
+import { signQuote, verifyQuote } from './intake/quote.ts';
+import { senderAccounts } from './engine/sender-pool.ts';
+import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
+import { bundleKey, coverage, withinCeilings, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
+import type { SpendCaps } from './intake/spend-caps.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
-import { describeKind, recogniseWallets, type WalletKind } from './wallets.ts';
+import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
 

@@ -5,7 +5,7 @@ import type { Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { expect } from 'vitest';
 import { ANVIL_DEPLOYER_KEY, type OriginServer } from '../../src/devchain/index.ts';
-import type { TaskStatus } from '../../src/metadata/task-store.ts';
+import type { TaskStatus } from '../../src/metadata/refresh/task-store.ts';
 import { rpc } from './service.ts';
 import { eventually, type Api, type TokenChain } from './token-chain.ts';
 

@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
-import { OverrideLayer } from '../../metadata/contract-merge.ts';
-import type { ContractRow } from '../../metadata/contract-store.ts';
+import { OverrideLayer } from '../../metadata/contracts/contract-merge.ts';
+import type { ContractRow } from '../../metadata/contracts/contract-store.ts';
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';

@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
 import type { ChainClient } from '../../chain/client.ts';
-import { parseTokenId } from '../../metadata/token-id.ts';
+import { parseTokenId } from '../../metadata/tokens/token-id.ts';
 import type { Services } from '../../services.ts';
 import { RpcError, type ServiceErrorMap } from '../errors.ts';
 

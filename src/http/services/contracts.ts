@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
 import type { ChainClient } from '../../chain/client.ts';
-import { contractToWire, type ContractInfoWire } from '../../metadata/contract-view.ts';
+import { contractToWire, type ContractInfoWire } from '../../metadata/contracts/contract-view.ts';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';

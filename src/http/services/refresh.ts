@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
-import { RefreshLimitError, TaskNotFoundError } from '../../metadata/refresh.ts';
-import type { TaskRow } from '../../metadata/task-store.ts';
+import { RefreshLimitError, TaskNotFoundError } from '../../metadata/refresh/refresh.ts';
+import type { TaskRow } from '../../metadata/refresh/task-store.ts';
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';

@@ -1,11 +1,11 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
-import { contractToWire } from '../../metadata/contract-view.ts';
+import { contractToWire } from '../../metadata/contracts/contract-view.ts';
 import { SEARCH_LIMITS as L, type TokenFilter } from '../../metadata/search/filter.ts';
 import type { IndexState } from '../../metadata/search/token-search.ts';
 import type { PropertyStat } from '../../metadata/search/search-store.ts';
-import type { TokenRecord } from '../../metadata/token-store.ts';
-import { toWire } from '../../metadata/token-view.ts';
+import type { TokenRecord } from '../../metadata/tokens/token-store.ts';
+import { toWire } from '../../metadata/tokens/token-view.ts';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';

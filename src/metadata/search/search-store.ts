@@ -1,5 +1,5 @@
 import type { Queryable } from '../../store/db.ts';
-import { toRecord, type TokenRecord } from '../token-store.ts';
+import { toRecord, type TokenRecord } from '../tokens/token-store.ts';
 import type { PropertyCondition, TokenFilter } from './filter.ts';
 
 /** Collects positional parameters while a statement is assembled; values never enter the SQL text. */

@@ -1,8 +1,8 @@
 import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { RefreshLimitError, type RefreshService } from '../refresh.ts';
-import type { TokenRecord } from '../token-store.ts';
+import { RefreshLimitError, type RefreshService } from '../refresh/refresh.ts';
+import type { TokenRecord } from '../tokens/token-store.ts';
 import { SEARCH_LIMITS, type TokenFilter } from './filter.ts';
 import type { PropertyStat, SearchPage, SearchStore } from './search-store.ts';
 

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { Extensions } from './contract-merge.ts';
+import type { ContractRow } from './contract-store.ts';
+import type { ResourceStatus } from '../tokens/token-view.ts';
+
+/** The Sequence ContractInfo wire shape. */
+export const ContractInfoWire = z.object({
+  chainId: z.number().int(),
+  address: z.string(),
+  source: z.string(),
+  name: z.string(),
+  type: z.string(),
+  symbol: z.string(),
+  decimals: z.number().int().optional(),
+  logoURI: z.string(),
+  deployed: z.boolean(),
+  bytecodeHash: z.string(),
+  extensions: Extensions,
+  updatedAt: z.string(),
+  queuedAt: z.string().nullable(),
+  status: z.enum(['NOT_AVAILABLE', 'REFRESHING', 'AVAILABLE']),
+});
+export type ContractInfoWire = z.infer<typeof ContractInfoWire>;
+
+/** Turns a stored media URI (ipfs://, ar://, a gateway URL) into one a browser loads; null when it cannot. */
+export type MediaUrl = (uri: string) => string | null;
+
+/**
+ * Logos are stored as their source wrote them (token lists often say ipfs://) and served as HTTP
+ * URLs through the configured gateways, like contractURI images; one that cannot be turned stays as stored.
+ */
+export function contractToWire(
+  chainId: number,
+  address: string,
+  row: ContractRow | undefined,
+  status: ResourceStatus,
+  queuedAt: Date | null,
+  media?: MediaUrl,
+): ContractInfoWire {
+  const logo = row?.logo_uri ?? '';
+  return {
+    chainId,
+    address,
+    source: row?.source ?? 'UNKNOWN',
+    name: row?.name ?? '',
+    type: row?.type ?? 'UNKNOWN',
+    symbol: row?.symbol ?? '',
+    ...(row?.decimals != null ? { decimals: row.decimals } : {}),
+    logoURI: logo && media ? (media(logo) ?? logo) : logo,
+    deployed: row?.deployed ?? false,
+    bytecodeHash: row?.bytecode_hash ?? '0x',
+    extensions: row?.extensions ?? {},
+    updatedAt: (row?.updated_at ?? new Date()).toISOString(),
+    queuedAt: queuedAt ? queuedAt.toISOString() : null,
+    status,
+  };
+}

@@ -1,0 +1,193 @@
+import { decodeAbiParameters, parseAbiItem, type Address, type Hex } from 'viem';
+import type { ChainClient } from '../../chain/client.ts';
+import type { AppConfig, ChainConfig } from '../../config/schema.ts';
+import type { Db } from '../../store/db.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { RefreshService } from './refresh.ts';
+import { taskStore } from './task-store.ts';
+import { MINT_EVENTS, mintedIds } from './mint-logs.ts';
+
+const EVENTS = [
+  parseAbiItem('event MetadataUpdate(uint256 _tokenId)'),
+  parseAbiItem('event BatchMetadataUpdate(uint256 _fromTokenId, uint256 _toTokenId)'),
+  parseAbiItem('event URI(string value, uint256 indexed id)'),
+  ...MINT_EVENTS,
+] as const;
+/** A BatchMetadataUpdate wider than this refreshes the tokens the service has seen, not the whole range. */
+const MAX_RANGE = 10_000n;
+const ADDRESSES_PER_QUERY = 500;
+
+interface Cursor {
+  block: bigint;
+  hash: string;
+}
+
+/**
+ * Follows one chain a few blocks behind its head and queues refreshes for the contracts the service
+ * knows: ERC-4906 MetadataUpdate / BatchMetadataUpdate, ERC-1155 URI, and new mints.
+ */
+export class ChainWatcher {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  /** Blocks processed so far, for metrics and tests. */
+  lastProcessed: bigint | null = null;
+
+  constructor(
+    private readonly chain: ChainClient,
+    private readonly chainConfig: ChainConfig,
+    private readonly d: { db: Db; refresh: RefreshService; config: AppConfig; log: Logger; onEnqueued?: () => void },
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        try {
+          await this.poll();
+        } catch (err) {
+          this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'chain watcher poll failed');
+        }
+        if (!this.running) break;
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, this.d.config.watcher.pollMs);
+          this.wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async cursor(): Promise<Cursor | null> {
+    const res = await this.d.db.query<{ block_number: string | number; block_hash: string }>('SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1', [this.chain.chainId]);
+    return res.rows[0] ? { block: BigInt(res.rows[0].block_number), hash: res.rows[0].block_hash } : null;
+  }
+
+  private async saveCursor(block: bigint, hash: string) {
+    await this.d.db.query(
+      `INSERT INTO chain_cursors (chain_id, block_number, block_hash) VALUES ($1, $2, $3)
+       ON CONFLICT (chain_id) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()`,
+      [this.chain.chainId, block.toString(), hash],
+    );
+    this.lastProcessed = block;
+  }
+
+  private async hashOf(block: bigint): Promise<string | null> {
+    const b = await this.chain.public.getBlock({ blockNumber: block }).catch(() => null);
+    return b?.hash ?? null;
+  }
+
+  /** One step: from the cursor up to head − confirmations, at most maxBlocksPerPoll blocks. */
+  async poll(): Promise<void> {
+    const w = this.d.config.watcher;
+    const head = await this.chain.public.getBlockNumber();
+    const target = head - BigInt(w.confirmations);
+    if (target < 0n) return;
+    let cur = await this.cursor();
+    if (!cur) {
+      // A new watcher starts at the head (or the configured block): history is what refresh tasks are for.
+      const start = this.chainConfig.watchFromBlock !== undefined ? BigInt(this.chainConfig.watchFromBlock) - 1n : target;
+      const from = start < 0n ? 0n : start;
+      await this.saveCursor(from, (await this.hashOf(from)) ?? '0x');
+      if (this.chainConfig.watchFromBlock === undefined) return;
+      cur = await this.cursor();
+    }
+    if (!cur) return;
+    // A reorg replaced the block we stopped at: step back and read that stretch again.
+    const seen = await this.hashOf(cur.block);
+    if (seen && cur.hash !== '0x' && seen !== cur.hash) {
+      const back = cur.block > BigInt(w.confirmations + 10) ? cur.block - BigInt(w.confirmations + 10) : 0n;
+      this.d.log.warn({ chain: this.chain.name, at: cur.block.toString(), back: back.toString() }, 'reorg noticed, re-reading');
+      await this.saveCursor(back, (await this.hashOf(back)) ?? '0x');
+      return;
+    }
+    if (cur.block >= target) return;
+    const from = cur.block + 1n;
+    const to = from + BigInt(w.maxBlocksPerPoll) - 1n > target ? target : from + BigInt(w.maxBlocksPerPoll) - 1n;
+    const found = await this.scan(from, to);
+    const toHash = (await this.hashOf(to)) ?? '0x';
+    // Watchers of several processes share the cursor. The refreshes and the cursor's move are one
+    // transaction that first locks the cursor and checks it is still where this scan began: of two
+    // watchers that read the same blocks, one queues their refreshes and the other drops its scan.
+    const queued = await this.d.db.transaction(async (tx) => {
+      const now = await tx.query<{ block_number: string | number; block_hash: string }>(
+        'SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE',
+        [this.chain.chainId],
+      );
+      const row = now.rows[0];
+      if (!row || BigInt(row.block_number) !== cur.block || row.block_hash !== cur.hash) return null;
+      const refresh = this.d.refresh.withTasks(taskStore(tx));
+      const tasks: Array<{ contract: Address; tokens: number; taskId: number }> = [];
+      for (const [contract, ids] of found) {
+        const { taskId } = await refresh.enqueueTokens(null, this.chain, contract, [...ids], { source: 'watcher' });
+        tasks.push({ contract, tokens: ids.size, taskId });
+      }
+      await tx.query('UPDATE chain_cursors SET block_number = $2, block_hash = $3, updated_at = now() WHERE chain_id = $1', [this.chain.chainId, to.toString(), toHash]);
+      return tasks;
+    });
+    if (!queued) return;
+    this.lastProcessed = to;
+    for (const q of queued) this.d.log.info({ chain: this.chain.name, ...q }, 'refresh queued from chain events');
+    if (queued.length) this.d.onEnqueued?.();
+  }
+
+  private async knownContracts(): Promise<Address[]> {
+    const res = await this.d.db.query<{ address: string }>(`SELECT address FROM contracts WHERE chain_id = $1 AND type IN ('ERC721', 'ERC1155')`, [this.chain.chainId]);
+    return res.rows.map((r) => r.address as Address);
+  }
+
+  private async knownTokens(contract: Address): Promise<string[]> {
+    const res = await this.d.db.query<{ token_id: string }>('SELECT token_id FROM token_metadata WHERE chain_id = $1 AND contract_address = $2', [this.chain.chainId, contract]);
+    return res.rows.map((r) => r.token_id);
+  }
+
+  /** The tokens to refresh, per contract, for the events in these blocks. */
+  private async scan(fromBlock: bigint, toBlock: bigint): Promise<Map<Address, Set<string>>> {
+    const perContract = new Map<Address, Set<string>>();
+    const contracts = await this.knownContracts();
+    if (!contracts.length) return perContract;
+    const add = (c: Address, ids: string[]) => {
+      const set = perContract.get(c) ?? new Set<string>();
+      for (const id of ids) set.add(id);
+      perContract.set(c, set);
+    };
+    for (let i = 0; i < contracts.length; i += ADDRESSES_PER_QUERY) {
+      const logs = await this.chain.public.getLogs({ address: contracts.slice(i, i + ADDRESSES_PER_QUERY), events: EVENTS, fromBlock, toBlock, strict: false });
+      for (const log of logs) {
+        const c = log.address.toLowerCase() as Address;
+        const topics = log.topics as Hex[];
+        try {
+          switch (log.eventName) {
+            case 'MetadataUpdate':
+              add(c, [BigInt(decodeAbiParameters([{ type: 'uint256' }], log.data)[0]).toString()]);
+              break;
+            case 'BatchMetadataUpdate': {
+              const [lo, hi] = decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], log.data);
+              if (hi >= lo && hi - lo < MAX_RANGE) add(c, Array.from({ length: Number(hi - lo + 1n) }, (_, k) => (lo + BigInt(k)).toString()));
+              else add(c, await this.knownTokens(c));
+              break;
+            }
+            case 'URI':
+              if (topics[1]) add(c, [BigInt(topics[1]).toString()]);
+              break;
+            default:
+              add(c, mintedIds({ eventName: log.eventName, topics, data: log.data }));
+          }
+        } catch {
+          /* a log that does not decode as the standard says is not ours to act on */
+        }
+      }
+    }
+    for (const [contract, ids] of perContract) if (!ids.size) perContract.delete(contract);
+    return perContract;
+  }
+}

@@ -1,0 +1,341 @@
+import type { Address } from 'viem';
+import type { ChainClient } from '../../chain/client.ts';
+import type { AppConfig } from '../../config/schema.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import { detectStandards, readTokenUris, type TokenStandard } from './chain-reader.ts';
+import type { Fetcher } from '../fetch/fetch.ts';
+import { Limiter } from '../../util/limiter.ts';
+import { KeyedFlight } from '../../util/single-flight.ts';
+import { within } from '../../util/deadline.ts';
+import { LruCache } from '../../util/lru.ts';
+import { normalizeTokenDocument } from './normalize.ts';
+import type { Resolution, TokenRecord, TokenStore } from './token-store.ts';
+import { toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
+import { ID_VARIANTS } from './id-template.ts';
+import { parseTokenUri } from '../fetch/uri.ts';
+
+export interface TokenMetadataDeps {
+  store: TokenStore;
+  fetcher: Fetcher;
+  config: AppConfig;
+  log: Logger;
+  metrics: Metrics;
+  /**
+   * Reads the standard of a contract this service has not classified yet. Contract info provides it
+   * (one read that also makes the contract searchable); plain ERC165 detection otherwise.
+   */
+  detectStandard?: (chain: ChainClient, address: Address) => Promise<string>;
+}
+
+export interface GetTokensResult {
+  /** Each token serialised, in request order: what responses are assembled from. */
+  json: string[];
+  statuses: ResourceStatus[];
+  /** Some tokens are still being resolved in the background. */
+  pending: boolean;
+  /** The same tokens as objects (parsed on demand). */
+  readonly tokens: TokenMetadataWire[];
+  /**
+   * Until when (epoch ms) this very answer may be given again without asking: no later than the
+   * hot cache would keep any of its records, nor than any of them turns stale. 0 when some token
+   * is not AVAILABLE or still resolving, since the next request must look again.
+   */
+  reusableUntil: number;
+  /** False once a token of the contract has been re-resolved in this process since the answer was read. */
+  isCurrent(): boolean;
+}
+
+const ONE_DAY_MS = 86_400_000;
+
+/** Per contract: its standard and, for ERC1155, the `{id}` spelling its origin answers to. */
+interface ContractKindState {
+  standard: TokenStandard;
+  idVariant: number | null;
+}
+
+function schemeOf(uri: string): string {
+  const m = /^([a-z][a-z0-9+.-]*):/i.exec(uri.trim());
+  return m ? m[1].toLowerCase() : uri.trim().startsWith('{') ? 'json' : 'none';
+}
+
+/**
+ * Token metadata: served from the store, resolved on chain and at the origin when unknown or stale.
+ * One resolution per token at a time (single-flight); a hot in-process cache sits in front of the store.
+ */
+export class TokenMetadataService {
+  private readonly flight = new KeyedFlight<TokenRecord>();
+  /** A settled record's serialised view, built once per record while the hot cache holds it. */
+  private readonly serialised = new WeakMap<TokenRecord, string>();
+  private readonly hot: LruCache<TokenRecord>;
+  /**
+   * Per contract, a stamp replaced whenever one of its tokens is re-resolved here, so an answer
+   * assembled earlier can tell it is outdated. Values come from one counter and are never reused:
+   * a stamp dropped to bound the map reads as "changed", never as "unchanged".
+   */
+  private readonly stamps = new Map<string, number>();
+  private stampSeq = 0;
+  private readonly kinds = new Map<string, Promise<ContractKindState>>();
+  private readonly limiter: Limiter;
+
+  constructor(private readonly d: TokenMetadataDeps) {
+    this.hot = new LruCache(d.config.metadata.hotCacheSize, d.config.metadata.hotCacheTtlMs);
+    this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
+  }
+
+  private key(chainId: number, contract: string, id: string) {
+    return `${chainId}:${contract}:${id}`;
+  }
+
+  private stampOf(scope: string): number {
+    let st = this.stamps.get(scope);
+    if (st === undefined) {
+      st = ++this.stampSeq;
+      this.stamps.set(scope, st);
+      this.trimStamps();
+    }
+    return st;
+  }
+
+  private restamp(scope: string): void {
+    this.stamps.delete(scope);
+    this.stamps.set(scope, ++this.stampSeq);
+    this.trimStamps();
+  }
+
+  /** Built outside getTokens so that a cached answer's check holds on to nothing of the request. */
+  private currentCheck(scope: string, stamp: number): () => boolean {
+    return () => this.stamps.get(scope) === stamp;
+  }
+
+  private trimStamps(): void {
+    const max = Math.max(1024, this.d.config.metadata.hotCacheSize);
+    while (this.stamps.size > max) this.stamps.delete(this.stamps.keys().next().value!);
+  }
+
+  /** Tokens in request order (duplicates included), waiting at most `waitMs` for unknown ones. */
+  async getTokens(chain: ChainClient, contract: Address, ids: string[], opts: { waitMs?: number } = {}): Promise<GetTokensResult> {
+    const cfg = this.d.config.metadata;
+    const now = Date.now();
+    // Taken before any record is read: a re-resolution that lands while this call runs makes the answer not current.
+    const scope = `${chain.chainId}:${contract}`;
+    const stamp = this.stampOf(scope);
+    const prefix = `${scope}:`;
+    const hotTtl = cfg.hotCacheSize > 0 ? cfg.hotCacheTtlMs : 0;
+    let reusableUntil = hotTtl > 0 ? now + hotTtl : 0;
+    const unique = [...new Set(ids)];
+    const records = new Map<string, TokenRecord>();
+    const fromStore: string[] = [];
+    // Counted here and added to the metrics once per request: a labelled inc per token costs more than the lookup.
+    const counts = { hot: 0, store: 0, stale: 0, miss: 0 };
+    for (const id of unique) {
+      const h = this.hot.getEntry(prefix + id, now);
+      if (h) {
+        records.set(id, h.v);
+        if (h.until < reusableUntil) reusableUntil = h.until;
+        counts.hot++;
+      } else fromStore.push(id);
+    }
+    const loadedFromStore = new Set(fromStore);
+    if (fromStore.length) {
+      for (const [id, rec] of await this.d.store.get(chain.chainId, contract, fromStore)) {
+        records.set(id, rec);
+        this.hot.set(prefix + id, rec, now);
+      }
+    }
+
+    const toResolve: string[] = [];
+    const refreshing = new Set<string>();
+    for (const id of unique) {
+      const r = records.get(id);
+      const due = !r?.retryAfter || r.retryAfter.getTime() <= now;
+      if (!r) {
+        toResolve.push(id);
+        counts.miss++;
+      } else if (r.metadata) {
+        if (loadedFromStore.has(id)) counts.store++;
+        const staleAt = r.lastFetched ? r.lastFetched.getTime() + cfg.staleAfterSec * 1000 : 0;
+        if (now > staleAt && due) {
+          refreshing.add(id);
+          counts.stale++;
+        }
+        // Given again after it turns stale, the answer would skip the re-read that staleness starts.
+        if (staleAt < reusableUntil) reusableUntil = staleAt;
+      } else if (due) {
+        toResolve.push(id);
+      }
+    }
+    for (const [result, n] of Object.entries(counts)) if (n) this.d.metrics.metadataCache.inc({ result }, n);
+    if (refreshing.size) void this.resolve(chain, contract, [...refreshing]).catch(() => undefined);
+
+    const pending = new Set<string>();
+    if (toResolve.length) {
+      const r = await within(this.resolve(chain, contract, toResolve), opts.waitMs ?? cfg.inlineWaitMs);
+      if (r.state === 'done') for (const [id, rec] of r.value) records.set(id, rec);
+      else {
+        if (r.state === 'failed') this.d.log.warn({ err: r.error, chain: chain.name, contract }, 'token resolution failed');
+        for (const id of toResolve) pending.add(id);
+      }
+    }
+
+    const queuedAt = new Date(now);
+    const json: string[] = [];
+    const statuses: ResourceStatus[] = [];
+    for (const id of ids) {
+      const rec = records.get(id);
+      if (rec && !pending.has(id) && !refreshing.has(id)) {
+        let text = this.serialised.get(rec);
+        if (text === undefined) {
+          text = JSON.stringify(toWire(chain.chainId, contract, id, rec, 'AVAILABLE', null));
+          this.serialised.set(rec, text);
+        }
+        json.push(text);
+        if (rec.metadata) statuses.push('AVAILABLE');
+        else {
+          statuses.push('NOT_AVAILABLE');
+          reusableUntil = 0;
+        }
+      } else {
+        reusableUntil = 0;
+        const status: ResourceStatus = rec?.metadata ? 'REFRESHING' : 'NOT_AVAILABLE';
+        json.push(JSON.stringify(toWire(chain.chainId, contract, id, rec, status, queuedAt)));
+        statuses.push(status);
+      }
+    }
+    return {
+      json,
+      statuses,
+      pending: pending.size > 0 || refreshing.size > 0,
+      get tokens() {
+        return json.map((j) => JSON.parse(j) as TokenMetadataWire);
+      },
+      reusableUntil: reusableUntil > now ? reusableUntil : 0,
+      isCurrent: this.currentCheck(scope, stamp),
+    };
+  }
+
+  /** Re-reads tokens now, whatever their cache state; the refresh path. */
+  async refresh(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    return this.resolve(chain, contract, ids);
+  }
+
+  /**
+   * The stored record with its resolution trace, resolving first if the token was never seen. A
+   * resolution that throws (chain or database trouble) is explained as such, not turned into a 500:
+   * the record returned then is not stored.
+   */
+  async explain(chain: ChainClient, contract: Address, id: string): Promise<TokenRecord | undefined> {
+    const existing = (await this.d.store.get(chain.chainId, contract, [id])).get(id);
+    if (existing) return existing;
+    try {
+      return (await this.resolve(chain, contract, [id])).get(id);
+    } catch (err) {
+      this.d.log.warn({ err, chain: chain.name, contract, id }, 'token resolution failed while explaining');
+      const now = new Date();
+      const message = (err as Error)?.message?.split('\n')[0] ?? String(err);
+      return {
+        chainId: chain.chainId, contract, tokenId: id, source: 'FETCHER_ON_CHAIN_TOKEN_URI', tokenUri: null, metadata: null, raw: null,
+        failureReason: 'RESOLUTION_FAILED', failureMessage: message, retryAfter: null, trace: null,
+        fetchCount: 0, lastFetched: null, lastAttempt: now, updatedAt: now,
+      };
+    }
+  }
+
+  private resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    return this.flight.runScoped(`${chain.chainId}:${contract}`, ids, (fresh) => this.resolveBatch(chain, contract, fresh));
+  }
+
+  private kindOf(chain: ChainClient, contract: Address): Promise<ContractKindState> {
+    const k = `${chain.chainId}:${contract}`;
+    let p = this.kinds.get(k);
+    if (!p) {
+      p = (async () => {
+        const known = await this.d.store.contractKind(chain.chainId, contract);
+        const fresh = known?.typeCheckedAt && Date.now() - known.typeCheckedAt.getTime() < ONE_DAY_MS;
+        if (known && fresh && (known.type === 'ERC721' || known.type === 'ERC1155')) {
+          return { standard: known.type, idVariant: known.idVariant };
+        }
+        const answer = this.d.detectStandard
+          ? await this.d.detectStandard(chain, contract)
+          : (await detectStandards(chain, [contract])).get(contract);
+        // ERC20 and plain contracts have no token URIs: read them as UNKNOWN (tokenURI, then uri).
+        const detected: TokenStandard = answer === 'ERC721' || answer === 'ERC1155' ? answer : 'UNKNOWN';
+        await this.d.store.saveContractKind(chain.chainId, contract, detected);
+        return { standard: detected, idVariant: known?.idVariant ?? null };
+      })();
+      // An UNKNOWN answer is not pinned: an address without code yet (asked before its deployment,
+      // or read from a lagging node) is detected again by the next resolution instead of being
+      // treated as UNKNOWN for the life of the process.
+      const entry = p;
+      entry.then(
+        (kind) => {
+          if (kind.standard === 'UNKNOWN' && this.kinds.get(k) === entry) this.kinds.delete(k);
+        },
+        () => {
+          if (this.kinds.get(k) === entry) this.kinds.delete(k);
+        },
+      );
+      this.kinds.set(k, p);
+    }
+    return p;
+  }
+
+  private async resolveBatch(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    const cfg = this.d.config;
+    const kind = await this.kindOf(chain, contract);
+    const standard = kind.standard;
+    const { reads, blockNumber } = await readTokenUris(chain, contract, standard, ids.map((id) => BigInt(id)));
+    const results = new Map<string, Resolution>();
+    const now = Date.now();
+    const uriOpts = { ipfsGateways: cfg.ipfsGateways, arweaveGateway: cfg.arweaveGateway };
+
+    await Promise.all(
+      ids.map((id, i) =>
+        this.limiter.run(async () => {
+          const read = reads[i];
+          const base = { standard, method: read.method, block: blockNumber?.toString() ?? null };
+          if (!read.ok) {
+            this.d.metrics.metadataFetches.inc({ scheme: 'none', outcome: read.reason });
+            results.set(id, {
+              ok: false,
+              tokenUri: null,
+              reason: read.reason,
+              message: read.message,
+              retryAfter: new Date(now + cfg.metadata.notFoundRetrySec * 1000),
+              trace: { ...base, uri: null, error: read.reason, message: read.message, attempts: [] },
+            });
+            return;
+          }
+          const scheme = schemeOf(read.uri);
+          const decoder = parseTokenUri(read.uri, uriOpts).kind;
+          const t0 = performance.now();
+          const f = await this.d.fetcher.fetchJson(
+            read.uri,
+            // uri(id) is the ERC-1155 method: its `{id}` is expanded even when ERC165 did not say ERC1155.
+            standard === 'ERC1155' || read.method === 'uri' ? { tokenId: BigInt(id), preferredIdVariant: kind.idVariant } : {},
+          );
+          this.d.metrics.metadataFetchDuration.observe({ scheme }, (performance.now() - t0) / 1000);
+          this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
+          const trace = { ...base, uri: read.uri, decoder, ...(f.ok && f.idVariant !== undefined ? { idVariant: ID_VARIANTS[f.idVariant] } : {}), attempts: f.trace, ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }) };
+          if (!f.ok) {
+            const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
+            results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace });
+            return;
+          }
+          if (f.idVariant !== undefined && f.idVariant !== (kind.idVariant ?? 0)) {
+            // Remember the spelling this origin answers to, so the next token skips the 404s.
+            kind.idVariant = f.idVariant;
+            await this.d.store.saveIdVariant(chain.chainId, contract, f.idVariant);
+          }
+          const n = normalizeTokenDocument(f.document, uriOpts);
+          results.set(id, { ok: true, tokenUri: read.uri, metadata: n.metadata, raw: n.raw, trace, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
+        }),
+      ),
+    );
+
+    const saved = await this.d.store.save(chain.chainId, contract, results, new Date(now + cfg.metadata.failureRetrySec * 1000));
+    for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
+    this.restamp(`${chain.chainId}:${contract}`);
+    return saved;
+  }
+}

@@ -1,0 +1,184 @@
+import { keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import type { Db, Queryable } from '../../store/db.ts';
+import type { Fees } from './gas-price.ts';
+import { classifySendError, errorText, type SendFailure } from './rpc-errors.ts';
+import type { SenderAccount } from './sender-pool.ts';
+
+/** One signed transaction: an attempt at a (sender, nonce) slot. Replacements are further attempts. */
+export interface Attempt {
+  id: number;
+  sender: Address;
+  nonce: number;
+  kind: 'meta' | 'batch' | 'filler';
+  meta_txn_id: string | null;
+  hash: Hex;
+  raw: Hex;
+  status: 'PENDING' | 'MINED' | 'CONFIRMED' | 'REPLACED' | 'FAILED';
+  to_address: Address;
+  data: Hex;
+  value: bigint;
+  gas_limit: bigint;
+  fees: Fees;
+  broadcast_block: number | null;
+  broadcast_at: Date | null;
+  mined_block: number | null;
+  mined_block_hash: string | null;
+}
+
+export interface Unsigned {
+  nonce: number;
+  to: Address;
+  data: Hex;
+  value: bigint;
+  gas: bigint;
+  fees: Fees;
+}
+
+export async function sign(account: SenderAccount, chainId: number, u: Unsigned): Promise<{ raw: Hex; hash: Hex }> {
+  const base = { chainId, nonce: u.nonce, to: u.to, data: u.data, value: u.value, gas: u.gas };
+  const raw = await account.signTransaction(
+    u.fees.type === 'eip1559'
+      ? { ...base, type: 'eip1559', maxFeePerGas: u.fees.maxFeePerGas, maxPriorityFeePerGas: u.fees.maxPriorityFeePerGas }
+      : { ...base, type: 'legacy', gasPrice: u.fees.gasPrice },
+  );
+  return { raw, hash: keccak256(raw) };
+}
+
+/** Records a signed attempt; always before it is broadcast, so a crash never leaves an unknown transaction. */
+export async function insertAttempt(
+  q: Queryable,
+  chainId: number,
+  a: { sender: Address; kind: Attempt['kind']; metaTxnId: string | null; hash: Hex; raw: Hex; head: number } & Unsigned,
+) {
+  const f = a.fees;
+  await q.query(
+    `INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, kind, hash, raw, to_address, data, value, gas_limit, max_fee, max_priority_fee, gas_price, broadcast_block)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [
+      chainId, a.sender, a.nonce, a.metaTxnId, a.kind, a.hash, a.raw, a.to.toLowerCase(), a.data, a.value.toString(), a.gas.toString(),
+      f.type === 'eip1559' ? f.maxFeePerGas.toString() : null,
+      f.type === 'eip1559' ? f.maxPriorityFeePerGas.toString() : null,
+      f.type === 'legacy' ? f.gasPrice.toString() : null,
+      a.head,
+    ],
+  );
+}
+
+interface AttemptRow {
+  id: string;
+  sender: string;
+  nonce: string;
+  kind: Attempt['kind'];
+  meta_txn_id: string | null;
+  hash: string;
+  raw: string;
+  status: Attempt['status'];
+  to_address: string | null;
+  data: string | null;
+  value: string;
+  gas_limit: string;
+  max_fee: string | null;
+  max_priority_fee: string | null;
+  gas_price: string | null;
+  broadcast_block: string | null;
+  broadcast_at: Date | string | null;
+  mined_block: string | null;
+  mined_block_hash: string | null;
+}
+
+const COLUMNS = `id::text AS id, sender, nonce::text AS nonce, kind, meta_txn_id, hash, raw, status, to_address, data, value::text AS value,
+  gas_limit::text AS gas_limit, max_fee::text AS max_fee, max_priority_fee::text AS max_priority_fee, gas_price::text AS gas_price,
+  broadcast_block::text AS broadcast_block, broadcast_at, mined_block::text AS mined_block, mined_block_hash`;
+
+function toAttempt(r: AttemptRow): Attempt {
+  const num = (x: string | null) => (x == null ? null : Number(x));
+  return {
+    id: Number(r.id),
+    sender: r.sender as Address,
+    nonce: Number(r.nonce),
+    kind: r.kind,
+    meta_txn_id: r.meta_txn_id,
+    hash: r.hash as Hex,
+    raw: r.raw as Hex,
+    status: r.status,
+    to_address: (r.to_address ?? '0x') as Address,
+    data: (r.data ?? '0x') as Hex,
+    value: BigInt(r.value),
+    gas_limit: BigInt(r.gas_limit),
+    fees: r.max_fee != null ? { type: 'eip1559', maxFeePerGas: BigInt(r.max_fee), maxPriorityFeePerGas: BigInt(r.max_priority_fee ?? '0') } : { type: 'legacy', gasPrice: BigInt(r.gas_price ?? '0') },
+    broadcast_block: num(r.broadcast_block),
+    broadcast_at: r.broadcast_at == null ? null : new Date(r.broadcast_at),
+    mined_block: num(r.mined_block),
+    mined_block_hash: r.mined_block_hash,
+  };
+}
+
+/** Every attempt of the senders' open slots (not yet final), oldest first. */
+export async function openAttempts(db: Db, chainId: number, senders: Address[]): Promise<Attempt[]> {
+  const r = await db.query<AttemptRow>(
+    `SELECT ${COLUMNS} FROM relay_txs WHERE chain_id = $1 AND sender = ANY($2) AND status IN ('PENDING', 'MINED') ORDER BY sender, nonce, id`,
+    [chainId, senders],
+  );
+  return r.rows.map(toAttempt);
+}
+
+export type BroadcastResult = { ok: true; uncertain?: SendFailure } | { ok: false; kind: SendFailure; message: string };
+
+/**
+ * Sends a signed transaction. "Already known" is success; a transport failure is uncertain (the node may
+ * have it): the block sweep looks the slot up before anything is signed again.
+ */
+export async function broadcast(client: PublicClient, raw: Hex): Promise<BroadcastResult> {
+  try {
+    await client.request({ method: 'eth_sendRawTransaction', params: [raw] });
+    return { ok: true };
+  } catch (err) {
+    const kind = classifySendError(err);
+    if (kind === 'known' || kind === 'transport') return { ok: true, uncertain: kind };
+    // "Nonce too low" may be our own transaction, delivered by an earlier try whose answer was lost
+    // (a timeout, then failover to another node) and already mined: only its hash can tell.
+    if (kind === 'nonceTooLow') {
+      const hash = keccak256(raw);
+      const seen = await client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch(() => undefined);
+      if (seen !== null) return { ok: true, uncertain: seen === undefined ? 'transport' : 'known' };
+    }
+    return { ok: false, kind, message: errorText(err).slice(0, 500) };
+  }
+}
+
+/**
+ * Marks attempts as having reached the node, at the head read now: the 3-block rule counts from when a
+ * transaction was really sent, not from when the pass that signed it began.
+ */
+export async function markBroadcast(db: Db, client: PublicClient, chainId: number, hashes: Hex[]) {
+  if (hashes.length === 0) return;
+  const head = Number(await client.getBlockNumber({ cacheTime: 0 }));
+  await db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [chainId, hashes, head]);
+}
+
+/** A signed attempt the node refused: it does not exist on chain, so it is never watched again. */
+export async function failAttempt(q: Queryable, chainId: number, hash: Hex, error: string) {
+  await q.query(`UPDATE relay_txs SET status = 'FAILED', error = $3 WHERE chain_id = $1 AND hash = $2`, [chainId, hash, error]);
+}
+
+export interface InclusionStats {
+  /** Slots mined in the window (fillers aside). */
+  mined: number;
+  /** Of those, mined within `blocks` blocks of their first broadcast. */
+  within: number;
+  blocks: number;
+  windowSec: number;
+}
+
+/** How many of the transactions mined recently were included within `blocks` blocks of their first broadcast. */
+export async function inclusionStats(db: Queryable, chainId: number, blocks = 3, windowSec = 3_600): Promise<InclusionStats> {
+  const r = await db.query<{ mined: string; within: string }>(
+    `SELECT count(*)::text AS mined, count(*) FILTER (WHERE w.mined_block - f.first <= $2)::text AS within
+     FROM relay_txs w
+     JOIN LATERAL (SELECT min(a.broadcast_block) AS first FROM relay_txs a
+                   WHERE a.chain_id = w.chain_id AND a.sender = w.sender AND a.nonce = w.nonce AND a.status <> 'FAILED') f ON true
+     WHERE w.chain_id = $1 AND w.status IN ('MINED', 'CONFIRMED') AND w.kind <> 'filler' AND w.created_at > now() - make_interval(secs => $3)`,
+    [chainId, blocks, windowSec],
+  );
+  return { mined: Number(r.rows[0].mined), within: Number(r.rows[0].within), blocks, windowSec };
+}

@@ -1,0 +1,54 @@
+import { decodeEventLog, encodeFunctionData, type Address, type Hex } from 'viem';
+import { walletAbi } from '../abi.ts';
+import { describeRevert } from '../intake/simulate.ts';
+import type { RawReceipt } from '../receipts.ts';
+
+/** Room for the guest module's loop, events and the outer call around the members' own limits. */
+const BATCH_OVERHEAD = 40_000n;
+const PER_MEMBER_OVERHEAD = 12_000n;
+
+export interface BatchMember {
+  /** The wallet a wallet-form meta-transaction calls (its entrypoint). */
+  wallet: Address;
+  input: Hex;
+  gasLimit: bigint;
+}
+
+/**
+ * Several wallets' signed `execute` calls as one guest-module call. Each member has revertOnError=false,
+ * so one failing member does not sink the others, and its own gas limit, so none starves the rest.
+ */
+export function batchCall(members: BatchMember[]): { data: Hex; gas: bigint } {
+  const txs = members.map((m) => ({ delegateCall: false, revertOnError: false, gasLimit: m.gasLimit, target: m.wallet, value: 0n, data: m.input }));
+  const data = encodeFunctionData({ abi: walletAbi, functionName: 'execute', args: [txs, 0n, '0x'] });
+  // 64/63: the guest module forwards a member's limit from what is left, which must cover it.
+  const inner = members.reduce((a, m) => a + (m.gasLimit * 64n) / 63n + PER_MEMBER_OVERHEAD, 0n);
+  return { data, gas: inner + BATCH_OVERHEAD };
+}
+
+/** Why a batched member's whole wallet call reverted, from the guest module's TxFailed at its index. */
+export function memberFailure(receipt: RawReceipt, guestModule: Address, index: number): string | null {
+  for (const log of receipt.logs) {
+    if (log.address.toLowerCase() !== guestModule.toLowerCase()) continue;
+    try {
+      const ev = decodeEventLog({ abi: walletAbi, data: log.data as Hex, topics: log.topics as [Hex, ...Hex[]] });
+      if (ev.eventName === 'TxFailed' && ev.args._index === BigInt(index)) return `the wallet call reverted: ${describeRevert(ev.args._reason)}`;
+    } catch {
+      // not a wallet event
+    }
+  }
+  return null;
+}
+
+/**
+ * A batch transaction's gas split over its members in proportion to their estimates (what each was
+ * simulated to use), so the members' gas and cost add up to the transaction's rather than each showing
+ * the whole. The rounding remainder goes to the last member.
+ */
+export function shareGas(total: bigint, weights: bigint[]): bigint[] {
+  if (weights.length === 0) return [];
+  const sum = weights.reduce((a, w) => a + (w > 0n ? w : 0n), 0n);
+  const parts = weights.map((w) => (sum === 0n ? total / BigInt(weights.length) : (total * (w > 0n ? w : 0n)) / sum));
+  parts[parts.length - 1] += total - parts.reduce((a, p) => a + p, 0n);
+  return parts;
+}

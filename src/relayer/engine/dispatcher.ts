@@ -1,0 +1,477 @@
+import type { Address, Hex } from 'viem';
+import type { Db, Queryable } from '../../store/db.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
+import { batchCall } from './batch.ts';
+import { crashPoint } from './crash-points.ts';
+import type { RelayEvents } from '../events.ts';
+import { tokenKey } from '../intake/fees.ts';
+import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
+import type { BarRepo } from '../bars.ts';
+import { readNonces } from '../nonces.ts';
+import { errorText } from './rpc-errors.ts';
+import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
+import type { ChainRelayer } from '../service.ts';
+import type { NonceOverride } from '../intake/simulate.ts';
+import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
+import { Sweeper } from './sweep.ts';
+import { recogniseWallets, type WalletKind } from '../intake/wallets.ts';
+
+const MAX_ATTEMPTS = 5;
+const QUEUE_READ = 256;
+const SIMULATE_AT_ONCE = 32;
+/** How long a claim on queued meta-transactions keeps other processes off them: one pass, with room. */
+const CLAIM_SEC = 15;
+const IDLE_SWEEP_MS = 3_000;
+/** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
+const UNREADY_DEFER_MS = 1_000;
+
+export interface DispatcherDeps {
+  db: Db;
+  metaTxns: MetaTxnRepo;
+  bars?: BarRepo;
+  events: RelayEvents;
+  log: Logger;
+  metrics?: Metrics;
+}
+
+interface Plan {
+  row: MetaTxnRow;
+  /** Set when a predecessor in the same nonce space is in flight: it must ride on the same sender. */
+  sender?: Address;
+  /** The wallets whose bundles it carries. */
+  wallets: Address[];
+  overrides: NonceOverride[];
+}
+
+/** One transaction to sign: a single meta-transaction, or several batched through the guest module. */
+interface Unit {
+  kind: 'meta' | 'batch';
+  metas: MetaTxnRow[];
+  to: Address;
+  data: Hex;
+  gas: bigint;
+}
+
+/** What the sweep knows of a sender after reading the chain at the current head. */
+export interface SenderState {
+  latest: number;
+  pending: number;
+  balance: bigint;
+  belowFloor: boolean;
+  /** Slots signed and not mined yet (what maxInFlightPerSender bounds). */
+  open: number;
+}
+
+export class LostLease extends Error {}
+
+/**
+ * The dispatch engine of one chain: a loop that (1) keeps this process's sender leases, (2) once per new
+ * head reconciles every in-flight transaction against the chain (the Sweeper: receipts, replacements
+ * after N blocks, re-broadcasts, gap fills, reorgs), and (3) signs ready meta-transactions across the
+ * senders. Every signed transaction is in the database before it is broadcast.
+ */
+export class Dispatcher {
+  readonly owner = newOwner();
+  readonly accounts: Map<Address, SenderAccount>;
+  readonly policy: FeePolicy;
+  readonly sweeper: Sweeper;
+  held: Address[] = [];
+  /** Held senders an operator stopped: swept as usual, given no new work. */
+  stopped = new Set<Address>();
+  readonly senders = new Map<Address, SenderState>();
+  head = -1;
+  private headHash?: string;
+  private nonceCache: { head: number; at: Map<string, bigint> } = { head: -1, at: new Map() };
+  private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
+  private sweptAt = 0;
+  /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
+  dirty = true;
+  private running = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+
+  constructor(
+    readonly relayer: ChainRelayer,
+    readonly deps: DispatcherDeps,
+  ) {
+    const c = relayer.deps.config;
+    this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
+    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent };
+    this.sweeper = new Sweeper(this);
+  }
+
+  get chainId() {
+    return this.relayer.chainId;
+  }
+  get chainName() {
+    return this.relayer.deps.chain.name;
+  }
+  get client() {
+    return this.relayer.client;
+  }
+  get config() {
+    return this.relayer.deps.config;
+  }
+
+  start() {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        try {
+          await this.tick();
+        } catch (err) {
+          this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed');
+        }
+        if (!this.running) break;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.config.pollMs);
+          this.wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+      }
+    })();
+  }
+
+  nudge() {
+    this.wake?.();
+  }
+
+  async stop() {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    // Hand the senders back at once so another process can take over without waiting out the lease.
+    await releaseSenders(this.deps.db, this.chainId, this.owner).catch(() => undefined);
+  }
+
+  async tick() {
+    const rows = await claimSenders(this.deps.db, this.chainId, this.owner, [...this.accounts.keys()]);
+    const before = new Set(this.held);
+    this.held = rows.map((r) => r.address);
+    this.stopped = new Set(rows.filter((r) => r.stopped).map((r) => r.address));
+    for (const a of [...this.senders.keys()]) if (!this.held.includes(a)) this.senders.delete(a);
+    if (this.held.length === 0) return;
+    // A sender newly taken over is reconciled before anything is signed with it.
+    if (this.held.some((a) => !before.has(a)) || rows.some((r) => r.next_nonce == null)) this.dirty = true;
+    // Number and hash: a reorg to a chain of the same height is a new head too.
+    const block = await this.client.getBlock({ blockTag: 'latest' });
+    const head = Number(block.number);
+    // Also now and then without a new block: on a chain that mines only when a transaction arrives
+    // (a dev node, some L2s), a node that lost its pool would otherwise never be sent anything again.
+    const idle = Date.now() - this.sweptAt > IDLE_SWEEP_MS;
+    if (head !== this.head || block.hash !== this.headHash || this.dirty || idle) {
+      this.dirty = false;
+      this.sweptAt = Date.now();
+      await this.sweeper.sweep(head);
+      this.head = head;
+      this.headHash = block.hash;
+    }
+    await this.sendReady();
+  }
+
+  emit(id: string) {
+    this.deps.events.emit(this.chainId, id);
+  }
+
+  async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string) {
+    const attempts = row.attempts + 1;
+    if (attempts >= MAX_ATTEMPTS) {
+      await this.deps.metaTxns.setStatus(q, this.chainId, row.id, { status: 'DROPPED', revert_reason: `not sent after ${attempts} attempts: ${why.slice(0, 300)}`, attempts });
+    } else {
+      await this.deps.metaTxns.setStatus(q, this.chainId, row.id, {
+        status: 'QUEUED',
+        attempts,
+        txn_hash: null,
+        sender: null,
+        txn_nonce: null,
+        batch_index: null,
+        stalled: null,
+        claimed_until: null,
+        next_attempt_at: new Date(Date.now() + 500 * 2 ** attempts),
+      });
+    }
+  }
+
+  private async drop(row: MetaTxnRow, reason: string) {
+    // Only while still queued: another process may have sent it since this one read the queue (and its
+    // simulation then fails because the nonce is used).
+    if (!(await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { status: 'DROPPED', revert_reason: reason }, 'QUEUED'))) return;
+    this.deps.log.info({ chainId: this.chainId, id: row.id, reason }, 'meta-transaction dropped');
+    this.emit(row.id);
+  }
+
+  /** Which queued meta-transactions can go now, and on which sender (a successor rides with its predecessor). */
+  private async plan(rows: MetaTxnRow[]): Promise<Plan[]> {
+    const timeoutMs = this.config.queueTimeoutSec * 1000;
+    const bundles = await this.deps.metaTxns.bundlesOfMany(this.chainId, rows.map((r) => r.id));
+    const flat = rows.flatMap((r) => bundles.get(r.id)!.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: BigInt(b.nonce) })));
+    const current = await this.walletNonces(flat);
+    const want = flat.filter((b, i) => b.nonce > current[i]).map((b) => ({ wallet: b.wallet, space: b.space.toString(), nonce: (b.nonce - 1n).toString() }));
+    const holders = await this.deps.metaTxns.holdersOf(this.chainId, want);
+    let k = 0;
+    const plans: Plan[] = [];
+    const unready: string[] = [];
+    for (const row of rows) {
+      let sender: Address | undefined;
+      let ready = true;
+      let dropped: string | undefined;
+      const overrides: NonceOverride[] = [];
+      for (const b of bundles.get(row.id)!) {
+        const at = current[k++];
+        const n = BigInt(b.nonce);
+        if (n < at) dropped ??= `nonce ${n} of space ${b.nonce_space} was used by another transaction (wallet ${b.wallet} is at ${at})`;
+        if (n <= at) continue;
+        const pred = holders.get(`${b.wallet}:${b.nonce_space}:${n - 1n}`);
+        if (pred?.status === 'SENT' && pred.sender && (!sender || sender === pred.sender)) {
+          sender = pred.sender as Address;
+          overrides.push({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: n });
+        } else ready = false;
+      }
+      if (dropped) await this.drop(row, dropped);
+      else if (ready) plans.push({ row, sender, overrides, wallets: bundles.get(row.id)!.map((b) => b.wallet as Address) });
+      else if (Date.now() - row.queued_at.getTime() > timeoutMs) await this.drop(row, `its nonce did not come up within ${this.config.queueTimeoutSec} s`);
+      else unready.push(row.id);
+    }
+    await this.deps.metaTxns.defer(this.chainId, unready, UNREADY_DEFER_MS);
+    return plans;
+  }
+
+  /** What each wallet's code is, read once per head. */
+  private async walletKinds(wallets: Address[]): Promise<Map<Address, WalletKind>> {
+    if (this.kindCache.head !== this.head) this.kindCache = { head: this.head, at: new Map() };
+    const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kindCache.at.has(w));
+    for (const [w, k] of await recogniseWallets(this.client, this.relayer.context, missing)) this.kindCache.at.set(w, k);
+    return this.kindCache.at;
+  }
+
+  /** Wallet nonces, read from the chain once per head (a queue of unready rows must not cost node calls every pass). */
+  private async walletNonces(items: { wallet: Address; space: bigint }[]): Promise<bigint[]> {
+    if (this.nonceCache.head !== this.head) this.nonceCache = { head: this.head, at: new Map() };
+    const key = (x: { wallet: Address; space: bigint }) => `${x.wallet}:${x.space}`;
+    const missing = [...new Map(items.filter((x) => !this.nonceCache.at.has(key(x))).map((x) => [key(x), x])).values()];
+    const read = await readNonces(this.client, missing);
+    missing.forEach((x, i) => this.nonceCache.at.set(key(x), read[i]));
+    return items.map((x) => this.nonceCache.at.get(key(x))!);
+  }
+
+  /** Senders that may take new work now: held, not stopped, above the balance floor, with room in flight. */
+  private usable(): Map<Address, number> {
+    const out = new Map<Address, number>();
+    for (const a of this.held) {
+      const s = this.senders.get(a);
+      if (!s || this.stopped.has(a) || s.belowFloor || s.open >= this.config.maxInFlightPerSender) continue;
+      out.set(a, s.open);
+    }
+    return out;
+  }
+
+  private async sendReady() {
+    const load = this.usable();
+    if (load.size === 0) return;
+    const rows = await this.deps.metaTxns.queued(this.chainId, QUEUE_READ, this.owner);
+    if (rows.length === 0) return;
+    const plans = await this.plan(rows);
+    if (plans.length === 0) return;
+
+    // Assign senders: a successor goes with its predecessor, the rest to the least loaded.
+    // The cap is on transactions in flight: with batching, a transaction may carry batchSize of them.
+    const perTx = this.config.batchSize;
+    const assigned = new Map<Address, Plan[]>();
+    for (const p of plans) {
+      let sender = p.sender;
+      if (sender && !load.has(sender)) continue; // its predecessor's sender is busy or another process's
+      sender ??= [...load].sort((a, b) => a[1] - b[1])[0][0];
+      const n = load.get(sender)!;
+      if (n >= this.config.maxInFlightPerSender) continue;
+      load.set(sender, n + 1 / perTx);
+      assigned.set(sender, [...(assigned.get(sender) ?? []), p]);
+    }
+
+    // Claimed first, so another process reading the same queue leaves these to this one.
+    const mine = await this.deps.metaTxns.claim(this.chainId, [...assigned.values()].flat().map((p) => p.row.id), this.owner, CLAIM_SEC);
+    for (const [sender, ps] of assigned) {
+      const kept = ps.filter((p) => mine.has(p.row.id));
+      if (kept.length) assigned.set(sender, kept);
+      else assigned.delete(sender);
+    }
+    // The state may have moved since intake: never sign what would now revert or no longer pay.
+    const checked = await this.simulateAll([...assigned].flatMap(([sender, ps]) => ps.map((p) => ({ sender, p }))));
+    const fees = await marketFees(this.client, this.policy);
+    const sent: { sender: Address; units: Unit[] }[] = [];
+    await Promise.all(
+      [...assigned].map(async ([sender, ps]) => {
+        const passed = ps.filter((p) => checked.get(p.row.id));
+        if (passed.length) sent.push({ sender, units: await this.unitsFor(sender, passed) });
+      }),
+    );
+    const signed = (await Promise.all(sent.map(({ sender, units }) => this.persist(sender, units, fees)))).flat();
+    crashPoint('after-persist', signed.length);
+    const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
+    crashPoint('after-broadcast', signed.length);
+    await markBroadcast(this.deps.db, this.client, this.chainId, signed.filter((_, i) => results[i].ok).map((s) => s.hash));
+    for (const [i, s] of signed.entries()) await this.afterBroadcast(s, results[i]);
+  }
+
+  private async simulateAll(items: { sender: Address; p: Plan }[]): Promise<Map<string, boolean>> {
+    const out = new Map<string, boolean>();
+    // A wallet may have switched to other code since intake (its owner can call it directly): then its
+    // bundles no longer have to honour signatures, nonces or fees, and are not sent.
+    const kinds = await this.walletKinds(items.flatMap(({ p }) => p.wallets));
+    for (let i = 0; i < items.length; i += SIMULATE_AT_ONCE) {
+      await Promise.all(
+        items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
+          const changed = p.wallets.find((w) => kinds.get(w) === 'other');
+          if (changed) {
+            await this.drop(p.row, `wallet ${changed} no longer runs a Sequence main module this relayer knows`);
+            out.set(p.row.id, false);
+            return;
+          }
+          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides));
+        }),
+      );
+    }
+    return out;
+  }
+
+  /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
+  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[]): Promise<boolean> {
+    const r = this.relayer;
+    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides);
+    if (!sim.ok) {
+      await this.drop(row, `no longer executes: ${sim.reason}`);
+      return false;
+    }
+    if (row.fee_token) {
+      const i = r.feeTokens.findIndex((t) => tokenKey(t) === row.fee_token);
+      if (i < 0 || (sim.paid[i] ?? 0n) < BigInt(row.fee_value ?? '0')) {
+        await this.drop(row, 'the bundle no longer pays the fee it was accepted with');
+        return false;
+      }
+    }
+    if (sim.estimate != null && sim.estimate > BigInt(row.gas_limit)) {
+      if (sim.estimate > BigInt(this.config.maxGasLimit)) {
+        await this.drop(row, `it needs ${sim.estimate} gas, over this relayer's limit of ${this.config.maxGasLimit}`);
+        return false;
+      }
+      row.gas_limit = Number(sim.estimate);
+    }
+    return true;
+  }
+
+  /**
+   * Singles, or guest-module batches of wallet-form meta-transactions when batching is on. A batch is
+   * simulated as a whole and must pay at least the sum of its members' fees; otherwise they go singly.
+   */
+  private async unitsFor(sender: Address, plans: Plan[]): Promise<Unit[]> {
+    const single = (row: MetaTxnRow): Unit => ({ kind: 'meta', metas: [row], to: row.entrypoint as Address, data: row.input as Hex, gas: BigInt(row.gas_limit) });
+    const size = this.config.batchSize;
+    if (size < 2) return plans.map((p) => single(p.row));
+    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet);
+    const units = plans.filter((p) => !batchable.includes(p)).map((p) => single(p.row));
+    const seen = new Set<string>();
+    const groups: MetaTxnRow[][] = [[]];
+    for (const p of batchable) {
+      // One wallet once per batch: two bundles of one wallet would race on its nonces.
+      if (seen.has(p.row.wallet) || groups.at(-1)!.length >= size) {
+        groups.push([]);
+        seen.clear();
+      }
+      groups.at(-1)!.push(p.row);
+      seen.add(p.row.wallet);
+    }
+    // Every batch is simulated at once (one JSON-RPC batch), not one after the other.
+    const built = await Promise.all(
+      groups.map(async (g): Promise<Unit[]> => {
+        if (g.length < 2) return g.map(single);
+        const call = batchCall(g.map((m) => ({ wallet: m.entrypoint as Address, input: m.input as Hex, gasLimit: BigInt(m.gas_limit) })));
+        if (await this.batchPays(sender, call.data, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
+        return g.map(single);
+      }),
+    );
+    return [...units, ...built.flat()];
+  }
+
+  private async batchPays(sender: Address, data: Hex, members: MetaTxnRow[]): Promise<boolean> {
+    const r = this.relayer;
+    const sim = await r.simulate(sender, r.context.guestModule, data);
+    if (!sim.ok) return false;
+    return r.feeTokens.every((t, i) => {
+      const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);
+      return (sim.paid[i] ?? 0n) >= owed;
+    });
+  }
+
+  /** Signs the units with consecutive nonces of one sender and records them, all in one transaction. */
+  private async persist(sender: Address, units: Unit[], fees: Fees) {
+    const account = this.accounts.get(sender)!;
+    try {
+      return await this.deps.db.transaction(async (tx) => {
+        const led = await tx.query<{ next_nonce: string }>(
+          'SELECT next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND address = $2 AND owner = $3 FOR UPDATE',
+          [this.chainId, sender, this.owner],
+        );
+        if (!led.rows[0] || led.rows[0].next_nonce == null) throw new LostLease();
+        // Another process may have planned the same meta-transactions from the same queue: lock them (in
+        // one order, so two processes cannot deadlock) and sign only units whose every one is still queued.
+        const ids = [...new Set(units.flatMap((u) => u.metas.map((m) => m.id)))].sort();
+        const queued = await tx.query<{ id: string }>(`SELECT id FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' ORDER BY id FOR UPDATE`, [this.chainId, ids]);
+        const free = new Set(queued.rows.map((r) => r.id));
+        let nonce = Number(led.rows[0].next_nonce);
+        const out: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }[] = [];
+        for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
+          const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees };
+          const { raw, hash } = await sign(account, this.chainId, u);
+          await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
+          for (const [i, m] of unit.metas.entries()) {
+            await this.deps.metaTxns.setStatus(tx, this.chainId, m.id, {
+              status: 'SENT',
+              sender,
+              txn_nonce: nonce,
+              txn_hash: hash,
+              batch_index: unit.kind === 'batch' ? i : null,
+              gas_limit: unit.kind === 'meta' ? unit.gas.toString() : m.gas_limit,
+              sent_at: new Date(),
+            });
+          }
+          out.push({ sender, unit, nonce, raw, hash });
+          nonce++;
+        }
+        await tx.query('UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2', [this.chainId, sender, nonce]);
+        const s = this.senders.get(sender);
+        if (s) s.open += out.length;
+        return out;
+      });
+    } catch (err) {
+      if (err instanceof LostLease) return [];
+      throw err;
+    }
+  }
+
+  private async afterBroadcast(s: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }, res: BroadcastResult) {
+    if (res.ok) {
+      this.deps.metrics?.relayBroadcasts.inc({ chain: this.chainName, kind: s.unit.kind === 'batch' ? 'batch' : 'first' });
+      if (res.uncertain === 'transport') this.deps.log.warn({ chainId: this.chainId, hash: s.hash }, 'broadcast uncertain (no answer); the block sweep will look the slot up');
+      for (const m of s.unit.metas) this.emit(m.id);
+      return;
+    }
+    // The node refused it: this transaction does not exist. Its meta-transactions go back to the queue and
+    // the nonce becomes a hole the next sweep fills or rewinds.
+    this.deps.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
+    this.deps.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
+    await this.deps.db.transaction(async (tx) => {
+      await failAttempt(tx, this.chainId, s.hash, res.message);
+      for (const m of s.unit.metas) await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`);
+    });
+    if (res.kind === 'insufficientFunds') {
+      const st = this.senders.get(s.sender);
+      if (st) st.belowFloor = true;
+    }
+    this.dirty = true;
+    for (const m of s.unit.metas) this.emit(m.id);
+  }
+}

@@ -1,0 +1,389 @@
+import { parseEther, type Address, type Hex } from 'viem';
+import type { Queryable } from '../../store/db.ts';
+import { broadcast, failAttempt, insertAttempt, markBroadcast, openAttempts, sign, type Attempt } from './attempts.ts';
+import { memberFailure, shareGas } from './batch.ts';
+import type { Dispatcher } from './dispatcher.ts';
+import { marketFees, replacementFees, type Fees } from './gas-price.ts';
+import { outcomeOf, type RawReceipt } from '../receipts.ts';
+import type { SettledMeta } from '../store.ts';
+import type { Shortfall } from '../bars.ts';
+import { feeReceived } from './fee-check.ts';
+
+/** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
+const RECEIPT_GRACE_HEADS = 2;
+const FILLER_GAS = 21_000n;
+
+interface Slot {
+  sender: Address;
+  nonce: number;
+  attempts: Attempt[];
+}
+
+const slotKey = (sender: string, nonce: number) => `${sender}:${nonce}`;
+
+interface Hit {
+  slot: Slot;
+  winner: Attempt;
+  receipt: RawReceipt;
+}
+
+/**
+ * The once-per-head reconciliation of every in-flight transaction of the held senders. It reads two
+ * nonce counts and a balance per sender, then asks for receipts only of slots the chain's `latest`
+ * count says were mined, so its cost follows what changed, not how much is in flight.
+ */
+export class Sweeper {
+  private readonly missingSince = new Map<string, number>();
+  private market?: Fees;
+
+  constructor(private readonly d: Dispatcher) {}
+
+  private get db() {
+    return this.d.deps.db;
+  }
+
+  async sweep(head: number) {
+    const d = this.d;
+    const senders = [...d.held];
+    this.market = undefined;
+    const reads = await Promise.all(
+      senders.map(async (address) => {
+        const [latest, pending, balance] = await Promise.all([
+          d.client.getTransactionCount({ address, blockTag: 'latest' }),
+          d.client.getTransactionCount({ address, blockTag: 'pending' }),
+          d.client.getBalance({ address }),
+        ]);
+        return { address, latest, pending, balance };
+      }),
+    );
+    const floor = parseEther(d.config.minSenderBalance);
+    const attempts = await openAttempts(this.db, d.chainId, senders);
+    const slots = new Map<string, Slot>();
+    for (const a of attempts) {
+      const k = slotKey(a.sender, a.nonce);
+      if (!slots.has(k)) slots.set(k, { sender: a.sender, nonce: a.nonce, attempts: [] });
+      slots.get(k)!.attempts.push(a);
+    }
+    const ledger = await this.db.query<{ address: Address; next_nonce: string | null }>(
+      'SELECT address, next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND owner = $2',
+      [d.chainId, d.owner],
+    );
+    const next = new Map(ledger.rows.map((r) => [r.address, r.next_nonce == null ? null : Number(r.next_nonce)]));
+
+    // Settle first, for every sender at once (one database transaction each), then the waiting slots.
+    const bySender = new Map(reads.map((r) => [r.address, [...slots.values()].filter((s) => s.sender === r.address).sort((a, b) => a.nonce - b.nonce)]));
+    const isMined = (s: Slot) => s.attempts.some((a) => a.status === 'MINED');
+    await this.resolveMined(reads.flatMap((r) => bySender.get(r.address)!.filter((s) => s.nonce < r.latest && !isMined(s))), head);
+    await this.watchMined([...slots.values()].filter(isMined), head);
+
+    let capped = 0;
+    for (const r of reads) {
+      const mine = bySender.get(r.address)!;
+      const belowFloor = floor > 0n && r.balance < floor;
+      const waiting = mine.filter((s) => s.nonce >= r.latest && s.attempts.every((a) => a.status === 'PENDING'));
+      // In flight = not mined yet; mined slots awaiting confirmations do not hold a sender back.
+      d.senders.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length });
+      d.deps.metrics?.relaySenderBalance.set({ chain: d.chainName, sender: r.address }, Number(r.balance));
+      d.deps.metrics?.relaySenderBelowFloor.set({ chain: d.chainName, sender: r.address }, belowFloor ? 1 : 0);
+      d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, d.stopped.has(r.address) ? 1 : 0);
+      let stalled: string | null = null;
+      for (const s of waiting) {
+        const why = await this.nudgeSlot(s, head, r.pending);
+        if (why) {
+          capped++;
+          stalled ??= `nonce ${s.nonce}: ${why}`;
+        }
+      }
+      await this.mendLedger(r.address, r.pending, next.get(r.address) ?? null, mine, head);
+      await this.db.query(
+        'UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2',
+        [d.chainId, r.address, r.balance.toString(), belowFloor, r.latest, r.pending, stalled],
+      );
+    }
+    d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
+    if (d.deps.metrics) {
+      const depth = await d.deps.metaTxns.depth(d.chainId);
+      d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
+      d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'SENT' }, depth.sent);
+    }
+  }
+
+  private async fees(): Promise<Fees> {
+    this.market ??= await marketFees(this.d.client, this.d.policy);
+    return this.market;
+  }
+
+  private receipt(hash: Hex): Promise<RawReceipt | null> {
+    return this.d.client.request({ method: 'eth_getTransactionReceipt', params: [hash] }).catch(() => null) as Promise<RawReceipt | null>;
+  }
+
+  /** Slots the chain's nonce has passed: which of their attempts was mined? */
+  private async resolveMined(slots: Slot[], head: number) {
+    const found = await Promise.all(slots.map(async (s) => (await Promise.all(s.attempts.map((a) => this.receipt(a.hash)))).map((r, i) => ({ r, a: s.attempts[i] })).find((x) => x.r)));
+    const hits: Hit[] = [];
+    for (const [i, s] of slots.entries()) {
+      const hit = found[i];
+      const k = slotKey(s.sender, s.nonce);
+      if (hit) {
+        this.missingSince.delete(k);
+        hits.push({ slot: s, winner: hit.a, receipt: hit.r! });
+        continue;
+      }
+      // The nonce is used yet none of our hashes has a receipt: a lagging node, or another transaction took it.
+      const since = this.missingSince.get(k) ?? head;
+      this.missingSince.set(k, since);
+      if (head - since < RECEIPT_GRACE_HEADS) continue;
+      this.missingSince.delete(k);
+      await this.taken(s);
+    }
+    await this.mined(hits, head);
+  }
+
+  /** Records which attempt of each slot was mined and settles their meta-transactions, in one transaction. */
+  private async mined(hits: Hit[], head: number) {
+    const d = this.d;
+    if (hits.length === 0) return;
+    const rows = hits.map((h) => {
+      const block = Number(BigInt(h.receipt.blockNumber));
+      const first = Math.min(...h.slot.attempts.map((a) => a.broadcast_block ?? block));
+      d.deps.metrics?.relayInclusionBlocks.observe({ chain: d.chainName }, Math.max(0, block - first));
+      return { ...h, block, final: head - block + 1 >= d.config.confirmations };
+    });
+    const ids = await this.db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE relay_txs t SET status = 'REPLACED' FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(sender, nonce, winner)
+         WHERE t.chain_id = $1 AND t.sender = u.sender AND t.nonce = u.nonce AND t.status = 'PENDING' AND t.hash <> u.winner`,
+        [d.chainId, rows.map((x) => x.slot.sender), rows.map((x) => x.slot.nonce), rows.map((x) => x.winner.hash)],
+      );
+      await tx.query(
+        `UPDATE relay_txs t SET status = u.status, mined_block = u.block, mined_block_hash = u.bhash
+         FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[]) AS u(hash, status, block, bhash) WHERE t.chain_id = $1 AND t.hash = u.hash`,
+        [d.chainId, rows.map((x) => x.winner.hash), rows.map((x) => (x.final ? 'CONFIRMED' : 'MINED')), rows.map((x) => x.block), rows.map((x) => x.receipt.blockHash)],
+      );
+      return this.settle(tx, rows);
+    });
+    for (const id of ids) d.emit(id);
+  }
+
+  /** Sets each meta-transaction of the slots from its receipt: its own wallet events decide its status. */
+  private async settle(tx: Queryable, rows: (Hit & { final: boolean })[]): Promise<string[]> {
+    const d = this.d;
+    const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })));
+    const bundles = await d.deps.metaTxns.bundlesOfMany(d.chainId, metas.map((m) => m.id), tx);
+    const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
+    // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
+    const gasOf = new Map<string, bigint>();
+    const members = new Map<string, typeof metas>();
+    for (const m of metas) {
+      const key = slotKey(m.sender!, m.txn_nonce!);
+      members.set(key, [...(members.get(key) ?? []), m]);
+    }
+    for (const [key, ms] of members) {
+      const total = bySlot.get(key)?.receipt.gasUsed;
+      if (total == null) continue;
+      const ordered = [...ms].sort((a, b) => (a.batch_index ?? 0) - (b.batch_index ?? 0));
+      const shares = shareGas(BigInt(total), ordered.map((m) => BigInt(m.gas_estimated)));
+      ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
+    }
+    const out: SettledMeta[] = [];
+    const shortfalls: Shortfall[] = [];
+    const feeCtx = { chainId: d.chainId, context: d.relayer.context, payee: d.relayer.paymentAddress.toLowerCase() as Address, feeTokens: d.relayer.feeTokens };
+    for (const m of metas) {
+      const h = bySlot.get(slotKey(m.sender!, m.txn_nonce!));
+      if (!h) continue;
+      const outcome = outcomeOf(h.receipt, m.id, bundles.get(m.id) ?? []);
+      const reason = m.batch_index != null && outcome.status === 'FAILED' ? (memberFailure(h.receipt, d.relayer.context.guestModule, m.batch_index) ?? outcome.reason) : outcome.reason;
+      // The fee recorded at intake is checked against what the receipt shows arrived.
+      const received = m.fee_token ? feeReceived(h.receipt, m, feeCtx) : null;
+      if (received != null && received < BigInt(m.fee_value ?? '0')) {
+        shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: m.fee_token, owed: BigInt(m.fee_value ?? '0'), received });
+      }
+      out.push({
+        id: m.id,
+        status: outcome.status,
+        reason,
+        hash: h.winner.hash,
+        block: Number(BigInt(h.receipt.blockNumber)),
+        gasUsed: gasOf.get(m.id)?.toString() ?? null,
+        gasPrice: h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice).toString() : null,
+        receipt: JSON.stringify(h.receipt),
+        confirmed: h.final,
+        feeReceived: received?.toString() ?? null,
+      });
+    }
+    await d.deps.metaTxns.settleMany(tx, d.chainId, out);
+    if (shortfalls.length) {
+      await d.deps.bars?.record(tx, shortfalls);
+      for (const f of shortfalls) {
+        d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
+        d.deps.log.warn({ chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() }, 'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying');
+      }
+    }
+    return out.map((m) => m.id);
+  }
+
+  /** Another transaction used the slot's nonce: ours never ran; their meta-transactions go back to the queue. */
+  private async taken(s: Slot) {
+    const d = this.d;
+    d.deps.log.warn({ chainId: d.chainId, sender: s.sender, nonce: s.nonce }, 'a slot was taken by a transaction this relayer did not sign');
+    const ids = await this.db.transaction(async (tx) => {
+      await tx.query(`UPDATE relay_txs SET status = 'FAILED', error = 'nonce used by another transaction' WHERE chain_id = $1 AND sender = $2 AND nonce = $3 AND status = 'PENDING'`, [d.chainId, s.sender, s.nonce]);
+      const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
+      for (const m of metas.filter((x) => x.status === 'SENT')) await d.requeueOrDrop(tx, m, 'its transaction slot was taken by another transaction');
+      return metas.map((m) => m.id);
+    });
+    for (const id of ids) d.emit(id);
+  }
+
+  /**
+   * Mined slots within the confirmation depth: still in the same block? A block hash that changed
+   * means a reorg: the receipt is read again, and a transaction no longer mined goes back to SENT.
+   */
+  private async watchMined(slots: Slot[], head: number) {
+    const d = this.d;
+    if (slots.length === 0) return;
+    const numbers = [...new Set(slots.map((s) => s.attempts.find((a) => a.status === 'MINED')!.mined_block!))];
+    const blocks = await Promise.all(numbers.map((n) => d.client.getBlock({ blockNumber: BigInt(n) }).catch(() => null)));
+    const hashAt = new Map(numbers.map((n, i) => [n, blocks[i]?.hash ?? null]));
+    const confirmable: { slot: Slot; winner: Attempt }[] = [];
+    for (const s of slots) {
+      const winner = s.attempts.find((a) => a.status === 'MINED')!;
+      if (hashAt.get(winner.mined_block!) === winner.mined_block_hash) {
+        if (head - winner.mined_block! + 1 >= d.config.confirmations) confirmable.push({ slot: s, winner });
+        continue;
+      }
+      d.deps.metrics?.relayReorgs.inc({ chain: d.chainName });
+      const receipt = await this.receipt(winner.hash);
+      if (receipt) {
+        d.deps.log.info({ chainId: d.chainId, hash: winner.hash, from: winner.mined_block, to: Number(BigInt(receipt.blockNumber)) }, 'reorg moved a relay transaction');
+        await this.mined([{ slot: s, winner, receipt }], head);
+        continue;
+      }
+      d.deps.log.warn({ chainId: d.chainId, hash: winner.hash, block: winner.mined_block }, 'reorg removed a relay transaction; it goes back to SENT');
+      const ids = await this.db.transaction(async (tx) => {
+        // It waits again as if broadcast now: the next sweeps re-broadcast it and start its block count afresh.
+        await tx.query(`UPDATE relay_txs SET status = 'PENDING', mined_block = NULL, mined_block_hash = NULL, broadcast_block = $3 WHERE chain_id = $1 AND hash = $2`, [d.chainId, winner.hash, head]);
+        const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
+        for (const m of metas) {
+          await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash });
+        }
+        return metas.map((m) => m.id);
+      });
+      for (const id of ids) d.emit(id);
+      // Sweep again at once: the transaction is likely missing from the pool and must be re-broadcast.
+      d.dirty = true;
+    }
+    await this.confirm(confirmable);
+  }
+
+  /** Final: past the confirmation depth in the same block. */
+  private async confirm(items: { slot: Slot; winner: Attempt }[]) {
+    const d = this.d;
+    if (items.length === 0) return;
+    await this.db.transaction(async (tx) => {
+      await tx.query(`UPDATE relay_txs SET status = 'CONFIRMED' WHERE chain_id = $1 AND hash = ANY($2)`, [d.chainId, items.map((x) => x.winner.hash)]);
+      await tx.query(
+        `UPDATE meta_txns m SET confirmed = true, updated_at = now() FROM unnest($2::text[], $3::bigint[]) AS u(sender, nonce)
+         WHERE m.chain_id = $1 AND m.sender = u.sender AND m.txn_nonce = u.nonce`,
+        [d.chainId, items.map((x) => x.slot.sender), items.map((x) => x.slot.nonce)],
+      );
+    });
+  }
+
+  /**
+   * A slot still waiting: replaced at higher fees once it has waited resubmitAfterBlocks, re-broadcast
+   * when the node's pool lacks it. Returns why it cannot be replaced, when the fee cap forbids it.
+   */
+  private async nudgeSlot(s: Slot, head: number, pending: number): Promise<string | null> {
+    const d = this.d;
+    const last = s.attempts.at(-1)!;
+    if (last.broadcast_block != null && head - last.broadcast_block >= d.config.resubmitAfterBlocks) {
+      const rep = replacementFees(last.fees, await this.fees(), d.policy);
+      if (rep.ok) {
+        await this.replace(s, last, rep.fees, head);
+        return null;
+      }
+      await this.db.query('UPDATE meta_txns SET stalled = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND stalled IS DISTINCT FROM $4', [d.chainId, s.sender, s.nonce, rep.reason]);
+      if (s.nonce >= pending) await this.rebroadcast(last);
+      return rep.reason;
+    }
+    // Not in the pool's executable run (never arrived, dropped, or lost in a node restart): send it again.
+    if (s.nonce >= pending) await this.rebroadcast(last);
+    return null;
+  }
+
+  private async rebroadcast(a: Attempt) {
+    const d = this.d;
+    const res = await broadcast(d.client, a.raw);
+    if (res.ok) {
+      d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'rebroadcast' });
+      if (!res.uncertain) d.deps.log.info({ chainId: d.chainId, hash: a.hash, nonce: a.nonce }, 're-broadcast a transaction missing from the pool');
+      await this.db.query('UPDATE relay_txs SET broadcast_at = COALESCE(broadcast_at, now()) WHERE chain_id = $1 AND hash = $2', [d.chainId, a.hash]);
+    } else {
+      // "nonce too low": it (or a sibling) was just mined; the next sweep finds the receipt.
+      d.deps.log.debug({ chainId: d.chainId, hash: a.hash, kind: res.kind, err: res.message }, 're-broadcast refused');
+    }
+  }
+
+  /** The same call at the same nonce with higher fees; every earlier attempt stays watched for a receipt. */
+  private async replace(s: Slot, last: Attempt, fees: Fees, head: number) {
+    const d = this.d;
+    const account = d.accounts.get(s.sender)!;
+    const u = { nonce: s.nonce, to: last.to_address, data: last.data, value: last.value, gas: last.gas_limit, fees };
+    const { raw, hash } = await sign(account, d.chainId, u);
+    await this.db.transaction(async (tx) => {
+      await insertAttempt(tx, d.chainId, { ...u, sender: s.sender, kind: last.kind, metaTxnId: last.meta_txn_id, hash, raw, head });
+      await tx.query('UPDATE meta_txns SET txn_hash = $4, stalled = NULL, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3', [d.chainId, s.sender, s.nonce, hash]);
+    });
+    const res = await broadcast(d.client, raw);
+    if (res.ok) {
+      d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'replacement' });
+      d.deps.log.info({ chainId: d.chainId, sender: s.sender, nonce: s.nonce, hash, replaces: last.hash }, 'replaced a transaction not included in time');
+      await markBroadcast(this.db, d.client, d.chainId, [hash]);
+      return;
+    }
+    // The replacement does not exist; the earlier attempts are still the slot's (and still watched).
+    d.deps.metrics?.relayRefused.inc({ chain: d.chainName, reason: res.kind });
+    d.deps.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
+    await failAttempt(this.db, d.chainId, hash, res.message);
+    await this.db.query('UPDATE meta_txns SET txn_hash = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3', [d.chainId, s.sender, s.nonce, last.hash]);
+  }
+
+  /**
+   * Keeps the ledger equal to what the chain and our open slots say: holes below an open slot are filled
+   * with a zero-value self-transfer (nothing after a hole can be mined), a counter past every open slot
+   * and the pool is rewound, and a counter behind the chain (the key used elsewhere) is moved up.
+   */
+  private async mendLedger(sender: Address, pending: number, next: number | null, open: Slot[], head: number) {
+    const d = this.d;
+    if (next == null || pending > next) {
+      if (next != null) d.deps.log.warn({ chainId: d.chainId, sender, ledger: next, chain: pending }, 'sender used outside this relayer; ledger moved up');
+      await this.setLedger(sender, pending);
+      return;
+    }
+    // Every open slot counts, mined ones too: a reorg can put a mined one back above the chain's count.
+    const taken = new Set(open.map((s) => s.nonce));
+    const highest = open.length ? Math.max(...open.map((s) => s.nonce)) : -1;
+    for (let n = pending; n < highest; n++) if (!taken.has(n)) await this.fill(sender, n, head);
+    const floor = Math.max(pending, highest + 1);
+    if (next > floor) {
+      d.deps.log.info({ chainId: d.chainId, sender, from: next, to: floor }, 'ledger rewound to the chain');
+      await this.setLedger(sender, floor);
+    }
+  }
+
+  private async setLedger(sender: Address, n: number) {
+    await this.db.query('UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2 AND owner = $4', [this.d.chainId, sender, n, this.d.owner]);
+  }
+
+  private async fill(sender: Address, nonce: number, head: number) {
+    const d = this.d;
+    const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas: FILLER_GAS, fees: await this.fees() };
+    const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
+    await insertAttempt(this.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
+    d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
+    const res = await broadcast(d.client, raw);
+    if (res.ok) d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
+    else await failAttempt(this.db, d.chainId, hash, res.message);
+  }
+}

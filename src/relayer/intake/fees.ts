@@ -1,0 +1,116 @@
+import { decodeFunctionData, getAddress, type Address } from 'viem';
+import type { z } from 'zod';
+import type { FeeTokenConfigSchema } from '../../config/schema.ts';
+import { erc20Abi } from '../abi.ts';
+import { selectorOf, type DecodedCall } from './bundle.ts';
+
+export type FeeTokenConfig = z.infer<typeof FeeTokenConfigSchema>;
+
+/** A price as an exact fraction, so no fee is ever rounded in the relayer's disfavour. */
+export interface Fraction {
+  num: bigint;
+  den: bigint;
+}
+
+export function parseDecimal(text: string): Fraction {
+  const [int, frac = ''] = text.split('.');
+  return { num: BigInt(int + frac), den: 10n ** BigInt(frac.length) };
+}
+
+/** How the relayer learns what a fee token is worth in the native currency. Fixed rates from config by default. */
+export interface PriceSource {
+  nativePrice(chainId: number, token: FeeTokenConfig): Promise<Fraction>;
+}
+
+export const fixedPrices: PriceSource = {
+  async nativePrice(_chainId, token) {
+    return parseDecimal(token.nativePrice);
+  },
+};
+
+const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
+
+/** A cost in wei as an amount of `token`'s base units, rounded up. */
+export function weiToToken(wei: bigint, token: FeeTokenConfig, price: Fraction): bigint {
+  if (price.num === 0n) throw new Error(`fee token ${token.symbol} has a zero price`);
+  return ceilDiv(wei * 10n ** BigInt(token.decimals) * price.den, price.num * 10n ** 18n);
+}
+
+/** v × factor, rounded up; the factor is applied in millionths. */
+export const ceilMul = (v: bigint, factor: number) => ceilDiv(v * BigInt(Math.round(factor * 1_000_000)), 1_000_000n);
+
+/** gas × price × markup, rounded up. */
+export const gasCost = (gas: bigint, gasPrice: bigint, markup: number): bigint => ceilMul(gas * gasPrice, markup);
+
+/** The key a token goes by in quotes and fee records: its lower-case address, or "native". */
+export const tokenKey = (t: Pick<FeeTokenConfig, 'address'>) => (t.address ? t.address.toLowerCase() : 'native');
+
+export function feeTokenWire(chainId: number, t: FeeTokenConfig) {
+  return {
+    chainId,
+    name: t.name,
+    symbol: t.symbol,
+    type: t.address ? 'ERC20_TOKEN' : 'UNKNOWN',
+    decimals: t.decimals,
+    logoURL: t.logoURL,
+    contractAddress: t.address ? getAddress(t.address) : null,
+    tokenID: null,
+  };
+}
+
+/** The token list the probe measures: address(0) stands for native. */
+export const probeTokens = (tokens: readonly FeeTokenConfig[]): Address[] =>
+  tokens.map((t) => (t.address ? (t.address.toLowerCase() as Address) : '0x0000000000000000000000000000000000000000'));
+
+/** One fee payment found in a bundle's calldata. */
+export interface FeePayment {
+  /** tokenKey of the fee token: its lower-case address, or "native". */
+  token: string;
+  value: bigint;
+  /** The paying wallet bundle (index into DecodedCall.bundles) and the transaction's index in it. */
+  bundle: number;
+  index: number;
+  wallet: Address;
+}
+
+const TRANSFER_SELECTOR = '0xa9059cbb';
+
+/**
+ * The fees a meta-transaction pays, read from its calldata alone — never from what a simulation saw,
+ * which a contract that detects simulation can fake. A fee is a transaction of a signed bundle that the
+ * entrypoint runs directly (the wallet's own bundle, or one the guest module calls), with
+ * revertOnError=true and no delegate call, that is either `transfer(paymentAddress, v)` on an accepted
+ * fee token, or native value v sent to the payment address with no calldata. With revertOnError=true the
+ * whole bundle reverts unless it is paid, so a mined success means the fee arrived. Anything else —
+ * a payment by another contract, by the guest module, in a nested bundle or a sub-call — is not a fee.
+ */
+export function structuralFees(call: DecodedCall, payee: Address, feeTokens: readonly FeeTokenConfig[]): FeePayment[] {
+  const accepted = new Set(feeTokens.map(tokenKey));
+  const directDepth = call.kind === 'guest' ? 1 : 0;
+  const out: FeePayment[] = [];
+  for (const leaf of call.leaves) {
+    if (leaf.bundle === undefined || leaf.delegateCall || !leaf.revertOnError) continue;
+    const b = call.bundles[leaf.bundle];
+    if (b.depth !== directDepth) continue;
+    const at = { bundle: leaf.bundle, index: leaf.index, wallet: b.wallet };
+    if (leaf.target === payee && leaf.value > 0n && leaf.data === '0x' && accepted.has('native')) {
+      out.push({ token: 'native', value: leaf.value, ...at });
+      continue;
+    }
+    if (leaf.value !== 0n || !accepted.has(leaf.target) || selectorOf(leaf.data) !== TRANSFER_SELECTOR) continue;
+    try {
+      const { args } = decodeFunctionData({ abi: erc20Abi, data: leaf.data });
+      if ((args[0] as string).toLowerCase() === payee) out.push({ token: leaf.target, value: args[1] as bigint, ...at });
+    } catch {
+      // not a well-formed transfer: not a fee
+    }
+  }
+  return out;
+}
+
+/** The structural fee per token key. */
+export function feeTotals(payments: readonly FeePayment[]): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  for (const p of payments) out.set(p.token, (out.get(p.token) ?? 0n) + p.value);
+  return out;
+}

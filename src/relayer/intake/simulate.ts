@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import {
+  decodeErrorResult,
+  decodeFunctionResult,
+  encodeAbiParameters,
+  encodeFunctionData,
+  keccak256,
+  padHex,
+  toHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { estimationAbi, probeAbi, walletErrorsAbi } from '../abi.ts';
+import { sequenceCreationCode } from '../artifacts.ts';
+import type { WalletTransaction } from './bundle.ts';
+import { RELAY_PROBE_CODE } from './probe-code.ts';
+
+/**
+ * Where the probe's code is placed by state override: a fresh random address per simulation, so no
+ * contract can recognise the simulator by a well-known address (`extcodesize`). Defence in depth only:
+ * fees are read from calldata and checked after inclusion, so a contract that does detect simulation
+ * still cannot make the relayer pay for nothing.
+ */
+export function probeAddress(): Address {
+  return `0x${randomBytes(20).toString('hex')}` as Address;
+}
+
+/** keccak256("org.arcadeum.module.calls.nonce"): ModuleNonce's storage key. */
+export const NONCE_KEY = '0x8d0bf1fd623d628c741362c1289948e57b3e2905218c676d3e69abee36d6ae2e';
+
+/** The storage slot of a v2 wallet's nonce for one space (ModuleStorage.readBytes32Map(NONCE_KEY, space)). */
+export function nonceSlot(space: bigint): Hex {
+  return keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'bytes32' }], [NONCE_KEY, padHex(toHex(space), { size: 32 })]));
+}
+
+export interface NonceOverride {
+  wallet: Address;
+  space: bigint;
+  nonce: bigint;
+}
+
+export interface ExactSimulation {
+  ok: boolean;
+  reason?: string;
+  /** Gas the entrypoint call burned on the generous path (without the transaction's intrinsic cost). */
+  gasUsed: bigint;
+  /** What the payment address received, per token (address(0) = native), in the order asked. */
+  paid: bigint[];
+  /** eth_estimateGas of the real transaction from the sender; undefined when the node refused it. */
+  estimate?: bigint;
+}
+
+/** The base cost of a transaction carrying `data` (EIP-2028 rates, EIP-7623 floor). */
+export function intrinsicGas(data: Hex): bigint {
+  let zero = 0n;
+  let nonZero = 0n;
+  for (let i = 2; i < data.length; i += 2) {
+    if (data[i] === '0' && data[i + 1] === '0') zero++;
+    else nonZero++;
+  }
+  const standard = 21_000n + zero * 4n + nonZero * 16n;
+  const floor = 21_000n + (zero + nonZero * 4n) * 10n;
+  return standard > floor ? standard : floor;
+}
+
+/** A revert payload in words: a wallet error by name, Error(string), Panic, or the raw bytes. */
+export function describeRevert(data: Hex | undefined): string {
+  if (!data || data === '0x') return 'reverted without a reason';
+  try {
+    const d = decodeErrorResult({ abi: walletErrorsAbi, data }) as { errorName: string; args?: readonly unknown[] };
+    if (d.errorName === 'Error') return String(d.args?.[0]);
+    if (d.errorName === 'Panic') return `panic ${String(d.args?.[0])}`;
+    const args = (d.args ?? []).map((a) => (typeof a === 'bigint' ? a.toString() : String(a)));
+    if (d.errorName === 'CallReverted' && d.args) return `transaction ${String(d.args[0])} reverted: ${describeRevert(d.args[1] as Hex)}`;
+    return `${d.errorName}(${args.map((a) => (a.length > 80 ? `${a.slice(0, 77)}...` : a)).join(', ')})`;
+  } catch {
+    return `reverted with ${data.length > 202 ? `${data.slice(0, 202)}...` : data}`;
+  }
+}
+
+function overrides(probe: Address, nonces: NonceOverride[]) {
+  const byWallet = new Map<Address, { slot: Hex; value: Hex }[]>();
+  for (const n of nonces) {
+    const list = byWallet.get(n.wallet) ?? [];
+    list.push({ slot: nonceSlot(n.space), value: padHex(toHex(n.nonce), { size: 32 }) });
+    byWallet.set(n.wallet, list);
+  }
+  return [
+    { address: probe, code: RELAY_PROBE_CODE as Hex },
+    ...[...byWallet].map(([address, stateDiff]) => ({ address, stateDiff })),
+  ];
+}
+
+/**
+ * Runs the exact call a sender would send, through the probe (does it execute, how much gas, what fee
+ * arrives), and estimates the real transaction; both go out in one JSON-RPC batch. `nonces` lets a
+ * bundle whose predecessors are still queued be simulated as if they had run.
+ */
+export async function simulateExact(
+  client: PublicClient,
+  args: { sender: Address; entrypoint: Address; input: Hex; payee: Address; tokens: Address[]; nonces: NonceOverride[]; gasCap: bigint },
+): Promise<ExactSimulation> {
+  const probe = probeAddress();
+  const stateOverride = overrides(probe, args.nonces);
+  const probeData = encodeFunctionData({ abi: probeAbi, functionName: 'probe', args: [args.entrypoint, args.input, args.payee, args.tokens] });
+  const [probed, estimate] = await Promise.allSettled([
+    client.call({ account: args.sender, to: probe, data: probeData, gas: args.gasCap, stateOverride }),
+    client.estimateGas({ account: args.sender, to: args.entrypoint, data: args.input, gas: args.gasCap, stateOverride: stateOverride.slice(1) }),
+  ]);
+  if (probed.status === 'rejected') throw probed.reason;
+  const [ok, ret, gasUsed, paid] = decodeFunctionResult({ abi: probeAbi, functionName: 'probe', data: probed.value.data ?? '0x' });
+  return {
+    ok,
+    reason: ok ? undefined : describeRevert(ret),
+    gasUsed,
+    paid: [...paid],
+    estimate: estimate.status === 'fulfilled' ? estimate.value : undefined,
+  };
+}
+
+export interface TxSimulation {
+  executed: boolean;
+  succeeded: boolean;
+  result: Hex;
+  reason?: string;
+  gasUsed: bigint;
+}
+
+const moduleCode = new Map<number, Promise<Hex>>();
+
+/** The gas-estimation module's runtime code, produced by the node itself from the creation code. */
+function estimationModuleCode(client: PublicClient, chainId: number): Promise<Hex> {
+  let p = moduleCode.get(chainId);
+  if (!p) {
+    p = client.call({ data: sequenceCreationCode('MainModuleGasEstimation') }).then((r) => {
+      if (!r.data || r.data === '0x') throw new Error('the node returned no runtime code for MainModuleGasEstimation');
+      return r.data;
+    });
+    p.catch(() => moduleCode.delete(chainId));
+    moduleCode.set(chainId, p);
+  }
+  return p;
+}
+
+/**
+ * Runs a wallet's transactions without its signature or nonce: the wallet's code is swapped for
+ * Sequence's gas-estimation module (by state override), which executes each one and reports its gas.
+ * This is what FeeOptions and Simulate use, since they receive unsigned bundles.
+ */
+export async function simulateUnsigned(client: PublicClient, chainId: number, wallet: Address, txs: readonly WalletTransaction[], gasCap: bigint): Promise<TxSimulation[]> {
+  const code = await estimationModuleCode(client, chainId);
+  const data = encodeFunctionData({ abi: estimationAbi, functionName: 'simulateExecute', args: [txs] });
+  const r = await client.call({ to: wallet, data, gas: gasCap, stateOverride: [{ address: wallet, code }] });
+  const results = decodeFunctionResult({ abi: estimationAbi, functionName: 'simulateExecute', data: r.data ?? '0x' });
+  return results.map((x) => ({
+    executed: x.executed,
+    succeeded: x.succeeded,
+    result: x.result,
+    reason: x.executed && !x.succeeded ? describeRevert(x.result) : undefined,
+    gasUsed: x.gasUsed,
+  }));
+}
+
