@@ -11,9 +11,11 @@ import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { createFetcher, type Fetcher } from './metadata/fetch/fetch.ts';
 import { TokenMetadataService } from './metadata/tokens/resolver.ts';
-import { tokenStore } from './metadata/tokens/token-store.ts';
+import { tokenStore, type TokenStore } from './metadata/tokens/token-store.ts';
 import { ContractInfoService } from './metadata/contracts/contracts.ts';
 import { contractStore, type ContractStore } from './metadata/contracts/contract-store.ts';
+import { TokenDirectory } from './metadata/contracts/directory.ts';
+import { directoryStore } from './metadata/contracts/directory-store.ts';
 import { RefreshService } from './metadata/refresh/refresh.ts';
 import { taskStore, type TaskStore } from './metadata/refresh/task-store.ts';
 import { TaskWorker } from './metadata/refresh/worker.ts';
@@ -44,8 +46,10 @@ export interface Services {
   rateLimiter: RateLimiter;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
+  tokenStore: TokenStore;
   contracts: ContractInfoService;
   contractStore: ContractStore;
+  directory: TokenDirectory;
   tokenSearch: TokenSearchService;
   tasks: TaskStore;
   refresh: RefreshService;
@@ -112,8 +116,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   });
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
+  const tokensRepo = tokenStore(db);
   const tokens = new TokenMetadataService({
-    store: tokenStore(db),
+    store: tokensRepo,
     fetcher,
     config,
     log,
@@ -123,7 +128,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
-  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokenStore(db), contracts, chains, config, log, metrics });
+  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
+  const directory = new TokenDirectory({
+    store: directoryStore(db),
+    contracts: contractsRepo,
+    chains,
+    configured: config.chains,
+    mediaUrl: contracts.mediaUrl,
+    learn: (chain, addresses) => contracts.learn(chain, addresses),
+  });
   const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
@@ -180,6 +193,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     tokens,
     contracts,
     contractStore: contractsRepo,
+    tokenStore: tokensRepo,
+    directory,
     tokenSearch,
     tasks,
     refresh,

@@ -70,6 +70,13 @@ function previousManifest(manifestPath: string): Partial<DevManifest> {
 }
 
 /** Reuses the last run's dev key while it is still live: keys are stored hashed, so it cannot be re-read. */
+/** The sample contracts make up the dev chain's token directory, the ERC721 collection featured. */
+async function listSamples(s: Services, chainId: number, contracts: Record<string, string>) {
+  const lower = (a: string) => a.toLowerCase() as Address;
+  await s.directory.add(chainId, Object.values(contracts).map(lower));
+  await s.directory.setFeatureIndex(chainId, lower(contracts.erc721!), 1);
+}
+
 async function devAccessKey(s: Services, previous: unknown): Promise<{ key: string; project: string }> {
   const projectName = 'dev';
   const project = (await s.projects.getByName(projectName)) ?? (await s.projects.create(projectName));
@@ -140,6 +147,7 @@ export async function runDev(argv: string[]) {
     const adminToken = await devAdminToken(services.db, previous.adminToken);
     const devProject = (await services.projects.getByName(project))!;
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
+    await listSamples(services, chain.manifest.chain.chainId, chain.manifest.contracts);
     const app = await buildApp(services);
     await app.listen({ port: config.port, host: config.host });
     services.startBackground();

@@ -93,6 +93,8 @@ export const ChainConfigSchema = z.object({
   watchFromBlock: z.number().int().min(0).optional(),
   /** Relay Sequence meta-transactions on this chain, served at /relayer/<name>. */
   relayer: RelayerChainConfigSchema.optional(),
+  /** A test network: the token directory hides it unless asked (default: the well-known network's flag, else false). */
+  testnet: z.boolean().optional(),
 });
 
 export const AppConfigSchema = z
