@@ -29,6 +29,7 @@ import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
+import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -64,6 +65,10 @@ export interface Services {
   receiptWaiters: ReceiptWaiters;
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
+  /** One indexer per chain configured with `indexer` (scope not 'off'), by chain id. */
+  indexers: ReadonlyMap<number, ChainIndexer>;
+  /** Token metadata and contract info for the indexer's answers, from the metadata service. */
+  indexerMetadata: IndexerMetadata;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
   startedAt: Date;
@@ -162,6 +167,16 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
+  const indexers = new Map<number, ChainIndexer>();
+  for (const c of config.chains) {
+    if (!c.indexer || c.indexer.scope === 'off') continue;
+    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log));
+  }
+  // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
+  const indexerMetadata: IndexerMetadata = {
+    contracts: async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos,
+    tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).tokens,
+  };
   let background = false;
   let dispatching = false;
   let closed = false;
@@ -193,6 +208,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     spendCaps: caps,
     bars,
     receiptWaiters,
+    indexers,
+    indexerMetadata,
     startDispatchers() {
       dispatching = true;
       for (const d of dispatchers) d.start();
@@ -201,12 +218,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       background = true;
       worker.start();
       for (const w of watchers) w.start();
+      for (const i of indexers.values()) i.follower.start();
     },
     startedAt: new Date(),
     async close() {
       if (closed) return;
       closed = true;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await auth.flush();
       fetcher.close();

@@ -1,0 +1,44 @@
+import type { ChainClient } from '../chain/client.ts';
+import type { IndexerChainConfig } from '../config/schema.ts';
+import type { Db } from '../store/db.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { balanceReader, type BalanceReader } from './balance-reader.ts';
+import { IndexFollower, readCursor, type Cursor } from './follower.ts';
+import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
+
+/**
+ * Token metadata and contract info for answers with `includeMetadata`, given by the wiring (the
+ * metadata service): what it holds now, never waiting on an origin; what it does not hold yet
+ * comes back with its status and is resolved in the background.
+ */
+export interface IndexerMetadata {
+  contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, unknown>>;
+  /** In request order. */
+  tokens(chain: ChainClient, contract: string, ids: string[]): Promise<unknown[]>;
+}
+
+/** One indexed chain: its follower, its reads and its watchlist. */
+export class ChainIndexer {
+  readonly follower: IndexFollower;
+  readonly reads: BalanceReader;
+  readonly watchlist: ReturnType<typeof watchlist>;
+
+  constructor(
+    readonly chain: ChainClient,
+    readonly cfg: IndexerChainConfig & { scope: IndexScope },
+    readonly db: Db,
+    log: Logger,
+  ) {
+    this.follower = new IndexFollower(chain, cfg, { db, log, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts) });
+    this.reads = balanceReader(db, chain.chainId);
+    this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
+  }
+
+  get scope(): IndexScope {
+    return this.cfg.scope;
+  }
+
+  cursor(): Promise<Cursor | null> {
+    return readCursor(this.db, this.chain.chainId, this.cfg.scope);
+  }
+}
