@@ -113,8 +113,10 @@ export class IndexFollower {
       cur = await readCursor(db, chainId, this.cfg.scope);
       if (!cur) return false;
     }
-    const seen = await this.hashOf(cur.block);
-    if (seen && cur.hash !== '0x' && seen !== cur.hash) {
+    // A chain now shorter than the cursor, or another block at its height: a reorg.
+    const shorter = cur.block > head && cur.hash !== '0x';
+    const seen = shorter ? null : await this.hashOf(cur.block);
+    if (shorter || (seen && cur.hash !== '0x' && seen !== cur.hash)) {
       await this.unwind(cur);
       return true;
     }
