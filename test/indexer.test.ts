@@ -10,6 +10,11 @@ import { ANVIL_DEPLOYER_KEY, devPublicClient } from '../src/devchain/index.ts';
 import { mine, revert, snapshot } from './support/anvil-control.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
 import { startTestService, type TestService } from './support/service.ts';
+import { createTestDb } from './support/db.ts';
+import { runCli } from './support/cli.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
 
 type Kind = 'ERC20' | 'ERC721' | 'ERC1155';
@@ -319,6 +324,34 @@ describe('indexer', () => {
     } finally {
       await t2?.close();
       await proxy?.close();
+    }
+  });
+
+  it('metarelay indexer backfill runs the task with a progress bar and reports it done', async () => {
+    const testDb = await createTestDb();
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-ix-cli-'));
+    try {
+      // One process per PGlite folder: the CLI gets the database to itself.
+      if (testDb.db.kind === 'pglite') await testDb.db.close();
+      const file = join(dir, 'metarelay.json');
+      writeFileSync(file, JSON.stringify({
+        database: testDb.location,
+        logLevel: 'silent',
+        chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 8 } }],
+        indexer: { backfillRangeBlocks: 16 },
+      }));
+      const head = Number(await pub.getBlockNumber());
+      const r = await runCli(['indexer', 'backfill', '--chain', 'anvil', '--from', '0', '--config', file]);
+      expect(r.stderr).toContain('backfill 1: blocks 0..');
+      expect(r.stderr).toMatch(/backfill #1 \[#{30}\] 100%/);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop()!);
+      expect(out).toMatchObject({ id: 1, status: 'DONE', fromBlock: 0, toBlock: head, done: head + 1, malformed: 6 });
+      const again = await runCli(['indexer', 'status', '1', '--config', file]);
+      expect(JSON.parse(again.stdout)).toMatchObject({ status: 'DONE', logs: out.logs });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await testDb.drop();
     }
   });
 });

@@ -107,7 +107,8 @@ export interface BackfillWorkerDeps {
   chains: ReadonlyMap<number, ChainClient>;
   /** The address filter for a chain's scope (undefined: every contract). */
   addresses: (chainId: number, scope: IndexScope) => (() => Promise<string[]>) | undefined;
-  chunkBlocks: number;
+  /** Most blocks per eth_getLogs (per chain); shrinks when the node refuses. */
+  chunkBlocks: number | ((chainId: number) => number);
   leaseSec: number;
   /**
    * Called after each chunk is committed (the CLI draws its progress bar from it). What it throws
@@ -156,7 +157,8 @@ export class BackfillWorker {
     const k = `${chain.chainId}:${scope}`;
     let r = this.readers.get(k);
     if (!r) {
-      r = new LogReader(chain, this.d.chunkBlocks, this.d.addresses(chain.chainId, scope));
+      const span = typeof this.d.chunkBlocks === 'number' ? this.d.chunkBlocks : this.d.chunkBlocks(chain.chainId);
+      r = new LogReader(chain, span, this.d.addresses(chain.chainId, scope));
       this.readers.set(k, r);
     }
     return r;

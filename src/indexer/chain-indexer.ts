@@ -5,6 +5,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import { balanceReader, type BalanceReader } from './balance-reader.ts';
 import { IndexFollower, readCursor, type Cursor } from './follower.ts';
 import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
+import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
 
 /**
  * Token metadata and contract info for answers with `includeMetadata`, given by the wiring (the
@@ -41,4 +42,16 @@ export class ChainIndexer {
   cursor(): Promise<Cursor | null> {
     return readCursor(this.db, this.chain.chainId, this.cfg.scope);
   }
+}
+
+/** A backfill worker for the chains this process indexes, with each chain's scope and log span. */
+export function backfillWorkerFor(db: Db, indexers: ReadonlyMap<number, ChainIndexer>, leaseSec: number, onChunk?: BackfillWorkerDeps['onChunk']): BackfillWorker {
+  return new BackfillWorker({
+    db,
+    chains: new Map([...indexers].map(([id, ix]) => [id, ix.chain])),
+    addresses: (chainId, scope) => addressFilter(db, chainId, scope, indexers.get(chainId)?.cfg.contracts ?? []),
+    chunkBlocks: (chainId) => indexers.get(chainId)?.cfg.chunkBlocks ?? 2_000,
+    leaseSec,
+    onChunk,
+  });
 }

@@ -1,5 +1,5 @@
 // The indexer's door: what the wiring, the HTTP layer and the CLI use.
-export { ChainIndexer, type IndexerMetadata } from './chain-indexer.ts';
+export { ChainIndexer, backfillWorkerFor, type IndexerMetadata } from './chain-indexer.ts';
 export { BackfillWorker, backfillStore, type BackfillProgress } from './backfill.ts';
 export { readHistory, type HistoryTxn } from './history-reader.ts';
 export type { BalanceRow } from './balance-reader.ts';
