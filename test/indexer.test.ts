@@ -327,6 +327,31 @@ describe('indexer', () => {
     }
   });
 
+  it('a watchlist chain indexes only its contracts, and one a project adds from then on', async () => {
+    const t3 = await startTestService({
+      chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'watchlist', contracts: [c.fee], fromBlock: 0, confirmations: 0, chunkBlocks: 64 } }],
+    });
+    try {
+      const ix = t3.services.indexers.get(chain.anvil.chainId)!;
+      await catchUp(ix);
+      const base = await t3.app.listen({ port: 0, host: '127.0.0.1' });
+      const got = await indexed(new SequenceIndexer(`${base}/indexer/anvil`, t3.accessKey));
+      expect([...new Set([...got.keys()].map((k) => k.split(':')[0]))]).toEqual([c.fee]);
+      expect(got.get(`${c.fee}:${F}:0`)).toBe('60');
+      const G = someone();
+      await ix.watchlist.add(c.nft, t3.project.id);
+      await chain.send([call(c.nft, 'TestIndexERC721', 'mint', [G, 99n]), call(c.erc20, 'TestIndexERC20', 'mint', [G, 3n])]);
+      touch(c.nft, G, 99);
+      touch(c.erc20, G);
+      await catchUp(ix);
+      const later = await indexed(new SequenceIndexer(`${base}/indexer/anvil`, t3.accessKey));
+      expect(later.get(`${c.nft}:${G}:99`)).toBe('1');
+      expect(later.has(`${c.erc20}:${G}:0`)).toBe(false);
+    } finally {
+      await t3.close();
+    }
+  });
+
   it('metarelay indexer backfill runs the task with a progress bar and reports it done', async () => {
     const testDb = await createTestDb();
     const dir = mkdtempSync(join(tmpdir(), 'metarelay-ix-cli-'));
