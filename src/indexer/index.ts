@@ -6,3 +6,4 @@ export type { BalanceRow } from './balance-reader.ts';
 export { addressFilter, type IndexScope } from './watchlist.ts';
 export type { TokenType } from './decode.ts';
 export { metadataFor, tokenBalanceWire, tokenSupplyWire, transactionWire, type MetadataPage } from './view.ts';
+export { forgetIndexedChain } from './forget-chain.ts';
