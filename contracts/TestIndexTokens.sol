@@ -68,7 +68,7 @@ contract TestIndexERC721 is ERC721 {
 }
 
 contract TestIndexERC1155 is ERC1155 {
-    constructor() ERC1155("http://127.0.0.1/{id}.json") {}
+    constructor(string memory uri_) ERC1155(uri_) {}
 
     function mint(address to, uint256 id, uint256 amount) external {
         _mint(to, id, amount, "");
@@ -119,6 +119,26 @@ contract TestMalformedTransfers {
             // Transfer with an address topic that has high bits set.
             mstore(p, 5)
             log3(p, 32, t, not(0), to)
+        }
+    }
+}
+
+/// @notice For the indexer bench: `n` ERC20 Transfer events among `accounts` pseudo-random holders,
+/// without the storage writes of real transfers (the indexer reads logs, not state).
+contract TestTransferSpray {
+    bytes32 constant TRANSFER = keccak256("Transfer(address,address,uint256)");
+
+    function spray(uint256 n, uint256 accounts, uint256 seed) external {
+        bytes32 t = TRANSFER;
+        for (uint256 i = 0; i < n; i++) {
+            uint256 r = uint256(keccak256(abi.encode(seed, i)));
+            address from = address(uint160((r % accounts) + 1));
+            address to = address(uint160(((r >> 64) % accounts) + 1));
+            uint256 amount = (r >> 128) % 1000;
+            assembly {
+                mstore(0, amount)
+                log3(0, 32, t, from, to)
+            }
         }
     }
 }

@@ -98,7 +98,7 @@ beforeAll(async () => {
     { contract: 'TestIndexERC20' },
     { contract: 'TestFeeToken', args: [F] },
     { contract: 'TestIndexERC721' },
-    { contract: 'TestIndexERC1155' },
+    { contract: 'TestIndexERC1155', args: ['http://127.0.0.1/{id}.json'] },
     { contract: 'TestMalformedTransfers' },
   ]);
   c = { erc20: erc20!, fee: fee!, nft: nft!, multi: multi!, bad: bad! };
