@@ -175,7 +175,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
   const indexerMetadata: IndexerMetadata = {
     contracts: async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos,
-    tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).tokens,
+    tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).json,
   };
   let background = false;
   let dispatching = false;

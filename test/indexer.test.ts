@@ -190,9 +190,17 @@ describe('indexer', () => {
     expect(batch).toMatchObject({ transferType: 'RECEIVE', contractType: 'ERC1155', tokenIds: ['2', '3'], amounts: ['1', '6'] });
     const burn = hist.transactions.flatMap((x) => x.transfers ?? []).find((tr) => tr.contractAddress === multi && tr.from === C)!;
     expect(burn).toMatchObject({ transferType: 'SEND', to: '0x0000000000000000000000000000000000000000', tokenIds: ['2'], amounts: ['1'] });
+    const withMeta = await client.getTransactionHistory({ filter: { accountAddress: C, contractAddress: multi }, includeMetadata: true });
+    const batchWithMeta = withMeta.transactions.flatMap((x) => x.transfers ?? []).find((tr) => tr.from === B)!;
+    expect(batchWithMeta.contractInfo?.address).toBe(multi);
+    expect(Object.keys(batchWithMeta.tokenMetadata ?? {}).sort()).toEqual(['2', '3']);
+    expect(batchWithMeta.tokenMetadata!['3']!.tokenId).toBe('3');
     const feeTx = hist.transactions.find((x) => x.transfers?.some((tr) => tr.contractAddress === fee))!;
     expect(feeTx.transfers).toHaveLength(1);
     expect(feeTx.transfers![0]).toMatchObject({ from: B, to: C, amounts: ['90'], transferType: 'RECEIVE' });
+    const receipt = (await client.fetchTransactionReceipt({ txnHash: feeTx.txnHash })).receipt;
+    expect(receipt).toMatchObject({ txnHash: feeTx.txnHash, txnStatus: 'SUCCESSFUL', blockNumber: feeTx.blockNumber, final: true });
+    expect(receipt.logs.map((l) => l.contractAddress)).toEqual([fee, fee]);
     const block = await pub.getBlock({ blockNumber: BigInt(feeTx.blockNumber) });
     expect(feeTx.blockHash).toBe(block.hash);
     expect(new Date(feeTx.timestamp).getTime()).toBe(Number(block.timestamp) * 1000);
@@ -233,7 +241,8 @@ describe('indexer', () => {
     await expect(client.getTokenBalances({ accountAddress: 'nope' })).rejects.toMatchObject({ code: 2001 });
     await expect(client.getTokenBalances({ accountAddress: A, page: { sort: [{ column: 'balance', order: 'DESC' as never }] } })).rejects.toMatchObject({ code: 2001 });
     await expect(client.getTransactionHistory({ filter: { metaTransactionIDs: ['x'] } })).rejects.toMatchObject({ code: 2001 });
-    await expect(client.fetchTransactionReceipt({ txnHash: `0x${'00'.repeat(32)}` })).rejects.toMatchObject({ code: -2, status: 404 });
+    await expect(client.fetchTransactionReceipt({ txnHash: `0x${'00'.repeat(32)}` })).rejects.toMatchObject({ code: 3000 });
+    await expect(client.getTokenPrices({ q: [] })).rejects.toMatchObject({ code: -2, status: 404 });
     const base = (client as unknown as { hostname: string }).hostname.replace(/\/indexer\/anvil$/, '');
     await expect(new SequenceIndexer(`${base}/indexer/nowhere`, t.accessKey).getChainID()).rejects.toMatchObject({ code: 2002 });
     await expect(new SequenceIndexer(`${base}/indexer/anvil`).getTokenBalances({ accountAddress: A })).rejects.toMatchObject({ code: 1000, status: 401 });
@@ -347,6 +356,20 @@ describe('indexer', () => {
       const later = await indexed(new SequenceIndexer(`${base}/indexer/anvil`, t3.accessKey));
       expect(later.get(`${c.nft}:${G}:99`)).toBe('1');
       expect(later.has(`${c.erc20}:${G}:0`)).toBe(false);
+      // A's token 1 was minted before the contract was watched: SyncBalance takes it from the chain,
+      // and a transfer after that keeps both sides right.
+      const client3 = new SequenceIndexer(`${base}/indexer/anvil`, t3.accessKey);
+      expect(later.has(`${c.nft}:${A}:1`)).toBe(false);
+      await client3.syncBalance({ accountAddress: A, contractAddress: c.nft, tokenID: '1' });
+      expect((await indexed(client3)).get(`${c.nft}:${A}:1`)).toBe('1');
+      await chain.send([call(c.nft, 'TestIndexERC721', 'move', [A, G, 1n])]);
+      touch(c.nft, G, 1);
+      await catchUp(ix);
+      const synced = await indexed(client3);
+      expect(synced.has(`${c.nft}:${A}:1`)).toBe(false);
+      expect(synced.get(`${c.nft}:${G}:1`)).toBe('1');
+      await expect(client3.syncBalance({ accountAddress: A, contractAddress: c.nft })).rejects.toMatchObject({ code: 2001 });
+      await expect(client3.syncBalance({ accountAddress: A, contractAddress: c.erc20 })).rejects.toMatchObject({ code: 3000 });
     } finally {
       await t3.close();
     }

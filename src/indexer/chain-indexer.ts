@@ -14,8 +14,8 @@ import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
  */
 export interface IndexerMetadata {
   contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, unknown>>;
-  /** In request order. */
-  tokens(chain: ChainClient, contract: string, ids: string[]): Promise<unknown[]>;
+  /** Each token's TokenMetadata as JSON text, in request order. */
+  tokens(chain: ChainClient, contract: string, ids: string[]): Promise<string[]>;
 }
 
 /** One indexed chain: its follower, its reads and its watchlist. */

@@ -3,17 +3,20 @@ import type { BalanceRow } from './balance-reader.ts';
 import type { IndexerMetadata } from './chain-indexer.ts';
 import type { HistoryTxn } from './history-reader.ts';
 
-// The wire shapes of @0xsequence/indexer (indexer.gen.ts): TokenBalance, TokenSupply, Transaction.
+// The wire shapes of @0xsequence/indexer (indexer.gen.ts): TokenBalance, TokenSupply, Transaction,
+// built as JSON text. Token metadata and contract info arrive already serialised from the metadata
+// service and are spliced in as they are: a page of 1 000 tokens is not parsed and re-serialised.
 // Prices are not tracked: their fields are "0" as the schema requires them.
 
-/** Contract info and token metadata for a set of (contract, token id) pairs, one lookup per contract. */
+/** Contract info and token metadata (JSON text) for a page, by contract and by `contract:id`. */
 export interface MetadataPage {
-  contracts: Map<string, unknown>;
-  tokens: Map<string, unknown>;
+  contracts: Map<string, string>;
+  tokens: Map<string, string>;
 }
 
 const NFT = new Set(['ERC721', 'ERC1155']);
 
+/** One lookup for the page's contracts and one per contract for its tokens (collectibles only). */
 export async function metadataFor(
   meta: IndexerMetadata,
   chain: ChainClient,
@@ -34,58 +37,67 @@ export async function metadataFor(
     contracts.length ? meta.contracts(chain, contracts) : Promise.resolve(new Map<string, unknown>()),
     ...[...ids].map(async ([c, set]) => {
       const list = [...set];
-      const tokens = await meta.tokens(chain, c, list);
-      return list.map((id, k) => [`${c}:${id}`, tokens[k]] as const);
+      const json = await meta.tokens(chain, c, list);
+      return list.map((id, k) => [`${c}:${id}`, json[k]!] as const);
     }),
   ]);
-  return { contracts: infos as Map<string, unknown>, tokens: new Map(perContract.flat()) };
+  const contractJson = new Map<string, string>();
+  for (const [a, info] of infos) contractJson.set(a, JSON.stringify(info));
+  return { contracts: contractJson, tokens: new Map(perContract.flat()) };
 }
 
-export function tokenBalanceWire(chainId: number, r: BalanceRow, meta?: MetadataPage, summary?: { unique: number }) {
-  const token = meta && !summary ? meta.tokens.get(`${r.contract}:${r.tokenId}`) : undefined;
-  const info = meta?.contracts.get(r.contract);
-  return {
-    contractType: r.type,
-    contractAddress: r.contract,
-    accountAddress: r.account,
-    tokenID: r.tokenId,
-    balance: r.balance,
-    balanceUSD: '0',
-    priceUSD: '0',
-    blockHash: r.blockHash,
-    blockNumber: r.blockNumber,
-    chainId,
-    uniqueCollectibles: summary && r.type !== 'ERC20' ? String(summary.unique) : '0',
-    isSummary: summary !== undefined,
-    ...(info ? { contractInfo: info } : {}),
-    ...(token ? { tokenMetadata: token } : {}),
-  };
+/** `obj` serialised with extra members whose values are JSON text already. */
+function spliced(obj: object, raw: Record<string, string | undefined>): string {
+  const text = JSON.stringify(obj);
+  const extra = Object.entries(raw)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${JSON.stringify(k)}:${v}`);
+  return extra.length ? `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}${extra.join(',')}}` : text;
 }
 
-export function tokenSupplyWire(chainId: number, contract: string, s: { tokenId: string; supply: string; type: string }, meta?: MetadataPage) {
-  const info = meta?.contracts.get(contract);
-  const token = meta?.tokens.get(`${contract}:${s.tokenId}`);
-  return { tokenID: s.tokenId, supply: s.supply, chainId, ...(info ? { contractInfo: info } : {}), ...(token ? { tokenMetadata: token } : {}) };
+export function tokenBalanceJson(chainId: number, r: BalanceRow, meta?: MetadataPage, summary?: { unique: number }): string {
+  return spliced(
+    {
+      contractType: r.type,
+      contractAddress: r.contract,
+      accountAddress: r.account,
+      tokenID: r.tokenId,
+      balance: r.balance,
+      balanceUSD: '0',
+      priceUSD: '0',
+      blockHash: r.blockHash,
+      blockNumber: r.blockNumber,
+      chainId,
+      uniqueCollectibles: summary && r.type !== 'ERC20' ? String(summary.unique) : '0',
+      isSummary: summary !== undefined,
+    },
+    {
+      contractInfo: meta?.contracts.get(r.contract),
+      tokenMetadata: meta && !summary ? meta.tokens.get(`${r.contract}:${r.tokenId}`) : undefined,
+    },
+  );
+}
+
+export function tokenSupplyJson(chainId: number, contract: string, s: { tokenId: string; supply: string }, meta?: MetadataPage): string {
+  return spliced(
+    { tokenID: s.tokenId, supply: s.supply, chainId },
+    { contractInfo: meta?.contracts.get(contract), tokenMetadata: meta?.tokens.get(`${contract}:${s.tokenId}`) },
+  );
 }
 
 /** A transaction with its transfers; SEND or RECEIVE as seen from `accounts` (UNKNOWN without one, or for a self-transfer). */
-export function transactionWire(chainId: number, t: HistoryTxn, accounts: Set<string>, meta?: MetadataPage) {
-  return {
-    txnHash: t.txHash,
-    blockNumber: t.blockNumber,
-    blockHash: t.blockHash,
-    chainId,
-    timestamp: t.ts.toISOString(),
-    transfers: t.transfers.map((tr) => {
-      const sends = accounts.has(tr.from);
-      const receives = accounts.has(tr.to);
-      const info = meta?.contracts.get(tr.contract);
-      const tokens: Record<string, unknown> = {};
-      if (meta) for (const id of tr.tokenIds) {
-        const m = meta.tokens.get(`${tr.contract}:${id}`);
-        if (m) tokens[id] = m;
-      }
-      return {
+export function transactionJson(chainId: number, t: HistoryTxn, accounts: Set<string>, meta?: MetadataPage): string {
+  const transfers = t.transfers.map((tr) => {
+    const sends = accounts.has(tr.from);
+    const receives = accounts.has(tr.to);
+    const tokens = meta
+      ? tr.tokenIds.flatMap((id) => {
+          const m = meta.tokens.get(`${tr.contract}:${id}`);
+          return m ? [`${JSON.stringify(id)}:${m}`] : [];
+        })
+      : [];
+    return spliced(
+      {
         transferType: sends === receives ? 'UNKNOWN' : sends ? 'SEND' : 'RECEIVE',
         contractAddress: tr.contract,
         contractType: tr.type,
@@ -94,9 +106,12 @@ export function transactionWire(chainId: number, t: HistoryTxn, accounts: Set<st
         tokenIds: tr.tokenIds,
         amounts: tr.amounts,
         logIndex: tr.logIndex,
-        ...(info ? { contractInfo: info } : {}),
-        ...(Object.keys(tokens).length ? { tokenMetadata: tokens } : {}),
-      };
-    }),
-  };
+      },
+      { contractInfo: meta?.contracts.get(tr.contract), tokenMetadata: tokens.length ? `{${tokens.join(',')}}` : undefined },
+    );
+  });
+  return spliced(
+    { txnHash: t.txHash, blockNumber: t.blockNumber, blockHash: t.blockHash, chainId, timestamp: t.ts.toISOString() },
+    { transfers: `[${transfers.join(',')}]` },
+  );
 }

@@ -1,17 +1,20 @@
 import { z } from 'zod';
 import {
+  fetchReceipt,
   metadataFor,
+  receiptWire,
+  syncBalance,
   readHistory,
-  tokenBalanceWire,
-  tokenSupplyWire,
-  transactionWire,
+  tokenBalanceJson,
+  tokenSupplyJson,
+  transactionJson,
   type ChainIndexer,
   type TokenType,
 } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
 import { APP_VERSION } from '../../version.ts';
 import { IndexerErrors, RpcError, indexerErrorMap as E } from '../errors.ts';
-import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
+import { RawJson, method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 
@@ -131,6 +134,10 @@ const HistoryArgs = z.object({
   metadataOptions: MetadataOptions,
 });
 
+const TxHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash');
+/** FetchTransactionReceipt waits at most this long for a transaction to be mined, whatever maxBlockWait says. */
+const MAX_RECEIPT_WAIT_MS = 30_000;
+
 const AccountArgs = z.object({ accountAddress: AddressArg.optional(), omitPrices: z.boolean().optional() });
 
 /** The indexer of the network in the path (`/indexer/<name or id>/rpc/Indexer/...`). */
@@ -141,6 +148,13 @@ function indexerFor(s: Services, ctx: RpcContext): ChainIndexer {
   const ix = s.indexers.get(found.chain.chainId);
   if (!ix) throw new RpcError(E.chainNotFound, `network ${found.chain.name} is not indexed (chains[].indexer in the config)`);
   return ix;
+}
+
+/** A response whose members are JSON text already (arrays of items built by the indexer's view). */
+function raw(members: Record<string, unknown>, lists: Record<string, string[]>): RawJson {
+  const parts = Object.entries(members).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`);
+  for (const [k, items] of Object.entries(lists)) parts.push(`${JSON.stringify(k)}:[${items.join(',')}]`);
+  return new RawJson(`{${parts.join(',')}}`);
 }
 
 const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a && a.length ? a : undefined);
@@ -187,11 +201,10 @@ export function indexerService(s: Services): ServiceDef {
         const meta = a.omitMetadata
           ? undefined
           : await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: !summary });
-        return {
-          page: pageWire,
-          nativeBalances: natives,
-          balances: page.map((r) => tokenBalanceWire(ix.chain.chainId, r, meta, summary ? { unique: r.unique ?? 0 } : undefined)),
-        };
+        return raw(
+          { page: pageWire, nativeBalances: natives },
+          { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, summary ? { unique: r.unique ?? 0 } : undefined)) },
+        );
       },
     });
 
@@ -288,7 +301,7 @@ export function indexerService(s: Services): ServiceDef {
           const meta = a.includeMetadata
             ? await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: true })
             : undefined;
-          return { page: pageWire, balances: page.map((r) => tokenBalanceWire(ix.chain.chainId, r, meta)) };
+          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta)) });
         },
       }),
       GetTokenBalancesSummary: balancesByFilter(true),
@@ -310,7 +323,7 @@ export function indexerService(s: Services): ServiceDef {
           const meta = a.omitMetadata
             ? undefined
             : await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: true });
-          return { page: pageWire, balances: page.map((r) => tokenBalanceWire(ix.chain.chainId, r, meta)) };
+          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta)) });
         },
       }),
 
@@ -324,7 +337,7 @@ export function indexerService(s: Services): ServiceDef {
           const meta = a.includeMetadata
             ? await metadataFor(s.indexerMetadata, ix.chain, [{ contract: a.contractAddress, type: type ?? 'UNKNOWN', tokenIds: page.map((r) => r.tokenId) }], { tokens: true })
             : undefined;
-          return { page: pageWire, contractType: type ?? 'UNKNOWN', tokenIDs: page.map((r) => tokenSupplyWire(ix.chain.chainId, a.contractAddress, r, meta)) };
+          return raw({ page: pageWire, contractType: type ?? 'UNKNOWN' }, { tokenIDs: page.map((r) => tokenSupplyJson(ix.chain.chainId, a.contractAddress, r, meta)) });
         },
       }),
       GetTokenSuppliesMap: method({
@@ -350,9 +363,10 @@ export function indexerService(s: Services): ServiceDef {
           const meta = a.includeMetadata
             ? await metadataFor(s.indexerMetadata, ix.chain, found.map((f) => ({ contract: f.c, type: f.type, tokenIds: f.rows.map((r) => r.tokenId) })), { tokens: true })
             : undefined;
-          const supplies: Record<string, unknown[]> = {};
-          for (const f of found) supplies[f.c] = [...(supplies[f.c] ?? []), ...f.rows.map((r) => tokenSupplyWire(ix.chain.chainId, f.c, r, meta))];
-          return { supplies };
+          // Keys that differ only in case name one contract: their lists are joined.
+          const supplies = new Map<string, string[]>();
+          for (const f of found) supplies.set(f.c, [...(supplies.get(f.c) ?? []), ...f.rows.map((r) => tokenSupplyJson(ix.chain.chainId, f.c, r, meta))]);
+          return new RawJson(`{"supplies":{${[...supplies].map(([c, items]) => `${JSON.stringify(c)}:[${items.join(',')}]`).join(',')}}}`);
         },
       }),
       GetTokenIDs: method({
@@ -384,7 +398,30 @@ export function indexerService(s: Services): ServiceDef {
           const pg = paging(a.page);
           const rows = await ix.reads.updatesSince(a.contractAddress, since, pg.offset, pg.limit);
           const { rows: page, page: pageWire } = pg.cut(rows);
-          return { page: pageWire, balances: page.map((r) => tokenBalanceWire(ix.chain.chainId, r)) };
+          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r)) });
+        },
+      }),
+
+      FetchTransactionReceipt: method({
+        input: z.object({ txnHash: TxHash, maxBlockWait: z.number().int().min(-1).max(1000).optional() }),
+        handler: async (a, ctx) => {
+          const ix = indexerFor(s, ctx);
+          const r = await fetchReceipt(ix.chain, a.txnHash as `0x${string}`, a.maxBlockWait ?? 0, MAX_RECEIPT_WAIT_MS, Math.min(ix.cfg.pollMs, 500));
+          if (!r) throw new RpcError(IndexerErrors.NotFound, `transaction ${a.txnHash} is not mined on ${ix.chain.name}`);
+          const head = await ix.chain.public.getBlockNumber();
+          return { receipt: receiptWire(r, head, ix.cfg.confirmations) };
+        },
+      }),
+
+      SyncBalance: method({
+        input: z.object({ accountAddress: AddressArg, contractAddress: AddressArg, tokenID: TokenIdArg.optional() }),
+        handler: async (a, ctx) => {
+          const ix = indexerFor(s, ctx);
+          const out = await syncBalance(ix, a.accountAddress, a.contractAddress, a.tokenID);
+          if (!out.ok) {
+            throw new RpcError(out.reason === 'unknownContract' ? IndexerErrors.NotFound : out.reason === 'needsTokenId' ? IndexerErrors.InvalidArgument : IndexerErrors.Unavailable, out.message);
+          }
+          return {};
         },
       }),
 
@@ -420,7 +457,7 @@ export function indexerService(s: Services): ServiceDef {
               )
             : undefined;
           const who = new Set(accounts ?? []);
-          return { page: pageWire, transactions: page.map((t) => transactionWire(ix.chain.chainId, t, who, meta)) };
+          return raw({ page: pageWire }, { transactions: page.map((t) => transactionJson(ix.chain.chainId, t, who, meta)) });
         },
       }),
     },
