@@ -9,7 +9,7 @@ import type { ChainIndexer } from '../src/indexer/index.ts';
 import { ANVIL_DEPLOYER_KEY, devPublicClient } from '../src/devchain/index.ts';
 import { mine, revert, snapshot } from './support/anvil-control.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { rpc, startTestService, type TestService } from './support/service.ts';
 import { createTestDb } from './support/db.ts';
 import { runCli } from './support/cli.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +24,7 @@ const abi = parseAbi([
   'function ownerOf(uint256) view returns (address)',
   'function totalSupply() view returns (uint256)',
 ]);
+const ADMIN = 'indexer-test-admin-token-0001';
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
 
 let chain: TokenChain;
@@ -286,6 +287,7 @@ describe('indexer', () => {
       t2 = await startTestService({
         chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [proxy.url], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 16 } }],
         indexer: { backfillRangeBlocks: 10, leaseSec: 1 },
+        admin: { tokens: [ADMIN] },
       });
       const s = t2.services;
       const head = await pub.getBlockNumber();
@@ -328,6 +330,11 @@ describe('indexer', () => {
       // The same rows as the follower recorded on the first database: nothing counted twice.
       const count = async (db: typeof s.db) => Number((await db.query<{ n: string }>('SELECT count(*)::text AS n FROM indexer_transfers')).rows[0]!.n);
       expect(await count(s.db)).toBe(await count(t.services.db));
+      // The console shows the task.
+      const consoleView = await rpc(t2.app, '/rpc/Console/IndexerStatus', {}, { authorization: `Bearer ${ADMIN}` });
+      expect(consoleView.status).toBe(200);
+      expect(consoleView.body.backfills).toEqual([expect.objectContaining({ id, status: 'DONE', done: done.blocks, malformed: 6 })]);
+      expect(consoleView.body.chains).toEqual([expect.objectContaining({ network: 'anvil', scope: 'all' })]);
       const base = await t2.app.listen({ port: 0, host: '127.0.0.1' });
       await expectGroundTruth(new SequenceIndexer(`${base}/indexer/anvil`, t2.accessKey));
     } finally {
