@@ -170,7 +170,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const indexers = new Map<number, ChainIndexer>();
   for (const c of config.chains) {
     if (!c.indexer || c.indexer.scope === 'off') continue;
-    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log));
+    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
   }
   // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
   const indexerMetadata: IndexerMetadata = {

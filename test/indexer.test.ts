@@ -162,6 +162,8 @@ describe('indexer', () => {
     expect(status.chainID).toBe(chain.anvil.chainId);
     expect((status.checks as unknown as { malformedLogs: number }).malformedLogs).toBe(6);
     expect(status.checks.lastBlockNum).toBe(Number(await pub.getBlockNumber()));
+    const logs = (await t.services.metrics.indexerLogs.get()).values;
+    expect(logs.find((v) => v.labels.outcome === 'malformed')?.value).toBe(6);
 
     // B's tokens with their metadata, two per page, sending each answer's page back.
     const rows: Array<Awaited<ReturnType<SequenceIndexer['getTokenBalances']>>['balances'][number]> = [];
@@ -266,6 +268,7 @@ describe('indexer', () => {
     await mine(url, 3);
     await catchUp(ix);
     await expectGroundTruth(client);
+    expect((await t.services.metrics.indexerReorgs.get()).values[0]?.value).toBe(1);
     const all = await indexed(client);
     expect(all.get(`${c.erc20}:${D}:0`)).toBe('1');
     expect(all.get(`${c.erc20}:${A}:0`)).toBe('600');

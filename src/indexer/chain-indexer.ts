@@ -2,6 +2,7 @@ import type { ChainClient } from '../chain/client.ts';
 import type { IndexerChainConfig } from '../config/schema.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import { balanceReader, type BalanceReader } from './balance-reader.ts';
 import { IndexFollower, readCursor, type Cursor } from './follower.ts';
 import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
@@ -29,8 +30,9 @@ export class ChainIndexer {
     readonly cfg: IndexerChainConfig & { scope: IndexScope },
     readonly db: Db,
     log: Logger,
+    metrics?: Metrics,
   ) {
-    this.follower = new IndexFollower(chain, cfg, { db, log, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts) });
+    this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts) });
     this.reads = balanceReader(db, chain.chainId);
     this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
   }

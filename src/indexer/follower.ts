@@ -1,6 +1,7 @@
 import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import { decodeChunk } from './chunk.ts';
 import { LogReader } from './log-reader.ts';
 import { applyTransfers, rollbackAbove } from './transfer-store.ts';
@@ -44,13 +45,11 @@ export class IndexFollower {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private readonly reader: LogReader;
-  /** Malformed logs met by this process, for metrics. */
-  malformedSeen = 0;
 
   constructor(
     readonly chain: ChainClient,
     private readonly cfg: FollowerConfig,
-    private readonly d: { db: Db; log: Logger; addresses?: () => Promise<string[]>; onMalformed?: (n: number) => void },
+    private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]> },
   ) {
     this.reader = new LogReader(chain, cfg.chunkBlocks, d.addresses);
   }
@@ -162,9 +161,11 @@ export class IndexFollower {
         );
         return true;
       });
+      if (moved) {
+        this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
+        if (chunk.malformed) this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'malformed' }, chunk.malformed);
+      }
       if (moved && chunk.malformed) {
-        this.malformedSeen += chunk.malformed;
-        this.d.onMalformed?.(chunk.malformed);
         this.d.log.warn({ chain: this.chain.name, malformed: chunk.malformed, from: from.toString(), to: to.toString() }, 'malformed transfer logs skipped');
       }
       return moved && to < target;
@@ -212,6 +213,7 @@ export class IndexFollower {
       return n;
     });
     if (undone !== null) {
+      this.d.metrics?.indexerReorgs.inc({ chain: this.chain.name });
       this.d.log.warn({ chain: this.chain.name, from: cur.block.toString(), to: ancestor.toString(), undone }, 'reorg: transfers rolled back');
     }
   }
