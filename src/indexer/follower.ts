@@ -22,15 +22,16 @@ export interface Cursor {
   block: bigint;
   hash: string;
   malformed: number;
+  updatedAt: Date;
 }
 
 export async function readCursor(db: Db, chainId: number, scope: IndexScope): Promise<Cursor | null> {
-  const res = await db.query<{ b: string; block_hash: string; m: string }>(
-    'SELECT block_number::text AS b, block_hash, malformed::text AS m FROM indexer_cursors WHERE chain_id = $1 AND scope = $2',
+  const res = await db.query<{ b: string; block_hash: string; m: string; updated_at: Date | string }>(
+    'SELECT block_number::text AS b, block_hash, malformed::text AS m, updated_at FROM indexer_cursors WHERE chain_id = $1 AND scope = $2',
     [chainId, scope],
   );
   const r = res.rows[0];
-  return r ? { block: BigInt(r.b), hash: r.block_hash, malformed: Number(r.m) } : null;
+  return r ? { block: BigInt(r.b), hash: r.block_hash, malformed: Number(r.m), updatedAt: new Date(r.updated_at) } : null;
 }
 
 /**
@@ -56,6 +57,11 @@ export class IndexFollower {
 
   get scope(): IndexScope {
     return this.cfg.scope;
+  }
+
+  /** Started in this process (an API process may leave following to `metarelay worker`). */
+  get active(): boolean {
+    return this.running;
   }
 
   start(): void {

@@ -241,7 +241,8 @@ export function indexerService(s: Services): ServiceDef {
               commitHash: base.commitHash,
               chainID: ix.chain.chainId,
               checks: {
-                running: ix.follower !== undefined && cursor !== null,
+                // Following here, or the cursor moved lately (a worker process follows).
+                running: ix.follower.active || (cursor !== null && Date.now() - cursor.updatedAt.getTime() < 60_000),
                 runnables: base.runnable,
                 cgoEnabled: false,
                 quotaControlEnabled: false,
