@@ -249,6 +249,10 @@ describe('indexer', () => {
     const base = (client as unknown as { hostname: string }).hostname.replace(/\/indexer\/anvil$/, '');
     await expect(new SequenceIndexer(`${base}/indexer/nowhere`, t.accessKey).getChainID()).rejects.toMatchObject({ code: 2002 });
     await expect(new SequenceIndexer(`${base}/indexer/anvil`).getTokenBalances({ accountAddress: A })).rejects.toMatchObject({ code: 1000, status: 401 });
+    // A project held to other networks gets InvalidService here.
+    const other = await t.services.db.query<{ id: number }>(`INSERT INTO projects (name, allowed_chain_ids) VALUES ('mainnet-only', '{1}') RETURNING id`);
+    const { key } = await t.services.accessKeys.create(Number(other.rows[0]!.id), 'mainnet');
+    await expect(new SequenceIndexer(`${base}/indexer/anvil`, key).getChainID()).rejects.toMatchObject({ code: 1104, status: 403 });
   });
 
   it('a reorg rolls balances back, and the new fork forward', async () => {
@@ -349,6 +353,7 @@ describe('indexer', () => {
   it('a watchlist chain indexes only its contracts, and one a project adds from then on', async () => {
     const t3 = await startTestService({
       chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'watchlist', contracts: [c.fee], fromBlock: 0, confirmations: 0, chunkBlocks: 64 } }],
+      admin: { tokens: [ADMIN] },
     });
     try {
       const ix = t3.services.indexers.get(chain.anvil.chainId)!;
@@ -358,7 +363,9 @@ describe('indexer', () => {
       expect([...new Set([...got.keys()].map((k) => k.split(':')[0]))]).toEqual([c.fee]);
       expect(got.get(`${c.fee}:${F}:0`)).toBe('60');
       const G = someone();
-      await ix.watchlist.add(c.nft, t3.project.id);
+      // A project registers the contract through the console API.
+      const added = await rpc(t3.app, '/rpc/Console/IndexerWatch', { chainID: 'anvil', contractAddress: c.nft, projectId: t3.project.id }, { authorization: `Bearer ${ADMIN}` });
+      expect(added.body).toEqual({ watchlist: [c.fee, c.nft].sort() });
       await chain.send([call(c.nft, 'TestIndexERC721', 'mint', [G, 99n]), call(c.erc20, 'TestIndexERC20', 'mint', [G, 3n])]);
       touch(c.nft, G, 99);
       touch(c.erc20, G);

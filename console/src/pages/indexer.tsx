@@ -1,5 +1,6 @@
-import { short, when } from '../api.ts';
-import { useApi } from '../hooks.ts';
+import { useState } from 'preact/hooks';
+import { api, short, when } from '../api.ts';
+import { useAction, useApi } from '../hooks.ts';
 
 interface Backfill {
   id: number;
@@ -28,6 +29,17 @@ interface IndexedChain {
 /** The indexed chains and the backfill tasks (`metarelay indexer backfill` starts them). */
 export function Indexer() {
   const st = useApi<{ chains: IndexedChain[]; backfills: Backfill[] }>('IndexerStatus', {});
+  const [network, setNetwork] = useState('');
+  const [contract, setContract] = useState('');
+  const a = useAction();
+  const watchlists = st.data?.chains.filter((c) => c.scope === 'watchlist') ?? [];
+  const watch = async (e: Event) => {
+    e.preventDefault();
+    if (await a.run(() => api('IndexerWatch', { chainID: network || watchlists[0]?.network, contractAddress: contract }))) {
+      setContract('');
+      await st.reload();
+    }
+  };
   return (
     <section>
       <h2>Indexer</h2>
@@ -51,6 +63,16 @@ export function Indexer() {
           ))}
         </tbody>
       </table>
+      {watchlists.length > 0 && (
+        <form class="row" onSubmit={watch}>
+          <select value={network} onChange={(e) => setNetwork(e.currentTarget.value)}>
+            {watchlists.map((c) => <option value={c.network}>{c.network}</option>)}
+          </select>
+          <input data-testid="watch-contract" placeholder="0x… contract to watch" value={contract} onInput={(e) => setContract(e.currentTarget.value)} />
+          <button type="submit" disabled={a.busy || !contract}>Watch</button>
+          {a.error && <span class="error">{a.error}</span>}
+        </form>
+      )}
       <h3>Backfills</h3>
       <table data-testid="backfills">
         <thead>
