@@ -1,6 +1,7 @@
 // The indexer (#17) end to end on a real anvil, read through the official @0xsequence/indexer client:
 // every balance it reports is checked against balanceOf/ownerOf read from the chain.
-import { SequenceIndexer } from '@0xsequence/indexer';
+import { SequenceIndexer, webrpcErrorByCode } from '@0xsequence/indexer';
+import { IndexerErrors } from '../src/http/errors.ts';
 import { parseAbi, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -237,6 +238,15 @@ describe('indexer', () => {
     expect(eth.balance.balanceWei).toBe(wei);
     expect(native.balance).toMatchObject({ balance: wei, chainId: chain.anvil.chainId, symbol: 'ETH' });
     expect((await client.getChainID()).chainID).toBe(chain.anvil.chainId);
+  });
+
+  it('the error table is the client\'s: every code, HTTP status and message of indexer.gen.ts', () => {
+    const theirs = Object.entries(webrpcErrorByCode as Record<string, new () => { name: string; code: number; status: number; message: string }>)
+      .filter(([code]) => Number(code) > 0)
+      .map(([, E]) => new E())
+      .map((e) => [e.name, e.code, e.status, e.message]);
+    const ours = Object.values(IndexerErrors).map((d) => [d.name, d.code, d.status, d.message]);
+    expect(ours.sort()).toEqual(theirs.sort());
   });
 
   it('refuses bad requests with the indexer error codes, and methods it lacks do not exist', async () => {
