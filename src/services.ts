@@ -63,12 +63,12 @@ export interface Services {
   bars: BarRepo;
   /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
   receiptWaiters: ReceiptWaiters;
-  /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
-  startDispatchers(): void;
   /** One indexer per chain configured with `indexer` (scope not 'off'), by chain id. */
   indexers: ReadonlyMap<number, ChainIndexer>;
   /** Token metadata and contract info for the indexer's answers, from the metadata service. */
   indexerMetadata: IndexerMetadata;
+  /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
+  startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
   startedAt: Date;

@@ -16,129 +16,26 @@ import { APP_VERSION } from '../../version.ts';
 import { IndexerErrors, RpcError, indexerErrorMap as E } from '../errors.ts';
 import { RawJson, method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
+import {
+  AccountArgs,
+  ByContractArgs,
+  GetTokenBalancesArgs,
+  HistoryArgs,
+  INDEXER_PAGE,
+  MAP_LIMITS,
+  MAX_RECEIPT_WAIT_MS,
+  PageArg,
+  TokenBalancesFilterArgs,
+  TxHash,
+  bad,
+  checkContractStatus,
+  checkMetadataOptions,
+  paging,
+} from './indexer-args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
-
-/** Page sizes: the default, and the most one page may hold. */
-export const INDEXER_PAGE = { default: 50, max: 1000 } as const;
-/** GetTokenSuppliesMap: contracts per call and ids per contract. */
-const MAP_LIMITS = { contracts: 50, ids: 100 } as const;
-
-const bad = (msg: string) => new RpcError(IndexerErrors.InvalidArgument, msg);
-
-/**
- * The Sequence Page. Numbered from 0; `after` is the cursor an answer hands out for the page that
- * follows (clients may send the answer's page back as is). Sorting is fixed (documented per method):
- * a `sort`, `column` or `before` is refused rather than ignored.
- */
-const PageArg = z
-  .object({
-    page: z.number().int().min(0).optional(),
-    pageSize: z.number().int().min(1).max(INDEXER_PAGE.max).optional(),
-    after: z.union([z.string().regex(/^\d+$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0)]).optional(),
-    before: z.unknown().optional(),
-    column: z.string().optional(),
-    sort: z.array(z.unknown()).optional(),
-    more: z.boolean().optional(),
-  })
-  .loose()
-  .optional();
-
-function paging(p: z.infer<typeof PageArg>) {
-  if (p?.before !== undefined && p.before !== '') throw bad('page.before is not supported: pages go forward with page.after');
-  if (p?.sort?.length) throw bad('page.sort is not supported: the order is fixed (see docs/indexer.md)');
-  if (p?.column) throw bad('page.column is not supported: the order is fixed (see docs/indexer.md)');
-  const pageSize = p?.pageSize ?? INDEXER_PAGE.default;
-  const offset = p?.after !== undefined ? Number(p.after) : (p?.page ?? 0) * pageSize;
-  const page = Math.floor(offset / pageSize);
-  return {
-    offset,
-    limit: pageSize + 1,
-    cut<T>(rows: T[]) {
-      const more = rows.length > pageSize;
-      return {
-        rows: rows.slice(0, pageSize),
-        page: { page, pageSize, more, ...(more ? { after: String(offset + pageSize) } : {}) },
-      };
-    },
-  };
-}
-
-const MetadataOptions = z
-  .object({ verifiedOnly: z.boolean().optional(), unverifiedOnly: z.boolean().optional(), includeContracts: z.array(z.string()).optional() })
-  .loose()
-  .optional();
-
-function checkMetadataOptions(o: z.infer<typeof MetadataOptions>) {
-  // metarelay does not grade contracts, so "verified" has no meaning here; every contract is included.
-  if (o?.verifiedOnly || o?.unverifiedOnly) throw bad('metadataOptions.verifiedOnly/unverifiedOnly: metarelay does not track contract verification');
-}
-
-const ContractStatus = z.enum(['VERIFIED', 'UNVERIFIED', 'ALL']).optional();
-function checkContractStatus(s: z.infer<typeof ContractStatus>) {
-  if (s && s !== 'ALL') throw bad(`contractStatus ${s}: metarelay does not track contract verification; send ALL or leave it out`);
-}
-
-const ContractTypes = z.array(z.enum(['ERC20', 'ERC721', 'ERC1155'], { message: 'contract types indexed are ERC20, ERC721 and ERC1155' }));
-
-const GetTokenBalancesArgs = z.object({
-  accountAddress: AddressArg.optional(),
-  contractAddress: AddressArg.optional(),
-  tokenID: TokenIdArg.optional(),
-  includeMetadata: z.boolean().optional(),
-  metadataOptions: MetadataOptions,
-  includeCollectionTokens: z.boolean().optional(),
-  page: PageArg,
-});
-
-const TokenBalancesFilter = z.object({
-  accountAddresses: z.array(AddressArg).min(1, 'at least one account').max(50, 'at most 50 accounts'),
-  contractStatus: ContractStatus,
-  contractTypes: ContractTypes.optional(),
-  contractWhitelist: z.array(AddressArg).optional(),
-  contractBlacklist: z.array(AddressArg).optional(),
-  omitNativeBalances: z.boolean().optional(),
-  omitPrices: z.boolean().optional(),
-  tokenIDs: z.array(TokenIdArg).optional(),
-});
-const TokenBalancesFilterArgs = z.object({ filter: TokenBalancesFilter, omitMetadata: z.boolean().optional(), page: PageArg });
-
-const ByContractArgs = z.object({
-  filter: z.object({
-    contractAddresses: z.array(AddressArg).min(1, 'at least one contract').max(50, 'at most 50 contracts'),
-    accountAddresses: z.array(AddressArg).max(50, 'at most 50 accounts').optional(),
-    contractStatus: ContractStatus,
-    tokenIDs: z.array(TokenIdArg).optional(),
-  }),
-  omitMetadata: z.boolean().optional(),
-  page: PageArg,
-});
-
-const HistoryArgs = z.object({
-  filter: z.object({
-    accountAddress: AddressArg.optional(),
-    contractAddress: AddressArg.optional(),
-    accountAddresses: z.array(AddressArg).max(50).optional(),
-    contractAddresses: z.array(AddressArg).max(50).optional(),
-    transactionHashes: z.array(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash').transform((h) => h.toLowerCase())).max(100).optional(),
-    metaTransactionIDs: z.array(z.string()).optional(),
-    fromBlock: z.number().int().min(0).optional(),
-    toBlock: z.number().int().min(0).optional(),
-    tokenID: TokenIdArg.optional(),
-    omitPrices: z.boolean().optional(),
-  }),
-  page: PageArg,
-  includeMetadata: z.boolean().optional(),
-  metadataOptions: MetadataOptions,
-});
-
-const TxHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash');
-/** FetchTransactionReceipt waits at most this long for a transaction to be mined, whatever maxBlockWait says. */
-const MAX_RECEIPT_WAIT_MS = 30_000;
-
-const AccountArgs = z.object({ accountAddress: AddressArg.optional(), omitPrices: z.boolean().optional() });
 
 /** The indexer of the network in the path (`/indexer/<name or id>/rpc/Indexer/...`). */
 function indexerFor(s: Services, ctx: RpcContext): ChainIndexer {
