@@ -37,30 +37,32 @@ export interface HistoryTxn {
  */
 export async function readHistory(db: Db, chainId: number, q: HistoryQuery): Promise<HistoryTxn[]> {
   const params: unknown[] = [chainId];
-  const where = ['chain_id = $1'];
-  const add = (sql: (n: number) => string, v: unknown) => {
+  const conds: Array<(t: string) => string> = [(t) => `${t}chain_id = $1`];
+  const add = (sql: (t: string, n: number) => string, v: unknown) => {
     params.push(v);
-    where.push(sql(params.length));
+    const n = params.length;
+    conds.push((t) => sql(t, n));
   };
-  if (q.accounts) add((n) => `(from_address = ANY($${n}::text[]) OR to_address = ANY($${n}::text[]))`, q.accounts);
-  if (q.contracts) add((n) => `contract = ANY($${n}::text[])`, q.contracts);
-  if (q.txHashes) add((n) => `tx_hash = ANY($${n}::text[])`, q.txHashes);
-  if (q.fromBlock !== undefined) add((n) => `block_number >= $${n}`, q.fromBlock);
-  if (q.toBlock !== undefined) add((n) => `block_number <= $${n}`, q.toBlock);
-  if (q.tokenId !== undefined) add((n) => `token_id = $${n}::numeric`, q.tokenId);
-  const w = where.join(' AND ');
+  if (q.accounts) add((t, n) => `(${t}from_address = ANY($${n}::text[]) OR ${t}to_address = ANY($${n}::text[]))`, q.accounts);
+  if (q.contracts) add((t, n) => `${t}contract = ANY($${n}::text[])`, q.contracts);
+  if (q.txHashes) add((t, n) => `${t}tx_hash = ANY($${n}::text[])`, q.txHashes);
+  if (q.fromBlock !== undefined) add((t, n) => `${t}block_number >= $${n}`, q.fromBlock);
+  if (q.toBlock !== undefined) add((t, n) => `${t}block_number <= $${n}`, q.toBlock);
+  if (q.tokenId !== undefined) add((t, n) => `${t}token_id = $${n}::numeric`, q.tokenId);
+  /** The same conditions, on the bare table or on the alias `t.`. */
+  const where = (alias: string) => conds.map((c) => c(alias)).join(' AND ');
   params.push(q.limit, q.offset);
   const res = await db.query<{
     tx_hash: string; b: string; block_hash: string; tx_index: number; ts: Date | string; log_index: number; part: number;
     contract: string; contract_type: string; from_address: string; to_address: string; token_id: string; amount: string;
   }>(
     `WITH page AS (
-       SELECT tx_hash, max(block_number) AS bn, max(tx_index) AS ti FROM indexer_transfers WHERE ${w}
+       SELECT tx_hash, max(block_number) AS bn, max(tx_index) AS ti FROM indexer_transfers WHERE ${where('')}
         GROUP BY tx_hash ORDER BY bn DESC, ti DESC LIMIT $${params.length - 1} OFFSET $${params.length})
      SELECT t.tx_hash, t.block_number::text AS b, t.block_hash, t.tx_index, t.ts, t.log_index, t.part, t.contract, t.contract_type,
             t.from_address, t.to_address, t.token_id::text AS token_id, t.amount::text AS amount
        FROM indexer_transfers t JOIN page p ON p.tx_hash = t.tx_hash AND p.bn = t.block_number
-      WHERE ${w.replace(/\b(chain_id|from_address|to_address|contract|tx_hash|block_number|token_id)\b/g, 't.$1')}
+      WHERE ${where('t.')}
       ORDER BY p.bn DESC, p.ti DESC, t.log_index, t.part`,
     params,
   );
