@@ -254,6 +254,11 @@ describe('indexer', () => {
     await expect(client.getTokenBalances({ accountAddress: 'nope' })).rejects.toMatchObject({ code: 2001 });
     await expect(client.getTokenBalances({ accountAddress: A, page: { sort: [{ column: 'balance', order: 'DESC' as never }] } })).rejects.toMatchObject({ code: 2001 });
     await expect(client.getTransactionHistory({ filter: { metaTransactionIDs: ['x'] } })).rejects.toMatchObject({ code: 2001 });
+    // Numbers past what the database takes are the caller's mistake, not a 500.
+    await expect(client.getBalanceUpdates({ contractAddress: c.erc20, lastBlockNumber: 1e20 })).rejects.toMatchObject({ code: 2001 });
+    await expect(client.getTokenBalances({ accountAddress: A, page: { after: '99999999999999999999' } })).rejects.toMatchObject({ code: 2001 });
+    await expect(client.getTokenBalances({ accountAddress: A, page: { page: 99_999_999, pageSize: 1000 } })).rejects.toMatchObject({ code: 2001 });
+    await expect(client.getTransactionHistory({ filter: { accountAddress: A, toBlock: 2 ** 60 } })).rejects.toMatchObject({ code: 2001 });
     await expect(client.fetchTransactionReceipt({ txnHash: `0x${'00'.repeat(32)}` })).rejects.toMatchObject({ code: 3000 });
     await expect(client.getTokenPrices({ q: [] })).rejects.toMatchObject({ code: -2, status: 404 });
     const base = (client as unknown as { hostname: string }).hostname.replace(/\/indexer\/anvil$/, '');

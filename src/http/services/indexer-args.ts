@@ -2,6 +2,12 @@ import { z } from 'zod';
 import { IndexerErrors, RpcError } from '../errors.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
 
+/** A block number: a JSON number that fits a SQL bigint exactly. */
+export const BlockNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** The most rows a request may skip to: pages beyond it are refused, not sent to the database. */
+const MAX_OFFSET = 100_000_000;
+const Ids = z.array(TokenIdArg).max(1000, 'at most 1000 token ids');
+
 // The Indexer service's request schemas and the rules for fields metarelay refuses rather than ignores.
 
 /** Page sizes: the default, and the most one page may hold. */
@@ -18,9 +24,11 @@ export const bad = (msg: string) => new RpcError(IndexerErrors.InvalidArgument, 
  */
 export const PageArg = z
   .object({
-    page: z.number().int().min(0).optional(),
+    page: z.number().int().min(0).max(MAX_OFFSET).optional(),
     pageSize: z.number().int().min(1).max(INDEXER_PAGE.max).optional(),
-    after: z.union([z.string().regex(/^\d+$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0)]).optional(),
+    after: z
+      .union([z.string().regex(/^\d{1,9}$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0).max(MAX_OFFSET)])
+      .optional(),
     before: z.unknown().optional(),
     column: z.string().optional(),
     sort: z.array(z.unknown()).optional(),
@@ -35,6 +43,7 @@ export function paging(p: z.infer<typeof PageArg>) {
   if (p?.column) throw bad('page.column is not supported: the order is fixed (see docs/indexer.md)');
   const pageSize = p?.pageSize ?? INDEXER_PAGE.default;
   const offset = p?.after !== undefined ? Number(p.after) : (p?.page ?? 0) * pageSize;
+  if (offset > MAX_OFFSET) throw bad(`page: at most ${MAX_OFFSET} rows can be skipped`);
   const page = Math.floor(offset / pageSize);
   return {
     offset,
@@ -80,11 +89,11 @@ export const TokenBalancesFilter = z.object({
   accountAddresses: z.array(AddressArg).min(1, 'at least one account').max(50, 'at most 50 accounts'),
   contractStatus: ContractStatus,
   contractTypes: ContractTypes.optional(),
-  contractWhitelist: z.array(AddressArg).optional(),
-  contractBlacklist: z.array(AddressArg).optional(),
+  contractWhitelist: z.array(AddressArg).max(100, 'at most 100 contracts').optional(),
+  contractBlacklist: z.array(AddressArg).max(100, 'at most 100 contracts').optional(),
   omitNativeBalances: z.boolean().optional(),
   omitPrices: z.boolean().optional(),
-  tokenIDs: z.array(TokenIdArg).optional(),
+  tokenIDs: Ids.optional(),
 });
 export const TokenBalancesFilterArgs = z.object({ filter: TokenBalancesFilter, omitMetadata: z.boolean().optional(), page: PageArg });
 
@@ -93,7 +102,7 @@ export const ByContractArgs = z.object({
     contractAddresses: z.array(AddressArg).min(1, 'at least one contract').max(50, 'at most 50 contracts'),
     accountAddresses: z.array(AddressArg).max(50, 'at most 50 accounts').optional(),
     contractStatus: ContractStatus,
-    tokenIDs: z.array(TokenIdArg).optional(),
+    tokenIDs: Ids.optional(),
   }),
   omitMetadata: z.boolean().optional(),
   page: PageArg,
@@ -107,8 +116,8 @@ export const HistoryArgs = z.object({
     contractAddresses: z.array(AddressArg).max(50).optional(),
     transactionHashes: z.array(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash').transform((h) => h.toLowerCase())).max(100).optional(),
     metaTransactionIDs: z.array(z.string()).optional(),
-    fromBlock: z.number().int().min(0).optional(),
-    toBlock: z.number().int().min(0).optional(),
+    fromBlock: BlockNumber.optional(),
+    toBlock: BlockNumber.optional(),
     tokenID: TokenIdArg.optional(),
     omitPrices: z.boolean().optional(),
   }),

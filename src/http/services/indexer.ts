@@ -18,6 +18,7 @@ import { RawJson, method, type RpcContext, type ServiceDef } from '../webrpc.ts'
 import { AddressArg, TokenIdArg } from './args.ts';
 import {
   AccountArgs,
+  BlockNumber,
   ByContractArgs,
   GetTokenBalancesArgs,
   HistoryArgs,
@@ -281,7 +282,7 @@ export function indexerService(s: Services): ServiceDef {
       GetBalanceUpdates: method({
         input: z.object({
           contractAddress: AddressArg,
-          lastBlockNumber: z.number().int().min(0),
+          lastBlockNumber: BlockNumber,
           lastBlockHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte block hash').transform((h) => h.toLowerCase()).optional(),
           page: PageArg,
         }),
