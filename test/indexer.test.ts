@@ -16,7 +16,7 @@ import { runCli } from './support/cli.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { secondProcess, startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
 
 type Kind = 'ERC20' | 'ERC721' | 'ERC1155';
 const abi = parseAbi([
@@ -293,6 +293,19 @@ describe('indexer', () => {
     expect(all.get(`${c.erc20}:${A}:0`)).toBe('600');
     const hist = await client.getTransactionHistory({ filter: { accountAddress: D } });
     expect(hist.transactions).toHaveLength(1);
+
+    // Two processes following the same chain on one database: each step is applied once.
+    const second = await secondProcess(t, { chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'all', fromBlock: 0, confirmations: 0, chunkBlocks: 1 } }] });
+    try {
+      await chain.send([call(c.erc20, 'TestIndexERC20', 'move', [A, D, 7n]), call(c.erc20, 'TestIndexERC20', 'move', [D, E, 2n]), call(c.erc20, 'TestIndexERC20', 'mint', [E, 1n])]);
+      const other = second.services.indexers.get(chain.anvil.chainId)!;
+      for (let i = 0; i < 10; i++) await Promise.all([ix.follower.poll(), other.follower.poll()]);
+      await catchUp(ix);
+      await expectGroundTruth(client);
+      expect((await indexed(client)).get(`${c.erc20}:${E}:0`)).toBe('8');
+    } finally {
+      await second.close();
+    }
   });
 
   it('a backfill cut into leased ranges survives a crash between chunks, shrinks refused log ranges, and two workers finish it exactly', async () => {
