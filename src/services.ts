@@ -31,6 +31,7 @@ import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
+import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -66,6 +67,10 @@ export interface Services {
   bars: BarRepo;
   /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
   receiptWaiters: ReceiptWaiters;
+  /** One indexer per chain configured with `indexer` (scope not 'off'), by chain id. */
+  indexers: ReadonlyMap<number, ChainIndexer>;
+  /** Token metadata and contract info for the indexer's answers, from the metadata service. */
+  indexerMetadata: IndexerMetadata;
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -175,6 +180,16 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
+  const indexers = new Map<number, ChainIndexer>();
+  for (const c of config.chains) {
+    if (!c.indexer || c.indexer.scope === 'off') continue;
+    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
+  }
+  // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
+  const indexerMetadata: IndexerMetadata = {
+    contracts: async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos,
+    tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).json,
+  };
   let background = false;
   let dispatching = false;
   let closed = false;
@@ -208,6 +223,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     spendCaps: caps,
     bars,
     receiptWaiters,
+    indexers,
+    indexerMetadata,
     startDispatchers() {
       dispatching = true;
       for (const d of dispatchers) d.start();
@@ -216,12 +233,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       background = true;
       worker.start();
       for (const w of watchers) w.start();
+      for (const i of indexers.values()) i.follower.start();
     },
     startedAt: new Date(),
     async close() {
       if (closed) return;
       closed = true;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await auth.flush();
       fetcher.close();

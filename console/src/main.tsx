@@ -6,6 +6,7 @@ import { ActivityDetail } from './pages/activity.tsx';
 import { FeeTokens, Health } from './pages/network.tsx';
 import { ProjectDetail, Projects } from './pages/projects.tsx';
 import { Tasks } from './pages/tasks.tsx';
+import { Indexer } from './pages/indexer.tsx';
 import { TokenLookup } from './pages/tokens.tsx';
 import './style.css';
 
@@ -41,6 +42,7 @@ function SignIn({ onDone, expired }: { onDone: () => void; expired: boolean }) {
 const NAV: [string, string][] = [
   ['projects', 'Projects'],
   ['tasks', 'Refresh tasks'],
+  ['indexer', 'Indexer'],
   ['tokens', 'Token lookup'],
   ['fees', 'Fee tokens'],
   ['health', 'Health'],
@@ -51,6 +53,7 @@ function Page({ route }: { route: string[] }) {
   if (section === 'projects' && id && sub === 'tx' && subId) return <ActivityDetail projectId={Number(id)} txKey={subId} />;
   if (section === 'projects' && id) return <ProjectDetail projectId={Number(id)} tab={sub ?? 'keys'} />;
   if (section === 'tasks') return <Tasks />;
+  if (section === 'indexer') return <Indexer />;
   if (section === 'tokens') return <TokenLookup />;
   if (section === 'fees') return <FeeTokens />;
   if (section === 'health') return <Health />;

@@ -8,6 +8,7 @@ import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
 import { adminService } from './services/admin.ts';
 import { relayerService } from './services/relayer.ts';
+import { indexerService } from './services/indexer.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
@@ -65,6 +66,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
+  await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s), deps);
   await registerConsole(app, s, deps);
   await app.ready();
   return app;
