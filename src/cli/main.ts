@@ -10,6 +10,7 @@ Usage:
   metarelay relayer --config metarelay.json                   relayer dispatchers (sign, send, receipts), no HTTP
   metarelay refresh --chain C --contract A (--tokens 1,2 | --all)   enqueue a refresh and follow it
   metarelay migrate [--config FILE]                           apply database migrations
+  metarelay config --print [--config FILE]                    the effective config (file + env + secret files), secrets masked
   metarelay projects create NAME [--config FILE]
   metarelay projects list [--config FILE]
   metarelay keys create --project NAME [--label TEXT] [--config FILE]
@@ -38,6 +39,8 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./worker.ts')).runWorker(rest);
       case 'refresh':
         return await (await import('./worker.ts')).runRefresh(rest);
+      case 'config':
+        return await (await import('./config.ts')).runConfig(rest);
       case 'migrate':
         return await (await import('./admin.ts')).runMigrate(rest);
       case 'projects':
