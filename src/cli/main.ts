@@ -10,6 +10,7 @@ Usage:
   metarelay relayer --config metarelay.json                   relayer dispatchers (sign, send, receipts), no HTTP
   metarelay refresh --chain C --contract A (--tokens 1,2 | --all)   enqueue a refresh and follow it
   metarelay migrate [--config FILE]                           apply database migrations
+  metarelay doctor --config FILE                              check chains, contracts, senders, database, gateways
   metarelay config --print [--config FILE]                    the effective config (file + env + secret files), secrets masked
   metarelay projects create NAME [--config FILE]
   metarelay projects list [--config FILE]
@@ -39,6 +40,8 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./worker.ts')).runWorker(rest);
       case 'refresh':
         return await (await import('./worker.ts')).runRefresh(rest);
+      case 'doctor':
+        return await (await import('./doctor.ts')).runDoctor(rest);
       case 'config':
         return await (await import('./config.ts')).runConfig(rest);
       case 'migrate':
