@@ -48,6 +48,7 @@ beforeAll(async () => {
     emptyDb = pgUrlFor(emptyPgName);
   } else {
     emptyDb = join(dir, 'empty-pglite');
+    await (await openDb(emptyDb)).close();
   }
 }, 120_000);
 

@@ -4,7 +4,8 @@ import { maskUrl } from '../config/mask.ts';
 import { MULTICALL3_ADDRESS } from '../chain/multicall.ts';
 import { SEQUENCE_V2_CONTEXT } from '../relayer/context.ts';
 import { senderAccounts } from '../relayer/engine/sender-pool.ts';
-import { openDb } from '../store/db.ts';
+import { existsSync } from 'node:fs';
+import { isPostgresUrl, openDb } from '../store/db.ts';
 import { loadMigrations } from '../store/migrate.ts';
 import { parse } from './args.ts';
 import { configFrom, DB_FLAGS } from './db.ts';
@@ -18,9 +19,9 @@ interface Check {
 
 const TIMEOUT_MS = 5_000;
 
-function bounded<T>(p: Promise<T>, what: string): Promise<T> {
+function bounded<T>(p: Promise<T>, what: string, ms = TIMEOUT_MS): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, r) => (timer = setTimeout(() => r(new Error(`${what}: no answer within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS)))]).finally(() => clearTimeout(timer));
+  return Promise.race([p, new Promise<never>((_, r) => (timer = setTimeout(() => r(new Error(`${what}: no answer within ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
 }
 
 const firstLine = (err: unknown) => ((err as Error).message ?? String(err)).split('\n')[0];
@@ -28,9 +29,13 @@ const firstLine = (err: unknown) => ((err as Error).message ?? String(err)).spli
 /** Database reachable and every migration of this version applied (doctor never migrates). */
 async function databaseChecks(config: AppConfig, relayerChains: ChainConfig[]): Promise<Check[]> {
   const where = maskUrl(config.database);
+  // Opening a PGlite folder that is not there would create one: a doctor only looks.
+  if (!isPostgresUrl(config.database) && !config.database.startsWith('memory://') && !existsSync(config.database)) {
+    return [{ level: 'FAIL', name: 'database', detail: `no PGlite database at ${where} (\`metarelay migrate\` creates it)` }];
+  }
   let db;
   try {
-    db = await bounded(openDb(config.database), 'database');
+    db = await bounded(openDb(config.database), 'database', 20_000);
     await bounded(db.query('SELECT 1'), 'database');
   } catch (err) {
     await db?.close().catch(() => undefined);
