@@ -1,7 +1,8 @@
 // Graceful drain of a real metarelay process relaying a stream of meta-transactions: SIGTERM mid-stream
 // refuses new SendMetaTxn (503 + Retry-After) while reads and receipts are still answered, records what
 // is in flight, hands its senders back and exits 0; a second relayer process carries on with those
-// senders at once (not when the lease would have run out), and nothing is lost or sent twice.
+// senders at once (not when the lease would have run out), and nothing is lost or sent twice. A second
+// signal ends a drain at once.
 // On PostgreSQL the second process runs alongside; PGlite is one process's database, so there it starts
 // after the first has exited.
 
@@ -183,7 +184,13 @@ describe(`graceful drain (${TEST_DB})`, () => {
       const s = await Promise.all(ids.map((id) => post(baseB, 'GetMetaTxnStatus', { metaTxID: id }).then((r) => r.body.status as string)));
       return s.every((x) => FINAL_STATUSES.has(x));
     }, 180_000, 500);
-    expect(await b!.stop()).toBe(0);
+    // A second signal during the drain does not wait for the grace period: it exits at once.
+    b!.child.kill('SIGTERM');
+    await b!.waitFor(/shutting down: draining/);
+    b!.child.kill('SIGTERM');
+    expect(await exitOf(b!)).toBe(130);
+    expect(b!.output()).toMatch(/second signal: exiting now/);
+    expect(b!.output()).not.toMatch(/shut down cleanly/);
     if (TEST_DB === 'pglite') testDb.db = await openDb(testDb.location);
     await expectClean({ ...env, services: { db: testDb.db } } as unknown as RelayerEnv, ids, users, SPACES);
   }, 600_000);
