@@ -76,6 +76,10 @@ export interface Services {
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
   startedAt: Date;
+  /** Set by drain(): HTTP refuses new work (503), readiness says no. */
+  readonly draining: boolean;
+  /** Stops taking work: dispatchers finish their pass and hand their senders back, the worker and watchers stop. */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -193,6 +197,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   let background = false;
   let dispatching = false;
   let closed = false;
+  let draining = false;
   return {
     config,
     log,
@@ -236,6 +241,17 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       for (const i of indexers.values()) i.follower.start();
     },
     startedAt: new Date(),
+    get draining() {
+      return draining;
+    },
+    async drain() {
+      draining = true;
+      // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
+      if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
+      dispatching = false;
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      background = false;
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -238,6 +238,10 @@ export const AppConfigSchema = z
         secureCookie: z.boolean().default(false),
       })
       .prefault({}),
+    /** SIGTERM/SIGINT: reads are answered this long after new work is refused; everything ends within deadlineMs. */
+    shutdown: z
+      .object({ graceMs: z.number().int().min(0).default(2_000), deadlineMs: z.number().int().positive().default(30_000) })
+      .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),

@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Services } from '../services.ts';
 import { WebrpcErrors, MetadataErrors } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
+import { registerDrainGuard } from './drain.ts';
 import { openApiDocument, registerRestRoutes } from './rest.ts';
 import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
@@ -58,6 +59,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     return sendError(reply, { ...MetadataErrors.NotFound, status: 404 }, `no route for ${req.method} ${path}`);
   });
 
+  registerDrainGuard(app, s);
   registerHealthRoutes(app, s);
   registerRestRoutes(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
