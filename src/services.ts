@@ -20,6 +20,8 @@ import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
+import { createMediaService, type MediaService } from './media/index.ts';
+import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
@@ -44,6 +46,8 @@ export interface Services {
   rateLimiter: RateLimiter;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
+  /** The media pipeline (cached originals, renditions, `assets`); undefined when media.enabled is false. */
+  media?: MediaService;
   contracts: ContractInfoService;
   contractStore: ContractStore;
   tokenSearch: TokenSearchService;
@@ -110,6 +114,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
+  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log }) : undefined;
+  const mediaHooks: TokenMediaHooks | undefined = media && {
+    onResolved: (chainId, contract, list, via) => {
+      const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
+      void media.onTokensResolved(chainId, contract, list, mode).catch((err) => log.warn({ err }, 'media scheduling failed'));
+    },
+    assetsFor: (chainId, contract, ids) => media.assetsFor(chainId, contract, ids),
+    rewriteImage: config.media.rewriteImage,
+  };
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
   const tokens = new TokenMetadataService({
@@ -120,6 +133,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     metrics,
     // One read classifies a new contract and makes it searchable.
     detectStandard: (chain, address) => contracts.detect(chain, address),
+    media: mediaHooks,
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
@@ -178,6 +192,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     rateLimiter: new RateLimiter(db, config.auth.rateLimit),
     fetcher,
     tokens,
+    media,
     contracts,
     contractStore: contractsRepo,
     tokenSearch,
@@ -209,6 +224,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await auth.flush();
+      await media?.close();
       fetcher.close();
       if (!opts.db) await db.close();
     },

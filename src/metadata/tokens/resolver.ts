@@ -11,7 +11,7 @@ import { within } from '../../util/deadline.ts';
 import { LruCache } from '../../util/lru.ts';
 import { normalizeTokenDocument } from './normalize.ts';
 import type { Resolution, TokenRecord, TokenStore } from './token-store.ts';
-import { toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
+import { StoredTokenMetadata, toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
 import { ID_VARIANTS } from './id-template.ts';
 import { parseTokenUri } from '../fetch/uri.ts';
 
@@ -26,6 +26,20 @@ export interface TokenMetadataDeps {
    * (one read that also makes the contract searchable); plain ERC165 detection otherwise.
    */
   detectStandard?: (chain: ChainClient, address: Address) => Promise<string>;
+  /** The media pipeline, when enabled (the wiring adapts it): told about resolutions, asked for `assets`. */
+  media?: TokenMediaHooks;
+}
+
+/** Media URLs of one resolved token, by TokenMetadata field. */
+export type TokenMediaUrls = { tokenId: string; urls: { image: string | null; image_data: string | null; animation_url: string | null } };
+
+export interface TokenMediaHooks {
+  /** `read`: a token resolved for an API answer (media fetched eagerly if so configured); `refresh`: re-check cached media only. */
+  onResolved(chainId: number, contract: string, tokens: TokenMediaUrls[], via: 'read' | 'refresh'): void;
+  /** The `assets` entries of these tokens (only those with stored media appear). */
+  assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, Array<{ url: string; metadataField: string }>>>;
+  /** Rewrite `image` to the cached URL (config media.rewriteImage). */
+  rewriteImage: boolean;
 }
 
 export interface GetTokensResult {
@@ -202,6 +216,7 @@ export class TokenMetadataService {
         statuses.push(status);
       }
     }
+    if (this.d.media) await this.attachAssets(this.d.media, chain.chainId, contract, ids, statuses, json);
     return {
       json,
       statuses,
@@ -216,7 +231,33 @@ export class TokenMetadataService {
 
   /** Re-reads tokens now, whatever their cache state; the refresh path. */
   async refresh(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
-    return this.resolve(chain, contract, ids);
+    return this.resolve(chain, contract, ids, 'refresh');
+  }
+
+  /** Adds `assets` (and, if configured, the cached `image`) to the serialised tokens that have stored media. */
+  private async attachAssets(media: TokenMediaHooks, chainId: number, contract: string, ids: string[], statuses: ResourceStatus[], json: string[]): Promise<void> {
+    const withMetadata = ids.filter((_, i) => statuses[i] !== 'NOT_AVAILABLE');
+    if (!withMetadata.length) return;
+    let assets: Map<string, Array<{ url: string; metadataField: string }>>;
+    try {
+      assets = await media.assetsFor(chainId, contract, withMetadata);
+    } catch (err) {
+      // Media is an extra: an answer without it beats no answer.
+      this.d.log.warn({ err, chainId, contract }, 'token assets unavailable');
+      return;
+    }
+    ids.forEach((id, i) => {
+      const list = statuses[i] !== 'NOT_AVAILABLE' ? assets.get(id) : undefined;
+      if (!list?.length) return;
+      const image = media.rewriteImage ? list.find((a) => a.metadataField === 'image') : undefined;
+      if (image) {
+        const obj = JSON.parse(json[i]) as Record<string, unknown>;
+        json[i] = JSON.stringify({ ...obj, image: image.url, assets: list });
+      } else {
+        // The view ends with "}": splicing keeps the cached serialisation of the record.
+        json[i] = `${json[i].slice(0, -1)},"assets":${JSON.stringify(list)}}`;
+      }
+    });
   }
 
   /**
@@ -228,7 +269,7 @@ export class TokenMetadataService {
     const existing = (await this.d.store.get(chain.chainId, contract, [id])).get(id);
     if (existing) return existing;
     try {
-      return (await this.resolve(chain, contract, [id])).get(id);
+      return (await this.resolve(chain, contract, [id], 'read')).get(id);
     } catch (err) {
       this.d.log.warn({ err, chain: chain.name, contract, id }, 'token resolution failed while explaining');
       const now = new Date();
@@ -241,8 +282,8 @@ export class TokenMetadataService {
     }
   }
 
-  private resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
-    return this.flight.runScoped(`${chain.chainId}:${contract}`, ids, (fresh) => this.resolveBatch(chain, contract, fresh));
+  private resolve(chain: ChainClient, contract: Address, ids: string[], via: 'read' | 'refresh' = 'read'): Promise<Map<string, TokenRecord>> {
+    return this.flight.runScoped(`${chain.chainId}:${contract}`, ids, (fresh) => this.resolveBatch(chain, contract, fresh, via));
   }
 
   private kindOf(chain: ChainClient, contract: Address): Promise<ContractKindState> {
@@ -280,7 +321,7 @@ export class TokenMetadataService {
     return p;
   }
 
-  private async resolveBatch(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+  private async resolveBatch(chain: ChainClient, contract: Address, ids: string[], via: 'read' | 'refresh'): Promise<Map<string, TokenRecord>> {
     const cfg = this.d.config;
     const kind = await this.kindOf(chain, contract);
     const standard = kind.standard;
@@ -336,6 +377,19 @@ export class TokenMetadataService {
     const saved = await this.d.store.save(chain.chainId, contract, results, new Date(now + cfg.metadata.failureRetrySec * 1000));
     for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
     this.restamp(`${chain.chainId}:${contract}`);
+    if (this.d.media) this.d.media.onResolved(chain.chainId, contract, mediaUrlsOf(saved), via);
     return saved;
   }
+}
+
+function mediaUrlsOf(records: Map<string, TokenRecord>): TokenMediaUrls[] {
+  const out: TokenMediaUrls[] = [];
+  for (const [tokenId, rec] of records) {
+    const parsed = rec.metadata ? StoredTokenMetadata.safeParse(rec.metadata) : undefined;
+    if (!parsed?.success) continue;
+    const m = parsed.data;
+    const svg = m.imageData ? `data:image/svg+xml;base64,${Buffer.from(m.imageData, 'utf8').toString('base64')}` : null;
+    out.push({ tokenId, urls: { image: m.image ?? null, image_data: svg, animation_url: m.animationUrl ?? null } });
+  }
+  return out;
 }
