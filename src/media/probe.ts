@@ -61,8 +61,9 @@ function errorText(err: unknown): string {
 async function probeRaster(bytes: Buffer, mimeType: string, kind: 'image' | 'svg', limits: ProbeLimits): Promise<Probed | ProbeFailure> {
   let meta: Metadata;
   try {
-    // Reads the header only: dimensions and frame count before any pixel is decoded.
-    meta = await sharp(bytes, decodeOptions(limits, { animated: true })).metadata();
+    // Reads the header only: dimensions and frame count before any pixel is decoded. The pixel
+    // limit is checked below, with the frames counted, so a bomb gets its own reason.
+    meta = await sharp(bytes, decodeOptions(limits, { animated: true, limitInputPixels: false })).metadata();
   } catch (err) {
     return { ok: false, reason: 'UNDECODABLE', message: errorText(err) };
   }
@@ -90,7 +91,8 @@ export async function probeMedia(bytes: Buffer, limits: ProbeLimits): Promise<Pr
   if (detected && PASSTHROUGH[detected.mime]) {
     return { ok: true, kind: PASSTHROUGH[detected.mime], mimeType: detected.mime, bytes, width: null, height: null, frames: 1 };
   }
-  if (!detected && looksLikeSvg(bytes)) {
+  // file-type reads SVG with an XML declaration as XML (and otherwise not at all).
+  if ((!detected || detected.mime === 'application/xml') && looksLikeSvg(bytes)) {
     const prepared = prepareSvgForRaster(bytes);
     if (!prepared.ok) return prepared;
     return probeRaster(prepared.svg, 'image/svg+xml', 'svg', limits);
