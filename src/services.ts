@@ -118,7 +118,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const mediaHooks: TokenMediaHooks | undefined = media && {
     onResolved: (chainId, contract, list, via) => {
       const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
-      void media.onTokensResolved(chainId, contract, list, mode).catch((err) => log.warn({ err }, 'media scheduling failed'));
+      media.onTokensResolved(chainId, contract, list, mode);
     },
     assetsFor: (chainId, contract, ids) => media.assetsFor(chainId, contract, ids),
     rewriteImage: config.media.rewriteImage,

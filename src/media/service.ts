@@ -163,8 +163,12 @@ export class MediaService {
    * bulk enumeration): only fields already cached are looked at again, so a changed URL or changed
    * bytes make new renditions without a whole collection's media being pulled in.
    */
-  async onTokensResolved(chainId: number, contract: string, tokens: TokenMedia[], mode: 'eager' | 'recheck'): Promise<void> {
-    if (!tokens.length) return;
+  onTokensResolved(chainId: number, contract: string, tokens: TokenMedia[], mode: 'eager' | 'recheck'): void {
+    // Tracked from the start, so idle() also waits for the lookup that decides what to queue.
+    if (tokens.length) this.track(this.schedule(chainId, contract, tokens, mode));
+  }
+
+  private async schedule(chainId: number, contract: string, tokens: TokenMedia[], mode: 'eager' | 'recheck'): Promise<void> {
     const existing = await this.d.store.assetsOf(chainId, contract, tokens.map((t) => t.tokenId));
     const have = new Map(existing.map((a) => [`${a.key.tokenId}:${a.key.field}`, a]));
     for (const t of tokens) {
