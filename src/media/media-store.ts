@@ -151,6 +151,12 @@ export function mediaStore(db: Db) {
       return rows[0]?.sha256 ?? null;
     },
 
+    /** Every asset of a chain goes (a new dev chain reuses the id); the hashes they held are returned. */
+    async forgetChain(chainId: number): Promise<string[]> {
+      const { rows } = await db.query<{ sha256: string | null }>('DELETE FROM media_assets WHERE chain_id = $1 RETURNING sha256', [chainId]);
+      return [...new Set(rows.map((r) => r.sha256).filter((x): x is string => x !== null))];
+    },
+
     /**
      * Deletes the blob row when no asset references it any more, running `dropBytes` inside the
      * same transaction so an ingest of the same hash (which inserts the row first) waits for it.

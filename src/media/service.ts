@@ -64,6 +64,10 @@ export class MediaService {
   private readonly inflight = new Map<string, Promise<MediaAsset>>();
   private readonly rendering = new Map<string, Promise<Buffer>>();
   private readonly wireCache = new LruCache<AssetWire[]>(50_000, 5_000);
+  /** Blob rows never change; a short TTL bounds how long a collected one is still believed. */
+  private readonly blobInfo = new LruCache<BlobInfo>(10_000, 60_000);
+  /** Recently served renditions, bounded by bytes: the hot thumbnails skip the blob store. */
+  private readonly hot = new ByteCache(64 * 1024 * 1024, 16 * 1024 * 1024);
   private queued = 0;
   private base: string;
   private readonly background = new Set<Promise<unknown>>();
@@ -94,8 +98,12 @@ export class MediaService {
     return this.d.store.asset(k);
   }
 
-  blob(sha256: string): Promise<BlobInfo | undefined> {
-    return this.d.store.blob(sha256);
+  async blob(sha256: string): Promise<BlobInfo | undefined> {
+    const hit = this.blobInfo.get(sha256);
+    if (hit) return hit;
+    const b = await this.d.store.blob(sha256);
+    if (b) this.blobInfo.set(sha256, b);
+    return b;
   }
 
   /**
@@ -147,11 +155,18 @@ export class MediaService {
     return (await this.d.store.asset(k))!;
   }
 
+  /** Forgets a chain's assets (what `metarelay dev` does for its previous anvil) and collects their blobs. */
+  async forgetChain(chainId: number): Promise<void> {
+    for (const sha of await this.d.store.forgetChain(chainId)) await this.release(sha);
+  }
+
   /** Garbage-collects a blob nothing references any more (originals and renditions). */
   private async release(sha256: string | null): Promise<void> {
     if (!sha256) return;
     try {
       const gone = await this.d.store.collect(sha256, () => this.d.blobs.delete(originalKey(sha256)));
+      this.blobInfo.delete(sha256);
+      this.hot.dropPrefix(`r/${sha256}/`);
       if (gone) this.d.log.debug({ sha256 }, 'media blob collected');
     } catch (err) {
       this.d.log.warn({ err, sha256 }, 'media blob collection failed');
@@ -211,8 +226,13 @@ export class MediaService {
     if (!isImage(blob.mimeType)) return { ok: false, reason: 'NOT_AN_IMAGE', message: `${blob.mimeType} has no image renditions; ask for "original"` };
     const key = renditionKey(blob.sha256, renditionName(r));
     const contentType = FORMAT_TYPES[r.format];
+    const hot = this.hot.get(key);
+    if (hot) return { ok: true, bytes: hot, contentType };
     const cached = await this.d.blobs.get(key);
-    if (cached) return { ok: true, bytes: cached, contentType };
+    if (cached) {
+      this.hot.set(key, cached);
+      return { ok: true, bytes: cached, contentType };
+    }
     let p = this.rendering.get(key);
     if (!p) {
       p = this.renderLimiter
@@ -221,6 +241,7 @@ export class MediaService {
           if (!source) throw Object.assign(new Error('original missing from the blob store'), { reason: 'BLOB_MISSING' });
           const bytes = await render({ bytes: source, mimeType: blob.mimeType, width: blob.width, frames: blob.frames }, r, this.d.options);
           await this.d.blobs.put(key, bytes, contentType);
+          this.hot.set(key, bytes);
           return bytes;
         })
         .finally(() => this.rendering.delete(key));
@@ -295,4 +316,39 @@ function fileNameOf(url: string, field: string, ext: string): string {
     }
   }
   return `${field}.${ext}`;
+}
+
+/** A map of buffers bounded by their total size (oldest out first); entries above `maxEntry` are not kept. */
+class ByteCache {
+  private readonly map = new Map<string, Buffer>();
+  private total = 0;
+
+  constructor(
+    private readonly maxTotal: number,
+    private readonly maxEntry: number,
+  ) {}
+
+  get(key: string): Buffer | undefined {
+    return this.map.get(key);
+  }
+
+  set(key: string, value: Buffer): void {
+    if (value.length > this.maxEntry || this.map.has(key)) return;
+    this.map.set(key, value);
+    this.total += value.length;
+    for (const [k, v] of this.map) {
+      if (this.total <= this.maxTotal) break;
+      this.map.delete(k);
+      this.total -= v.length;
+    }
+  }
+
+  dropPrefix(prefix: string): void {
+    for (const [k, v] of this.map) {
+      if (k.startsWith(prefix)) {
+        this.map.delete(k);
+        this.total -= v.length;
+      }
+    }
+  }
 }
