@@ -8,7 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import { originalKey } from '../src/media/blob-store.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { getRest, getTokenMetadata, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+import { getRest, getTokenMetadata, secondProcess, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fakeMp4, solidPng } from './support/media.ts';
 
 let chain: TokenChain;
@@ -163,6 +166,8 @@ describe('refresh', () => {
     const before = (await media().asset({ chainId: chain.chainConfig.chainId, contract: tt.toLowerCase(), tokenId: '4', field: 'image' }))!;
     expect(before.status).toBe('READY');
     const oldSha = before.blob!.sha256;
+    // Served (and so held in the process's hot cache) before the change.
+    expect((await get(`/media/b/${oldSha}/64.webp`)).statusCode).toBe(200);
     files.set('/img/4.png', ['image/png', await solidPng(100, 100, '#0000ff')]);
     await t.services.tokens.refresh(t.services.chains.get(chain.chainConfig.chainId)!, tt.toLowerCase() as Address, ['4']);
     await media().idle();
@@ -171,5 +176,29 @@ describe('refresh', () => {
     expect(await media().blobs.get(originalKey(oldSha))).toBeUndefined();
     const { rows } = await t.services.db.query('SELECT 1 FROM media_blobs WHERE sha256 = $1', [oldSha]);
     expect(rows).toHaveLength(0);
+    expect(await media().blobs.list(`r/${oldSha}/`)).toEqual([]);
+    // Nothing of the collected blob is served any more, from the store or from memory.
+    const gone = await get(`/media/b/${oldSha}/64.webp`);
+    expect(gone.statusCode).toBe(404);
+    expect(gone.json().reason).toBe('UNKNOWN_BLOB');
+  });
+});
+
+describe('config', () => {
+  it('media.rewriteImage puts the cached URL in image; media.enabled false has no routes and no assets', async () => {
+    const rewriting = await secondProcess(t, { chains: [chain.chainConfig], media: { rewriteImage: true, eager: false, store: { type: 'folder', path: mkdtempSync(join(tmpdir(), 'mr-media-')) } } });
+    const off = await secondProcess(t, { chains: [chain.chainConfig], media: { enabled: false } });
+    try {
+      const [one] = await getTokenMetadata({ app: rewriting.app, accessKey: t.accessKey }, tt, ['1']);
+      expect(one.image).toBe(`${rewriting.services.media!.publicUrl}/media/b/${sha(files.get('/img/1.png')![1])}/original`);
+      // The origin's URL is still in the raw document.
+      expect((await getRest({ app: rewriting.app }, `/tokens/anvil/${tt}/1/explain`)).body.raw.image).toBe(`${origin.url}/img/1.png`);
+      const [plain] = await getTokenMetadata({ app: off.app, accessKey: t.accessKey }, tt, ['1']);
+      expect(plain.image).toBe(`${origin.url}/img/1.png`);
+      expect((plain as { assets?: unknown }).assets).toBeUndefined();
+      expect((await off.app.inject({ method: 'GET', url: `/media/anvil/${tt}/1/image` })).statusCode).toBe(404);
+    } finally {
+      await Promise.all([rewriting.close(), off.close()]);
+    }
   });
 });

@@ -26,6 +26,7 @@ let origin: RawServer;
 let privateTarget: RawServer;
 let testDb: TestDb;
 let fetcher: Fetcher;
+const slow = { open: 0, peak: 0 };
 
 function serve(req: http.IncomingMessage, res: http.ServerResponse, url: URL) {
   if (url.pathname === '/drip') {
@@ -33,6 +34,16 @@ function serve(req: http.IncomingMessage, res: http.ServerResponse, url: URL) {
     res.writeHead(200, { 'content-type': 'image/png' });
     const t = setInterval(() => res.write(Buffer.from([0x89])), 200);
     res.on('close', () => clearInterval(t));
+    return;
+  }
+  if (url.pathname.startsWith('/slow/')) {
+    // Answers after 150 ms, counting how many such requests are open at once.
+    slow.open++;
+    slow.peak = Math.max(slow.peak, slow.open);
+    setTimeout(() => {
+      slow.open--;
+      res.writeHead(200, { 'content-type': 'image/png' }).end(files.get('/a.png')![1]);
+    }, 150);
     return;
   }
   if (url.pathname === '/to-private') {
@@ -243,5 +254,30 @@ describe('bad media (each a FAILED asset with its reason; nothing stored)', () =
     // The rectangle is drawn (green), so the document really was rendered.
     expect([data[0], data[1], data[2]]).toEqual([0, 255, 0]);
     expect(origin.requestCount('/tracker.png') + origin.requestCount('/tracker.css')).toBe(0);
+  });
+});
+
+describe('the eager queue', () => {
+  it('fetches with its own concurrency and drops work past its bound (fetched lazily later)', async () => {
+    const backend = folderBackend();
+    try {
+      const media = new MediaService({
+        store: mediaStore(testDb.db),
+        blobs: backend.store,
+        fetcher,
+        log: createLogger('silent'),
+        options: { ...LIMITS, maxBytes: CAP, fetchTimeoutMs: 10_000, concurrency: 2, maxQueued: 6, failureRetrySec: 3600, eager: true },
+      });
+      const keys = Array.from({ length: 10 }, () => key());
+      const accepted = keys.map((k, i) => media.enqueue(k, `${origin.url}/slow/${i}`));
+      expect(accepted).toEqual([true, true, true, true, true, true, false, false, false, false]);
+      await media.idle();
+      // Ground truth at the origin: never more than two media fetches open at once, six in all.
+      expect(slow.peak).toBe(2);
+      expect(Array.from({ length: 10 }, (_, i) => origin.requestCount(`/slow/${i}`))).toEqual([1, 1, 1, 1, 1, 1, 0, 0, 0, 0]);
+      expect((await Promise.all(keys.map((k) => media.asset(k)))).map((a) => a?.status ?? null)).toEqual([...Array(6).fill('READY'), ...Array(4).fill(null)]);
+    } finally {
+      await backend.stop();
+    }
   });
 });
