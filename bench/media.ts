@@ -30,7 +30,9 @@ async function makeImage(i: number): Promise<[string, Buffer]> {
   const width = 200 + ((i * 373) % 2200);
   const height = 200 + ((i * 151) % 1600);
   const color = { r: (i * 37) % 256, g: (i * 91) % 256, b: (i * 53) % 256 };
-  const base = () => sharp({ create: { width, height, channels: 3, background: color, noise: { type: 'gaussian', mean: 100, sigma: 30 } } });
+  // Every other image is noise (incompressible: large files, slow decodes), the rest flat colour.
+  const noise = i % 2 === 0 ? { noise: { type: 'gaussian' as const, mean: 100, sigma: 30 } } : {};
+  const base = () => sharp({ create: { width, height, channels: 3, background: color, ...noise } });
   switch (i % 5) {
     case 0:
       return ['image/png', await base().png().toBuffer()];
@@ -170,6 +172,7 @@ runBench(async (cleanup) => {
     const out = await media.rendition(a.blob!, r256);
     if (!out.ok) throw new Error(out.message);
     if ((i + 1) % 50 === 0) rss.push({ images: i + 1, rssMb: Math.round(process.memoryUsage().rss / 1e6) });
+    if ((i + 1) % 100 === 0) progress(`  ${i + 1} images, RSS ${rss[rss.length - 1].rssMb} MB`);
   }
   clearInterval(sampler);
   const at = (n: number) => rss.find((x) => x.images === n)?.rssMb;
