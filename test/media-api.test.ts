@@ -191,6 +191,9 @@ describe('config', () => {
     try {
       const [one] = await getTokenMetadata({ app: rewriting.app, accessKey: t.accessKey }, tt, ['1']);
       expect(one.image).toBe(`${rewriting.services.media!.publicUrl}/media/b/${sha(files.get('/img/1.png')![1])}/original`);
+      // The field's route serves the stored asset; it does not fetch its own URL.
+      const r = await rewriting.app.inject({ method: 'GET', url: `/media/anvil/${tt}/1/image` });
+      expect(r.headers.location).toBe(`/media/b/${sha(files.get('/img/1.png')![1])}/original`);
       // The origin's URL is still in the raw document.
       expect((await getRest({ app: rewriting.app }, `/tokens/anvil/${tt}/1/explain`)).body.raw.image).toBe(`${origin.url}/img/1.png`);
       const [plain] = await getTokenMetadata({ app: off.app, accessKey: t.accessKey }, tt, ['1']);

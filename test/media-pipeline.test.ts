@@ -170,6 +170,10 @@ for (const makeBackend of [folderBackend, s3Backend]) {
       // Byte ranges (what video/audio serving uses).
       expect(await backend.store.getRange(originalKey(sha), 1, 3)).toEqual(png.subarray(1, 4));
       expect(await backend.store.size(originalKey(sha))).toBe(png.length);
+      const streamed = async (range?: { start: number; end: number }) => Buffer.concat(await (await backend.store.stream(originalKey(sha), range))!.toArray());
+      expect(await streamed({ start: 10, end: 99 })).toEqual(png.subarray(10, 100));
+      expect(await streamed()).toEqual(png);
+      expect(await backend.store.stream(originalKey('f'.repeat(64)))).toBeUndefined();
 
       // k1 moves to another image, k2 still holds the first: nothing is collected yet.
       const b = await media.ensure(k1, `${origin.url}/b.png`);

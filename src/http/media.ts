@@ -21,11 +21,6 @@ export const MEDIA_SECURITY_HEADERS = {
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
-const BlobParams = z.object({
-  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be a lower-case hex SHA-256'),
-  rendition: z.string().max(40),
-});
-
 const TokenMediaParams = z.object({
   network: z.string().min(1),
   contract: AddressArg,
@@ -71,6 +66,11 @@ function parseRange(header: string | undefined, size: number): { start: number; 
   return { start, end };
 }
 
+const BlobParams = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be a lower-case hex SHA-256'),
+  rendition: z.string().max(40),
+});
+
 async function sendBlob(media: MediaService, req: FastifyRequest, reply: FastifyReply) {
   const p = BlobParams.safeParse(req.params);
   if (!p.success) return sendFailure(reply, 'INVALID_ARGUMENT', describeIssues(p.error, req.params).text);
@@ -89,14 +89,13 @@ async function sendBlob(media: MediaService, req: FastifyRequest, reply: Fastify
     if (range === 'unsatisfiable') {
       return reply.code(416).header('Content-Range', `bytes */${blob.filesize}`).type('application/json').send(toWire({ ...MetadataErrors.InvalidArgument, status: 416 }, 'range not satisfiable'));
     }
-    if (range) {
-      const part = await media.blobs.getRange(key, range.start, range.end);
-      if (!part) return sendFailure(reply, 'BLOB_MISSING', 'the original is missing from the blob store');
-      return reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${blob.filesize}`).type(blob.mimeType).send(part);
-    }
-    const bytes = await media.blobs.get(key);
-    if (!bytes) return sendFailure(reply, 'BLOB_MISSING', 'the original is missing from the blob store');
-    return reply.type(blob.mimeType).send(bytes);
+    // Streamed: a 50 MB video served to many clients is never held in memory.
+    const body = await media.blobs.stream(key, range);
+    if (!body) return sendFailure(reply, 'BLOB_MISSING', 'the original is missing from the blob store');
+    const length = range ? range.end - range.start + 1 : blob.filesize;
+    reply.header('Content-Length', String(length)).type(blob.mimeType);
+    if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${blob.filesize}`);
+    return reply.send(body);
   }
   const r = parseRendition(rendition);
   if (!r) return sendFailure(reply, 'UNKNOWN_RENDITION', `"${rendition.slice(0, 40)}" is not a rendition: original, or <64|256|512|1024>[-still].<webp|png|jpg>`);
@@ -105,7 +104,7 @@ async function sendBlob(media: MediaService, req: FastifyRequest, reply: Fastify
   }
   const out = await media.rendition(blob, r);
   if (!out.ok) return sendFailure(reply, out.reason, out.message);
-  return reply.header('Cache-Control', IMMUTABLE).header('ETag', etag).type(out.contentType).send(out.bytes);
+  return reply.headers({ 'cache-control': IMMUTABLE, etag, 'content-type': out.contentType }).send(out.bytes);
 }
 
 export function registerMediaRoutes(app: FastifyInstance, s: Services) {
@@ -140,7 +139,11 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services) {
       const source =
         p.field === 'image' ? token.image : p.field === 'animation_url' ? token.animation_url : token.image_data && `data:image/svg+xml;base64,${Buffer.from(token.image_data, 'utf8').toString('base64')}`;
       if (!source) return sendFailure(reply, 'NO_MEDIA', `the token has no ${p.field}`);
-      const asset = await media.ensure({ chainId: chain.chainId, contract: p.contract, tokenId: p.tokenId, field: p.field }, source);
+      const key = { chainId: chain.chainId, contract: p.contract, tokenId: p.tokenId, field: p.field };
+      // With media.rewriteImage the answer's image is our own cached URL: the stored asset is the source.
+      const asset = source.startsWith(`${media.publicUrl}/media/`)
+        ? ((await media.asset(key)) ?? { status: 'FAILED' as const, blob: null, failureReason: 'NO_MEDIA', failureMessage: 'no cached media' })
+        : await media.ensure(key, source);
       if (asset.status !== 'READY' || !asset.blob) return sendFailure(reply, asset.failureReason ?? 'FAILED', asset.failureMessage ?? 'media could not be stored');
       const b = asset.blob;
       let rendition = 'original';

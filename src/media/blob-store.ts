@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 // Where media bytes live. Keys are content-derived ("o/<sha256>" for an original,
 // "r/<sha256>/<rendition>" for a rendition), so a key's bytes never change once
 // written: writers race harmlessly and readers never see a half-written blob.
@@ -9,6 +11,8 @@ export interface BlobStore {
   get(key: string): Promise<Buffer | undefined>;
   /** Bytes [start, end] inclusive of a stored blob (Range requests on video and audio). */
   getRange(key: string, start: number, end: number): Promise<Buffer | undefined>;
+  /** A stream of bytes [start, end] (the whole blob without a range): large originals are never held in memory. */
+  stream(key: string, range?: { start: number; end: number }): Promise<Readable | undefined>;
   /** Its size in bytes, or undefined when it is not stored. */
   size(key: string): Promise<number | undefined>;
   /** Removes the blob and, for an original, every rendition under it. */

@@ -10,6 +10,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
 import type { BlobStore } from './blob-store.ts';
 
 export type S3StoreOptions = {
@@ -66,6 +67,16 @@ export function s3BlobStore(o: S3StoreOptions): BlobStore {
     },
     get: (key) => read(key),
     getRange: (key, start, end) => read(key, `bytes=${start}-${end}`),
+    async stream(key, range) {
+      try {
+        const res = await client.send(new GetObjectCommand({ Bucket, Key: prefix + key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
+        // In Node the SDK's body is an http.IncomingMessage.
+        return res.Body as Readable;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
     async size(key) {
       try {
         const res = await client.send(new HeadObjectCommand({ Bucket, Key: prefix + key }));

@@ -300,7 +300,12 @@ export function createFetcher(options: FetcherOptions): Fetcher {
       if (/^data:/i.test(text)) {
         const m = /^data:([^,]*?)(;base64)?,(.*)$/is.exec(text);
         if (!m) return failure('INVALID_URI', 'malformed data: URI', trace);
-        const bytes = m[2] ? Buffer.from(m[3], 'base64') : Buffer.from(decodeURIComponent(m[3]), 'utf8');
+        let bytes: Buffer;
+        try {
+          bytes = m[2] ? Buffer.from(m[3], 'base64') : Buffer.from(decodeURIComponent(m[3]), 'utf8');
+        } catch {
+          return failure('INVALID_URI', 'malformed percent-encoding in data: URI', trace);
+        }
         trace.push({ url: preview(uri), bytes: bytes.length, ms: 0 });
         if (bytes.length > opts.maxBytes) return failure('TOO_LARGE', `inline media exceeds ${opts.maxBytes} bytes`, trace);
         return { ok: true, bytes, finalUrl: preview(uri), contentType: m[1] || 'text/plain', trace };
