@@ -47,6 +47,9 @@ export type AssetWire = {
 
 export type RenditionResult = { ok: true; bytes: Buffer; contentType: string } | { ok: false; reason: string; message: string };
 
+/** A token's assets and their JSON (empty string when there are none). */
+export type TokenAssets = { list: AssetWire[]; json: string };
+
 export type TokenMedia = { tokenId: string; urls: Partial<Record<MediaField, string | null>> };
 
 const EXTENSIONS: Record<string, string> = {
@@ -63,7 +66,7 @@ export class MediaService {
   private readonly renderLimiter: Limiter;
   private readonly inflight = new Map<string, Promise<MediaAsset>>();
   private readonly rendering = new Map<string, Promise<Buffer>>();
-  private readonly wireCache = new LruCache<AssetWire[]>(50_000, 5_000);
+  private readonly wireCache = new LruCache<TokenAssets>(50_000, 5_000);
   /** Blob rows never change; a short TTL bounds how long a collected one is still believed. */
   private readonly blobInfo = new LruCache<BlobInfo>(10_000, 60_000);
   /** Recently served renditions, bounded by bytes: the hot thumbnails skip the blob store. */
@@ -260,9 +263,12 @@ export class MediaService {
     return `${this.base}/media/b/${blob.sha256}/${blob.mimeType === 'image/svg+xml' ? '1024.webp' : 'original'}`;
   }
 
-  /** READY assets of these tokens in the Sequence shape, by token id (briefly cached per process). */
-  async assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, AssetWire[]>> {
-    const out = new Map<string, AssetWire[]>();
+  /**
+   * READY assets of these tokens in the Sequence shape, by token id, with their serialisation
+   * (token answers splice it in as is). Briefly cached per process: this is on every token read.
+   */
+  async assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, TokenAssets>> {
+    const out = new Map<string, TokenAssets>();
     const now = Date.now();
     const missing: string[] = [];
     for (const id of new Set(tokenIds)) {
@@ -272,9 +278,13 @@ export class MediaService {
     }
     if (missing.length) {
       const rows = await this.d.store.assetsOf(chainId, contract, missing);
-      for (const id of missing) out.set(id, []);
-      for (const a of rows) if (a.status === 'READY' && a.blob) out.get(a.key.tokenId)!.push(this.toWire(a, a.blob));
-      for (const id of missing) this.wireCache.set(`${chainId}:${contract}:${id}`, out.get(id)!, now);
+      const lists = new Map<string, AssetWire[]>(missing.map((id) => [id, []]));
+      for (const a of rows) if (a.status === 'READY' && a.blob) lists.get(a.key.tokenId)!.push(this.toWire(a, a.blob));
+      for (const [id, list] of lists) {
+        const entry: TokenAssets = { list, json: list.length ? JSON.stringify(list) : '' };
+        out.set(id, entry);
+        this.wireCache.set(`${chainId}:${contract}:${id}`, entry, now);
+      }
     }
     return out;
   }

@@ -36,8 +36,8 @@ export type TokenMediaUrls = { tokenId: string; urls: { image: string | null; im
 export interface TokenMediaHooks {
   /** `read`: a token resolved for an API answer (media fetched eagerly if so configured); `refresh`: re-check cached media only. */
   onResolved(chainId: number, contract: string, tokens: TokenMediaUrls[], via: 'read' | 'refresh'): void;
-  /** The `assets` entries of these tokens (only those with stored media appear). */
-  assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, Array<{ url: string; metadataField: string }>>>;
+  /** The `assets` entries of these tokens, with their JSON (serialised once by the media side; '' when none). */
+  assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, { list: Array<{ url: string; metadataField: string }>; json: string }>>;
   /** Rewrite `image` to the cached URL (config media.rewriteImage). */
   rewriteImage: boolean;
 }
@@ -238,7 +238,7 @@ export class TokenMetadataService {
   private async attachAssets(media: TokenMediaHooks, chainId: number, contract: string, ids: string[], statuses: ResourceStatus[], json: string[]): Promise<void> {
     const withMetadata = ids.filter((_, i) => statuses[i] !== 'NOT_AVAILABLE');
     if (!withMetadata.length) return;
-    let assets: Map<string, Array<{ url: string; metadataField: string }>>;
+    let assets: Awaited<ReturnType<TokenMediaHooks['assetsFor']>>;
     try {
       assets = await media.assetsFor(chainId, contract, withMetadata);
     } catch (err) {
@@ -247,15 +247,15 @@ export class TokenMetadataService {
       return;
     }
     ids.forEach((id, i) => {
-      const list = statuses[i] !== 'NOT_AVAILABLE' ? assets.get(id) : undefined;
-      if (!list?.length) return;
-      const image = media.rewriteImage ? list.find((a) => a.metadataField === 'image') : undefined;
+      const entry = statuses[i] !== 'NOT_AVAILABLE' ? assets.get(id) : undefined;
+      if (!entry?.json) return;
+      const image = media.rewriteImage ? entry.list.find((a) => a.metadataField === 'image') : undefined;
       if (image) {
         const obj = JSON.parse(json[i]) as Record<string, unknown>;
-        json[i] = JSON.stringify({ ...obj, image: image.url, assets: list });
+        json[i] = JSON.stringify({ ...obj, image: image.url, assets: entry.list });
       } else {
         // The view ends with "}": splicing keeps the cached serialisation of the record.
-        json[i] = `${json[i].slice(0, -1)},"assets":${JSON.stringify(list)}}`;
+        json[i] = `${json[i].slice(0, -1)},"assets":${entry.json}}`;
       }
     });
   }
