@@ -11,6 +11,9 @@ import { createFetcher, type Fetcher } from '../src/metadata/fetch/fetch.ts';
 import { mediaStore } from '../src/media/media-store.ts';
 import { originalKey, renditionKey } from '../src/media/blob-store.ts';
 import { MediaService } from '../src/media/service.ts';
+import { createBlobStore } from '../src/media/index.ts';
+import { s3BlobStore } from '../src/media/s3-store.ts';
+import { parseConfig } from '../src/config/load.ts';
 import { parseRendition } from '../src/media/renditions.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
@@ -204,6 +207,33 @@ for (const makeBackend of [folderBackend, s3Backend]) {
     });
   });
 }
+
+describe('config', () => {
+  it('builds the S3 store from the config with credentials from the environment, and refuses an S3 store without a bucket', async () => {
+    const backend = await s3Backend();
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
+    process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
+    try {
+      const config = parseConfig({ media: { store: { type: 's3', bucket: 'metarelay-media', endpoint: backend.endpoint, forcePathStyle: true, prefix: 'cfg/' } } });
+      const store = createBlobStore(config);
+      expect(store.kind).toBe('s3');
+      await store.put('o/' + 'a'.repeat(64), Buffer.from('hello'), 'text/plain');
+      // Ground truth through the other client: the object sits under the configured prefix.
+      expect(await backend.store.list('')).toEqual([]);
+      expect((await s3BlobStore({ bucket: 'metarelay-media', region: 'us-east-1', endpoint: backend.endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, prefix: 'cfg/' }).get('o/' + 'a'.repeat(64)))?.toString()).toBe('hello');
+      store.close();
+    } finally {
+      process.env.AWS_ACCESS_KEY_ID = saved.id;
+      process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+      await backend.stop();
+    }
+    expect(() => parseConfig({ media: { store: { type: 's3' } } })).toThrow(/media\.store\.bucket/);
+    expect(() => parseConfig({ media: { store: { type: 'ftp' } } })).toThrow(/media\.store/);
+  });
+});
 
 describe('bad media (each a FAILED asset with its reason; nothing stored)', () => {
   let backend: BlobBackend;

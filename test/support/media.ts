@@ -52,7 +52,7 @@ export function fakeMp4(size: number): Buffer {
   return Buffer.concat([ftyp, body]);
 }
 
-export type BlobBackend = { name: 'folder' | 's3'; store: BlobStore; stop(): Promise<void> };
+export type BlobBackend = { name: 'folder' | 's3'; store: BlobStore; stop(): Promise<void>; endpoint?: string };
 
 export function folderBackend(): BlobBackend {
   const dir = mkdtempSync(join(tmpdir(), 'metarelay-media-'));
@@ -73,6 +73,7 @@ export async function s3Backend(): Promise<BlobBackend> {
   return {
     name: 's3',
     store,
+    endpoint,
     async stop() {
       store.close();
       await server.close();
