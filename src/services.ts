@@ -22,6 +22,8 @@ import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
+import { createMediaService, type MediaService } from './media/index.ts';
+import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
@@ -47,6 +49,8 @@ export interface Services {
   rateLimiter: RateLimiter;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
+  /** The media pipeline (cached originals, renditions, `assets`); undefined when media.enabled is false. */
+  media?: MediaService;
   tokenStore: TokenStore;
   contracts: ContractInfoService;
   contractStore: ContractStore;
@@ -123,6 +127,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
+  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log }) : undefined;
+  const mediaHooks: TokenMediaHooks | undefined = media && {
+    onResolved: (chainId, contract, list, via) => {
+      const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
+      media.onTokensResolved(chainId, contract, list, mode);
+    },
+    assetsFor: (chainId, contract, ids) => media.assetsFor(chainId, contract, ids),
+    rewriteImage: config.media.rewriteImage,
+  };
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
   const tokensRepo = tokenStore(db);
@@ -134,6 +147,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     metrics,
     // One read classifies a new contract and makes it searchable.
     detectStandard: (chain, address) => contracts.detect(chain, address),
+    media: mediaHooks,
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
@@ -211,6 +225,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     rateLimiter: new RateLimiter(db, config.auth.rateLimit),
     fetcher,
     tokens,
+    media,
     contracts,
     contractStore: contractsRepo,
     tokenStore: tokensRepo,
@@ -258,6 +273,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await auth.flush();
+      await media?.close();
       fetcher.close();
       if (!opts.db) await db.close();
     },
