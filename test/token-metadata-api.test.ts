@@ -18,6 +18,8 @@ let batch: Address[]; // 50 ERC-1155s, each with its own {id} template on the or
 
 const docPath = (k: number, id: string) => `/b${k}/${erc1155IdHex(id)}.json`;
 const FETCH_CONFIG = { fetchTimeoutMs: 3_000, inlineWaitMs: 30_000 };
+// Media has its own tests; eager thumbnails of 2 500 images would only compete for the CPU here.
+const MEDIA_OFF = { enabled: false };
 
 beforeAll(async () => {
   [chain, origin] = await Promise.all([startTokenChain(), startOriginServer()]);
@@ -32,7 +34,7 @@ beforeAll(async () => {
   await chain.send(
     ['1', '2', '3'].map((id) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), `${origin.url}/t/${id}`] })),
   );
-  t = await startTestService({ chains: [chain.chainConfig], metadata: FETCH_CONFIG });
+  t = await startTestService({ chains: [chain.chainConfig], metadata: FETCH_CONFIG, media: MEDIA_OFF });
 });
 
 afterAll(async () => {
