@@ -29,6 +29,12 @@ import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
+import { EventBell, outbox, type Outbox } from './events/outbox.ts';
+import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
+import { DeliveryWorker } from './events/delivery.ts';
+import { createPoster, type Poster } from './events/post.ts';
+import { metaTxnStatusEvents } from './events/metatxn-events.ts';
+import { approvalClient } from './events/approval-client.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -62,6 +68,8 @@ export interface Services {
   bars: BarRepo;
   /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
   receiptWaiters: ReceiptWaiters;
+  /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
+  events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -129,7 +137,14 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
   const relayEvents = new RelayEvents();
-  const metaTxns = metaTxnRepo(db);
+  const bell = new EventBell();
+  const w = config.webhooks;
+  // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
+  const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
+  const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker };
+  events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
+  // Every status the relayer writes records a metatxn.status event on the same transaction.
+  const metaTxns: MetaTxnRepo = metaTxnRepo(db, { onStatus: metaTxnStatusEvents(() => metaTxns, bell) });
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db);
   const bars = barRepo(db);
@@ -157,6 +172,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       bars,
       log,
       onQueued: () => dispatcher.nudge(),
+      approveSponsorship: approvalClient(post, w.approvalDeadlineMs, log),
     });
     const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
     relayers.set(c.chainId, relayer);
@@ -193,12 +209,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     spendCaps: caps,
     bars,
     receiptWaiters,
+    events,
     startDispatchers() {
       dispatching = true;
+      events.delivery.start();
       for (const d of dispatchers) d.start();
     },
     startBackground() {
       background = true;
+      events.delivery.start();
       worker.start();
       for (const w of watchers) w.start();
     },
@@ -208,6 +227,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       closed = true;
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
+      await events.delivery.stop();
+      post.close();
       await auth.flush();
       fetcher.close();
       if (!opts.db) await db.close();
