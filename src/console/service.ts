@@ -9,6 +9,7 @@ import { networkMethods } from './methods/network.ts';
 import { projectMethods } from './methods/projects.ts';
 import { sessionMethods } from './methods/session.ts';
 import { sponsorMethods } from './methods/sponsors.ts';
+import { webhookMethods } from './methods/webhooks.ts';
 import { consoleQueries } from './queries.ts';
 import { sessionStore } from './sessions.ts';
 
@@ -35,6 +36,7 @@ export function consoleService(s: Services): ServiceDef {
       ...sponsorMethods(deps),
       ...activityMethods(deps),
       ...networkMethods(deps),
+      ...webhookMethods(deps),
     },
   };
 }

@@ -11,6 +11,7 @@ import { relayerService } from './services/relayer.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
+import { registerEventStream } from './events.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -59,6 +60,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
 
   registerHealthRoutes(app, s);
   registerRestRoutes(app, s);
+  registerEventStream(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   const deps = { auth: s.auth, admin: adminTokenStore(s.db, s.config.admin.tokens), metrics: s.metrics, rateLimit: s.rateLimiter, networks: s.networks };
