@@ -25,7 +25,7 @@ const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event 
 export function registerEventStream(app: FastifyInstance, s: Services) {
   // Open streams end when the server closes, or they would hold its close open forever.
   const streams = new Set<() => void>();
-  app.addHook('onClose', async () => {
+  app.addHook('preClose', async () => {
     for (const end of streams) end();
   });
   app.get('/events', async (req, reply) => {
