@@ -1,3 +1,4 @@
+import { getAddress } from 'viem';
 import type { Logger } from '../telemetry/logger.ts';
 import type { ApprovalRequest, SponsorApprover } from '../relayer/index.ts';
 import type { Poster } from './post.ts';
@@ -9,12 +10,12 @@ export function approvalBody(req: ApprovalRequest) {
     type: 'sponsorship.approval',
     stage: req.stage,
     chainId: req.chainId,
-    rule: { id: rule.id, projectId: rule.projectId, kind: rule.kind, address: rule.address, name: rule.name, maxGasLimit: rule.maxGas },
+    rule: { id: rule.id, projectId: rule.projectId, kind: rule.kind, address: getAddress(rule.address), name: rule.name, maxGasLimit: rule.maxGas },
     metaTxnId: call.id,
-    entrypoint: call.entrypoint,
-    wallet: call.bundles[0]?.wallet ?? call.entrypoint,
-    deploys: call.deploys,
-    calls: call.leaves.map((l) => ({ wallet: l.executor, to: l.target, value: l.value.toString(), data: l.data, delegateCall: l.delegateCall, revertOnError: l.revertOnError })),
+    entrypoint: getAddress(call.entrypoint),
+    wallet: getAddress(call.bundles[0]?.wallet ?? call.entrypoint),
+    deploys: call.deploys.map((a) => getAddress(a)),
+    calls: call.leaves.map((l) => ({ wallet: getAddress(l.executor), to: getAddress(l.target), value: l.value.toString(), data: l.data, delegateCall: l.delegateCall, revertOnError: l.revertOnError })),
     estimatedGas: req.gasLimit.toString(),
     gasPrice: req.gasPrice.toString(),
     estimatedCostWei: (req.gasLimit * req.gasPrice).toString(),
