@@ -99,7 +99,7 @@ export class DeliveryWorker {
       await this.deps.outbox.prune(s.retentionSec);
     }
     // The lease outlives the deadline by a margin, so no other worker takes a claim whose POST may still run.
-    const lease = Math.ceil(s.deadlineMs / 1000) * 2 + 10;
+    const lease = Math.ceil(s.deadlineMs / 1000) + 5;
     const batch = await this.deps.store.claim(this.owner, s.concurrency * 4, lease);
     let i = 0;
     const lane = async () => {
