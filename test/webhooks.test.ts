@@ -178,37 +178,57 @@ describe('webhook deliveries', () => {
 });
 
 describe('retry horizon, dead letters and disabling', () => {
-  it('dead-letters past the horizon and disables an endpoint failing for longer than disableAfterSec', async () => {
-    const s = await startTestService({ admin: { tokens: [ADMIN] }, webhooks: { ...FAST, retryBaseMs: 150, retryHorizonSec: 1, disableAfterSec: 1 } });
+  /** A service with its own webhook settings, an endpoint on a receiver failing while `up` is false, its worker running. */
+  async function failing(webhooks: Record<string, number>) {
+    const s = await startTestService({ admin: { tokens: [ADMIN] }, webhooks: { ...FAST, ...webhooks } });
     stops.push(s.close);
     const c = consoleClient(s.app);
-    const r = await receiver(() => 500);
+    const state = { up: false };
+    const r = await receiver(() => (state.up ? 200 : 500));
     stops.push(r.server.stop);
-    const w = await c('CreateWebhook', { projectId: s.project.id, url: `${r.server.url}/down`, events: ['*'] }, bearer(ADMIN));
+    const w = (await c('CreateWebhook', { projectId: s.project.id, url: `${r.server.url}/down`, events: ['*'] }, bearer(ADMIN))).body.webhook;
     s.services.events.delivery.start();
-    await appendEvents(s.services.db, [event(s.project.id, 'a', { a: 1 })]);
-    s.services.events.bell.ring();
-    const dead = await eventually(
-      async () => (await c('ListWebhookDeliveries', { webhookId: w.body.webhook.id }, bearer(ADMIN))).body.deliveries,
-      (d) => expect(d[0].status).toBe('DEAD'),
-      10_000,
-    );
+    const emit = async (data: unknown) => {
+      await appendEvents(s.services.db, [event(s.project.id, null, data)]);
+      s.services.events.bell.ring();
+    };
+    const deliveries = async () => (await c('ListWebhookDeliveries', { webhookId: w.id }, bearer(ADMIN))).body.deliveries;
+    return { s, c, r, w, state, emit, deliveries };
+  }
+
+  it('dead-letters a delivery still failing past the retry horizon', async () => {
+    const f = await failing({ retryBaseMs: 150, retryHorizonSec: 2, disableAfterSec: 3600 });
+    await f.emit({ a: 1 });
+    const dead = await eventually(f.deliveries, (d) => expect(d[0].status).toBe('DEAD'), 15_000);
     expect(dead[0].attempts).toBeGreaterThanOrEqual(2);
     expect(dead[0].statusCode).toBe(500);
-    expect(r.got.length).toBe(dead[0].attempts);
-    // The next event fails too, over a second after the first failure: the endpoint is now off, with the console's notice.
-    await appendEvents(s.services.db, [event(s.project.id, 'b', { b: 1 })]);
-    s.services.events.bell.ring();
+    expect(dead[0].nextAttemptAt).toBeNull();
+    expect(f.r.got.length).toBe(dead[0].attempts);
+  }, 30_000);
+
+  it('disables an endpoint failing for longer than disableAfterSec, queues nothing for it, and resumes when enabled', async () => {
+    const f = await failing({ retryBaseMs: 150, retryHorizonSec: 600, disableAfterSec: 1 });
+    await f.emit({ b: 1 });
     const list = await eventually(
-      async () => (await c('ListWebhooks', { projectId: s.project.id }, bearer(ADMIN))).body.webhooks,
+      async () => (await f.c('ListWebhooks', { projectId: f.s.project.id }, bearer(ADMIN))).body.webhooks,
       (l) => expect(l[0].enabled).toBe(false),
+      15_000,
     );
     expect(list[0].disabledReason).toMatch(/every delivery failed since/);
-    const before = r.got.length;
-    await appendEvents(s.services.db, [event(s.project.id, 'c', { c: 1 })]);
-    s.services.events.bell.ring();
+    const parked = await f.deliveries();
+    expect(parked).toMatchObject([{ status: 'PENDING', nextAttemptAt: null }]);
+    const before = f.r.got.length;
+    await f.emit({ c: 1 });
     await new Promise((res) => setTimeout(res, 400));
-    expect(r.got.length).toBe(before);
+    expect(f.r.got.length).toBe(before);
+    // Enabled again with the receiver back: the delivery that waited goes out; c, written while the
+    // endpoint was disabled, was never queued for it.
+    f.state.up = true;
+    const on = await f.c('UpdateWebhook', { id: f.w.id, enabled: true }, bearer(ADMIN));
+    expect(on.body.webhook).toMatchObject({ enabled: true, disabledReason: null });
+    const after = await eventually(f.deliveries, (d) => expect(d.map((x: { status: string }) => x.status)).toEqual(['DELIVERED']), 10_000);
+    expect(after[0].statusCode).toBe(200);
+    expect(f.r.got.filter((g) => JSON.parse(g.body).data.c === 1)).toHaveLength(0);
   }, 30_000);
 
   it('backs off exponentially with jitter and gives up past the horizon', () => {

@@ -109,6 +109,35 @@ export class DeliveryWorker {
     return batch.length === s.concurrency * 4;
   }
 
+  private delivered: { item: Parameters<WebhookStore['recordDelivered']>[1][number]; done: (err?: unknown) => void }[] = [];
+  private flushing = false;
+
+  /** Successes are written together: whatever finished while the previous write ran goes in the next one. */
+  private recordDelivered(item: Parameters<WebhookStore['recordDelivered']>[1][number]): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.delivered.push({ item, done: (err) => (err ? reject(err) : resolve()) });
+      void this.flush();
+    });
+  }
+
+  private async flush() {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.delivered.length) {
+        const batch = this.delivered.splice(0);
+        try {
+          await this.deps.store.recordDelivered(this.owner, batch.map((b) => b.item));
+          for (const b of batch) b.done();
+        } catch (err) {
+          for (const b of batch) b.done(err);
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
   private async deliver(d: ClaimedDelivery) {
     const s = this.deps.settings;
     const body = JSON.stringify(envelope(d.event));
@@ -124,8 +153,9 @@ export class DeliveryWorker {
     const ok = !res.error && res.status >= 200 && res.status < 300;
     const error = ok ? null : (res.error ?? `HTTP ${res.status}`);
     const retryAt = ok ? null : nextAttemptAt(d.attempts, d.firstAt, s);
-    const out = await this.deps.store.record(this.owner, d, { ok, status: res.status, error, ms: res.ms, snippet: res.body.slice(0, 500), retryAt, disableAfterSec: s.disableAfterSec });
-    if (!ok) {
+    if (ok) return this.recordDelivered({ id: d.id, webhookId: d.webhookId, status: res.status, ms: res.ms, snippet: res.body.slice(0, 500) });
+    const out = await this.deps.store.record(this.owner, { id: d.id, webhookId: d.webhookId, subject: d.event.subject }, { ok, status: res.status, error, ms: res.ms, snippet: res.body.slice(0, 500), retryAt, disableAfterSec: s.disableAfterSec });
+    {
       // The URL may carry a token in its path or query: log the endpoint by id only.
       this.deps.log.info({ webhookId: d.webhookId, deliveryId: d.id, attempt: d.attempts, status: res.status, error, deadLettered: retryAt == null }, 'webhook delivery failed');
     }

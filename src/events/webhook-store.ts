@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.ts';
+import type { Db, Queryable } from '../store/db.ts';
 import { toEvent, type StoredEvent } from './outbox.ts';
 import { newSecret } from './signature.ts';
 
@@ -44,7 +44,12 @@ export interface ClaimedDelivery {
 }
 
 const num = (v: unknown) => (v == null ? null : Number(v));
-const date = (v: unknown) => (v == null ? null : new Date(v as string));
+const date = (v: unknown) => {
+  if (v == null) return null;
+  const d = new Date(v as string);
+  // 'infinity' (a disabled endpoint's parked delivery) has no date to show.
+  return Number.isFinite(d.getTime()) ? d : null;
+};
 
 const toWebhook = (r: Record<string, unknown>): Webhook => ({
   id: Number(r.id),
@@ -87,6 +92,10 @@ export interface WebhookPatch {
   enabled?: boolean;
 }
 
+/** A disabled endpoint's pending deliveries wait at 'infinity' (out of the claim's reads) until it is enabled. */
+const parkPending = (q: Queryable, webhookId: number) =>
+  q.query(`UPDATE webhook_deliveries SET next_attempt_at = 'infinity' WHERE webhook_id = $1 AND status = 'PENDING'`, [webhookId]);
+
 export function webhookStore(db: Db) {
   return {
     /** Returns the endpoint and its signing secret (the only time the secret leaves the store). */
@@ -109,18 +118,22 @@ export function webhookStore(db: Db) {
       const r = await db.query<Record<string, unknown>>(`SELECT ${COLS} FROM webhooks WHERE id = $1 AND deleted_at IS NULL`, [id]);
       return r.rows[0] ? toWebhook(r.rows[0]) : undefined;
     },
-    /** Re-enabling clears the disabled notice and the failure streak. */
+    /** Re-enabling clears the disabled notice and the failure streak, and makes its waiting deliveries due. */
     async update(id: number, p: WebhookPatch): Promise<Webhook | undefined> {
-      const r = await db.query<Record<string, unknown>>(
-        `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events),
-           chain_ids = CASE WHEN $4::boolean THEN $5::bigint[] ELSE chain_ids END,
-           description = COALESCE($6, description), enabled = COALESCE($7, enabled),
-           disabled_reason = CASE WHEN $7::boolean IS TRUE THEN NULL ELSE disabled_reason END,
-           failing_since = CASE WHEN $7::boolean IS TRUE THEN NULL ELSE failing_since END, updated_at = now()
-         WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLS}`,
-        [id, p.url ?? null, p.events ?? null, p.chainIds !== undefined, p.chainIds ?? null, p.description ?? null, p.enabled ?? null],
-      );
-      return r.rows[0] ? toWebhook(r.rows[0]) : undefined;
+      return db.transaction(async (tx) => {
+        if (p.enabled === false) await parkPending(tx, id);
+        if (p.enabled === true) await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE webhook_id = $1 AND status = 'PENDING' AND next_attempt_at = 'infinity'`, [id]);
+        const r = await tx.query<Record<string, unknown>>(
+          `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events),
+             chain_ids = CASE WHEN $4::boolean THEN $5::bigint[] ELSE chain_ids END,
+             description = COALESCE($6, description), enabled = COALESCE($7, enabled),
+             disabled_reason = CASE WHEN $7::boolean IS TRUE THEN NULL ELSE disabled_reason END,
+             failing_since = CASE WHEN $7::boolean IS TRUE THEN NULL ELSE failing_since END, updated_at = now()
+           WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLS}`,
+          [id, p.url ?? null, p.events ?? null, p.chainIds !== undefined, p.chainIds ?? null, p.description ?? null, p.enabled ?? null],
+        );
+        return r.rows[0] ? toWebhook(r.rows[0]) : undefined;
+      });
     },
     /** Soft delete: its pending deliveries stop (they are dead-lettered), its history stays readable. */
     async remove(id: number): Promise<boolean> {
@@ -160,37 +173,62 @@ export function webhookStore(db: Db) {
      */
     async claim(owner: string, limit: number, leaseSec: number): Promise<ClaimedDelivery[]> {
       const r = await db.query<Record<string, unknown>>(
-        `WITH c AS (
-           SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-           WHERE d.status = 'PENDING' AND d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
-             AND w.enabled AND w.deleted_at IS NULL
+        `WITH cand AS (
+           -- The oldest due rows first, filtered only on their own columns: a top-N read that stays cheap
+           -- whatever the planner's statistics. Rows not worth reading are kept out of it instead: a
+           -- disabled endpoint's wait at 'infinity', and a failing delivery's later ones of the same subject
+           -- wait with it (record()).
+           SELECT id FROM webhook_deliveries
+           WHERE status = 'PENDING' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
+           ORDER BY next_attempt_at, id LIMIT $4),
+         c AS (
+           SELECT d.id FROM webhook_deliveries d JOIN cand ON cand.id = d.id
+           WHERE d.status = 'PENDING' AND (d.claimed_until IS NULL OR d.claimed_until < now())
+             AND (SELECT w.enabled AND w.deleted_at IS NULL FROM webhooks w WHERE w.id = d.webhook_id)
              AND (d.subject IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                   WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.status = 'PENDING' AND p.id < d.id))
            ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED)
          UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3), attempts = d.attempts + 1
-         FROM c, webhooks w, events e WHERE d.id = c.id AND w.id = d.webhook_id AND e.id = d.event_id
-         RETURNING d.id, d.webhook_id, d.attempts, d.created_at AS first_at, w.url, w.secret,
-           e.id AS e_id, e.seq AS e_seq, e.type AS e_type, e.chain_id AS e_chain_id, e.project_id AS e_project_id, e.subject AS e_subject, e.payload AS e_payload, e.created_at AS e_created_at`,
-        [owner, limit, leaseSec],
+         FROM c WHERE d.id = c.id
+         RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.created_at`,
+        [owner, limit, leaseSec, limit * 4],
       );
-      return r.rows.map((x) => ({
-        id: Number(x.id),
-        webhookId: Number(x.webhook_id),
-        attempts: Number(x.attempts),
-        url: x.url as string,
-        secret: x.secret as string,
-        firstAt: new Date(x.first_at as string),
-        event: toEvent({
-          id: x.e_id as number,
-          seq: x.e_seq as number | null,
-          type: x.e_type as string,
-          chain_id: x.e_chain_id as number | null,
-          project_id: x.e_project_id as number | null,
-          subject: x.e_subject as string | null,
-          payload: x.e_payload,
-          created_at: x.e_created_at as Date,
-        }),
-      }));
+      if (r.rows.length === 0) return [];
+      // Read apart from the claim: joined into the UPDATE, the planner may scan the whole outbox.
+      const [events, hooks] = await Promise.all([
+        db.query<Record<string, unknown>>('SELECT * FROM events WHERE id = ANY($1::bigint[])', [r.rows.map((x) => x.event_id)]),
+        db.query<{ id: number | string; url: string; secret: string }>('SELECT id, url, secret FROM webhooks WHERE id = ANY($1::bigint[])', [[...new Set(r.rows.map((x) => x.webhook_id))]]),
+      ]);
+      const eventById = new Map(events.rows.map((e) => [Number(e.id), toEvent(e as never)]));
+      const hookById = new Map(hooks.rows.map((w) => [Number(w.id), w]));
+      return r.rows
+        .map((x) => ({ x, e: eventById.get(Number(x.event_id)), w: hookById.get(Number(x.webhook_id)) }))
+        .filter((y) => y.e && y.w)
+        .sort((a, b) => Number(a.x.id) - Number(b.x.id))
+        .map(({ x, e, w }) => ({
+          id: Number(x.id),
+          webhookId: Number(x.webhook_id),
+          attempts: Number(x.attempts),
+          url: w!.url,
+          secret: w!.secret,
+          firstAt: new Date(x.created_at as string),
+          event: e!,
+        }));
+    },
+
+    /** Records many successful attempts at once (the worker batches them: one statement instead of one transaction each). */
+    async recordDelivered(owner: string, items: { id: number; webhookId: number; status: number; ms: number; snippet: string }[]): Promise<void> {
+      if (items.length === 0) return;
+      await db.transaction(async (tx) => {
+        await tx.query(
+          `UPDATE webhook_deliveries d SET status = 'DELIVERED', last_status = u.status, last_error = NULL, last_latency_ms = u.ms, response_snippet = u.snippet,
+             delivered_at = now(), claimed_by = NULL, claimed_until = NULL
+           FROM unnest($2::bigint[], $3::int[], $4::int[], $5::text[]) AS u(id, status, ms, snippet)
+           WHERE d.id = u.id AND d.claimed_by = $1 AND d.status = 'PENDING'`,
+          [owner, items.map((x) => x.id), items.map((x) => x.status), items.map((x) => x.ms), items.map((x) => x.snippet)],
+        );
+        await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1) AND failing_since IS NOT NULL', [[...new Set(items.map((x) => x.webhookId))]]);
+      });
     },
 
     /**
@@ -198,7 +236,7 @@ export function webhookStore(db: Db) {
      * failure: dead-lettered. Also keeps the endpoint's failure streak, and disables an endpoint that
      * has failed everything for `disableAfterSec`.
      */
-    async record(owner: string, d: { id: number; webhookId: number }, o: { ok: boolean; status: number; error: string | null; ms: number; snippet: string; retryAt: Date | null; disableAfterSec: number }): Promise<{ disabled: boolean }> {
+    async record(owner: string, d: { id: number; webhookId: number; subject: string | null }, o: { ok: boolean; status: number; error: string | null; ms: number; snippet: string; retryAt: Date | null; disableAfterSec: number }): Promise<{ disabled: boolean }> {
       return db.transaction(async (tx) => {
         const r = await tx.query(
           `UPDATE webhook_deliveries SET status = CASE WHEN $3 THEN 'DELIVERED' WHEN $8::timestamptz IS NULL THEN 'DEAD' ELSE 'PENDING' END,
@@ -212,6 +250,13 @@ export function webhookStore(db: Db) {
           await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [d.webhookId]);
           return { disabled: false };
         }
+        // Later deliveries of the same subject wait for this one's retry (they could not go before it anyway).
+        if (o.retryAt && d.subject != null) {
+          await tx.query(
+            `UPDATE webhook_deliveries SET next_attempt_at = GREATEST(next_attempt_at, $4) WHERE webhook_id = $1 AND subject = $2 AND status = 'PENDING' AND id > $3`,
+            [d.webhookId, d.subject, d.id, o.retryAt],
+          );
+        }
         const w = await tx.query(
           `UPDATE webhooks SET failing_since = COALESCE(failing_since, now()),
              enabled = CASE WHEN failing_since < now() - make_interval(secs => $2) THEN false ELSE enabled END,
@@ -221,7 +266,9 @@ export function webhookStore(db: Db) {
            WHERE id = $1 AND enabled RETURNING enabled`,
           [d.webhookId, o.disableAfterSec, (o.error ?? `HTTP ${o.status}`).slice(0, 200)],
         );
-        return { disabled: w.rows[0] ? !(w.rows[0] as { enabled: boolean }).enabled : false };
+        const disabled = w.rows[0] ? !(w.rows[0] as { enabled: boolean }).enabled : false;
+        if (disabled) await parkPending(tx, d.webhookId);
+        return { disabled };
       });
     },
   };
