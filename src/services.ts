@@ -35,6 +35,7 @@ import { DeliveryWorker } from './events/delivery.ts';
 import { createPoster, type Poster } from './events/post.ts';
 import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
+import { tokenDocumentEvents } from './events/token-events.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -118,10 +119,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
+  const bell = new EventBell();
+  // Token documents whose content changes record a token.metadata_updated event on the same transaction.
+  const tokenRows = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
   const tokens = new TokenMetadataService({
-    store: tokenStore(db),
+    store: tokenRows,
     fetcher,
     config,
     log,
@@ -131,13 +135,12 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
-  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokenStore(db), contracts, chains, config, log, metrics });
+  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokenRows, contracts, chains, config, log, metrics });
   const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
   const relayEvents = new RelayEvents();
-  const bell = new EventBell();
   const w = config.webhooks;
   // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
   const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });

@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvents } from '../src/events/outbox.ts';
 import { webhookStore } from '../src/events/webhook-store.ts';
-import { verifySignature } from '../src/events/signature.ts';
+import { newSecret, signatureHeader, verifySignature } from '../src/events/signature.ts';
 import { openDb } from '../src/store/db.ts';
 import { projectRepo } from '../src/store/projects.ts';
 import { runCli, startCli } from './support/cli.ts';
+import { spawn } from 'node:child_process';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { eventually, startRawServer } from './support/token-chain.ts';
@@ -87,4 +88,28 @@ describe(`metarelay webhooks (${TEST_DB})`, () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 'DELIVERED', attempts: 2, lastStatus: 200 });
   }, 90_000);
+});
+
+describe('examples/webhook-receiver.mjs', () => {
+  it('accepts a delivery signed with its secret and refuses a forged, a tampered and a stale one', async () => {
+    const secret = newSecret();
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const child = spawn(process.execPath, ['examples/webhook-receiver.mjs'], { env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    try {
+      await eventually(async () => out, (o) => expect(o).toMatch(/listening/), 20_000);
+      const body = JSON.stringify({ id: 'evt_7', type: 'metatxn.status', createdAt: new Date().toISOString(), chainId: 1, projectId: 1, data: { metaTxnId: 'ab', status: 'SENT', receipt: {} } });
+      const send = (b: string, sig: string) => fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST', headers: { 'content-type': 'application/json', 'metarelay-signature': sig }, body: b });
+      const now = Math.floor(Date.now() / 1000);
+      expect((await send(body, signatureHeader(secret, now, body))).status).toBe(204);
+      expect((await send(body, signatureHeader(newSecret(), now, body))).status).toBe(401);
+      expect((await send(body.replace('SENT', 'SUCCEEDED'), signatureHeader(secret, now, body))).status).toBe(401);
+      expect((await send(body, signatureHeader(secret, now - 3_600, body))).status).toBe(401);
+      await eventually(async () => out, (o) => expect(o).toMatch(/evt_7 metatxn.status ab → SENT/));
+      expect(out.match(/evt_7/g)).toHaveLength(1);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 30_000);
 });

@@ -7,6 +7,9 @@ import { DeliveryWorker, nextAttemptAt } from '../src/events/delivery.ts';
 import { verifySignature } from '../src/events/signature.ts';
 import { webhookStore } from '../src/events/webhook-store.ts';
 import { openDb } from '../src/store/db.ts';
+import { tokenStore } from '../src/metadata/tokens/token-store.ts';
+import { tokenDocumentEvents } from '../src/events/token-events.ts';
+import { EventBell } from '../src/events/outbox.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { consoleClient, bearer, type Call } from './console/support.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -414,5 +417,29 @@ describe('GET /events (SSE)', () => {
     expect(resumed.map((e) => e.data.data)).toEqual([{ n: 3 }, { n: 4 }]);
     const bad = await fetch(`${base}/events`, { headers: { 'x-access-key': s.accessKey, 'last-event-id': 'abc' } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('token.metadata_updated', () => {
+  it('is recorded with the document write when the stored content changes, never for a re-read of the same document or a failure', async () => {
+    const store = tokenStore(t.services.db, { onDocumentChanged: tokenDocumentEvents(new EventBell()) });
+    const contract = '0x00000000000000000000000000000000000c0c0a';
+    const ok = (metadata: Record<string, unknown>) => ({ ok: true as const, tokenUri: 'ipfs://x/1', metadata, raw: metadata, trace: null, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
+    const events = async () =>
+      (await t.services.db.query<{ payload: any }>(`SELECT payload FROM events WHERE type = 'token.metadata_updated' AND payload->>'contractAddress' = $1 ORDER BY id`, [contract])).rows.map((r) => (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload));
+    const later = new Date(Date.now() + 60_000);
+    await store.save(1, contract, new Map([['1', ok({ name: 'One', attributes: [{ trait_type: 'a', value: 1 }] })]]), later);
+    // The same document again, keys in another order: the same content.
+    await store.save(1, contract, new Map([['1', ok({ attributes: [{ value: 1, trait_type: 'a' }], name: 'One' })]]), later);
+    await store.save(1, contract, new Map([['1', { ok: false as const, tokenUri: 'ipfs://x/1', reason: 'TIMEOUT', message: 'slow', retryAfter: null, trace: null }]]), later);
+    let e = await events();
+    expect(e).toHaveLength(1);
+    expect(e[0]).toMatchObject({ tokenId: '1', oldContentHash: null, metadata: { name: 'One' } });
+    await store.save(1, contract, new Map([['1', ok({ name: 'One (revealed)' })]]), later);
+    e = await events();
+    expect(e).toHaveLength(2);
+    expect(e[1]).toMatchObject({ oldContentHash: e[0].newContentHash, metadata: { name: 'One (revealed)' } });
+    expect(e[1].newContentHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(e[1].newContentHash).not.toBe(e[0].newContentHash);
   });
 });
