@@ -4,7 +4,7 @@
 //   METARELAY_TEST_DB=pglite   npx tsx bench/webhooks.ts
 //   METARELAY_TEST_DB=postgres npx tsx bench/webhooks.ts      # 127.0.0.1:5432 (METARELAY_TEST_PG_URL)
 //
-// Options: BENCH_EVENTS (5000, throughput phase), BENCH_LATENCY_EVENTS (300), BENCH_RATE (50 events/s
+// Options: BENCH_EVENTS (5000, throughput phase), BENCH_CONCURRENCY (webhooks.concurrency, default 16), BENCH_LATENCY_EVENTS (300), BENCH_RATE (50 events/s
 // in the latency phase).
 //
 // Throughput: BENCH_EVENTS events are committed (100 per transaction) with no worker running, then one
@@ -45,7 +45,7 @@ await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 const waitFor = (n: number) => new Promise<void>((r) => (onCount = () => count >= n && r()));
 
-const settings = parseConfig({}).webhooks;
+const settings = { ...parseConfig({}).webhooks, ...(process.env.BENCH_CONCURRENCY ? { concurrency: Number(process.env.BENCH_CONCURRENCY) } : {}) };
 const project = await projectRepo(db).create('bench');
 const store = webhookStore(db);
 await store.create({ projectId: project.id, url, events: ['*'], chainIds: null, description: '' });
@@ -88,4 +88,4 @@ await worker.stop();
 post.close();
 server.close();
 await drop();
-console.log(JSON.stringify({ db: kind, events: N, eventsPerSec: throughput, latencyEvents: L, rate: RATE, commitTo200: latency }));
+console.log(JSON.stringify({ db: kind, concurrency: settings.concurrency, events: N, eventsPerSec: throughput, latencyEvents: L, rate: RATE, commitTo200: latency }));
