@@ -11,9 +11,11 @@ import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { createFetcher, type Fetcher } from './metadata/fetch/fetch.ts';
 import { TokenMetadataService } from './metadata/tokens/resolver.ts';
-import { tokenStore } from './metadata/tokens/token-store.ts';
+import { tokenStore, type TokenStore } from './metadata/tokens/token-store.ts';
 import { ContractInfoService } from './metadata/contracts/contracts.ts';
 import { contractStore, type ContractStore } from './metadata/contracts/contract-store.ts';
+import { TokenDirectory } from './metadata/contracts/directory.ts';
+import { directoryStore } from './metadata/contracts/directory-store.ts';
 import { RefreshService } from './metadata/refresh/refresh.ts';
 import { taskStore, type TaskStore } from './metadata/refresh/task-store.ts';
 import { TaskWorker } from './metadata/refresh/worker.ts';
@@ -29,6 +31,7 @@ import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
+import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
 import { DeliveryWorker } from './events/delivery.ts';
@@ -51,8 +54,10 @@ export interface Services {
   rateLimiter: RateLimiter;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
+  tokenStore: TokenStore;
   contracts: ContractInfoService;
   contractStore: ContractStore;
+  directory: TokenDirectory;
   tokenSearch: TokenSearchService;
   tasks: TaskStore;
   refresh: RefreshService;
@@ -69,6 +74,10 @@ export interface Services {
   bars: BarRepo;
   /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
   receiptWaiters: ReceiptWaiters;
+  /** One indexer per chain configured with `indexer` (scope not 'off'), by chain id. */
+  indexers: ReadonlyMap<number, ChainIndexer>;
+  /** Token metadata and contract info for the indexer's answers, from the metadata service. */
+  indexerMetadata: IndexerMetadata;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
   events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
@@ -76,6 +85,10 @@ export interface Services {
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
   startedAt: Date;
+  /** Set by drain(): HTTP refuses new work (503), readiness says no. */
+  readonly draining: boolean;
+  /** Stops taking work: dispatchers finish their pass and hand their senders back, the worker and watchers stop. */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -120,12 +133,12 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     arweaveGateway: config.arweaveGateway,
   });
   const bell = new EventBell();
-  // Token documents whose content changes record a token.metadata_updated event on the same transaction.
-  const tokenRows = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
+  // Token documents whose content changes record a token.metadata_updated event on the same transaction (tokensRepo below).
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
+  const tokensRepo = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const tokens = new TokenMetadataService({
-    store: tokenRows,
+    store: tokensRepo,
     fetcher,
     config,
     log,
@@ -135,7 +148,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
-  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokenRows, contracts, chains, config, log, metrics });
+  const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
+  const directory = new TokenDirectory({
+    store: directoryStore(db),
+    contracts: contractsRepo,
+    chains,
+    configured: config.chains,
+    mediaUrl: contracts.mediaUrl,
+    learn: (chain, addresses) => contracts.learn(chain, addresses),
+  });
   const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
@@ -181,9 +202,20 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
+  const indexers = new Map<number, ChainIndexer>();
+  for (const c of config.chains) {
+    if (!c.indexer || c.indexer.scope === 'off') continue;
+    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
+  }
+  // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
+  const indexerMetadata: IndexerMetadata = {
+    contracts: async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos,
+    tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).json,
+  };
   let background = false;
   let dispatching = false;
   let closed = false;
+  let draining = false;
   return {
     config,
     log,
@@ -199,6 +231,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     tokens,
     contracts,
     contractStore: contractsRepo,
+    tokenStore: tokensRepo,
+    directory,
     tokenSearch,
     tasks,
     refresh,
@@ -212,6 +246,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     spendCaps: caps,
     bars,
     receiptWaiters,
+    indexers,
+    indexerMetadata,
     events,
     startDispatchers() {
       dispatching = true;
@@ -223,12 +259,26 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       events.delivery.start();
       worker.start();
       for (const w of watchers) w.start();
+      for (const i of indexers.values()) i.follower.start();
     },
     startedAt: new Date(),
+    get draining() {
+      return draining;
+    },
+    async drain() {
+      draining = true;
+      // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
+      if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
+      dispatching = false;
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      background = false;
+      // Deliveries in flight finish and are recorded; what is left is claimed by another process.
+      await events.delivery.stop();
+    },
     async close() {
       if (closed) return;
       closed = true;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await events.delivery.stop();
       post.close();

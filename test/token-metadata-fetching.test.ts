@@ -38,6 +38,9 @@ beforeAll(async () => {
   origin.setDocument('/slow', { name: 'slow but fine' }, { delayMs: 700 });
   origin.setDocument('/sf/10', { name: 'single flight' }, { delayMs: 300 });
   origin.setDocument('/rf/11', { name: 'v1', description: 'first' });
+  origin.setDocument('/hang/30', { name: 'far too late' }, { delayMs: 60_000 });
+  origin.setDocument('/quick/31', { name: 'quick 31' });
+  origin.setDocument('/quick/32', { name: 'quick 32' });
 
   [tt] = await chain.deploy([{ contract: 'TestTokenURI' }]);
   const uris: Record<string, string> = {
@@ -49,6 +52,9 @@ beforeAll(async () => {
     '11': `${origin.url}/rf/11`,
     '20': `${origin.url}/never`,
     '21': `${origin.url}/slow`,
+    '30': `${origin.url}/hang/30`,
+    '31': `${origin.url}/quick/31`,
+    '32': `${origin.url}/quick/32`,
   };
   await chain.send(
     Object.entries(uris).map(([id, uri]) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), uri] })),
@@ -133,6 +139,44 @@ describe('bounded inline wait', () => {
     // One fetch each: the requests made while it ran joined it instead of starting their own.
     expect(origin.requestCount('/never')).toBe(1);
     expect(origin.requestCount('/slow')).toBe(1);
+  });
+});
+
+describe('partial answers', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 1_500, fetchTimeoutMs: 8_000, hotCacheTtlMs: 0 } });
+  });
+  afterAll(() => t?.close());
+
+  const storedIds = async () =>
+    (
+      await t.testDb.db.query<{ token_id: string }>(
+        `SELECT token_id::text AS token_id FROM token_metadata WHERE contract_address = $1 AND metadata IS NOT NULL ORDER BY token_id`,
+        [tt.toLowerCase()],
+      )
+    ).rows.map((r) => r.token_id);
+
+  it('answers the tokens that resolve inside the wait AVAILABLE beside one whose origin hangs, and stores them at once', async () => {
+    const started = Date.now();
+    const [slow, a, b] = await getTokenMetadata(t, tt, ['30', '31', '32']);
+    expect([a.status, a.name, a.queuedAt]).toEqual(['AVAILABLE', 'quick 31', null]);
+    expect([b.status, b.name, b.queuedAt]).toEqual(['AVAILABLE', 'quick 32', null]);
+    expect(slow.status).toBe('NOT_AVAILABLE');
+    expect(Date.parse(slow.queuedAt!)).toBeGreaterThanOrEqual(started - 1_000);
+    // Saved as they arrived, not when the batch's slowest fetch ends (that one is still hanging).
+    expect(await storedIds()).toEqual(expect.arrayContaining(['31', '32']));
+    expect(await storedIds()).not.toContain('30');
+    expect(origin.requestCount('/hang/30')).toBe(1);
+
+    // The REST form gives the same split, and joins the fetch still in flight instead of starting another.
+    const rest = await getRest(t, `/tokens/anvil/${tt}/31,30,32?accessKey=${t.accessKey}`);
+    expect((rest.body as WireToken[]).map((x) => [x.tokenId, x.status])).toEqual([
+      ['31', 'AVAILABLE'],
+      ['30', 'NOT_AVAILABLE'],
+      ['32', 'AVAILABLE'],
+    ]);
+    expect(origin.requestCount('/hang/30')).toBe(1);
   });
 });
 

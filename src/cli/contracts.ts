@@ -3,6 +3,7 @@ import type { Address } from 'viem';
 import { NetworkRegistry } from '../chain/registry.ts';
 import { OverrideLayer } from '../metadata/contracts/contract-merge.ts';
 import { contractStore } from '../metadata/contracts/contract-store.ts';
+import { directoryStore } from '../metadata/contracts/directory-store.ts';
 import { TokenListSchema, importTokenList } from '../metadata/contracts/token-list.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
@@ -41,7 +42,7 @@ export async function runTokenList(argv: string[]) {
     const bar = progressReporter('importing');
     let result;
     try {
-      result = await importTokenList(contractStore(db), input, { onProgress: (p) => bar.update(p.done, p.total) });
+      result = await importTokenList(contractStore(db), input, { directory: directoryStore(db), onProgress: (p) => bar.update(p.done, p.total) });
     } finally {
       bar.finish();
     }

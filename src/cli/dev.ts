@@ -8,6 +8,7 @@ import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { tokenStore } from '../metadata/tokens/token-store.ts';
 import { forgetRelayerChain } from '../relayer/forget-chain.ts';
+import { forgetIndexedChain } from '../indexer/index.ts';
 import { randomBytes } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
@@ -26,6 +27,10 @@ export interface DevManifest {
   originUrl: string;
   /** The relayer of the dev chain; `new RpcRelayer({ url: relayerUrl, ... })` works against it. */
   relayerUrl: string;
+  /** The indexer of the dev chain; `new SequenceIndexer(indexerUrl, accessKey)` works against it. */
+  indexerUrl: string;
+  /** The address that holds the sample tokens (the deployer). */
+  holder: string;
   sequenceContext: Record<string, string>;
   feeToken: { address: string; symbol: string; decimals: number };
   /** EOAs to own test wallets with (anvil's well-known keys: never use them on a real network). */
@@ -70,6 +75,13 @@ function previousManifest(manifestPath: string): Partial<DevManifest> {
 }
 
 /** Reuses the last run's dev key while it is still live: keys are stored hashed, so it cannot be re-read. */
+/** The sample contracts make up the dev chain's token directory, the ERC721 collection featured. */
+async function listSamples(s: Services, chainId: number, contracts: Record<string, string>) {
+  const lower = (a: string) => a.toLowerCase() as Address;
+  await s.directory.add(chainId, Object.values(contracts).map(lower));
+  await s.directory.setFeatureIndex(chainId, lower(contracts.erc721!), 1);
+}
+
 async function devAccessKey(s: Services, previous: unknown): Promise<{ key: string; project: string }> {
   const projectName = 'dev';
   const project = (await s.projects.getByName(projectName)) ?? (await s.projects.create(projectName));
@@ -120,6 +132,8 @@ export async function runDev(argv: string[]) {
             ],
             pollMs: 250,
           },
+          // A local chain is small: index every contract from its first block.
+          indexer: { scope: 'all', fromBlock: 0, confirmations: 0, pollMs: 500 },
         },
       ],
       // Quotes live minutes; a new secret per start only invalidates quotes of the previous run.
@@ -135,11 +149,13 @@ export async function runDev(argv: string[]) {
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
     await forgetRelayerChain(services.db, chain.manifest.chain.chainId);
+    await forgetIndexedChain(services.db, chain.manifest.chain.chainId);
     const previous = previousManifest(manifestPath);
     const { key, project } = await devAccessKey(services, previous.accessKey);
     const adminToken = await devAdminToken(services.db, previous.adminToken);
     const devProject = (await services.projects.getByName(project))!;
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
+    await listSamples(services, chain.manifest.chain.chainId, chain.manifest.contracts);
     const app = await buildApp(services);
     await app.listen({ port: config.port, host: config.host });
     services.startBackground();
@@ -156,6 +172,8 @@ export async function runDev(argv: string[]) {
       tokens: chain.manifest.tokens,
       originUrl: chain.origin.url,
       relayerUrl: `${baseUrl}/relayer/${chain.manifest.chain.name}`,
+      indexerUrl: `${baseUrl}/indexer/${chain.manifest.chain.name}`,
+      holder: chain.manifest.deployer,
       sequenceContext: chain.manifest.sequenceContext,
       feeToken: { address: chain.manifest.contracts.erc20, symbol: 'DUSD', decimals: 6 },
       testSigners: ANVIL_KEYS.signers.map((k) => ({ privateKey: k, address: privateKeyToAccount(k).address })),

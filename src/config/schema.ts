@@ -75,6 +75,21 @@ export const RelayerChainConfigSchema = z.object({
   batchSize: z.number().int().min(1).max(64).default(1),
 }).refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] });
 
+/** What the indexer reads on a chain (#17): transfers of every contract, or of a watchlist. */
+export const IndexerChainConfigSchema = z.object({
+  /** 'all': a chain-wide log scan; 'watchlist': only `contracts` and those projects register; 'off'. */
+  scope: z.enum(['off', 'all', 'watchlist']).default('all'),
+  contracts: z.array(Address).default([]),
+  /** First block the head follower reads when it has no cursor yet (default: the confirmed head at first start). */
+  fromBlock: z.number().int().min(0).optional(),
+  /** Blocks behind the head the follower stays. */
+  confirmations: z.number().int().min(0).max(1024).default(2),
+  /** Most blocks per eth_getLogs; a node that refuses a range makes it shrink. */
+  chunkBlocks: z.number().int().min(1).max(1_000_000).default(2_000),
+  pollMs: z.number().int().positive().default(1_000),
+  /** Recent block hashes remembered to trace a reorg back to where the forks meet. */
+  reorgWindow: z.number().int().min(1).max(10_000).default(128),
+});
 
 export const ChainConfigSchema = z.object({
   chainId: z.number().int().positive(),
@@ -93,6 +108,10 @@ export const ChainConfigSchema = z.object({
   watchFromBlock: z.number().int().min(0).optional(),
   /** Relay Sequence meta-transactions on this chain, served at /relayer/<name>. */
   relayer: RelayerChainConfigSchema.optional(),
+  /** A test network: the token directory hides it unless asked (default: the well-known network's flag, else false). */
+  testnet: z.boolean().optional(),
+  /** Index token transfers and balances on this chain, served at /indexer/<name>. */
+  indexer: IndexerChainConfigSchema.optional(),
 });
 
 export const AppConfigSchema = z
@@ -179,6 +198,14 @@ export const AppConfigSchema = z
         maxBlocksPerPoll: z.number().int().positive().default(2_000),
       })
       .prefault({}),
+    indexer: z
+      .object({
+        /** Blocks per backfill range: the unit worker processes lease and share. */
+        backfillRangeBlocks: z.number().int().min(1).default(10_000),
+        /** How long a worker holds a backfill range before another may take it over. */
+        leaseSec: z.number().int().positive().default(60),
+      })
+      .prefault({}),
     /** Run the refresh worker and chain watchers inside `serve`/`dev` (`metarelay worker` runs them alone). */
     inProcessWorker: z.boolean().default(true),
     admin: z
@@ -233,6 +260,10 @@ export const AppConfigSchema = z
         secureCookie: z.boolean().default(false),
       })
       .prefault({}),
+    /** SIGTERM/SIGINT: reads are answered this long after new work is refused; everything ends within deadlineMs. */
+    shutdown: z
+      .object({ graceMs: z.number().int().min(0).default(2_000), deadlineMs: z.number().int().positive().default(30_000) })
+      .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),
@@ -252,4 +283,5 @@ export const AppConfigSchema = z
 
 export type AppConfig = Readonly<z.infer<typeof AppConfigSchema>>;
 export type ChainConfig = z.infer<typeof ChainConfigSchema>;
+export type IndexerChainConfig = z.infer<typeof IndexerChainConfigSchema>;
 export type AppConfigInput = z.input<typeof AppConfigSchema>;

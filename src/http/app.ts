@@ -3,11 +3,13 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Services } from '../services.ts';
 import { WebrpcErrors, MetadataErrors } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
+import { registerDrainGuard } from './drain.ts';
 import { openApiDocument, registerRestRoutes } from './rest.ts';
 import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
 import { adminService } from './services/admin.ts';
 import { relayerService } from './services/relayer.ts';
+import { indexerService } from './services/indexer.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
@@ -58,6 +60,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     return sendError(reply, { ...MetadataErrors.NotFound, status: 404 }, `no route for ${req.method} ${path}`);
   });
 
+  registerDrainGuard(app, s);
   registerHealthRoutes(app, s);
   registerRestRoutes(app, s);
   registerEventStream(app, s);
@@ -67,6 +70,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
+  await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s), deps);
   await registerConsole(app, s, deps);
   await app.ready();
   return app;

@@ -84,6 +84,36 @@ export const RelayerErrors = table({
   SimulationFailed: [3006, 400, 'Simulation failed'],
 });
 
+/** The Sequence Indexer's table (@0xsequence/indexer indexer.gen.ts). */
+export const IndexerErrors = table({
+  Unauthorized: [1000, 401, 'Unauthorized access'],
+  PermissionDenied: [1001, 403, 'Permission denied'],
+  SessionExpired: [1002, 403, 'Session expired'],
+  MethodNotFound: [1003, 404, 'Method not found'],
+  RequestConflict: [1004, 409, 'Conflict with target resource'],
+  Aborted: [1005, 400, 'Request aborted'],
+  Geoblocked: [1006, 451, 'Geoblocked region'],
+  RateLimited: [1007, 429, 'Rate-limited. Please slow down.'],
+  ProjectNotFound: [1100, 401, 'Project not found'],
+  AccessKeyNotFound: [1101, 401, 'Access key not found'],
+  AccessKeyMismatch: [1102, 409, 'Access key mismatch'],
+  InvalidOrigin: [1103, 403, 'Invalid origin for Access Key'],
+  InvalidService: [1104, 403, 'Service not enabled for Access key'],
+  UnauthorizedUser: [1105, 403, 'Unauthorized user'],
+  QuotaExceeded: [1200, 429, 'Quota exceeded'],
+  RateLimit: [1201, 429, 'Rate limit exceeded'],
+  NoDefaultKey: [1300, 403, 'No default access key found'],
+  MaxAccessKeys: [1301, 403, 'Access keys limit reached'],
+  AtLeastOneKey: [1302, 403, 'You need at least one Access Key'],
+  Timeout: [1900, 408, 'Request timed out'],
+  InvalidArgument: [2001, 400, 'Invalid argument'],
+  Unavailable: [2002, 400, 'Unavailable resource'],
+  QueryFailed: [2003, 400, 'Query failed'],
+  ResourceExhausted: [2004, 400, 'Resource exhausted'],
+  NotFound: [3000, 400, 'Resource not found'],
+  MetadataCallFailed: [3003, 400, 'Metadata service call failed'],
+});
+
 /** The errors every service must be able to raise generically, mapped to its own table. */
 export interface ServiceErrorMap {
   unauthorized: ErrorDef;
@@ -121,6 +151,20 @@ export const relayerErrorMap: ServiceErrorMap = {
   rateLimited: RelayerErrors.RateLimited,
   timeout: RelayerErrors.Timeout,
   networkNotAllowed: RelayerErrors.InvalidChain,
+};
+
+export const indexerErrorMap: ServiceErrorMap = {
+  unauthorized: IndexerErrors.Unauthorized,
+  permissionDenied: IndexerErrors.PermissionDenied,
+  invalidArgument: IndexerErrors.InvalidArgument,
+  // The indexer table has no RequiredArgument (its 2002 means Unavailable).
+  requiredArgument: IndexerErrors.InvalidArgument,
+  // A network the service does not index: the path names a resource that is not there.
+  chainNotFound: IndexerErrors.Unavailable,
+  notFound: IndexerErrors.NotFound,
+  rateLimited: IndexerErrors.RateLimited,
+  timeout: IndexerErrors.Timeout,
+  networkNotAllowed: IndexerErrors.InvalidService,
 };
 
 export class RpcError extends Error {

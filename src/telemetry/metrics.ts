@@ -87,6 +87,18 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    indexerLogs: new Counter({
+      name: 'metarelay_indexer_logs_total',
+      help: 'transfer logs the indexer read, by chain and outcome (applied, malformed: skipped for not having its standard shape)',
+      labelNames: ['chain', 'outcome'] as const,
+      registers: [registry],
+    }),
+    indexerReorgs: new Counter({
+      name: 'metarelay_indexer_reorgs_total',
+      help: 'reorgs the indexer rolled back, by chain',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     relayFeeShortfalls: new Counter({
       name: 'metarelay_relayer_fee_shortfalls_total',
       help: 'mined fee-paying meta-transactions whose fee did not reach the payment address (each bars its wallet, key and client address), by chain',

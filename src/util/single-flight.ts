@@ -6,6 +6,20 @@ export class KeyedFlight<V> {
   private readonly inflight = new Map<string, Promise<V | undefined>>();
 
   run(keys: string[], start: (missing: string[]) => Promise<Map<string, V>>): Promise<Map<string, V>> {
+    return Promise.all([...this.runEach(keys, (missing) => start(missing))].map(async ([k, p]) => [k, await p] as const)).then(
+      (pairs) => new Map(pairs.filter((x): x is readonly [string, Awaited<V>] => x[1] !== undefined) as [string, V][]),
+    );
+  }
+
+  /**
+   * `run`, answering each key as soon as its value is known: `start` may call `settle` for keys it
+   * finishes early (the rest are taken from the map it returns). Callers get one promise per key, so
+   * a slow key does not hold back the others.
+   */
+  runEach(
+    keys: string[],
+    start: (missing: string[], settle: (key: string, value: V) => void) => Promise<Map<string, V>>,
+  ): Map<string, Promise<V | undefined>> {
     const perKey = new Map<string, Promise<V | undefined>>();
     const missing: string[] = [];
     for (const k of new Set(keys)) {
@@ -13,20 +27,30 @@ export class KeyedFlight<V> {
       if (p) perKey.set(k, p);
       else missing.push(k);
     }
-    if (missing.length) {
-      const batch = start(missing);
-      for (const k of missing) {
-        const p = batch.then((m) => m.get(k));
-        this.inflight.set(k, p);
-        p.finally(() => {
-          if (this.inflight.get(k) === p) this.inflight.delete(k);
-        }).catch(() => undefined);
-        perKey.set(k, p);
-      }
+    if (!missing.length) return perKey;
+    const deferred = new Map<string, { resolve: (v: V | undefined) => void; reject: (e: unknown) => void }>();
+    for (const k of missing) {
+      const p = new Promise<V | undefined>((resolve, reject) => deferred.set(k, { resolve, reject }));
+      this.inflight.set(k, p);
+      p.finally(() => {
+        if (this.inflight.get(k) === p) this.inflight.delete(k);
+      }).catch(() => undefined);
+      perKey.set(k, p);
     }
-    return Promise.all([...perKey].map(async ([k, p]) => [k, await p] as const)).then(
-      (pairs) => new Map(pairs.filter((x): x is readonly [string, Awaited<V>] => x[1] !== undefined) as [string, V][]),
+    const settle = (k: string, v: V | undefined) => {
+      deferred.get(k)?.resolve(v);
+      deferred.delete(k);
+    };
+    start(missing, settle).then(
+      (m) => {
+        for (const k of [...deferred.keys()]) settle(k, m.get(k));
+      },
+      (err) => {
+        for (const d of deferred.values()) d.reject(err);
+        deferred.clear();
+      },
     );
+    return perKey;
   }
 
   /** `run` for ids that are unique within a scope (a chain, a contract): keys are scope and id. */

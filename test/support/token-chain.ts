@@ -47,6 +47,8 @@ export interface TokenChain {
   deploy(items: Array<{ contract: string; args?: unknown[] }>): Promise<Address[]>;
   /** Sends every call in one go and waits for all of them; throws if any reverted. */
   send(calls: ContractCall[]): Promise<void>;
+  /** Reads the sender's nonce from the node again (after evm_revert took the chain back). */
+  resyncNonce(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -147,6 +149,11 @@ export async function startTokenChain(): Promise<TokenChain> {
           sent.push({ what: `${c.contract}.${c.functionName}`, hash });
         }
         await waitAll(sent);
+      });
+    },
+    async resyncNonce() {
+      await serial(async () => {
+        nonce = await pub.getTransactionCount({ address: account.address, blockTag: 'pending' });
       });
     },
     stop: () => anvil.stop(),

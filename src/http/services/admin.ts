@@ -7,6 +7,7 @@ import { MetadataErrors, RpcError, metadataErrorMap as E } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor } from './args.ts';
 import { METADATA_SCHEMA } from './metadata.ts';
+import { directoryAdminMethods } from './directory.ts';
 
 /** Sequence ContractInfoOverride on the wire: name/type/symbol null when unset. */
 function overrideToWire(o: OverrideLayer) {
@@ -88,6 +89,7 @@ export function adminService(s: Services): ServiceDef {
           return { ok: true };
         },
       }),
+      ...directoryAdminMethods(s),
     },
   };
 }

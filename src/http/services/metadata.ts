@@ -9,6 +9,7 @@ import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
 import { refreshMethods } from './refresh.ts';
 import { tokenSearchMethods } from './token-search.ts';
+import { directoryMethods } from './directory.ts';
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
@@ -63,6 +64,7 @@ export function metadataService(s: Services): ServiceDef {
       ...contractMethods(s),
       ...refreshMethods(s),
       ...tokenSearchMethods(s),
+      ...directoryMethods(s),
 
       GetTokenMetadataBatch: method({
         input: GetTokenMetadataBatchArgs,

@@ -53,7 +53,7 @@ export interface LayerUpdate {
   failure?: string | null;
 }
 
-const COLUMNS = 'chain_id, address, type, name, symbol, decimals, logo_uri, extensions, source, deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer, info_fetched_at, info_failure, curated, updated_at';
+export const CONTRACT_COLUMNS = 'chain_id, address, type, name, symbol, decimals, logo_uri, extensions, source, deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer, info_fetched_at, info_failure, curated, updated_at';
 
 export interface SearchOptions {
   q: string;
@@ -61,15 +61,20 @@ export interface SearchOptions {
   types: string[] | null;
   page: number;
   pageSize: number;
+  /** Only contracts in the token directory (featured ones only, if asked). */
+  directory?: { onlyFeatured: boolean };
 }
+
+/** A stored contract row (the columns of CONTRACT_COLUMNS) as the store reads it. */
+export const parseContractRow = (row: unknown): ContractRow => ContractRowSchema.parse(row);
 
 /** Needs a Db, not only a Queryable: layer writes run in transactions. */
 export function contractStore(db: Db) {
-  const parse = (rows: unknown[]) => rows.map((r) => ContractRowSchema.parse(r));
+  const parse = (rows: unknown[]) => rows.map(parseContractRow);
 
   const getManyOn = async (q: Queryable, chainId: number, addresses: string[]): Promise<Map<string, ContractRow>> => {
     if (!addresses.length) return new Map();
-    const res = await q.query(`SELECT ${COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[])`, [chainId, addresses]);
+    const res = await q.query(`SELECT ${CONTRACT_COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[])`, [chainId, addresses]);
     return new Map(parse(res.rows).map((r) => [r.address, r]));
   };
   const getMany = (chainId: number, addresses: string[]) => getManyOn(db, chainId, addresses);
@@ -80,7 +85,7 @@ export function contractStore(db: Db) {
     /** Every chain's record of an address. */
     async findByAddress(addresses: string[]): Promise<ContractRow[]> {
       if (!addresses.length) return [];
-      const res = await db.query(`SELECT ${COLUMNS} FROM contracts WHERE address = ANY($1::text[]) ORDER BY chain_id`, [addresses]);
+      const res = await db.query(`SELECT ${CONTRACT_COLUMNS} FROM contracts WHERE address = ANY($1::text[]) ORDER BY chain_id`, [addresses]);
       return parse(res.rows);
     },
 
@@ -108,7 +113,7 @@ export function contractStore(db: Db) {
           [chainId, addresses],
         );
         const locked = await tx.query(
-          `SELECT ${COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[]) ORDER BY address FOR UPDATE`,
+          `SELECT ${CONTRACT_COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[]) ORDER BY address FOR UPDATE`,
           [chainId, addresses],
         );
         const existing = new Map(parse(locked.rows).map((r) => [r.address, r]));
@@ -160,9 +165,20 @@ export function contractStore(db: Db) {
       });
     },
 
+    /** Contracts last written before a time on these chains, oldest first, by chain. */
+    async updatedBefore(before: Date, max: number, chainIds: number[]): Promise<Map<number, Address[]>> {
+      const res = await db.query<{ chain_id: string; address: Address }>(
+        `SELECT chain_id, address FROM contracts WHERE updated_at < $1 AND chain_id = ANY($2::bigint[]) ORDER BY updated_at, chain_id, address LIMIT $3`,
+        [before, chainIds, max],
+      );
+      const out = new Map<number, Address[]>();
+      for (const r of res.rows) out.set(Number(r.chain_id), [...(out.get(Number(r.chain_id)) ?? []), r.address]);
+      return out;
+    },
+
     async listOverrides(chainId: number | null, page: number, pageSize: number): Promise<ContractRow[]> {
       const res = await db.query(
-        `SELECT ${COLUMNS} FROM contracts WHERE override_layer IS NOT NULL AND ($1::bigint IS NULL OR chain_id = $1)
+        `SELECT ${CONTRACT_COLUMNS} FROM contracts WHERE override_layer IS NOT NULL AND ($1::bigint IS NULL OR chain_id = $1)
           ORDER BY chain_id, address LIMIT $2 OFFSET $3`,
         [chainId, pageSize, page * pageSize],
       );
@@ -180,7 +196,7 @@ export function contractStore(db: Db) {
       const fuzzy = q.length >= 3 ? 'OR lower(name) % $1 OR lower(name) %> $1 OR lower(symbol) % $1' : '';
       const res = await db.query(
         `WITH hits AS (
-           SELECT ${COLUMNS},
+           SELECT ${CONTRACT_COLUMNS},
              CASE WHEN lower(symbol) = $1 THEN 0
                   WHEN lower(name) = $1 THEN 1
                   WHEN lower(name) LIKE $2 ESCAPE '\\' THEN 2
@@ -192,6 +208,8 @@ export function contractStore(db: Db) {
            WHERE (name <> '' OR symbol <> '')
              AND ($3::bigint[] IS NULL OR chain_id = ANY($3::bigint[]))
              AND ($4::text[] IS NULL OR type = ANY($4::text[]))
+             ${o.directory ? `AND EXISTS (SELECT 1 FROM token_directory d WHERE d.chain_id = contracts.chain_id AND d.address = contracts.address
+                                          AND NOT d.removed${o.directory.onlyFeatured ? ' AND d.feature_index > 0' : ''})` : ''}
              AND (lower(symbol) = $1 OR lower(name) LIKE $2 ESCAPE '\\' OR search @@ plainto_tsquery('simple', $1)
                   ${fuzzy})
          )

@@ -2,6 +2,7 @@ import type { Address } from 'viem';
 import { z } from 'zod';
 import { cleanExtensions, type ListLayer } from './contract-merge.ts';
 import type { ContractStore } from './contract-store.ts';
+import type { DirectoryStore } from './directory-store.ts';
 
 /** A token list in the Uniswap format; entries are checked one by one so one bad entry skips alone. */
 export const TokenListSchema = z.object({
@@ -33,7 +34,12 @@ export interface ImportResult {
 export async function importTokenList(
   store: ContractStore,
   input: unknown,
-  opts: { batchSize?: number; onProgress?: (p: ImportProgress) => void } = {},
+  opts: {
+    batchSize?: number;
+    onProgress?: (p: ImportProgress) => void;
+    /** Listed contracts join the token directory (never reviving one an admin removed). */
+    directory?: DirectoryStore;
+  } = {},
 ): Promise<ImportResult> {
   const list = TokenListSchema.parse(input);
   const listName = list.name ?? 'token list';
@@ -62,6 +68,7 @@ export async function importTokenList(
     for (let i = 0; i < unique.length; i += size) {
       const batch = unique.slice(i, i + size);
       await store.upsertLayers(chainId, batch);
+      await opts.directory?.add(chainId, batch.map((r) => r.address), 'list');
       done += batch.length;
       opts.onProgress?.({ done, total });
     }

@@ -170,11 +170,25 @@ export class TokenMetadataService {
 
     const pending = new Set<string>();
     if (toResolve.length) {
-      const r = await within(this.resolve(chain, contract, toResolve), opts.waitMs ?? cfg.inlineWaitMs);
-      if (r.state === 'done') for (const [id, rec] of r.value) records.set(id, rec);
-      else {
-        if (r.state === 'failed') this.d.log.warn({ err: r.error, chain: chain.name, contract }, 'token resolution failed');
-        for (const id of toResolve) pending.add(id);
+      // Each token counts as soon as it is saved: one slow origin leaves only its own token pending.
+      const settled = new Map<string, TokenRecord | undefined>();
+      let failure: unknown;
+      const all = Promise.all(
+        [...this.resolveEach(chain, contract, toResolve)].map(([id, p]) =>
+          p.then(
+            (rec) => void settled.set(id, rec),
+            (err) => void (failure ??= err),
+          ),
+        ),
+      );
+      await within(all, opts.waitMs ?? cfg.inlineWaitMs);
+      if (failure) this.d.log.warn({ err: failure, chain: chain.name, contract }, 'token resolution failed');
+      for (const id of toResolve) {
+        if (!settled.has(id)) pending.add(id);
+        else {
+          const rec = settled.get(id);
+          if (rec) records.set(id, rec);
+        }
       }
     }
 
@@ -241,8 +255,23 @@ export class TokenMetadataService {
     }
   }
 
-  private resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
-    return this.flight.runScoped(`${chain.chainId}:${contract}`, ids, (fresh) => this.resolveBatch(chain, contract, fresh));
+  private async resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+    const pairs = await Promise.all([...this.resolveEach(chain, contract, ids)].map(async ([id, p]) => [id, await p] as const));
+    return new Map(pairs.filter((x): x is readonly [string, TokenRecord] => x[1] !== undefined));
+  }
+
+  /** One promise per id, each settled when that token is saved (tokens in flight elsewhere are joined). */
+  private resolveEach(chain: ChainClient, contract: Address, ids: string[]): Map<string, Promise<TokenRecord | undefined>> {
+    const scope = `${chain.chainId}:${contract}|`;
+    const cut = scope.length;
+    const perKey = this.flight.runEach(
+      ids.map((id) => scope + id),
+      async (keys, settle) => {
+        const saved = await this.resolveBatch(chain, contract, keys.map((k) => k.slice(cut)), (id, rec) => settle(scope + id, rec));
+        return new Map([...saved].map(([id, rec]) => [scope + id, rec]));
+      },
+    );
+    return new Map([...perKey].map(([k, p]) => [k.slice(cut), p]));
   }
 
   private kindOf(chain: ChainClient, contract: Address): Promise<ContractKindState> {
@@ -280,13 +309,27 @@ export class TokenMetadataService {
     return p;
   }
 
-  private async resolveBatch(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
+  private async resolveBatch(
+    chain: ChainClient,
+    contract: Address,
+    ids: string[],
+    onSaved: (id: string, rec: TokenRecord) => void = () => undefined,
+  ): Promise<Map<string, TokenRecord>> {
     const cfg = this.d.config;
     const kind = await this.kindOf(chain, contract);
     const standard = kind.standard;
     const { reads, blockNumber } = await readTokenUris(chain, contract, standard, ids.map((id) => BigInt(id)));
-    const results = new Map<string, Resolution>();
     const now = Date.now();
+    const saver = groupSaver(async (batch: Map<string, Resolution>) => {
+      const saved = await this.d.store.save(chain.chainId, contract, batch, new Date(now + cfg.metadata.failureRetrySec * 1000));
+      for (const [id, rec] of saved) {
+        this.hot.set(this.key(chain.chainId, contract, id), rec);
+        onSaved(id, rec);
+      }
+      this.restamp(`${chain.chainId}:${contract}`);
+      return saved;
+    });
+    const results = { set: (id: string, r: Resolution) => saver.add(id, r) };
     const uriOpts = { ipfsGateways: cfg.ipfsGateways, arweaveGateway: cfg.arweaveGateway };
 
     await Promise.all(
@@ -333,9 +376,42 @@ export class TokenMetadataService {
       ),
     );
 
-    const saved = await this.d.store.save(chain.chainId, contract, results, new Date(now + cfg.metadata.failureRetrySec * 1000));
-    for (const [id, rec] of saved) this.hot.set(this.key(chain.chainId, contract, id), rec);
-    this.restamp(`${chain.chainId}:${contract}`);
-    return saved;
+    return saver.drain();
   }
+}
+
+/**
+ * Group commit: results are saved as they arrive, those arriving while a save runs go together in
+ * the next one. Fast tokens of a batch are stored (and answered) without waiting for its slowest
+ * fetch, and a batch whose fetches finish together is still one write.
+ */
+function groupSaver<K, V, R>(save: (batch: Map<K, V>) => Promise<Map<K, R>>) {
+  let waiting = new Map<K, V>();
+  const done = new Map<K, R>();
+  let running: Promise<void> | null = null;
+  let failure: { err: unknown } | null = null;
+  const loop = async () => {
+    try {
+      while (waiting.size) {
+        const batch = waiting;
+        waiting = new Map();
+        for (const [k, r] of await save(batch)) done.set(k, r);
+      }
+    } catch (err) {
+      failure ??= { err };
+    } finally {
+      running = null;
+    }
+  };
+  return {
+    add(k: K, v: V): void {
+      waiting.set(k, v);
+      running ??= loop();
+    },
+    async drain(): Promise<Map<K, R>> {
+      while (running) await running;
+      if (failure) throw failure.err;
+      return done;
+    },
+  };
 }

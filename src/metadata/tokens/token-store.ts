@@ -1,3 +1,4 @@
+import type { Address } from 'viem';
 import { z } from 'zod';
 import type { Db, Queryable } from '../../store/db.ts';
 import { reindexTokens } from '../search/property-index.ts';
@@ -254,9 +255,27 @@ export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = 
     },
 
     /** Drops everything cached about a chain: used when a dev chain is started anew. */
+    /** Tokens last written before a time on these chains, oldest first, grouped by contract. */
+    async updatedBefore(before: Date, max: number, chainIds: number[]): Promise<{ chainId: number; contract: Address; tokenIds: string[] }[]> {
+      const res = await db.query<{ chain_id: string; contract_address: Address; token_id: string }>(
+        `SELECT chain_id, contract_address, token_id FROM token_metadata
+          WHERE updated_at < $1 AND chain_id = ANY($2::bigint[]) ORDER BY updated_at, chain_id, contract_address, token_id LIMIT $3`,
+        [before, chainIds, max],
+      );
+      const groups = new Map<string, { chainId: number; contract: Address; tokenIds: string[] }>();
+      for (const r of res.rows) {
+        const k = `${r.chain_id}:${r.contract_address}`;
+        const g = groups.get(k) ?? { chainId: Number(r.chain_id), contract: r.contract_address, tokenIds: [] };
+        g.tokenIds.push(r.token_id);
+        groups.set(k, g);
+      }
+      return [...groups.values()];
+    },
+
     async forgetChain(chainId: number): Promise<void> {
       await db.query('DELETE FROM token_metadata WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM contracts WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM token_directory WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM tasks WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM chain_cursors WHERE chain_id = $1', [chainId]);
     },

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { MetadataErrors, RpcError } from '../../http/errors.ts';
+import { AddressArg } from '../../http/services/args.ts';
+import { NoArgs } from '../../http/services/common.ts';
+import { ProjectId, chainIdArg } from '../args.ts';
+import { method, type MethodDef } from '../../http/webrpc.ts';
+import { backfillStore } from '../../indexer/index.ts';
+import type { ConsoleDeps } from '../deps.ts';
+
+/** The indexed chains (cursor, head, malformed logs) and the backfill tasks with their progress. */
+export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
+  return {
+    IndexerStatus: method({
+      input: NoArgs,
+      handler: async () => ({
+        chains: await Promise.all(
+          [...s.indexers.values()].map(async (ix) => {
+            const [cursor, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber().catch(() => null)]);
+            return {
+              chainId: ix.chain.chainId,
+              network: ix.chain.name,
+              scope: ix.scope,
+              cursor: cursor ? Number(cursor.block) : null,
+              head: head === null ? null : Number(head),
+              malformed: cursor?.malformed ?? 0,
+              watchlist: ix.scope === 'watchlist' ? await ix.watchlist.list() : [],
+            };
+          }),
+        ),
+        backfills: await backfillStore(s.db).list(),
+      }),
+    }),
+    /** Registers a contract on a watchlist chain, for a project: it is indexed from the next block on. */
+    IndexerWatch: method({
+      input: z.object({ chainID: z.string().min(1), contractAddress: AddressArg, projectId: ProjectId.optional() }),
+      handler: async (a) => {
+        const ix = s.indexers.get(chainIdArg(s, a.chainID));
+        if (!ix) throw new RpcError(MetadataErrors.ChainNotFound, `chain ${a.chainID} is not indexed`);
+        if (ix.scope !== 'watchlist') throw new RpcError(MetadataErrors.InvalidArgument, `chain ${ix.chain.name} indexes every contract: it has no watchlist`);
+        if (a.projectId !== undefined && !(await s.projects.getById(a.projectId))) throw new RpcError(MetadataErrors.NotFound, `no project ${a.projectId}`);
+        await ix.watchlist.add(a.contractAddress, a.projectId ?? null);
+        return { watchlist: await ix.watchlist.list() };
+      },
+    }),
+  };
+}

@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { IndexerErrors, RpcError } from '../errors.ts';
+import { AddressArg, TokenIdArg } from './args.ts';
+
+/** A block number: a JSON number that fits a SQL bigint exactly. */
+export const BlockNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** The most rows a request may skip to: pages beyond it are refused, not sent to the database. */
+const MAX_OFFSET = 100_000_000;
+const Ids = z.array(TokenIdArg).max(1000, 'at most 1000 token ids');
+
+// The Indexer service's request schemas and the rules for fields metarelay refuses rather than ignores.
+
+/** Page sizes: the default, and the most one page may hold. */
+export const INDEXER_PAGE = { default: 50, max: 1000 } as const;
+/** GetTokenSuppliesMap: contracts per call and ids per contract. */
+export const MAP_LIMITS = { contracts: 50, ids: 100 } as const;
+
+export const bad = (msg: string) => new RpcError(IndexerErrors.InvalidArgument, msg);
+
+/**
+ * The Sequence Page. Numbered from 0; `after` is the cursor an answer hands out for the page that
+ * follows (clients may send the answer's page back as is). Sorting is fixed (documented per method):
+ * a `sort`, `column` or `before` is refused rather than ignored.
+ */
+export const PageArg = z
+  .object({
+    page: z.number().int().min(0).max(MAX_OFFSET).optional(),
+    pageSize: z.number().int().min(1).max(INDEXER_PAGE.max).optional(),
+    after: z
+      .union([z.string().regex(/^\d{1,9}$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0).max(MAX_OFFSET)])
+      .optional(),
+    before: z.unknown().optional(),
+    column: z.string().optional(),
+    sort: z.array(z.unknown()).optional(),
+    more: z.boolean().optional(),
+  })
+  .loose()
+  .optional();
+
+export function paging(p: z.infer<typeof PageArg>) {
+  if (p?.before !== undefined && p.before !== '') throw bad('page.before is not supported: pages go forward with page.after');
+  if (p?.sort?.length) throw bad('page.sort is not supported: the order is fixed (see docs/indexer.md)');
+  if (p?.column) throw bad('page.column is not supported: the order is fixed (see docs/indexer.md)');
+  const pageSize = p?.pageSize ?? INDEXER_PAGE.default;
+  const offset = p?.after !== undefined ? Number(p.after) : (p?.page ?? 0) * pageSize;
+  if (offset > MAX_OFFSET) throw bad(`page: at most ${MAX_OFFSET} rows can be skipped`);
+  const page = Math.floor(offset / pageSize);
+  return {
+    offset,
+    limit: pageSize + 1,
+    cut<T>(rows: T[]) {
+      const more = rows.length > pageSize;
+      return {
+        rows: rows.slice(0, pageSize),
+        page: { page, pageSize, more, ...(more ? { after: String(offset + pageSize) } : {}) },
+      };
+    },
+  };
+}
+
+export const MetadataOptions = z
+  .object({ verifiedOnly: z.boolean().optional(), unverifiedOnly: z.boolean().optional(), includeContracts: z.array(z.string()).optional() })
+  .loose()
+  .optional();
+
+export function checkMetadataOptions(o: z.infer<typeof MetadataOptions>) {
+  // metarelay does not grade contracts, so "verified" has no meaning here; every contract is included.
+  if (o?.verifiedOnly || o?.unverifiedOnly) throw bad('metadataOptions.verifiedOnly/unverifiedOnly: metarelay does not track contract verification');
+}
+
+export const ContractStatus = z.enum(['VERIFIED', 'UNVERIFIED', 'ALL']).optional();
+export function checkContractStatus(s: z.infer<typeof ContractStatus>) {
+  if (s && s !== 'ALL') throw bad(`contractStatus ${s}: metarelay does not track contract verification; send ALL or leave it out`);
+}
+
+export const ContractTypes = z.array(z.enum(['ERC20', 'ERC721', 'ERC1155'], { message: 'contract types indexed are ERC20, ERC721 and ERC1155' }));
+
+export const GetTokenBalancesArgs = z.object({
+  accountAddress: AddressArg.optional(),
+  contractAddress: AddressArg.optional(),
+  tokenID: TokenIdArg.optional(),
+  includeMetadata: z.boolean().optional(),
+  metadataOptions: MetadataOptions,
+  includeCollectionTokens: z.boolean().optional(),
+  page: PageArg,
+});
+
+export const TokenBalancesFilter = z.object({
+  accountAddresses: z.array(AddressArg).min(1, 'at least one account').max(50, 'at most 50 accounts'),
+  contractStatus: ContractStatus,
+  contractTypes: ContractTypes.optional(),
+  contractWhitelist: z.array(AddressArg).max(100, 'at most 100 contracts').optional(),
+  contractBlacklist: z.array(AddressArg).max(100, 'at most 100 contracts').optional(),
+  omitNativeBalances: z.boolean().optional(),
+  omitPrices: z.boolean().optional(),
+  tokenIDs: Ids.optional(),
+});
+export const TokenBalancesFilterArgs = z.object({ filter: TokenBalancesFilter, omitMetadata: z.boolean().optional(), page: PageArg });
+
+export const ByContractArgs = z.object({
+  filter: z.object({
+    contractAddresses: z.array(AddressArg).min(1, 'at least one contract').max(50, 'at most 50 contracts'),
+    accountAddresses: z.array(AddressArg).max(50, 'at most 50 accounts').optional(),
+    contractStatus: ContractStatus,
+    tokenIDs: Ids.optional(),
+  }),
+  omitMetadata: z.boolean().optional(),
+  page: PageArg,
+});
+
+export const HistoryArgs = z.object({
+  filter: z.object({
+    accountAddress: AddressArg.optional(),
+    contractAddress: AddressArg.optional(),
+    accountAddresses: z.array(AddressArg).max(50).optional(),
+    contractAddresses: z.array(AddressArg).max(50).optional(),
+    transactionHashes: z.array(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash').transform((h) => h.toLowerCase())).max(100).optional(),
+    metaTransactionIDs: z.array(z.string()).optional(),
+    fromBlock: BlockNumber.optional(),
+    toBlock: BlockNumber.optional(),
+    tokenID: TokenIdArg.optional(),
+    omitPrices: z.boolean().optional(),
+  }),
+  page: PageArg,
+  includeMetadata: z.boolean().optional(),
+  metadataOptions: MetadataOptions,
+});
+
+export const TxHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash');
+/** FetchTransactionReceipt waits at most this long for a transaction to be mined, whatever maxBlockWait says. */
+export const MAX_RECEIPT_WAIT_MS = 30_000;
+
+export const AccountArgs = z.object({ accountAddress: AddressArg.optional(), omitPrices: z.boolean().optional() });

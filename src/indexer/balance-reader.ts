@@ -1,0 +1,137 @@
+import type { Db } from '../store/db.ts';
+import type { TokenType } from './decode.ts';
+
+export interface BalanceRow {
+  contract: string;
+  account: string;
+  tokenId: string;
+  type: TokenType;
+  balance: string;
+  blockNumber: number;
+  blockHash: string;
+}
+
+export interface BalanceQuery {
+  accounts?: string[];
+  contracts?: string[];
+  /** Contracts left out. */
+  excludeContracts?: string[];
+  tokenIds?: string[];
+  types?: TokenType[];
+  offset: number;
+  limit: number;
+}
+
+interface Row {
+  contract: string;
+  account: string;
+  token_id: string;
+  contract_type: string;
+  balance: string;
+  b: string;
+  block_hash: string;
+}
+
+const toBalance = (r: Row): BalanceRow => ({
+  contract: r.contract,
+  account: r.account,
+  tokenId: r.token_id,
+  type: r.contract_type as TokenType,
+  balance: r.balance,
+  blockNumber: Number(r.b),
+  blockHash: r.block_hash,
+});
+
+/** Builds `WHERE` conditions over indexer_balances with numbered parameters. */
+function conditions(chainId: number, q: Omit<BalanceQuery, 'offset' | 'limit'>) {
+  const params: unknown[] = [chainId];
+  const where = ['chain_id = $1'];
+  const add = (sql: (n: number) => string, v: unknown) => {
+    params.push(v);
+    where.push(sql(params.length));
+  };
+  if (q.accounts) add((n) => `account = ANY($${n}::text[])`, q.accounts);
+  if (q.contracts) add((n) => `contract = ANY($${n}::text[])`, q.contracts);
+  if (q.excludeContracts?.length) add((n) => `NOT (contract = ANY($${n}::text[]))`, q.excludeContracts);
+  if (q.tokenIds) add((n) => `token_id = ANY($${n}::numeric[])`, q.tokenIds);
+  if (q.types) add((n) => `contract_type = ANY($${n}::text[])`, q.types);
+  return { params, where: where.join(' AND ') };
+}
+
+/** Reads of what the indexer holds: balances, supplies, updates, history. */
+export function balanceReader(db: Db, chainId: number) {
+  return {
+    /** Positive balances, by account, contract and token id. */
+    async balances(q: BalanceQuery): Promise<BalanceRow[]> {
+      const { params, where } = conditions(chainId, q);
+      params.push(q.limit, q.offset);
+      const res = await db.query<Row>(
+        `SELECT contract, account, token_id::text AS token_id, contract_type, balance::text AS balance, block_number::text AS b, block_hash
+           FROM indexer_balances WHERE ${where} AND balance > 0
+          ORDER BY account, contract, token_id LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        params,
+      );
+      return res.rows.map(toBalance);
+    },
+
+    /**
+     * One row per (account, contract): an ERC20's balance, or for collectibles the sum of the
+     * account's tokens and how many distinct ids it holds.
+     */
+    async summary(q: BalanceQuery): Promise<Array<BalanceRow & { unique: number }>> {
+      const { params, where } = conditions(chainId, q);
+      params.push(q.limit, q.offset);
+      const res = await db.query<Row & { n: string | number }>(
+        `SELECT contract, account, '0' AS token_id, max(contract_type) AS contract_type, sum(balance)::text AS balance,
+                max(block_number)::text AS b, (array_agg(block_hash ORDER BY block_number DESC))[1] AS block_hash, count(*) AS n
+           FROM indexer_balances WHERE ${where} AND balance > 0
+          GROUP BY account, contract ORDER BY account, contract LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        params,
+      );
+      return res.rows.map((r) => ({ ...toBalance(r), unique: Number(r.n) }));
+    },
+
+    /** Balances of a contract changed after a block, oldest change first (zero balances included: a holder that sold out). */
+    async updatesSince(contract: string, afterBlock: number, offset: number, limit: number): Promise<BalanceRow[]> {
+      const res = await db.query<Row>(
+        `SELECT contract, account, token_id::text AS token_id, contract_type, balance::text AS balance, block_number::text AS b, block_hash
+           FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND block_number > $3
+          ORDER BY block_number, account, token_id LIMIT $4 OFFSET $5`,
+        [chainId, contract, afterBlock, limit, offset],
+      );
+      return res.rows.map(toBalance);
+    },
+
+    /** Per token id of a contract, the sum held by accounts (burnt tokens are held by nobody). */
+    async supplies(contract: string, ids: string[] | undefined, offset: number, limit: number): Promise<Array<{ tokenId: string; supply: string; type: TokenType }>> {
+      const res = await db.query<{ token_id: string; supply: string; contract_type: string }>(
+        `SELECT token_id::text AS token_id, sum(balance)::text AS supply, max(contract_type) AS contract_type
+           FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND ($3::numeric[] IS NULL OR token_id = ANY($3::numeric[]))
+          GROUP BY token_id HAVING sum(balance) > 0 ORDER BY token_id LIMIT $4 OFFSET $5`,
+        [chainId, contract, ids ?? null, limit, offset],
+      );
+      return res.rows.map((r) => ({ tokenId: r.token_id, supply: r.supply, type: r.contract_type as TokenType }));
+    },
+
+    /** The token standard the indexer has seen a contract use; null when it has no transfer of it. */
+    async contractType(contract: string): Promise<TokenType | null> {
+      const res = await db.query<{ contract_type: string }>(
+        'SELECT contract_type FROM indexer_transfers WHERE chain_id = $1 AND contract = $2 LIMIT 1',
+        [chainId, contract],
+      );
+      return (res.rows[0]?.contract_type as TokenType | undefined) ?? null;
+    },
+
+    /** The hash the indexer recorded for a block, if it recorded one. */
+    async blockHash(block: number): Promise<string | null> {
+      const res = await db.query<{ block_hash: string }>(
+        `SELECT block_hash FROM indexer_blocks WHERE chain_id = $1 AND block_number = $2
+         UNION ALL SELECT block_hash FROM indexer_transfers WHERE chain_id = $1 AND block_number = $2 LIMIT 1`,
+        [chainId, block],
+      );
+      return res.rows[0]?.block_hash ?? null;
+    },
+  };
+}
+
+export type BalanceReader = ReturnType<typeof balanceReader>;

@@ -1,0 +1,59 @@
+import type { ChainClient } from '../chain/client.ts';
+import type { IndexerChainConfig } from '../config/schema.ts';
+import type { Db } from '../store/db.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { balanceReader, type BalanceReader } from './balance-reader.ts';
+import { IndexFollower, readCursor, type Cursor } from './follower.ts';
+import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
+import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
+
+/**
+ * Token metadata and contract info for answers with `includeMetadata`, given by the wiring (the
+ * metadata service): what it holds now, never waiting on an origin; what it does not hold yet
+ * comes back with its status and is resolved in the background.
+ */
+export interface IndexerMetadata {
+  contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, unknown>>;
+  /** Each token's TokenMetadata as JSON text, in request order. */
+  tokens(chain: ChainClient, contract: string, ids: string[]): Promise<string[]>;
+}
+
+/** One indexed chain: its follower, its reads and its watchlist. */
+export class ChainIndexer {
+  readonly follower: IndexFollower;
+  readonly reads: BalanceReader;
+  readonly watchlist: ReturnType<typeof watchlist>;
+
+  constructor(
+    readonly chain: ChainClient,
+    readonly cfg: IndexerChainConfig & { scope: IndexScope },
+    readonly db: Db,
+    log: Logger,
+    metrics?: Metrics,
+  ) {
+    this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts) });
+    this.reads = balanceReader(db, chain.chainId);
+    this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
+  }
+
+  get scope(): IndexScope {
+    return this.cfg.scope;
+  }
+
+  cursor(): Promise<Cursor | null> {
+    return readCursor(this.db, this.chain.chainId, this.cfg.scope);
+  }
+}
+
+/** A backfill worker for the chains this process indexes, with each chain's scope and log span. */
+export function backfillWorkerFor(db: Db, indexers: ReadonlyMap<number, ChainIndexer>, leaseSec: number, onChunk?: BackfillWorkerDeps['onChunk']): BackfillWorker {
+  return new BackfillWorker({
+    db,
+    chains: new Map([...indexers].map(([id, ix]) => [id, ix.chain])),
+    addresses: (chainId, scope) => addressFilter(db, chainId, scope, indexers.get(chainId)?.cfg.contracts ?? []),
+    chunkBlocks: (chainId) => indexers.get(chainId)?.cfg.chunkBlocks ?? 2_000,
+    leaseSec,
+    onChunk,
+  });
+}

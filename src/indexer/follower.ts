@@ -1,0 +1,226 @@
+import type { ChainClient } from '../chain/client.ts';
+import type { Db } from '../store/db.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { decodeChunk } from './chunk.ts';
+import { LogReader } from './log-reader.ts';
+import { applyTransfers, rollbackAbove } from './transfer-store.ts';
+import type { IndexScope } from './watchlist.ts';
+
+export interface FollowerConfig {
+  scope: IndexScope;
+  /** First block indexed when the chain has no cursor yet (default: the confirmed head at first start). */
+  fromBlock?: number;
+  confirmations: number;
+  chunkBlocks: number;
+  pollMs: number;
+  /** Recent block hashes kept to find where a reorg forked. */
+  reorgWindow: number;
+}
+
+export interface Cursor {
+  block: bigint;
+  hash: string;
+  malformed: number;
+  updatedAt: Date;
+}
+
+export async function readCursor(db: Db, chainId: number, scope: IndexScope): Promise<Cursor | null> {
+  const res = await db.query<{ b: string; block_hash: string; m: string; updated_at: Date | string }>(
+    'SELECT block_number::text AS b, block_hash, malformed::text AS m, updated_at FROM indexer_cursors WHERE chain_id = $1 AND scope = $2',
+    [chainId, scope],
+  );
+  const r = res.rows[0];
+  return r ? { block: BigInt(r.b), hash: r.block_hash, malformed: Number(r.m), updatedAt: new Date(r.updated_at) } : null;
+}
+
+/**
+ * Follows one chain `confirmations` blocks behind its head and applies its token transfers. Each
+ * step's transfers, the recent block hashes and the cursor's move are one transaction that first
+ * locks the cursor and checks it is where the step began: of two followers on one chain (two
+ * processes), one applies a range and the other drops its read. A cursor block whose hash changed
+ * is a reorg: the transfers above the last block both forks share are undone and read again.
+ */
+export class IndexFollower {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private readonly reader: LogReader;
+
+  constructor(
+    readonly chain: ChainClient,
+    private readonly cfg: FollowerConfig,
+    private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]> },
+  ) {
+    this.reader = new LogReader(chain, cfg.chunkBlocks, d.addresses);
+  }
+
+  get scope(): IndexScope {
+    return this.cfg.scope;
+  }
+
+  /** Started in this process (an API process may leave following to `metarelay worker`). */
+  get active(): boolean {
+    return this.running;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        let more = false;
+        try {
+          more = await this.poll();
+        } catch (err) {
+          this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'indexer poll failed');
+        }
+        if (!this.running) break;
+        if (more) continue;
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, this.cfg.pollMs);
+          this.wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async hashOf(block: bigint): Promise<string | null> {
+    if (block < 0n) return '0x';
+    const b = await this.chain.public.getBlock({ blockNumber: block }).catch(() => null);
+    return b?.hash?.toLowerCase() ?? null;
+  }
+
+  /** One step; true when there is more to read right away. */
+  async poll(): Promise<boolean> {
+    const { db } = this.d;
+    const chainId = this.chain.chainId;
+    const head = await this.chain.public.getBlockNumber();
+    const target = head - BigInt(this.cfg.confirmations);
+    if (target < 0n) return false;
+    let cur = await readCursor(db, chainId, this.cfg.scope);
+    if (!cur) {
+      const start = this.cfg.fromBlock !== undefined ? BigInt(this.cfg.fromBlock) - 1n : target;
+      const hash = (await this.hashOf(start)) ?? '0x';
+      await db.query(
+        `INSERT INTO indexer_cursors (chain_id, scope, block_number, block_hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+        [chainId, this.cfg.scope, start.toString(), hash],
+      );
+      cur = await readCursor(db, chainId, this.cfg.scope);
+      if (!cur) return false;
+    }
+    // A chain now shorter than the cursor, or another block at its height: a reorg.
+    const shorter = cur.block > head && cur.hash !== '0x';
+    const seen = shorter ? null : await this.hashOf(cur.block);
+    if (shorter || (seen && cur.hash !== '0x' && seen !== cur.hash)) {
+      await this.unwind(cur);
+      return true;
+    }
+    if (cur.block >= target) return false;
+    const from = cur.block + 1n;
+    for (;;) {
+      const planned = from + BigInt(this.reader.currentSpan) - 1n < target ? from + BigInt(this.reader.currentSpan) - 1n : target;
+      // The end block's hash is read before its logs: if a reorg lands in between, the next step
+      // sees the cursor's hash gone from the chain and reads the range again.
+      const endHash = await this.hashOf(planned);
+      if (!endHash) return false;
+      const { to, logs } = await this.reader.read(from, planned);
+      if (to !== planned) continue; // the node refused the span: plan again with the smaller one
+      const chunk = await decodeChunk(this.chain, logs);
+      // A log of the end block from another fork than its header: the chain moved under us.
+      const logged = chunk.blockHashes.get(to);
+      if (logged && logged !== endHash) return true;
+      const moved = await db.transaction(async (tx) => {
+        const now = await tx.query<{ b: string; block_hash: string }>(
+          'SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE',
+          [chainId, this.cfg.scope],
+        );
+        const row = now.rows[0];
+        if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return false;
+        await applyTransfers(tx, chainId, chunk.entries);
+        const blocks = new Map(chunk.blockHashes);
+        blocks.set(to, endHash);
+        // Only blocks within the reorg window are worth remembering.
+        const keepFrom = target - BigInt(this.cfg.reorgWindow);
+        const recent = [...blocks].filter(([n]) => n > keepFrom);
+        if (recent.length) {
+          await tx.query(
+            `INSERT INTO indexer_blocks (chain_id, block_number, block_hash) SELECT $1, * FROM unnest($2::bigint[], $3::text[])
+             ON CONFLICT (chain_id, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`,
+            [chainId, recent.map(([n]) => n.toString()), recent.map(([, h]) => h)],
+          );
+        }
+        await tx.query('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number <= $2', [chainId, keepFrom.toString()]);
+        await tx.query(
+          `UPDATE indexer_cursors SET block_number = $3, block_hash = $4, malformed = malformed + $5, updated_at = now()
+            WHERE chain_id = $1 AND scope = $2`,
+          [chainId, this.cfg.scope, to.toString(), endHash, chunk.malformed],
+        );
+        return true;
+      });
+      if (moved) {
+        this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
+        if (chunk.malformed) this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'malformed' }, chunk.malformed);
+      }
+      if (moved && chunk.malformed) {
+        this.d.log.warn({ chain: this.chain.name, malformed: chunk.malformed, from: from.toString(), to: to.toString() }, 'malformed transfer logs skipped');
+      }
+      return moved && to < target;
+    }
+  }
+
+  /** The cursor's block left the chain: undo down to the last remembered block still on it. */
+  private async unwind(cur: Cursor): Promise<void> {
+    const { db } = this.d;
+    const chainId = this.chain.chainId;
+    const known = await db.query<{ b: string; block_hash: string }>(
+      'SELECT block_number::text AS b, block_hash FROM indexer_blocks WHERE chain_id = $1 AND block_number <= $2 ORDER BY block_number DESC LIMIT $3',
+      [chainId, cur.block.toString(), this.cfg.reorgWindow],
+    );
+    let ancestor: bigint | null = null;
+    let ancestorHash = '0x';
+    const hashes = await Promise.all(known.rows.map((r) => this.hashOf(BigInt(r.b))));
+    for (const [i, r] of known.rows.entries()) {
+      if (hashes[i] === r.block_hash) {
+        ancestor = BigInt(r.b);
+        ancestorHash = r.block_hash;
+        break;
+      }
+    }
+    if (ancestor === null) {
+      // Deeper than anything remembered: go back to below the oldest remembered block.
+      const oldest = known.rows.length ? BigInt(known.rows[known.rows.length - 1]!.b) - 1n : cur.block - BigInt(this.cfg.reorgWindow);
+      ancestor = oldest < -1n ? -1n : oldest;
+      ancestorHash = (await this.hashOf(ancestor)) ?? '0x';
+    }
+    const undone = await db.transaction(async (tx) => {
+      const now = await tx.query<{ b: string; block_hash: string }>(
+        'SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE',
+        [chainId, this.cfg.scope],
+      );
+      const row = now.rows[0];
+      if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return null;
+      const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash);
+      await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [
+        chainId,
+        this.cfg.scope,
+        ancestor.toString(),
+        ancestorHash,
+      ]);
+      return n;
+    });
+    if (undone !== null) {
+      this.d.metrics?.indexerReorgs.inc({ chain: this.chain.name });
+      this.d.log.warn({ chain: this.chain.name, from: cur.block.toString(), to: ancestor.toString(), undone }, 'reorg: transfers rolled back');
+    }
+  }
+}

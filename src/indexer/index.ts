@@ -1,0 +1,11 @@
+// The indexer's door: what the wiring, the HTTP layer and the CLI use.
+export { ChainIndexer, backfillWorkerFor, type IndexerMetadata } from './chain-indexer.ts';
+export { BackfillWorker, backfillStore, type BackfillProgress } from './backfill.ts';
+export { readHistory, type HistoryTxn } from './history-reader.ts';
+export type { BalanceRow } from './balance-reader.ts';
+export { addressFilter, type IndexScope } from './watchlist.ts';
+export type { TokenType } from './decode.ts';
+export { metadataFor, tokenBalanceJson, tokenSupplyJson, transactionJson, type MetadataPage } from './view.ts';
+export { forgetIndexedChain } from './forget-chain.ts';
+export { syncBalance } from './sync-balance.ts';
+export { fetchReceipt, receiptWire } from './receipt.ts';

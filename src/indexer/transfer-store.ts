@@ -1,0 +1,91 @@
+import type { Queryable } from '../store/db.ts';
+import { ZERO_ADDRESS, type TransferEntry } from './decode.ts';
+
+/** A transfer entry with its block's time (seconds since the epoch). */
+export interface TimedEntry extends TransferEntry {
+  ts: number;
+}
+
+// The balance deltas of a set of transfer rows (`src`), one per (contract, account, token id):
+// minus for the sender, plus for the receiver; the zero address (mint, burn) holds nothing.
+const DELTAS = (src: string, sign: '' | '-') => `
+  d AS (
+    SELECT contract, from_address AS account, token_id, contract_type, ${sign === '-' ? '' : '-'}amount AS delta, block_number, block_hash
+      FROM ${src} WHERE from_address <> '${ZERO_ADDRESS}'
+    UNION ALL
+    SELECT contract, to_address, token_id, contract_type, ${sign}amount, block_number, block_hash
+      FROM ${src} WHERE to_address <> '${ZERO_ADDRESS}'),
+  agg AS (
+    SELECT contract, account, token_id, max(contract_type) AS contract_type, sum(delta) AS delta,
+           max(block_number) AS block_number, (array_agg(block_hash ORDER BY block_number DESC))[1] AS block_hash
+      FROM d GROUP BY contract, account, token_id)`;
+
+/**
+ * Records transfers and adds them to balances, in one statement (so inside the caller's transaction
+ * with the cursor move). Only rows not recorded before count: reading a log twice changes nothing.
+ * Balance rows are written in key order, so two workers applying overlapping accounts never deadlock.
+ * Returns how many rows were new.
+ */
+export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[]): Promise<number> {
+  if (!entries.length) return 0;
+  const col = <T>(f: (e: TimedEntry) => T) => entries.map(f);
+  const res = await q.query<{ n: string | number }>(
+    `WITH ins AS (
+       INSERT INTO indexer_transfers (chain_id, block_number, log_index, part, block_hash, tx_hash, tx_index, contract, contract_type,
+                                      from_address, to_address, token_id, amount, ts)
+       SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::int[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[],
+                                $10::text[], $11::text[], $12::numeric[], $13::numeric[], $14::timestamptz[])
+       ON CONFLICT DO NOTHING
+       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash),
+     ${DELTAS('ins', '')},
+     up AS (
+       INSERT INTO indexer_balances AS b (chain_id, contract, account, token_id, contract_type, balance, block_number, block_hash)
+       SELECT $1, contract, account, token_id, contract_type, delta, block_number, block_hash FROM agg
+        ORDER BY contract, account, token_id
+       ON CONFLICT (chain_id, contract, account, token_id) DO UPDATE SET
+         balance = b.balance + EXCLUDED.balance,
+         block_number = GREATEST(b.block_number, EXCLUDED.block_number),
+         block_hash = CASE WHEN EXCLUDED.block_number >= b.block_number THEN EXCLUDED.block_hash ELSE b.block_hash END
+       RETURNING 1)
+     SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM up) AS balances`,
+    [
+      chainId,
+      col((e) => e.blockNumber.toString()),
+      col((e) => e.logIndex),
+      col((e) => e.part),
+      col((e) => e.blockHash),
+      col((e) => e.txHash),
+      col((e) => e.txIndex),
+      col((e) => e.contract),
+      col((e) => e.type),
+      col((e) => e.from),
+      col((e) => e.to),
+      col((e) => e.tokenId),
+      col((e) => e.amount),
+      col((e) => new Date(e.ts * 1000).toISOString()),
+    ],
+  );
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+/**
+ * Undoes every transfer above `ancestor` (a reorg replaced those blocks): the rows go and their
+ * deltas are taken back from the balances, in one statement. Returns how many rows were undone.
+ */
+export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string): Promise<number> {
+  const res = await q.query<{ n: string | number }>(
+    `WITH del AS (
+       DELETE FROM indexer_transfers WHERE chain_id = $1 AND block_number > $2
+       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash),
+     ${DELTAS('del', '-')},
+     up AS (
+       UPDATE indexer_balances b SET balance = b.balance + agg.delta,
+              block_number = LEAST(b.block_number, $2), block_hash = CASE WHEN b.block_number > $2 THEN $3 ELSE b.block_hash END
+         FROM agg WHERE b.chain_id = $1 AND b.contract = agg.contract AND b.account = agg.account AND b.token_id = agg.token_id
+       RETURNING 1)
+     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances`,
+    [chainId, ancestor.toString(), ancestorHash],
+  );
+  await q.query('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number > $2', [chainId, ancestor.toString()]);
+  return Number(res.rows[0]?.n ?? 0);
+}
