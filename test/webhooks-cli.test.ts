@@ -66,6 +66,7 @@ describe(`metarelay webhooks (${TEST_DB})`, () => {
         else res.writeHead(200).end('{}');
       });
     });
+    await testDb.db.close(); // (PGlite: one process, one handle at a time)
     const db = await openDb(testDb.location);
     const project = await projectRepo(db).create('killed');
     const { webhook, secret } = await webhookStore(db).create({ projectId: project.id, url: `${receiver.url}/k`, events: ['*'], chainIds: null, description: '' });
