@@ -39,10 +39,14 @@ export function envelope(e: StoredEvent) {
   return { id: `evt_${e.id}`, type: e.type, createdAt: e.createdAt.toISOString(), chainId: e.chainId, projectId: e.projectId, data: e.data };
 }
 
-/** Which endpoints an event goes to: enabled, subscribed to its type (or '*'), on its chain, of its project (or any, for deployment events). */
+/**
+ * Which endpoints an event goes to: enabled, subscribed to its type (or '*'), on its chain, of its
+ * project; a deployment event (no project: tokens, senders) to any project's. A meta-transaction sent
+ * without an access key has no project, and its events go to nobody's endpoint.
+ */
 const MATCHING = `w.enabled AND w.deleted_at IS NULL AND (e.type = ANY(w.events) OR '*' = ANY(w.events))
   AND (e.chain_id IS NULL OR w.chain_ids IS NULL OR e.chain_id = ANY(w.chain_ids))
-  AND (e.project_id IS NULL OR w.project_id = e.project_id)`;
+  AND (w.project_id = e.project_id OR (e.project_id IS NULL AND e.type NOT LIKE 'metatxn.%'))`;
 
 /**
  * Writes events and their deliveries in one statement, on the caller's transaction: they commit or roll
@@ -122,7 +126,7 @@ export function outbox(db: Db) {
     async since(afterSeq: number, f: { projectId: number | null; types?: string[]; chainIds?: number[]; limit: number }): Promise<StoredEvent[]> {
       const r = await db.query<EventRow>(
         `SELECT * FROM events WHERE seq > $1 AND type <> 'webhook.test'
-           AND ($2::bigint IS NULL OR project_id IS NULL OR project_id = $2)
+           AND ($2::bigint IS NULL OR project_id = $2 OR (project_id IS NULL AND type NOT LIKE 'metatxn.%'))
            AND ($3::text[] IS NULL OR type = ANY($3)) AND ($4::bigint[] IS NULL OR chain_id IS NULL OR chain_id = ANY($4))
          ORDER BY seq LIMIT $5`,
         [afterSeq, f.projectId, f.types ?? null, f.chainIds ?? null, f.limit],
