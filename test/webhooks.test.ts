@@ -138,12 +138,12 @@ describe('webhook deliveries', () => {
     expect(r.got[1].at - r.got[0].at).toBeGreaterThanOrEqual(FAST.deadlineMs - 50);
   });
 
-  it('sends no event of another project, nor a rolled-back one', async () => {
+  it('sends no event of another project, nor of a keyless meta-transaction, nor a rolled-back one', async () => {
     const r = await receiver();
     stops.push(r.server.stop);
     const { webhook } = await create(`${r.server.url}/mine`);
     const other = await t.services.projects.create(`other-${Date.now()}`);
-    await appendEvents(t.services.db, [event(other.id, 'x', { mine: false })]);
+    await appendEvents(t.services.db, [event(other.id, 'x', { mine: false }), event(null, 'anon', { anonymous: true })]);
     await t.services.db.transaction(async (tx) => {
       await appendEvents(tx, [event(t.project.id, 'y', { rolledBack: true })]);
       throw new Error('roll back');
