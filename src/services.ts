@@ -34,6 +34,13 @@ import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
 import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
+import { EventBell, outbox, type Outbox } from './events/outbox.ts';
+import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
+import { DeliveryWorker } from './events/delivery.ts';
+import { createPoster, type Poster } from './events/post.ts';
+import { metaTxnStatusEvents } from './events/metatxn-events.ts';
+import { approvalClient } from './events/approval-client.ts';
+import { tokenDocumentEvents } from './events/token-events.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -75,6 +82,8 @@ export interface Services {
   indexers: ReadonlyMap<number, ChainIndexer>;
   /** Token metadata and contract info for the indexer's answers, from the metadata service. */
   indexerMetadata: IndexerMetadata;
+  /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
+  events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -136,9 +145,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     assetsFor: (chainId, contract, ids) => media.assetsFor(chainId, contract, ids),
     rewriteImage: config.media.rewriteImage,
   };
+  const bell = new EventBell();
+  // Token documents whose content changes record a token.metadata_updated event on the same transaction (tokensRepo below).
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
-  const tokensRepo = tokenStore(db);
+  const tokensRepo = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const tokens = new TokenMetadataService({
     store: tokensRepo,
     fetcher,
@@ -165,7 +176,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
   const relayEvents = new RelayEvents();
-  const metaTxns = metaTxnRepo(db);
+  const w = config.webhooks;
+  // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
+  const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
+  const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker };
+  events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
+  // Every status the relayer writes records a metatxn.status event on the same transaction.
+  const metaTxns: MetaTxnRepo = metaTxnRepo(db, { onStatus: metaTxnStatusEvents(() => metaTxns, bell) });
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db);
   const bars = barRepo(db);
@@ -193,6 +210,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       bars,
       log,
       onQueued: () => dispatcher.nudge(),
+      approveSponsorship: approvalClient(post, w.approvalDeadlineMs, log),
     });
     const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
     relayers.set(c.chainId, relayer);
@@ -245,12 +263,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     receiptWaiters,
     indexers,
     indexerMetadata,
+    events,
     startDispatchers() {
       dispatching = true;
+      events.delivery.start();
       for (const d of dispatchers) d.start();
     },
     startBackground() {
       background = true;
+      events.delivery.start();
       worker.start();
       for (const w of watchers) w.start();
       for (const i of indexers.values()) i.follower.start();
@@ -266,12 +287,16 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       dispatching = false;
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
       background = false;
+      // Deliveries in flight finish and are recorded; what is left is claimed by another process.
+      await events.delivery.stop();
     },
     async close() {
       if (closed) return;
       closed = true;
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
+      await events.delivery.stop();
+      post.close();
       await auth.flush();
       await media?.close();
       fetcher.close();

@@ -25,6 +25,8 @@ Usage:
   metarelay sponsors add --project NAME --chain C --address A [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name N]
   metarelay sponsors list --project NAME [--chain C]
   metarelay sponsors enable|disable|remove ID --project NAME
+  metarelay webhooks add --project NAME --url URL [--events T1,T2|*] [--chains C1,C2] [--description D]
+  metarelay webhooks list --project NAME | webhooks remove ID   (the signing secret is printed once, at add)
   metarelay tokenlist import <file-or-url> [--config FILE]      Uniswap-format token list
   metarelay contracts override --chain C --address A [--name N] [--symbol S] [--decimals D]
                                [--logo URL] [--type T] [--description D] [--link URL] [--verified] | --clear
@@ -61,6 +63,8 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./relayer.ts')).runRelayer(rest);
       case 'sponsors':
         return await (await import('./relayer.ts')).runSponsors(rest);
+      case 'webhooks':
+        return await (await import('./webhooks.ts')).runWebhooks(rest);
       case 'tokenlist':
         return await (await import('./contracts.ts')).runTokenList(rest);
       case 'contracts':

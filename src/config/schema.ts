@@ -271,6 +271,28 @@ export const AppConfigSchema = z
         maxReceiptWaitersPerAddress: z.number().int().min(0).default(32),
       })
       .prefault({}),
+    webhooks: z
+      .object({
+        /** How long a receiver has to answer one delivery (connect included) before it counts as failed. */
+        deadlineMs: z.number().int().positive().max(60_000).default(5_000),
+        /** Failed deliveries are retried with exponential backoff and jitter for this long, then dead-lettered. */
+        retryHorizonSec: z.number().int().positive().default(86_400),
+        /** The first retry's delay; each next one doubles it (up to an hour), ±50 % jitter. */
+        retryBaseMs: z.number().int().positive().default(5_000),
+        /** An endpoint that has failed every delivery for this long is disabled (the console says why). */
+        disableAfterSec: z.number().int().positive().default(259_200),
+        /** Deliveries one process sends at once. */
+        concurrency: z.number().int().min(1).max(256).default(16),
+        /** How often an idle delivery worker looks for due deliveries (other processes' events). */
+        pollMs: z.number().int().positive().default(250),
+        /** Webhook targets on loopback/private addresses are refused unless allowPrivateNetworks is true or the host is listed here. */
+        allowedPrivateHosts: z.array(z.string().min(1)).default([]),
+        /** Outbox events are kept this long (SSE resumes and redelivery reach back this far). */
+        retentionSec: z.number().int().positive().default(604_800),
+        /** The sponsorship approval webhook must answer within this, or the rule does not sponsor. */
+        approvalDeadlineMs: z.number().int().positive().max(30_000).default(2_000),
+      })
+      .prefault({}),
     console: z
       .object({
         /** Serve the console page at /console and its API at /rpc/Console/. */

@@ -11,6 +11,7 @@ import { indexerMethods } from './methods/indexer.ts';
 import { projectMethods } from './methods/projects.ts';
 import { sessionMethods } from './methods/session.ts';
 import { sponsorMethods } from './methods/sponsors.ts';
+import { webhookMethods } from './methods/webhooks.ts';
 import { consoleQueries } from './queries.ts';
 import { sessionStore } from './sessions.ts';
 
@@ -39,6 +40,7 @@ export function consoleService(s: Services): ServiceDef {
       ...networkMethods(deps),
       ...indexerMethods(deps),
       ...directoryMethods(deps),
+      ...webhookMethods(deps),
     },
   };
 }

@@ -14,6 +14,7 @@ import { indexerService } from './services/indexer.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
+import { registerEventStream } from './events.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -64,6 +65,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerHealthRoutes(app, s);
   registerRestRoutes(app, s);
   registerMediaRoutes(app, s);
+  registerEventStream(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   const deps = { auth: s.auth, admin: adminTokenStore(s.db, s.config.admin.tokens), metrics: s.metrics, rateLimit: s.rateLimiter, networks: s.networks };

@@ -7,6 +7,7 @@ export { ReceiptWaiters } from './receipt-waiters.ts';
 export { relayerHealth, switchSender, type HealthDeps } from './health.ts';
 export { barRepo, describeBar, type Bar, type BarKind, type BarRepo } from './bars.ts';
 export { metaTxnRepo, FINAL_STATUSES, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
+export { approvedCoverage, type ApprovalRequest, type SponsorApprover } from './intake/approval.ts';
 export { sponsorRepo, SponsorConflict, SponsorKind, sponsorWire, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 export { spendCaps, type SpendCaps } from './intake/spend-caps.ts';
 export { feeTokenWire } from './intake/fees.ts';

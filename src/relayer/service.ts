@@ -11,7 +11,8 @@ import { ceilMul, feeTotals, fixedPrices, gasCost, probeTokens, structuralFees, 
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
-import { bundleKey, coverage, withinCeilings, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
+import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
+import { approvedCoverage, type SponsorApprover } from './intake/approval.ts';
 import type { SpendCaps } from './intake/spend-caps.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
 import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
@@ -38,6 +39,8 @@ export interface RelayerDeps {
   prices?: PriceSource;
   /** Wakes the dispatcher when work arrives. */
   onQueued?: () => void;
+  /** Asks a rule's approval webhook (GasSponsor.webhookUrl); without it, such a rule never sponsors. */
+  approveSponsorship?: SponsorApprover;
 }
 
 export interface SendResult {
@@ -141,9 +144,10 @@ export class ChainRelayer {
     return projectId == null ? [] : (await this.deps.sponsors.list(projectId, this.chainId)).filter((r) => r.active);
   }
 
-  private sponsorship(projectId: number | null, rules: SponsorRule[], call: DecodedCall): Coverage {
+  /** Covered by the project's rules, within their gas ceilings, and approved by the webhooks of those that have one. */
+  private async sponsorship(projectId: number | null, rules: SponsorRule[], call: DecodedCall, gas: bigint, gasPrice: bigint, stage: 'feeOptions' | 'send'): Promise<Coverage> {
     if (projectId == null) return { sponsored: false, ruleIds: [], reason: 'no access key: only bundles that pay their own fee are relayed' };
-    return coverage(call, rules);
+    return approvedCoverage(call, rules, gas, { chainId: this.chainId, stage, gasPrice }, this.deps.approveSponsorship);
   }
 
   /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
@@ -177,8 +181,7 @@ export class ChainRelayer {
       for (const r of results) gas += r.gasUsed;
     });
     const gasPrice = await this.client.getGasPrice();
-    let cover = this.sponsorship(projectId, await this.rulesOf(projectId), call);
-    if (cover.sponsored) cover = withinCeilings(cover, await this.rulesOf(projectId), gas);
+    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, gas, gasPrice, 'feeOptions');
     if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
     if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
@@ -294,8 +297,7 @@ export class ChainRelayer {
   private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized): Promise<Funding> {
     const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, refund: async () => {} };
     if (!this.isFeeRequired) return none;
-    let cover = this.sponsorship(args.projectId, rules, call);
-    if (cover.sponsored) cover = withinCeilings(cover, rules, gasLimit);
+    let cover = await this.sponsorship(args.projectId, rules, call, gasLimit, gasPrice, 'send');
     let refund = async () => {};
     // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
     if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));

@@ -157,7 +157,14 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   }
 }
 
-export function metaTxnRepo(db: Db) {
+/**
+ * Called with every meta-transaction whose status was written, on the transaction that wrote it (the
+ * events outbox records the change there, so it commits or rolls back with it).
+ */
+export type StatusHook = (q: Queryable, rows: MetaTxnRow[]) => Promise<void>;
+
+export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
+  const onStatus = opts.onStatus;
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
     const r = await q.query<Record<string, unknown>>(
       `SELECT * FROM meta_txns WHERE chain_id = $1 AND id = $2
@@ -240,7 +247,9 @@ export function metaTxnRepo(db: Db) {
             [m.chainId, b.id, m.id, b.wallet, b.space.toString(), b.nonce.toString()],
           );
         }
-        return { row: normalise(r.rows[0]), created: true };
+        const row = normalise(r.rows[0]);
+        await onStatus?.(tx, [row]);
+        return { row, created: true };
       });
     },
 
@@ -289,14 +298,15 @@ export function metaTxnRepo(db: Db) {
     async settleMany(q: Queryable, chainId: number, items: SettledMeta[]) {
       if (items.length === 0) return;
       const col = <K extends keyof SettledMeta>(k: K) => items.map((x) => x[k]);
-      await q.query(
+      const r = await q.query<Record<string, unknown>>(
         `UPDATE meta_txns m SET status = u.status, revert_reason = u.reason, txn_hash = u.hash, block_number = u.block, gas_used = u.gas_used,
            gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, fee_received = u.fee_received, mined_at = now(), stalled = NULL, updated_at = now()
          FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[], $11::numeric[])
            AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed, fee_received)
-         WHERE m.chain_id = $1 AND m.id = u.id`,
+         WHERE m.chain_id = $1 AND m.id = u.id RETURNING m.*`,
         [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed'), col('feeReceived')],
       );
+      await onStatus?.(q, r.rows.map(normalise));
     },
 
     /** Meta-transactions waiting to be sent and sent but not mined (the queue gauge, RuntimeStatus, the console). */
@@ -351,14 +361,18 @@ export function metaTxnRepo(db: Db) {
 
     /** Patches one meta-transaction; with `from`, only while its status is still that. Says whether it changed. */
     async setStatus(q: Queryable, chainId: number, id: string, patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>, from?: string): Promise<boolean> {
+      const hook = patch.status !== undefined ? onStatus : undefined;
+      // Called on the database itself: the change and its event still go in one transaction.
+      if (hook && 'transaction' in q) return db.transaction((tx) => this.setStatus(tx, chainId, id, patch, from));
       const keys = Object.keys(patch);
       const sets = keys.map((k, i) => `${k} = $${i + 4}`).join(', ');
-      const r = await q.query(`UPDATE meta_txns SET ${sets}, updated_at = now() WHERE chain_id = $1 AND id = $2 AND ($3::text IS NULL OR status = $3) RETURNING id`, [
+      const r = await q.query<Record<string, unknown>>(`UPDATE meta_txns SET ${sets}, updated_at = now() WHERE chain_id = $1 AND id = $2 AND ($3::text IS NULL OR status = $3) RETURNING *`, [
         chainId,
         id,
         from ?? null,
         ...keys.map((k) => patch[k]),
       ]);
+      if (hook && r.rows.length) await hook(q, r.rows.map(normalise));
       return r.rows.length > 0;
     },
   };

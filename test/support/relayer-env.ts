@@ -65,6 +65,8 @@ export interface RelayerEnvOptions {
   testDb?: TestDb;
   /** The service-wide relayer settings (keyless rate limit, receipt waiters); generous by default so tests of other things are not throttled. */
   service?: Partial<NonNullable<AppConfigInput['relayer']>>;
+  /** Webhook and approval-webhook settings. */
+  webhooks?: AppConfigInput['webhooks'];
 }
 
 export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
@@ -79,6 +81,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
     logLevel: 'silent',
     database: testDb.location,
     admin: { tokens: [adminToken] },
+    ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
     relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher: true, anonymousRatePerSec: 10_000, anonymousBurst: 10_000, ...opts.service },
     chains: [
       {

@@ -3,6 +3,7 @@ import { api, when } from '../api.ts';
 import { useAction, useApi } from '../hooks.ts';
 import { Activity } from './activity.tsx';
 import { Sponsors } from './sponsors.tsx';
+import { Webhooks } from './webhooks.tsx';
 
 export interface Project {
   id: number;
@@ -58,6 +59,7 @@ export function Projects() {
 const TABS: [string, string][] = [
   ['keys', 'Access keys'],
   ['sponsors', 'Sponsorship'],
+  ['webhooks', 'Webhooks'],
   ['activity', 'Activity'],
   ['settings', 'Settings'],
 ];
@@ -83,6 +85,7 @@ export function ProjectDetail({ projectId, tab }: { projectId: number; tab: stri
       </nav>
       {tab === 'keys' && <Keys projectId={projectId} />}
       {tab === 'sponsors' && <Sponsors projectId={projectId} />}
+      {tab === 'webhooks' && <Webhooks projectId={projectId} />}
       {tab === 'activity' && <Activity projectId={projectId} />}
       {tab === 'settings' && <Settings project={project} onChange={list.reload} />}
     </section>

@@ -22,6 +22,7 @@ import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '..
 import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { targetProblem } from '../../events/post.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -52,6 +53,9 @@ const Uint = z.union([z.number().int().nonnegative(), z.string().trim().regex(/^
 const ProjectId = z.number().int().positive();
 /** A sponsorship rule's gas ceiling per meta-transaction (metarelay's extra field). */
 const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
+/** A sponsorship rule's approval webhook: an http(s) URL, or "" for none (its address is vetted when it is called). */
+const WebhookUrl = z.string().max(2_000).refine((u) => u === '' || !targetProblem(u), { error: (i) => targetProblem(String(i.input)) ?? 'invalid URL' });
+const WebhookToken = z.string().max(500);
 export const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
 
 const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
@@ -349,13 +353,15 @@ export function relayerService(s: Services): ServiceDef {
             active: z.boolean().optional(),
             kind: SponsorKind.optional(),
             maxGasLimit: MaxGas.optional(),
+            webhookUrl: WebhookUrl.optional(),
+            webhookAuthToken: WebhookToken.optional(),
           })
           .loose(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
           await requireProject(a.projectId);
           try {
-            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true, maxGas: a.maxGasLimit ?? null });
+            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true, maxGas: a.maxGasLimit ?? null, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken });
             return { status: true, gasSponsor: sponsorWire(row) };
           } catch (err) {
             if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
@@ -365,10 +371,18 @@ export function relayerService(s: Services): ServiceDef {
       }),
       UpdateGasSponsor: method({
         input: z
-          .object({ projectId: ProjectId, id: z.number().int().positive(), name: z.string().max(200).optional(), active: z.boolean().optional(), maxGasLimit: MaxGas.nullable().optional() })
+          .object({
+            projectId: ProjectId,
+            id: z.number().int().positive(),
+            name: z.string().max(200).optional(),
+            active: z.boolean().optional(),
+            maxGasLimit: MaxGas.nullable().optional(),
+            webhookUrl: WebhookUrl.optional(),
+            webhookAuthToken: WebhookToken.optional(),
+          })
           .loose(),
         handler: async (a) => {
-          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit });
+          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken });
           if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
           return { status: true, gasSponsor: sponsorWire(row) };
         },

@@ -159,12 +159,52 @@ async function upsert(db: Queryable, chainId: number, contract: string, rows: Sa
   }));
 }
 
-export function tokenStore(db: Db) {
+/** A token whose stored document's content changed (hashes: SHA-256 of the canonical jsonb text; old null: first document). */
+export interface DocumentChange {
+  chainId: number;
+  contract: string;
+  tokenId: string;
+  oldHash: string | null;
+  newHash: string;
+  metadata: Record<string, unknown>;
+}
+
+/** Called on the transaction that stored the changed documents (the events outbox records them there). */
+export type DocumentHook = (q: Queryable, changes: DocumentChange[]) => Promise<void>;
+
+const CONTENT_HASH = `encode(sha256(convert_to(metadata::text, 'UTF8')), 'hex')`;
+
+async function contentHashes(q: Queryable, chainId: number, contract: string, ids: string[]): Promise<Map<string, string | null>> {
+  const r = await q.query<{ token_id: string; h: string | null }>(
+    `SELECT token_id, CASE WHEN metadata IS NULL THEN NULL ELSE ${CONTENT_HASH} END AS h FROM token_metadata
+     WHERE chain_id = $1 AND contract_address = $2 AND token_id = ANY($3::text[]) FOR UPDATE`,
+    [chainId, contract, ids],
+  );
+  return new Map(r.rows.map((x) => [x.token_id, x.h]));
+}
+
+export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = {}) {
+  const hook = opts.onDocumentChanged;
   /** Upserts rows and, in the same transaction, re-indexes the resolved tokens' search entries. */
   const write = (chainId: number, contract: string, rows: SaveRow[], resolved: ReadonlySet<string>) =>
     db.transaction(async (tx) => {
+      const ids = rows.filter((r) => resolved.has(r.tokenId)).map((r) => r.tokenId);
+      // Read (and lock) the documents' hashes before the write, so only a real change is reported.
+      const before = hook && ids.length ? await contentHashes(tx, chainId, contract, ids) : undefined;
       const saved = await upsert(tx, chainId, contract, rows);
-      await reindexTokens(tx, chainId, contract, rows.filter((r) => resolved.has(r.tokenId)).map((r) => r.tokenId));
+      await reindexTokens(tx, chainId, contract, ids);
+      if (hook && before) {
+        const after = await contentHashes(tx, chainId, contract, ids);
+        const changes: DocumentChange[] = [];
+        for (const id of ids) {
+          const newHash = after.get(id);
+          const rec = saved.get(id);
+          if (newHash && newHash !== (before.get(id) ?? null) && rec?.metadata) {
+            changes.push({ chainId, contract, tokenId: id, oldHash: before.get(id) ?? null, newHash, metadata: rec.metadata as Record<string, unknown> });
+          }
+        }
+        if (changes.length) await hook(tx, changes);
+      }
       return saved;
     });
   return {

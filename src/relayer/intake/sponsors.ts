@@ -33,6 +33,10 @@ export interface SponsorRule {
   active: boolean;
   /** The most gas one covered meta-transaction may need; null: no ceiling. */
   maxGas: number | null;
+  /** The approval webhook ('' for none): asked before this rule sponsors a bundle (intake/approval.ts). */
+  webhookUrl: string;
+  /** Sent to the approval webhook as `Authorization: Bearer <token>` ('' for none). */
+  webhookAuthToken: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -115,6 +119,8 @@ interface SponsorRow {
   name: string;
   active: boolean;
   max_gas: string | number | null;
+  webhook_url: string;
+  webhook_auth_token: string;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -128,11 +134,13 @@ const toRule = (r: SponsorRow): SponsorRule => ({
   name: r.name,
   active: r.active,
   maxGas: r.max_gas == null ? null : Number(r.max_gas),
+  webhookUrl: r.webhook_url ?? '',
+  webhookAuthToken: r.webhook_auth_token ?? '',
   createdAt: new Date(r.created_at),
   updatedAt: new Date(r.updated_at),
 });
 
-const COLS = 'id, project_id, chain_id, kind, address, name, active, max_gas, created_at, updated_at';
+const COLS = 'id, project_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token, created_at, updated_at';
 
 export class SponsorConflict extends Error {}
 
@@ -158,11 +166,11 @@ export function sponsorRepo(db: Db) {
       const r = await db.query<SponsorRow>(`SELECT ${COLS} FROM gas_sponsors WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
       return r.rows[0] ? toRule(r.rows[0]) : undefined;
     },
-    async add(rule: { projectId: number; chainId: number; kind: SponsorKind; address: Address; name: string; active: boolean; maxGas?: number | null }): Promise<SponsorRule> {
+    async add(rule: { projectId: number; chainId: number; kind: SponsorKind; address: Address; name: string; active: boolean; maxGas?: number | null; webhookUrl?: string; webhookAuthToken?: string }): Promise<SponsorRule> {
       try {
         const r = await db.query<SponsorRow>(
-          `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active, max_gas) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLS}`,
-          [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active, rule.maxGas ?? null],
+          `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLS}`,
+          [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active, rule.maxGas ?? null, rule.webhookUrl ?? '', rule.webhookAuthToken ?? ''],
         );
         return toRule(r.rows[0]);
       } catch (err) {
@@ -171,12 +179,13 @@ export function sponsorRepo(db: Db) {
       }
     },
     /** `maxGas`: undefined keeps the ceiling, null removes it. */
-    async update(projectId: number, id: number, patch: { name?: string; active?: boolean; maxGas?: number | null }): Promise<SponsorRule | undefined> {
+    async update(projectId: number, id: number, patch: { name?: string; active?: boolean; maxGas?: number | null; webhookUrl?: string; webhookAuthToken?: string }): Promise<SponsorRule | undefined> {
       const r = await db.query<SponsorRow>(
         `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active),
-           max_gas = CASE WHEN $5::boolean THEN $6::bigint ELSE max_gas END, updated_at = now()
+           max_gas = CASE WHEN $5::boolean THEN $6::bigint ELSE max_gas END,
+           webhook_url = COALESCE($7, webhook_url), webhook_auth_token = COALESCE($8, webhook_auth_token), updated_at = now()
          WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING ${COLS}`,
-        [id, projectId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null],
+        [id, projectId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null, patch.webhookUrl ?? null, patch.webhookAuthToken ?? null],
       );
       return r.rows[0] ? toRule(r.rows[0]) : undefined;
     },
@@ -198,8 +207,8 @@ export function sponsorWire(r: SponsorRule) {
     address: r.address,
     name: r.name,
     active: r.active,
-    webhookUrl: '',
-    webhookAuthToken: '',
+    webhookUrl: r.webhookUrl,
+    webhookAuthToken: r.webhookAuthToken,
     kind: r.kind,
     // metarelay's extra: the gas ceiling of one covered meta-transaction (null: none).
     maxGasLimit: r.maxGas,

@@ -1,0 +1,42 @@
+import type { Queryable } from '../store/db.ts';
+import { receiptWire, type MetaTxnRepo, type MetaTxnRow } from '../relayer/index.ts';
+import { appendEvents, type EventBell } from './outbox.ts';
+
+/**
+ * The relayer's status hook: one `metatxn.status` event per written status, on the relayer's own
+ * transaction. Each carries the whole current state (the receipt GetMetaTxnReceipt would answer), so
+ * a receiver that gets them late or twice still ends up right.
+ */
+export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell) {
+  return async (q: Queryable, rows: MetaTxnRow[]) => {
+    if (rows.length === 0) return;
+    const byChain = new Map<number, MetaTxnRow[]>();
+    for (const r of rows) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
+    for (const [chainId, list] of byChain) {
+      const bundles = await metaTxns().bundlesOfMany(chainId, list.map((r) => r.id), q);
+      await appendEvents(
+        q,
+        list.map((r) => ({
+          type: 'metatxn.status' as const,
+          chainId,
+          projectId: r.project_id,
+          subject: `metatxn:${chainId}:${r.id}`,
+          data: {
+            chainId,
+            metaTxnId: r.id,
+            status: r.status,
+            wallet: r.wallet,
+            sponsored: r.sponsored,
+            attempts: r.attempts,
+            sender: r.sender,
+            queuedAt: r.queued_at?.toISOString() ?? null,
+            sentAt: r.sent_at?.toISOString() ?? null,
+            minedAt: r.mined_at?.toISOString() ?? null,
+            receipt: receiptWire(r, bundles.get(r.id) ?? []),
+          },
+        })),
+      );
+    }
+    bell.ring();
+  };
+}

@@ -1,0 +1,169 @@
+import { EventEmitter } from 'node:events';
+import type { Db, Queryable } from '../store/db.ts';
+
+/** The event types metarelay emits (webhook.test only to the endpoint it tests). */
+export const EVENT_TYPES = [
+  'metatxn.status',
+  'sender.low_balance',
+  'sender.recovered',
+  'token.metadata_updated',
+  'refresh.task_finished',
+  'contract.info_updated',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number] | 'webhook.test';
+
+export interface NewEvent {
+  type: EventType;
+  chainId: number | null;
+  /** The project it belongs to; null: the deployment's (every project's endpoints may subscribe). */
+  projectId: number | null;
+  /** What it is about: deliveries of one subject to one endpoint go out in order. */
+  subject: string | null;
+  /** The event's `data`: the full current state, so a late or repeated delivery cannot mislead. */
+  data: unknown;
+}
+
+export interface StoredEvent {
+  id: number;
+  seq: number | null;
+  type: string;
+  chainId: number | null;
+  projectId: number | null;
+  subject: string | null;
+  data: unknown;
+  createdAt: Date;
+}
+
+/** The JSON body of a delivery and of an SSE message. */
+export function envelope(e: StoredEvent) {
+  return { id: `evt_${e.id}`, type: e.type, createdAt: e.createdAt.toISOString(), chainId: e.chainId, projectId: e.projectId, data: e.data };
+}
+
+/**
+ * Which endpoints an event goes to: enabled, subscribed to its type (or '*'), on its chain, of its
+ * project; a deployment event (no project: tokens, senders) to any project's. A meta-transaction sent
+ * without an access key has no project, and its events go to nobody's endpoint.
+ */
+const MATCHING = `w.enabled AND w.deleted_at IS NULL AND (e.type = ANY(w.events) OR '*' = ANY(w.events))
+  AND (e.chain_id IS NULL OR w.chain_ids IS NULL OR e.chain_id = ANY(w.chain_ids))
+  AND (w.project_id = e.project_id OR (e.project_id IS NULL AND e.type NOT LIKE 'metatxn.%'))`;
+
+/**
+ * Writes events and their deliveries in one statement, on the caller's transaction: they commit or roll
+ * back with the state change that causes them. `webhookId` restricts the deliveries to one endpoint
+ * (a test event).
+ */
+export async function appendEvents(q: Queryable, events: readonly NewEvent[], webhookId?: number): Promise<number[]> {
+  if (events.length === 0) return [];
+  const r = await q.query<{ id: number | string }>(
+    `WITH e AS (
+       INSERT INTO events (type, chain_id, project_id, subject, payload)
+       SELECT type, chain_id, project_id, subject, payload::jsonb FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
+         AS u(type, chain_id, project_id, subject, payload)
+       RETURNING id, type, chain_id, project_id, subject),
+     d AS (
+       INSERT INTO webhook_deliveries (webhook_id, event_id, subject)
+       SELECT w.id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
+       ORDER BY e.id, w.id
+       RETURNING id)
+     SELECT id FROM e ORDER BY id`,
+    [
+      events.map((e) => e.type),
+      events.map((e) => e.chainId),
+      events.map((e) => e.projectId),
+      events.map((e) => e.subject),
+      events.map((e) => JSON.stringify(e.data, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))),
+      webhookId ?? null,
+    ],
+  );
+  return r.rows.map((x) => Number(x.id));
+}
+
+interface EventRow {
+  id: number | string;
+  seq: number | string | null;
+  type: string;
+  chain_id: number | string | null;
+  project_id: number | string | null;
+  subject: string | null;
+  payload: unknown;
+  created_at: Date | string;
+}
+
+export const toEvent = (r: EventRow): StoredEvent => ({
+  id: Number(r.id),
+  seq: r.seq == null ? null : Number(r.seq),
+  type: r.type,
+  chainId: r.chain_id == null ? null : Number(r.chain_id),
+  projectId: r.project_id == null ? null : Number(r.project_id),
+  subject: r.subject,
+  data: typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload,
+  createdAt: new Date(r.created_at),
+});
+
+// An arbitrary constant: the one sequencer at a time, across processes.
+const SEQUENCER_LOCK = 727_015;
+
+export function outbox(db: Db) {
+  return {
+    /**
+     * Gives committed events their `seq`, in id order, under a lock held to commit: any `seq` a reader
+     * sees is larger than every `seq` committed before it, so following `seq` never skips one.
+     */
+    async sequence(): Promise<number> {
+      return db.transaction(async (tx) => {
+        const got = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [SEQUENCER_LOCK]);
+        if (!got.rows[0].ok) return 0;
+        const r = await tx.query(
+          `UPDATE events e SET seq = s.n FROM (SELECT id, nextval('events_seq') AS n FROM (SELECT id FROM events WHERE seq IS NULL ORDER BY id LIMIT 5000) x ORDER BY id) s
+           WHERE e.id = s.id`,
+        );
+        return r.rowCount;
+      });
+    },
+
+    /** Sequenced events after `afterSeq`, in order, filtered for one project's reader. */
+    async since(afterSeq: number, f: { projectId: number | null; types?: string[]; chainIds?: number[]; limit: number }): Promise<StoredEvent[]> {
+      const r = await db.query<EventRow>(
+        `SELECT * FROM events WHERE seq > $1 AND type <> 'webhook.test'
+           AND ($2::bigint IS NULL OR project_id = $2 OR (project_id IS NULL AND type NOT LIKE 'metatxn.%'))
+           AND ($3::text[] IS NULL OR type = ANY($3)) AND ($4::bigint[] IS NULL OR chain_id IS NULL OR chain_id = ANY($4))
+         ORDER BY seq LIMIT $5`,
+        [afterSeq, f.projectId, f.types ?? null, f.chainIds ?? null, f.limit],
+      );
+      return r.rows.map(toEvent);
+    },
+
+    /** The newest sequenced position (a new SSE reader without Last-Event-ID starts here). */
+    async head(): Promise<number> {
+      const r = await db.query<{ n: string | number | null }>('SELECT max(seq) AS n FROM events');
+      return Number(r.rows[0].n ?? 0);
+    },
+
+    /** Drops events older than the retention that no delivery still needs. */
+    async prune(retentionSec: number): Promise<number> {
+      const r = await db.query(
+        `DELETE FROM events e WHERE e.created_at < now() - make_interval(secs => $1) AND e.seq IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'PENDING')`,
+        [retentionSec],
+      );
+      return r.rowCount;
+    },
+  };
+}
+export type Outbox = ReturnType<typeof outbox>;
+
+/** In-process nudge that events were written, so the delivery worker and SSE readers look at once. */
+export class EventBell {
+  private readonly emitter = new EventEmitter();
+  constructor() {
+    this.emitter.setMaxListeners(0);
+  }
+  ring() {
+    this.emitter.emit('ring');
+  }
+  on(fn: () => void): () => void {
+    this.emitter.on('ring', fn);
+    return () => this.emitter.off('ring', fn);
+  }
+}

@@ -1,0 +1,122 @@
+// The real binary: `metarelay webhooks add|list|remove`, and a delivery worker process SIGKILLed in the
+// middle of a delivery whose event another process goes on to deliver.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appendEvents } from '../src/events/outbox.ts';
+import { webhookStore } from '../src/events/webhook-store.ts';
+import { newSecret, signatureHeader, verifySignature } from '../src/events/signature.ts';
+import { openDb } from '../src/store/db.ts';
+import { projectRepo } from '../src/store/projects.ts';
+import { runCli, startCli } from './support/cli.ts';
+import { spawn } from 'node:child_process';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { TEST_DB } from './support/env.ts';
+import { eventually, startRawServer } from './support/token-chain.ts';
+
+let testDb: TestDb;
+let dbArgs: string[];
+let config: string;
+
+beforeAll(async () => {
+  testDb = await createTestDb();
+  dbArgs = ['--database', testDb.location];
+  config = join(mkdtempSync(join(tmpdir(), 'metarelay-wh-')), 'metarelay.json');
+  writeFileSync(config, JSON.stringify({ allowPrivateNetworks: true, logLevel: 'silent', webhooks: { deadlineMs: 1_000, pollMs: 50 } }));
+});
+afterAll(async () => {
+  await testDb?.drop().catch(() => undefined);
+});
+
+describe(`metarelay webhooks (${TEST_DB})`, () => {
+  it('adds (printing the secret once), lists without the secret, refuses bad input, removes', async () => {
+    // PGlite is single-process: the CLI opens the folder only while this process does not.
+    await testDb.db.close();
+    expect((await runCli(['projects', 'create', 'hooked', ...dbArgs])).code).toBe(0);
+    const add = await runCli(['webhooks', 'add', '--project', 'hooked', '--url', 'https://example.com/hook', '--events', 'metatxn.status,sender.low_balance', ...dbArgs]);
+    expect(add.code, add.stderr).toBe(0);
+    const created = JSON.parse(add.stdout);
+    expect(created).toMatchObject({ url: 'https://example.com/hook', events: ['metatxn.status', 'sender.low_balance'], enabled: true });
+    expect(created.secret).toMatch(/^whsec_/);
+    expect(add.stderr).toMatch(/not shown again/);
+    const list = await runCli(['webhooks', 'list', '--project', 'hooked', ...dbArgs]);
+    expect(JSON.parse(list.stdout.trim())).toMatchObject({ id: created.id });
+    expect(list.stdout).not.toContain(created.secret);
+    const badUrl = await runCli(['webhooks', 'add', '--project', 'hooked', '--url', 'gopher://x', ...dbArgs]);
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toMatch(/http or https/);
+    expect((await runCli(['webhooks', 'remove', String(created.id), ...dbArgs])).stdout).toContain('removed');
+    const check = await openDb(testDb.location);
+    const left = await webhookStore(check).list(null);
+    await check.close();
+    expect(left).toEqual([]);
+  }, 60_000);
+
+  it('a worker SIGKILLed during a delivery loses nothing: the next worker delivers the event', async () => {
+    // The first request is never answered: the worker sending it is SIGKILLed as it arrives.
+    let kill: (() => void) | undefined;
+    const got: { body: string; sig: string }[] = [];
+    const receiver = await startRawServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        got.push({ body: Buffer.concat(chunks).toString('utf8'), sig: String(req.headers['metarelay-signature']) });
+        if (got.length === 1) kill?.();
+        else res.writeHead(200).end('{}');
+      });
+    });
+    await testDb.db.close(); // (PGlite: one process, one handle at a time)
+    const db = await openDb(testDb.location);
+    const project = await projectRepo(db).create('killed');
+    const { webhook, secret } = await webhookStore(db).create({ projectId: project.id, url: `${receiver.url}/k`, events: ['*'], chainIds: null, description: '' });
+    // The state change and its event commit; no process has delivered it yet.
+    await db.transaction((tx) => appendEvents(tx, [{ type: 'metatxn.status', chainId: 1, projectId: project.id, subject: 's', data: { status: 'SUCCEEDED' } }]));
+    await db.close();
+
+    const first = startCli(['worker', '--config', config, ...dbArgs]);
+    kill = () => first.child.kill('SIGKILL');
+    await eventually(async () => got.length, (n) => expect(n).toBe(1), 60_000);
+    await first.stop('SIGKILL');
+    expect(first.child.signalCode).toBe('SIGKILL');
+    const second = startCli(['worker', '--config', config, ...dbArgs]);
+    // The dead worker's claim runs out (deadline + 5 s); the second takes the delivery over.
+    await eventually(async () => got.length, (n) => expect(n).toBe(2), 60_000);
+    await second.stop('SIGTERM');
+    await receiver.stop();
+    expect(got[1].body).toBe(got[0].body);
+    expect(verifySignature(secret, got[1].sig, got[1].body)).toBe(true);
+    const check = await openDb(testDb.location);
+    const rows = await webhookStore(check).deliveries(webhook.id, 10);
+    await check.close();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'DELIVERED', lastStatus: 200 });
+    expect(rows[0].attempts).toBeGreaterThanOrEqual(2);
+    // Two requests reached the receiver: the one whose sender was killed, and the delivered one.
+    expect(got).toHaveLength(2);
+  }, 90_000);
+});
+
+describe('examples/webhook-receiver.mjs', () => {
+  it('accepts a delivery signed with its secret and refuses a forged, a tampered and a stale one', async () => {
+    const secret = newSecret();
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const child = spawn(process.execPath, ['examples/webhook-receiver.mjs'], { env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    try {
+      await eventually(async () => out, (o) => expect(o).toMatch(/listening/), 20_000);
+      const body = JSON.stringify({ id: 'evt_7', type: 'metatxn.status', createdAt: new Date().toISOString(), chainId: 1, projectId: 1, data: { metaTxnId: 'ab', status: 'SENT', receipt: {} } });
+      const send = (b: string, sig: string) => fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST', headers: { 'content-type': 'application/json', 'metarelay-signature': sig }, body: b });
+      const now = Math.floor(Date.now() / 1000);
+      expect((await send(body, signatureHeader(secret, now, body))).status).toBe(204);
+      expect((await send(body, signatureHeader(newSecret(), now, body))).status).toBe(401);
+      expect((await send(body.replace('SENT', 'SUCCEEDED'), signatureHeader(secret, now, body))).status).toBe(401);
+      expect((await send(body, signatureHeader(secret, now - 3_600, body))).status).toBe(401);
+      await eventually(async () => out, (o) => expect(o).toMatch(/evt_7 metatxn.status ab → SENT/));
+      expect(out.match(/evt_7/g)).toHaveLength(1);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 30_000);
+});
