@@ -34,10 +34,10 @@ describe(`metarelay webhooks (${TEST_DB})`, () => {
     // PGlite is single-process: the CLI opens the folder only while this process does not.
     await testDb.db.close();
     expect((await runCli(['projects', 'create', 'hooked', ...dbArgs])).code).toBe(0);
-    const add = await runCli(['webhooks', 'add', '--project', 'hooked', '--url', 'https://example.com/hook', '--events', 'metatxn.status,sender.low_balance', ...dbArgs]);
+    const add = await runCli(['webhooks', 'add', '--project', 'hooked', '--url', 'https://example.com/hook', '--events', 'metatxn.status,token.metadata_updated', ...dbArgs]);
     expect(add.code, add.stderr).toBe(0);
     const created = JSON.parse(add.stdout);
-    expect(created).toMatchObject({ url: 'https://example.com/hook', events: ['metatxn.status', 'sender.low_balance'], enabled: true });
+    expect(created).toMatchObject({ url: 'https://example.com/hook', events: ['metatxn.status', 'token.metadata_updated'], enabled: true });
     expect(created.secret).toMatch(/^whsec_/);
     expect(add.stderr).toMatch(/not shown again/);
     const list = await runCli(['webhooks', 'list', '--project', 'hooked', ...dbArgs]);

@@ -84,6 +84,9 @@ describe('webhook endpoints (console API)', () => {
     expect(ftp.body.cause).toMatch(/http or https/);
     const badType = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['metatxn.statuz'] }, bearer(ADMIN));
     expect(badType.status).toBe(400);
+    // A type metarelay does not emit yet is refused, not accepted and never served.
+    const silent = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['sender.low_balance'] }, bearer(ADMIN));
+    expect([silent.status, silent.body.error]).toEqual([400, 'InvalidArgument']);
     const anon = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['metatxn.status'] });
     expect(anon.status).toBe(401);
     const none = await call('ListWebhooks', { projectId: 999_999 }, bearer(ADMIN));
@@ -404,7 +407,7 @@ describe('GET /events (SSE)', () => {
     const pending = read({}, 3, '?types=metatxn.status,token.metadata_updated');
     await new Promise((res) => setTimeout(res, 300));
     await appendEvents(s.services.db, [event(s.project.id, null, { n: 1 }), event(other.id, null, { secret: true })]);
-    await appendEvents(s.services.db, [{ type: 'sender.low_balance', chainId: 1, projectId: null, subject: null, data: { n: 'filtered out' } }]);
+    await appendEvents(s.services.db, [{ type: 'webhook.test', chainId: 1, projectId: null, subject: null, data: { n: 'filtered out' } }]);
     await appendEvents(s.services.db, [{ type: 'token.metadata_updated', chainId: 1, projectId: null, subject: null, data: { n: 2 } }, event(s.project.id, null, { n: 3 })]);
     s.services.events.bell.ring();
     const first = await pending;

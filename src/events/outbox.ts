@@ -1,15 +1,12 @@
 import { EventEmitter } from 'node:events';
 import type { Db, Queryable } from '../store/db.ts';
 
-/** The event types metarelay emits (webhook.test only to the endpoint it tests). */
-export const EVENT_TYPES = [
-  'metatxn.status',
-  'sender.low_balance',
-  'sender.recovered',
-  'token.metadata_updated',
-  'refresh.task_finished',
-  'contract.info_updated',
-] as const;
+/**
+ * The event types metarelay emits, and so the ones an endpoint or a stream may subscribe to
+ * (webhook.test goes only to the endpoint it tests). A type is added here when it is emitted:
+ * a subscription to one that never fires would be a silent promise.
+ */
+export const EVENT_TYPES = ['metatxn.status', 'token.metadata_updated'] as const;
 export type EventType = (typeof EVENT_TYPES)[number] | 'webhook.test';
 
 export interface NewEvent {
