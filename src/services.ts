@@ -174,6 +174,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       spendCaps: caps,
       bars,
       log,
+      metrics,
       onQueued: () => dispatcher.nudge(),
     });
     const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
