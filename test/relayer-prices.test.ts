@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { devPublicClient, devWalletClient, rpcCall } from '../src/devchain/index.ts';
-import { PRICE_ADMIN_KEY, aggregatorAdminAbi, deployPriceFeeds, type DevPriceFeeds } from '../src/devchain/prices.ts';
+import { PRICE_ADMIN_KEY, aggregatorAdminAbi, deployPriceFeeds, poolAdminAbi, type DevPriceFeeds } from '../src/devchain/prices.ts';
 import { PAYEE, erc20, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
@@ -249,6 +249,44 @@ describe('live fee prices', () => {
     expect(n.unpriced[0].reason).toMatch(/native\/USD: feed .* answers 0/);
     expect(bySymbol(n).PUSD.price.source).toBe('uniswapV3');
     await refreshFeeds();
+  });
+
+  it("follows a pool's TWAP when the feed is stale: a swap moves it only by its time share, a price that holds moves it fully", async () => {
+    const u = user();
+    const block = await env.public.getBlock({ blockTag: 'latest' });
+    const old = block.timestamp - BigInt(HEARTBEAT + 1);
+    await adminSend(feeds.tokenUsd, encodeFunctionData({ abi: aggregatorAdminAbi, functionName: 'updateRoundData', args: [100n, usd(1), old, old] }));
+    const before = bySymbol(await feeOptions(u, [])).PUSD;
+    expect(before.price.source).toBe('uniswapV3');
+    expect(before.price.skipped[0]).toMatch(/^chainlink: feed .* is stale/);
+    const p0 = Number(before.price.nativePrice);
+
+    // Buy PUSD in the pool until its spot price in ETH is 4×.
+    const [sqrt] = await env.public.readContract({ address: feeds.pool, abi: poolAdminAbi, functionName: 'slot0' });
+    const pFirst = P.toLowerCase() < feeds.wrappedNative.toLowerCase();
+    const helper = chain.artifacts.DevUniswapV3Helper!;
+    const limit = pFirst ? sqrt * 2n : sqrt / 2n;
+    await adminSend(feeds.helper, encodeFunctionData({ abi: helper.abi, functionName: 'swap', args: [feeds.pool, !pFirst, 10n ** 30n, limit] }));
+    const [after] = await env.public.readContract({ address: feeds.pool, abi: poolAdminAbi, functionName: 'slot0' });
+    expect(after).toBe(limit);
+
+    // Right after the swap the 60 s average has barely moved: about 4^(1/60).
+    await timeTravel(1);
+    const moved = bySymbol(await feeOptions(u, [])).PUSD;
+    expect(moved.price.source).toBe('uniswapV3');
+    const ratio = Number(moved.price.nativePrice) / p0;
+    expect(ratio).toBeGreaterThan(1);
+    expect(ratio).toBeLessThan(1.1);
+
+    // Held for the whole window, the average is the new price, and the PUSD fee is a quarter (against ETH).
+    await timeTravel(61);
+    const held = await feeOptions(u, []);
+    const h = bySymbol(held).PUSD;
+    expect(Math.abs(Number(h.price.nativePrice) / (4 * p0) - 1)).toBeLessThan(0.001);
+    const [n, d] = JSON.parse(Buffer.from(held.quote.split('.')[0], 'base64url').toString()).p[P.toLowerCase()].split('/').map(BigInt);
+    expect(BigInt(h.value)).toBe(ceilDiv(BigInt(bySymbol(held).ETH.value) * 10n ** 6n * d, n * 10n ** 18n));
+    await refreshFeeds();
+    expect(bySymbol(await feeOptions(u, [])).PUSD.price.source).toBe('chainlink');
   });
 
   it('reads every price of the chain in one eth_call per block, however many callers', async () => {
