@@ -7,6 +7,7 @@ import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { devPublicClient, devWalletClient, rpcCall } from '../src/devchain/index.ts';
 import { PRICE_ADMIN_KEY, aggregatorAdminAbi, deployPriceFeeds, poolAdminAbi, type DevPriceFeeds } from '../src/devchain/prices.ts';
+import { parseConfig } from '../src/config/load.ts';
 import { PAYEE, erc20, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
@@ -121,6 +122,24 @@ async function metric(name: string, labels: Record<string, string>): Promise<num
   const v = m?.values.find((x) => Object.entries(labels).every(([k, val]) => (x.labels as Record<string, unknown>)[k] === val));
   return Number(v?.value ?? 0);
 }
+
+describe('price configuration', () => {
+  const relayerWith = (relayer: object) => () =>
+    parseConfig({ chains: [{ chainId: 1, name: 'one', rpcUrls: ['http://127.0.0.1:1'], relayer: { senderKeys: ['0x' + '11'.repeat(32)], ...relayer } }] });
+  const token = { address: '0x' + '22'.repeat(20), name: 'T', symbol: 'T', decimals: 6 };
+  const feed = '0x' + '33'.repeat(20);
+
+  it('refuses sources it could not honour, with the key that is missing', () => {
+    expect(relayerWith({ feeTokens: [token] })).toThrow(/a fee token needs prices or a fixed nativePrice/);
+    expect(relayerWith({ feeTokens: [{ ...token, prices: [{ kind: 'chainlink', feed, quote: 'usd', heartbeatSec: 60 }] }] })).toThrow(/nativeUsdFeed/);
+    expect(relayerWith({ feeTokens: [{ ...token, prices: [{ kind: 'uniswapV3', pool: feed, windowSec: 600 }] }] })).toThrow(/wrappedNative/);
+    expect(relayerWith({ feeTokens: [{ ...token, address: null, prices: [{ kind: 'chainlink', feed, heartbeatSec: 60 }] }] })).toThrow(/native fee token is worth exactly 1/);
+    expect(relayerWith({ feeTokens: [{ ...token, prices: [{ kind: 'chainlink', feed }] }] })).toThrow(/heartbeatSec/);
+    expect(relayerWith({ feeTokens: [{ ...token, prices: [{ kind: 'chainlink', feed, heartbeatSec: 60, maxDeviation: 1 }] }] })).toThrow(/maxDeviation/);
+    expect(relayerWith({ wrappedNative: feed, feeTokens: [{ ...token, prices: [{ kind: 'uniswapV3', pool: feed, windowSec: 10 }] }] })).toThrow(/windowSec/);
+    expect(relayerWith({ feeTokens: [{ ...token, nativePrice: '0.0004' }] })).not.toThrow();
+  });
+});
 
 describe('live fee prices', () => {
   it('prices each token from its feed, and the fee in a token moves inversely to its price; the payee gets at least the gas it paid', async () => {
@@ -241,6 +260,11 @@ describe('live fee prices', () => {
     const o = await feeOptions(u, []);
     expect(bySymbol(o).RUSD).toBeUndefined();
     expect(o.unpriced[0].reason).toMatch(/stale/);
+    // A round with no updatedAt is incomplete.
+    await adminSend(rFeed, encodeFunctionData({ abi: aggregatorAdminAbi, functionName: 'updateRoundData', args: [101n, usd(1), 0n, 0n] }));
+    const inc = await feeOptions(u, []);
+    expect(bySymbol(inc).RUSD).toBeUndefined();
+    expect(inc.unpriced[0].reason).toMatch(/round 101 is incomplete/);
     // The native/USD feed failing withdraws every token priced in USD without another source, not the others.
     await setAnswer(rFeed, usd(1));
     await setAnswer(feeds.nativeUsd, 0n);
