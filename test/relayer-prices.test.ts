@@ -245,6 +245,35 @@ describe('live fee prices', () => {
     expect(await metric('metarelay_relayer_fee_token_unpriced', { token: 'RUSD' })).toBe(0);
   });
 
+  it('does not honour a quote below the gas cost at the current price: a token that crashed after quoting pays the new price', async () => {
+    const u = user();
+    const to = newSigner().address;
+    await chain.send([{ address: R, contract: 'DevERC20', functionName: 'mint', args: [u.wallet.address, 10n ** 12n] }]);
+    const q = await feeOptions(u, [transfer(R, to, 1n)]);
+    const quoted = BigInt(bySymbol(q).RUSD.value);
+    // RUSD falls to a fifth of a dollar: the quoted amount is now worth far less than the gas.
+    await setAnswer(rFeed, usd(0.2));
+    const before = await balance(R, PAYEE);
+    const cheap = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(R, to, 1n), transfer(R, PAYEE, quoted)], deployed: false });
+    const refused = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: cheap.entrypoint, input: cheap.input }, quote: q.quote });
+    expect(refused.status).toBe(402);
+    expect(refused.body.cause).toMatch(/too low \(RUSD: paid \d+ as quoted, but the gas alone now costs \d+ at the current price/);
+    // Paying at the new price goes through; the payee's RUSD covers the gas the sender paid, at the new price.
+    const fresh = await feeOptions(u, [transfer(R, to, 1n)]);
+    const fee = BigInt(bySymbol(fresh).RUSD.value);
+    expect(fee).toBeGreaterThan(quoted * 4n);
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(R, to, 1n), transfer(R, PAYEE, fee)], deployed: false });
+    const sent = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, quote: fresh.quote });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const rec = await finalReceipt(b.id);
+    expect(rec.status).toBe('SUCCEEDED');
+    expect((await balance(R, PAYEE)) - before).toBe(fee);
+    const chainReceipt = await env.public.getTransactionReceipt({ hash: rec.txnHash });
+    // 0.2 / 2 000 = 0.0001 ETH per RUSD.
+    expect((fee * 10n ** 14n) / 10n ** 6n).toBeGreaterThanOrEqual(chainReceipt.gasUsed * chainReceipt.effectiveGasPrice);
+    await refreshFeeds();
+  });
+
   it('withdraws a token whose feed answers zero or a negative price, or an answer dated before its heartbeat', async () => {
     const u = user();
     for (const answer of [0n, -usd(1)]) {

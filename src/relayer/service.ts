@@ -406,6 +406,13 @@ export class ChainRelayer {
         best = `${o.token.symbol}: paid ${o.paid}, required ${required}`;
         continue;
       }
+      // A quote never buys gas below its cost at the current price (a token that fell more than the
+      // markup since the quote, or gas that rose as much): the relayer does not relay at a loss.
+      const cost = weiToToken(gasUsed * gasPrice, o.token, now.price);
+      if (o.paid < cost) {
+        best = `${o.token.symbol}: paid ${o.paid} as quoted, but the gas alone now costs ${cost} at the current price`;
+        continue;
+      }
       if (o.arrived < o.paid) throw new RelayError('insufficientFee', `the ${o.token.symbol} fee of ${o.paid} does not arrive in simulation (${o.arrived} did)`);
       return { token: o.key, value: o.paid };
     }
