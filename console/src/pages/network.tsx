@@ -68,6 +68,7 @@ interface HealthNetwork {
     queue: { queued: number; sent: number };
     inclusion: { mined: number; within: number; blocks: number; windowSec: number };
     unpaid: { shortfalls: number; bars: RelayBar[] };
+    prices?: { symbol: string; ok: boolean; nativePrice?: string; source?: string; reason?: string }[];
   } | null;
 }
 
@@ -148,6 +149,17 @@ export function Health() {
                   ))}
                 </tbody>
               </table>
+              {n.relayer.prices && (
+                <p data-testid="prices">
+                  Fee-token prices (native per token):{' '}
+                  {n.relayer.prices.map((p, i) => (
+                    <span>
+                      {i > 0 && ' · '}
+                      {p.symbol} {p.ok ? <>{p.nativePrice} ({p.source})</> : <span class="error">withdrawn: {p.reason}</span>}
+                    </span>
+                  ))}
+                </p>
+              )}
               <p data-testid="unpaid">
                 Mined without their fee: <strong>{n.relayer.unpaid.shortfalls}</strong> meta-transactions.
                 {n.relayer.unpaid.bars.length > 0 && ' Barred from fee-paid relaying:'}
