@@ -75,6 +75,8 @@ runBench(async (cleanup: Cleanup) => {
   const warmTokens = (JSON.parse(warm.body) as { tokenMetadata: Array<{ status: string }> }).tokenMetadata;
   const notReady = warmTokens.filter((t) => t.status !== 'AVAILABLE').length;
   if (warmTokens.length !== TOKENS || notReady) throw new Error(`warm-up: ${notReady} of ${warmTokens.length} tokens not AVAILABLE`);
+  // The tokens' media is fetched eagerly after they resolve: done before the origin is counted.
+  await mr.services.media?.idle();
   const originFetches = chain.origin.requestCount();
 
   // The bare servers answer with exactly what metarelay answers now, byte for byte.

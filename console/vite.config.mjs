@@ -1,4 +1,4 @@
-// Builds the console page into dist/console, which metarelay serves at /console (src/console/static.ts).
+// Builds the console page into dist/console-page (dist/console holds the compiled src/console), which metarelay serves at /console (src/console/static.ts).
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 
@@ -8,7 +8,7 @@ export default defineConfig({
   logLevel: 'warn',
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
-    outDir: fileURLToPath(new URL('../dist/console', import.meta.url)),
+    outDir: fileURLToPath(new URL('../dist/console-page', import.meta.url)),
     emptyOutDir: true,
     assetsDir: 'assets',
   },

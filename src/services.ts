@@ -22,6 +22,8 @@ import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
+import { createMediaService, type MediaService } from './media/index.ts';
+import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
@@ -47,6 +49,8 @@ export interface Services {
   rateLimiter: RateLimiter;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
+  /** The media pipeline (cached originals, renditions, `assets`); undefined when media.enabled is false. */
+  media?: MediaService;
   tokenStore: TokenStore;
   contracts: ContractInfoService;
   contractStore: ContractStore;
@@ -76,6 +80,10 @@ export interface Services {
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
   startedAt: Date;
+  /** Set by drain(): HTTP refuses new work (503), readiness says no. */
+  readonly draining: boolean;
+  /** Stops taking work: dispatchers finish their pass and hand their senders back, the worker and watchers stop. */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -119,6 +127,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
+  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log }) : undefined;
+  const mediaHooks: TokenMediaHooks | undefined = media && {
+    onResolved: (chainId, contract, list, via) => {
+      const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
+      media.onTokensResolved(chainId, contract, list, mode);
+    },
+    assetsFor: (chainId, contract, ids) => media.assetsFor(chainId, contract, ids),
+    rewriteImage: config.media.rewriteImage,
+  };
   const contractsRepo = contractStore(db);
   const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
   const tokensRepo = tokenStore(db);
@@ -130,6 +147,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     metrics,
     // One read classifies a new contract and makes it searchable.
     detectStandard: (chain, address) => contracts.detect(chain, address),
+    media: mediaHooks,
   });
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
@@ -194,6 +212,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   let background = false;
   let dispatching = false;
   let closed = false;
+  let draining = false;
   return {
     config,
     log,
@@ -207,6 +226,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     rateLimiter: new RateLimiter(db, config.auth.rateLimit),
     fetcher,
     tokens,
+    media,
     contracts,
     contractStore: contractsRepo,
     tokenStore: tokensRepo,
@@ -237,12 +257,24 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       for (const i of indexers.values()) i.follower.start();
     },
     startedAt: new Date(),
+    get draining() {
+      return draining;
+    },
+    async drain() {
+      draining = true;
+      // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
+      if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
+      dispatching = false;
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      background = false;
+    },
     async close() {
       if (closed) return;
       closed = true;
       if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await auth.flush();
+      await media?.close();
       fetcher.close();
       if (!opts.db) await db.close();
     },

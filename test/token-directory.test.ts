@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contractStore } from '../src/metadata/contracts/contract-store.ts';
 import { directoryStore } from '../src/metadata/contracts/directory-store.ts';
 import { importTokenList } from '../src/metadata/contracts/token-list.ts';
+import { bearer, consoleClient } from './console/support.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, startTokenChain, type TokenChain } from './support/token-chain.ts';
 
@@ -223,5 +224,32 @@ describe('token directory', () => {
     expect(none.taskIDs).toEqual([]);
     const badDate = await rpc(t.app, '/rpc/Admin/RefreshTokenMetadataUpdatedBefore', { before: 'yesterday-ish', maxTokenNumber: 5 }, { authorization: `Bearer ${ADMIN_TOKEN}` });
     expect([badDate.status, badDate.body.error]).toEqual([400, 'InvalidArgument']);
+  });
+
+  it("is curated from the console: the page's list shows testnets flagged, and edits reach the Metadata answers", async () => {
+    const call = consoleClient(t.app);
+    const c = (m: string, body: unknown) => call(m, body, bearer(ADMIN_TOKEN));
+    const listed = await c('ListDirectory', { chainID: 'anvil' });
+    expect(listed.status).toBe(200);
+    expect(listed.body.entries.map((e: { address: string; network: string; testnet: boolean }) => [e.address, e.network, e.testnet])).toEqual([
+      [beta, 'anvil', true],
+      [gamma, 'anvil', true],
+      [alpha, 'anvil', true],
+    ]);
+    expect((await c('SetDirectoryFeatureIndex', { chainID: 'anvil', contractAddress: alpha, featureIndex: 0 })).status).toBe(200);
+    expect((await c('SetDirectoryFeatureIndex', { chainID: 'anvil', contractAddress: gamma, featureIndex: 0 })).status).toBe(200);
+    expect((await client.getTokenDirectory({ chainID: 'anvil', onlyFeatured: true })).contracts.map((x) => x.address)).toEqual([beta]);
+    expect((await c('RemoveFromDirectory', { chainID: 'anvil', contractAddress: beta })).status).toBe(200);
+    const again = await c('RemoveFromDirectory', { chainID: 'anvil', contractAddress: beta });
+    expect([again.status, again.body.error]).toEqual([400, 'NotFound']);
+    expect((await c('AddToDirectory', { chainID: 'anvil', contractAddress: outsider, featureIndex: 4 })).status).toBe(200);
+    // Featured first, then by name: "Alpha Coin", "Gamma Collection".
+    expect((await client.getTokenDirectory({ chainID: 'anvil' })).contracts.map((x) => [x.address, x.extensions.featureIndex])).toEqual([
+      [outsider, 4],
+      [alpha, 0],
+      [gamma, 0],
+    ]);
+    const unsigned = await call('ListDirectory', {});
+    expect(unsigned.status).toBe(401);
   });
 });

@@ -7,6 +7,7 @@ import { FeeTokens, Health } from './pages/network.tsx';
 import { ProjectDetail, Projects } from './pages/projects.tsx';
 import { Tasks } from './pages/tasks.tsx';
 import { Indexer } from './pages/indexer.tsx';
+import { Directory } from './pages/directory.tsx';
 import { TokenLookup } from './pages/tokens.tsx';
 import './style.css';
 
@@ -43,6 +44,7 @@ const NAV: [string, string][] = [
   ['projects', 'Projects'],
   ['tasks', 'Refresh tasks'],
   ['indexer', 'Indexer'],
+  ['directory', 'Token directory'],
   ['tokens', 'Token lookup'],
   ['fees', 'Fee tokens'],
   ['health', 'Health'],
@@ -54,6 +56,7 @@ function Page({ route }: { route: string[] }) {
   if (section === 'projects' && id) return <ProjectDetail projectId={Number(id)} tab={sub ?? 'keys'} />;
   if (section === 'tasks') return <Tasks />;
   if (section === 'indexer') return <Indexer />;
+  if (section === 'directory') return <Directory />;
   if (section === 'tokens') return <TokenLookup />;
   if (section === 'fees') return <FeeTokens />;
   if (section === 'health') return <Health />;

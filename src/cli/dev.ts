@@ -172,6 +172,7 @@ export async function runDev(argv: string[]) {
     services = await createServices(config, { log, pollingIntervalMs: 250 });
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);
+    await services.media?.forgetChain(chain.manifest.chain.chainId);
     await forgetRelayerChain(services.db, chain.manifest.chain.chainId);
     await forgetIndexedChain(services.db, chain.manifest.chain.chainId);
     const previous = previousManifest(manifestPath);

@@ -13,6 +13,8 @@ Usage:
   metarelay indexer work [--backfill ID]                      one more backfill worker process
   metarelay indexer status ID | watch --chain C --contract A
   metarelay migrate [--config FILE]                           apply database migrations
+  metarelay doctor --config FILE                              check chains, contracts, senders, database, gateways
+  metarelay config --print [--config FILE]                    the effective config (file + env + secret files), secrets masked
   metarelay projects create NAME [--config FILE]
   metarelay projects list [--config FILE]
   metarelay keys create --project NAME [--label TEXT] [--config FILE]
@@ -43,6 +45,10 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./worker.ts')).runRefresh(rest);
       case 'indexer':
         return await (await import('./indexer.ts')).runIndexer(rest);
+      case 'doctor':
+        return await (await import('./doctor.ts')).runDoctor(rest);
+      case 'config':
+        return await (await import('./config.ts')).runConfig(rest);
       case 'migrate':
         return await (await import('./admin.ts')).runMigrate(rest);
       case 'projects':

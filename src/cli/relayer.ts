@@ -19,7 +19,7 @@ export async function runRelayer(argv: string[]) {
   }
   s.startDispatchers();
   s.log.info({ chains: config.chains.filter((c) => c.relayer).map((c) => c.name), owner: s.dispatchers[0].owner }, 'relayer dispatchers started');
-  onShutdown(s.log, () => s.close());
+  onShutdown(s.log, { drain: () => s.drain(), close: () => s.close(), deadlineMs: config.shutdown.deadlineMs });
 }
 
 const SPONSOR_USAGE = `usage:

@@ -18,8 +18,13 @@ export async function runServe(argv: string[]) {
   await app.listen({ port: config.port, host: config.host });
   if (config.inProcessWorker) services.startBackground();
   if (config.relayer.inProcessDispatcher) services.startDispatchers();
-  onShutdown(services.log, async () => {
-    await app.close();
-    await services.close();
+  onShutdown(services.log, {
+    drain: () => services.drain(),
+    graceMs: config.shutdown.graceMs,
+    close: async () => {
+      await app.close();
+      await services.close();
+    },
+    deadlineMs: config.shutdown.deadlineMs,
   });
 }

@@ -14,7 +14,7 @@ export async function runWorker(argv: string[]) {
   const s = await createServices(config);
   s.startBackground();
   s.log.info({ owner: s.worker.owner, chains: config.chains.map((c) => c.name) }, 'refresh worker started');
-  onShutdown(s.log, () => s.close());
+  onShutdown(s.log, { drain: () => s.drain(), close: () => s.close(), deadlineMs: config.shutdown.deadlineMs });
 }
 
 /** `metarelay refresh --chain X --contract Y [--tokens 1,2,3 | --all]`: enqueue, then follow to the end. */

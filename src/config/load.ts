@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { applySecretSources, envSecret } from './secrets.ts';
 import { AppConfigSchema, type AppConfig, type AppConfigInput } from './schema.ts';
 
 export class ConfigError extends Error {
@@ -26,29 +28,15 @@ function formatPath(path: PropertyKey[]): string {
 /** Environment overrides that deployments set without editing the file. */
 function envOverrides(env: NodeJS.ProcessEnv): Partial<AppConfigInput> {
   const out: Partial<AppConfigInput> = {};
-  if (env.DATABASE_URL) out.database = env.DATABASE_URL;
+  // A database URL holds a password: DATABASE_URL_FILE too.
+  const database = envSecret(env, 'DATABASE_URL');
+  if (database) out.database = database;
   if (env.PORT) {
     const port = Number(env.PORT);
     out.port = Number.isInteger(port) ? port : (env.PORT as unknown as number);
   }
   if (env.LOG_LEVEL) out.logLevel = env.LOG_LEVEL as AppConfigInput['logLevel'];
   return out;
-}
-
-/** METARELAY_ADMIN_TOKEN adds to the admin tokens of the file rather than replacing them. */
-function withEnvAdminToken(merged: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const token = env.METARELAY_ADMIN_TOKEN;
-  if (!token) return merged;
-  const admin = (merged.admin ?? {}) as { tokens?: unknown };
-  const tokens = Array.isArray(admin.tokens) ? admin.tokens : [];
-  return { ...merged, admin: { ...admin, tokens: [...tokens, token] } };
-}
-
-/** METARELAY_QUOTE_SECRET sets relayer.quoteSecret, keeping the file's other relayer keys. */
-function withEnvQuoteSecret(merged: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const secret = env.METARELAY_QUOTE_SECRET;
-  if (!secret) return merged;
-  return { ...merged, relayer: { ...((merged.relayer ?? {}) as object), quoteSecret: secret } };
 }
 
 /** Parses once, with one schema; every problem names its key. The result is deeply frozen. */
@@ -88,5 +76,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): AppConfig {
   // Precedence: file < environment < command-line flags.
   const merged = { ...fromFile, ...envOverrides(opts.env ?? process.env), ...(opts.overrides ?? {}) };
   const env = opts.env ?? process.env;
-  return parseConfig(withEnvQuoteSecret(withEnvAdminToken(merged, env), env), opts.file ? `config file ${opts.file}` : 'config');
+  // Secrets from the environment and from files (METARELAY_ADMIN_TOKEN adds to the file's admin tokens;
+  // METARELAY_QUOTE_SECRET sets relayer.quoteSecret; see secrets.ts); file paths are relative to the config.
+  const withSecrets = applySecretSources(merged, env, opts.file ? dirname(opts.file) : process.cwd());
+  return parseConfig(withSecrets, opts.file ? `config file ${opts.file}` : 'config');
 }

@@ -230,6 +230,49 @@ export const AppConfigSchema = z
         maxBlocksPerPoll: z.number().int().positive().default(2_000),
       })
       .prefault({}),
+    media: z
+      .object({
+        /** Cache token media (image, image_data, animation_url) and serve renditions at /media/. */
+        enabled: z.boolean().default(true),
+        /** Largest media file fetched, in bytes. */
+        maxBytes: z.number().int().positive().default(50 * 1024 * 1024),
+        fetchTimeoutMs: z.number().int().positive().default(60_000),
+        /** Fetch a token's media as soon as the token resolves through the API (otherwise on first request). */
+        eager: z.boolean().default(true),
+        /** Media files fetched and probed at once by one process (its own queue: documents never wait on it). */
+        concurrency: z.number().int().min(1).max(256).default(4),
+        /** Eager fetches waiting for a slot; past this new ones are dropped (fetched lazily later). */
+        maxQueued: z.number().int().min(0).default(10_000),
+        /** Images with more pixels than this (width × height × frames) are refused: decompression bombs. */
+        maxInputPixels: z.number().int().positive().default(100_000_000),
+        /** Animated images with more frames than this are refused. */
+        maxFrames: z.number().int().min(1).default(1_000),
+        /** A failed media fetch is tried again after this long. */
+        failureRetrySec: z.number().int().min(0).default(3_600),
+        /** Put the cached URL in `image` itself (the origin's URL stays in the raw document). */
+        rewriteImage: z.boolean().default(false),
+        /** Absolute base of the URLs put in `assets` (e.g. https://meta.example.com); default: the listening address. */
+        publicUrl: httpUrl.optional(),
+        /** Where blobs live: a folder (default `<data dir>/media`, next to the PGlite folder) or S3-compatible storage. */
+        store: z
+          .discriminatedUnion('type', [
+            z.object({ type: z.literal('folder'), path: z.string().min(1).optional() }),
+            z.object({
+              type: z.literal('s3'),
+              bucket: z.string().min(3),
+              region: z.string().min(1).default('us-east-1'),
+              /** For S3-compatible services (MinIO, R2, …); omitted for AWS. */
+              endpoint: httpUrl.optional(),
+              forcePathStyle: z.boolean().default(false),
+              /** Key prefix inside the bucket. */
+              prefix: z.string().default(''),
+              // Credentials come from the environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the
+              // SDK's other providers), never from this file.
+            }),
+          ])
+          .default({ type: 'folder' }),
+      })
+      .prefault({}),
     indexer: z
       .object({
         /** Blocks per backfill range: the unit worker processes lease and share. */
@@ -269,6 +312,10 @@ export const AppConfigSchema = z
         /** Mark the session cookie Secure (set it when the console is served over HTTPS). */
         secureCookie: z.boolean().default(false),
       })
+      .prefault({}),
+    /** SIGTERM/SIGINT: reads are answered this long after new work is refused; everything ends within deadlineMs. */
+    shutdown: z
+      .object({ graceMs: z.number().int().min(0).default(2_000), deadlineMs: z.number().int().positive().default(30_000) })
       .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest accepted request body, in bytes. */

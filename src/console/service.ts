@@ -6,6 +6,7 @@ import { adminTokenStore } from './admin-tokens.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { activityMethods } from './methods/activity.ts';
 import { networkMethods } from './methods/network.ts';
+import { directoryMethods } from './methods/directory.ts';
 import { indexerMethods } from './methods/indexer.ts';
 import { projectMethods } from './methods/projects.ts';
 import { sessionMethods } from './methods/session.ts';
@@ -37,6 +38,7 @@ export function consoleService(s: Services): ServiceDef {
       ...activityMethods(deps),
       ...networkMethods(deps),
       ...indexerMethods(deps),
+      ...directoryMethods(deps),
     },
   };
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** Where `npm run build:console` (and `prepare`) puts the page. */
-export const CONSOLE_DIST = fileURLToPath(new URL('../../dist/console/', import.meta.url));
+export const CONSOLE_DIST = fileURLToPath(new URL('../../dist/console-page/', import.meta.url));
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Services } from '../services.ts';
 import { WebrpcErrors, MetadataErrors } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
+import { registerMediaRoutes } from './media.ts';
+import { registerDrainGuard } from './drain.ts';
 import { openApiDocument, registerRestRoutes } from './rest.ts';
 import { APP_VERSION } from '../version.ts';
 import { metadataService } from './services/metadata.ts';
@@ -58,8 +60,10 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     return sendError(reply, { ...MetadataErrors.NotFound, status: 404 }, `no route for ${req.method} ${path}`);
   });
 
+  registerDrainGuard(app, s);
   registerHealthRoutes(app, s);
   registerRestRoutes(app, s);
+  registerMediaRoutes(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   const deps = { auth: s.auth, admin: adminTokenStore(s.db, s.config.admin.tokens), metrics: s.metrics, rateLimit: s.rateLimiter, networks: s.networks };

@@ -42,6 +42,8 @@ export async function runReadinessChecks(s: Services, timeoutMs = 2_000): Promis
 export function registerHealthRoutes(app: FastifyInstance, s: Services) {
   app.get('/health', async () => ({ status: 'ok', uptime: Math.round((Date.now() - s.startedAt.getTime()) / 1000) }));
   app.get('/ready', async (_req, reply) => {
+    // A draining process is alive but should get no new traffic.
+    if (s.draining) return reply.code(503).send({ ready: false, draining: true, checks: [] });
     const checks = await runReadinessChecks(s);
     const ok = checks.every((c) => c.ok);
     return reply.code(ok ? 200 : 503).send({ ready: ok, checks });

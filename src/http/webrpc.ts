@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { redactSecrets } from '../telemetry/redact.ts';
 import { readAccessKey, readBearer, type AuthOutcome, type Authenticator } from './auth.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -121,7 +122,8 @@ export function describeIssues(error: z.ZodError, input: unknown): { missing: bo
 
 export function sendError(reply: FastifyReply, def: ErrorDef, cause?: string, headers: Record<string, string> = {}) {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-  return reply.code(def.status).type('application/json').send(toWire(def, cause));
+  // A cause can quote the request (a JSON parse error shows the body around the fault): no key in it.
+  return reply.code(def.status).type('application/json').send(toWire(def, cause === undefined ? cause : redactSecrets(cause)));
 }
 
 function mediaType(req: FastifyRequest): string {

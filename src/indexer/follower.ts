@@ -1,3 +1,4 @@
+import { PollLoop } from '../util/poll-loop.ts';
 import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -42,9 +43,11 @@ export async function readCursor(db: Db, chainId: number, scope: IndexScope): Pr
  * is a reorg: the transfers above the last block both forks share are undone and read again.
  */
 export class IndexFollower {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly loop = new PollLoop(
+    () => this.poll(),
+    () => this.cfg.pollMs,
+    (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'indexer poll failed'),
+  );
   private readonly reader: LogReader;
 
   constructor(
@@ -61,37 +64,15 @@ export class IndexFollower {
 
   /** Started in this process (an API process may leave following to `metarelay worker`). */
   get active(): boolean {
-    return this.running;
+    return this.loop.active;
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = (async () => {
-      while (this.running) {
-        let more = false;
-        try {
-          more = await this.poll();
-        } catch (err) {
-          this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'indexer poll failed');
-        }
-        if (!this.running) break;
-        if (more) continue;
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, this.cfg.pollMs);
-          this.wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-      }
-    })();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async hashOf(block: bigint): Promise<string | null> {

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { redactSecrets } from './redact.ts';
 
 export type { Logger };
 
@@ -6,8 +7,10 @@ export function createLogger(level: string, opts: { pretty?: boolean } = {}): Lo
   return pino({
     level,
     base: undefined,
-    // Keys must never reach the logs.
+    // Keys must never reach the logs: known fields by path, then every line as written (a URL's
+    // ?accessKey=, a body echoed in an error message, a stack) through the same masks as error answers.
     redact: { paths: ['req.headers["x-access-key"]', 'req.headers.authorization', 'accessKey', 'key'], censor: '[redacted]' },
+    hooks: { streamWrite: redactSecrets },
     ...(opts.pretty ? {} : {}),
   });
 }

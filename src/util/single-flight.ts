@@ -6,25 +6,7 @@ export class KeyedFlight<V> {
   private readonly inflight = new Map<string, Promise<V | undefined>>();
 
   run(keys: string[], start: (missing: string[]) => Promise<Map<string, V>>): Promise<Map<string, V>> {
-    const perKey = new Map<string, Promise<V | undefined>>();
-    const missing: string[] = [];
-    for (const k of new Set(keys)) {
-      const p = this.inflight.get(k);
-      if (p) perKey.set(k, p);
-      else missing.push(k);
-    }
-    if (missing.length) {
-      const batch = start(missing);
-      for (const k of missing) {
-        const p = batch.then((m) => m.get(k));
-        this.inflight.set(k, p);
-        p.finally(() => {
-          if (this.inflight.get(k) === p) this.inflight.delete(k);
-        }).catch(() => undefined);
-        perKey.set(k, p);
-      }
-    }
-    return Promise.all([...perKey].map(async ([k, p]) => [k, await p] as const)).then(
+    return Promise.all([...this.runEach(keys, (missing) => start(missing))].map(async ([k, p]) => [k, await p] as const)).then(
       (pairs) => new Map(pairs.filter((x): x is readonly [string, Awaited<V>] => x[1] !== undefined) as [string, V][]),
     );
   }

@@ -132,6 +132,17 @@ describe('console page', () => {
     await page.getByTestId('lookup').click();
     await expect.poll(() => page.getByTestId('lookup-metadata').textContent()).toContain('OnChain #1');
     expect(await page.getByTestId('lookup-trace').textContent()).toMatch(/tokenURI|data:/);
+    // The token's cached image (its `assets`, rasterised from the on-chain SVG) shows as a
+    // thumbnail the browser really decodes, from this origin under the console's CSP.
+    await expect
+      .poll(async () => {
+        await page.getByTestId('lookup').click();
+        return page.getByTestId('media-image').count();
+      }, { timeout: 20_000 })
+      .toBe(1);
+    await expect
+      .poll(() => page.getByTestId('media-image').evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0)))
+      .toBe(256);
     await shot('token-lookup');
     await page.getByTestId('nav-tasks').click();
     await page.getByTestId('tasks').waitFor();

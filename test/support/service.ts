@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { parseConfig } from '../../src/config/load.ts';
 import type { AppConfigInput } from '../../src/config/schema.ts';
@@ -19,7 +22,10 @@ export interface TestService {
 /** A real service on a private database; requests go through fastify's inject (no socket). */
 export async function startTestService(config: Partial<AppConfigInput> = {}): Promise<TestService> {
   const testDb = await createTestDb();
-  const cfg = parseConfig({ allowPrivateNetworks: true, logLevel: 'silent', ...config, database: testDb.location });
+  // Media blobs go to a folder of this test's own (the default would sit beside a shared temp dir).
+  const mediaDir = mkdtempSync(join(tmpdir(), 'metarelay-media-'));
+  const media = { ...config.media, store: config.media?.store ?? { type: 'folder' as const, path: mediaDir } };
+  const cfg = parseConfig({ allowPrivateNetworks: true, logLevel: 'silent', ...config, media, database: testDb.location });
   const services = await createServices(cfg, { db: testDb.db, log: createLogger('silent'), pollingIntervalMs: 50 });
   const app = await buildApp(services);
   const project = await services.projects.create(`test-${Math.random().toString(36).slice(2, 8)}`);
@@ -34,6 +40,7 @@ export async function startTestService(config: Partial<AppConfigInput> = {}): Pr
       await app.close();
       await services.close();
       await testDb.drop();
+      rmSync(mediaDir, { recursive: true, force: true });
     },
   };
 }

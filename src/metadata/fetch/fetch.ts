@@ -44,6 +44,25 @@ export type FetchSuccess = {
 
 export type FetchResult = FetchSuccess | FetchFailure;
 
+/** Raw bytes of a media file: the type is for the caller to establish from the bytes. */
+export type BytesSuccess = { ok: true; bytes: Buffer; finalUrl: string; contentType: string; trace: Attempt[] };
+export type BytesResult = BytesSuccess | FetchFailure;
+
+export type FetchBytesOptions = {
+  /** The byte cap of this fetch (media has its own, larger than a document's). */
+  maxBytes: number;
+  /** Overall deadline of this fetch. */
+  totalTimeoutMs?: number;
+  signal?: AbortSignal;
+};
+
+/** What one kind of fetch does with a 200 body: its own cap, headers and verdict. */
+type BodyMode<S> = {
+  maxBytes: number;
+  headers: Record<string, string>;
+  finish(body: Buffer, contentType: string | undefined, url: URL, trace: Attempt[]): S | FetchFailure;
+};
+
 export type FetchJsonOptions = {
   signal?: AbortSignal;
   /** Enables ERC-1155 `{id}` expansion, falling back through id spellings on 404. */
@@ -54,6 +73,8 @@ export type FetchJsonOptions = {
 
 export type Fetcher = {
   fetchJson(uri: string, opts?: FetchJsonOptions): Promise<FetchResult>;
+  /** Any file (media): same SSRF guard, redirect checks and deadlines, the caller's byte cap. */
+  fetchBytes(uri: string, opts: FetchBytesOptions): Promise<BytesResult>;
   /** Gateways best-first, as the next IPFS fetch will try them. */
   gatewayHealth(): GatewayHealth[];
   /** Drops pooled keep-alive connections. */
@@ -113,7 +134,29 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     https: new https.Agent(pool),
   };
 
-  async function followRedirects(start: string, signal: AbortSignal, trace: Attempt[]): Promise<FetchResult> {
+  const jsonMode: BodyMode<FetchSuccess> = {
+    maxBytes: cfg.maxBytes,
+    headers,
+    finish(body, contentType, url, trace) {
+      const attempt = trace[trace.length - 1];
+      const parsed = parseDocument(bodyText(body, contentType), contentType);
+      if (!parsed.ok) {
+        attempt.error = parsed.reason;
+        return failure(parsed.reason, `${url.href}: ${parsed.message}`, trace);
+      }
+      return { ok: true, document: parsed.document, finalUrl: url.href, contentType: contentType ?? '', trace };
+    },
+  };
+
+  function bytesMode(maxBytes: number): BodyMode<BytesSuccess> {
+    return {
+      maxBytes,
+      headers: { ...headers, accept: 'image/*, video/*, audio/*;q=0.9, */*;q=0.8' },
+      finish: (body, contentType, url, trace) => ({ ok: true, bytes: body, finalUrl: url.href, contentType: contentType ?? '', trace }),
+    };
+  }
+
+  async function followRedirects<S>(start: string, signal: AbortSignal, trace: Attempt[], mode: BodyMode<S>): Promise<S | FetchFailure> {
     let current = start;
     for (let redirects = 0; ; ) {
       let url: URL;
@@ -134,8 +177,8 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         agents: trusted ? openAgents : guardedAgents,
         checkLiteralAddress: !trusted,
         connectTimeoutMs: cfg.connectTimeoutMs,
-        maxBytes: cfg.maxBytes,
-        headers,
+        maxBytes: mode.maxBytes,
+        headers: mode.headers,
       });
       const attempt: Attempt = { url: url.href, bytes: outcome.bytes, ms: Math.round(performance.now() - started) };
       if (outcome.status !== undefined) attempt.status = outcome.status;
@@ -162,35 +205,31 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         current = next.href;
         continue;
       }
-      const parsed = parseDocument(bodyText(outcome.body, outcome.contentType), outcome.contentType);
-      if (!parsed.ok) {
-        attempt.error = parsed.reason;
-        return failure(parsed.reason, `${url.href}: ${parsed.message}`, trace);
-      }
-      return { ok: true, document: parsed.document, finalUrl: url.href, contentType: outcome.contentType ?? '', trace };
+      return mode.finish(outcome.body, outcome.contentType, url, trace);
     }
   }
 
-  function gatewayOutcome(result: FetchResult, taskSignal: AbortSignal, parent: AbortSignal): GatewayOutcome {
+  function gatewayOutcome(result: { ok: true } | FetchFailure, taskSignal: AbortSignal, parent: AbortSignal): GatewayOutcome {
     if (result.ok) return 'success';
     if (taskSignal.aborted) return parent.aborted && abortReason(parent) === 'ABORTED' ? 'neutral' : 'slow';
     return result.retryable ? 'failure' : 'neutral';
   }
 
-  async function fetchFromGateways(
+  async function fetchFromGateways<S extends { ok: true }>(
     namespace: IpfsNamespace,
     path: string,
     signal: AbortSignal,
     trace: Attempt[],
-  ): Promise<FetchResult> {
+    mode: BodyMode<S>,
+  ): Promise<S | FetchFailure> {
     const order = health.order();
     if (order.length === 0) return failure('UNSUPPORTED_SCHEME', `no IPFS gateways configured for ${namespace}://`, trace);
-    const tasks = order.map((gateway) => async (taskSignal: AbortSignal): Promise<FetchResult> => {
+    const tasks = order.map((gateway) => async (taskSignal: AbortSignal): Promise<S | FetchFailure> => {
       const [url] = ipfsGatewayUrls(path, [gateway], namespace);
       const started = performance.now();
-      let result: FetchResult;
+      let result: S | FetchFailure;
       try {
-        result = await followRedirects(url, taskSignal, trace);
+        result = await followRedirects(url, taskSignal, trace, mode);
       } catch (err) {
         // hedge() requires tasks that settle with a value.
         result = failure('UNREACHABLE', `${url}: ${(err as Error)?.message ?? String(err)}`, trace);
@@ -243,10 +282,50 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         return decodeInline(uri, parsed.body, parsed.mediaType, trace);
       case 'http':
       case 'arweave':
-        return followRedirects(parsed.url, signal, trace);
+        return followRedirects(parsed.url, signal, trace, jsonMode);
       case 'ipfs':
       case 'ipns':
-        return fetchFromGateways(parsed.kind, parsed.path, signal, trace);
+        return fetchFromGateways(parsed.kind, parsed.path, signal, trace, jsonMode);
+    }
+  }
+
+  async function fetchBytes(uri: string, opts: FetchBytesOptions): Promise<BytesResult> {
+    const trace: Attempt[] = [];
+    const deadline = AbortSignal.timeout(opts.totalTimeoutMs ?? cfg.totalTimeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+    const mode = bytesMode(opts.maxBytes);
+    try {
+      const text = uri.trim();
+      // data: URIs carry binary; parseTokenUri decodes them as text, which would corrupt it.
+      if (/^data:/i.test(text)) {
+        const m = /^data:([^,]*?)(;base64)?,(.*)$/is.exec(text);
+        if (!m) return failure('INVALID_URI', 'malformed data: URI', trace);
+        let bytes: Buffer;
+        try {
+          bytes = m[2] ? Buffer.from(m[3], 'base64') : Buffer.from(decodeURIComponent(m[3]), 'utf8');
+        } catch {
+          return failure('INVALID_URI', 'malformed percent-encoding in data: URI', trace);
+        }
+        trace.push({ url: preview(uri), bytes: bytes.length, ms: 0 });
+        if (bytes.length > opts.maxBytes) return failure('TOO_LARGE', `inline media exceeds ${opts.maxBytes} bytes`, trace);
+        return { ok: true, bytes, finalUrl: preview(uri), contentType: m[1] || 'text/plain', trace };
+      }
+      const parsed = parseTokenUri(text, uriOptions);
+      switch (parsed.kind) {
+        case 'http':
+        case 'arweave':
+          return await followRedirects(parsed.url, signal, trace, mode);
+        case 'ipfs':
+        case 'ipns':
+          return await fetchFromGateways(parsed.kind, parsed.path, signal, trace, mode);
+        case 'invalid':
+          return failure(parsed.reason, parsed.message, trace);
+        default:
+          return failure('UNSUPPORTED_SCHEME', 'not a media URL', trace);
+      }
+    } catch (err) {
+      const reason: FetchFailureReason = signal.aborted ? abortReason(signal) : 'UNREACHABLE';
+      return failure(reason, `unexpected error: ${(err as Error)?.message ?? String(err)}`, trace);
     }
   }
 
@@ -278,6 +357,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
 
   return {
     fetchJson,
+    fetchBytes,
     gatewayHealth: () => health.snapshot(),
     close() {
       for (const agent of [guardedAgents.http, guardedAgents.https, openAgents.http, openAgents.https]) agent.destroy();

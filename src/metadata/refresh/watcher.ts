@@ -1,3 +1,4 @@
+import { PollLoop } from '../../util/poll-loop.ts';
 import { decodeAbiParameters, parseAbiItem, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import type { AppConfig, ChainConfig } from '../../config/schema.ts';
@@ -27,9 +28,11 @@ interface Cursor {
  * knows: ERC-4906 MetadataUpdate / BatchMetadataUpdate, ERC-1155 URI, and new mints.
  */
 export class ChainWatcher {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly loop = new PollLoop(
+    () => this.poll(),
+    () => this.d.config.watcher.pollMs,
+    (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'chain watcher poll failed'),
+  );
   /** Blocks processed so far, for metrics and tests. */
   lastProcessed: bigint | null = null;
 
@@ -40,31 +43,11 @@ export class ChainWatcher {
   ) {}
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = (async () => {
-      while (this.running) {
-        try {
-          await this.poll();
-        } catch (err) {
-          this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'chain watcher poll failed');
-        }
-        if (!this.running) break;
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, this.d.config.watcher.pollMs);
-          this.wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-      }
-    })();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async cursor(): Promise<Cursor | null> {

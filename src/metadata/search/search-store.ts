@@ -35,18 +35,20 @@ function textSql(text: string, p: Params): { where: string; order: string } {
   };
 }
 
-/** One property's condition: a token has a pair with this name whose value is one of `values` and within [min, max]. */
-function propertySql(c: PropertyCondition, p: Params): string {
-  const parts = [`p.name_key = ${p.add(c.name.toLowerCase())}`];
+/**
+ * The ids of the tokens that have a pair with this property name whose value is one of `values` and
+ * within [min, max]: an index-only read of token_properties (its key, or the numeric index).
+ */
+function propertyIdsSql(c: PropertyCondition, p: Params, $chain: string, $contract: string): string {
+  const parts = [`chain_id = ${$chain}`, `contract_address = ${$contract}`, `name_key = ${p.add(c.name.toLowerCase())}`];
   if (c.values) {
     const keys = c.values.map((v) => String(v).trim().toLowerCase());
     const nums = c.values.flatMap((v) => (typeof v === 'number' ? [String(v)] : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? [v.trim()] : []));
-    parts.push(`(p.value_key = ANY(${p.add(keys)}::text[])${nums.length ? ` OR p.value_num = ANY(${p.add(nums)}::numeric[])` : ''})`);
+    parts.push(`(value_key = ANY(${p.add(keys)}::text[])${nums.length ? ` OR value_num = ANY(${p.add(nums)}::numeric[])` : ''})`);
   }
-  if (c.min !== null) parts.push(`p.value_num >= ${p.add(String(c.min))}::numeric`);
-  if (c.max !== null) parts.push(`p.value_num <= ${p.add(String(c.max))}::numeric`);
-  return `EXISTS (SELECT 1 FROM token_properties p WHERE p.chain_id = t.chain_id AND p.contract_address = t.contract_address
-                    AND p.token_id = t.token_id AND ${parts.join(' AND ')})`;
+  if (c.min !== null) parts.push(`value_num >= ${p.add(String(c.min))}::numeric`);
+  if (c.max !== null) parts.push(`value_num <= ${p.add(String(c.max))}::numeric`);
+  return `SELECT token_id FROM token_properties WHERE ${parts.join(' AND ')}`;
 }
 
 /** Token ids are canonical decimals: by length, then text, is numeric order. */
@@ -85,19 +87,32 @@ export function searchStore(db: Queryable) {
     /** Tokens of one contract matching the filter, ranked when there is text, in token order otherwise. */
     async byFilter(chainId: number, contract: string, f: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenRecord[] | string[]; more: boolean }> {
       const p = new Params();
-      const where = [`t.chain_id = ${p.add(chainId)}`, `t.contract_address = ${p.add(contract)}`, 't.metadata IS NOT NULL'];
-      let order = TOKEN_ORDER;
-      if (f.text !== null) {
-        const t = textSql(f.text, p);
-        where.push(t.where);
-        order = `${t.order}, ${TOKEN_ORDER}`;
+      const $chain = p.add(chainId);
+      const $contract = p.add(contract);
+      const cols = idsOnly ? 't.token_id' : 't.*';
+      // Properties are ANDed: the intersection of each one's ids, read from the index alone.
+      const ids = f.properties.length ? f.properties.map((c) => propertyIdsSql(c, p, $chain, $contract)).join(' INTERSECT ') : null;
+      let sql: string;
+      if (f.text === null && ids !== null) {
+        // Page the (small) id set first, then read only that page's rows: walking the tokens in order
+        // and testing each against the set reads every row when the match is rare.
+        sql = `WITH page AS (SELECT token_id FROM (${ids}) AS m ORDER BY length(token_id), token_id
+                              LIMIT ${p.add(page.pageSize + 1)} OFFSET ${p.add(page.page * page.pageSize)})
+               SELECT ${cols} FROM page JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = page.token_id
+                WHERE t.metadata IS NOT NULL ORDER BY ${TOKEN_ORDER}`;
+      } else {
+        const where = [`t.chain_id = ${$chain}`, `t.contract_address = ${$contract}`, 't.metadata IS NOT NULL'];
+        let order = TOKEN_ORDER;
+        if (f.text !== null) {
+          const t = textSql(f.text, p);
+          where.push(t.where);
+          order = `${t.order}, ${TOKEN_ORDER}`;
+        }
+        if (ids !== null) where.push(`t.token_id IN (${ids})`);
+        sql = `SELECT ${cols} FROM token_metadata t WHERE ${where.join(' AND ')}
+                ORDER BY ${order} LIMIT ${p.add(page.pageSize + 1)} OFFSET ${p.add(page.page * page.pageSize)}`;
       }
-      for (const c of f.properties) where.push(propertySql(c, p));
-      const res = await db.query(
-        `SELECT ${idsOnly ? 't.token_id' : 't.*'} FROM token_metadata t WHERE ${where.join(' AND ')}
-          ORDER BY ${order} LIMIT ${p.add(page.pageSize + 1)} OFFSET ${p.add(page.page * page.pageSize)}`,
-        p.values,
-      );
+      const res = await db.query(sql, p.values);
       const more = res.rows.length > page.pageSize;
       const rows = res.rows.slice(0, page.pageSize);
       return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toRecord), more };

@@ -11,7 +11,7 @@ import { within } from '../../util/deadline.ts';
 import { LruCache } from '../../util/lru.ts';
 import { normalizeTokenDocument } from './normalize.ts';
 import type { Resolution, TokenRecord, TokenStore } from './token-store.ts';
-import { toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
+import { StoredTokenMetadata, toWire, type ResourceStatus, type TokenMetadataWire } from './token-view.ts';
 import { ID_VARIANTS } from './id-template.ts';
 import { parseTokenUri } from '../fetch/uri.ts';
 
@@ -26,6 +26,20 @@ export interface TokenMetadataDeps {
    * (one read that also makes the contract searchable); plain ERC165 detection otherwise.
    */
   detectStandard?: (chain: ChainClient, address: Address) => Promise<string>;
+  /** The media pipeline, when enabled (the wiring adapts it): told about resolutions, asked for `assets`. */
+  media?: TokenMediaHooks;
+}
+
+/** Media URLs of one resolved token, by TokenMetadata field. */
+export type TokenMediaUrls = { tokenId: string; urls: { image: string | null; image_data: string | null; animation_url: string | null } };
+
+export interface TokenMediaHooks {
+  /** `read`: a token resolved for an API answer (media fetched eagerly if so configured); `refresh`: re-check cached media only. */
+  onResolved(chainId: number, contract: string, tokens: TokenMediaUrls[], via: 'read' | 'refresh'): void;
+  /** The `assets` entries of these tokens, with their JSON (serialised once by the media side; '' when none). */
+  assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, { list: Array<{ url: string; metadataField: string }>; json: string }>>;
+  /** Rewrite `image` to the cached URL (config media.rewriteImage). */
+  rewriteImage: boolean;
 }
 
 export interface GetTokensResult {
@@ -216,6 +230,7 @@ export class TokenMetadataService {
         statuses.push(status);
       }
     }
+    if (this.d.media) await this.attachAssets(this.d.media, chain.chainId, contract, ids, statuses, json);
     return {
       json,
       statuses,
@@ -230,7 +245,33 @@ export class TokenMetadataService {
 
   /** Re-reads tokens now, whatever their cache state; the refresh path. */
   async refresh(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
-    return this.resolve(chain, contract, ids);
+    return this.resolve(chain, contract, ids, 'refresh');
+  }
+
+  /** Adds `assets` (and, if configured, the cached `image`) to the serialised tokens that have stored media. */
+  private async attachAssets(media: TokenMediaHooks, chainId: number, contract: string, ids: string[], statuses: ResourceStatus[], json: string[]): Promise<void> {
+    const withMetadata = ids.filter((_, i) => statuses[i] !== 'NOT_AVAILABLE');
+    if (!withMetadata.length) return;
+    let assets: Awaited<ReturnType<TokenMediaHooks['assetsFor']>>;
+    try {
+      assets = await media.assetsFor(chainId, contract, withMetadata);
+    } catch (err) {
+      // Media is an extra: an answer without it beats no answer.
+      this.d.log.warn({ err, chainId, contract }, 'token assets unavailable');
+      return;
+    }
+    ids.forEach((id, i) => {
+      const entry = statuses[i] !== 'NOT_AVAILABLE' ? assets.get(id) : undefined;
+      if (!entry?.json) return;
+      const image = media.rewriteImage ? entry.list.find((a) => a.metadataField === 'image') : undefined;
+      if (image) {
+        const obj = JSON.parse(json[i]) as Record<string, unknown>;
+        json[i] = JSON.stringify({ ...obj, image: image.url, assets: entry.list });
+      } else {
+        // The view ends with "}": splicing keeps the cached serialisation of the record.
+        json[i] = `${json[i].slice(0, -1)},"assets":${entry.json}}`;
+      }
+    });
   }
 
   /**
@@ -242,7 +283,7 @@ export class TokenMetadataService {
     const existing = (await this.d.store.get(chain.chainId, contract, [id])).get(id);
     if (existing) return existing;
     try {
-      return (await this.resolve(chain, contract, [id])).get(id);
+      return (await this.resolve(chain, contract, [id], 'read')).get(id);
     } catch (err) {
       this.d.log.warn({ err, chain: chain.name, contract, id }, 'token resolution failed while explaining');
       const now = new Date();
@@ -255,19 +296,19 @@ export class TokenMetadataService {
     }
   }
 
-  private async resolve(chain: ChainClient, contract: Address, ids: string[]): Promise<Map<string, TokenRecord>> {
-    const pairs = await Promise.all([...this.resolveEach(chain, contract, ids)].map(async ([id, p]) => [id, await p] as const));
+  private async resolve(chain: ChainClient, contract: Address, ids: string[], via: 'read' | 'refresh' = 'read'): Promise<Map<string, TokenRecord>> {
+    const pairs = await Promise.all([...this.resolveEach(chain, contract, ids, via)].map(async ([id, p]) => [id, await p] as const));
     return new Map(pairs.filter((x): x is readonly [string, TokenRecord] => x[1] !== undefined));
   }
 
   /** One promise per id, each settled when that token is saved (tokens in flight elsewhere are joined). */
-  private resolveEach(chain: ChainClient, contract: Address, ids: string[]): Map<string, Promise<TokenRecord | undefined>> {
+  private resolveEach(chain: ChainClient, contract: Address, ids: string[], via: 'read' | 'refresh' = 'read'): Map<string, Promise<TokenRecord | undefined>> {
     const scope = `${chain.chainId}:${contract}|`;
     const cut = scope.length;
     const perKey = this.flight.runEach(
       ids.map((id) => scope + id),
       async (keys, settle) => {
-        const saved = await this.resolveBatch(chain, contract, keys.map((k) => k.slice(cut)), (id, rec) => settle(scope + id, rec));
+        const saved = await this.resolveBatch(chain, contract, keys.map((k) => k.slice(cut)), via, (id, rec) => settle(scope + id, rec));
         return new Map([...saved].map(([id, rec]) => [scope + id, rec]));
       },
     );
@@ -313,6 +354,7 @@ export class TokenMetadataService {
     chain: ChainClient,
     contract: Address,
     ids: string[],
+    via: 'read' | 'refresh',
     onSaved: (id: string, rec: TokenRecord) => void = () => undefined,
   ): Promise<Map<string, TokenRecord>> {
     const cfg = this.d.config;
@@ -327,6 +369,7 @@ export class TokenMetadataService {
         onSaved(id, rec);
       }
       this.restamp(`${chain.chainId}:${contract}`);
+      if (this.d.media) this.d.media.onResolved(chain.chainId, contract, mediaUrlsOf(saved), via);
       return saved;
     });
     const results = { set: (id: string, r: Resolution) => saver.add(id, r) };
@@ -414,4 +457,16 @@ function groupSaver<K, V, R>(save: (batch: Map<K, V>) => Promise<Map<K, R>>) {
       return done;
     },
   };
+}
+
+function mediaUrlsOf(records: Map<string, TokenRecord>): TokenMediaUrls[] {
+  const out: TokenMediaUrls[] = [];
+  for (const [tokenId, rec] of records) {
+    const parsed = rec.metadata ? StoredTokenMetadata.safeParse(rec.metadata) : undefined;
+    if (!parsed?.success) continue;
+    const m = parsed.data;
+    const svg = m.imageData ? `data:image/svg+xml;base64,${Buffer.from(m.imageData, 'utf8').toString('base64')}` : null;
+    out.push({ tokenId, urls: { image: m.image ?? null, image_data: svg, animation_url: m.animationUrl ?? null } });
+  }
+  return out;
 }

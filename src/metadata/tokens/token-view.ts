@@ -41,6 +41,7 @@ export const TokenMetadataWire = z.object({
   updatedAt: z.string(),
   queuedAt: z.string().nullable(),
   lastFetched: z.string().optional(),
+  assets: z.array(z.record(z.string(), z.unknown())).optional().describe('cached media of the token (Sequence Asset shape)'),
   failureReason: z.string().optional().describe('why the token has no metadata (metarelay extension)'),
   failureMessage: z.string().optional(),
 });

@@ -1,0 +1,115 @@
+/**
+ * Token search over one 100 000-token collection with 8 traits each (skewed values, as real
+ * collections have: a few common values and a long tail), on PGlite and PostgreSQL in one run.
+ * Measures the index build through the token store's save (what every resolution does), then
+ * SearchTokenMetadata with 1, 2 and 4 property filters, with text, and GetTokenMetadataPropertyFilters.
+ * Usage: npx tsx bench/token-search.ts   (BENCH_TOKENS=100000 BENCH_BACKENDS=pglite,postgres)
+ */
+import type { TokenFilter } from '../src/metadata/search/filter.ts';
+import { searchStore } from '../src/metadata/search/search-store.ts';
+import { tokenStore, type Resolution } from '../src/metadata/tokens/token-store.ts';
+import { benchDb, log, summarize } from './support.ts';
+
+const N = Number(process.env.BENCH_TOKENS ?? 100_000);
+const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',') as ('pglite' | 'postgres')[];
+const CHAIN = 1;
+const CONTRACT = '0x00000000000000000000000000000000000c011e';
+const TRAITS: Record<string, string[]> = {
+  Background: ['Blue', 'Red', 'Green', 'Purple', 'Gold', 'Black', 'White', 'Orange'],
+  Body: ['Robot', 'Zombie', 'Alien', 'Human', 'Ape', 'Ghost'],
+  Eyes: ['Laser', 'Sleepy', 'Angry', 'Wink', 'Closed', 'Hypno', '3D', 'Visor', 'Bored', 'Sad'],
+  Hat: ['None', 'Cap', 'Crown', 'Beanie', 'Halo', 'Cowboy', 'Helmet', 'Bandana', 'Party', 'Top'],
+  Mouth: ['Smile', 'Grin', 'Pipe', 'Gold Tooth', 'Bubblegum', 'Frown'],
+  Clothes: ['Hoodie', 'Suit', 'Tee', 'Armor', 'Kimono', 'Vest', 'Jacket', 'None'],
+};
+
+function collection(n: number): Map<string, Resolution>[] {
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  // Zipf-like: value i is picked with weight 1/(i+1), so the first values are common, the last rare.
+  const pick = (values: string[]) => {
+    const weights = values.map((_, i) => 1 / (i + 1));
+    let r = rnd() * weights.reduce((a, b) => a + b, 0);
+    for (const [i, w] of weights.entries()) if ((r -= w) <= 0) return values[i]!;
+    return values[values.length - 1]!;
+  };
+  const batches: Map<string, Resolution>[] = [];
+  for (let start = 1; start <= n; start += 1000) {
+    const batch = new Map<string, Resolution>();
+    for (let id = start; id < Math.min(start + 1000, n + 1); id++) {
+      const attributes = [
+        ...Object.entries(TRAITS).map(([trait_type, values]) => ({ trait_type, value: pick(values) })),
+        { trait_type: 'Level', value: 1 + Math.floor(rnd() * 100), display_type: 'number' },
+        { trait_type: 'Power', value: Math.floor(rnd() ** 2 * 1000), display_type: 'number' },
+      ];
+      const metadata = { tokenId: String(id), name: `Bench Creature #${id}`, description: `A ${attributes[1]!.value} with ${attributes[2]!.value} eyes`, attributes };
+      batch.set(String(id), { ok: true, tokenUri: `https://bench.example/${id}`, metadata, raw: metadata, trace: null, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
+    }
+    batches.push(batch);
+  }
+  return batches;
+}
+
+const prop = (name: string, values: Array<string | number> | null, min: number | null = null, max: number | null = null) => ({ name, values, min, max });
+const searches: { label: string; filter: TokenFilter }[] = [
+  { label: '1 property (common value)', filter: { text: null, properties: [prop('Background', ['Blue'])] } },
+  { label: '1 property (rare value)', filter: { text: null, properties: [prop('Eyes', ['Bored'])] } },
+  { label: '2 properties', filter: { text: null, properties: [prop('Body', ['Robot', 'Alien']), prop('Hat', ['Crown'])] } },
+  { label: '4 properties with a range', filter: { text: null, properties: [prop('Body', ['Robot']), prop('Eyes', ['Laser', 'Angry']), prop('Mouth', ['Smile']), prop('Level', null, 50, 100)] } },
+  { label: 'text', filter: { text: 'creature #4242', properties: [] } },
+  { label: 'text with a typo', filter: { text: 'creeture', properties: [] } },
+  { label: 'text + 2 properties', filter: { text: 'robot', properties: [prop('Body', ['Robot']), prop('Hat', ['Halo'])] } },
+];
+
+const out: Record<string, unknown> = { tokens: N, traitsPerToken: 8 };
+for (const backend of backends) {
+  const { db, drop } = await benchDb(backend);
+  try {
+    const tokens = tokenStore(db);
+    const search = searchStore(db);
+    const batches = collection(N);
+    log(`${backend}: saving ${N} tokens in ${batches.length} batches (indexing their traits)…`);
+    const t0 = performance.now();
+    let done = 0;
+    for (const batch of batches) {
+      await tokens.save(CHAIN, CONTRACT, batch, new Date());
+      done += batch.size;
+      if (done % 20_000 === 0) log(`${backend}: ${done}/${N}`);
+    }
+    const buildSec = (performance.now() - t0) / 1000;
+    await db.query('ANALYZE token_metadata');
+    await db.query('ANALYZE token_properties');
+    const perSearch: Record<string, unknown> = {};
+    const all: number[] = [];
+    for (const { label, filter } of searches) {
+      const run = () => search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false);
+      for (let i = 0; i < 3; i++) await run();
+      const samples: number[] = [];
+      let hits = 0;
+      for (let i = 0; i < 40; i++) {
+        const s = performance.now();
+        hits = (await run()).rows.length;
+        samples.push(performance.now() - s);
+      }
+      all.push(...samples);
+      perSearch[label] = { ...summarize(samples), firstPage: hits };
+      log(`${backend}: ${label} ${JSON.stringify(perSearch[label])}`);
+    }
+    const filterSamples: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const s = performance.now();
+      await search.propertyStats(CHAIN, CONTRACT, [], 1000, 500);
+      filterSamples.push(performance.now() - s);
+    }
+    out[backend] = {
+      indexBuildSeconds: Math.round(buildSec * 10) / 10,
+      indexBuildTokensPerSecond: Math.round(N / buildSec),
+      searches: perSearch,
+      allSearches: summarize(all),
+      propertyFilters: summarize(filterSamples),
+    };
+  } finally {
+    await drop();
+  }
+}
+console.log(JSON.stringify(out, null, 2));

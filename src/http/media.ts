@@ -1,0 +1,161 @@
+// Media routes. Content-addressed blobs (/media/b/<sha256>/<rendition>) are immutable and public;
+// the per-token route (/media/<network>/<contract>/<tokenId>/<field>) resolves the token, fetches
+// its media if needed (lazily) and redirects to the blob. Every media answer carries headers that
+// stop a browser from treating the bytes as anything but what we say (nosniff, a sandboxing CSP),
+// and a failed asset is a 404 with its reason, never an image with 200.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Services } from '../services.ts';
+import { MEDIA_FIELDS, formatFor, isImage, parseRendition, snapWidth, type MediaService } from '../media/index.ts';
+import { readAccessKey } from './auth.ts';
+import { checkAllowedNetworks, networksNamed } from './allowed-networks.ts';
+import { MetadataErrors, RpcError, metadataErrorMap, toWire, type ErrorDef } from './errors.ts';
+import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
+import { describeIssues, sendError } from './webrpc.ts';
+
+export const MEDIA_SECURITY_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+} as const;
+
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+const TokenMediaParams = z.object({
+  network: z.string().min(1),
+  contract: AddressArg,
+  tokenId: TokenIdString,
+  field: z.enum(MEDIA_FIELDS),
+});
+
+const WidthQuery = z.object({
+  w: z.coerce.number().int('w must be an integer').min(1, 'w must be at least 1').max(10_000, 'w must be at most 10000').optional(),
+  accessKey: z.string().optional(),
+});
+
+/** A media failure: 404 with the reason, in the error shape of every other answer. */
+function sendFailure(reply: FastifyReply, reason: string, message: string) {
+  const def: ErrorDef = { ...MetadataErrors.NotFound, status: 404 };
+  reply.headers(MEDIA_SECURITY_HEADERS).header('Cache-Control', 'no-store');
+  return reply.code(404).type('application/json').send({ ...toWire(def, `${reason}: ${message}`), reason });
+}
+
+function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
+  const r = schema.safeParse(input);
+  if (!r.success) throw new RpcError(MetadataErrors.InvalidArgument, describeIssues(r.error, input).text);
+  return r.data;
+}
+
+/** `bytes=a-b`, `bytes=a-`, `bytes=-n` (one range; several are answered whole, as RFC 9110 allows). */
+function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0) return 'unsatisfiable';
+    start = Math.max(0, size - n);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  }
+  if (start >= size || start > end) return 'unsatisfiable';
+  return { start, end };
+}
+
+const BlobParams = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be a lower-case hex SHA-256'),
+  rendition: z.string().max(40),
+});
+
+async function sendBlob(media: MediaService, req: FastifyRequest, reply: FastifyReply) {
+  const p = BlobParams.safeParse(req.params);
+  if (!p.success) return sendFailure(reply, 'INVALID_ARGUMENT', describeIssues(p.error, req.params).text);
+  const { sha256, rendition } = p.data;
+  const etag = `"${sha256}.${rendition}"`;
+  const blob = await media.blob(sha256);
+  if (!blob) return sendFailure(reply, 'UNKNOWN_BLOB', `no media with hash ${sha256}`);
+
+  reply.headers(MEDIA_SECURITY_HEADERS);
+  if (rendition === 'original') {
+    if (blob.mimeType === 'image/svg+xml') return sendFailure(reply, 'SVG_NOT_SERVED', 'SVG is only served rasterised: ask for a width, e.g. 1024.webp');
+    reply.header('Cache-Control', IMMUTABLE).header('ETag', etag).header('Accept-Ranges', 'bytes');
+    if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+    const key = `o/${sha256}`;
+    const range = parseRange(req.headers.range, blob.filesize);
+    if (range === 'unsatisfiable') {
+      return reply.code(416).header('Content-Range', `bytes */${blob.filesize}`).type('application/json').send(toWire({ ...MetadataErrors.InvalidArgument, status: 416 }, 'range not satisfiable'));
+    }
+    // Streamed: a 50 MB video served to many clients is never held in memory.
+    const body = await media.blobs.stream(key, range);
+    if (!body) return sendFailure(reply, 'BLOB_MISSING', 'the original is missing from the blob store');
+    const length = range ? range.end - range.start + 1 : blob.filesize;
+    reply.header('Content-Length', String(length)).type(blob.mimeType);
+    if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${blob.filesize}`);
+    return reply.send(body);
+  }
+  const r = parseRendition(rendition);
+  if (!r) return sendFailure(reply, 'UNKNOWN_RENDITION', `"${rendition.slice(0, 40)}" is not a rendition: original, or <64|256|512|1024>[-still].<webp|png|jpg>`);
+  if (req.headers['if-none-match'] === etag) {
+    return reply.code(304).header('Cache-Control', IMMUTABLE).header('ETag', etag).send();
+  }
+  const out = await media.rendition(blob, r);
+  if (!out.ok) return sendFailure(reply, out.reason, out.message);
+  return reply.headers({ 'cache-control': IMMUTABLE, etag, 'content-type': out.contentType }).send(out.bytes);
+}
+
+export function registerMediaRoutes(app: FastifyInstance, s: Services) {
+  const media = s.media;
+  if (!media) return;
+
+  app.addHook('onListen', async function () {
+    // Asset URLs are absolute; without media.publicUrl they name the address the service listens on.
+    const addr = app.server.address();
+    if (addr && typeof addr === 'object') {
+      const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      media.setListeningUrl(`http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`);
+    }
+  });
+
+  app.get('/media/b/:sha256/:rendition', (req, reply) => sendBlob(media, req, reply));
+
+  app.get('/media/:network/:contract/:tokenId/:field', async (req, reply) => {
+    try {
+      const p = parseOrThrow(TokenMediaParams, req.params);
+      const q = parseOrThrow(WidthQuery, req.query);
+      const outcome = await s.auth.authenticate(readAccessKey(req, true));
+      if (outcome.kind === 'invalid') throw new RpcError(MetadataErrors.Unauthorized, 'invalid access key');
+      if (outcome.kind === 'none' && s.config.auth.rest === 'required') throw new RpcError(MetadataErrors.Unauthorized, 'access key required: X-Access-Key header or ?accessKey=');
+      if (outcome.kind === 'ok') checkAllowedNetworks(outcome.project, s.networks, networksNamed(req.params as Record<string, string>, undefined), MetadataErrors.PermissionDenied);
+      const waiting = s.rateLimiter.admit(outcome, MetadataErrors.RateLimited);
+      if (waiting) await waiting;
+
+      const chain = chainFor(s, p.network, metadataErrorMap);
+      const token = (await s.tokens.getTokens(chain, p.contract, [p.tokenId])).tokens[0];
+      if (!token || token.status === 'NOT_AVAILABLE') return sendFailure(reply, 'TOKEN_NOT_AVAILABLE', token?.failureMessage || 'the token has no metadata (yet)');
+      const source =
+        p.field === 'image' ? token.image : p.field === 'animation_url' ? token.animation_url : token.image_data && `data:image/svg+xml;base64,${Buffer.from(token.image_data, 'utf8').toString('base64')}`;
+      if (!source) return sendFailure(reply, 'NO_MEDIA', `the token has no ${p.field}`);
+      const key = { chainId: chain.chainId, contract: p.contract, tokenId: p.tokenId, field: p.field };
+      // With media.rewriteImage the answer's image is our own cached URL: the stored asset is the source.
+      const asset = source.startsWith(`${media.publicUrl}/media/`)
+        ? ((await media.asset(key)) ?? { status: 'FAILED' as const, blob: null, failureReason: 'NO_MEDIA', failureMessage: 'no cached media' })
+        : await media.ensure(key, source);
+      if (asset.status !== 'READY' || !asset.blob) return sendFailure(reply, asset.failureReason ?? 'FAILED', asset.failureMessage ?? 'media could not be stored');
+      const b = asset.blob;
+      let rendition = 'original';
+      if (isImage(b.mimeType) && (q.w !== undefined || b.mimeType === 'image/svg+xml')) {
+        rendition = `${snapWidth(q.w ?? 1024)}.${formatFor(req.headers.accept)}`;
+      }
+      // Where it points changes with the document and the Accept header: cacheable only briefly.
+      reply.headers(MEDIA_SECURITY_HEADERS).header('Cache-Control', 'public, max-age=60').header('Vary', 'Accept');
+      return reply.redirect(`/media/b/${b.sha256}/${rendition}`, 302);
+    } catch (err) {
+      if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
+      throw err;
+    }
+  });
+}

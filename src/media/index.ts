@@ -1,0 +1,51 @@
+// The door the wiring uses: builds the blob store the config names and the media service on it.
+
+import { dirname, join, resolve } from 'node:path';
+import type { AppConfig } from '../config/schema.ts';
+import type { Db } from '../store/db.ts';
+import { isPostgresUrl } from '../store/db.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { BlobStore } from './blob-store.ts';
+import { folderBlobStore } from './folder-store.ts';
+import { mediaStore } from './media-store.ts';
+import { s3BlobStore } from './s3-store.ts';
+import { MediaService, type BytesFetcher } from './service.ts';
+
+export { MediaService, isImage, type AssetWire, type TokenMedia } from './service.ts';
+export { MEDIA_FIELDS, type MediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
+export { parseRendition, snapWidth, formatFor, WIDTHS, type Rendition } from './renditions.ts';
+
+/** The default folder: `media` beside the PGlite folder (`.metarelay/media` for `.metarelay/db`). */
+export function defaultMediaFolder(database: string): string {
+  if (isPostgresUrl(database) || database.startsWith('memory://')) return resolve('.metarelay/media');
+  return join(dirname(resolve(database)), 'media');
+}
+
+export function createBlobStore(config: AppConfig): BlobStore {
+  const s = config.media.store;
+  if (s.type === 's3') {
+    return s3BlobStore({ bucket: s.bucket, region: s.region, endpoint: s.endpoint, forcePathStyle: s.forcePathStyle, prefix: s.prefix });
+  }
+  return folderBlobStore(s.path ? resolve(s.path) : defaultMediaFolder(config.database));
+}
+
+export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: BytesFetcher; log: Logger; blobs?: BlobStore }): MediaService {
+  const m = config.media;
+  return new MediaService({
+    store: mediaStore(deps.db),
+    blobs: deps.blobs ?? createBlobStore(config),
+    fetcher: deps.fetcher,
+    log: deps.log,
+    options: {
+      maxBytes: m.maxBytes,
+      fetchTimeoutMs: m.fetchTimeoutMs,
+      concurrency: m.concurrency,
+      maxQueued: m.maxQueued,
+      failureRetrySec: m.failureRetrySec,
+      eager: m.eager,
+      maxInputPixels: m.maxInputPixels,
+      maxFrames: m.maxFrames,
+      publicUrl: m.publicUrl,
+    },
+  });
+}

@@ -1,0 +1,100 @@
+// Blob store in S3-compatible storage, for several hosts sharing one media cache. Credentials come
+// from the AWS SDK's default provider chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles,
+// instance roles), never from the config file.
+
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import type { BlobStore } from './blob-store.ts';
+
+export type S3StoreOptions = {
+  bucket: string;
+  region: string;
+  endpoint?: string;
+  forcePathStyle?: boolean;
+  prefix?: string;
+  /** Tests pass the local server's; deployments leave it to the SDK's provider chain. */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+};
+
+function isMissing(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+}
+
+export function s3BlobStore(o: S3StoreOptions): BlobStore {
+  const client = new S3Client({
+    region: o.region,
+    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+    forcePathStyle: o.forcePathStyle ?? false,
+    ...(o.credentials ? { credentials: o.credentials } : {}),
+  });
+  const prefix = o.prefix ?? '';
+  const Bucket = o.bucket;
+
+  async function read(key: string, range?: string): Promise<Buffer | undefined> {
+    try {
+      const res = await client.send(new GetObjectCommand({ Bucket, Key: prefix + key, ...(range ? { Range: range } : {}) }));
+      return Buffer.from(await res.Body!.transformToByteArray());
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async function list(p: string): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const res = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix + p, ContinuationToken: token }));
+      for (const c of res.Contents ?? []) if (c.Key) keys.push(c.Key.slice(prefix.length));
+      token = res.IsTruncated ? res.NextContinuationToken : undefined;
+    } while (token);
+    return keys.sort();
+  }
+
+  return {
+    kind: 's3',
+    async put(key, bytes, contentType) {
+      // One PUT is atomic in S3: the object appears whole or not at all.
+      await client.send(new PutObjectCommand({ Bucket, Key: prefix + key, Body: bytes, ContentType: contentType }));
+    },
+    get: (key) => read(key),
+    getRange: (key, start, end) => read(key, `bytes=${start}-${end}`),
+    async stream(key, range) {
+      try {
+        const res = await client.send(new GetObjectCommand({ Bucket, Key: prefix + key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
+        // In Node the SDK's body is an http.IncomingMessage.
+        return res.Body as Readable;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
+    async size(key) {
+      try {
+        const res = await client.send(new HeadObjectCommand({ Bucket, Key: prefix + key }));
+        return res.ContentLength;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
+    async delete(key) {
+      const keys = [key, ...(key.startsWith('o/') ? await list(`r/${key.slice(2)}/`) : [])];
+      for (let i = 0; i < keys.length; i += 1000) {
+        await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: keys.slice(i, i + 1000).map((k) => ({ Key: prefix + k })) } }));
+      }
+    },
+    list,
+    close() {
+      client.destroy();
+    },
+  };
+}

@@ -1,0 +1,364 @@
+// The media pipeline: fetch a token field's file through the SSRF-safe fetcher, establish what it
+// is from its bytes, store it once by SHA-256, and derive renditions on first request. Failures
+// are recorded per asset with their reason; nothing here throws at a caller for bad media.
+
+import { createHash } from 'node:crypto';
+import type { Logger } from '../telemetry/logger.ts';
+import { Limiter } from '../util/limiter.ts';
+import { LruCache } from '../util/lru.ts';
+import { originalKey, renditionKey, type BlobStore } from './blob-store.ts';
+import type { AssetKey, BlobInfo, MediaAsset, MediaField, MediaStore } from './media-store.ts';
+import { MEDIA_FIELDS } from './media-store.ts';
+import { probeMedia, type ProbeLimits } from './probe.ts';
+import { FORMAT_TYPES, render, renditionName, type Rendition } from './renditions.ts';
+
+/** The part of the metadata fetcher media needs (the wiring passes the real one). */
+export type BytesFetcher = {
+  fetchBytes(uri: string, opts: { maxBytes: number; totalTimeoutMs?: number }): Promise<
+    { ok: true; bytes: Buffer; finalUrl: string } | { ok: false; reason: string; message: string; retryAfterMs?: number }
+  >;
+};
+
+export type MediaOptions = ProbeLimits & {
+  maxBytes: number;
+  fetchTimeoutMs: number;
+  concurrency: number;
+  maxQueued: number;
+  failureRetrySec: number;
+  eager: boolean;
+  publicUrl?: string;
+};
+
+/** Sequence's Asset, with both `filename` (what the Go server emits) and `name` (what the TS clients read). */
+export type AssetWire = {
+  id: number;
+  collectionId: number;
+  tokenId: string;
+  url: string;
+  metadataField: string;
+  filename: string;
+  name: string;
+  mimeType: string;
+  filesize?: number;
+  width?: number;
+  height?: number;
+  updatedAt: string;
+};
+
+export type RenditionResult = { ok: true; bytes: Buffer; contentType: string } | { ok: false; reason: string; message: string };
+
+/** A token's assets and their JSON (empty string when there are none). */
+export type TokenAssets = { list: AssetWire[]; json: string };
+
+export type TokenMedia = { tokenId: string; urls: Partial<Record<MediaField, string | null>> };
+
+const EXTENSIONS: Record<string, string> = {
+  'image/png': 'png', 'image/apng': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/avif': 'avif',
+  'image/svg+xml': 'svg', 'video/mp4': 'mp4', 'video/webm': 'webm', 'audio/mpeg': 'mp3', 'audio/ogg': 'ogg', 'audio/wav': 'wav',
+};
+
+export function isImage(mime: string): boolean {
+  return mime.startsWith('image/');
+}
+
+export class MediaService {
+  private readonly fetchLimiter: Limiter;
+  private readonly renderLimiter: Limiter;
+  private readonly inflight = new Map<string, Promise<MediaAsset>>();
+  private readonly rendering = new Map<string, Promise<Buffer>>();
+  private readonly wireCache = new LruCache<TokenAssets>(50_000, 5_000);
+  /** Blob rows never change; a short TTL bounds how long a collected one is still believed. */
+  private readonly blobInfo = new LruCache<BlobInfo>(10_000, 60_000);
+  /** Recently served renditions, bounded by bytes: the hot thumbnails skip the blob store. */
+  private readonly hot = new ByteCache(64 * 1024 * 1024, 16 * 1024 * 1024);
+  private queued = 0;
+  private base: string;
+  private readonly background = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger },
+  ) {
+    this.fetchLimiter = new Limiter(d.options.concurrency);
+    // Decoding is CPU- and memory-bound: a render at a time per core is what keeps RSS flat.
+    this.renderLimiter = new Limiter(d.options.concurrency);
+    this.base = (d.options.publicUrl ?? 'http://127.0.0.1').replace(/\/+$/, '');
+  }
+
+  get blobs(): BlobStore {
+    return this.d.blobs;
+  }
+
+  /** Where the service listens, unless `media.publicUrl` says where clients reach it. */
+  setListeningUrl(url: string): void {
+    if (!this.d.options.publicUrl) this.base = url.replace(/\/+$/, '');
+  }
+
+  get publicUrl(): string {
+    return this.base;
+  }
+
+  asset(k: AssetKey): Promise<MediaAsset | undefined> {
+    return this.d.store.asset(k);
+  }
+
+  async blob(sha256: string): Promise<BlobInfo | undefined> {
+    const hit = this.blobInfo.get(sha256);
+    if (hit) return hit;
+    const b = await this.d.store.blob(sha256);
+    if (b) this.blobInfo.set(sha256, b);
+    return b;
+  }
+
+  /**
+   * The field's asset for this source URL: the stored one when it is current (or failed and not
+   * yet due again), otherwise fetched now. `force` re-fetches a current one (refresh: the bytes
+   * behind an unchanged URL may have changed).
+   */
+  ensure(k: AssetKey, sourceUrl: string, opts: { force?: boolean } = {}): Promise<MediaAsset> {
+    const id = `${k.chainId}:${k.contract}:${k.tokenId}:${k.field}`;
+    let p = this.inflight.get(id);
+    if (!p) {
+      p = (async () => {
+        const cur = await this.d.store.asset(k);
+        if (cur && cur.sourceUrl === sourceUrl && !opts.force) {
+          if (cur.status === 'READY') return cur;
+          if (cur.retryAfter && cur.retryAfter.getTime() > Date.now()) return cur;
+        }
+        return this.fetchLimiter.run(() => this.ingest(k, sourceUrl));
+      })().finally(() => this.inflight.delete(id));
+      this.inflight.set(id, p);
+    }
+    return p;
+  }
+
+  private async ingest(k: AssetKey, sourceUrl: string): Promise<MediaAsset> {
+    const o = this.d.options;
+    const retryAfter = (ms = 0) => new Date(Date.now() + Math.max(o.failureRetrySec * 1000, ms));
+    const fail = async (reason: string, message: string, ms?: number) => {
+      const released = await this.d.store.saveFailed(k, sourceUrl, reason, message, retryAfter(ms));
+      this.d.log.info({ chainId: k.chainId, contract: k.contract, tokenId: k.tokenId, field: k.field, reason }, 'media failed');
+      await this.release(released);
+      this.wireCache.delete(`${k.chainId}:${k.contract}:${k.tokenId}`);
+      return (await this.d.store.asset(k))!;
+    };
+    const fetched = await this.d.fetcher.fetchBytes(sourceUrl, { maxBytes: o.maxBytes, totalTimeoutMs: o.fetchTimeoutMs });
+    if (!fetched.ok) return fail(fetched.reason, fetched.message, fetched.retryAfterMs);
+    const probed = await probeMedia(fetched.bytes, o);
+    if (!probed.ok) return fail(probed.reason, probed.message);
+    const sha256 = createHash('sha256').update(probed.bytes).digest('hex');
+    // Row first, bytes second: a concurrent collection of this hash holds the row lock until its
+    // files are gone, so these bytes are never deleted after being written.
+    await this.d.store.saveBlob({ sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames });
+    if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
+      await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
+    }
+    const released = await this.d.store.saveReady(k, sourceUrl, sha256);
+    await this.release(released);
+    this.wireCache.delete(`${k.chainId}:${k.contract}:${k.tokenId}`);
+    return (await this.d.store.asset(k))!;
+  }
+
+  /** Forgets a chain's assets (what `metarelay dev` does for its previous anvil) and collects their blobs. */
+  async forgetChain(chainId: number): Promise<void> {
+    for (const sha of await this.d.store.forgetChain(chainId)) await this.release(sha);
+  }
+
+  /** Garbage-collects a blob nothing references any more (originals and renditions). */
+  private async release(sha256: string | null): Promise<void> {
+    if (!sha256) return;
+    try {
+      const gone = await this.d.store.collect(sha256, () => this.d.blobs.delete(originalKey(sha256)));
+      this.blobInfo.delete(sha256);
+      this.hot.dropPrefix(`r/${sha256}/`);
+      if (gone) this.d.log.debug({ sha256 }, 'media blob collected');
+    } catch (err) {
+      this.d.log.warn({ err, sha256 }, 'media blob collection failed');
+    }
+  }
+
+  /**
+   * After tokens resolve. `eager`: every media field is fetched (queued). `recheck` (refresh and
+   * bulk enumeration): only fields already cached are looked at again, so a changed URL or changed
+   * bytes make new renditions without a whole collection's media being pulled in.
+   */
+  onTokensResolved(chainId: number, contract: string, tokens: TokenMedia[], mode: 'eager' | 'recheck'): void {
+    // Tracked from the start, so idle() also waits for the lookup that decides what to queue.
+    if (tokens.length) this.track(this.schedule(chainId, contract, tokens, mode));
+  }
+
+  private async schedule(chainId: number, contract: string, tokens: TokenMedia[], mode: 'eager' | 'recheck'): Promise<void> {
+    const existing = await this.d.store.assetsOf(chainId, contract, tokens.map((t) => t.tokenId));
+    const have = new Map(existing.map((a) => [`${a.key.tokenId}:${a.key.field}`, a]));
+    for (const t of tokens) {
+      for (const field of MEDIA_FIELDS) {
+        const url = t.urls[field] ?? null;
+        const k: AssetKey = { chainId, contract, tokenId: t.tokenId, field };
+        const cur = have.get(`${t.tokenId}:${field}`);
+        if (!url) {
+          if (cur) this.track(this.d.store.remove(k).then((sha) => this.release(sha)).then(() => this.wireCache.delete(`${chainId}:${contract}:${t.tokenId}`)));
+          continue;
+        }
+        if (mode === 'recheck' && !cur) continue;
+        if (mode === 'eager' && cur && cur.sourceUrl === url) continue;
+        this.enqueue(k, url, mode === 'recheck');
+      }
+    }
+  }
+
+  /** Background fetch through the bounded queue; past `maxQueued` it is dropped (fetched lazily later). */
+  enqueue(k: AssetKey, url: string, force = false): boolean {
+    if (this.queued >= this.d.options.maxQueued) return false;
+    this.queued++;
+    this.track(this.ensure(k, url, { force }).finally(() => this.queued--));
+    return true;
+  }
+
+  private track(p: Promise<unknown>): void {
+    const q = p.catch((err) => this.d.log.warn({ err }, 'background media work failed'));
+    this.background.add(q);
+    void q.finally(() => this.background.delete(q));
+  }
+
+  /** Waits for queued background work (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.background.size) await Promise.all([...this.background]);
+  }
+
+  /** A rendition's bytes: from the blob store, or rendered now (once, however many ask) and stored. */
+  async rendition(blob: BlobInfo, r: Rendition): Promise<RenditionResult> {
+    if (!isImage(blob.mimeType)) return { ok: false, reason: 'NOT_AN_IMAGE', message: `${blob.mimeType} has no image renditions; ask for "original"` };
+    const key = renditionKey(blob.sha256, renditionName(r));
+    const contentType = FORMAT_TYPES[r.format];
+    const hot = this.hot.get(key);
+    if (hot) return { ok: true, bytes: hot, contentType };
+    const cached = await this.d.blobs.get(key);
+    if (cached) {
+      this.hot.set(key, cached);
+      return { ok: true, bytes: cached, contentType };
+    }
+    let p = this.rendering.get(key);
+    if (!p) {
+      p = this.renderLimiter
+        .run(async () => {
+          const source = await this.d.blobs.get(originalKey(blob.sha256));
+          if (!source) throw Object.assign(new Error('original missing from the blob store'), { reason: 'BLOB_MISSING' });
+          const bytes = await render({ bytes: source, mimeType: blob.mimeType, width: blob.width, frames: blob.frames }, r, this.d.options);
+          await this.d.blobs.put(key, bytes, contentType);
+          this.hot.set(key, bytes);
+          return bytes;
+        })
+        .finally(() => this.rendering.delete(key));
+      this.rendering.set(key, p);
+    }
+    try {
+      return { ok: true, bytes: await p, contentType };
+    } catch (err) {
+      const e = err as Error & { reason?: string };
+      return { ok: false, reason: e.reason ?? 'RENDER_FAILED', message: (e.message ?? String(err)).split('\n')[0].slice(0, 200) };
+    }
+  }
+
+  /** The URL an asset entry points at: the original, except SVG which is only ever served rasterised. */
+  blobUrl(blob: BlobInfo): string {
+    return `${this.base}/media/b/${blob.sha256}/${blob.mimeType === 'image/svg+xml' ? '1024.webp' : 'original'}`;
+  }
+
+  /**
+   * READY assets of these tokens in the Sequence shape, by token id, with their serialisation
+   * (token answers splice it in as is). Briefly cached per process: this is on every token read.
+   */
+  async assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, TokenAssets>> {
+    const out = new Map<string, TokenAssets>();
+    const now = Date.now();
+    const missing: string[] = [];
+    for (const id of new Set(tokenIds)) {
+      const hit = this.wireCache.get(`${chainId}:${contract}:${id}`, now);
+      if (hit) out.set(id, hit);
+      else missing.push(id);
+    }
+    if (missing.length) {
+      const rows = await this.d.store.assetsOf(chainId, contract, missing);
+      const lists = new Map<string, AssetWire[]>(missing.map((id) => [id, []]));
+      for (const a of rows) if (a.status === 'READY' && a.blob) lists.get(a.key.tokenId)!.push(this.toWire(a, a.blob));
+      for (const [id, list] of lists) {
+        const entry: TokenAssets = { list, json: list.length ? JSON.stringify(list) : '' };
+        out.set(id, entry);
+        this.wireCache.set(`${chainId}:${contract}:${id}`, entry, now);
+      }
+    }
+    return out;
+  }
+
+  private toWire(a: MediaAsset, b: BlobInfo): AssetWire {
+    const svg = b.mimeType === 'image/svg+xml';
+    const filename = fileNameOf(a.sourceUrl, a.key.field, svg ? 'webp' : EXTENSIONS[b.mimeType] ?? 'bin');
+    return {
+      id: a.id,
+      collectionId: 0,
+      tokenId: a.key.tokenId,
+      url: this.blobUrl(b),
+      metadataField: a.key.field,
+      filename,
+      name: filename,
+      mimeType: svg ? 'image/webp' : b.mimeType,
+      ...(svg ? {} : { filesize: b.filesize }),
+      // SVG is served rasterised at 1024 px wide.
+      ...(b.width ? { width: svg ? 1024 : b.width } : {}),
+      ...(b.height && b.width ? { height: svg ? Math.round((b.height * 1024) / b.width) : b.height } : {}),
+      updatedAt: a.updatedAt.toISOString(),
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.idle();
+    this.d.blobs.close();
+  }
+}
+
+function fileNameOf(url: string, field: string, ext: string): string {
+  if (!url.startsWith('data:')) {
+    try {
+      const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+      const clean = last.replace(/[^\w.-]/g, '_').slice(0, 100);
+      if (clean && clean !== '_') return clean.replace(/\.svg$/i, `.${ext}`);
+    } catch {
+      // Not a URL we can name from: fall through to the field's name.
+    }
+  }
+  return `${field}.${ext}`;
+}
+
+/** A map of buffers bounded by their total size (oldest out first); entries above `maxEntry` are not kept. */
+class ByteCache {
+  private readonly map = new Map<string, Buffer>();
+  private total = 0;
+
+  constructor(
+    private readonly maxTotal: number,
+    private readonly maxEntry: number,
+  ) {}
+
+  get(key: string): Buffer | undefined {
+    return this.map.get(key);
+  }
+
+  set(key: string, value: Buffer): void {
+    if (value.length > this.maxEntry || this.map.has(key)) return;
+    this.map.set(key, value);
+    this.total += value.length;
+    for (const [k, v] of this.map) {
+      if (this.total <= this.maxTotal) break;
+      this.map.delete(k);
+      this.total -= v.length;
+    }
+  }
+
+  dropPrefix(prefix: string): void {
+    for (const [k, v] of this.map) {
+      if (k.startsWith(prefix)) {
+        this.map.delete(k);
+        this.total -= v.length;
+      }
+    }
+  }
+}

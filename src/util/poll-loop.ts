@@ -1,0 +1,54 @@
+/**
+ * The loop every background poller runs: call `tick`, sleep `intervalMs` (unless the tick says more
+ * work is waiting), wake early on `wake()`, stop cleanly on `stop()` after the tick in progress.
+ * A tick that throws is reported and the loop goes on.
+ */
+export class PollLoop {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+
+  constructor(
+    private readonly tick: () => Promise<boolean | void>,
+    private readonly intervalMs: () => number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  get active(): boolean {
+    return this.running;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        let more = false;
+        try {
+          more = (await this.tick()) === true;
+        } catch (err) {
+          this.onError(err);
+        }
+        if (!this.running) break;
+        if (more) continue;
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, this.intervalMs());
+          this.wakeUp = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+    })();
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loop;
+  }
+}

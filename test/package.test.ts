@@ -1,0 +1,136 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
+import { ANVIL_DEPLOYER_KEY } from '../src/devchain/samples.ts';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { TEST_DB } from './support/env.ts';
+
+async function freePort(): Promise<number> {
+  return new Promise((r) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => r(port));
+    });
+  });
+}
+
+// npm run from `npm test` exports its own settings (npm_config_*): a nested npm must not inherit them.
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
+
+function sh(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
+  const r = spawnSync(cmd, args, { cwd, env: { ...cleanEnv, ...env }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+// What `npm pack` needs of the checkout. The pack builds (prepack) in a copy, so this test never
+// empties the checkout's dist/ under another test serving the console page from it.
+const PACK_INPUTS = ['bin', 'console', 'contracts', 'scripts', 'src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', 'LICENSE', 'metarelay.example.json'];
+
+let anvil: AnvilHandle;
+let testDb: TestDb;
+beforeAll(async () => {
+  anvil = await startAnvil({ blockTime: null });
+  testDb = await createTestDb();
+  if (TEST_DB === 'pglite') await testDb.db.close();
+});
+afterAll(async () => {
+  await anvil?.stop();
+  await testDb?.drop().catch(() => undefined);
+});
+
+describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
+  it('holds the build and no tests, installs without dev tooling, and migrates and serves with plain node', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'metarelay-pkg-'));
+    const src = join(work, 'src-copy');
+    mkdirSync(src);
+    for (const f of PACK_INPUTS) cpSync(resolve(f), join(src, f), { recursive: true });
+    symlinkSync(resolve('node_modules'), join(src, 'node_modules'), 'dir');
+    const tPack = performance.now();
+    const tgz = sh('npm', ['pack', '--silent', '--pack-destination', work], src).trim().split('\n').pop()!;
+
+    const packMs = Math.round(performance.now() - tPack);
+    const files = sh('tar', ['-tzf', join(work, tgz)], work).trim().split('\n').map((f) => f.replace(/^package\//, ''));
+    for (const f of ['bin/metarelay.mjs', 'dist/cli/main.js', 'dist/cli/main.js.map', 'dist/store/migrations/0001_projects_and_keys.sql', 'dist/console-page/index.html', 'dist/relayer/sequence-v2-bytecode.json', 'contracts/Multicall3.sol', 'README.md', 'docs/api.md', 'LICENSE']) {
+      expect(files, f).toContain(f);
+    }
+    expect(files.filter((f) => /^(test|bench|src|console|scripts)\/|\.test\.|\.ts$/.test(f))).toEqual([]);
+
+    const app = join(work, 'app');
+    mkdirSync(app);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'operator', private: true }));
+    const tInstall = performance.now();
+    sh('npm', ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', join(work, tgz)], app);
+    const installMs = Math.round(performance.now() - tInstall);
+    for (const dev of ['tsx', 'typescript', 'vite', 'vitest', '@0xsequence/wallet-contracts']) expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);
+    const kb = Number(sh('du', ['-sk', 'node_modules'], app).split('\t')[0]);
+    const bin = join(app, 'node_modules', '.bin', 'metarelay');
+
+    const port = await freePort();
+    const cfg = join(app, 'metarelay.json');
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        port,
+        database: testDb.location,
+        logLevel: 'info',
+        chains: [
+          {
+            chainId: anvil.chainId,
+            name: 'anvil',
+            rpcUrls: [anvil.rpcUrl],
+            watch: false,
+            relayer: { senderKeysFile: 'sender.key', feeTokens: [{ name: 'Ether', symbol: 'ETH', decimals: 18, nativePrice: '1' }] },
+          },
+        ],
+      }),
+    );
+    writeFileSync(join(app, 'sender.key'), `${ANVIL_DEPLOYER_KEY}\n`);
+    const env = { METARELAY_QUOTE_SECRET: 'q'.repeat(48) };
+    const cli = (...args: string[]) => sh(process.execPath, [bin, ...args], app, env);
+    cli('migrate', '--config', cfg);
+    cli('projects', 'create', 'operator', '--config', cfg);
+    const key = JSON.parse(cli('keys', 'create', '--project', 'operator', '--config', cfg)).accessKey as string;
+
+    const t0 = performance.now();
+    const srv = spawn(process.execPath, [bin, 'serve', '--config', cfg], { cwd: app, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    srv.stdout.on('data', (d) => (out += d));
+    srv.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => srv.on('exit', (code) => r(code)));
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      let readyMs = 0;
+      for (;;) {
+        const res = await fetch(`${base}/ready`).catch(() => undefined);
+        if (res?.status === 200) {
+          readyMs = Math.round(performance.now() - t0);
+          break;
+        }
+        if (srv.exitCode !== null) throw new Error(`serve exited ${srv.exitCode}:\n${out}`);
+        if (performance.now() - t0 > 60_000) throw new Error(`serve not ready in 60 s:\n${out}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(await (await fetch(`${base}/health`)).json()).toMatchObject({ status: 'ok' });
+      // A REST read: the contract info of the sender's address (an account with no code).
+      const sender = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
+      const info = await fetch(`${base}/tokens/anvil/${sender}?accessKey=${key}`);
+      expect(info.status).toBe(200);
+      expect(await info.json()).toMatchObject({ chainId: anvil.chainId, address: sender });
+      const fees = await fetch(`${base}/relayer/anvil/rpc/Relayer/FeeTokens`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-key': key }, body: '{}' });
+      expect(await fees.json()).toMatchObject({ isFeeRequired: true, tokens: [expect.objectContaining({ symbol: 'ETH', decimals: 18 })] });
+      srv.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(out).not.toContain(key.slice(3));
+      // Figures, not assertions: what an operator installs and waits for.
+      console.log(`package: ${readdirSync(join(app, 'node_modules')).length} top-level modules, ${Math.round(kb / 1024)} MB installed; serve cold start to /ready ${readyMs} ms (npm pack with the build ${packMs} ms, install ${installMs} ms)`);
+    } finally {
+      if (srv.exitCode === null) srv.kill('SIGKILL');
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
