@@ -209,6 +209,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       spendCaps: caps,
       bars,
       log,
+      metrics,
       onQueued: () => dispatcher.nudge(),
       approveSponsorship: approvalClient(post, w.approvalDeadlineMs, log),
     });

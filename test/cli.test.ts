@@ -158,6 +158,10 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect(example.stdout).toMatch(/ETH balance 0\n/);
       expect(example.stdout).toMatch(/wallet holds 3750000 base units of DUSD, recipient 0x[0-9a-fA-F]{40} holds 1250000/);
 
+      // DUSD is priced live from the dev chain's Chainlink feeds ($1 / $2 000 per ETH).
+      const relayerStatus = await post(`${m.relayerUrl}/rpc/Relayer/RuntimeStatus`, {});
+      expect(relayerStatus.body.status.prices[0]).toMatchObject({ symbol: 'DUSD', ok: true, nativePrice: '0.0005', source: 'chainlink', address: m.priceFeeds.dusdUsd });
+
       expect(await post(`${m.baseUrl}/rpc/Metadata/Ping`, {})).toEqual({ status: 200, body: { status: true } });
       const get = await fetch(`${m.baseUrl}/rpc/Metadata/Ping`);
       expect(get.status).toBe(405);

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../config/load.ts';
 import { startDevChain } from '../devchain/index.ts';
+import { deployPriceFeeds, PRICE_ADMIN_KEY } from '../devchain/prices.ts';
 import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
@@ -33,6 +34,8 @@ export interface DevManifest {
   holder: string;
   sequenceContext: Record<string, string>;
   feeToken: { address: string; symbol: string; decimals: number };
+  /** Live prices of DUSD (docs/fee-prices.md): Chainlink feeds and a Uniswap v3 pool, moved with `adminKey`. */
+  priceFeeds: { ethUsd: string; dusdUsd: string; pool: string; wrappedNative: string; poolHelper: string; adminKey: string };
   /** EOAs to own test wallets with (anvil's well-known keys: never use them on a real network). */
   testSigners: { privateKey: string; address: string }[];
   /** The project console, and an admin token to sign in to it with. */
@@ -114,6 +117,15 @@ export async function runDev(argv: string[]) {
 
   let services: Services | undefined;
   try {
+    // DUSD at $1 and ETH at $2 000: a fee of 100 000 gas at 1 gwei is 0.0001 ETH, or 0.2 DUSD (before the markup).
+    const feeds = await deployPriceFeeds({
+      rpcUrl: chain.manifest.chain.rpcUrl,
+      chainId: chain.manifest.chain.chainId,
+      artifacts: chain.artifacts,
+      token: chain.manifest.contracts.erc20,
+      tokenDecimals: 6,
+      log: (m) => say(`  ${m}`),
+    });
     const config = parseConfig({
       port,
       host,
@@ -127,10 +139,22 @@ export async function runDev(argv: string[]) {
             senderKeys: [...ANVIL_KEYS.senders],
             paymentAddress: privateKeyToAccount(ANVIL_KEYS.feeCollector).address,
             feeTokens: [
-              { address: chain.manifest.contracts.erc20, name: 'Dev USD', symbol: 'DUSD', decimals: 6, nativePrice: '0.0004' },
+              {
+                address: chain.manifest.contracts.erc20,
+                name: 'Dev USD',
+                symbol: 'DUSD',
+                decimals: 6,
+                // No fixed fallback: with both sources failing DUSD is withdrawn, as it would be in production.
+                prices: [
+                  { kind: 'chainlink', feed: feeds.tokenUsd, quote: 'usd', heartbeatSec: 86_400 },
+                  { kind: 'uniswapV3', pool: feeds.pool, windowSec: 60 },
+                ],
+              },
               { address: null, name: 'Ether', symbol: 'ETH', decimals: 18, nativePrice: '1' },
             ],
             pollMs: 250,
+            nativeUsdFeed: { feed: feeds.nativeUsd, heartbeatSec: 86_400 },
+            wrappedNative: feeds.wrappedNative,
           },
           // A local chain is small: index every contract from its first block.
           indexer: { scope: 'all', fromBlock: 0, confirmations: 0, pollMs: 500 },
@@ -177,6 +201,7 @@ export async function runDev(argv: string[]) {
       holder: chain.manifest.deployer,
       sequenceContext: chain.manifest.sequenceContext,
       feeToken: { address: chain.manifest.contracts.erc20, symbol: 'DUSD', decimals: 6 },
+      priceFeeds: { ethUsd: feeds.nativeUsd, dusdUsd: feeds.tokenUsd, pool: feeds.pool, wrappedNative: feeds.wrappedNative, poolHelper: feeds.helper, adminKey: PRICE_ADMIN_KEY },
       testSigners: ANVIL_KEYS.signers.map((k) => ({ privateKey: k, address: privateKeyToAccount(k).address })),
       consoleUrl: `${baseUrl}/console/`,
       adminToken,

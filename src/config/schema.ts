@@ -8,6 +8,26 @@ const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x ad
 const PrivateKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte 0x private key');
 const Decimal = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal number as a string, e.g. "0.0004"');
 
+/** A live price source of a fee token (docs/fee-prices.md). */
+export const PriceSourceSchema = z.discriminatedUnion('kind', [
+  z.object({
+    /** A Chainlink AggregatorV3Interface feed: token/native, or token/USD divided by the relayer's `nativeUsdFeed`. */
+    kind: z.literal('chainlink'),
+    feed: Address,
+    /** What the feed's answer is quoted in. */
+    quote: z.enum(['native', 'usd']).default('native'),
+    /** An answer older than this (the feed's heartbeat) is stale. */
+    heartbeatSec: z.number().int().positive().max(7 * 86_400),
+  }).strict(),
+  z.object({
+    /** A Uniswap v3 pool of the token and the relayer's `wrappedNative`: its time-weighted average price. */
+    kind: z.literal('uniswapV3'),
+    pool: Address,
+    /** The averaging window; a short one is cheap to manipulate. */
+    windowSec: z.number().int().min(60).max(7 * 86_400).default(1_800),
+  }).strict(),
+]);
+
 export const FeeTokenConfigSchema = z.object({
   /** The ERC20 contract; null means the chain's native currency. */
   address: Address.nullable().default(null),
@@ -15,9 +35,14 @@ export const FeeTokenConfigSchema = z.object({
   symbol: z.string().min(1),
   decimals: z.number().int().min(0).max(36),
   logoURL: z.string().default(''),
-  /** What one whole token is worth in the native currency (a fixed rate; e.g. "0.0004" for a $1 token when ETH is $2 500). */
-  nativePrice: Decimal,
-});
+  /**
+   * What one whole token is worth in the native currency (a fixed rate; e.g. "0.0004" for a $1 token when ETH is $2 500).
+   * With `prices`, the last fallback; without it, the only price. Omit it to have no fixed fallback.
+   */
+  nativePrice: Decimal.optional(),
+  /** Live price sources, tried in order (docs/fee-prices.md); the fixed `nativePrice` after them. */
+  prices: z.array(PriceSourceSchema).max(4).default([]),
+}).refine((t) => t.nativePrice !== undefined || t.prices.length > 0, { message: 'a fee token needs prices or a fixed nativePrice', path: ['nativePrice'] });
 
 export const RelayerChainConfigSchema = z.object({
   /** The Sequence v2 wallet contracts; default: their production addresses. */
@@ -38,6 +63,10 @@ export const RelayerChainConfigSchema = z.object({
   /** No fee required (FeeTokens says isFeeRequired=false); every valid bundle is relayed. */
   gasless: z.boolean().default(false),
   feeTokens: z.array(FeeTokenConfigSchema).default([]),
+  /** The native/USD Chainlink feed that `quote: 'usd'` price sources divide by (docs/fee-prices.md). */
+  nativeUsdFeed: z.object({ feed: Address, heartbeatSec: z.number().int().positive().max(7 * 86_400) }).strict().optional(),
+  /** The wrapped native token (WETH) that `uniswapV3` price sources' pools pair the fee token with. */
+  wrappedNative: Address.optional(),
   /** The fee is the gas cost times this. */
   feeMarkup: z.number().min(1).max(100).default(1.2),
   /** Gas limit = simulated gas times this (plus the intrinsic cost). */
@@ -73,7 +102,10 @@ export const RelayerChainConfigSchema = z.object({
   confirmations: z.number().int().min(1).max(256).default(3),
   /** Pack up to this many ready meta-transactions of different wallets into one guest-module transaction (1 = off). */
   batchSize: z.number().int().min(1).max(64).default(1),
-}).refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] });
+}).refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] })
+  .refine((r) => r.nativeUsdFeed || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'chainlink' && p.quote === 'usd')), { message: "a chainlink price quoted in 'usd' needs the relayer's nativeUsdFeed", path: ['nativeUsdFeed'] })
+  .refine((r) => r.wrappedNative || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'uniswapV3')), { message: "a uniswapV3 price needs the relayer's wrappedNative", path: ['wrappedNative'] })
+  .refine((r) => !r.feeTokens.some((t) => t.address === null && t.prices.length > 0), { message: 'the native fee token is worth exactly 1: it takes no price sources', path: ['feeTokens'] });
 
 /** What the indexer reads on a chain (#17): transfers of every contract, or of a watchlist. */
 export const IndexerChainConfigSchema = z.object({

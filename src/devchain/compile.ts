@@ -65,9 +65,9 @@ async function packageVersion(require: NodeJS.Require, name: string): Promise<st
  * Imported OpenZeppelin files are covered by the package version rather than by content: reading
  * them would need the import graph, which only the compiler knows.
  */
-function cacheKey(parts: { solc: string; openzeppelin: string; sources: Record<string, { content: string }> }): string {
+function cacheKey(parts: { solc: string; openzeppelin: string; chainlink: string; sources: Record<string, { content: string }> }): string {
   const hash = createHash('sha256');
-  hash.update(`solc ${parts.solc}\0openzeppelin ${parts.openzeppelin}\0${JSON.stringify(SETTINGS)}\0${JSON.stringify(PORTABLE_SETTINGS)}\0${[...PORTABLE_FILES]}\0`);
+  hash.update(`solc ${parts.solc}\0openzeppelin ${parts.openzeppelin}\0chainlink ${parts.chainlink}\0${JSON.stringify(SETTINGS)}\0${JSON.stringify(PORTABLE_SETTINGS)}\0${[...PORTABLE_FILES]}\0`);
   for (const [name, { content }] of Object.entries(parts.sources)) hash.update(`${name}\0${content}\0`);
   return hash.digest('hex');
 }
@@ -99,12 +99,13 @@ function collectArtifacts(output: SolcOutput, log?: (msg: string) => void): Arti
 export async function compileContracts(opts: CompileOptions): Promise<Artifacts> {
   const started = Date.now();
   const require = createRequire(path.join(REPO_ROOT, 'package.json'));
-  const [sources, solcVersion, ozVersion] = await Promise.all([
+  const [sources, solcVersion, ozVersion, chainlinkVersion] = await Promise.all([
     readSources(),
     packageVersion(require, 'solc'),
     packageVersion(require, '@openzeppelin/contracts'),
+    packageVersion(require, '@chainlink/contracts'),
   ]);
-  const key = cacheKey({ solc: solcVersion, openzeppelin: ozVersion, sources });
+  const key = cacheKey({ solc: solcVersion, openzeppelin: ozVersion, chainlink: chainlinkVersion, sources });
   const cacheFile = path.join(opts.cacheDir, `contracts-${key}.json`);
 
   try {

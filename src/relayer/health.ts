@@ -40,10 +40,17 @@ export async function switchSender(db: Db, r: ChainRelayer, index: number, run: 
   if (run) r.deps.onQueued?.(); // a local dispatcher looks at its queue now, not at its next poll
 }
 
-/** A relayer's senders, queue, inclusion share and unpaid fees, as RuntimeStatus and the console's Health page show them. */
+/** A relayer's senders, queue, inclusion share, unpaid fees and fee-token prices, as RuntimeStatus and the console's Health page show them. */
 export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
-  const [senders, queue, inclusion, unpaid] = await Promise.all([senderStatuses(d.db, r), d.metaTxns.depth(r.chainId), inclusionStats(d.db, r.chainId), unpaidFees(d, r)]);
-  return { senders, queue, inclusion, unpaid };
+  const [senders, queue, inclusion, unpaid, prices] = await Promise.all([
+    senderStatuses(d.db, r),
+    d.metaTxns.depth(r.chainId),
+    inclusionStats(d.db, r.chainId),
+    unpaidFees(d, r),
+    // A token with ok=false is withdrawn from FeeOptions (docs/fee-prices.md).
+    r.priceStatus().catch((err: Error) => r.feeTokens.map((t) => ({ symbol: t.symbol, ok: false as const, reason: `the price read failed: ${err.message.split('\n')[0]}` }))),
+  ]);
+  return { senders, queue, inclusion, unpaid, prices };
 }
 
 /** Fee-paying meta-transactions mined without their fee, and who is barred for it. */

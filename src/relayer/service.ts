@@ -7,7 +7,9 @@ import { describeBar, type BarRepo } from './bars.ts';
 import { BundleError, bareId, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
-import { ceilMul, feeTotals, fixedPrices, gasCost, probeTokens, structuralFees, tokenKey, weiToToken, type FeePayment, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
+import { ceilMul, feeTotals, fractionToDecimal, gasCost, probeTokens, structuralFees, tokenKey, weiToToken, type FeePayment, type FeeTokenConfig, type PriceResult, type PriceSource } from './intake/fees.ts';
+import { PriceBook, priceWire } from './intake/prices/book.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
@@ -36,7 +38,9 @@ export interface RelayerDeps {
   /** Daily spend caps of sponsorship rules; without it, rules have no cap. */
   spendCaps?: SpendCaps;
   log: Logger;
+  /** Fee-token prices; default: a PriceBook over the configured sources (live feeds and pools, then fixed rates). */
   prices?: PriceSource;
+  metrics?: Metrics;
   /** Wakes the dispatcher when work arrives. */
   onQueued?: () => void;
   /** Asks a rule's approval webhook (GasSponsor.webhookUrl); without it, such a rule never sponsors. */
@@ -73,7 +77,7 @@ export class ChainRelayer {
     this.senders = senderAccounts(c).map((a) => a.address);
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
-    this.prices = deps.prices ?? fixedPrices;
+    this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
   }
 
   get client() {
@@ -183,15 +187,30 @@ export class ChainRelayer {
     const gasPrice = await this.client.getGasPrice();
     let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, gas, gasPrice, 'feeOptions');
     if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
-    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null };
+    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [] };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
+    const board = await this.prices.prices(this.chainId, this.feeTokens);
     const options = [];
+    const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
     const quoted: Record<string, string> = {};
+    const used: Record<string, string> = {};
+    let block: bigint | null = null;
     for (const t of this.feeTokens) {
-      const value = weiToToken(wei, t, await this.prices.nativePrice(this.chainId, t));
+      const p = board.get(tokenKey(t));
+      // A token without a trustworthy price is withdrawn, never mispriced.
+      if (!p?.ok) {
+        unpriced.push({ token: t, reason: p?.reason ?? 'no price' });
+        continue;
+      }
+      const value = weiToToken(wei, t, p.price);
       quoted[tokenKey(t)] = value.toString();
+      used[tokenKey(t)] = `${p.price.num}/${p.price.den}`;
+      if (p.block !== null) block = p.block;
       // The option's gasLimit is the fee transfer's own: clients give it to the payment call.
-      options.push({ token: t, to: this.paymentAddress, value, gasLimit: Number(FEE_TRANSFER_ALLOWANCE) });
+      options.push({ token: t, to: this.paymentAddress, value, gasLimit: Number(FEE_TRANSFER_ALLOWANCE), price: priceWire(p) });
+    }
+    if (options.length === 0) {
+      throw new RelayError('unavailable', `no fee token has a trustworthy price now, and the bundle is not sponsored (${cover.reason ?? 'no sponsorship'}): ${unpriced.map((u) => `${u.token.symbol}: ${u.reason}`).join('; ')}`);
     }
     const quote = signQuote(this.deps.quoteSecret, {
       v: 1,
@@ -200,9 +219,17 @@ export class ChainRelayer {
       k: bundleKey(call, structuralFees(call, this.payee(), this.feeTokens)),
       g: gas.toString(),
       o: quoted,
+      p: used,
+      ...(block !== null ? { b: block.toString() } : {}),
       e: Math.floor(Date.now() / 1000) + this.deps.config.quoteTtlSec,
     });
-    return { options, sponsored: false, quote };
+    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })) };
+  }
+
+  /** Every fee token's price now, as RuntimeStatus and the console show it. */
+  async priceStatus() {
+    const board = await this.prices.prices(this.chainId, this.feeTokens);
+    return this.feeTokens.map((t) => ({ symbol: t.symbol, token: tokenKey(t), ...priceWire(board.get(tokenKey(t)) ?? { ok: false, reason: 'no price' }) }));
   }
 
   /**
@@ -367,17 +394,31 @@ export class ChainRelayer {
       if (gasUsed <= BigInt(q.g)) quoted = q.o;
     }
     const wei = gasCost(gasUsed, gasPrice, this.deps.config.feeMarkup);
+    const board = await this.prices.prices(this.chainId, this.feeTokens);
     let best = '';
     for (const o of offers) {
-      const required = quoted?.[o.key] !== undefined ? BigInt(quoted[o.key]) : weiToToken(wei, o.token, await this.prices.nativePrice(this.chainId, o.token));
+      // A token that has no trustworthy price now is not accepted, even under a quote issued before.
+      const now: PriceResult | undefined = board.get(o.key);
+      if (!now?.ok) {
+        best = `${o.token.symbol} is not accepted now: it has no trustworthy price (${now?.reason ?? 'no price'})`;
+        continue;
+      }
+      const required = quoted?.[o.key] !== undefined ? BigInt(quoted[o.key]) : weiToToken(wei, o.token, now.price);
       if (o.paid < required) {
         best = `${o.token.symbol}: paid ${o.paid}, required ${required}`;
+        continue;
+      }
+      // A quote never buys gas below its cost at the current price (a token that fell more than the
+      // markup since the quote, or gas that rose as much): the relayer does not relay at a loss.
+      const cost = weiToToken(gasUsed * gasPrice, o.token, now.price);
+      if (o.paid < cost) {
+        best = `${o.token.symbol}: paid ${o.paid} as quoted, but the gas alone now costs ${cost} at the current price`;
         continue;
       }
       if (o.arrived < o.paid) throw new RelayError('insufficientFee', `the ${o.token.symbol} fee of ${o.paid} does not arrive in simulation (${o.arrived} did)`);
       return { token: o.key, value: o.paid };
     }
-    throw new RelayError('insufficientFee', `the fee paid is too low (${best})${unsponsored}`);
+    throw new RelayError('insufficientFee', best.includes(' is not accepted now') ? `the fee is not accepted: ${best}${unsponsored}` : `the fee paid is too low (${best})${unsponsored}`);
   }
 }
 

@@ -129,6 +129,18 @@ export function createMetrics() {
       labelNames: ['chain', 'sender'] as const,
       registers: [registry],
     }),
+    relayFeeTokenUnpriced: new Gauge({
+      name: 'metarelay_relayer_fee_token_unpriced',
+      help: '1 when a fee token has no trustworthy price (every source stale or failing): it is withdrawn from FeeOptions',
+      labelNames: ['chain', 'token'] as const,
+      registers: [registry],
+    }),
+    relayFeeTokenPrice: new Gauge({
+      name: 'metarelay_relayer_fee_token_price',
+      help: 'the price a fee token was last priced at, in the native currency per whole token',
+      labelNames: ['chain', 'token'] as const,
+      registers: [registry],
+    }),
     relayFeeCapped: new Gauge({
       name: 'metarelay_relayer_fee_capped',
       help: 'pending transactions of this chain that need a replacement the fee cap forbids',

@@ -7,7 +7,7 @@ interface FeeNetwork {
   isFeeRequired: boolean;
   paymentAddress: string;
   feeMarkup: number;
-  tokens: { symbol: string; name: string; decimals: number; contractAddress: string | null; nativePrice: string }[];
+  tokens: { symbol: string; name: string; decimals: number; contractAddress: string | null; nativePrice: string | null; priceSource: string | null; priceError: string | null }[];
 }
 
 export function FeeTokens() {
@@ -15,7 +15,7 @@ export function FeeTokens() {
   return (
     <section>
       <h2>Fee tokens</h2>
-      <p class="hint">From the configuration (<code>chains[].relayer.feeTokens</code>); prices are fixed rates in the native currency.</p>
+      <p class="hint">From the configuration (<code>chains[].relayer.feeTokens</code>); prices are live (Chainlink feeds, Uniswap v3 TWAPs, then the fixed rate; docs/fee-prices.md) in the native currency. A token without a price is withdrawn from FeeOptions.</p>
       {d.error && <p class="error">{d.error}</p>}
       {d.data?.networks.map((n) => (
         <div class="panel">
@@ -25,7 +25,7 @@ export function FeeTokens() {
           </p>
           <table data-testid={`fees-${n.network}`}>
             <thead>
-              <tr><th>Symbol</th><th>Name</th><th>Decimals</th><th>Contract</th><th>Price (native per token)</th></tr>
+              <tr><th>Symbol</th><th>Name</th><th>Decimals</th><th>Contract</th><th>Price (native per token)</th><th>Source</th></tr>
             </thead>
             <tbody>
               {n.tokens.map((t) => (
@@ -34,7 +34,8 @@ export function FeeTokens() {
                   <td>{t.name}</td>
                   <td>{t.decimals}</td>
                   <td><code>{t.contractAddress ?? 'native'}</code></td>
-                  <td>{t.nativePrice}</td>
+                  <td>{t.nativePrice ?? <span class="error">withdrawn</span>}</td>
+                  <td>{t.priceSource ?? t.priceError}</td>
                 </tr>
               ))}
             </tbody>
@@ -67,6 +68,7 @@ interface HealthNetwork {
     queue: { queued: number; sent: number };
     inclusion: { mined: number; within: number; blocks: number; windowSec: number };
     unpaid: { shortfalls: number; bars: RelayBar[] };
+    prices?: { symbol: string; ok: boolean; nativePrice?: string; source?: string; reason?: string }[];
   } | null;
 }
 
@@ -147,6 +149,17 @@ export function Health() {
                   ))}
                 </tbody>
               </table>
+              {n.relayer.prices && (
+                <p data-testid="prices">
+                  Fee-token prices (native per token):{' '}
+                  {n.relayer.prices.map((p, i) => (
+                    <span>
+                      {i > 0 && ' · '}
+                      {p.symbol} {p.ok ? <>{p.nativePrice} ({p.source})</> : <span class="error">withdrawn: {p.reason}</span>}
+                    </span>
+                  ))}
+                </p>
+              )}
               <p data-testid="unpaid">
                 Mined without their fee: <strong>{n.relayer.unpaid.shortfalls}</strong> meta-transactions.
                 {n.relayer.unpaid.bars.length > 0 && ' Barred from fee-paid relaying:'}

@@ -20,7 +20,7 @@ async function relayerCall<T>(fn: () => Promise<T>): Promise<T> {
 
 const message = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err));
 
-/** Fee tokens and prices from the config, and the health of each network. */
+/** Fee tokens and their live prices, and the health of each network. */
 export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
   const relayerOf = (chainID: string) => {
     const chainId = chainIdArg(s, chainID);
@@ -37,14 +37,29 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
     FeeTokens: method({
       input: NoArgs,
       handler: async () => ({
-        networks: [...s.relayers.values()].map((r) => ({
-          chainId: r.chainId,
-          network: r.deps.chain.name,
-          isFeeRequired: r.isFeeRequired,
-          paymentAddress: r.paymentAddress,
-          feeMarkup: r.deps.config.feeMarkup,
-          tokens: r.feeTokens.map((t) => ({ ...feeTokenWire(r.chainId, t), nativePrice: t.nativePrice })),
-        })),
+        networks: await Promise.all(
+          [...s.relayers.values()].map(async (r) => {
+            // The live price (null when the token has none now and is withdrawn), with where it came from.
+            const prices = await r.priceStatus().catch(() => null);
+            return {
+              chainId: r.chainId,
+              network: r.deps.chain.name,
+              isFeeRequired: r.isFeeRequired,
+              paymentAddress: r.paymentAddress,
+              feeMarkup: r.deps.config.feeMarkup,
+              tokens: r.feeTokens.map((t, i) => {
+                const p = prices?.[i];
+                return {
+                  ...feeTokenWire(r.chainId, t),
+                  nativePrice: p?.ok ? p.nativePrice : null,
+                  fixedPrice: t.nativePrice ?? null,
+                  priceSource: p?.ok ? p.source : null,
+                  priceError: p ? (p.ok ? null : p.reason) : 'the price read failed',
+                };
+              }),
+            };
+          }),
+        ),
       }),
     }),
     /** Takes a sender out of rotation (it settles what it has open) or puts it back. */

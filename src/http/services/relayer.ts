@@ -206,9 +206,11 @@ export function relayerService(s: Services): ServiceDef {
             const r = relayerFor(s, ctx);
             const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data);
             return {
-              options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit })),
+              // metarelay extras: the price each option was computed at, and the tokens withdrawn for want of one.
+              options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit, price: o.price })),
               sponsored: out.sponsored,
               quote: out.quote,
+              unpriced: out.unpriced.map((u) => ({ token: feeTokenWire(r.chainId, u.token), reason: u.reason })),
             };
           }),
       }),

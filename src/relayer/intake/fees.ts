@@ -17,16 +17,54 @@ export function parseDecimal(text: string): Fraction {
   return { num: BigInt(int + frac), den: 10n ** BigInt(frac.length) };
 }
 
-/** How the relayer learns what a fee token is worth in the native currency. Fixed rates from config by default. */
+/** Where a fee token's price came from: a live source (feed or pool address) or the configured fixed rate. */
+export type PriceOrigin = 'chainlink' | 'uniswapV3' | 'fixed';
+
+/** A fee token's price in the native currency, or why it has no trustworthy one now. */
+export type PriceResult =
+  | {
+      ok: true;
+      /** Native currency per whole token. */
+      price: Fraction;
+      source: PriceOrigin;
+      /** The feed or pool read; null for a fixed rate. */
+      address: string | null;
+      /** The block the price was read at; null for a fixed rate. */
+      block: bigint | null;
+      /** Sources tried before this one and why they were passed over. */
+      skipped: string[];
+    }
+  | { ok: false; reason: string };
+
+/**
+ * How the relayer learns what each fee token is worth in the native currency (src/relayer/intake/prices/
+ * reads live feeds and pools; `fixedPrices` only the configured rates). Keyed by tokenKey.
+ */
 export interface PriceSource {
-  nativePrice(chainId: number, token: FeeTokenConfig): Promise<Fraction>;
+  prices(chainId: number, tokens: readonly FeeTokenConfig[]): Promise<Map<string, PriceResult>>;
+}
+
+/** The configured fixed rate of a token, if it has one. */
+export function fixedPrice(token: FeeTokenConfig, skipped: string[] = []): PriceResult {
+  if (token.nativePrice === undefined) return { ok: false, reason: skipped.length ? skipped.join('; ') : 'no price source' };
+  const price = parseDecimal(token.nativePrice);
+  if (price.num <= 0n) return { ok: false, reason: [...skipped, 'the fixed nativePrice is zero'].join('; ') };
+  return { ok: true, price, source: 'fixed', address: null, block: null, skipped };
 }
 
 export const fixedPrices: PriceSource = {
-  async nativePrice(_chainId, token) {
-    return parseDecimal(token.nativePrice);
+  async prices(_chainId, tokens) {
+    return new Map(tokens.map((t) => [tokenKey(t), fixedPrice(t)]));
   },
 };
+
+/** A fraction as a decimal string of at most `digits` fractional digits (rounded down), trailing zeros trimmed. */
+export function fractionToDecimal(f: Fraction, digits = 18): string {
+  const scaled = (f.num * 10n ** BigInt(digits)) / f.den;
+  const int = scaled / 10n ** BigInt(digits);
+  const frac = (scaled % 10n ** BigInt(digits)).toString().padStart(digits, '0').replace(/0+$/, '');
+  return frac ? `${int}.${frac}` : `${int}`;
+}
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 

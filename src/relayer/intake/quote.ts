@@ -9,6 +9,9 @@ export const QuotePayload = z.object({
   k: z.string(),
   g: z.string().regex(/^\d+$/),
   o: z.record(z.string(), z.string().regex(/^\d+$/)),
+  /** The price each token was quoted at (native per whole token, "num/den"), and the block it was read at. */
+  p: z.record(z.string(), z.string().regex(/^\d+\/\d+$/)).optional(),
+  b: z.string().regex(/^\d+$/).optional(),
   e: z.number().int(),
 });
 export type QuotePayload = z.infer<typeof QuotePayload>;
