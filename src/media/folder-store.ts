@@ -48,13 +48,8 @@ export function folderBlobStore(root: string): BlobStore {
       }
     },
     async getRange(key, start, end) {
-      let fh;
-      try {
-        fh = await open(pathOf(key), 'r');
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
+      const fh = await openIfThere(pathOf(key));
+      if (!fh) return undefined;
       try {
         const buf = Buffer.alloc(end - start + 1);
         const { bytesRead } = await fh.read(buf, 0, buf.length, start);
@@ -65,13 +60,8 @@ export function folderBlobStore(root: string): BlobStore {
     },
     async stream(key, range) {
       // Opened before it is handed out, so a missing blob is an answer, not a stream error.
-      let fh;
-      try {
-        fh = await open(pathOf(key), 'r');
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
+      const fh = await openIfThere(pathOf(key));
+      if (!fh) return undefined;
       return createReadStream('', { fd: fh, autoClose: true, ...(range ? { start: range.start, end: range.end } : {}) });
     },
     async size(key) {
@@ -93,4 +83,14 @@ export function folderBlobStore(root: string): BlobStore {
     },
     close() {},
   };
+}
+
+/** The file opened for reading, or undefined when it does not exist. */
+async function openIfThere(path: string) {
+  try {
+    return await open(path, 'r');
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    throw err;
+  }
 }
