@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,14 +12,7 @@ import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB, TEST_PG_URL, pgUrlFor } from './support/env.ts';
 import { QUOTE_SECRET, SENDER_KEYS } from './support/relayer-env.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const p = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return p;
-}
+import { freePort } from './support/ports.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'metarelay-doctor-'));
 let chain: TokenChain;

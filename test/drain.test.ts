@@ -7,7 +7,6 @@
 // after the first has exited.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +25,7 @@ import { TEST_DB } from './support/env.ts';
 import { PAYEE, QUOTE_SECRET, SENDER_KEYS, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, expectClean, mintBundles, sendAll, waitFor, type LoadItem } from './support/relay-load.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
+import { freePort } from './support/ports.ts';
 
 const USERS = 15;
 const SPACES = 2;
@@ -36,14 +36,6 @@ let token: Address;
 let accessKey: string;
 const children: LongRunning[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'metarelay-drain-'));
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const p = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return p;
-}
 
 function configFile(name: string, port: number): string {
   const file = join(dir, `${name}.json`);

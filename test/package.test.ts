@@ -1,6 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,15 +7,7 @@ import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
 import { ANVIL_DEPLOYER_KEY } from '../src/devchain/samples.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
-
-async function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => r(port));
-    });
-  });
-}
+import { freePort } from './support/ports.ts';
 
 // npm run from `npm test` exports its own settings (npm_config_*): a nested npm must not inherit them.
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));

@@ -6,7 +6,6 @@
 // balance exactly what was minted), sender nonces contiguous.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +24,7 @@ import { TEST_DB } from './support/env.ts';
 import { PAYEE, QUOTE_SECRET, SENDER_KEYS, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, expectClean, mintBundles, sendAll, waitFor, type LoadItem } from './support/relay-load.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
+import { freePort } from './support/ports.ts';
 
 const USERS = 50;
 const SPACES = 4;
@@ -38,14 +38,6 @@ let port: number;
 let intakeConfig: string;
 let fullConfig: string;
 let child: LongRunning | undefined;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const p = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return p;
-}
 
 beforeAll(async () => {
   chain = await startTokenChain();

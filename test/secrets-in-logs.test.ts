@@ -1,5 +1,4 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,15 +8,7 @@ import { projectRepo } from '../src/store/projects.ts';
 import { startCli } from './support/cli.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from './support/ports.ts';
 
 describe('redactSecrets', () => {
   it('masks keys by shape and by position, and leaves other text alone', () => {

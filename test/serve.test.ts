@@ -1,5 +1,4 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,15 +11,7 @@ import { startCli } from './support/cli.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { rpc, startTestService } from './support/service.ts';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from './support/ports.ts';
 
 let anvil: AnvilHandle;
 beforeAll(async () => {
