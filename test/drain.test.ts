@@ -11,21 +11,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPublicClient, http, type Address } from 'viem';
-import { deploySequenceV2Context } from '../src/devchain/index.ts';
 import { rpcCall } from '../src/devchain/rpc.ts';
-import { sponsorRepo } from '../src/relayer/intake/sponsors.ts';
 import { FINAL_STATUSES } from '../src/relayer/store.ts';
-import { accessKeyRepo } from '../src/store/access-keys.ts';
 import { openDb, type Db } from '../src/store/db.ts';
-import { projectRepo } from '../src/store/projects.ts';
 import { setAutomine } from './support/anvil-control.ts';
 import { startCli, type LongRunning } from './support/cli.ts';
-import { createTestDb, type TestDb } from './support/db.ts';
+import type { TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { PAYEE, QUOTE_SECRET, SENDER_KEYS, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, expectClean, mintBundles, sendAll, waitFor, type LoadItem } from './support/relay-load.ts';
-import { startTokenChain, type TokenChain } from './support/token-chain.ts';
+import type { TokenChain } from './support/token-chain.ts';
 import { freePort } from './support/ports.ts';
+import { startSponsoredChain } from './support/sponsored-chain.ts';
 
 const USERS = 15;
 const SPACES = 2;
@@ -69,13 +66,7 @@ function configFile(name: string, port: number): string {
 }
 
 beforeAll(async () => {
-  chain = await startTokenChain();
-  await deploySequenceV2Context(chain.anvil.rpcUrl);
-  [token] = await chain.deploy([{ contract: 'DevERC20', args: ['Fee USD', 'FUSD'] }]);
-  testDb = await createTestDb();
-  const project = await projectRepo(testDb.db).create(`drain-${Math.random().toString(36).slice(2, 8)}`);
-  accessKey = (await accessKeyRepo(testDb.db).create(project.id, 'drain')).key;
-  await sponsorRepo(testDb.db).add({ projectId: project.id, chainId: chain.chainConfig.chainId, kind: 'CONTRACT', address: token.toLowerCase() as Address, name: 'token', active: true });
+  ({ chain, token, testDb, accessKey } = await startSponsoredChain('drain'));
 }, 120_000);
 
 afterAll(async () => {
