@@ -6,6 +6,7 @@ import type { AppConfig } from '../../config/schema.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { ContractInfoService } from '../contracts/contracts.ts';
+import { PollLoop } from '../../util/poll-loop.ts';
 import { enumerateTokens } from './enumerate.ts';
 import { isRetryable, type FetchFailureReason } from '../errors.ts';
 import type { TokenMetadataService } from '../tokens/resolver.ts';
@@ -31,48 +32,25 @@ const isContractItem = (item: string) => /^0x[0-9a-f]{40}$/.test(item);
  */
 export class TaskWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly loop = new PollLoop(
+    async () => (await this.tick()) > 0,
+    () => this.d.config.refresh.pollMs,
+    (err) => this.d.log.error({ err }, 'refresh worker cycle failed'),
+  );
 
   constructor(private readonly d: WorkerDeps) {}
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.loop.stop();
   }
 
   /** Ends the idle wait early (new work was just queued in this process). */
   nudge(): void {
-    this.wake?.();
-  }
-
-  private async run() {
-    while (this.running) {
-      let worked = 0;
-      try {
-        worked = await this.tick();
-      } catch (err) {
-        this.d.log.error({ err }, 'refresh worker cycle failed');
-      }
-      if (!worked && this.running) {
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, this.d.config.refresh.pollMs);
-          this.wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-        this.wake = undefined;
-      }
-    }
+    this.loop.wake();
   }
 
   /** One cycle: list the tokens of one refreshAll task, then process one batch of items. */
