@@ -1,0 +1,60 @@
+import type { Db, Queryable } from '../../store/db.ts';
+import { normalise, type MetaTxnRow } from '../store.ts';
+import { fromJson, toJson, type Precondition } from './conditions.ts';
+
+/** What a waiting meta-transaction waits for (written with its meta_txns row, in the same transaction). */
+export interface NewWait {
+  conditions: Precondition[];
+  deadline: Date;
+  quote: string | null;
+}
+
+export interface Waiting {
+  row: MetaTxnRow;
+  conditions: Precondition[];
+  deadline: Date;
+  quote: string | null;
+  expired: boolean;
+}
+
+export function waitRepo(db: Db) {
+  return {
+    /** Called inside the intake transaction that inserts the PENDING_PRECONDITION row. */
+    async insert(q: Queryable, chainId: number, metaTxnId: string, w: NewWait) {
+      // A DROPPED meta-transaction sent again starts over under the same id.
+      await q.query('DELETE FROM meta_txn_waits WHERE chain_id = $1 AND meta_txn_id = $2', [chainId, metaTxnId]);
+      await q.query('INSERT INTO meta_txn_waits (chain_id, meta_txn_id, conditions, deadline, quote) VALUES ($1, $2, $3, $4, $5)', [
+        chainId,
+        metaTxnId,
+        toJson(w.conditions),
+        w.deadline,
+        w.quote,
+      ]);
+    },
+
+    /** Every meta-transaction of a chain still waiting, oldest first, with whether its deadline has passed (by the database's clock). */
+    async waiting(chainId: number, limit: number): Promise<Waiting[]> {
+      const r = await db.query<Record<string, unknown> & { w_conditions: string; w_deadline: string | Date; w_quote: string | null; w_expired: boolean }>(
+        `SELECT m.*, w.conditions AS w_conditions, w.deadline AS w_deadline, w.quote AS w_quote, (w.deadline <= now()) AS w_expired
+         FROM meta_txns m JOIN meta_txn_waits w ON w.chain_id = m.chain_id AND w.meta_txn_id = m.id
+         WHERE m.chain_id = $1 AND m.status = 'PENDING_PRECONDITION' ORDER BY m.queued_at, m.id LIMIT $2`,
+        [chainId, limit],
+      );
+      return r.rows.map(({ w_conditions, w_deadline, w_quote, w_expired, ...row }) => ({
+        row: normalise(row),
+        conditions: fromJson(w_conditions),
+        deadline: new Date(w_deadline),
+        quote: w_quote,
+        expired: w_expired === true,
+      }));
+    },
+
+    /** The conditions of one meta-transaction (for its receipt), if it has any. */
+    async of(chainId: number, metaTxnId: string): Promise<{ conditions: Precondition[]; deadline: Date } | undefined> {
+      const r = await db.query<{ conditions: string; deadline: string | Date }>('SELECT conditions, deadline FROM meta_txn_waits WHERE chain_id = $1 AND meta_txn_id = $2', [chainId, metaTxnId]);
+      const w = r.rows[0];
+      return w ? { conditions: fromJson(w.conditions), deadline: new Date(w.deadline) } : undefined;
+    },
+  };
+}
+export type WaitRepo = ReturnType<typeof waitRepo>;
