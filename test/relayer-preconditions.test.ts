@@ -71,7 +71,7 @@ describe('preconditions that come true later', () => {
   let other: Address;
 
   beforeAll(async () => {
-    env = await startRelayerEnv({ relayer: { maxQueuedPerWallet: 3, preconditionTimeoutSec: 600 } });
+    env = await startRelayerEnv({ relayer: { maxQueuedPerWallet: 3, preconditionTimeoutSec: 600, maxPendingPreconditions: 6 } });
     [other] = await env.chain.deploy([{ contract: 'DevERC20', args: ['Other', 'OTH'] }]);
     await sponsor(env, 'CONTRACT', env.token);
   }, 120_000);
@@ -227,6 +227,22 @@ describe('preconditions that come true later', () => {
     expect(receipt.revertReason).toMatch(/preconditions hold, but it is not relayed/);
     expect(await sent(env)).toBe(before.sent);
     expect(await env.public.getBalance({ address: PAYEE })).toBe(before.payee);
+  });
+
+  it('caps the meta-transactions waiting on the chain (all are read every block): past maxPendingPreconditions, new ones are refused', async () => {
+    const waiting = async () => Number((await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE status = 'PENDING_PRECONDITION'`)).rows[0].n);
+    const sendWaiting = async () => {
+      const u = user();
+      const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [tokenCall(env.token, 'approve', PAYEE, 1n)], deployed: false });
+      const r = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 10n ** 30n)] }, key(env));
+      return { r, id: b.id };
+    };
+    for (let n = await waiting(); n < 6; n++) expect((await sendWaiting()).r.status).toBe(200);
+    const over = await sendWaiting();
+    expect(over.r.status).toBe(409);
+    expect(over.r.body.cause).toMatch(/already has 6 meta-transactions waiting on preconditions/);
+    expect(await stored(env, over.id)).toBeUndefined();
+    expect(await waiting()).toBe(6);
   });
 
   it('refuses a 7702 authorization on FeeOptions and SendMetaTxn with InvalidArgument naming the field', async () => {

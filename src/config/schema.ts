@@ -84,6 +84,8 @@ export const RelayerChainConfigSchema = z.object({
   preconditionTimeoutSec: z.number().int().positive().max(7 * 86_400).default(3_600),
   /** Preconditions one meta-transaction may carry (every one is read once per block while it waits). */
   maxPreconditions: z.number().int().min(1).max(64).default(8),
+  /** Meta-transactions of the chain waiting on preconditions at once (all are read every block); past it, new ones are refused. */
+  maxPendingPreconditions: z.number().int().min(1).max(20_000).default(2_000),
   /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
   maxNonceAhead: z.number().int().min(0).max(1024).default(8),
   /** Meta-transactions one wallet may have queued or in flight at once. */

@@ -287,7 +287,10 @@ export class ChainRelayer {
     const id = bareId(pre.call.id);
     return this.enqueue(args, pre.call, { used: 0n, gasLimit: 0n }, funding, {
       status: 'PENDING_PRECONDITION',
-      also: (q) => waits.insert(q, this.chainId, id, { conditions, deadline: new Date(Date.now() + this.deps.config.preconditionTimeoutSec * 1000), quote: args.quote ?? null }),
+      also: (q) => {
+        const c = this.deps.config;
+        return waits.insert(q, this.chainId, id, { conditions, deadline: new Date(Date.now() + c.preconditionTimeoutSec * 1000), quote: args.quote ?? null }, c.maxPendingPreconditions);
+      },
     });
   }
 

@@ -10,8 +10,6 @@ import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { describe, holds, readsOf, type Precondition } from './conditions.ts';
 import type { WaitRepo, Waiting } from './store.ts';
 
-/** Waiting meta-transactions read per pass; the rest (a queue this long is abuse) wait for the next. */
-const MAX_WAITING = 2_000;
 /** Admissions (each a simulation) per block; the rest are taken at the next block. */
 const ADMIT_PER_BLOCK = 32;
 /** Reads per eth_call: all of a chain's preconditions in one Multicall3 call unless there are very many. */
@@ -62,7 +60,8 @@ export class PreconditionChecker {
     this.poked = false;
     this.readAt = Date.now();
     if (fresh) this.judged = { head, ids: new Set() };
-    const waiting = await this.deps.waits.waiting(this.chainId, MAX_WAITING);
+    // Intake keeps their number within maxPendingPreconditions, so every one is read.
+    const waiting = await this.deps.waits.waiting(this.chainId, this.relayer.deps.config.maxPendingPreconditions);
     // Between blocks nothing that was judged can have started to hold: only deadlines and newcomers are looked at.
     const due = waiting.filter((w) => w.expired || !this.judged.ids.has(w.row.id));
     if (due.length === 0) return;

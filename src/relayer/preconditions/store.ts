@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../../store/db.ts';
-import { normalise, type MetaTxnRow } from '../store.ts';
+import { QueueFull, normalise, type MetaTxnRow } from '../store.ts';
 import { fromJson, toJson, type Precondition } from './conditions.ts';
 
 /** What a waiting meta-transaction waits for (written with its meta_txns row, in the same transaction). */
@@ -19,8 +19,14 @@ export interface Waiting {
 
 export function waitRepo(db: Db) {
   return {
-    /** Called inside the intake transaction that inserts the PENDING_PRECONDITION row. */
-    async insert(q: Queryable, chainId: number, metaTxnId: string, w: NewWait) {
+    /**
+     * Called inside the intake transaction that inserts the PENDING_PRECONDITION row (which holds the
+     * chain's intake lock, so concurrent sends cannot all pass the cap); throws QueueFull past `max`.
+     */
+    async insert(q: Queryable, chainId: number, metaTxnId: string, w: NewWait, max: number) {
+      const n = Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status = 'PENDING_PRECONDITION'`, [chainId])).rows[0].n);
+      // The row being inserted is counted already.
+      if (n > max) throw new QueueFull(`the relayer already has ${max} meta-transactions waiting on preconditions on this chain; send it once they hold, or later`);
       // A DROPPED meta-transaction sent again starts over under the same id.
       await q.query('DELETE FROM meta_txn_waits WHERE chain_id = $1 AND meta_txn_id = $2', [chainId, metaTxnId]);
       await q.query('INSERT INTO meta_txn_waits (chain_id, meta_txn_id, conditions, deadline, quote) VALUES ($1, $2, $3, $4, $5)', [
@@ -47,13 +53,6 @@ export function waitRepo(db: Db) {
         quote: w_quote,
         expired: w_expired === true,
       }));
-    },
-
-    /** The conditions of one meta-transaction (for its receipt), if it has any. */
-    async of(chainId: number, metaTxnId: string): Promise<{ conditions: Precondition[]; deadline: Date } | undefined> {
-      const r = await db.query<{ conditions: string; deadline: string | Date }>('SELECT conditions, deadline FROM meta_txn_waits WHERE chain_id = $1 AND meta_txn_id = $2', [chainId, metaTxnId]);
-      const w = r.rows[0];
-      return w ? { conditions: fromJson(w.conditions), deadline: new Date(w.deadline) } : undefined;
     },
   };
 }
