@@ -154,6 +154,20 @@ describe('preconditions that come true later', () => {
     expect(await stored(env, b.id)).toBeUndefined();
   });
 
+  it('refuses at once a waiting bundle whose signature does not verify: that does not depend on any precondition', async () => {
+    const u = user();
+    const forged = await signedBundle({ signerKey: newSigner().privateKey, wallet: u.wallet, chainId: env.chainId, txs: [tokenCall(env.token, 'transfer', PAYEE, 1n)], deployed: false });
+    const r = await env.call(
+      'SendMetaTxn',
+      { call: { walletAddress: u.wallet.address, contract: forged.entrypoint, input: forged.input }, preconditions: [erc20Balance(env, u.wallet.address, env.token, 1n)] },
+      key(env),
+    );
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('SimulationFailed');
+    expect(r.body.cause).toMatch(/InvalidSignature/);
+    expect(await stored(env, forged.id)).toBeUndefined();
+  });
+
   it('counts a waiting meta-transaction against the per-wallet limit and holds its nonce', async () => {
     const u = user();
     const before = await sent(env);
