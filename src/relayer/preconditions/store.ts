@@ -17,6 +17,12 @@ export interface Waiting {
   expired: boolean;
 }
 
+/** How many meta-transactions of a chain wait on preconditions now (RuntimeStatus `queue.waiting`). */
+export async function waitingCount(db: Db, chainId: number): Promise<number> {
+  const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status = 'PENDING_PRECONDITION'`, [chainId]);
+  return Number(r.rows[0].n);
+}
+
 export function waitRepo(db: Db) {
   return {
     /**
