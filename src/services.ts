@@ -31,6 +31,8 @@ import { RelayEvents } from './relayer/events.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
 import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
+import { PreconditionChecker } from './relayer/preconditions/checker.ts';
+import { waitRepo } from './relayer/preconditions/store.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
 import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
@@ -186,6 +188,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db);
   const bars = barRepo(db);
+  const waits = waitRepo(db);
   const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {
     max: config.relayer.maxReceiptWaiters,
     perAddress: config.relayer.maxReceiptWaitersPerAddress,
@@ -210,10 +213,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       bars,
       log,
       metrics,
-      onQueued: () => dispatcher.nudge(),
+      onQueued: () => {
+        preconditions.poke();
+        dispatcher.nudge();
+      },
       approveSponsorship: approvalClient(post, w.approvalDeadlineMs, log),
+      waits,
     });
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
+    const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head) });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }

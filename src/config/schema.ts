@@ -80,6 +80,12 @@ export const RelayerChainConfigSchema = z.object({
   pollMs: z.number().int().positive().default(500),
   /** A queued meta-transaction waiting on a predecessor (a nonce gap) for this long is DROPPED. */
   queueTimeoutSec: z.number().int().positive().default(300),
+  /** A meta-transaction whose preconditions have not held for this long after SendMetaTxn is DROPPED. */
+  preconditionTimeoutSec: z.number().int().positive().max(7 * 86_400).default(3_600),
+  /** Preconditions one meta-transaction may carry (every one is read once per block while it waits). */
+  maxPreconditions: z.number().int().min(1).max(64).default(8),
+  /** Meta-transactions of the chain waiting on preconditions at once (all are read every block); past it, new ones are refused. */
+  maxPendingPreconditions: z.number().int().min(1).max(20_000).default(2_000),
   /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
   maxNonceAhead: z.number().int().min(0).max(1024).default(8),
   /** Meta-transactions one wallet may have queued or in flight at once. */

@@ -9,7 +9,7 @@ import type { Db } from '../store/db.ts';
  * access keys and sponsorship rules are not chain state and stay. Bars proved by the previous chain's
  * meta-transactions go with it (the dev wallets and signers are the same on every start).
  */
-const CHAIN_TABLES = ['meta_txn_bundles', 'meta_txns', 'relay_txs', 'relay_senders', 'relay_instances', 'relay_bars'] as const;
+const CHAIN_TABLES = ['meta_txn_waits', 'meta_txn_bundles', 'meta_txns', 'relay_txs', 'relay_senders', 'relay_instances', 'relay_bars'] as const;
 
 /** Drops everything the relayer knows about a chain. Run it before the dispatchers start. */
 export async function forgetRelayerChain(db: Db, chainId: number): Promise<void> {

@@ -6,6 +6,7 @@ import { RelayError } from './errors.ts';
 import { setSenderStopped } from './engine/sender-pool.ts';
 import type { ChainRelayer } from './service.ts';
 import type { MetaTxnRepo } from './store.ts';
+import { waitingCount } from './preconditions/store.ts';
 
 export interface HealthDeps {
   db: Db;
@@ -42,15 +43,17 @@ export async function switchSender(db: Db, r: ChainRelayer, index: number, run: 
 
 /** A relayer's senders, queue, inclusion share, unpaid fees and fee-token prices, as RuntimeStatus and the console's Health page show them. */
 export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
-  const [senders, queue, inclusion, unpaid, prices] = await Promise.all([
+  const [senders, queue, waiting, inclusion, unpaid, prices] = await Promise.all([
     senderStatuses(d.db, r),
     d.metaTxns.depth(r.chainId),
+    waitingCount(d.db, r.chainId),
     inclusionStats(d.db, r.chainId),
     unpaidFees(d, r),
     // A token with ok=false is withdrawn from FeeOptions (docs/fee-prices.md).
     r.priceStatus().catch((err: Error) => r.feeTokens.map((t) => ({ symbol: t.symbol, ok: false as const, reason: `the price read failed: ${err.message.split('\n')[0]}` }))),
   ]);
-  return { senders, queue, inclusion, unpaid, prices };
+  // waiting: meta-transactions in PENDING_PRECONDITION (docs/relayer-preconditions.md), beside the queue's QUEUED and SENT.
+  return { senders, queue, waiting, inclusion, unpaid, prices };
 }
 
 /** Fee-paying meta-transactions mined without their fee, and who is barred for it. */

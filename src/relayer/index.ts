@@ -16,3 +16,4 @@ export { bareId } from './intake/bundle.ts';
 export { inclusionStats } from './engine/attempts.ts';
 export { simulateUnsigned } from './intake/simulate.ts';
 export { TRANSACTION_TUPLE } from './abi.ts';
+export { PRECONDITION_TYPES, type PreconditionInput } from './preconditions/conditions.ts';

@@ -16,8 +16,10 @@ import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } fro
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 import { approvedCoverage, type SponsorApprover } from './intake/approval.ts';
 import type { SpendCaps } from './intake/spend-caps.ts';
-import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
+import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
 import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
+import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
+import type { WaitRepo } from './preconditions/store.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
 
@@ -45,6 +47,8 @@ export interface RelayerDeps {
   onQueued?: () => void;
   /** Asks a rule's approval webhook (GasSponsor.webhookUrl); without it, such a rule never sponsors. */
   approveSponsorship?: SponsorApprover;
+  /** Where meta-transactions waiting on preconditions keep them; without it, preconditions are refused. */
+  waits?: WaitRepo;
 }
 
 export interface SendResult {
@@ -239,16 +243,55 @@ export class ChainRelayer {
    * price), and enqueue it within the caller's share of the queue. Nothing is signed here.
    */
   async send(args: SendArgs): Promise<SendResult> {
+    const c = this.deps.config;
+    const conditions = args.preconditions?.length ? checkPreconditions(args.preconditions, this.chainId, c.maxPreconditions) : null;
     const first = this.decode(args.walletAddress, args.contract, args.input);
     const known = await this.deps.metaTxns.find(this.chainId, bareId(first.id));
     if (known && known.status !== 'DROPPED') return { id: known.id, created: false, row: known };
     const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
+    if (conditions) return this.acceptWaiting(args, conditions);
+    const { call, sized, funded } = await this.admit(args, rules);
+    return this.enqueue(args, call, sized, funded);
+  }
 
+  /**
+   * What a meta-transaction must pass to be queued: checked (wallets, nonces, the exact simulation), sized
+   * and funded (a sponsorship charged to its caps, or a fee that covers the price). Run at intake, and again
+   * when a meta-transaction's preconditions hold: it then gets nothing it would not get if sent now.
+   */
+  async admit(args: SendArgs, rules?: SponsorRule[]) {
+    rules ??= await this.rulesOf(args.projectId);
     const checked = await this.check(args);
     const sized = this.size(args, checked);
     const funded = await this.fund(args, rules, checked, sized);
-    return this.enqueue(args, checked.call, sized, funded);
+    return { call: checked.call, sized, funded };
+  }
+
+  /**
+   * Accepts a meta-transaction that waits for preconditions (PENDING_PRECONDITION). Its bundle usually
+   * cannot run yet, so it is sized and funded only when they hold (admit); now it passes what does not
+   * depend on them: the structure, bars, wallets, nonces, and a signature that verifies. It holds its
+   * nonces and counts against its callers' share of the queue from now on.
+   */
+  private async acceptWaiting(args: SendArgs, conditions: Precondition[]): Promise<SendResult> {
+    const waits = this.deps.waits;
+    if (!waits) throw new RelayError('invalidArgument', 'preconditions: not supported by this relayer');
+    const pre = await this.checkCall(args);
+    const sim = await this.simulateCall(args, pre);
+    if (!sim.ok && /InvalidSignature|BadNonce/.test(sim.reason ?? '')) throw new RelayError('simulationFailed', sim.reason!);
+    const payers = [...new Set(structuralFees(pre.call, this.payee(), this.feeTokens).map((p) => p.wallet))];
+    if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
+    // The paying wallet is recorded now, so its one fee-paying meta-transaction at a time includes this one.
+    const funding: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: payers[0] ?? null, refund: async () => {} };
+    const id = bareId(pre.call.id);
+    return this.enqueue(args, pre.call, { used: 0n, gasLimit: 0n }, funding, {
+      status: 'PENDING_PRECONDITION',
+      also: (q) => {
+        const c = this.deps.config;
+        return waits.insert(q, this.chainId, id, { conditions, deadline: new Date(Date.now() + c.preconditionTimeoutSec * 1000), quote: args.quote ?? null }, c.maxPendingPreconditions);
+      },
+    });
   }
 
   /** What costs no node call: a fee or a sponsorship must be there at all, and a caller who did not pay before gets no credit. */
@@ -269,6 +312,14 @@ export class ChainRelayer {
 
   /** Wallets by their code, nonces within the window, then the exact call simulated from a sender. */
   private async check(args: SendArgs) {
+    const pre = await this.checkCall(args);
+    const sim = await this.simulateCall(args, pre);
+    if (!sim.ok) throw new RelayError('simulationFailed', sim.reason ?? 'the bundle reverts');
+    return { ...pre, sim };
+  }
+
+  /** Wallets by their code and nonces within the window (no simulation). */
+  private async checkCall(args: SendArgs) {
     const anonymous = args.projectId == null;
     const [{ call }, gasPrice] = await Promise.all([
       this.recognise(args.walletAddress, args.contract, args.input, true),
@@ -289,18 +340,19 @@ export class ChainRelayer {
       }
     }
     const overrides: NonceOverride[] = call.bundles.filter((b) => b.nonce > 0n && !deployed.has(b.wallet)).map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
-    const gasCap = this.gasCap(anonymous);
-    const sim = await simulateExact(this.client, {
+    return { call, gasPrice, anonymous, overrides };
+  }
+
+  private simulateCall(args: SendArgs, pre: { call: DecodedCall; anonymous: boolean; overrides: NonceOverride[] }) {
+    return simulateExact(this.client, {
       sender: this.senders[0],
-      entrypoint: call.entrypoint,
+      entrypoint: pre.call.entrypoint,
       input: args.input as Hex,
       payee: this.payee(),
       tokens: probeTokens(this.feeTokens),
-      nonces: overrides,
-      gasCap,
+      nonces: pre.overrides,
+      gasCap: this.gasCap(pre.anonymous),
     });
-    if (!sim.ok) throw new RelayError('simulationFailed', sim.reason ?? 'the bundle reverts');
-    return { call, sim, gasPrice, anonymous };
   }
 
   private gasCap(anonymous: boolean): bigint {
@@ -337,7 +389,7 @@ export class ChainRelayer {
     return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0] };
   }
 
-  private async enqueue(args: SendArgs, call: DecodedCall, { used, gasLimit }: Sized, f: Funding): Promise<SendResult> {
+  private async enqueue(args: SendArgs, call: DecodedCall, { used, gasLimit }: Sized, f: Funding, extra: Pick<NewMetaTxn, 'status' | 'also'> = {}): Promise<SendResult> {
     const c = this.deps.config;
     try {
       const { row, created } = await this.deps.metaTxns.insert(
@@ -358,6 +410,7 @@ export class ChainRelayer {
           keyId: args.keyId ?? null,
           clientIp: args.clientIp ?? null,
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
+          ...extra,
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
       );
@@ -423,9 +476,10 @@ export class ChainRelayer {
 }
 
 type Checked = Awaited<ReturnType<ChainRelayer['check']>>;
+export type Admitted = Awaited<ReturnType<ChainRelayer['admit']>>;
 type Sized = ReturnType<ChainRelayer['size']>;
 
-interface Funding {
+export interface Funding {
   sponsored: boolean;
   sponsorId: number | null;
   feeToken: string | null;
@@ -444,6 +498,8 @@ export interface SendArgs {
   contract: string;
   input: string;
   quote?: string;
+  /** Wait in PENDING_PRECONDITION until these hold (checked once per block); DROPPED after preconditionTimeoutSec. */
+  preconditions?: PreconditionInput[];
 }
 
 const UPDATE_IMPLEMENTATION = '0x025b22bc';

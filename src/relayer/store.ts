@@ -2,8 +2,11 @@ import type { Address, Hex } from 'viem';
 import type { Db, Queryable } from '../store/db.ts';
 
 export const FINAL_STATUSES = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED', 'DROPPED']);
-/** Statuses whose wallet nonces are spoken for: a new bundle may not reuse them. */
-export const LIVE_STATUSES = ['QUEUED', 'SENT'];
+/**
+ * Statuses whose wallet nonces are spoken for: a new bundle may not reuse them. They are also what counts
+ * against a caller's share of the queue, so a meta-transaction waiting on preconditions counts too.
+ */
+export const LIVE_STATUSES = ['QUEUED', 'SENT', 'PENDING_PRECONDITION'];
 
 export interface MetaTxnRow {
   chain_id: number;
@@ -94,6 +97,10 @@ export interface NewMetaTxn {
   keyId: number | null;
   clientIp: string | null;
   bundles: { id: string; wallet: Address; space: bigint; nonce: bigint }[];
+  /** PENDING_PRECONDITION: it waits for on-chain preconditions before it is simulated and sent. Default QUEUED. */
+  status?: 'QUEUED' | 'PENDING_PRECONDITION';
+  /** Writes what belongs with the row (its preconditions) in the same transaction. */
+  also?: (q: Queryable) => Promise<void>;
 }
 
 /** How much of the queue one caller may hold (live = queued or sent, not mined yet). */
@@ -233,12 +240,13 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         const r = await tx.query<Record<string, unknown>>(
           `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
              fee_payer, key_id, client_ip)
-           VALUES ($1, $2, $3, $4, $5, $6, 'QUEUED', $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
+           VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
           [
             m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
-            m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp,
+            m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
           ],
         );
+        await m.also?.(tx);
         for (const b of m.bundles) {
           await tx.query(
             `INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $3, $4, $5, $6)

@@ -23,6 +23,7 @@ import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { targetProblem } from '../../events/post.ts';
+import { Preconditions, refuseAuthorization } from './relayer-args.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -200,9 +201,10 @@ export function relayerService(s: Services): ServiceDef {
         },
       }),
       FeeOptions: method({
-        input: z.object({ wallet: Addr, to: Addr, data: Hex, simulate: z.boolean().optional() }).loose(),
+        input: z.object({ wallet: Addr, to: Addr, data: Hex, simulate: z.boolean().optional(), authorization: z.unknown().optional() }).loose(),
         handler: (a, ctx) =>
           run(async () => {
+            refuseAuthorization('authorization', a.authorization);
             const r = relayerFor(s, ctx);
             const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data);
             return {
@@ -217,15 +219,17 @@ export function relayerService(s: Services): ServiceDef {
       SendMetaTxn: method({
         input: z
           .object({
-            call: z.object({ walletAddress: z.string(), contract: z.string(), input: Hex }).loose(),
+            call: z.object({ walletAddress: z.string(), contract: z.string(), input: Hex, authorization: z.unknown().optional() }).loose(),
             quote: z.string().max(4096).optional(),
             projectID: z.number().int().optional(),
-            preconditions: z.array(z.unknown()).optional(),
+            preconditions: Preconditions,
+            authorization: z.unknown().optional(),
           })
           .loose(),
         handler: (a, ctx) =>
           run(async () => {
-            if (a.preconditions?.length) throw new RelayError('invalidArgument', 'preconditions are not supported by this relayer');
+            refuseAuthorization('call.authorization', a.call.authorization);
+            refuseAuthorization('authorization', a.authorization);
             if (a.projectID != null && a.projectID !== ctx.project?.id) {
               throw new RpcError(RelayerErrors.PermissionDenied, 'projectID must be the project of the access key sent');
             }
@@ -238,6 +242,7 @@ export function relayerService(s: Services): ServiceDef {
               contract: a.call.contract,
               input: a.call.input,
               quote: a.quote,
+              preconditions: a.preconditions ?? undefined,
             });
             return { status: true, txnHash: res.id };
           }),
@@ -324,7 +329,7 @@ export function relayerService(s: Services): ServiceDef {
           if (!ctx.project) throw new RpcError(RelayerErrors.Unauthorized, 'access key required');
           const r = relayerFor(s, ctx);
           const p = paging(a.page, 20);
-          const { page, rows } = p.cut(await s.metaTxns.byProject(ctx.project.id, r.chainId, p.offset, p.limit, ['QUEUED', 'SENT']));
+          const { page, rows } = p.cut(await s.metaTxns.byProject(ctx.project.id, r.chainId, p.offset, p.limit, ['PENDING_PRECONDITION', 'QUEUED', 'SENT']));
           return { page, transactions: rows.map((x) => legacyTxn(x)) };
         },
       }),

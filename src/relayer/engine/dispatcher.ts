@@ -34,6 +34,8 @@ export interface DispatcherDeps {
   events: RelayEvents;
   log: Logger;
   metrics?: Metrics;
+  /** Runs every tick with the current head, before ready work is sent (the preconditions checker; it decides what is due). */
+  onHead?: (head: number) => Promise<void>;
 }
 
 interface Plan {
@@ -171,6 +173,8 @@ export class Dispatcher {
       this.head = head;
       this.headHash = block.hash;
     }
+    // Its failure must not stop dispatching: it is tried again at the next tick.
+    await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
     await this.sendReady();
   }
 
