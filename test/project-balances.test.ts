@@ -9,6 +9,7 @@ import { mine, revert, setAutomine, snapshot, txpoolContent, txpoolHashes } from
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { allFinal, deployWallets, mintBundles, sendVia, waitFor, type LoadItem, type User } from './support/relay-load.ts';
 import { holdAmount } from '../src/relayer/balances/index.ts';
+import { rpc } from './support/service.ts';
 
 let env: RelayerEnv;
 let users: User[];
@@ -36,7 +37,7 @@ const take = (n: number) => {
 async function ledger(projectId = env.project.id) {
   const r = await env.services.db.query<{ id: string; kind: string; amount_wei: string; balance_wei: string | null; meta_txn_id: string | null; cost_wei: string | null; txn_hash: string | null; reverses: string | null }>(
     `SELECT id::text AS id, kind, amount_wei::text AS amount_wei, balance_wei::text AS balance_wei, meta_txn_id, cost_wei::text AS cost_wei, txn_hash, reverses::text AS reverses
-       FROM gas_tank_ledger WHERE project_id = $1 AND chain_id = $2 ORDER BY id`,
+       FROM gas_tank_ledger l WHERE project_id = $1 AND chain_id = $2 ORDER BY l.id`,
     [projectId, env.chainId],
   );
   return r.rows;
@@ -319,3 +320,32 @@ describe('project balances: sponsorship', () => {
   }, 120_000);
 });
 
+describe('project balances: the console', () => {
+  const consoleCall = (method: string, body: unknown) => rpc(env.app, `/rpc/Console/${method}`, body, admin());
+
+  it('shows the balance, the ledger of adjustments, debits and reversals, and spend per day, all as stored', async () => {
+    const network = env.services.networks.list().find((c) => c.chainId === env.chainId)!.name;
+    const bal = await consoleCall('GetProjectBalances', { projectId: env.project.id });
+    expect(bal.status, JSON.stringify(bal.body)).toBe(200);
+    const tank = await tankRow();
+    expect(bal.body.balances).toEqual([expect.objectContaining({ chainId: env.chainId, limited: true, tank: expect.objectContaining({ balanceWei: tank.balance_wei }) })]);
+
+    const stored = await ledger();
+    const listed = await consoleCall('ListProjectLedger', { projectId: env.project.id, chainID: network, pageSize: 200 });
+    expect(listed.body.entries.map((e: { id: number; amountWei: string }) => [String(e.id), e.amountWei])).toEqual(stored.map((e) => [e.id, e.amount_wei]).reverse());
+    expect(new Set(listed.body.entries.map((e: { kind: string }) => e.kind))).toEqual(new Set(['adjustment', 'debit', 'reversal']));
+
+    const spend = await consoleCall('ProjectSpendByDay', { projectId: env.project.id, chainID: network, days: 7 });
+    const spentWei = spend.body.days.reduce((a: bigint, d: { spentWei: string }) => a + BigInt(d.spentWei), 0n);
+    expect(spentWei).toBe(-stored.filter((e) => e.kind !== 'adjustment').reduce((a, e) => a + BigInt(e.amount_wei), 0n));
+
+    // Adjusting from the console writes one ledger entry, once per identifier; nonsense writes none.
+    const adj = await consoleCall('AdjustProjectBalance', { projectId: env.project.id, chainID: network, amount: '0.01', identifier: 'console-1' });
+    expect(adj.status, JSON.stringify(adj.body)).toBe(200);
+    await consoleCall('AdjustProjectBalance', { projectId: env.project.id, chainID: network, amount: '0.01', identifier: 'console-1' });
+    expect((await consoleCall('AdjustProjectBalance', { projectId: env.project.id, chainID: network, amount: '0.01.5', identifier: 'console-2' })).status).toBe(400);
+    expect((await ledger()).length).toBe(stored.length + 1);
+    expect(BigInt((await tankRow()).balance_wei)).toBe(BigInt(tank.balance_wei) + parseEther('0.01'));
+    expect((await rpc(env.app, '/rpc/Console/GetProjectBalances', { projectId: env.project.id })).status).toBe(401);
+  });
+});
