@@ -27,6 +27,7 @@ import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
+import { SenderRefill } from './relayer/engine/refill.ts';
 import { RelayEvents } from './relayer/events.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
 import { barRepo, type BarRepo } from './relayer/bars.ts';
@@ -225,7 +226,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       onQueued: () => dispatcher.nudge(),
       approveSponsorship: approvalClient(post, w.approvalDeadlineMs, log),
     });
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
+    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, db, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log) : undefined;
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, refill });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }

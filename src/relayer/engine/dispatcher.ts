@@ -34,6 +34,8 @@ export interface DispatcherDeps {
   events: RelayEvents;
   log: Logger;
   metrics?: Metrics;
+  /** Tops senders below their floor up from a treasury (engine/refill.ts); without it, none is. */
+  refill?: { check(senders: { address: Address; balance: bigint }[]): Promise<void> };
 }
 
 interface Plan {

@@ -54,3 +54,21 @@ CREATE TABLE gas_tank_holds (
 );
 CREATE INDEX gas_tank_holds_tank_idx ON gas_tank_holds (tank_id);
 CREATE INDEX gas_tank_holds_meta_idx ON gas_tank_holds (chain_id, meta_txn_id);
+
+-- Sender refills: a treasury key per chain tops a sender up to a target when it falls below
+-- minSenderBalance (the utility-wallet refill). One row per transfer, shown in RuntimeStatus.
+CREATE TABLE sender_refills (
+  id           BIGSERIAL PRIMARY KEY,
+  chain_id     BIGINT NOT NULL,
+  sender       TEXT NOT NULL,
+  treasury     TEXT NOT NULL,
+  amount_wei   NUMERIC(78, 0) NOT NULL,
+  hash         TEXT NOT NULL,
+  status       TEXT NOT NULL DEFAULT 'PENDING',      -- PENDING | MINED | FAILED
+  error        TEXT,
+  block_number BIGINT,
+  created_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+  updated_at   TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX sender_refills_chain_idx ON sender_refills (chain_id, created_at DESC);
+CREATE INDEX sender_refills_pending_idx ON sender_refills (chain_id, sender) WHERE status = 'PENDING';
