@@ -51,7 +51,19 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   const standing = new Map<string, LedgerEntry>();
   for (const e of entries) if (e.kind === 'debit' && !reversed.has(e.id)) standing.set(e.metaTxnId!, e);
 
-  const projects = [...new Set(rows.map((r) => r.project_id!))];
+  // Most status writes (QUEUED, a first SENT) move no balance: they take no tank lock.
+  const isMined = (r: MetaTxnRow) => MINED.has(r.status) && r.gas_used != null && r.gas_price != null;
+  const posting = rows.filter((r) => {
+    const was = standing.get(r.id);
+    if (!isMined(r)) return !!was;
+    return !(was && was.costWei === BigInt(r.gas_used!) * BigInt(r.gas_price!) && was.txnHash === r.txn_hash && was.gasUsed === r.gas_used);
+  });
+  const released = rows.filter((r) => isMined(r) || r.status === 'DROPPED').map((r) => r.id);
+  if (posting.length === 0) {
+    if (released.length) await q.query('DELETE FROM gas_tank_holds WHERE chain_id = $1 AND meta_txn_id = ANY($2)', [chainId, released]);
+    return;
+  }
+  const projects = [...new Set(posting.map((r) => r.project_id!))];
   const current = await q.query<Record<string, unknown>>(
     `SELECT id, chain_id, project_id, name, unlimited, fee_markup_factor, balance_wei::text AS balance_wei, created_at, updated_at
        FROM gas_tanks WHERE chain_id = $1 AND project_id = ANY($2::bigint[])`,
@@ -59,7 +71,7 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   );
   const tankIdOfProject = new Map(current.rows.map(tankOf).map((t) => [t.projectId!, t.id]));
   // Lock every tank touched, in id order, so two settling processes never wait on each other in a circle.
-  const tankIds = [...new Set([...tankIdOfProject.values(), ...[...standing.values()].map((e) => e.tankId).filter((x): x is number => x != null)])].sort((a, b) => a - b);
+  const tankIds = [...new Set([...tankIdOfProject.values(), ...posting.map((r) => standing.get(r.id)?.tankId).filter((x): x is number => x != null)])].sort((a, b) => a - b);
   const tanks = new Map<number, Tank>();
   for (const id of tankIds) {
     const t = await lockTank(q, id);
@@ -67,22 +79,17 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   }
   const tankFor = (id: number | null | undefined) => (id == null ? null : (tanks.get(id) ?? null));
 
-  const release: string[] = [];
-  for (const r of rows) {
+  for (const r of posting) {
     const was = standing.get(r.id);
-    const mined = MINED.has(r.status) && r.gas_used != null && r.gas_price != null;
     const base = { chainId, projectId: r.project_id, nonce: null, identifier: null, metaTxnId: r.id, usdRate };
-    if (mined) {
-      release.push(r.id);
+    if (isMined(r)) {
       const cost = BigInt(r.gas_used!) * BigInt(r.gas_price!);
-      if (was && was.costWei === cost && was.txnHash === r.txn_hash && was.gasUsed === r.gas_used) continue;
       if (was) await reverse(q, tankFor(was.tankId), was, base);
       const tank = tankFor(tankIdOfProject.get(r.project_id!));
       const charged = tank ? applyFactor(cost, tank.feeMarkupFactor) : cost;
       await post(q, tank, { ...base, kind: 'debit', amountWei: -charged, txnHash: r.txn_hash, gasUsed: r.gas_used, gasPrice: BigInt(r.gas_price!), costWei: cost, reverses: null });
       continue;
     }
-    if (r.status === 'DROPPED') release.push(r.id);
     if (!was) continue;
     const tank = tankFor(was.tankId);
     await reverse(q, tank, was, base);
@@ -91,7 +98,7 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
       await q.query('INSERT INTO gas_tank_holds (tank_id, chain_id, meta_txn_id, amount_wei) VALUES ($1, $2, $3, $4)', [tank.id, chainId, r.id, (-was.amountWei).toString()]);
     }
   }
-  if (release.length) await q.query('DELETE FROM gas_tank_holds WHERE chain_id = $1 AND meta_txn_id = ANY($2)', [chainId, release]);
+  if (released.length) await q.query('DELETE FROM gas_tank_holds WHERE chain_id = $1 AND meta_txn_id = ANY($2)', [chainId, released]);
 }
 
 function reverse(q: Queryable, tank: Tank | null, debit: LedgerEntry, base: { chainId: number; projectId: number | null; nonce: null; identifier: null; metaTxnId: string; usdRate: number | null }) {
