@@ -9,6 +9,9 @@ import { mine, revert, setAutomine, snapshot, txpoolContent, txpoolHashes } from
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { allFinal, deployWallets, mintBundles, sendVia, waitFor, type LoadItem, type User } from './support/relay-load.ts';
 import { holdAmount } from '../src/relayer/balances/index.ts';
+import { balanceHolds } from '../src/relayer/balances/holds.ts';
+import { openDb } from '../src/store/db.ts';
+import { TEST_DB } from './support/env.ts';
 import { rpc } from './support/service.ts';
 
 let env: RelayerEnv;
@@ -318,6 +321,40 @@ describe('project balances: sponsorship', () => {
       await setAutomine(env.rpcUrl, true);
     }
   }, 120_000);
+});
+
+describe('project balances: holds under contention', () => {
+  it('50 holds racing from two database clients (two processes) take exactly what the balance covers, and give it all back', async () => {
+    const p = await env.services.projects.create(`race-${Math.random().toString(36).slice(2, 8)}`);
+    const gasLimit = 100_000n;
+    const gasPrice = 1_000_000_000n;
+    const need = holdAmount(gasLimit, gasPrice, { feeMarkupFactor: '1' });
+    const r = await env.call('AdjustProjectBalance', { projectId: p.id, amount: weiToDecimal(need * 10n), identifier: 'race' }, admin());
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    // PGlite is one process's database: there the second client is the same one.
+    const other = TEST_DB === 'postgres' ? await openDb(env.testDb.location) : env.services.db;
+    try {
+      const clients = [balanceHolds(env.services.db), balanceHolds(other)];
+      const cover = { sponsored: true, ruleIds: [1] };
+      const out = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => clients[i % 2].hold(cover, async () => {}, { projectId: p.id, chainId: env.chainId, metaTxnId: `race-${i}`, gasLimit, gasPrice })),
+      );
+      const won = out.filter((o) => o.cover.sponsored);
+      expect(won).toHaveLength(10);
+      for (const o of out.filter((x) => !x.cover.sponsored)) expect(o.cover.reason).toMatch(/not enough for this bundle/);
+      const held = await env.services.db.query<{ n: string; sum: string }>(
+        'SELECT count(*)::text AS n, COALESCE(SUM(amount_wei), 0)::text AS sum FROM gas_tank_holds h JOIN gas_tanks t ON t.id = h.tank_id WHERE t.project_id = $1',
+        [p.id],
+      );
+      expect(held.rows[0]).toEqual({ n: '10', sum: (need * 10n).toString() });
+      await Promise.all(won.map((o) => o.refund()));
+      expect((await env.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM gas_tank_holds h JOIN gas_tanks t ON t.id = h.tank_id WHERE t.project_id = $1', [p.id])).rows[0].n).toBe('0');
+      // The balance itself never moved: holds set aside, only debits take.
+      expect((await tankRow(p.id)).balance_wei).toBe((need * 10n).toString());
+    } finally {
+      if (other !== env.services.db) await other.close();
+    }
+  });
 });
 
 describe('project balances: the console', () => {
