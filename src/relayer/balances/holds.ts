@@ -2,7 +2,7 @@ import { formatEther } from 'viem';
 import type { Db } from '../../store/db.ts';
 import type { Coverage } from '../intake/sponsors.ts';
 import { applyFactor } from './amounts.ts';
-import { heldWei, tankOfProject, type Tank } from './tanks.ts';
+import { LIVE, heldWei, tankOfProject, type Tank } from './tanks.ts';
 
 /*
  * Intake's side of a project balance. A sponsored bundle of a project with a limited tank is accepted
@@ -68,7 +68,7 @@ export function balanceHolds(db: Db) {
         // Holds whose meta-transaction is long gone are cleared on the way.
         await tx.query(
           `DELETE FROM gas_tank_holds h WHERE h.tank_id = $1 AND h.created_at < now() - interval '2 minutes'
-             AND NOT EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN ('QUEUED', 'SENT'))`,
+             AND NOT EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN (${LIVE}))`,
           [tank.id],
         );
         const r = await tx.query<{ id: string }>('INSERT INTO gas_tank_holds (tank_id, chain_id, meta_txn_id, amount_wei) VALUES ($1, $2, $3, $4) RETURNING id', [

@@ -117,12 +117,18 @@ export async function post(q: Queryable, tank: Tank | null, e: Omit<LedgerEntry,
   return entryOf(r.rows[0]);
 }
 
+/**
+ * Statuses of a meta-transaction that may still be mined, so its hold counts: waiting for its
+ * preconditions (PENDING_PRECONDITION, where the relayer has them), queued, or sent.
+ */
+export const LIVE = `'PENDING_PRECONDITION', 'QUEUED', 'SENT'`;
+
 /** Held for live sponsored meta-transactions of a tank (a hold whose meta-transaction is gone counts only while fresh). */
 export async function heldWei(q: Queryable, tankId: number): Promise<bigint> {
   const r = await q.query<{ held: string }>(
     `SELECT COALESCE(SUM(h.amount_wei), 0)::text AS held FROM gas_tank_holds h
       WHERE h.tank_id = $1 AND (h.created_at > now() - interval '2 minutes'
-        OR EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN ('QUEUED', 'SENT')))`,
+        OR EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN (${LIVE})))`,
     [tankId],
   );
   return BigInt(r.rows[0].held);
