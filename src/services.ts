@@ -27,6 +27,7 @@ import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
+import { SenderRefill } from './relayer/engine/refill.ts';
 import { RelayEvents } from './relayer/events.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './relayer/store.ts';
 import { barRepo, type BarRepo } from './relayer/bars.ts';
@@ -35,6 +36,7 @@ import { PreconditionChecker } from './relayer/preconditions/checker.ts';
 import { waitRepo } from './relayer/preconditions/store.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
+import { projectBalances, type ProjectBalances } from './relayer/balances/index.ts';
 import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
@@ -76,6 +78,8 @@ export interface Services {
   metaTxns: MetaTxnRepo;
   sponsors: SponsorRepo;
   spendCaps: SpendCaps;
+  /** Project balances (gas tanks): their ledger, intake's holds, the debits of mined sponsored meta-transactions. */
+  balances: ProjectBalances;
   /** Wallets, keys and client addresses barred from fee-paid relaying after a fee did not arrive. */
   bars: BarRepo;
   /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
@@ -183,8 +187,16 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
   const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker };
   events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
-  // Every status the relayer writes records a metatxn.status event on the same transaction.
-  const metaTxns: MetaTxnRepo = metaTxnRepo(db, { onStatus: metaTxnStatusEvents(() => metaTxns, bell) });
+  // Every status the relayer writes records a metatxn.status event on the same transaction, and
+  // debits (or reverses, or releases the hold of) a sponsored one's project balance there too.
+  const balances = projectBalances(db, chains, config.chains);
+  const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
+  const metaTxns: MetaTxnRepo = metaTxnRepo(db, {
+    onStatus: async (q, rows) => {
+      await balances.onStatus(q, rows);
+      await statusEvents(q, rows);
+    },
+  });
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db);
   const bars = barRepo(db);
@@ -210,6 +222,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       metaTxns,
       sponsors,
       spendCaps: caps,
+      balances: balances.holds,
       bars,
       log,
       metrics,
@@ -221,7 +234,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       waits,
     });
     const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head) });
+    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, db, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log) : undefined;
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
@@ -268,6 +282,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     metaTxns,
     sponsors,
     spendCaps: caps,
+    balances,
     bars,
     receiptWaiters,
     indexers,

@@ -38,6 +38,7 @@ export function maskedConfig(config: AppConfig): unknown {
     // The address a key signs as tells an operator which key was loaded, and is public anyway.
     c.relayer.senderKeys = c.relayer.senderKeys.map((k: string) => `${MASK} (sender ${privateKeyToAccount(k as Hex).address})`);
     if (c.relayer.senderMnemonic !== undefined) c.relayer.senderMnemonic = MASK;
+    if (c.relayer.refill) c.relayer.refill.treasuryKey = `${MASK} (treasury ${privateKeyToAccount(c.relayer.refill.treasuryKey as Hex).address})`;
   }
   return copy;
 }

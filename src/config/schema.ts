@@ -56,6 +56,11 @@ export const RelayerChainConfigSchema = z.object({
   senderCount: z.number().int().min(1).max(256).default(1),
   /** A sender whose balance (in ether) falls below this takes no new work until topped up. */
   minSenderBalance: Decimal.default('0'),
+  /**
+   * Optional sender refill: a treasury key that tops a sender up to `targetBalance` (ether) when it falls
+   * below minSenderBalance (docs/project-balances.md). Keep the key secret.
+   */
+  refill: z.object({ treasuryKey: PrivateKey, targetBalance: Decimal }).strict().optional(),
   /** Signed transactions a sender may have in flight (not yet mined) at once. */
   maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
   /** Where fees are paid to (default: the first sender). */
@@ -109,6 +114,7 @@ export const RelayerChainConfigSchema = z.object({
   /** Pack up to this many ready meta-transactions of different wallets into one guest-module transaction (1 = off). */
   batchSize: z.number().int().min(1).max(64).default(1),
 }).refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] })
+  .refine((r) => !r.refill || Number(r.refill.targetBalance) > Number(r.minSenderBalance), { message: 'refill.targetBalance must be above minSenderBalance', path: ['refill', 'targetBalance'] })
   .refine((r) => r.nativeUsdFeed || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'chainlink' && p.quote === 'usd')), { message: "a chainlink price quoted in 'usd' needs the relayer's nativeUsdFeed", path: ['nativeUsdFeed'] })
   .refine((r) => r.wrappedNative || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'uniswapV3')), { message: "a uniswapV3 price needs the relayer's wrappedNative", path: ['wrappedNative'] })
   .refine((r) => !r.feeTokens.some((t) => t.address === null && t.prices.length > 0), { message: 'the native fee token is worth exactly 1: it takes no price sources', path: ['feeTokens'] });

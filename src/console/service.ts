@@ -5,6 +5,7 @@ import { consoleAccess } from './access.ts';
 import { adminTokenStore } from './admin-tokens.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { activityMethods } from './methods/activity.ts';
+import { balanceMethods } from './methods/balances.ts';
 import { networkMethods } from './methods/network.ts';
 import { directoryMethods } from './methods/directory.ts';
 import { indexerMethods } from './methods/indexer.ts';
@@ -36,6 +37,7 @@ export function consoleService(s: Services): ServiceDef {
       ...sessionMethods(deps),
       ...projectMethods(deps),
       ...sponsorMethods(deps),
+      ...balanceMethods(deps),
       ...activityMethods(deps),
       ...networkMethods(deps),
       ...indexerMethods(deps),

@@ -1,4 +1,6 @@
-import { formatEther, parseEther } from 'viem';
+import { formatEther, parseEther, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { refillStatus } from './engine/refill.ts';
 import type { Db } from '../store/db.ts';
 import { inclusionStats } from './engine/attempts.ts';
 import type { BarRepo } from './bars.ts';
@@ -43,7 +45,8 @@ export async function switchSender(db: Db, r: ChainRelayer, index: number, run: 
 
 /** A relayer's senders, queue, inclusion share, unpaid fees and fee-token prices, as RuntimeStatus and the console's Health page show them. */
 export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
-  const [senders, queue, waiting, inclusion, unpaid, prices] = await Promise.all([
+  const treasury = r.deps.config.refill ? privateKeyToAccount(r.deps.config.refill.treasuryKey as Hex).address : null;
+  const [senders, queue, waiting, inclusion, unpaid, prices, refills] = await Promise.all([
     senderStatuses(d.db, r),
     d.metaTxns.depth(r.chainId),
     waitingCount(d.db, r.chainId),
@@ -51,9 +54,11 @@ export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
     unpaidFees(d, r),
     // A token with ok=false is withdrawn from FeeOptions (docs/fee-prices.md).
     r.priceStatus().catch((err: Error) => r.feeTokens.map((t) => ({ symbol: t.symbol, ok: false as const, reason: `the price read failed: ${err.message.split('\n')[0]}` }))),
+    // The treasury that tops senders up, and its latest transfers (null when no refill is configured).
+    refillStatus(d.db, r.deps.chain, treasury),
   ]);
   // waiting: meta-transactions in PENDING_PRECONDITION (docs/relayer-preconditions.md), beside the queue's QUEUED and SENT.
-  return { senders, queue, waiting, inclusion, unpaid, prices };
+  return { senders, queue, waiting, inclusion, unpaid, prices, refills };
 }
 
 /** Fee-paying meta-transactions mined without their fee, and who is barred for it. */

@@ -16,6 +16,7 @@ import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } fro
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 import { approvedCoverage, type SponsorApprover } from './intake/approval.ts';
 import type { SpendCaps } from './intake/spend-caps.ts';
+import type { BalanceHolds } from './balances/holds.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
 import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
@@ -39,6 +40,8 @@ export interface RelayerDeps {
   bars?: BarRepo;
   /** Daily spend caps of sponsorship rules; without it, rules have no cap. */
   spendCaps?: SpendCaps;
+  /** Project balances: a project whose limited gas tank cannot cover a bundle does not sponsor it; without it, none is limited. */
+  balances?: BalanceHolds;
   log: Logger;
   /** Fee-token prices; default: a PriceBook over the configured sources (live feeds and pools, then fixed rates). */
   prices?: PriceSource;
@@ -191,7 +194,8 @@ export class ChainRelayer {
     const gasPrice = await this.client.getGasPrice();
     let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, gas, gasPrice, 'feeOptions');
     if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
-    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [] };
+    if (this.deps.balances) cover = await this.deps.balances.fits(projectId, this.chainId, cover, gas, gasPrice);
+    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], notSponsored: null };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
     const board = await this.prices.prices(this.chainId, this.feeTokens);
     const options = [];
@@ -227,7 +231,7 @@ export class ChainRelayer {
       ...(block !== null ? { b: block.toString() } : {}),
       e: Math.floor(Date.now() / 1000) + this.deps.config.quoteTtlSec,
     });
-    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })) };
+    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })), notSponsored: cover.reason ?? null };
   }
 
   /** Every fee token's price now, as RuntimeStatus and the console show it. */
@@ -380,6 +384,8 @@ export class ChainRelayer {
     let refund = async () => {};
     // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
     if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));
+    // A project's limited balance holds what the bundle may cost, or it is not sponsored (balances/holds.ts).
+    if (this.deps.balances) ({ cover, refund } = await this.deps.balances.hold(cover, refund, { projectId: args.projectId, chainId: this.chainId, metaTxnId: bareId(call.id), gasLimit, gasPrice }));
     if (cover.sponsored) return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, refund };
     const payments = structuralFees(call, this.payee(), this.feeTokens);
     const payers = [...new Set(payments.map((p) => p.wallet))];

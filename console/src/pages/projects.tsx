@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, when } from '../api.ts';
 import { useAction, useApi } from '../hooks.ts';
 import { Activity } from './activity.tsx';
+import { Balances } from './balances.tsx';
 import { Sponsors } from './sponsors.tsx';
 import { Webhooks } from './webhooks.tsx';
 
@@ -59,6 +60,7 @@ export function Projects() {
 const TABS: [string, string][] = [
   ['keys', 'Access keys'],
   ['sponsors', 'Sponsorship'],
+  ['balance', 'Balance'],
   ['webhooks', 'Webhooks'],
   ['activity', 'Activity'],
   ['settings', 'Settings'],
@@ -85,6 +87,7 @@ export function ProjectDetail({ projectId, tab }: { projectId: number; tab: stri
       </nav>
       {tab === 'keys' && <Keys projectId={projectId} />}
       {tab === 'sponsors' && <Sponsors projectId={projectId} />}
+      {tab === 'balance' && <Balances projectId={projectId} />}
       {tab === 'webhooks' && <Webhooks projectId={projectId} />}
       {tab === 'activity' && <Activity projectId={projectId} />}
       {tab === 'settings' && <Settings project={project} onChange={list.reload} />}

@@ -24,6 +24,7 @@ import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { targetProblem } from '../../events/post.ts';
 import { Preconditions, refuseAuthorization } from './relayer-args.ts';
+import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -145,7 +146,7 @@ export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
 export function relayerService(s: Services): ServiceDef {
   const anonymous = new IpBuckets(s.config.relayer.anonymousRatePerSec, s.config.relayer.anonymousBurst);
   const PUBLIC = new Set(['Ping', 'Version', 'RuntimeStatus', 'GetSequenceContext', 'GetChainID', 'FeeTokens', 'FeeOptions', 'GetMetaTxnNonce', 'GetMetaTxnReceipt', 'GetMetaTxnStatus', 'Simulate', 'SendMetaTxn']);
-  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender']);
+  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS]);
 
   const load = async (r: ChainRelayer, id: string) => {
     const row = await s.metaTxns.find(r.chainId, id);
@@ -174,6 +175,8 @@ export function relayerService(s: Services): ServiceDef {
       }
     },
     methods: {
+      // Project balances and gas tanks (admin token): relayer-balances.ts.
+      ...balanceMethods(s, (ctx) => relayerFor(s, ctx)),
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
       Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.1', '3f3835f4') }) }),
       GetChainID: method({ input: NoArgs, handler: async (_a, ctx) => ({ chainID: relayerFor(s, ctx).chainId }) }),
@@ -213,6 +216,8 @@ export function relayerService(s: Services): ServiceDef {
               sponsored: out.sponsored,
               quote: out.quote,
               unpriced: out.unpriced.map((u) => ({ token: feeTokenWire(r.chainId, u.token), reason: u.reason })),
+              // Why the bundle is not sponsored (no rule covers it, a cap, the project's balance), when it is not.
+              ...(out.notSponsored ? { notSponsored: out.notSponsored } : {}),
             };
           }),
       }),

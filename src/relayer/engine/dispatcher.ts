@@ -36,6 +36,8 @@ export interface DispatcherDeps {
   metrics?: Metrics;
   /** Runs every tick with the current head, before ready work is sent (the preconditions checker; it decides what is due). */
   onHead?: (head: number) => Promise<void>;
+  /** Tops senders below their floor up from a treasury (engine/refill.ts); without it, none is. */
+  refill?: { check(senders: { address: Address; balance: bigint }[]): Promise<void> };
 }
 
 interface Plan {

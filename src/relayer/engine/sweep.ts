@@ -101,6 +101,8 @@ export class Sweeper {
       );
     }
     d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
+    // Senders below their floor are topped up from the treasury, when one is configured (refill.ts).
+    await d.deps.refill?.check(reads).catch((err: Error) => d.deps.log.warn({ chainId: d.chainId, err: err.message }, 'sender refill failed'));
     if (d.deps.metrics) {
       const depth = await d.deps.metaTxns.depth(d.chainId);
       d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
