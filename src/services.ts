@@ -182,9 +182,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker };
   events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
   // Every status the relayer writes records a metatxn.status event on the same transaction.
-  const metaTxns: MetaTxnRepo = metaTxnRepo(db, { onStatus: metaTxnStatusEvents(() => metaTxns, bell) });
   const sponsors = sponsorRepo(db);
-  const caps = spendCaps(db);
+  const caps = spendCaps(db, sponsors);
+  const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
+  // A sponsored meta-transaction DROPPED gives its sponsorship charges back, on the same transaction.
+  const metaTxns: MetaTxnRepo = metaTxnRepo(db, { onStatus: async (q, rows) => (await statusEvents(q, rows), await caps.onStatus(q, rows)) });
   const bars = barRepo(db);
   const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {
     max: config.relayer.maxReceiptWaiters,

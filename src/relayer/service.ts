@@ -13,9 +13,11 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
-import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
-import { approvedCoverage, type SponsorApprover } from './intake/approval.ts';
-import type { SpendCaps } from './intake/spend-caps.ts';
+import { bundleKey, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
+import { askOnce, type SponsorApprover } from './intake/approval.ts';
+import { decideSponsorship, type Decision } from './intake/decision.ts';
+import { weiToAttoUsd, type Cost, type Stop } from './intake/policy.ts';
+import { OverBudget, type SpendCaps } from './intake/spend-caps.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
 import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 
@@ -35,7 +37,7 @@ export interface RelayerDeps {
   sponsors: SponsorRepo;
   /** Callers barred from fee-paid relaying after a fee did not arrive; without it, nobody is. */
   bars?: BarRepo;
-  /** Daily spend caps of sponsorship rules; without it, rules have no cap. */
+  /** Budgets of sponsorship rules (daily, per wallet, total); without it, rules have none. */
   spendCaps?: SpendCaps;
   log: Logger;
   /** Fee-token prices; default: a PriceBook over the configured sources (live feeds and pools, then fixed rates). */
@@ -148,10 +150,61 @@ export class ChainRelayer {
     return projectId == null ? [] : (await this.deps.sponsors.list(projectId, this.chainId)).filter((r) => r.active);
   }
 
-  /** Covered by the project's rules, within their gas ceilings, and approved by the webhooks of those that have one. */
-  private async sponsorship(projectId: number | null, rules: SponsorRule[], call: DecodedCall, gas: bigint, gasPrice: bigint, stage: 'feeOptions' | 'send'): Promise<Coverage> {
-    if (projectId == null) return { sponsored: false, ruleIds: [], reason: 'no access key: only bundles that pay their own fee are relayed' };
-    return approvedCoverage(call, rules, gas, { chainId: this.chainId, stage, gasPrice }, this.deps.approveSponsorship);
+  /** A cost in wei, and in atto-USD at the native/USD feed's price when there is one (for caps in USD). */
+  private async costOf(wei: bigint): Promise<Cost> {
+    const p = this.prices.nativeUsd ? await this.prices.nativeUsd() : { ok: false as const, reason: 'the relayer has no nativeUsdFeed' };
+    return p.ok ? { wei, usd: weiToAttoUsd(wei, p.price) } : { wei, usd: null, usdMissing: p.reason };
+  }
+
+  /**
+   * Whether the project's rules sponsor the call (intake/decision.ts): covered, within every limit of
+   * the covering rules, and approved by the webhooks of those that have one. Charges nothing.
+   */
+  private async sponsorship(
+    projectId: number | null,
+    rules: SponsorRule[],
+    call: DecodedCall,
+    sizing: { gas: bigint | null; gasPrice: bigint; costWei: bigint },
+    stage: 'feeOptions' | 'send' | 'check',
+    approve: SponsorApprover | undefined = this.deps.approveSponsorship,
+    stopped: Stop[] = [],
+  ): Promise<Decision> {
+    if (projectId == null) return { sponsored: false, ruleIds: [], reason: 'no access key: only bundles that pay their own fee are relayed', stop: null, wallets: [] };
+    const caps = this.deps.spendCaps;
+    return decideSponsorship({
+      call,
+      rules,
+      gas: sizing.gas,
+      gasPrice: sizing.gasPrice,
+      cost: await this.costOf(sizing.costWei),
+      now: new Date(),
+      budgetStops: caps ? (r, w, c) => caps.budgetStops(r, w, c) : undefined,
+      approve,
+      ask: { chainId: this.chainId, stage },
+      stopped,
+    });
+  }
+
+  /**
+   * The console's CheckSponsorship: the decision FeeOptions would take for this call (approval webhooks
+   * asked, stage "check"), costed at `gas` × the gas price now (1 wei without it: is anything left).
+   */
+  async checkSponsorship(projectId: number, one: { wallet: Address; target: Address; data: Hex; value: bigint }, gas: bigint | null) {
+    const wallet = one.wallet.toLowerCase() as Address;
+    // One call of a deployed wallet, as the coverage rules see a leaf.
+    const call: DecodedCall = {
+      id: '0x',
+      kind: 'wallet',
+      entrypoint: wallet,
+      bundles: [{ id: '0x', wallet, space: 0n, nonce: 0n, txs: [], depth: 0 }],
+      leaves: [{ executor: wallet, target: one.target.toLowerCase() as Address, value: one.value, data: one.data.toLowerCase() as Hex, delegateCall: false, revertOnError: true, bundle: 0, index: 0 }],
+      deploys: [],
+      candidates: [],
+    };
+    const rules = await this.deps.sponsors.list(projectId, this.chainId);
+    const gasPrice = await this.client.getGasPrice();
+    const decision = await this.sponsorship(projectId, rules, call, { gas, gasPrice, costWei: gas == null ? 1n : gas * gasPrice }, 'check');
+    return { decision, rules };
   }
 
   /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
@@ -185,9 +238,9 @@ export class ChainRelayer {
       for (const r of results) gas += r.gasUsed;
     });
     const gasPrice = await this.client.getGasPrice();
-    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, gas, gasPrice, 'feeOptions');
-    if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
-    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [] };
+    const cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas, gasPrice, costWei: gas * gasPrice }, 'feeOptions');
+    const sponsorship = sponsorshipWire(cover);
+    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], sponsorship };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
     const board = await this.prices.prices(this.chainId, this.feeTokens);
     const options = [];
@@ -223,7 +276,7 @@ export class ChainRelayer {
       ...(block !== null ? { b: block.toString() } : {}),
       e: Math.floor(Date.now() / 1000) + this.deps.config.quoteTtlSec,
     });
-    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })) };
+    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })), sponsorship };
   }
 
   /** Every fee token's price now, as RuntimeStatus and the console show it. */
@@ -247,8 +300,22 @@ export class ChainRelayer {
 
     const checked = await this.check(args);
     const sized = this.size(args, checked);
-    const funded = await this.fund(args, rules, checked, sized);
-    return this.enqueue(args, checked.call, sized, funded);
+    // Each webhook is asked once per send, even when the bundle is decided again below.
+    const approve = askOnce(this.deps.approveSponsorship);
+    const stopped: Stop[] = [];
+    for (;;) {
+      const funded = await this.fund(args, rules, checked, sized, approve, stopped);
+      try {
+        return await this.enqueue(args, checked.call, sized, funded);
+      } catch (err) {
+        // Another intake spent the budget since the decision: decide again without that rule.
+        if (err instanceof OverBudget && !stopped.some((s) => s.ruleId === err.stop.ruleId)) {
+          stopped.push(err.stop);
+          continue;
+        }
+        throw err;
+      }
+    }
   }
 
   /** What costs no node call: a fee or a sponsorship must be there at all, and a caller who did not pay before gets no credit. */
@@ -320,15 +387,18 @@ export class ChainRelayer {
     return { used, gasLimit };
   }
 
-  /** Sponsored within the rules' gas ceilings and daily caps, or paid by a fee read from the calldata. */
-  private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized): Promise<Funding> {
-    const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, refund: async () => {} };
+  /**
+   * Sponsored within every limit of the covering rules (charged when it is queued), or paid by a fee
+   * read from the calldata. Over a rule's limit, a bundle is not sponsored: it then has to pay like any other.
+   */
+  private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized, approve: SponsorApprover, stopped: Stop[]): Promise<Funding> {
+    const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, charge: null };
     if (!this.isFeeRequired) return none;
-    let cover = await this.sponsorship(args.projectId, rules, call, gasLimit, gasPrice, 'send');
-    let refund = async () => {};
-    // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
-    if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));
-    if (cover.sponsored) return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, refund };
+    const cover = await this.sponsorship(args.projectId, rules, call, { gas: gasLimit, gasPrice, costWei: used * gasPrice }, 'send', approve, stopped);
+    if (cover.sponsored) {
+      const cost = await this.costOf(used * gasPrice);
+      return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, charge: { ruleIds: cover.ruleIds, wallets: cover.wallets, cost } };
+    }
     const payments = structuralFees(call, this.payee(), this.feeTokens);
     const payers = [...new Set(payments.map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
@@ -360,12 +430,12 @@ export class ChainRelayer {
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
+        // The sponsorship is charged in the transaction that queues the meta-transaction: both or neither.
+        f.charge && this.deps.spendCaps ? (tx, r) => this.deps.spendCaps!.charge(tx, { chainId: this.chainId, metaTxnId: r.id, ...f.charge! }) : undefined,
       );
       if (created) this.deps.onQueued?.();
-      else await f.refund();
       return { id: row.id, created, row };
     } catch (err) {
-      await f.refund();
       if (err instanceof NonceTaken || err instanceof QueueFull) throw new RelayError('conflict', err.message);
       throw err;
     }
@@ -431,7 +501,13 @@ interface Funding {
   feeToken: string | null;
   feeValue: bigint | null;
   feePayer: Address | null;
-  refund: () => Promise<void>;
+  /** What to charge the covering rules when it is queued; null when not sponsored. */
+  charge: { ruleIds: number[]; wallets: Address[]; cost: Cost } | null;
+}
+
+/** metarelay's extra in FeeOptions: the rules that cover the bundle, or the first limit that stopped them. */
+export function sponsorshipWire(d: Decision) {
+  return { sponsored: d.sponsored, ruleIds: d.ruleIds, reason: d.reason, stoppedBy: d.stop && { ruleId: d.stop.ruleId, limit: d.stop.limit, reason: d.stop.reason } };
 }
 
 export interface SendArgs {
