@@ -130,7 +130,10 @@ export function staticStop(rule: RuleRef, at: { wallets: readonly Address[]; gas
   if (denied) return stop('walletDenied', `denies wallet ${denied}`);
   const notAllowed = p.allowWallets && at.wallets.find((w) => !p.allowWallets!.includes(w.toLowerCase() as Address));
   if (notAllowed) return stop('walletNotAllowed', `does not allow wallet ${notAllowed}`);
-  if (at.gas != null && rule.maxGas != null && at.gas > BigInt(rule.maxGas)) return stop('maxGasLimit', `has a ceiling of ${rule.maxGas} gas; this needs ${at.gas}`);
+  // The wording predates the other limits; clients match on "ceiling of sponsorship".
+  if (at.gas != null && rule.maxGas != null && at.gas > BigInt(rule.maxGas)) {
+    return { ruleId: rule.id, limit: 'maxGasLimit', reason: `it needs ${at.gas} gas, over the ${rule.maxGas} ceiling of ${label(rule)}` };
+  }
   if (needsUsd(p) && at.cost.usd == null) return stop('noUsdPrice', `has caps in USD, and there is no native/USD price now (${at.cost.usdMissing ?? 'unknown'})`);
   const txn = over(p.txnCap, { wei: 0n, usd: 0n }, at.cost);
   if (txn) return stop('txnCap', `caps one meta-transaction at ${capText(p.txnCap)}; this costs ${money(at.cost.wei, at.cost.usd)}`);
