@@ -57,7 +57,7 @@ describe(`metarelay CLI (${TEST_DB})`, () => {
     expect(JSON.parse(set.stdout)).toMatchObject({ totalBudgetWei: '5000', validUntil: '2030-01-01T00:00:00.000Z', denyWallets: [denied], spentTotalWei: '0' });
     const cleared = await runCli(['sponsors', 'set', String(rule.id), '--project', 'sponsoring', '--total-budget-wei', '', ...dbArgs]);
     expect(JSON.parse(cleared.stdout)).toMatchObject({ totalBudgetWei: null, denyWallets: [denied] });
-    const badCap = await runCli(['sponsors', 'set', String(rule.id), '--project', 'sponsoring', '--txn-cap-wei', '-3', ...dbArgs]);
+    const badCap = await runCli(['sponsors', 'set', String(rule.id), '--project', 'sponsoring', '--txn-cap-wei', '1.5', ...dbArgs]);
     expect(badCap.code).toBe(2);
     expect(badCap.stderr).toContain('txnCapWei: must be a decimal amount of wei');
     // polygon has no relayer with a native/USD feed here: a USD cap is refused, not stored.
