@@ -116,7 +116,7 @@ export function Sponsors({ projectId }: { projectId: number }) {
               <td data-testid={`sponsor-policy-${s.id}`}>{policySummary(s)}</td>
               <td>{s.spentTodayWei} wei{s.spentTodayUsd !== '0' ? ` ($${s.spentTodayUsd})` : ''}</td>
               <td>{s.spentTotalWei} wei{s.spentTotalUsd !== '0' ? ` ($${s.spentTotalUsd})` : ''}</td>
-              <td data-testid={`sponsor-webhook-${s.id}`}>{s.webhookUrl ? <code title={s.webhookUrl}>{short(s.webhookUrl, 24)}</code> : 'none'}{s.webhookAuthTokenSet ? ` · token ${s.webhookAuthToken}` : ''}</td>
+              <td data-testid={`sponsor-webhook-${s.id}`}>{s.webhookUrl ? <code title={s.webhookUrl}>{hostOf(s.webhookUrl)}</code> : 'none'}{s.webhookAuthTokenSet ? ` · token ${s.webhookAuthToken}` : ''}</td>
               <td>
                 <button class="link" data-testid={`sponsor-edit-${s.id}`} onClick={() => setEditing(editing === s.id ? null : s.id)}>{editing === s.id ? 'Close' : 'Edit'}</button>
                 <button onClick={() => remove(s)}>Remove</button>
@@ -136,6 +136,15 @@ export function Sponsors({ projectId }: { projectId: number }) {
     </div>
   );
 }
+
+/** The URL's host (the full URL is the cell's title). */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return short(url, 24);
+  }
+};
 
 function policySummary(s: Sponsor): string {
   const cap = (wei: string | null, usd: string | null) => [wei && `${wei} wei`, usd && `$${usd}`].filter(Boolean).join(' and ');
