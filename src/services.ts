@@ -187,18 +187,20 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
   const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker };
   events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
-  // Every status the relayer writes records a metatxn.status event on the same transaction, and
-  // debits (or reverses, or releases the hold of) a sponsored one's project balance there too.
+  // Every status the relayer writes records a metatxn.status event on the same transaction; a sponsored
+  // one's project balance is debited (or reversed, or its hold released) and a DROPPED one's sponsorship
+  // charges are given back there too.
   const balances = projectBalances(db, chains, config.chains);
+  const sponsors = sponsorRepo(db);
+  const caps = spendCaps(db, sponsors);
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
   const metaTxns: MetaTxnRepo = metaTxnRepo(db, {
     onStatus: async (q, rows) => {
       await balances.onStatus(q, rows);
       await statusEvents(q, rows);
+      await caps.onStatus(q, rows);
     },
   });
-  const sponsors = sponsorRepo(db);
-  const caps = spendCaps(db);
   const bars = barRepo(db);
   const waits = waitRepo(db);
   const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {

@@ -163,7 +163,8 @@ describe('project balances: sponsorship', () => {
     const fo = await env.call('FeeOptions', { wallet: item.user.wallet.address, to: item.bundle.entrypoint, data: item.bundle.input }, { 'x-access-key': env.accessKey });
     expect(fo.status, JSON.stringify(fo.body)).toBe(200);
     expect(fo.body.sponsored).toBe(false);
-    expect(fo.body.notSponsored).toMatch(/balance on this network is 0 /);
+    expect(fo.body.sponsorship).toMatchObject({ sponsored: false, stoppedBy: { limit: 'projectBalance' } });
+    expect(fo.body.sponsorship.reason).toMatch(/balance on this network is 0 /);
 
     const r = await send(item);
     expect(r.status).toBe(402);

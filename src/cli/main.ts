@@ -22,7 +22,8 @@ Usage:
   metarelay keys revoke KEY [--config FILE]
   metarelay admin create [--label TEXT] [--config FILE]       a console/admin token, printed once
   metarelay admin revoke ID [--config FILE]
-  metarelay sponsors add --project NAME --chain C --address A [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name N]
+  metarelay sponsors add --project NAME --chain C --address A [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name N] [policy flags]
+  metarelay sponsors set ID --project NAME [policy flags: --daily-cap-wei, --total-budget-usd, --valid-until, --allow …]
   metarelay sponsors list --project NAME [--chain C]
   metarelay sponsors enable|disable|remove ID --project NAME
   metarelay webhooks add --project NAME --url URL [--events T1,T2|*] [--chains C1,C2] [--description D]

@@ -1,6 +1,7 @@
 import type { Address } from 'viem';
 import { NetworkRegistry } from '../chain/registry.ts';
-import { SponsorConflict, SponsorKind, sponsorRepo } from '../relayer/intake/sponsors.ts';
+import { PolicyError, PolicyFields, SponsorConflict, SponsorKind, mergePolicy, policyPatch, sponsorRepo, sponsorWire } from '../relayer/index.ts';
+import { z } from 'zod';
 import { createServices } from '../services.ts';
 import { projectRepo } from '../store/projects.ts';
 import { parse } from './args.ts';
@@ -23,9 +24,43 @@ export async function runRelayer(argv: string[]) {
 }
 
 const SPONSOR_USAGE = `usage:
-  metarelay sponsors add --project NAME --chain C --address 0x… [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name TEXT]
+  metarelay sponsors add --project NAME --chain C --address 0x… [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name TEXT] [POLICY]
+  metarelay sponsors set ID --project NAME POLICY
   metarelay sponsors list --project NAME [--chain C]
-  metarelay sponsors enable|disable|remove ID --project NAME`;
+  metarelay sponsors enable|disable|remove ID --project NAME
+POLICY ("" clears a value, --allow/--deny "" clears a list; docs/sponsorship.md):
+  --daily-cap-wei N --daily-cap-usd D --wallet-daily-cap-wei N --wallet-daily-cap-usd D
+  --txn-cap-wei N --txn-cap-usd D --total-budget-wei N --total-budget-usd D
+  --valid-from ISO --valid-until ISO --allow 0x…,0x… --deny 0x…,0x…`;
+
+/** CLI flag → policy field (the same names as AddGasSponsor's). */
+const POLICY_FLAGS = {
+  'daily-cap-wei': 'dailyCapWei',
+  'daily-cap-usd': 'dailyCapUsd',
+  'wallet-daily-cap-wei': 'walletDailyCapWei',
+  'wallet-daily-cap-usd': 'walletDailyCapUsd',
+  'txn-cap-wei': 'txnCapWei',
+  'txn-cap-usd': 'txnCapUsd',
+  'total-budget-wei': 'totalBudgetWei',
+  'total-budget-usd': 'totalBudgetUsd',
+  'valid-from': 'validFrom',
+  'valid-until': 'validUntil',
+  allow: 'allowWallets',
+  deny: 'denyWallets',
+} as const;
+
+/** The policy flags given, validated as the admin API validates them. */
+function policyFlags(values: Record<string, unknown>) {
+  const raw: Record<string, unknown> = {};
+  for (const [flag, field] of Object.entries(POLICY_FLAGS)) {
+    const v = values[flag];
+    if (typeof v !== 'string') continue;
+    raw[field] = field.endsWith('Wallets') ? v.split(',').map((x) => x.trim()).filter(Boolean) : v;
+  }
+  const parsed = z.object(PolicyFields).strict().safeParse(raw);
+  if (!parsed.success) throw new UsageError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  return parsed.data;
+}
 
 /** Sponsorship rules of a project, from the command line (the same rules the admin RPC manages). */
 export async function runSponsors(argv: string[]) {
@@ -36,6 +71,7 @@ export async function runSponsors(argv: string[]) {
     address: { type: 'string' },
     kind: { type: 'string' },
     name: { type: 'string' },
+    ...Object.fromEntries(Object.keys(POLICY_FLAGS).map((f) => [f, { type: 'string' as const }])),
   });
   const [sub, idText] = positionals;
   if (!sub || !values.project) throw new UsageError(SPONSOR_USAGE);
@@ -43,6 +79,16 @@ export async function runSponsors(argv: string[]) {
     const project = await projectRepo(db).getByName(values.project!);
     if (!project) throw new UsageError(`no project named "${values.project}"`);
     const sponsors = sponsorRepo(db);
+    const print = (rule: Parameters<typeof sponsorWire>[0]) => console.log(JSON.stringify(sponsorWire(rule)));
+    const policyFor = (chain: number, base?: Parameters<typeof mergePolicy>[0]) => {
+      const relayer = config.chains.find((c) => c.chainId === chain)?.relayer;
+      try {
+        return mergePolicy(base, policyPatch(policyFlags(values)), { usdPriced: relayer?.nativeUsdFeed !== undefined, network: String(chain) }).patch;
+      } catch (err) {
+        if (err instanceof PolicyError) throw new UsageError(err.message);
+        throw err;
+      }
+    };
     const chainId = (input: string | undefined) => {
       if (!input) return null;
       const id = new NetworkRegistry(config.chains).chainIdOf(input);
@@ -62,8 +108,8 @@ export async function runSponsors(argv: string[]) {
         const kind = SponsorKind.safeParse((values.kind ?? 'ANY').toUpperCase());
         if (!kind.success) throw new UsageError(`--kind must be one of ${SponsorKind.options.join(', ')}`);
         try {
-          const rule = await sponsors.add({ projectId: project.id, chainId: chain, kind: kind.data, address: values.address.toLowerCase() as Address, name: values.name ?? '', active: true });
-          console.log(JSON.stringify(rule));
+          const policy = policyFor(chain);
+          print(await sponsors.add({ projectId: project.id, chainId: chain, kind: kind.data, address: values.address.toLowerCase() as Address, name: values.name ?? '', active: true, policy }));
         } catch (err) {
           if (err instanceof SponsorConflict) throw new UsageError(err.message);
           throw err;
@@ -71,13 +117,19 @@ export async function runSponsors(argv: string[]) {
         return;
       }
       case 'list':
-        for (const r of await sponsors.list(project.id, chainId(values.chain))) console.log(JSON.stringify(r));
+        for (const r of await sponsors.list(project.id, chainId(values.chain))) print(r);
         return;
+      case 'set': {
+        const current = await sponsors.get(project.id, id());
+        if (!current) throw new UsageError(`no sponsorship ${idText} in project ${project.name}`);
+        print((await sponsors.update(project.id, current.id, { policy: policyFor(current.chainId, current.policy) }))!);
+        return;
+      }
       case 'enable':
       case 'disable': {
         const rule = await sponsors.update(project.id, id(), { active: sub === 'enable' });
         if (!rule) throw new UsageError(`no sponsorship ${idText} in project ${project.name}`);
-        console.log(JSON.stringify(rule));
+        print(rule);
         return;
       }
       case 'remove':

@@ -14,9 +14,12 @@ import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
-import { approvedCoverage, type SponsorApprover } from './intake/approval.ts';
-import type { SpendCaps } from './intake/spend-caps.ts';
+import { askOnce, type SponsorApprover } from './intake/approval.ts';
+import { decideSponsorship, type Decision } from './intake/decision.ts';
+import { weiToAttoUsd, type Cost, type Stop } from './intake/policy.ts';
+import { OverBudget, type SpendCaps } from './intake/spend-caps.ts';
 import type { BalanceHolds } from './balances/holds.ts';
+import type { Queryable } from '../store/db.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
 import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
@@ -38,7 +41,7 @@ export interface RelayerDeps {
   sponsors: SponsorRepo;
   /** Callers barred from fee-paid relaying after a fee did not arrive; without it, nobody is. */
   bars?: BarRepo;
-  /** Daily spend caps of sponsorship rules; without it, rules have no cap. */
+  /** Budgets of sponsorship rules (daily, per wallet, total); without it, rules have none. */
   spendCaps?: SpendCaps;
   /** Project balances: a project whose limited gas tank cannot cover a bundle does not sponsor it; without it, none is limited. */
   balances?: BalanceHolds;
@@ -155,10 +158,61 @@ export class ChainRelayer {
     return projectId == null ? [] : (await this.deps.sponsors.list(projectId, this.chainId)).filter((r) => r.active);
   }
 
-  /** Covered by the project's rules, within their gas ceilings, and approved by the webhooks of those that have one. */
-  private async sponsorship(projectId: number | null, rules: SponsorRule[], call: DecodedCall, gas: bigint, gasPrice: bigint, stage: 'feeOptions' | 'send'): Promise<Coverage> {
-    if (projectId == null) return { sponsored: false, ruleIds: [], reason: 'no access key: only bundles that pay their own fee are relayed' };
-    return approvedCoverage(call, rules, gas, { chainId: this.chainId, stage, gasPrice }, this.deps.approveSponsorship);
+  /** A cost in wei, and in atto-USD at the native/USD feed's price when there is one (for caps in USD). */
+  private async costOf(wei: bigint): Promise<Cost> {
+    const p = this.prices.nativeUsd ? await this.prices.nativeUsd() : { ok: false as const, reason: 'the relayer has no nativeUsdFeed' };
+    return p.ok ? { wei, usd: weiToAttoUsd(wei, p.price) } : { wei, usd: null, usdMissing: p.reason };
+  }
+
+  /**
+   * Whether the project's rules sponsor the call (intake/decision.ts): covered, within every limit of
+   * the covering rules, and approved by the webhooks of those that have one. Charges nothing.
+   */
+  private async sponsorship(
+    projectId: number | null,
+    rules: SponsorRule[],
+    call: DecodedCall,
+    sizing: { gas: bigint | null; gasPrice: bigint; costWei: bigint },
+    stage: 'feeOptions' | 'send' | 'check',
+    approve: SponsorApprover | undefined = this.deps.approveSponsorship,
+    stopped: Stop[] = [],
+  ): Promise<Decision> {
+    if (projectId == null) return { sponsored: false, ruleIds: [], reason: 'no access key: only bundles that pay their own fee are relayed', stop: null, wallets: [] };
+    const caps = this.deps.spendCaps;
+    return decideSponsorship({
+      call,
+      rules,
+      gas: sizing.gas,
+      gasPrice: sizing.gasPrice,
+      cost: await this.costOf(sizing.costWei),
+      now: new Date(),
+      budgetStops: caps ? (r, w, c) => caps.budgetStops(r, w, c) : undefined,
+      approve,
+      ask: { chainId: this.chainId, stage },
+      stopped,
+    });
+  }
+
+  /**
+   * The console's CheckSponsorship: the decision FeeOptions would take for this call (approval webhooks
+   * asked, stage "check"), costed at `gas` × the gas price now (1 wei without it: is anything left).
+   */
+  async checkSponsorship(projectId: number, one: { wallet: Address; target: Address; data: Hex; value: bigint }, gas: bigint | null) {
+    const wallet = one.wallet.toLowerCase() as Address;
+    // One call of a deployed wallet, as the coverage rules see a leaf.
+    const call: DecodedCall = {
+      id: '0x',
+      kind: 'wallet',
+      entrypoint: wallet,
+      bundles: [{ id: '0x', wallet, space: 0n, nonce: 0n, txs: [], depth: 0 }],
+      leaves: [{ executor: wallet, target: one.target.toLowerCase() as Address, value: one.value, data: one.data.toLowerCase() as Hex, delegateCall: false, revertOnError: true, bundle: 0, index: 0 }],
+      deploys: [],
+      candidates: [],
+    };
+    const rules = await this.deps.sponsors.list(projectId, this.chainId);
+    const gasPrice = await this.client.getGasPrice();
+    const decision = await this.sponsorship(projectId, rules, call, { gas, gasPrice, costWei: gas == null ? 1n : gas * gasPrice }, 'check');
+    return { decision, rules };
   }
 
   /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
@@ -192,10 +246,11 @@ export class ChainRelayer {
       for (const r of results) gas += r.gasUsed;
     });
     const gasPrice = await this.client.getGasPrice();
-    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, gas, gasPrice, 'feeOptions');
-    if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
-    if (this.deps.balances) cover = await this.deps.balances.fits(projectId, this.chainId, cover, gas, gasPrice);
-    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], notSponsored: null };
+    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas, gasPrice, costWei: gas * gasPrice }, 'feeOptions');
+    // A project's limited balance that cannot cover the bundle stops its sponsorship (balances/holds.ts).
+    if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chainId, cover, gas, gasPrice));
+    const sponsorship = sponsorshipWire(cover);
+    if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], sponsorship };
     const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
     const board = await this.prices.prices(this.chainId, this.feeTokens);
     const options = [];
@@ -231,7 +286,7 @@ export class ChainRelayer {
       ...(block !== null ? { b: block.toString() } : {}),
       e: Math.floor(Date.now() / 1000) + this.deps.config.quoteTtlSec,
     });
-    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })), notSponsored: cover.reason ?? null };
+    return { options, sponsored: false, quote, unpriced: unpriced.map((u) => ({ token: u.token, reason: u.reason })), sponsorship };
   }
 
   /** Every fee token's price now, as RuntimeStatus and the console show it. */
@@ -255,21 +310,42 @@ export class ChainRelayer {
     const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
     if (conditions) return this.acceptWaiting(args, conditions);
-    const { call, sized, funded } = await this.admit(args, rules);
-    return this.enqueue(args, call, sized, funded);
+    return this.admit(args, rules, ({ call, sized, funded }) => this.enqueue(args, call, sized, funded));
   }
 
   /**
    * What a meta-transaction must pass to be queued: checked (wallets, nonces, the exact simulation), sized
    * and funded (a sponsorship charged to its caps, or a fee that covers the price). Run at intake, and again
    * when a meta-transaction's preconditions hold: it then gets nothing it would not get if sent now.
+   * `commit` writes it (charging the sponsorship on its transaction); a budget another intake spent in the
+   * meantime (OverBudget) is decided again without that rule.
    */
-  async admit(args: SendArgs, rules?: SponsorRule[]) {
+  async admit<T>(args: SendArgs, rules: SponsorRule[] | undefined, commit: (a: Admission) => Promise<T>): Promise<T> {
     rules ??= await this.rulesOf(args.projectId);
     const checked = await this.check(args);
     const sized = this.size(args, checked);
-    const funded = await this.fund(args, rules, checked, sized);
-    return { call: checked.call, sized, funded };
+    // Each webhook is asked once per send, even when the bundle is decided again below.
+    const approve = askOnce(this.deps.approveSponsorship);
+    const stopped: Stop[] = [];
+    for (;;) {
+      const funded = await this.fund(args, rules, checked, sized, approve, stopped);
+      try {
+        return await commit({ call: checked.call, sized, funded });
+      } catch (err) {
+        await funded.refund();
+        // Another intake spent the budget since the decision: decide again without that rule.
+        if (err instanceof OverBudget && !stopped.some((s) => s.ruleId === err.stop.ruleId)) {
+          stopped.push(err.stop);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** Charges a sponsored admission to its rules' budgets on the caller's transaction (OverBudget when another intake spent them first). */
+  async charge(tx: Queryable, metaTxnId: string, f: Funding): Promise<void> {
+    if (f.charge && this.deps.spendCaps) await this.deps.spendCaps.charge(tx, { chainId: this.chainId, metaTxnId, ...f.charge });
   }
 
   /**
@@ -287,7 +363,7 @@ export class ChainRelayer {
     const payers = [...new Set(structuralFees(pre.call, this.payee(), this.feeTokens).map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
     // The paying wallet is recorded now, so its one fee-paying meta-transaction at a time includes this one.
-    const funding: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: payers[0] ?? null, refund: async () => {} };
+    const funding: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: payers[0] ?? null, charge: null, refund: async () => {} };
     const id = bareId(pre.call.id);
     return this.enqueue(args, pre.call, { used: 0n, gasLimit: 0n }, funding, {
       status: 'PENDING_PRECONDITION',
@@ -376,17 +452,25 @@ export class ChainRelayer {
     return { used, gasLimit };
   }
 
-  /** Sponsored within the rules' gas ceilings and daily caps, or paid by a fee read from the calldata. */
-  private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized): Promise<Funding> {
-    const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, refund: async () => {} };
+  /**
+   * Sponsored within every limit of the covering rules (charged when it is queued), or paid by a fee
+   * read from the calldata. Over a rule's limit, a bundle is not sponsored: it then has to pay like any other.
+   */
+  private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized, approve: SponsorApprover, stopped: Stop[]): Promise<Funding> {
+    const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, charge: null, refund: async () => {} };
     if (!this.isFeeRequired) return none;
-    let cover = await this.sponsorship(args.projectId, rules, call, gasLimit, gasPrice, 'send');
+    let cover = await this.sponsorship(args.projectId, rules, call, { gas: gasLimit, gasPrice, costWei: used * gasPrice }, 'send', approve, stopped);
     let refund = async () => {};
-    // Over its sponsor's daily cap, a bundle is not sponsored: it then has to pay like any other.
-    if (this.deps.spendCaps) ({ cover, refund } = await this.deps.spendCaps.charge(cover, used * gasPrice));
     // A project's limited balance holds what the bundle may cost, or it is not sponsored (balances/holds.ts).
-    if (this.deps.balances) ({ cover, refund } = await this.deps.balances.hold(cover, refund, { projectId: args.projectId, chainId: this.chainId, metaTxnId: bareId(call.id), gasLimit, gasPrice }));
-    if (cover.sponsored) return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, refund };
+    if (this.deps.balances && cover.sponsored) {
+      const held = await this.deps.balances.hold(cover, refund, { projectId: args.projectId, chainId: this.chainId, metaTxnId: bareId(call.id), gasLimit, gasPrice });
+      cover = withBalance(cover, held.cover);
+      refund = held.refund;
+    }
+    if (cover.sponsored) {
+      const cost = await this.costOf(used * gasPrice);
+      return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, charge: { ruleIds: cover.ruleIds, wallets: cover.wallets, cost }, refund };
+    }
     const payments = structuralFees(call, this.payee(), this.feeTokens);
     const payers = [...new Set(payments.map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
@@ -419,12 +503,14 @@ export class ChainRelayer {
           ...extra,
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
+        // The sponsorship is charged in the transaction that queues the meta-transaction: both or neither.
+        f.charge ? (tx, r) => this.charge(tx, r.id, f) : undefined,
       );
       if (created) this.deps.onQueued?.();
+      // Already there (sent twice): what this send held of a project balance goes back.
       else await f.refund();
       return { id: row.id, created, row };
     } catch (err) {
-      await f.refund();
       if (err instanceof NonceTaken || err instanceof QueueFull) throw new RelayError('conflict', err.message);
       throw err;
     }
@@ -482,7 +568,6 @@ export class ChainRelayer {
 }
 
 type Checked = Awaited<ReturnType<ChainRelayer['check']>>;
-export type Admitted = Awaited<ReturnType<ChainRelayer['admit']>>;
 type Sized = ReturnType<ChainRelayer['size']>;
 
 export interface Funding {
@@ -491,7 +576,29 @@ export interface Funding {
   feeToken: string | null;
   feeValue: bigint | null;
   feePayer: Address | null;
+  /** What to charge the covering rules when it is queued; null when not sponsored. */
+  charge: { ruleIds: number[]; wallets: Address[]; cost: Cost } | null;
+  /** Gives back what was held of a project balance when it is not queued after all. */
   refund: () => Promise<void>;
+}
+
+/** What admission decided: the decoded call, its gas and how it is paid for. */
+export interface Admission {
+  call: DecodedCall;
+  sized: { used: bigint; gasLimit: bigint };
+  funded: Funding;
+}
+
+/** A sponsorship decision after the project's balance had its say (a limited tank that cannot cover it stops it). */
+function withBalance(d: Decision, after: Coverage): Decision {
+  if (after.sponsored || !d.sponsored) return d;
+  const reason = after.reason ?? 'the project balance cannot cover it';
+  return { ...d, sponsored: false, ruleIds: [], reason, stop: { ruleId: d.ruleIds[0], limit: 'projectBalance', reason } };
+}
+
+/** metarelay's extra in FeeOptions: the rules that cover the bundle, or the first limit that stopped them. */
+export function sponsorshipWire(d: Decision) {
+  return { sponsored: d.sponsored, ruleIds: d.ruleIds, reason: d.reason, stoppedBy: d.stop && { ruleId: d.stop.ruleId, limit: d.stop.limit, reason: d.stop.reason } };
 }
 
 export interface SendArgs {

@@ -219,9 +219,10 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     /**
      * Inserts the meta-transaction and its bundles atomically. Returns the existing row instead when any
      * of its ids is already known (the same bundle sent twice is one meta-transaction); throws
-     * NonceTaken when another live meta-transaction holds one of its nonces.
+     * NonceTaken when another live meta-transaction holds one of its nonces. `beforeCommit` runs on the
+     * same transaction once the row is written.
      */
-    async insert(m: NewMetaTxn, limits?: QueueLimits): Promise<{ row: MetaTxnRow; created: boolean }> {
+    async insert(m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> {
       return db.transaction(async (tx) => {
         // Serialises intake per chain so two concurrent sends of one nonce cannot both pass the check.
         await tx.query('SELECT pg_advisory_xact_lock(7250001, $1::int)', [m.chainId % 2_000_000_000]);
@@ -256,6 +257,8 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
           );
         }
         const row = normalise(r.rows[0]);
+        // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
+        await beforeCommit?.(tx, row);
         await onStatus?.(tx, [row]);
         return { row, created: true };
       });

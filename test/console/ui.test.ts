@@ -105,6 +105,26 @@ describe('console page', () => {
     await expect.poll(() => page.getByTestId('check-result').textContent()).toMatch(/^Sponsored: covered by CONTRACT/);
     await shot('sponsorship');
 
+    // The rule's policy and approval webhook are edited in place; the token never comes back to the page.
+    const sponsors = page.getByTestId('sponsors');
+    await sponsors.getByRole('button', { name: 'Edit' }).first().click();
+    await page.getByTestId('edit-txnCapWei').fill('1000000000000000000');
+    await page.getByTestId('edit-webhookUrl').fill('https://approve.example.com/hook');
+    await page.getByTestId('edit-webhookAuthToken').fill('ui-secret-token');
+    await page.getByTestId('save-sponsor').click();
+    await expect.poll(() => sponsors.textContent()).toContain('approve.example.com');
+    expect(await sponsors.textContent()).toContain('token ••••••••');
+    expect(await sponsors.textContent()).toContain('txn ≤ 1000000000000000000 wei');
+    expect(await page.content()).not.toContain('ui-secret-token');
+    await shot('sponsorship-policy');
+    // Removing the webhook again (this test's relay below has no webhook to ask).
+    await sponsors.getByRole('button', { name: 'Edit' }).first().click();
+    await page.getByTestId('edit-webhookUrl').fill('');
+    await page.getByTestId('edit-clearToken').check();
+    await page.getByTestId('save-sponsor').click();
+    await expect.poll(() => sponsors.textContent()).not.toContain('approve.example.com');
+    expect(await sponsors.textContent()).not.toContain('••••••••');
+
     const metaTxnId = await relaySponsored(key);
     await page.getByTestId('tab-activity').click();
     const row = page.getByTestId(`tx-${metaTxnId}`);

@@ -10,8 +10,27 @@ interface Sponsor {
   address: string;
   name: string;
   active: boolean;
+  maxGasLimit: number | null;
+  webhookUrl: string;
+  /** Masked: the console never gets a set token back. */
+  webhookAuthToken: string;
+  webhookAuthTokenSet: boolean;
   dailyCapWei: string | null;
+  dailyCapUsd: string | null;
+  walletDailyCapWei: string | null;
+  walletDailyCapUsd: string | null;
+  txnCapWei: string | null;
+  txnCapUsd: string | null;
+  totalBudgetWei: string | null;
+  totalBudgetUsd: string | null;
+  validFrom: string | null;
+  validUntil: string | null;
+  allowWallets: string[] | null;
+  denyWallets: string[];
   spentTodayWei: string;
+  spentTodayUsd: string;
+  spentTotalWei: string;
+  spentTotalUsd: string;
 }
 
 interface Network {
@@ -22,11 +41,26 @@ interface Network {
 
 const KINDS = ['CONTRACT', 'TOKEN', 'WALLET', 'ADDRESS', 'ANY'];
 
+/** The policy's text fields, as the editor holds them ("" = none). */
+const POLICY_TEXT = [
+  ['dailyCapWei', 'Daily cap (wei)'],
+  ['dailyCapUsd', 'Daily cap (USD)'],
+  ['walletDailyCapWei', 'Per wallet per day (wei)'],
+  ['walletDailyCapUsd', 'Per wallet per day (USD)'],
+  ['txnCapWei', 'Per transaction (wei)'],
+  ['txnCapUsd', 'Per transaction (USD)'],
+  ['totalBudgetWei', 'Total budget (wei)'],
+  ['totalBudgetUsd', 'Total budget (USD)'],
+  ['validFrom', 'Valid from (ISO time)'],
+  ['validUntil', 'Valid until (ISO time)'],
+] as const;
+
 export function Sponsors({ projectId }: { projectId: number }) {
   const list = useApi<{ gasSponsors: Sponsor[] }>('ListGasSponsors', { projectId });
   const nets = useApi<{ networks: Network[] }>('ListNetworks', {});
   const relayed = nets.data?.networks.filter((n) => n.relayer) ?? [];
   const [form, setForm] = useState({ chainID: '', kind: 'CONTRACT', address: '', name: '', dailyCapWei: '' });
+  const [editing, setEditing] = useState<number | null>(null);
   const set = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
   const a = useAction();
   const chainID = form.chainID || relayed[0]?.name || '';
@@ -40,7 +74,9 @@ export function Sponsors({ projectId }: { projectId: number }) {
     }
   };
   const update = async (s: Sponsor, patch: Record<string, unknown>) => {
-    if (await a.run(() => api('UpdateGasSponsor', { projectId, id: s.id, ...patch }))) await list.reload();
+    const ok = await a.run(() => api('UpdateGasSponsor', { projectId, id: s.id, ...patch }));
+    if (ok) await list.reload();
+    return !!ok;
   };
   const remove = async (s: Sponsor) => {
     if (await a.run(() => api('RemoveGasSponsor', { projectId, id: s.id }))) await list.reload();
@@ -63,13 +99,13 @@ export function Sponsors({ projectId }: { projectId: number }) {
         <input class="num" placeholder="Daily cap (wei)" value={form.dailyCapWei} onInput={set('dailyCapWei')} />
         <button data-testid="add-sponsor" disabled={a.busy || !chainID}>Add sponsorship</button>
       </form>
-      {a.error && <p class="error">{a.error}</p>}
+      {a.error && <p class="error" data-testid="sponsor-error">{a.error}</p>}
       <table data-testid="sponsors">
         <thead>
-          <tr><th>Id</th><th>Network</th><th>Kind</th><th>Address</th><th>Name</th><th>On</th><th>Daily cap (wei)</th><th>Spent today (wei)</th><th></th></tr>
+          <tr><th>Id</th><th>Network</th><th>Kind</th><th>Address</th><th>Name</th><th>On</th><th>Policy</th><th>Spent today</th><th>Spent in all</th><th>Approval webhook</th><th></th></tr>
         </thead>
         <tbody>
-          {list.data?.gasSponsors.map((s) => (
+          {list.data?.gasSponsors.map((s) => [
             <tr key={s.id}>
               <td>{s.id}</td>
               <td>{s.network}</td>
@@ -77,13 +113,23 @@ export function Sponsors({ projectId }: { projectId: number }) {
               <td><code title={s.address}>{short(s.address, 12)}</code></td>
               <td>{s.name}</td>
               <td><input type="checkbox" data-testid={`sponsor-active-${s.id}`} checked={s.active} onChange={() => update(s, { active: !s.active })} /></td>
+              <td data-testid={`sponsor-policy-${s.id}`}>{policySummary(s)}</td>
+              <td>{s.spentTodayWei} wei{s.spentTodayUsd !== '0' ? ` ($${s.spentTodayUsd})` : ''}</td>
+              <td>{s.spentTotalWei} wei{s.spentTotalUsd !== '0' ? ` ($${s.spentTotalUsd})` : ''}</td>
+              <td data-testid={`sponsor-webhook-${s.id}`}>{s.webhookUrl ? <code title={s.webhookUrl}>{hostOf(s.webhookUrl)}</code> : 'none'}{s.webhookAuthTokenSet ? ` · token ${s.webhookAuthToken}` : ''}</td>
               <td>
-                <CapEditor value={s.dailyCapWei} onSave={(v) => update(s, { dailyCapWei: v })} />
+                <button class="link" data-testid={`sponsor-edit-${s.id}`} onClick={() => setEditing(editing === s.id ? null : s.id)}>{editing === s.id ? 'Close' : 'Edit'}</button>
+                <button onClick={() => remove(s)}>Remove</button>
               </td>
-              <td>{s.spentTodayWei}</td>
-              <td><button onClick={() => remove(s)}>Remove</button></td>
-            </tr>
-          ))}
+            </tr>,
+            editing === s.id && (
+              <tr key={`${s.id}-edit`}>
+                <td colSpan={11}>
+                  <Editor sponsor={s} onSave={async (patch) => (await update(s, patch)) && setEditing(null)} />
+                </td>
+              </tr>
+            ),
+          ])}
         </tbody>
       </table>
       <Check projectId={projectId} networks={relayed} />
@@ -91,27 +137,121 @@ export function Sponsors({ projectId }: { projectId: number }) {
   );
 }
 
-function CapEditor({ value, onSave }: { value: string | null; onSave: (v: string) => void }) {
-  const [v, setV] = useState(value ?? '');
+/** The URL's host (the full URL is the cell's title). */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return short(url, 24);
+  }
+};
+
+function policySummary(s: Sponsor): string {
+  const cap = (wei: string | null, usd: string | null) => [wei && `${wei} wei`, usd && `$${usd}`].filter(Boolean).join(' and ');
+  const parts = [
+    cap(s.dailyCapWei, s.dailyCapUsd) && `day ≤ ${cap(s.dailyCapWei, s.dailyCapUsd)}`,
+    cap(s.walletDailyCapWei, s.walletDailyCapUsd) && `wallet/day ≤ ${cap(s.walletDailyCapWei, s.walletDailyCapUsd)}`,
+    cap(s.txnCapWei, s.txnCapUsd) && `txn ≤ ${cap(s.txnCapWei, s.txnCapUsd)}`,
+    cap(s.totalBudgetWei, s.totalBudgetUsd) && `total ≤ ${cap(s.totalBudgetWei, s.totalBudgetUsd)}`,
+    s.maxGasLimit != null && `gas ≤ ${s.maxGasLimit}`,
+    s.validFrom && `from ${s.validFrom}`,
+    s.validUntil && `until ${s.validUntil}`,
+    s.allowWallets && `${s.allowWallets.length} allowed wallets`,
+    s.denyWallets.length > 0 && `${s.denyWallets.length} denied wallets`,
+  ].filter(Boolean);
+  return parts.length ? parts.join(' · ') : 'no limits';
+}
+
+/** Edits a rule's policy, gas ceiling and approval webhook. The token field is write-only: empty keeps it. */
+function Editor({ sponsor: s, onSave }: { sponsor: Sponsor; onSave: (patch: Record<string, unknown>) => Promise<unknown> }) {
+  const initial = Object.fromEntries(POLICY_TEXT.map(([k]) => [k, (s[k] as string | null) ?? ''])) as Record<(typeof POLICY_TEXT)[number][0], string>;
+  const [f, setF] = useState({
+    ...initial,
+    maxGasLimit: s.maxGasLimit?.toString() ?? '',
+    allowWallets: (s.allowWallets ?? []).join('\n'),
+    denyWallets: s.denyWallets.join('\n'),
+    webhookUrl: s.webhookUrl,
+    webhookAuthToken: '',
+    clearToken: false,
+  });
+  const set = (k: keyof typeof f) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
+  const save = (e: Event) => {
+    e.preventDefault();
+    const patch: Record<string, unknown> = {};
+    // Only what changed is sent, so a field the operator did not touch is never rewritten.
+    for (const [k] of POLICY_TEXT) if (f[k].trim() !== initial[k]) patch[k] = f[k].trim();
+    if (f.maxGasLimit.trim() !== (s.maxGasLimit?.toString() ?? '')) patch.maxGasLimit = f.maxGasLimit.trim() === '' ? '' : Number(f.maxGasLimit.trim());
+    const lines = (v: string) => v.split(/[\s,]+/).filter(Boolean);
+    if (f.allowWallets !== (s.allowWallets ?? []).join('\n')) patch.allowWallets = lines(f.allowWallets);
+    if (f.denyWallets !== s.denyWallets.join('\n')) patch.denyWallets = lines(f.denyWallets);
+    if (f.webhookUrl.trim() !== s.webhookUrl) patch.webhookUrl = f.webhookUrl.trim();
+    if (f.clearToken) patch.webhookAuthToken = '';
+    else if (f.webhookAuthToken) patch.webhookAuthToken = f.webhookAuthToken;
+    void onSave(patch);
+  };
   return (
-    <form class="inline" onSubmit={(e) => (e.preventDefault(), onSave(v.trim()))}>
-      <input class="num" placeholder="none" value={v} onInput={(e) => setV(e.currentTarget.value)} />
-      <button class="link">Save</button>
+    <form class="stack" data-testid={`sponsor-editor-${s.id}`} onSubmit={save}>
+      <div class="row">
+        {POLICY_TEXT.map(([k, label]) => (
+          <label>
+            {label}
+            <input class="num" data-testid={`edit-${k}`} placeholder="none" value={f[k]} onInput={set(k)} />
+          </label>
+        ))}
+        <label>
+          Gas ceiling
+          <input class="num" data-testid="edit-maxGasLimit" placeholder="none" value={f.maxGasLimit} onInput={set('maxGasLimit')} />
+        </label>
+      </div>
+      <div class="row">
+        <label>
+          Allowed wallets (empty: any)
+          <textarea data-testid="edit-allowWallets" rows={3} value={f.allowWallets} onInput={set('allowWallets')} />
+        </label>
+        <label>
+          Denied wallets
+          <textarea data-testid="edit-denyWallets" rows={3} value={f.denyWallets} onInput={set('denyWallets')} />
+        </label>
+      </div>
+      <div class="row">
+        <label>
+          Approval webhook URL
+          <input class="addr" data-testid="edit-webhookUrl" placeholder="https://… (empty: none)" value={f.webhookUrl} onInput={set('webhookUrl')} />
+        </label>
+        <label>
+          Webhook token {s.webhookAuthTokenSet ? `(set: ${s.webhookAuthToken}; empty keeps it)` : '(none)'}
+          <input type="password" autocomplete="off" data-testid="edit-webhookAuthToken" placeholder={s.webhookAuthTokenSet ? 'keep' : 'none'} value={f.webhookAuthToken} onInput={set('webhookAuthToken')} />
+        </label>
+        {s.webhookAuthTokenSet && (
+          <label>
+            <input type="checkbox" data-testid="edit-clearToken" checked={f.clearToken} onChange={() => setF({ ...f, clearToken: !f.clearToken })} /> remove the token
+          </label>
+        )}
+      </div>
+      <button data-testid="save-sponsor">Save</button>
     </form>
   );
 }
 
+interface CheckResult {
+  sponsored: boolean;
+  reason: string;
+  rule: { id: number } | null;
+  stoppedBy: { ruleId: number; limit: string; reason: string } | null;
+}
+
 function Check({ projectId, networks }: { projectId: number; networks: Network[] }) {
-  const [f, setF] = useState({ chainID: '', wallet: '', target: '', data: '', value: '' });
+  const [f, setF] = useState({ chainID: '', wallet: '', target: '', data: '', value: '', gasLimit: '' });
   const set = (k: keyof typeof f) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
-  const [result, setResult] = useState<{ sponsored: boolean; reason: string } | null>(null);
+  const [result, setResult] = useState<CheckResult | null>(null);
   const a = useAction();
   const check = async (e: Event) => {
     e.preventDefault();
     const args: Record<string, unknown> = { projectId, chainID: f.chainID || networks[0]?.name, wallet: f.wallet.trim(), target: f.target.trim() };
     if (f.data.trim()) args.data = f.data.trim();
     if (f.value.trim()) args.value = f.value.trim();
-    const r = await a.run(() => api('CheckSponsorship', args));
+    if (f.gasLimit.trim()) args.gasLimit = Number(f.gasLimit.trim());
+    const r = await a.run(() => api<CheckResult>('CheckSponsorship', args));
     setResult(r ?? null);
   };
   return (
@@ -127,12 +267,14 @@ function Check({ projectId, networks }: { projectId: number; networks: Network[]
         <input class="addr" data-testid="check-target" placeholder="Target 0x…" value={f.target} onInput={set('target')} />
         <input placeholder="Calldata 0x… (optional)" value={f.data} onInput={set('data')} />
         <input class="num" placeholder="Value (wei)" value={f.value} onInput={set('value')} />
+        <input class="num" data-testid="check-gas" placeholder="Gas (optional)" value={f.gasLimit} onInput={set('gasLimit')} />
         <button data-testid="check">Check</button>
       </form>
       {a.error && <p class="error">{a.error}</p>}
       {result && (
         <p data-testid="check-result" class={result.sponsored ? 'ok' : 'error'}>
           {result.sponsored ? 'Sponsored' : 'Not sponsored'}: {result.reason}
+          {result.stoppedBy ? ` [limit: ${result.stoppedBy.limit}, rule #${result.stoppedBy.ruleId}]` : ''}
         </p>
       )}
     </div>

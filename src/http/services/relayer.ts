@@ -2,12 +2,16 @@ import { decodeAbiParameters, parseAbiParameters, type Address, type Hex as HexS
 import { z } from 'zod';
 import {
   FINAL_STATUSES,
+  PolicyError,
+  PolicyFields,
   RelayError,
   SponsorConflict,
   SponsorKind,
   TRANSACTION_TUPLE,
   bareId,
   feeTokenWire,
+  mergePolicy,
+  policyPatch,
   receiptWire,
   relayerHealth,
   simulateUnsigned,
@@ -54,10 +58,22 @@ export const MetaTxId = z
 const Uint = z.union([z.number().int().nonnegative(), z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal or 0x hex integer')]).transform((v) => BigInt(v));
 const ProjectId = z.number().int().positive();
 /** A sponsorship rule's gas ceiling per meta-transaction (metarelay's extra field). */
-const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
+export const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
 /** A sponsorship rule's approval webhook: an http(s) URL, or "" for none (its address is vetted when it is called). */
-const WebhookUrl = z.string().max(2_000).refine((u) => u === '' || !targetProblem(u), { error: (i) => targetProblem(String(i.input)) ?? 'invalid URL' });
-const WebhookToken = z.string().max(500);
+export const WebhookUrl = z.string().max(2_000).refine((u) => u === '' || !targetProblem(u), { error: (i) => targetProblem(String(i.input)) ?? 'invalid URL' });
+export const WebhookToken = z.string().max(500);
+/** The reference's argument some Sequence clients still send; only the single tank this relayer has (0) is accepted. */
+const GasTankId = z.literal(0).optional();
+
+/** A rule's policy fields checked against the rule as it is (none for a new one) and the network's USD price source. */
+function policyOf(r: ChainRelayer, a: Parameters<typeof policyPatch>[0], base?: Parameters<typeof mergePolicy>[0]) {
+  try {
+    return mergePolicy(base, policyPatch(a), { usdPriced: r.deps.config.nativeUsdFeed !== undefined, network: r.deps.chain.name }).patch;
+  } catch (err) {
+    if (err instanceof PolicyError) throw new RpcError(RelayerErrors.InvalidArgument, err.message);
+    throw err;
+  }
+}
 export const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
 
 const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
@@ -216,8 +232,8 @@ export function relayerService(s: Services): ServiceDef {
               sponsored: out.sponsored,
               quote: out.quote,
               unpriced: out.unpriced.map((u) => ({ token: feeTokenWire(r.chainId, u.token), reason: u.reason })),
-              // Why the bundle is not sponsored (no rule covers it, a cap, the project's balance), when it is not.
-              ...(out.notSponsored ? { notSponsored: out.notSponsored } : {}),
+              // metarelay extra: the rules that cover the bundle, or the first limit that stopped them.
+              sponsorship: out.sponsorship,
             };
           }),
       }),
@@ -367,13 +383,17 @@ export function relayerService(s: Services): ServiceDef {
             maxGasLimit: MaxGas.optional(),
             webhookUrl: WebhookUrl.optional(),
             webhookAuthToken: WebhookToken.optional(),
+            gasTankId: GasTankId,
+            ...PolicyFields,
           })
-          .loose(),
+          // Strict: a misspelt policy field is refused, not silently dropped.
+          .strict(),
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
           await requireProject(a.projectId);
+          const policy = policyOf(r, a);
           try {
-            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true, maxGas: a.maxGasLimit ?? null, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken });
+            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true, maxGas: a.maxGasLimit ?? null, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken, policy });
             return { status: true, gasSponsor: sponsorWire(row) };
           } catch (err) {
             if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
@@ -391,10 +411,16 @@ export function relayerService(s: Services): ServiceDef {
             maxGasLimit: MaxGas.nullable().optional(),
             webhookUrl: WebhookUrl.optional(),
             webhookAuthToken: WebhookToken.optional(),
+            gasTankId: GasTankId,
+            ...PolicyFields,
           })
-          .loose(),
-        handler: async (a) => {
-          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken });
+          .strict(),
+        handler: async (a, ctx) => {
+          const r = relayerFor(s, ctx);
+          const current = await s.sponsors.get(a.projectId, a.id);
+          if (!current) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
+          const policy = policyOf(r, a, current.policy);
+          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken, policy });
           if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
           return { status: true, gasSponsor: sponsorWire(row) };
         },

@@ -42,6 +42,8 @@ export type PriceResult =
  */
 export interface PriceSource {
   prices(chainId: number, tokens: readonly FeeTokenConfig[]): Promise<Map<string, PriceResult>>;
+  /** USD per whole native unit (the relayer's nativeUsdFeed), for sponsorship caps in USD; absent: none. */
+  nativeUsd?(): Promise<{ ok: true; price: Fraction } | { ok: false; reason: string }>;
 }
 
 /** The configured fixed rate of a token, if it has one. */

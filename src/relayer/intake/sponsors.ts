@@ -1,8 +1,9 @@
 import { keccak256, toFunctionSelector, toHex, type Address } from 'viem';
 import { z } from 'zod';
-import type { Db } from '../../store/db.ts';
+import type { Db, Queryable } from '../../store/db.ts';
 import { tokenMoveAbi } from '../abi.ts';
 import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
+import { EMPTY_POLICY, formatUsd, type Cap, type SponsorPolicy } from './policy.ts';
 
 /**
  * What a sponsorship rule covers, leaf by leaf (a leaf is one call a wallet makes):
@@ -37,13 +38,17 @@ export interface SponsorRule {
   webhookUrl: string;
   /** Sent to the approval webhook as `Authorization: Bearer <token>` ('' for none). */
   webhookAuthToken: string;
+  /** Caps, validity window and wallet lists (intake/policy.ts). */
+  policy: SponsorPolicy;
+  /** What it has spent today (UTC) and in all, in wei and atto-USD. */
+  spent: { todayWei: bigint; todayUsd: bigint; totalWei: bigint; totalUsd: bigint };
   createdAt: Date;
   updatedAt: Date;
 }
 
 const TOKEN_MOVES = new Set<string>(tokenMoveAbi.map((f) => toFunctionSelector(f)));
 
-function covers(rule: SponsorRule, leaf: Leaf): boolean {
+export function covers(rule: Pick<SponsorRule, 'kind' | 'address'>, leaf: Leaf): boolean {
   const a = rule.address;
   const wallet = leaf.executor === a;
   const contract = !leaf.delegateCall && leaf.target === a;
@@ -69,35 +74,29 @@ export interface Coverage {
   ruleIds: number[];
   /** Why not, naming the first call no rule covers. */
   reason?: string;
+  /** The first call no rule covers. */
+  uncovered?: Leaf;
 }
 
-export function coverage(call: DecodedCall, rules: readonly SponsorRule[]): Coverage {
+export function coverage(call: DecodedCall, rules: readonly Pick<SponsorRule, 'id' | 'kind' | 'address' | 'active'>[]): Coverage {
   const active = rules.filter((r) => r.active);
   if (active.length === 0) return { sponsored: false, ruleIds: [], reason: 'the project has no active sponsorship on this network' };
   const used = new Set<number>();
-  // A bundle with no calls at all (e.g. a bare wallet deployment) is covered by its wallet's rule only.
-  const leaves: Leaf[] = call.leaves.length
-    ? call.leaves
-    : call.bundles.map((b, i) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true, bundle: i, index: 0 }));
-  for (const leaf of leaves) {
+  for (const leaf of leavesOf(call)) {
     const rule = active.find((r) => covers(r, leaf));
     if (!rule) {
-      return { sponsored: false, ruleIds: [], reason: `no sponsorship covers the call from ${leaf.executor} to ${leaf.target}` };
+      return { sponsored: false, ruleIds: [], reason: `no sponsorship covers the call from ${leaf.executor} to ${leaf.target}`, uncovered: leaf };
     }
     used.add(rule.id);
   }
   return { sponsored: true, ruleIds: [...used] };
 }
 
-/**
- * A covered meta-transaction stays covered only while its gas is within the ceiling of every rule that
- * covers it (a rule without a ceiling has none).
- */
-export function withinCeilings(cover: Coverage, rules: readonly SponsorRule[], gas: bigint): Coverage {
-  if (!cover.sponsored) return cover;
-  const over = rules.find((r) => cover.ruleIds.includes(r.id) && r.maxGas != null && gas > BigInt(r.maxGas));
-  if (!over) return cover;
-  return { sponsored: false, ruleIds: [], reason: `it needs ${gas} gas, over the ${over.maxGas} ceiling of sponsorship ${over.id} (${over.kind} ${over.address})` };
+/** The calls a rule must cover. A bundle with no calls at all (e.g. a bare wallet deployment) is covered by its wallet's rule only. */
+export function leavesOf(call: DecodedCall): Leaf[] {
+  return call.leaves.length
+    ? call.leaves
+    : call.bundles.map((b, i) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true, bundle: i, index: 0 }));
 }
 
 /**
@@ -110,6 +109,8 @@ export function bundleKey(call: DecodedCall, fees: readonly { bundle: number; in
   return keccak256(toHex(JSON.stringify(parts)));
 }
 
+type Num = string | number | null;
+
 interface SponsorRow {
   id: string | number;
   project_id: string | number;
@@ -118,12 +119,32 @@ interface SponsorRow {
   address: string;
   name: string;
   active: boolean;
-  max_gas: string | number | null;
+  max_gas: Num;
   webhook_url: string;
   webhook_auth_token: string;
+  daily_cap_wei: Num;
+  daily_cap_usd: Num;
+  wallet_daily_cap_wei: Num;
+  wallet_daily_cap_usd: Num;
+  txn_cap_wei: Num;
+  txn_cap_usd: Num;
+  total_budget_wei: Num;
+  total_budget_usd: Num;
+  valid_from: Date | string | null;
+  valid_until: Date | string | null;
+  allow_wallets: string[] | null;
+  deny_wallets: string[] | null;
+  spent_wei: Num;
+  spent_usd: Num;
+  today_wei: Num;
+  today_usd: Num;
   created_at: Date | string;
   updated_at: Date | string;
 }
+
+const big = (v: Num) => (v == null ? null : BigInt(v));
+const cap = (wei: Num, usd: Num): Cap => ({ wei: big(wei), usd: big(usd) });
+const date = (v: Date | string | null) => (v == null ? null : new Date(v));
 
 const toRule = (r: SponsorRow): SponsorRule => ({
   id: Number(r.id),
@@ -136,58 +157,143 @@ const toRule = (r: SponsorRow): SponsorRule => ({
   maxGas: r.max_gas == null ? null : Number(r.max_gas),
   webhookUrl: r.webhook_url ?? '',
   webhookAuthToken: r.webhook_auth_token ?? '',
+  policy: {
+    dailyCap: cap(r.daily_cap_wei, r.daily_cap_usd),
+    walletDailyCap: cap(r.wallet_daily_cap_wei, r.wallet_daily_cap_usd),
+    txnCap: cap(r.txn_cap_wei, r.txn_cap_usd),
+    totalBudget: cap(r.total_budget_wei, r.total_budget_usd),
+    validFrom: date(r.valid_from),
+    validUntil: date(r.valid_until),
+    allowWallets: r.allow_wallets == null ? null : (r.allow_wallets as Address[]),
+    denyWallets: (r.deny_wallets ?? []) as Address[],
+  },
+  spent: { todayWei: big(r.today_wei) ?? 0n, todayUsd: big(r.today_usd) ?? 0n, totalWei: big(r.spent_wei) ?? 0n, totalUsd: big(r.spent_usd) ?? 0n },
   createdAt: new Date(r.created_at),
   updatedAt: new Date(r.updated_at),
 });
 
-const COLS = 'id, project_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token, created_at, updated_at';
+/** Every column of a rule, with today's spend (UTC) beside its totals. */
+const SELECT = `SELECT g.id, g.project_id, g.chain_id, g.kind, g.address, g.name, g.active, g.max_gas, g.webhook_url, g.webhook_auth_token,
+  g.daily_cap_wei::text AS daily_cap_wei, g.daily_cap_usd::text AS daily_cap_usd, g.wallet_daily_cap_wei::text AS wallet_daily_cap_wei,
+  g.wallet_daily_cap_usd::text AS wallet_daily_cap_usd, g.txn_cap_wei::text AS txn_cap_wei, g.txn_cap_usd::text AS txn_cap_usd,
+  g.total_budget_wei::text AS total_budget_wei, g.total_budget_usd::text AS total_budget_usd, g.valid_from, g.valid_until, g.allow_wallets, g.deny_wallets,
+  g.spent_wei::text AS spent_wei, g.spent_usd::text AS spent_usd, COALESCE(s.spent_wei, 0)::text AS today_wei, COALESCE(s.spent_usd, 0)::text AS today_usd,
+  g.created_at, g.updated_at
+  FROM gas_sponsors g LEFT JOIN sponsor_spend s ON s.sponsor_id = g.id AND s.day = (now() AT TIME ZONE 'UTC')::date`;
+
+/** A change to a rule's policy: undefined keeps a field, null clears it. */
+export type PolicyPatch = { [K in keyof SponsorPolicy]?: SponsorPolicy[K] | null };
+
+/** Policy fields → columns (caps in two columns each). */
+function policyColumns(p: PolicyPatch): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [];
+  const caps: Array<[keyof PolicyPatch, string]> = [
+    ['dailyCap', 'daily_cap'],
+    ['walletDailyCap', 'wallet_daily_cap'],
+    ['txnCap', 'txn_cap'],
+    ['totalBudget', 'total_budget'],
+  ];
+  for (const [k, col] of caps) {
+    if (!(k in p) || p[k] === undefined) continue;
+    const c = (p[k] as Cap | null) ?? { wei: null, usd: null };
+    out.push([`${col}_wei`, c.wei?.toString() ?? null], [`${col}_usd`, c.usd?.toString() ?? null]);
+  }
+  if (p.validFrom !== undefined) out.push(['valid_from', p.validFrom?.toISOString() ?? null]);
+  if (p.validUntil !== undefined) out.push(['valid_until', p.validUntil?.toISOString() ?? null]);
+  if (p.allowWallets !== undefined) out.push(['allow_wallets', p.allowWallets?.map((a) => a.toLowerCase()) ?? null]);
+  if (p.denyWallets !== undefined) out.push(['deny_wallets', (p.denyWallets ?? []).map((a) => a.toLowerCase())]);
+  return out;
+}
 
 export class SponsorConflict extends Error {}
 
+export interface NewRule {
+  projectId: number;
+  chainId: number;
+  kind: SponsorKind;
+  address: Address;
+  name: string;
+  active: boolean;
+  maxGas?: number | null;
+  webhookUrl?: string;
+  webhookAuthToken?: string;
+  policy?: PolicyPatch;
+}
+
+export interface RulePatch {
+  name?: string;
+  active?: boolean;
+  /** undefined keeps the ceiling, null removes it. */
+  maxGas?: number | null;
+  webhookUrl?: string;
+  webhookAuthToken?: string;
+  policy?: PolicyPatch;
+}
+
 export function sponsorRepo(db: Db) {
+  const one = async (q: Queryable, id: number) => {
+    const r = await q.query<SponsorRow>(`${SELECT} WHERE g.id = $1`, [id]);
+    return toRule(r.rows[0]);
+  };
   return {
     async list(projectId: number, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
       const r = await db.query<SponsorRow>(
-        `SELECT ${COLS} FROM gas_sponsors WHERE project_id = $1 AND ($2::bigint IS NULL OR chain_id = $2) AND deleted_at IS NULL
-         ORDER BY id OFFSET $3 LIMIT $4`,
+        `${SELECT} WHERE g.project_id = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
+         ORDER BY g.id OFFSET $3 LIMIT $4`,
         [projectId, chainId, offset, limit],
       );
       return r.rows.map(toRule);
     },
     async byAddress(address: Address, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
       const r = await db.query<SponsorRow>(
-        `SELECT ${COLS} FROM gas_sponsors WHERE address = $1 AND ($2::bigint IS NULL OR chain_id = $2) AND deleted_at IS NULL
-         ORDER BY id OFFSET $3 LIMIT $4`,
+        `${SELECT} WHERE g.address = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
+         ORDER BY g.id OFFSET $3 LIMIT $4`,
         [address.toLowerCase(), chainId, offset, limit],
       );
       return r.rows.map(toRule);
     },
     async get(projectId: number, id: number): Promise<SponsorRule | undefined> {
-      const r = await db.query<SponsorRow>(`SELECT ${COLS} FROM gas_sponsors WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
+      const r = await db.query<SponsorRow>(`${SELECT} WHERE g.id = $1 AND g.project_id = $2 AND g.deleted_at IS NULL`, [id, projectId]);
       return r.rows[0] ? toRule(r.rows[0]) : undefined;
     },
-    async add(rule: { projectId: number; chainId: number; kind: SponsorKind; address: Address; name: string; active: boolean; maxGas?: number | null; webhookUrl?: string; webhookAuthToken?: string }): Promise<SponsorRule> {
+    /**
+     * Locks rules for a charge (spend-caps.ts), in id order so two charges never wait on each other
+     * crosswise; returns them as they are now, under the lock.
+     */
+    async lock(q: Queryable, ids: number[]): Promise<SponsorRule[]> {
+      const locked = await q.query<{ id: string }>('SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [ids]);
+      const r = await q.query<SponsorRow>(`${SELECT} WHERE g.id = ANY($1::bigint[]) ORDER BY g.id`, [locked.rows.map((x) => x.id)]);
+      return r.rows.map(toRule);
+    },
+    async add(rule: NewRule): Promise<SponsorRule> {
       try {
-        const r = await db.query<SponsorRow>(
-          `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLS}`,
-          [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active, rule.maxGas ?? null, rule.webhookUrl ?? '', rule.webhookAuthToken ?? ''],
-        );
-        return toRule(r.rows[0]);
+        return await db.transaction(async (tx) => {
+          const r = await tx.query<{ id: string }>(
+            `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+            [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active, rule.maxGas ?? null, rule.webhookUrl ?? '', rule.webhookAuthToken ?? ''],
+          );
+          const id = Number(r.rows[0].id);
+          await setPolicy(tx, id, rule.policy ?? {});
+          return one(tx, id);
+        });
       } catch (err) {
         if ((err as { code?: string }).code === '23505') throw new SponsorConflict(`the project already has a ${rule.kind} sponsorship for ${rule.address}`);
         throw err;
       }
     },
-    /** `maxGas`: undefined keeps the ceiling, null removes it. */
-    async update(projectId: number, id: number, patch: { name?: string; active?: boolean; maxGas?: number | null; webhookUrl?: string; webhookAuthToken?: string }): Promise<SponsorRule | undefined> {
-      const r = await db.query<SponsorRow>(
-        `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active),
-           max_gas = CASE WHEN $5::boolean THEN $6::bigint ELSE max_gas END,
-           webhook_url = COALESCE($7, webhook_url), webhook_auth_token = COALESCE($8, webhook_auth_token), updated_at = now()
-         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING ${COLS}`,
-        [id, projectId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null, patch.webhookUrl ?? null, patch.webhookAuthToken ?? null],
-      );
-      return r.rows[0] ? toRule(r.rows[0]) : undefined;
+    async update(projectId: number, id: number, patch: RulePatch): Promise<SponsorRule | undefined> {
+      return db.transaction(async (tx) => {
+        const r = await tx.query<{ id: string }>(
+          `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active),
+             max_gas = CASE WHEN $5::boolean THEN $6::bigint ELSE max_gas END,
+             webhook_url = COALESCE($7, webhook_url), webhook_auth_token = COALESCE($8, webhook_auth_token), updated_at = now()
+           WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING id`,
+          [id, projectId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null, patch.webhookUrl ?? null, patch.webhookAuthToken ?? null],
+        );
+        if (!r.rows[0]) return undefined;
+        await setPolicy(tx, id, patch.policy ?? {});
+        return one(tx, id);
+      });
     },
     async remove(projectId: number, id: number): Promise<boolean> {
       const r = await db.query(`UPDATE gas_sponsors SET deleted_at = now(), active = false WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
@@ -197,7 +303,23 @@ export function sponsorRepo(db: Db) {
 }
 export type SponsorRepo = ReturnType<typeof sponsorRepo>;
 
+async function setPolicy(q: Queryable, id: number, patch: PolicyPatch) {
+  const cols = policyColumns(patch);
+  if (cols.length === 0) return;
+  const sets = cols.map(([c], i) => `${c} = $${i + 2}`).join(', ');
+  await q.query(`UPDATE gas_sponsors SET ${sets}, updated_at = now() WHERE id = $1`, [id, ...cols.map(([, v]) => v)]);
+}
+
+const capWire = (c: Cap) => ({ wei: c.wei?.toString() ?? null, usd: c.usd == null ? null : formatUsd(c.usd) });
+
+/**
+ * The reference's GasSponsor, plus metarelay's extras: `kind`, `maxGasLimit` (the gas ceiling of one
+ * covered meta-transaction, null: none) and the policy (docs/sponsorship.md) with what was spent.
+ * USD amounts are decimal strings of dollars.
+ */
 export function sponsorWire(r: SponsorRule) {
+  const p = r.policy ?? EMPTY_POLICY;
+  const c = { daily: capWire(p.dailyCap), wallet: capWire(p.walletDailyCap), txn: capWire(p.txnCap), total: capWire(p.totalBudget) };
   return {
     id: r.id,
     gasTankId: 0,
@@ -210,8 +332,23 @@ export function sponsorWire(r: SponsorRule) {
     webhookUrl: r.webhookUrl,
     webhookAuthToken: r.webhookAuthToken,
     kind: r.kind,
-    // metarelay's extra: the gas ceiling of one covered meta-transaction (null: none).
     maxGasLimit: r.maxGas,
+    dailyCapWei: c.daily.wei,
+    dailyCapUsd: c.daily.usd,
+    walletDailyCapWei: c.wallet.wei,
+    walletDailyCapUsd: c.wallet.usd,
+    txnCapWei: c.txn.wei,
+    txnCapUsd: c.txn.usd,
+    totalBudgetWei: c.total.wei,
+    totalBudgetUsd: c.total.usd,
+    validFrom: p.validFrom?.toISOString() ?? null,
+    validUntil: p.validUntil?.toISOString() ?? null,
+    allowWallets: p.allowWallets,
+    denyWallets: p.denyWallets,
+    spentTodayWei: r.spent.todayWei.toString(),
+    spentTodayUsd: formatUsd(r.spent.todayUsd),
+    spentTotalWei: r.spent.totalWei.toString(),
+    spentTotalUsd: formatUsd(r.spent.totalUsd),
     updatedAt: r.updatedAt.toISOString(),
     createdAt: r.createdAt.toISOString(),
   };

@@ -98,17 +98,42 @@ export class PreconditionChecker {
     const r = w.row;
     // A quote that ran out while the bundle waited is not held against it: it is priced now instead.
     const quote = w.quote && verifyQuote(this.relayer.deps.quoteSecret, w.quote).ok ? w.quote : undefined;
-    let admitted;
+    let funded;
     try {
-      admitted = await this.relayer.admit({
-        projectId: r.project_id,
-        keyId: r.key_id,
-        clientIp: r.client_ip,
-        walletAddress: r.wallet,
-        contract: r.entrypoint,
-        input: r.input,
-        quote,
-      });
+      funded = await this.relayer.admit(
+        { projectId: r.project_id, keyId: r.key_id, clientIp: r.client_ip, walletAddress: r.wallet, contract: r.entrypoint, input: r.input, quote },
+        undefined,
+        // Queued, and its sponsorship charged, in one transaction: both or neither.
+        async ({ sized, funded }) => {
+          const moved = await this.deps.db.transaction(async (tx) => {
+            const now = new Date();
+            const moved = await this.deps.metaTxns.setStatus(
+              tx,
+              this.chainId,
+              r.id,
+              {
+                status: 'QUEUED',
+                gas_limit: sized.gasLimit.toString(),
+                gas_estimated: sized.used.toString(),
+                sponsored: funded.sponsored,
+                sponsor_id: funded.sponsorId,
+                fee_token: funded.feeToken,
+                fee_value: funded.feeValue?.toString() ?? null,
+                fee_payer: funded.feePayer?.toLowerCase() ?? null,
+                // Queued from now: the dispatcher's wait for a predecessor nonce counts from here.
+                queued_at: now,
+                next_attempt_at: now,
+              },
+              'PENDING_PRECONDITION',
+            );
+            if (moved) await this.relayer.charge(tx, r.id, funded);
+            return moved;
+          });
+          // Another process moved it first: what this admission held of a project balance goes back.
+          if (!moved) await funded.refund();
+          return moved ? funded : null;
+        },
+      );
     } catch (err) {
       // Not relayable now that it could run (no fee or sponsorship any more, reverts, barred): dropped.
       // Anything else (the node, the database) is tried again at the next block.
@@ -118,32 +143,7 @@ export class PreconditionChecker {
       }
       throw err;
     }
-    const { sized, funded } = admitted;
-    const now = new Date();
-    const moved = await this.deps.metaTxns.setStatus(
-      this.deps.db,
-      this.chainId,
-      r.id,
-      {
-        status: 'QUEUED',
-        gas_limit: sized.gasLimit.toString(),
-        gas_estimated: sized.used.toString(),
-        sponsored: funded.sponsored,
-        sponsor_id: funded.sponsorId,
-        fee_token: funded.feeToken,
-        fee_value: funded.feeValue?.toString() ?? null,
-        fee_payer: funded.feePayer?.toLowerCase() ?? null,
-        // Queued from now: the dispatcher's wait for a predecessor nonce counts from here.
-        queued_at: now,
-        next_attempt_at: now,
-      },
-      'PENDING_PRECONDITION',
-    );
-    if (!moved) {
-      // Another process moved it first: give back what this admission charged.
-      await funded.refund();
-      return;
-    }
+    if (!funded) return;
     this.deps.log.info({ chainId: this.chainId, id: r.id, sponsored: funded.sponsored }, 'meta-transaction preconditions hold: queued');
     this.deps.events.emit(this.chainId, r.id);
   }

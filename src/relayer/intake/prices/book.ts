@@ -33,6 +33,8 @@ export interface PriceSnapshot {
   /** What the staleness checks measured ages against: max(block timestamp, this host's clock), in seconds. */
   now: number | null;
   prices: Map<string, PriceResult>;
+  /** The native/USD feed's answer (USD per whole native unit); undefined when none is configured. */
+  nativeUsd?: FeedRead;
 }
 
 /** One eth_call of the snapshot's aggregate3, deduplicated by target and calldata. */
@@ -80,7 +82,8 @@ export class PriceBook implements PriceSource {
     private readonly opts: { metrics?: Metrics; log?: Logger } = {},
   ) {
     this.tokens = config.feeTokens;
-    this.live = this.tokens.some((t) => t.prices.length > 0);
+    // A native/USD feed alone (for sponsorship caps in USD) is read too.
+    this.live = this.tokens.some((t) => t.prices.length > 0) || config.nativeUsdFeed !== undefined;
   }
 
   async prices(_chainId: number, tokens: readonly FeeTokenConfig[]): Promise<Map<string, PriceResult>> {
@@ -88,6 +91,13 @@ export class PriceBook implements PriceSource {
     // Tokens this book was not built for (a caller's own list) fall back to their fixed rate.
     for (const t of tokens) if (!snap.prices.has(tokenKey(t))) snap.prices.set(tokenKey(t), fixedPrice(t));
     return snap.prices;
+  }
+
+  /** USD per whole native unit from `nativeUsdFeed`, read with the fee prices (same block, same checks). */
+  async nativeUsd(): Promise<{ ok: true; price: Fraction } | { ok: false; reason: string }> {
+    if (!this.config.nativeUsdFeed) return { ok: false, reason: 'the relayer has no nativeUsdFeed' };
+    const read = (await this.snapshot()).nativeUsd;
+    return read ? (read.ok ? { ok: true, price: read.value } : read) : { ok: false, reason: 'the native/USD feed was not read' };
   }
 
   /** The prices at the current block: one Multicall3 call per block at most, none with fixed rates only. */
@@ -226,7 +236,7 @@ export class PriceBook implements PriceSource {
       }
       prices.set(tokenKey(token), found ?? fixedPrice(token, skipped));
     }
-    return { block, now, prices };
+    return { block, now, prices, nativeUsd: native };
   }
 
   /** Keeps the gauges current and logs a token being withdrawn or coming back. */
