@@ -33,7 +33,7 @@ import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
-import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
+import { ChainIndexer, ContractInfoCache, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
 import { DeliveryWorker } from './events/delivery.ts';
@@ -223,8 +223,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
   }
   // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
+  // Contract info is kept serialised as long as token records stay hot: a page is then one query.
+  const contractInfo = new ContractInfoCache(async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos, {
+    size: m.hotCacheSize,
+    ttlMs: m.hotCacheTtlMs,
+  });
   const indexerMetadata: IndexerMetadata = {
-    contracts: async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos,
+    contracts: (chain, addresses) => contractInfo.get(chain, addresses),
     tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).json,
   };
   let background = false;

@@ -14,7 +14,8 @@ import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
  * comes back with its status and is resolved in the background.
  */
 export interface IndexerMetadata {
-  contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, unknown>>;
+  /** Each contract's ContractInfo as JSON text, by address (see ContractInfoCache). */
+  contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, string>>;
   /** Each token's TokenMetadata as JSON text, in request order. */
   tokens(chain: ChainClient, contract: string, ids: string[]): Promise<string[]>;
 }

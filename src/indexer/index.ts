@@ -9,3 +9,4 @@ export { metadataFor, tokenBalanceJson, tokenSupplyJson, transactionJson, type M
 export { forgetIndexedChain } from './forget-chain.ts';
 export { syncBalance } from './sync-balance.ts';
 export { fetchReceipt, receiptWire } from './receipt.ts';
+export { ContractInfoCache } from './contract-info-cache.ts';
