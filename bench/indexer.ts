@@ -163,9 +163,9 @@ async function sizes(db: Db) {
 async function pagePlan(db: Db, chainId: number, account: string, limit: number): Promise<string[]> {
   const res = await db.query<Record<string, string>>(
     `EXPLAIN (ANALYZE, BUFFERS) SELECT contract, account, token_id::text AS token_id, contract_type, balance::text AS balance, block_number::text AS b, block_hash
-       FROM indexer_balances WHERE chain_id = $1 AND account = ANY($2::text[]) AND balance > 0
-      ORDER BY account, contract, token_id LIMIT $3 OFFSET $4`,
-    [chainId, [account], limit, 0],
+       FROM indexer_balances t WHERE chain_id = $1 AND account = $2::text AND balance > 0
+      ORDER BY t.account, t.contract, t.token_id LIMIT $3 OFFSET $4`,
+    [chainId, account, limit, 0],
   );
   return res.rows.map((r) => Object.values(r)[0]!);
 }

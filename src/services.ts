@@ -33,7 +33,7 @@ import { barRepo, type BarRepo } from './relayer/bars.ts';
 import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
-import { ChainIndexer, ContractInfoCache, type IndexerMetadata } from './indexer/index.ts';
+import { BackfillRunner, ChainIndexer, ContractInfoCache, backfillWorkerFor, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
 import { DeliveryWorker } from './events/delivery.ts';
@@ -82,6 +82,8 @@ export interface Services {
   indexers: ReadonlyMap<number, ChainIndexer>;
   /** Token metadata and contract info for the indexer's answers, from the metadata service. */
   indexerMetadata: IndexerMetadata;
+  /** Works running backfills (those a watchlist addition schedules) in the background; none without indexed chains. */
+  indexerBackfills: BackfillRunner | undefined;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
   events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
@@ -222,6 +224,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     if (!c.indexer || c.indexer.scope === 'off') continue;
     indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
   }
+  // A poll every 2 s is two small statements; a new backfill wakes it at once.
+  const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;
   // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
   // Contract info is kept serialised as long as token records stay hot: a page is then one query.
   const contractInfo = new ContractInfoCache(async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos, {
@@ -269,6 +273,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     receiptWaiters,
     indexers,
     indexerMetadata,
+    indexerBackfills,
     events,
     startDispatchers() {
       dispatching = true;
@@ -281,6 +286,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       worker.start();
       for (const w of watchers) w.start();
       for (const i of indexers.values()) i.follower.start();
+      indexerBackfills?.start();
     },
     startedAt: new Date(),
     get draining() {
@@ -299,7 +305,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     async close() {
       if (closed) return;
       closed = true;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
+      if (background) {
+        await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop()]);
+      }
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await events.delivery.stop();
       post.close();

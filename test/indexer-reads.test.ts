@@ -110,5 +110,9 @@ describe('indexer read path', () => {
       expect(b.contractInfo).toMatchObject({ address: c.multi, status: 'AVAILABLE' });
     }
     for (const b of again.balances) expect(b.balance).toBe(String(await chainBalance(b)));
+    // Token ids in numeric order (as text, "10" would come before "2").
+    const ids = multi.map((b) => Number(b.tokenID));
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect((await client.getTokenIDs({ contractAddress: c.multi, page: { pageSize: 100 } })).tokenIDs).toEqual(IDS.map(String));
   });
 });

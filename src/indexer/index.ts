@@ -10,3 +10,5 @@ export { forgetIndexedChain } from './forget-chain.ts';
 export { syncBalance } from './sync-balance.ts';
 export { fetchReceipt, receiptWire } from './receipt.ts';
 export { ContractInfoCache } from './contract-info-cache.ts';
+export { watchContract, deploymentBlock, type WatchOutcome } from './watch.ts';
+export { BackfillRunner } from './backfill-runner.ts';
