@@ -165,8 +165,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
+  const directoryRepo = directoryStore(db);
   const directory = new TokenDirectory({
-    store: directoryStore(db),
+    store: directoryRepo,
     contracts: contractsRepo,
     chains,
     configured: config.chains,
@@ -235,6 +236,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const indexerMetadata: IndexerMetadata = {
     contracts: (chain, addresses) => contractInfo.get(chain, addresses),
     tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).json,
+    // Verified means curated: listed in the token directory (token lists, admins), not removed from it.
+    verified: (chainId) => directoryRepo.addressesOn(chainId),
   };
   let background = false;
   let dispatching = false;

@@ -18,6 +18,8 @@ export interface IndexerMetadata {
   contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, string>>;
   /** Each token's TokenMetadata as JSON text, in request order. */
   tokens(chain: ChainClient, contract: string, ids: string[]): Promise<string[]>;
+  /** The contracts of a chain that count as verified (contractStatus, metadataOptions.verifiedOnly): the token directory's. */
+  verified(chainId: number): Promise<string[]>;
 }
 
 /** One indexed chain: its follower, its reads and its watchlist. */
