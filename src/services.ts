@@ -40,6 +40,7 @@ import { DeliveryWorker } from './events/delivery.ts';
 import { createPoster, type Poster } from './events/post.ts';
 import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
+import { balanceEvents } from './events/balance-events.ts';
 import { tokenDocumentEvents } from './events/token-events.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
@@ -223,7 +224,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const indexers = new Map<number, ChainIndexer>();
   for (const c of config.chains) {
     if (!c.indexer || c.indexer.scope === 'off') continue;
-    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
+    // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.
+    const onBalances = c.indexer.scope === 'watchlist' ? balanceEvents(bell) : undefined;
+    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics, onBalances));
   }
   // A poll every 2 s is two small statements; a new backfill wakes it at once.
   const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
 import type { ChainIndexer } from '../src/indexer/index.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
-import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { eventually, startRawServer, startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
 
 const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 const ADMIN = 'indexer-watch-test-admin-token-01';
@@ -37,6 +37,7 @@ beforeAll(async () => {
     // Small ranges: the contract's history is several leased ranges.
     indexer: { backfillRangeBlocks: 4 },
     admin: { tokens: [ADMIN] },
+    webhooks: { deadlineMs: 2_000, retryBaseMs: 100, pollMs: 50, retryHorizonSec: 60 },
   });
   const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   client = new SequenceIndexer(`${base}/indexer/anvil`, t.accessKey);
@@ -124,5 +125,42 @@ describe('watchlist additions', () => {
       expect((await pub.readContract({ address: nft!, abi, functionName: 'ownerOf', args: [BigInt(r.tokenID!)] })).toLowerCase()).toBe(r.accountAddress);
     }
     expect(rows.map((r) => r.tokenID)).toEqual(['5', '6']);
+  });
+
+  it('balance changes of watched contracts reach a subscribed webhook as balance.updated, one event per contract and step', async () => {
+    const ix = t.services.indexers.get(chain.anvil.chainId)!;
+    const got: Array<{ type: string; chainId: number; data: { contractAddress: string; blockNumber: number; balances: Array<{ accountAddress: string; tokenID: string; balance: string }> } }> = [];
+    const server = await startRawServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        got.push(JSON.parse(body));
+        res.writeHead(200).end('{}');
+      });
+    });
+    try {
+      const hook = await rpc(t.app, '/rpc/Console/CreateWebhook', { projectId: t.project.id, url: `${server.url}/balances`, events: ['balance.updated'] }, { authorization: `Bearer ${ADMIN}` });
+      expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+      t.services.events.delivery.start();
+      const [erc20] = (await chain.deploy([{ contract: 'TestIndexERC20' }])).map((a) => a.toLowerCase() as Address);
+      await catchUp(ix);
+      await rpc(t.app, '/rpc/Console/IndexerWatch', { chainID: 'anvil', contractAddress: erc20 }, { authorization: `Bearer ${ADMIN}` });
+      const [E, F] = [someone(), someone()];
+      // One block each (automine); the follower reads them in one step, so one event with the balances after both.
+      await chain.send([call(erc20!, 'TestIndexERC20', 'mint', [E, 90n]), call(erc20!, 'TestIndexERC20', 'move', [E, F, 90n])]);
+      await catchUp(ix);
+      const events = await eventually(
+        async () => got.filter((e) => e.data.contractAddress === erc20),
+        (list) => expect(list.length).toBeGreaterThan(0),
+      );
+      expect(events.every((e) => e.type === 'balance.updated' && e.chainId === chain.anvil.chainId)).toBe(true);
+      // The last word on each holder is the chain's balance (E sold out: "0").
+      const last = new Map<string, string>();
+      for (const e of [...events].sort((a, b) => a.data.blockNumber - b.data.blockNumber)) for (const b of e.data.balances) last.set(b.accountAddress, b.balance);
+      for (const acc of [E, F]) expect(last.get(acc)).toBe(String(await pub.readContract({ address: erc20!, abi, functionName: 'balanceOf', args: [acc] })));
+      expect(Object.fromEntries(last)).toEqual({ [E]: '0', [F]: '90' });
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -3,7 +3,7 @@ import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import { decodeChunk } from './chunk.ts';
 import { LogReader } from './log-reader.ts';
-import { applyTransfers } from './transfer-store.ts';
+import { applyTransfers, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
 export interface BackfillProgress {
@@ -116,6 +116,8 @@ export interface BackfillWorkerDeps {
   /** Most blocks per eth_getLogs (per chain); shrinks when the node refuses. */
   chunkBlocks: number | ((chainId: number) => number);
   leaseSec: number;
+  /** Told the balances each chunk changed, on its transaction. */
+  onBalances?: BalanceHook;
   /**
    * Called after each chunk is committed (the CLI draws its progress bar from it). What it throws
    * stops the worker as a crash would: the committed chunks stay, the range's lease runs out.
@@ -216,7 +218,7 @@ export class BackfillWorker {
           [c.backfillId, c.rangeFrom.toString(), this.owner, (to + 1n).toString(), chunk.logs, chunk.malformed, this.d.leaseSec, next.toString()],
         );
         if (!own.rows.length) return false;
-        await applyTransfers(tx, c.chainId, chunk.entries);
+        await applyTransfers(tx, c.chainId, chunk.entries, this.d.onBalances);
         return true;
       });
       if (!kept) return;

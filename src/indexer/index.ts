@@ -12,3 +12,4 @@ export { fetchReceipt, receiptWire } from './receipt.ts';
 export { ContractInfoCache } from './contract-info-cache.ts';
 export { watchContract, deploymentBlock, type WatchOutcome } from './watch.ts';
 export { BackfillRunner } from './backfill-runner.ts';
+export type { BalanceChange, BalanceHook } from './transfer-store.ts';
