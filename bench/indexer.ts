@@ -5,6 +5,7 @@
 //   npx tsx bench/indexer.ts                     # PGlite in a temp folder
 //   BENCH_DB=postgres npx tsx bench/indexer.ts
 //   BENCH_TRANSFERS=200000 BENCH_REQUESTS=300
+//   BENCH_READS_ONLY=1                           # one backfill, storage, plans and read latency only
 //
 // Result JSON on stdout; progress on stderr.
 import { SequenceIndexer } from '@0xsequence/indexer';
@@ -133,12 +134,40 @@ async function backfillProcesses(chain: BenchChain, cleanup: Cleanup, n: number,
 }
 
 async function sizes(db: Db) {
-  const rows = await db.query<{ t: string; n: string; table_bytes: string; index_bytes: string }>(
+  const rows = await db.query<{ t: string; n: string; table_bytes: string; index_bytes: string; total_bytes: string }>(
     `SELECT t, (xpath('/row/c/text()', query_to_xml('SELECT count(*) AS c FROM ' || t, false, true, '')))[1]::text AS n,
-            pg_table_size(t)::text AS table_bytes, pg_indexes_size(t)::text AS index_bytes
+            pg_table_size(t)::text AS table_bytes, pg_indexes_size(t)::text AS index_bytes, pg_total_relation_size(t)::text AS total_bytes
        FROM unnest(ARRAY['indexer_transfers', 'indexer_balances']) AS t`,
   );
-  return Object.fromEntries(rows.rows.map((r) => [r.t, { rows: Number(r.n), tableMB: +(Number(r.table_bytes) / 1e6).toFixed(1), indexMB: +(Number(r.index_bytes) / 1e6).toFixed(1) }]));
+  // Each index on its own: what a deployment pays for each read path.
+  const idx = await db.query<{ t: string; i: string; bytes: string }>(
+    `SELECT tablename AS t, indexname AS i, pg_relation_size(quote_ident(indexname))::text AS bytes
+       FROM pg_indexes WHERE tablename IN ('indexer_transfers', 'indexer_balances') ORDER BY tablename, indexname`,
+  );
+  const mb = (b: string) => +(Number(b) / 1e6).toFixed(1);
+  return Object.fromEntries(
+    rows.rows.map((r) => [
+      r.t,
+      {
+        rows: Number(r.n),
+        tableMB: mb(r.table_bytes),
+        indexMB: mb(r.index_bytes),
+        totalMB: mb(r.total_bytes),
+        indexesMB: Object.fromEntries(idx.rows.filter((x) => x.t === r.t).map((x) => [x.i, mb(x.bytes)])),
+      },
+    ]),
+  );
+}
+
+/** The plan of GetTokenBalances' page query (the statement balance-reader.ts sends), with its timings and buffers. */
+async function pagePlan(db: Db, chainId: number, account: string, limit: number): Promise<string[]> {
+  const res = await db.query<Record<string, string>>(
+    `EXPLAIN (ANALYZE, BUFFERS) SELECT contract, account, token_id::text AS token_id, contract_type, balance::text AS balance, block_number::text AS b, block_hash
+       FROM indexer_balances t WHERE chain_id = $1 AND account = $2::text AND balance > 0
+      ORDER BY t.account, t.contract, t.token_id LIMIT $3 OFFSET $4`,
+    [chainId, account, limit, 0],
+  );
+  return res.rows.map((r) => Object.values(r)[0]!);
 }
 
 async function backfill(chain: BenchChain, cleanup: Cleanup, workers: number, head: bigint) {
@@ -175,8 +204,10 @@ runBench(async (cleanup) => {
 
   const one = await backfill(chain, cleanup, 1, head);
   const storage = await sizes(one.svc.services.db);
-  const two = await backfill(chain, cleanup, 2, head);
-  const processes = kind === 'postgres' ? [await backfillProcesses(chain, cleanup, 1, head), await backfillProcesses(chain, cleanup, 2, head)] : [];
+  // BENCH_READS_ONLY=1: one backfill, storage and read latency (no scaling runs, no head lag).
+  const readsOnly = process.env.BENCH_READS_ONLY === '1';
+  const two = readsOnly ? null : await backfill(chain, cleanup, 2, head);
+  const processes = kind === 'postgres' && !readsOnly ? [await backfillProcesses(chain, cleanup, 1, head), await backfillProcesses(chain, cleanup, 2, head)] : [];
 
   // GetTokenBalances with includeMetadata: metadata resolved once first (the steady state of a served collection).
   const s = one.svc.services;
@@ -200,7 +231,13 @@ runBench(async (cleanup) => {
   };
   const fullPage = await measure(1000);
   const defaultPage = await measure(50);
-  const lag = await headLag(chain, cleanup, envNumber('BENCH_LAG_RATE', 50), envNumber('BENCH_LAG_SECONDS', 20));
+  // The plan as the bench left the table (just written), then after VACUUM set its pages all-visible
+  // (what autovacuum does in a served deployment): the covering index reads without the heap then.
+  const plans = { afterBackfill: await pagePlan(s.db, chain.anvil.chainId, holder, 51) } as Record<string, string[]>;
+  await s.db.query('VACUUM (ANALYZE) indexer_balances');
+  plans.afterVacuum = await pagePlan(s.db, chain.anvil.chainId, holder, 51);
+  const defaultPageVacuumed = await measure(50);
+  const lag = readsOnly ? null : await headLag(chain, cleanup, envNumber('BENCH_LAG_RATE', 50), envNumber('BENCH_LAG_SECONDS', 20));
   const perMillion = (x: number) => +((x * 1e6) / Math.max(1, storage.indexer_transfers!.rows)).toFixed(0);
   return {
     bench: 'indexer',
@@ -208,7 +245,7 @@ runBench(async (cleanup) => {
     machine: machineInfo(),
     transfers,
     blocks: Number(head),
-    backfill: [one.result, two.result],
+    backfill: [one.result, ...(two ? [two.result] : [])],
     backfillProcesses: processes,
     headLag: lag,
     storage,
@@ -216,6 +253,8 @@ runBench(async (cleanup) => {
       transfersTable: perMillion(storage.indexer_transfers!.tableMB),
       transfersIndexes: perMillion(storage.indexer_transfers!.indexMB),
     },
-    getTokenBalancesIncludeMetadata: [fullPage, defaultPage],
+    getTokenBalancesIncludeMetadata: [fullPage, defaultPage, { ...defaultPageVacuumed, vacuumed: true }],
+    pagePlans: plans,
+    loadAverageAtEnd: (await import('node:os')).loadavg().map((x) => +x.toFixed(2)),
   };
 });

@@ -37,13 +37,14 @@ import { waitRepo } from './relayer/preconditions/store.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
 import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
 import { projectBalances, type ProjectBalances } from './relayer/balances/index.ts';
-import { ChainIndexer, type IndexerMetadata } from './indexer/index.ts';
+import { BackfillRunner, ChainIndexer, ContractInfoCache, backfillWorkerFor, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
 import { DeliveryWorker } from './events/delivery.ts';
 import { createPoster, type Poster } from './events/post.ts';
 import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
+import { balanceEvents } from './events/balance-events.ts';
 import { tokenDocumentEvents } from './events/token-events.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
@@ -88,6 +89,8 @@ export interface Services {
   indexers: ReadonlyMap<number, ChainIndexer>;
   /** Token metadata and contract info for the indexer's answers, from the metadata service. */
   indexerMetadata: IndexerMetadata;
+  /** Works running backfills (those a watchlist addition schedules) in the background; none without indexed chains. */
+  indexerBackfills: BackfillRunner | undefined;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
   events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
@@ -169,8 +172,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const tasks = taskStore(db);
   const refresh = new RefreshService({ tasks, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
+  const directoryRepo = directoryStore(db);
   const directory = new TokenDirectory({
-    store: directoryStore(db),
+    store: directoryRepo,
     contracts: contractsRepo,
     chains,
     configured: config.chains,
@@ -244,12 +248,23 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const indexers = new Map<number, ChainIndexer>();
   for (const c of config.chains) {
     if (!c.indexer || c.indexer.scope === 'off') continue;
-    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics));
+    // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.
+    const onBalances = c.indexer.scope === 'watchlist' ? balanceEvents(bell) : undefined;
+    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics, onBalances));
   }
+  // A poll every 2 s is two small statements; a new backfill wakes it at once.
+  const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;
   // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
+  // Contract info is kept serialised as long as token records stay hot: a page is then one query.
+  const contractInfo = new ContractInfoCache(async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos, {
+    size: m.hotCacheSize,
+    ttlMs: m.hotCacheTtlMs,
+  });
   const indexerMetadata: IndexerMetadata = {
-    contracts: async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos,
+    contracts: (chain, addresses) => contractInfo.get(chain, addresses),
     tokens: async (chain, contract, ids) => (await tokens.getTokens(chain, contract as `0x${string}`, ids, { waitMs: 0 })).json,
+    // Verified means curated: listed in the token directory (token lists, admins), not removed from it.
+    verified: (chainId) => directoryRepo.addressesOn(chainId),
   };
   let background = false;
   let dispatching = false;
@@ -289,6 +304,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     receiptWaiters,
     indexers,
     indexerMetadata,
+    indexerBackfills,
     events,
     startDispatchers() {
       dispatching = true;
@@ -301,6 +317,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       worker.start();
       for (const w of watchers) w.start();
       for (const i of indexers.values()) i.follower.start();
+      indexerBackfills?.start();
     },
     startedAt: new Date(),
     get draining() {
@@ -319,7 +336,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     async close() {
       if (closed) return;
       closed = true;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop())]);
+      if (background) {
+        await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop()]);
+      }
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await events.delivery.stop();
       post.close();

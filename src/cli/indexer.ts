@@ -3,13 +3,15 @@ import { createServices, type Services } from '../services.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
 import { progressReporter } from './progress.ts';
-import { backfillStore, backfillWorkerFor, type ChainIndexer } from '../indexer/index.ts';
+import { backfillStore, backfillWorkerFor, watchContract, type ChainIndexer } from '../indexer/index.ts';
 
 const USAGE = `usage:
   metarelay indexer backfill --chain NAME|ID --from N [--to M]   create a backfill task and work on it (progress bar)
   metarelay indexer work [--backfill ID]                         join running backfills as one more worker process
   metarelay indexer status ID                                    a backfill's progress, as JSON
-  metarelay indexer watch --chain NAME|ID --contract 0x…          add a contract to a watchlist chain`;
+  metarelay indexer watch --chain NAME|ID --contract 0x… [--from N]
+                                                                 add a contract to a watchlist chain and schedule the backfill
+                                                                 of its history (from its deployment block, or N)`;
 
 function indexerOf(s: Services, chain: string | undefined): ChainIndexer {
   if (!chain) throw new UsageError(USAGE);
@@ -86,8 +88,13 @@ export async function runIndexer(argv: string[]): Promise<void> {
         const ix = indexerOf(s, values.chain);
         if (!values.contract || !/^0x[0-9a-fA-F]{40}$/.test(values.contract)) throw new UsageError('--contract must be a 20-byte 0x address');
         if (ix.scope !== 'watchlist') throw new UsageError(`chain ${ix.chain.name} indexes every contract (scope "${ix.scope}"): no watchlist to add to`);
-        await ix.watchlist.add(values.contract, null);
-        console.log(JSON.stringify({ chain: ix.chain.name, contract: values.contract.toLowerCase(), watchlist: await ix.watchlist.list() }));
+        const out = await watchContract(ix, values.contract as `0x${string}`, {
+          projectId: null,
+          fromBlock: block(values.from, '--from'),
+          rangeBlocks: config.indexer.backfillRangeBlocks,
+        });
+        if (out.backfill) console.error(`backfill ${out.backfill.id}: worked by serve/worker in the background, or now: metarelay indexer work --backfill ${out.backfill.id}`);
+        console.log(JSON.stringify({ chain: ix.chain.name, ...out, watchlist: await ix.watchlist.list() }));
         return;
       }
     }

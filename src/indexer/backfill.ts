@@ -3,7 +3,7 @@ import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import { decodeChunk } from './chunk.ts';
 import { LogReader } from './log-reader.ts';
-import { applyTransfers } from './transfer-store.ts';
+import { applyTransfers, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
 export interface BackfillProgress {
@@ -13,6 +13,8 @@ export interface BackfillProgress {
   fromBlock: number;
   toBlock: number;
   status: 'RUNNING' | 'DONE';
+  /** The contracts it reads, when not every contract of its scope (a contract added to a watchlist). */
+  contracts: string[] | null;
   /** Blocks read so far, of `blocks`. */
   done: number;
   blocks: number;
@@ -24,6 +26,8 @@ export interface BackfillProgress {
 export interface BackfillOptions {
   /** Blocks per leased range: the unit two workers split the work by. */
   rangeBlocks: number;
+  /** Read only these contracts (default: what the scope reads). */
+  contracts?: string[];
 }
 
 /** Backfill tasks: blocks [from, to] cut into ranges; each range carries its own cursor (next_block). */
@@ -33,8 +37,8 @@ export function backfillStore(db: Db) {
       if (to < from) throw new Error(`backfill: toBlock ${to} is before fromBlock ${from}`);
       return db.transaction(async (tx) => {
         const res = await tx.query<{ id: string | number }>(
-          'INSERT INTO indexer_backfills (chain_id, scope, from_block, to_block) VALUES ($1, $2, $3, $4) RETURNING id',
-          [chainId, scope, from.toString(), to.toString()],
+          'INSERT INTO indexer_backfills (chain_id, scope, from_block, to_block, contracts) VALUES ($1, $2, $3, $4, $5) RETURNING id',
+          [chainId, scope, from.toString(), to.toString(), o.contracts?.length ? o.contracts.map((c) => c.toLowerCase()).sort() : null],
         );
         const id = Number(res.rows[0]!.id);
         const starts: string[] = [];
@@ -54,8 +58,8 @@ export function backfillStore(db: Db) {
     },
 
     async progress(id: number): Promise<BackfillProgress | null> {
-      const res = await db.query<Record<string, string | number>>(
-        `SELECT b.id, b.chain_id, b.scope, b.from_block::text AS from_block, b.to_block::text AS to_block, b.status,
+      const res = await db.query<Record<string, string | number | string[] | null>>(
+        `SELECT b.id, b.chain_id, b.scope, b.contracts, b.from_block::text AS from_block, b.to_block::text AS to_block, b.status,
                 coalesce(sum(LEAST(r.next_block, r.range_to + 1) - r.range_from), 0)::text AS done,
                 coalesce(sum(r.logs), 0)::text AS logs, coalesce(sum(r.malformed), 0)::text AS malformed,
                 count(r.*)::int AS total, count(*) FILTER (WHERE r.next_block > r.range_to)::int AS finished,
@@ -73,6 +77,7 @@ export function backfillStore(db: Db) {
         fromBlock: Number(r.from_block),
         toBlock: Number(r.to_block),
         status: r.status as BackfillProgress['status'],
+        contracts: (r.contracts as string[] | null) ?? null,
         done: Number(r.done),
         blocks: Number(r.to_block) - Number(r.from_block) + 1,
         logs: Number(r.logs),
@@ -100,6 +105,7 @@ interface Claimed {
   rangeFrom: bigint;
   rangeTo: bigint;
   next: bigint;
+  contracts: string[] | null;
 }
 
 export interface BackfillWorkerDeps {
@@ -110,6 +116,8 @@ export interface BackfillWorkerDeps {
   /** Most blocks per eth_getLogs (per chain); shrinks when the node refuses. */
   chunkBlocks: number | ((chainId: number) => number);
   leaseSec: number;
+  /** Told the balances each chunk changed, on its transaction. */
+  onBalances?: BalanceHook;
   /**
    * Called after each chunk is committed (the CLI draws its progress bar from it). What it throws
    * stops the worker as a crash would: the committed chunks stay, the range's lease runs out.
@@ -127,38 +135,53 @@ export interface BackfillWorkerDeps {
 export class BackfillWorker {
   readonly owner = `bf-${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly readers = new Map<string, LogReader>();
+  private halting = false;
 
   constructor(private readonly d: BackfillWorkerDeps) {}
 
+  /** Stops after the chunk in progress, handing its range back (resumed at its cursor by the next claimer). */
+  halt(): void {
+    this.halting = true;
+  }
+
   private async claim(backfillId?: number): Promise<Claimed | null> {
     const claimIn = async (q: Pick<Db, 'query'>) => {
-      const res = await q.query<Record<string, string | number>>(
+      const res = await q.query<Record<string, string | number | string[] | null>>(
         `WITH c AS (
            SELECT r.backfill_id, r.range_from FROM indexer_backfill_ranges r JOIN indexer_backfills b ON b.id = r.backfill_id
             WHERE b.status = 'RUNNING' AND r.next_block <= r.range_to AND (r.lease_until IS NULL OR r.lease_until < now())
-              AND ($3::bigint IS NULL OR r.backfill_id = $3)
+              AND ($3::bigint IS NULL OR r.backfill_id = $3) AND b.chain_id = ANY($4::int[])
             ORDER BY r.backfill_id, r.range_from LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
          UPDATE indexer_backfill_ranges r SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
            FROM c, indexer_backfills b
           WHERE r.backfill_id = c.backfill_id AND r.range_from = c.range_from AND b.id = r.backfill_id
-         RETURNING r.backfill_id, b.chain_id, b.scope, r.range_from::text AS range_from, r.range_to::text AS range_to, r.next_block::text AS next_block`,
-        [this.owner, this.d.leaseSec, backfillId ?? null],
+         RETURNING r.backfill_id, b.chain_id, b.scope, b.contracts, r.range_from::text AS range_from, r.range_to::text AS range_to, r.next_block::text AS next_block`,
+        // Only chains this process reads: another's ranges stay free for the processes that can.
+        [this.owner, this.d.leaseSec, backfillId ?? null, [...this.d.chains.keys()]],
       );
       const r = res.rows[0];
       return r
-        ? { backfillId: Number(r.backfill_id), chainId: Number(r.chain_id), scope: r.scope as IndexScope, rangeFrom: BigInt(r.range_from), rangeTo: BigInt(r.range_to), next: BigInt(r.next_block) }
+        ? {
+            backfillId: Number(r.backfill_id),
+            chainId: Number(r.chain_id),
+            scope: r.scope as IndexScope,
+            rangeFrom: BigInt(r.range_from as string),
+            rangeTo: BigInt(r.range_to as string),
+            next: BigInt(r.next_block as string),
+            contracts: (r.contracts as string[] | null) ?? null,
+          }
         : null;
     };
     // On PostgreSQL the claim is its own transaction, so the row lock lasts only as long as the claim.
     return this.d.db.kind === 'pglite' ? claimIn(this.d.db) : this.d.db.transaction((tx) => claimIn(tx));
   }
 
-  private readerFor(chain: ChainClient, scope: IndexScope): LogReader {
-    const k = `${chain.chainId}:${scope}`;
+  private readerFor(chain: ChainClient, scope: IndexScope, contracts: string[] | null): LogReader {
+    const k = `${chain.chainId}:${scope}:${contracts?.join(',') ?? ''}`;
     let r = this.readers.get(k);
     if (!r) {
       const span = typeof this.d.chunkBlocks === 'number' ? this.d.chunkBlocks : this.d.chunkBlocks(chain.chainId);
-      r = new LogReader(chain, span, this.d.addresses(chain.chainId, scope));
+      r = new LogReader(chain, span, contracts ? async () => contracts : this.d.addresses(chain.chainId, scope));
       this.readers.set(k, r);
     }
     return r;
@@ -167,7 +190,7 @@ export class BackfillWorker {
   /** Works until no range is left to claim (of one backfill, or of any); returns the ranges finished. */
   async runUntilIdle(backfillId?: number): Promise<number> {
     let finished = 0;
-    for (;;) {
+    while (!this.halting) {
       const c = await this.claim(backfillId);
       if (!c) break;
       await this.work(c);
@@ -180,9 +203,9 @@ export class BackfillWorker {
   private async work(c: Claimed): Promise<void> {
     const chain = this.d.chains.get(c.chainId);
     if (!chain) throw new Error(`backfill ${c.backfillId}: chain ${c.chainId} is not configured here`);
-    const reader = this.readerFor(chain, c.scope);
+    const reader = this.readerFor(chain, c.scope, c.contracts);
     let next = c.next;
-    while (next <= c.rangeTo) {
+    while (next <= c.rangeTo && !this.halting) {
       const { to, logs } = await reader.read(next, c.rangeTo);
       const chunk = await decodeChunk(chain, logs);
       const kept = await this.d.db.transaction(async (tx) => {
@@ -195,7 +218,7 @@ export class BackfillWorker {
           [c.backfillId, c.rangeFrom.toString(), this.owner, (to + 1n).toString(), chunk.logs, chunk.malformed, this.d.leaseSec, next.toString()],
         );
         if (!own.rows.length) return false;
-        await applyTransfers(tx, c.chainId, chunk.entries);
+        await applyTransfers(tx, c.chainId, chunk.entries, this.d.onBalances);
         return true;
       });
       if (!kept) return;

@@ -50,8 +50,12 @@ function conditions(chainId: number, q: Omit<BalanceQuery, 'offset' | 'limit'>) 
     params.push(v);
     where.push(sql(params.length));
   };
-  if (q.accounts) add((n) => `account = ANY($${n}::text[])`, q.accounts);
-  if (q.contracts) add((n) => `contract = ANY($${n}::text[])`, q.contracts);
+  // One value is compared as one: with `= ANY(array)` PostgreSQL may walk the whole chain's index in
+  // order and filter (the plan it chose for a 1 000-token holder once the table was analysed).
+  const oneOrAny = (col: string, v: string[], type: string) =>
+    v.length === 1 ? add((n) => `${col} = $${n}::${type}`, v[0]) : add((n) => `${col} = ANY($${n}::${type}[])`, v);
+  if (q.accounts) oneOrAny('account', q.accounts, 'text');
+  if (q.contracts) oneOrAny('contract', q.contracts, 'text');
   if (q.excludeContracts?.length) add((n) => `NOT (contract = ANY($${n}::text[]))`, q.excludeContracts);
   if (q.tokenIds) add((n) => `token_id = ANY($${n}::numeric[])`, q.tokenIds);
   if (q.types) add((n) => `contract_type = ANY($${n}::text[])`, q.types);
@@ -66,9 +70,11 @@ export function balanceReader(db: Db, chainId: number) {
       const { params, where } = conditions(chainId, q);
       params.push(q.limit, q.offset);
       const res = await db.query<Row>(
+        // Ordered by the table's columns: the output's token_id is text, and ordering by it would both
+        // sort ids as strings ("10" before "2") and stop the index from giving the order.
         `SELECT contract, account, token_id::text AS token_id, contract_type, balance::text AS balance, block_number::text AS b, block_hash
-           FROM indexer_balances WHERE ${where} AND balance > 0
-          ORDER BY account, contract, token_id LIMIT $${params.length - 1} OFFSET $${params.length}`,
+           FROM indexer_balances t WHERE ${where} AND balance > 0
+          ORDER BY t.account, t.contract, t.token_id LIMIT $${params.length - 1} OFFSET $${params.length}`,
         params,
       );
       return res.rows.map(toBalance);
@@ -95,8 +101,8 @@ export function balanceReader(db: Db, chainId: number) {
     async updatesSince(contract: string, afterBlock: number, offset: number, limit: number): Promise<BalanceRow[]> {
       const res = await db.query<Row>(
         `SELECT contract, account, token_id::text AS token_id, contract_type, balance::text AS balance, block_number::text AS b, block_hash
-           FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND block_number > $3
-          ORDER BY block_number, account, token_id LIMIT $4 OFFSET $5`,
+           FROM indexer_balances t WHERE chain_id = $1 AND contract = $2 AND block_number > $3
+          ORDER BY t.block_number, t.account, t.token_id LIMIT $4 OFFSET $5`,
         [chainId, contract, afterBlock, limit, offset],
       );
       return res.rows.map(toBalance);
@@ -106,8 +112,8 @@ export function balanceReader(db: Db, chainId: number) {
     async supplies(contract: string, ids: string[] | undefined, offset: number, limit: number): Promise<Array<{ tokenId: string; supply: string; type: TokenType }>> {
       const res = await db.query<{ token_id: string; supply: string; contract_type: string }>(
         `SELECT token_id::text AS token_id, sum(balance)::text AS supply, max(contract_type) AS contract_type
-           FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND ($3::numeric[] IS NULL OR token_id = ANY($3::numeric[]))
-          GROUP BY token_id HAVING sum(balance) > 0 ORDER BY token_id LIMIT $4 OFFSET $5`,
+           FROM indexer_balances t WHERE chain_id = $1 AND contract = $2 AND ($3::numeric[] IS NULL OR token_id = ANY($3::numeric[]))
+          GROUP BY t.token_id HAVING sum(balance) > 0 ORDER BY t.token_id LIMIT $4 OFFSET $5`,
         [chainId, contract, ids ?? null, limit, offset],
       );
       return res.rows.map((r) => ({ tokenId: r.token_id, supply: r.supply, type: r.contract_type as TokenType }));

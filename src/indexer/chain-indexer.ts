@@ -7,6 +7,7 @@ import { balanceReader, type BalanceReader } from './balance-reader.ts';
 import { IndexFollower, readCursor, type Cursor } from './follower.ts';
 import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
 import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
+import type { BalanceHook } from './transfer-store.ts';
 
 /**
  * Token metadata and contract info for answers with `includeMetadata`, given by the wiring (the
@@ -14,9 +15,12 @@ import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
  * comes back with its status and is resolved in the background.
  */
 export interface IndexerMetadata {
-  contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, unknown>>;
+  /** Each contract's ContractInfo as JSON text, by address (see ContractInfoCache). */
+  contracts(chain: ChainClient, addresses: string[]): Promise<Map<string, string>>;
   /** Each token's TokenMetadata as JSON text, in request order. */
   tokens(chain: ChainClient, contract: string, ids: string[]): Promise<string[]>;
+  /** The contracts of a chain that count as verified (contractStatus, metadataOptions.verifiedOnly): the token directory's. */
+  verified(chainId: number): Promise<string[]>;
 }
 
 /** One indexed chain: its follower, its reads and its watchlist. */
@@ -31,8 +35,10 @@ export class ChainIndexer {
     readonly db: Db,
     log: Logger,
     metrics?: Metrics,
+    /** Told the balances each step changes (the wiring records `balance.updated` for watchlist chains). */
+    readonly onBalances?: BalanceHook,
   ) {
-    this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts) });
+    this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), onBalances });
     this.reads = balanceReader(db, chain.chainId);
     this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
   }
@@ -55,5 +61,7 @@ export function backfillWorkerFor(db: Db, indexers: ReadonlyMap<number, ChainInd
     chunkBlocks: (chainId) => indexers.get(chainId)?.cfg.chunkBlocks ?? 2_000,
     leaseSec,
     onChunk,
+    // Each chain's own hook: a backfill's balances are told as its follower's are.
+    onBalances: (q, chainId, changes) => indexers.get(chainId)?.onBalances?.(q, chainId, changes) ?? Promise.resolve(),
   });
 }

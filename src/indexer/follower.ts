@@ -5,7 +5,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { decodeChunk } from './chunk.ts';
 import { LogReader } from './log-reader.ts';
-import { applyTransfers, rollbackAbove } from './transfer-store.ts';
+import { applyTransfers, rollbackAbove, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
 export interface FollowerConfig {
@@ -53,7 +53,7 @@ export class IndexFollower {
   constructor(
     readonly chain: ChainClient,
     private readonly cfg: FollowerConfig,
-    private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]> },
+    private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]>; onBalances?: BalanceHook },
   ) {
     this.reader = new LogReader(chain, cfg.chunkBlocks, d.addresses);
   }
@@ -127,7 +127,7 @@ export class IndexFollower {
         );
         const row = now.rows[0];
         if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return false;
-        await applyTransfers(tx, chainId, chunk.entries);
+        await applyTransfers(tx, chainId, chunk.entries, this.d.onBalances);
         const blocks = new Map(chunk.blockHashes);
         blocks.set(to, endHash);
         // Only blocks within the reorg window are worth remembering.
@@ -190,7 +190,7 @@ export class IndexFollower {
       );
       const row = now.rows[0];
       if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return null;
-      const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash);
+      const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash, this.d.onBalances);
       await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [
         chainId,
         this.cfg.scope,

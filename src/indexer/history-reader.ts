@@ -4,6 +4,8 @@ import type { TokenType } from './decode.ts';
 export interface HistoryQuery {
   accounts?: string[];
   contracts?: string[];
+  /** Contracts left out. */
+  excludeContracts?: string[];
   txHashes?: string[];
   fromBlock?: number;
   toBlock?: number;
@@ -45,6 +47,7 @@ export async function readHistory(db: Db, chainId: number, q: HistoryQuery): Pro
   };
   if (q.accounts) add((t, n) => `(${t}from_address = ANY($${n}::text[]) OR ${t}to_address = ANY($${n}::text[]))`, q.accounts);
   if (q.contracts) add((t, n) => `${t}contract = ANY($${n}::text[])`, q.contracts);
+  if (q.excludeContracts?.length) add((t, n) => `NOT (${t}contract = ANY($${n}::text[]))`, q.excludeContracts);
   if (q.txHashes) add((t, n) => `${t}tx_hash = ANY($${n}::text[])`, q.txHashes);
   if (q.fromBlock !== undefined) add((t, n) => `${t}block_number >= $${n}`, q.fromBlock);
   if (q.toBlock !== undefined) add((t, n) => `${t}block_number <= $${n}`, q.toBlock);

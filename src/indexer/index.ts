@@ -9,3 +9,7 @@ export { metadataFor, tokenBalanceJson, tokenSupplyJson, transactionJson, type M
 export { forgetIndexedChain } from './forget-chain.ts';
 export { syncBalance } from './sync-balance.ts';
 export { fetchReceipt, receiptWire } from './receipt.ts';
+export { ContractInfoCache } from './contract-info-cache.ts';
+export { watchContract, deploymentBlock, type WatchOutcome } from './watch.ts';
+export { BackfillRunner } from './backfill-runner.ts';
+export type { BalanceChange, BalanceHook } from './transfer-store.ts';

@@ -1,6 +1,34 @@
 import type { Queryable } from '../store/db.ts';
 import { ZERO_ADDRESS, type TransferEntry } from './decode.ts';
 
+/** A balance as a step left it (what `balance.updated` events carry). */
+export interface BalanceChange {
+  contract: string;
+  account: string;
+  tokenId: string;
+  type: string;
+  balance: string;
+  blockNumber: number;
+  blockHash: string;
+}
+
+/**
+ * Told, on the transaction that changed them, the balances a step of transfers (or a reorg's rollback)
+ * changed: the wiring records events from it. Absent, the statements return no rows for it.
+ */
+export type BalanceHook = (q: Queryable, chainId: number, changes: BalanceChange[]) => Promise<void>;
+
+// The changed balance rows of the `up` CTE as one JSON array (only when a hook listens).
+const CHANGES = `(SELECT coalesce(json_agg(json_build_object('contract', contract, 'account', account, 'tokenId', token_id::text,
+   'type', contract_type, 'balance', balance::text, 'blockNumber', block_number, 'blockHash', block_hash)), '[]'::json) FROM up)`;
+const UP_ROWS = 'contract, account, token_id, contract_type, balance, block_number, block_hash';
+
+async function tell(q: Queryable, chainId: number, hook: BalanceHook | undefined, raw: unknown): Promise<void> {
+  if (!hook) return;
+  const changes = (typeof raw === 'string' ? JSON.parse(raw) : raw) as BalanceChange[];
+  if (changes.length) await hook(q, chainId, changes.map((c) => ({ ...c, blockNumber: Number(c.blockNumber) })));
+}
+
 /** A transfer entry with its block's time (seconds since the epoch). */
 export interface TimedEntry extends TransferEntry {
   ts: number;
@@ -26,10 +54,10 @@ const DELTAS = (src: string, sign: '' | '-') => `
  * Balance rows are written in key order, so two workers applying overlapping accounts never deadlock.
  * Returns how many rows were new.
  */
-export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[]): Promise<number> {
+export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[], hook?: BalanceHook): Promise<number> {
   if (!entries.length) return 0;
   const col = <T>(f: (e: TimedEntry) => T) => entries.map(f);
-  const res = await q.query<{ n: string | number }>(
+  const res = await q.query<{ n: string | number; changes?: unknown }>(
     `WITH ins AS (
        INSERT INTO indexer_transfers (chain_id, block_number, log_index, part, block_hash, tx_hash, tx_index, contract, contract_type,
                                       from_address, to_address, token_id, amount, ts)
@@ -46,8 +74,8 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
          balance = b.balance + EXCLUDED.balance,
          block_number = GREATEST(b.block_number, EXCLUDED.block_number),
          block_hash = CASE WHEN EXCLUDED.block_number >= b.block_number THEN EXCLUDED.block_hash ELSE b.block_hash END
-       RETURNING 1)
-     SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM up) AS balances`,
+       RETURNING ${hook ? UP_ROWS : '1'})
+     SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}`,
     [
       chainId,
       col((e) => e.blockNumber.toString()),
@@ -65,6 +93,7 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
       col((e) => new Date(e.ts * 1000).toISOString()),
     ],
   );
+  await tell(q, chainId, hook, res.rows[0]?.changes);
   return Number(res.rows[0]?.n ?? 0);
 }
 
@@ -72,8 +101,8 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
  * Undoes every transfer above `ancestor` (a reorg replaced those blocks): the rows go and their
  * deltas are taken back from the balances, in one statement. Returns how many rows were undone.
  */
-export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string): Promise<number> {
-  const res = await q.query<{ n: string | number }>(
+export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string, hook?: BalanceHook): Promise<number> {
+  const res = await q.query<{ n: string | number; changes?: unknown }>(
     `WITH del AS (
        DELETE FROM indexer_transfers WHERE chain_id = $1 AND block_number > $2
        RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash),
@@ -82,10 +111,11 @@ export async function rollbackAbove(q: Queryable, chainId: number, ancestor: big
        UPDATE indexer_balances b SET balance = b.balance + agg.delta,
               block_number = LEAST(b.block_number, $2), block_hash = CASE WHEN b.block_number > $2 THEN $3 ELSE b.block_hash END
          FROM agg WHERE b.chain_id = $1 AND b.contract = agg.contract AND b.account = agg.account AND b.token_id = agg.token_id
-       RETURNING 1)
-     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances`,
+       RETURNING ${hook ? UP_ROWS.split(', ').map((c) => `b.${c}`).join(', ') : '1'})
+     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}`,
     [chainId, ancestor.toString(), ancestorHash],
   );
   await q.query('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number > $2', [chainId, ancestor.toString()]);
+  await tell(q, chainId, hook, res.rows[0]?.changes);
   return Number(res.rows[0]?.n ?? 0);
 }

@@ -34,16 +34,14 @@ export async function metadataFor(
     }
   }
   const [infos, ...perContract] = await Promise.all([
-    contracts.length ? meta.contracts(chain, contracts) : Promise.resolve(new Map<string, unknown>()),
+    contracts.length ? meta.contracts(chain, contracts) : Promise.resolve(new Map<string, string>()),
     ...[...ids].map(async ([c, set]) => {
       const list = [...set];
       const json = await meta.tokens(chain, c, list);
       return list.map((id, k) => [`${c}:${id}`, json[k]!] as const);
     }),
   ]);
-  const contractJson = new Map<string, string>();
-  for (const [a, info] of infos) contractJson.set(a, JSON.stringify(info));
-  return { contracts: contractJson, tokens: new Map(perContract.flat()) };
+  return { contracts: infos, tokens: new Map(perContract.flat()) };
 }
 
 /** `obj` serialised with extra members whose values are JSON text already. */

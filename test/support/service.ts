@@ -8,6 +8,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './db.ts';
+import type { Db } from '../../src/store/db.ts';
 
 export interface TestService {
   services: Services;
@@ -20,13 +21,16 @@ export interface TestService {
 }
 
 /** A real service on a private database; requests go through fastify's inject (no socket). */
-export async function startTestService(config: Partial<AppConfigInput> = {}): Promise<TestService> {
+export async function startTestService(
+  config: Partial<AppConfigInput> = {},
+  opts: { /** Seen by the services instead of the test database (e.g. to count queries). */ wrapDb?: (db: Db) => Db } = {},
+): Promise<TestService> {
   const testDb = await createTestDb();
   // Media blobs go to a folder of this test's own (the default would sit beside a shared temp dir).
   const mediaDir = mkdtempSync(join(tmpdir(), 'metarelay-media-'));
   const media = { ...config.media, store: config.media?.store ?? { type: 'folder' as const, path: mediaDir } };
   const cfg = parseConfig({ allowPrivateNetworks: true, logLevel: 'silent', ...config, media, database: testDb.location });
-  const services = await createServices(cfg, { db: testDb.db, log: createLogger('silent'), pollingIntervalMs: 50 });
+  const services = await createServices(cfg, { db: opts.wrapDb ? opts.wrapDb(testDb.db) : testDb.db, log: createLogger('silent'), pollingIntervalMs: 50 });
   const app = await buildApp(services);
   const project = await services.projects.create(`test-${Math.random().toString(36).slice(2, 8)}`);
   const { key } = await services.accessKeys.create(project.id, 'test');
@@ -53,4 +57,19 @@ export async function rpc(app: FastifyInstance, path: string, body: unknown, hea
     payload: body === undefined ? '' : JSON.stringify(body),
   });
   return { status: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };
+}
+
+/** The database with a count of the statements sent through it (transactions included). */
+export function countingDb(db: Db): { db: Db; count(): number; reset(): void; statements: string[] } {
+  const statements: string[] = [];
+  const counted = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(t, k) {
+        const v = Reflect.get(t, k, t) as unknown;
+        if (k === 'query') return (...a: unknown[]) => (statements.push(String(a[0])), (v as (...x: unknown[]) => unknown).apply(t, a));
+        if (k === 'transaction') return (fn: (tx: object) => unknown) => (v as (f: (tx: object) => unknown) => unknown).call(t, (tx: object) => fn(counted(tx)));
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+  return { db: counted(db), count: () => statements.length, reset: () => void statements.splice(0), statements };
 }

@@ -9,6 +9,8 @@ interface Backfill {
   fromBlock: number;
   toBlock: number;
   status: string;
+  /** Set for a contract's own history (added to a watchlist). */
+  contracts: string[] | null;
   done: number;
   blocks: number;
   logs: number;
@@ -82,7 +84,9 @@ export function Indexer() {
           {st.data?.backfills.map((b) => (
             <tr key={b.id}>
               <td>{b.id}</td>
-              <td>{b.chainId} ({b.scope})</td>
+              <td>
+                {b.chainId} ({b.scope}){b.contracts && b.contracts.map((c) => <code title={c}> {short(c)}</code>)}
+              </td>
               <td>{b.fromBlock}…{b.toBlock}</td>
               <td>{b.status}</td>
               <td><progress max={b.blocks || 1} value={b.done} /> {b.done}/{b.blocks}</td>
@@ -93,7 +97,7 @@ export function Indexer() {
           ))}
         </tbody>
       </table>
-      <p class="hint">Updated {when(new Date().toISOString())}. Start a backfill with <code>metarelay indexer backfill --chain NAME --from N</code>.</p>
+      <p class="hint">Updated {when(new Date().toISOString())}. Start a backfill with <code>metarelay indexer backfill --chain NAME --from N</code>; a watched contract gets its own, worked in the background.</p>
     </section>
   );
 }

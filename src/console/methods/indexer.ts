@@ -4,7 +4,7 @@ import { AddressArg } from '../../http/services/args.ts';
 import { NoArgs } from '../../http/services/common.ts';
 import { ProjectId, chainIdArg } from '../args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
-import { backfillStore } from '../../indexer/index.ts';
+import { backfillStore, watchContract } from '../../indexer/index.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
 /** The indexed chains (cursor, head, malformed logs) and the backfill tasks with their progress. */
@@ -30,16 +30,29 @@ export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
         backfills: await backfillStore(s.db).list(),
       }),
     }),
-    /** Registers a contract on a watchlist chain, for a project: it is indexed from the next block on. */
+    /**
+     * Registers a contract on a watchlist chain, for a project: it is indexed from the next block on,
+     * and a backfill (worked in the background) reads its history from its deployment block, or `fromBlock`.
+     */
     IndexerWatch: method({
-      input: z.object({ chainID: z.string().min(1), contractAddress: AddressArg, projectId: ProjectId.optional() }),
+      input: z.object({
+        chainID: z.string().min(1),
+        contractAddress: AddressArg,
+        projectId: ProjectId.optional(),
+        fromBlock: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+      }),
       handler: async (a) => {
         const ix = s.indexers.get(chainIdArg(s, a.chainID));
         if (!ix) throw new RpcError(MetadataErrors.ChainNotFound, `chain ${a.chainID} is not indexed`);
         if (ix.scope !== 'watchlist') throw new RpcError(MetadataErrors.InvalidArgument, `chain ${ix.chain.name} indexes every contract: it has no watchlist`);
         if (a.projectId !== undefined && !(await s.projects.getById(a.projectId))) throw new RpcError(MetadataErrors.NotFound, `no project ${a.projectId}`);
-        await ix.watchlist.add(a.contractAddress, a.projectId ?? null);
-        return { watchlist: await ix.watchlist.list() };
+        const out = await watchContract(ix, a.contractAddress, {
+          projectId: a.projectId ?? null,
+          fromBlock: a.fromBlock !== undefined ? BigInt(a.fromBlock) : undefined,
+          rangeBlocks: s.config.indexer.backfillRangeBlocks,
+        });
+        if (out.backfill) s.indexerBackfills?.wake();
+        return { watchlist: await ix.watchlist.list(), added: out.added, backfill: out.backfill, ...(out.note ? { note: out.note } : {}) };
       },
     }),
   };

@@ -59,18 +59,41 @@ export function paging(p: z.infer<typeof PageArg>) {
 }
 
 export const MetadataOptions = z
-  .object({ verifiedOnly: z.boolean().optional(), unverifiedOnly: z.boolean().optional(), includeContracts: z.array(z.string()).optional() })
+  .object({
+    verifiedOnly: z.boolean().optional(),
+    unverifiedOnly: z.boolean().optional(),
+    includeContracts: z.array(AddressArg).max(100, 'at most 100 contracts').optional(),
+  })
   .loose()
   .optional();
 
-export function checkMetadataOptions(o: z.infer<typeof MetadataOptions>) {
-  // metarelay does not grade contracts, so "verified" has no meaning here; every contract is included.
-  if (o?.verifiedOnly || o?.unverifiedOnly) throw bad('metadataOptions.verifiedOnly/unverifiedOnly: metarelay does not track contract verification');
+export const ContractStatus = z.enum(['VERIFIED', 'UNVERIFIED', 'ALL']).optional();
+
+/**
+ * Which contracts an answer keeps, by the token directory's word (verified = listed there):
+ * null keeps every contract (metarelay's default, where Sequence's is verified only: a deployment
+ * whose directory is empty would otherwise answer nothing). `always` are kept whatever their grade
+ * (metadataOptions.includeContracts).
+ */
+export type Grade = { only: 'VERIFIED' | 'UNVERIFIED'; always: string[] } | null;
+
+export function gradeOf(status: z.infer<typeof ContractStatus>, o: z.infer<typeof MetadataOptions>): Grade {
+  if (o?.verifiedOnly && o?.unverifiedOnly) throw bad('metadataOptions: verifiedOnly and unverifiedOnly exclude each other');
+  const only = o?.verifiedOnly ? 'VERIFIED' : o?.unverifiedOnly ? 'UNVERIFIED' : status && status !== 'ALL' ? status : null;
+  return only ? { only, always: o?.includeContracts ?? [] } : null;
 }
 
-export const ContractStatus = z.enum(['VERIFIED', 'UNVERIFIED', 'ALL']).optional();
-export function checkContractStatus(s: z.infer<typeof ContractStatus>) {
-  if (s && s !== 'ALL') throw bad(`contractStatus ${s}: metarelay does not track contract verification; send ALL or leave it out`);
+/** The contract filters of a query narrowed to a grade, given the chain's verified contracts. */
+export function narrowToGrade<Q extends { contracts?: string[]; excludeContracts?: string[] }>(q: Q, grade: Grade, verified: readonly string[]): Q {
+  if (!grade) return q;
+  const listed = new Set(verified);
+  const always = new Set(grade.always);
+  if (grade.only === 'VERIFIED') {
+    const keep = (c: string) => listed.has(c) || always.has(c);
+    // An empty list is kept as it is: it matches nothing (no verified contract), it does not lift the filter.
+    return { ...q, contracts: q.contracts ? q.contracts.filter(keep) : [...new Set([...listed, ...always])] };
+  }
+  return { ...q, excludeContracts: [...(q.excludeContracts ?? []), ...[...listed].filter((c) => !always.has(c))] };
 }
 
 export const ContractTypes = z.array(z.enum(['ERC20', 'ERC721', 'ERC1155'], { message: 'contract types indexed are ERC20, ERC721 and ERC1155' }));

@@ -8,6 +8,7 @@ import {
   tokenBalanceJson,
   tokenSupplyJson,
   transactionJson,
+  type BalanceRow,
   type ChainIndexer,
   type TokenType,
 } from '../../indexer/index.ts';
@@ -29,9 +30,10 @@ import {
   TokenBalancesFilterArgs,
   TxHash,
   bad,
-  checkContractStatus,
-  checkMetadataOptions,
+  gradeOf,
+  narrowToGrade,
   paging,
+  type Grade,
 } from './indexer-args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 
@@ -59,6 +61,10 @@ const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a && a.length ? a 
 const merge = (one: string | undefined, many: string[] | undefined) => nonEmpty([...(one ? [one] : []), ...(many ?? [])]);
 
 export function indexerService(s: Services): ServiceDef {
+  /** The query's contract filters narrowed to the contracts of a grade (one read of the chain's verified list, only when asked). */
+  const graded = async <Q extends { contracts?: string[]; excludeContracts?: string[] }>(ix: ChainIndexer, q: Q, grade: Grade): Promise<Q> =>
+    grade ? narrowToGrade(q, grade, await s.indexerMetadata.verified(ix.chain.chainId)) : q;
+
   const nativeBalance = async (ix: ChainIndexer, account: `0x${string}`) => {
     const wei = await ix.chain.public.getBalance({ address: account });
     const currency = ix.chain.public.chain?.nativeCurrency;
@@ -80,17 +86,20 @@ export function indexerService(s: Services): ServiceDef {
       handler: async (a, ctx) => {
         const ix = indexerFor(s, ctx);
         const f = a.filter;
-        checkContractStatus(f.contractStatus);
         const pg = paging(a.page);
-        const q = {
-          accounts: f.accountAddresses,
-          contracts: nonEmpty(f.contractWhitelist),
-          excludeContracts: f.contractBlacklist,
-          tokenIds: nonEmpty(f.tokenIDs),
-          types: nonEmpty(f.contractTypes) as TokenType[] | undefined,
-          offset: pg.offset,
-          limit: pg.limit,
-        };
+        const q = await graded(
+          ix,
+          {
+            accounts: f.accountAddresses,
+            contracts: nonEmpty(f.contractWhitelist),
+            excludeContracts: f.contractBlacklist,
+            tokenIds: nonEmpty(f.tokenIDs),
+            types: nonEmpty(f.contractTypes) as TokenType[] | undefined,
+            offset: pg.offset,
+            limit: pg.limit,
+          },
+          gradeOf(f.contractStatus, undefined),
+        );
         const [rows, natives] = await Promise.all([
           summary ? ix.reads.summary(q) : ix.reads.balances(q),
           f.omitNativeBalances ? Promise.resolve([]) : Promise.all(f.accountAddresses.map((acc) => nativeBalance(ix, acc))),
@@ -186,21 +195,30 @@ export function indexerService(s: Services): ServiceDef {
           const ix = indexerFor(s, ctx);
           if (!a.accountAddress && !a.contractAddress) throw bad('accountAddress or contractAddress: at least one is required');
           if (a.tokenID !== undefined && !a.contractAddress) throw bad('tokenID needs a contractAddress');
-          if (a.includeCollectionTokens) throw bad('includeCollectionTokens is not supported: ask GetTokenSupplies for a collection\'s tokens');
-          checkMetadataOptions(a.metadataOptions);
           const pg = paging(a.page);
-          const rows = await ix.reads.balances({
-            accounts: a.accountAddress ? [a.accountAddress] : undefined,
-            contracts: a.contractAddress ? [a.contractAddress] : undefined,
-            tokenIds: a.tokenID !== undefined ? [a.tokenID] : undefined,
-            offset: pg.offset,
-            limit: pg.limit,
-          });
+          const q = await graded(
+            ix,
+            {
+              accounts: a.accountAddress ? [a.accountAddress] : undefined,
+              contracts: a.contractAddress ? [a.contractAddress] : undefined,
+              tokenIds: a.tokenID !== undefined ? [a.tokenID] : undefined,
+              offset: pg.offset,
+              limit: pg.limit,
+            },
+            gradeOf(undefined, a.metadataOptions),
+          );
+          // includeCollectionTokens false: a collection (ERC721/ERC1155) is one summary row per
+          // holder (isSummary, uniqueCollectibles, the sum of its tokens); true or absent: its tokens.
+          const collapse = a.includeCollectionTokens === false;
+          const rows: Array<BalanceRow & { unique?: number }> = collapse ? await ix.reads.summary(q) : await ix.reads.balances(q);
           const { rows: page, page: pageWire } = pg.cut(rows);
           const meta = a.includeMetadata
-            ? await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: true })
+            ? await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: !collapse })
             : undefined;
-          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta)) });
+          return raw(
+            { page: pageWire },
+            { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, collapse && r.type !== 'ERC20' ? { unique: r.unique ?? 0 } : undefined)) },
+          );
         },
       }),
       GetTokenBalancesSummary: balancesByFilter(true),
@@ -209,15 +227,20 @@ export function indexerService(s: Services): ServiceDef {
         input: ByContractArgs,
         handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
-          checkContractStatus(a.filter.contractStatus);
           const pg = paging(a.page);
-          const rows = await ix.reads.balances({
-            contracts: a.filter.contractAddresses,
-            accounts: nonEmpty(a.filter.accountAddresses),
-            tokenIds: nonEmpty(a.filter.tokenIDs),
-            offset: pg.offset,
-            limit: pg.limit,
-          });
+          const rows = await ix.reads.balances(
+            await graded(
+              ix,
+              {
+                contracts: a.filter.contractAddresses,
+                accounts: nonEmpty(a.filter.accountAddresses),
+                tokenIds: nonEmpty(a.filter.tokenIDs),
+                offset: pg.offset,
+                limit: pg.limit,
+              },
+              gradeOf(a.filter.contractStatus, undefined),
+            ),
+          );
           const { rows: page, page: pageWire } = pg.cut(rows);
           const meta = a.omitMetadata
             ? undefined
@@ -330,15 +353,16 @@ export function indexerService(s: Services): ServiceDef {
           const ix = indexerFor(s, ctx);
           const f = a.filter;
           if (f.metaTransactionIDs?.length) throw bad('filter.metaTransactionIDs is not supported: the indexer does not link meta-transactions');
-          checkMetadataOptions(a.metadataOptions);
           const accounts = merge(f.accountAddress, f.accountAddresses);
-          const contracts = merge(f.contractAddress, f.contractAddresses);
+          const requested = merge(f.contractAddress, f.contractAddresses);
           const txHashes = nonEmpty(f.transactionHashes);
-          if (!accounts && !contracts && !txHashes) throw bad('filter: name an account, a contract or transaction hashes');
+          if (!accounts && !requested && !txHashes) throw bad('filter: name an account, a contract or transaction hashes');
+          const { contracts, excludeContracts } = await graded(ix, { contracts: requested } as { contracts?: string[]; excludeContracts?: string[] }, gradeOf(undefined, a.metadataOptions));
           const pg = paging(a.page);
           const txns = await readHistory(s.db, ix.chain.chainId, {
             accounts,
             contracts,
+            excludeContracts,
             txHashes,
             fromBlock: f.fromBlock,
             toBlock: f.toBlock,
