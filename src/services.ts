@@ -1,8 +1,9 @@
 import { NetworkRegistry } from './chain/registry.ts';
 import { createChainClient, type ChainClient } from './chain/client.ts';
 import type { AppConfig } from './config/schema.ts';
-import { Authenticator } from './http/auth.ts';
-import { RateLimiter } from './http/rate-limit.ts';
+import { Authenticator } from './access/authenticator.ts';
+import { RateLimiter } from './access/rate-limiter.ts';
+import { tokenResponseCache, type ResponseCache } from './access/response-cache.ts';
 import { openDb, type Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
 import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
@@ -59,6 +60,8 @@ export interface Services {
   accessKeys: AccessKeyRepo;
   auth: Authenticator;
   rateLimiter: RateLimiter;
+  /** Whole answers to repeated token reads, REST and RPC alike; looked up only after the access check. */
+  responses: ResponseCache;
   fetcher: Fetcher;
   tokens: TokenMetadataService;
   /** The media pipeline (cached originals, renditions, `assets`); undefined when media.enabled is false. */
@@ -281,6 +284,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     accessKeys,
     auth,
     rateLimiter: new RateLimiter(db, config.auth.rateLimit),
+    responses: tokenResponseCache(config),
     fetcher,
     tokens,
     media,

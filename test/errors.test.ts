@@ -1,7 +1,11 @@
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Authenticator } from '../src/http/auth.ts';
+import { Authenticator } from '../src/access/authenticator.ts';
+import { RateLimiter } from '../src/access/rate-limiter.ts';
+import { ResponseCache } from '../src/access/response-cache.ts';
+import { NetworkRegistry } from '../src/chain/registry.ts';
+import { AccessPipeline } from '../src/http/access-pipeline.ts';
 import { adminTokenStore } from '../src/console/admin-tokens.ts';
 import { MetadataErrors, RelayerErrors, RpcError, WebrpcErrors, metadataErrorMap, relayerErrorMap, type ErrorDef } from '../src/http/errors.ts';
 import { method, registerWebrpcService } from '../src/http/webrpc.ts';
@@ -60,7 +64,7 @@ beforeAll(async () => {
           }),
         },
       },
-      { auth, admin: adminTokenStore({} as never, []), metrics },
+      { access: new AccessPipeline({ auth, admin: adminTokenStore({} as never, []), rateLimiter: new RateLimiter({} as never, {}), networks: new NetworkRegistry([]), responses: new ResponseCache(0, 0, 0), metrics }), metrics },
     );
   }
   await app.ready();

@@ -7,7 +7,6 @@
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOriginServer, type OriginServer } from '../src/devchain/index.ts';
-import { tokenResponseCache } from '../src/http/response-cache.ts';
 import type { Services } from '../src/services.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, getRest, secondProcess, startTokenChain, type TokenChain, type WireToken } from './support/token-chain.ts';
@@ -153,7 +152,7 @@ describe('RPC GetTokenMetadata', () => {
 
   it('never keeps an answer holding a NOT_AVAILABLE token, an error, or a token still resolving', async () => {
     const key = await newKey();
-    const cache = tokenResponseCache(t.services);
+    const cache = t.services.responses;
 
     // Id 77 has no URI: the contract reverts, the token is NOT_AVAILABLE (and not retried for a while).
     const mixed = await getTokens(t.app, key, tt, ['1', '77']);
@@ -207,6 +206,43 @@ describe('RPC GetTokenMetadataBatch', () => {
     const after = await served(t.services, () => batch(key));
     expect(nameOf(after.value.body)).toEqual(['other 1 v2', 'token 2']);
     expect(after.reused).toBe(0);
+  });
+});
+
+describe('one access check before the cache, for REST and RPC alike', () => {
+  it('refuses a cached request once the project loses the network, and once the key is over its rate limit', async () => {
+    const project = await t.services.projects.create('rc-held');
+    const { key } = await t.services.accessKeys.create(project.id, 'held');
+    const url = `/tokens/anvil/${tt}/1`;
+    const rest = () => getRest(t, url, { 'x-access-key': key });
+    for (let i = 0; i < 2; i++) {
+      expect((await getTokens(t.app, key, tt, ['1'])).status).toBe(200);
+      expect((await rest()).status).toBe(200);
+    }
+    expect((await served(t.services, () => getTokens(t.app, key, tt, ['1']))).reused).toBe(1);
+    expect((await served(t.services, () => rest())).reused).toBe(1);
+
+    // Held to mainnet only: the very requests whose answers are cached are refused, nothing reused.
+    await t.services.db.query('UPDATE projects SET allowed_chain_ids = $2 WHERE id = $1', [project.id, [1]]);
+    t.services.auth.forgetAll();
+    const rpcHeld = await served(t.services, () => getTokens(t.app, key, tt, ['1']));
+    expect(rpcHeld.value.status).toBe(403);
+    expect(rpcHeld.value.body).toMatchObject({ error: 'PermissionDenied' });
+    const restHeld = await served(t.services, () => rest());
+    expect(restHeld.value.status).toBe(403);
+    expect(rpcHeld.reused + restHeld.reused).toBe(0);
+
+    // Allowed again, with a bucket of one: the first request (a cache hit) spends it, the next is refused.
+    await t.services.db.query('UPDATE projects SET allowed_chain_ids = NULL WHERE id = $1', [project.id]);
+    await t.services.db.query('UPDATE access_keys SET rate_per_sec = 0.01, rate_burst = 1 WHERE project_id = $1', [project.id]);
+    t.services.auth.forgetAll();
+    const spent = await served(t.services, () => rest());
+    expect(spent.value.status).toBe(200);
+    expect(spent.reused).toBe(1);
+    const limited = await served(t.services, () => getTokens(t.app, key, tt, ['1']));
+    expect(limited.value.status).toBe(429);
+    expect(limited.value.body).toMatchObject({ error: 'RateLimited' });
+    expect(limited.reused).toBe(0);
   });
 });
 
@@ -317,7 +353,7 @@ describe('lifetime', () => {
         const r = await served(p.services, () => getTokens(p.app, t.accessKey, tt, ['2']));
         expect(r).toMatchObject({ reused: 0, assembled: 1 });
       }
-      expect(tokenResponseCache(p.services).size).toBe(0);
+      expect(p.services.responses.size).toBe(0);
     } finally {
       await p.close();
     }

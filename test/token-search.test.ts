@@ -15,6 +15,7 @@ import { openDb, type Db } from '../src/store/db.ts';
 import { loadMigrations, migrate } from '../src/store/migrate.ts';
 import { TEST_DB, TEST_PG_URL, pgUrlFor } from './support/env.ts';
 import { DEPLOYER, call, erc721WithTokens } from './support/refresh.ts';
+import { eventually } from './support/token-chain.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { getTokenMetadata, startTokenChain, type TokenChain } from './support/token-chain.ts';
 
@@ -254,13 +255,57 @@ describe('trait filters against a plain in-memory filter', () => {
     expect(last.page).toEqual({ page: 1001, pageSize: 7, more: false });
   });
 
+  it('pages by cursor: each answer carries the next page after its last token, and the pages put together are the whole list', async () => {
+    const props: PF[] = [{ name: 'Background', values: ['Blue', 'Green'] }];
+    const whole = await allIds({ properties: props });
+    for (const filter of [{ properties: props }, {}]) {
+      const all = filter.properties ? whole : await allIds({});
+      const out: string[] = [];
+      let page: Record<string, unknown> = { pageSize: 7 };
+      for (;;) {
+        const body = await ok('SearchTokenMetadataTokenIDs', { chainID: 'anvil', contractAddress: nft, filter, page });
+        out.push(...body.tokenIDs);
+        if (body.tokenIDs.length) expect(body.page).toMatchObject({ column: 'tokenId', after: body.tokenIDs.at(-1), pageSize: 7 });
+        if (!body.page.more) break;
+        // The answer's page passed back as it is, as clients do: the cursor wins over the page number.
+        page = body.page;
+      }
+      expect(out).toEqual(all);
+    }
+    // SearchTokenMetadata pages the same way.
+    const first = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { properties: props }, page: { pageSize: 5 } });
+    const next = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { properties: props }, page: first.page });
+    expect(next.tokenMetadata.map((x: { tokenId: string }) => x.tokenId)).toEqual(whole.slice(5, 10));
+  });
+
+  it('gives each token its real status: a stale one is REFRESHING (and re-read), as GetTokenMetadata says', async () => {
+    const props: PF[] = [{ name: 'Species', values: ['Basilisk'] }];
+    const ids = expected(props);
+    const staleId = ids[0];
+    await t.services.db.query(
+      `UPDATE token_metadata SET last_fetched = now() - interval '30 days' WHERE chain_id = $1 AND contract_address = $2 AND token_id = $3`,
+      [chain.chainConfig.chainId, nft.toLowerCase(), staleId],
+    );
+    const body = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { properties: props }, page: { pageSize: 1000 } });
+    const statuses = Object.fromEntries(body.tokenMetadata.map((x: { tokenId: string; status: string }) => [x.tokenId, x.status]));
+    expect(statuses[staleId]).toBe('REFRESHING');
+    expect(ids.filter((id) => id !== staleId).every((id) => statuses[id] === 'AVAILABLE')).toBe(true);
+    const byQuery = await ok('SearchTokenMetadataByQuery', { q: String(docs.get(staleId)!.name), contractAddress: nft, page: { pageSize: 1000 } });
+    expect(byQuery.tokenMetadata.find((x: { tokenId: string }) => x.tokenId === staleId).status).toBe('REFRESHING');
+    // The search started the re-read: the token is fresh again, and AVAILABLE.
+    await eventually(
+      () => ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { properties: props }, page: { pageSize: 1000 } }),
+      (again) => expect(again.tokenMetadata.find((x: { tokenId: string }) => x.tokenId === staleId).status).toBe('AVAILABLE'),
+    );
+  });
+
   it('SearchTokenMetadata gives the same tokens as full TokenMetadata documents', async () => {
     const props: PF[] = [{ name: 'Species', values: ['Basilisk'] }];
     const body = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { properties: props }, page: { pageSize: 1000 } });
     expect(body.tokenMetadata.map((x: { tokenId: string }) => x.tokenId)).toEqual(expected(props));
     const first = body.tokenMetadata[0];
     expect(first).toMatchObject({ chainId: chain.chainConfig.chainId, contractAddress: nft.toLowerCase(), status: 'AVAILABLE', name: docs.get(first.tokenId)!.name });
-    expect(body.page).toEqual({ page: 1, pageSize: 1000, more: false });
+    expect(body.page).toEqual({ page: 1, pageSize: 1000, more: false, column: 'tokenId', after: expected(props).at(-1) });
   });
 });
 
@@ -442,11 +487,15 @@ describe('hostile input', () => {
     await refused({ filter: { properties: [{ name: 'Level', values: [{ $gt: 1 }] }] } }, /values/);
   });
 
-  it('unknown fields are refused, at every level; cursor paging is refused with a clear message', async () => {
+  it('unknown fields are refused, at every level; cursor paging only forwards, by token id, without text', async () => {
     await refused({ filter: { text: 'x', sort: 'name' } }, /Unrecognized key: "sort"/);
     await refused({ filter: { properties: [{ name: 'Level', op: 'gt' }] } }, /Unrecognized key: "op"/);
     await refused({ orderBy: 'x' }, /Unrecognized key: "orderBy"/);
-    await refused({ page: { after: '10' } }, /cursor paging/);
+    await refused({ page: { before: '10' } }, /cursor paging backwards/);
+    await refused({ page: { after: 'abc' } }, /after: a token id/);
+    await refused({ page: { column: 'name', after: '10' } }, /only "tokenId"/);
+    await refused({ filter: { text: 'dragon' }, page: { after: '10' } }, /cursor paging applies to searches without text/);
+    await refused({ q: 'dragon', contractAddress: nft, page: { after: '10' } }, /cursor paging applies to searches without text/, 'SearchTokenMetadataByQuery');
     await refused({ q: 'x', extra: 1 }, /Unrecognized key/, 'SearchTokenMetadataByQuery');
     await refused({ chainID: 'anvil', contractAddress: nft, excludeProperties: [], includeAll: true }, /Unrecognized key/, 'GetTokenMetadataPropertyFilters');
     // null means absent (webrpc): accepted.
@@ -504,7 +553,10 @@ describe('the official @0xsequence/metadata client', () => {
 
     const s = await client.searchTokenMetadata({ chainID: 'anvil', contractAddress: nft, filter: { properties: props as never }, page: { pageSize: 5 } });
     expect(s.tokenMetadata.map((x) => x.tokenId)).toEqual(want.slice(0, 5));
-    expect(s.page).toEqual({ page: 1, pageSize: 5, more: want.length > 5 });
+    expect(s.page).toEqual({ page: 1, pageSize: 5, more: want.length > 5, column: 'tokenId', after: want.slice(0, 5).at(-1) });
+    // The official client passes the answer's page back for the next one: the cursor pages on.
+    const s2 = await client.searchTokenMetadata({ chainID: 'anvil', contractAddress: nft, filter: { properties: props as never }, page: s.page });
+    expect(s2.tokenMetadata.map((x) => x.tokenId)).toEqual(want.slice(5, 10));
     expect(s.tokenMetadata[0]).toMatchObject({ tokenId: want[0], contractAddress: nft.toLowerCase(), status: 'AVAILABLE' });
 
     const ids = await client.searchTokenMetadataTokenIDs({ chainID: 'anvil', contractAddress: nft, filter: { properties: props as never }, page: { pageSize: 1000 } });

@@ -8,8 +8,9 @@ import { sendError } from './webrpc.ts';
 const NEW_WORK = /\/rpc\/(?:Relayer\/SendMetaTxn|Metadata\/(?:EnqueueTokensForRefresh|Refresh[A-Za-z]*))$/;
 
 export function registerDrainGuard(app: FastifyInstance, s: Services) {
-  app.addHook('onRequest', async (req, reply) => {
-    if (!s.draining || req.method !== 'POST' || !NEW_WORK.test(req.url.split('?')[0])) return;
-    return sendError(reply, { ...WebrpcErrors.WebrpcRequestFailed, status: 503 }, 'this server is shutting down: retry (another instance takes the request)', { 'Retry-After': '1' });
+  // A callback hook: it runs for every request, and an async one costs a promise each.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!s.draining || req.method !== 'POST' || !NEW_WORK.test(req.url.split('?')[0])) return done();
+    sendError(reply, { ...WebrpcErrors.WebrpcRequestFailed, status: 503 }, 'this server is shutting down: retry (another instance takes the request)', { 'Retry-After': '1' });
   });
 }

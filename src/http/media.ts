@@ -8,8 +8,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { MEDIA_FIELDS, formatFor, isImage, parseRendition, snapWidth, type MediaService } from '../media/index.ts';
-import { readAccessKey } from './auth.ts';
-import { checkAllowedNetworks, networksNamed } from './allowed-networks.ts';
+import { networksNamed } from '../access/allowed-networks.ts';
+import type { AccessPipeline } from './access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataErrorMap, toWire, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
 import { describeIssues, sendError } from './webrpc.ts';
@@ -107,7 +107,7 @@ async function sendBlob(media: MediaService, req: FastifyRequest, reply: Fastify
   return reply.headers({ 'cache-control': IMMUTABLE, etag, 'content-type': out.contentType }).send(out.bytes);
 }
 
-export function registerMediaRoutes(app: FastifyInstance, s: Services) {
+export function registerMediaRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
   const media = s.media;
   if (!media) return;
 
@@ -126,12 +126,14 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services) {
     try {
       const p = parseOrThrow(TokenMediaParams, req.params);
       const q = parseOrThrow(WidthQuery, req.query);
-      const outcome = await s.auth.authenticate(readAccessKey(req, true));
-      if (outcome.kind === 'invalid') throw new RpcError(MetadataErrors.Unauthorized, 'invalid access key');
-      if (outcome.kind === 'none' && s.config.auth.rest === 'required') throw new RpcError(MetadataErrors.Unauthorized, 'access key required: X-Access-Key header or ?accessKey=');
-      if (outcome.kind === 'ok') checkAllowedNetworks(outcome.project, s.networks, networksNamed(req.params as Record<string, string>, undefined), MetadataErrors.PermissionDenied);
-      const waiting = s.rateLimiter.admit(outcome, MetadataErrors.RateLimited);
-      if (waiting) await waiting;
+      // The REST routes' access rule, through the same pipeline (no response cache: answers are redirects).
+      await access.admit(req, {
+        mode: s.config.auth.rest,
+        errors: { unauthorized: MetadataErrors.Unauthorized, permissionDenied: MetadataErrors.PermissionDenied, networkNotAllowed: MetadataErrors.PermissionDenied, rateLimited: MetadataErrors.RateLimited },
+        queryKey: true,
+        networks: () => networksNamed(req.params as Record<string, string>, undefined),
+        sendReused: () => reply,
+      });
 
       const chain = chainFor(s, p.network, metadataErrorMap);
       const token = (await s.tokens.getTokens(chain, p.contract, [p.tokenId])).tokens[0];

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Address } from 'viem';
 import type { ChainClient } from '../chain/client.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -6,13 +5,13 @@ import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { TokenMetadataWire } from '../metadata/tokens/token-view.ts';
 import { ContractInfoWire } from '../metadata/contracts/contract-view.ts';
-import { readAccessKey, type AuthOutcome } from './auth.ts';
-import { checkAllowedNetworks, networksNamed } from './allowed-networks.ts';
-import { JSON_UTF8, countReused, tokenResponseCache } from './response-cache.ts';
+import { networksNamed } from '../access/allowed-networks.ts';
+import type { ReusableAnswer } from '../access/response-cache.ts';
+import { etagOf, keep, type AccessPipeline, type AccessRequest } from './access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataErrorMap, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
 import { LIMITS } from './services/metadata.ts';
-import { describeIssues, sendError } from './webrpc.ts';
+import { JSON_UTF8, describeIssues, sendError } from './webrpc.ts';
 
 /** Route schemas: the same objects validate requests and generate /openapi.json. */
 export const TokenParams = z.object({
@@ -82,10 +81,6 @@ function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T
   return r.data;
 }
 
-function etagOf(body: string): string {
-  return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
-}
-
 function notModified(req: FastifyRequest, etag: string): boolean {
   const inm = req.headers['if-none-match'];
   if (!inm) return false;
@@ -103,37 +98,33 @@ function sendCacheable(req: FastifyRequest, reply: FastifyReply, body: string, s
   return reply.type('application/json').send(body);
 }
 
-/** An answer from the response cache: only settled answers are stored there. */
-function sendReused(req: FastifyRequest, reply: FastifyReply, body: Buffer, etag: string) {
+/** A reusable answer, fresh or from the response cache: only settled answers are reusable. */
+function sendReused(req: FastifyRequest, reply: FastifyReply, answer: Pick<ReusableAnswer, 'body' | 'etag'>) {
   reply.header('Cache-Control', SETTLED_CACHE_CONTROL);
-  reply.header('ETag', etag);
-  if (notModified(req, etag)) return reply.code(304).send();
-  return reply.header('content-type', JSON_UTF8).send(body);
+  reply.header('ETag', answer.etag!);
+  if (notModified(req, answer.etag!)) return reply.code(304).send();
+  return reply.header('content-type', JSON_UTF8).send(answer.body);
 }
 
-export function registerRestRoutes(app: FastifyInstance, s: Services) {
-  const responses = tokenResponseCache(s);
-
-  /** The caller, as part of a response-cache key: its key's id, or "anon". */
-  const admit = (outcome: AuthOutcome): string => {
-    if (outcome.kind === 'invalid') throw new RpcError(MetadataErrors.Unauthorized, 'invalid access key');
-    if (outcome.kind === 'none' && s.config.auth.rest === 'required') {
-      throw new RpcError(MetadataErrors.Unauthorized, 'access key required: X-Access-Key header or ?accessKey=');
-    }
-    return outcome.kind === 'ok' ? `k${outcome.keyId}` : 'anon';
-  };
-
-  const handle = (fn: (req: FastifyRequest, reply: FastifyReply, principal: string) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
+export function registerRestRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
+  const errors = { unauthorized: MetadataErrors.Unauthorized, permissionDenied: MetadataErrors.PermissionDenied, networkNotAllowed: MetadataErrors.PermissionDenied, rateLimited: MetadataErrors.RateLimited };
+  const refuse = (reply: FastifyReply, err: RpcError) => sendError(reply, err.def as ErrorDef, err.detail, err.headers);
+  const describe = (reusable: boolean) => (req: FastifyRequest): AccessRequest => ({
+    mode: s.config.auth.rest,
+    errors,
+    queryKey: true,
+    networks: () => networksNamed(req.params as Record<string, string>, undefined),
+    // The URL (path and query) is all a GET says; the pipeline adds the caller.
+    reuseKey: reusable ? `GET ${req.url}` : undefined,
+    sendReused,
+  });
+  const reads = access.hooks(describe(true), refuse);
+  const others = access.hooks(describe(false), refuse);
+  const handle = (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
     try {
-      const key = readAccessKey(req, true);
-      const outcome = s.auth.authenticateCached(key) ?? (await s.auth.authenticate(key));
-      const principal = admit(outcome);
-      if (outcome.kind === 'ok') checkAllowedNetworks(outcome.project, s.networks, networksNamed(req.params as Record<string, string>, undefined), MetadataErrors.PermissionDenied);
-      const waiting = s.rateLimiter.admit(outcome, MetadataErrors.RateLimited);
-      if (waiting) await waiting;
-      return await fn(req, reply, principal);
+      return await fn(req, reply);
     } catch (err) {
-      if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
+      if (err instanceof RpcError) return refuse(reply, err);
       throw err;
     }
   };
@@ -141,30 +132,21 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
   // The id list is a wildcard, not a `:ids` parameter: the router refuses a parameter longer than
   // 100 characters with 414, and a list of up to 100 ids is far longer than that. `:id/explain`
   // still wins for explain URLs, since the router tries parameters before the wildcard.
-  app.get('/tokens/:network/:contract/*', handle(async (req, reply, principal) => {
-    // The URL (path and query) is all the request says; the caller is checked above, before any lookup.
-    const cacheKey = responses.enabled && req.url.length < responses.maxKeyLength ? `GET ${principal}\n${req.url}` : undefined;
-    if (cacheKey !== undefined) {
-      const hit = responses.get(cacheKey, Date.now());
-      if (hit?.etag !== undefined) {
-        countReused(s.metrics, hit);
-        return sendReused(req, reply, hit.body, hit.etag);
-      }
-    }
+  app.get('/tokens/:network/:contract/*', reads, handle(async (req, reply) => {
     const { '*': ids, ...rest } = req.params as Record<string, string>;
     const p = parseOrThrow(TokenParams, { ...rest, ids });
     const chain = chainFor(s, p.network, metadataErrorMap);
     const r = await s.tokens.getTokens(chain, p.contract, p.ids);
     const body = `[${r.json.join(',')}]`;
-    if (cacheKey !== undefined && r.reusableUntil) {
-      const answer = { body: Buffer.from(body, 'utf8'), until: r.reusableUntil, isCurrent: r.isCurrent, tokens: r.json.length, etag: etagOf(body) };
-      responses.set(cacheKey, answer, Date.now());
-      return sendReused(req, reply, answer.body, answer.etag);
+    if (r.reusableUntil) {
+      const answer = { body: Buffer.from(body, 'utf8'), etag: etagOf(body) };
+      keep(reply, { until: r.reusableUntil, isCurrent: r.isCurrent, tokens: r.json.length, etag: answer.etag });
+      return sendReused(req, reply, answer);
     }
     return sendCacheable(req, reply, body, !r.pending && r.statuses.every((st) => st === 'AVAILABLE'));
   }));
 
-  app.get('/tokens/:network/:contract', handle(async (req, reply) => {
+  app.get('/tokens/:network/:contract', others, handle(async (req, reply) => {
     const p = parseOrThrow(ContractParams, req.params);
     const chain = chainFor(s, p.network, metadataErrorMap);
     const { infos, pending } = await s.contracts.get(chain, [p.contract]);
@@ -172,7 +154,7 @@ export function registerRestRoutes(app: FastifyInstance, s: Services) {
     return sendCacheable(req, reply, body, !pending);
   }));
 
-  app.get('/tokens/:network/:contract/:id/explain', handle(async (req, reply) => {
+  app.get('/tokens/:network/:contract/:id/explain', others, handle(async (req, reply) => {
     const p = parseOrThrow(ExplainParams, req.params);
     const chain = chainFor(s, p.network, metadataErrorMap);
     const out = await explainToken(s, chain, p.contract, p.id);

@@ -3,15 +3,11 @@ import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { redactSecrets } from '../telemetry/redact.ts';
-import { readAccessKey, readBearer, type AuthOutcome, type Authenticator } from './auth.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
-import type { RateLimiter } from './rate-limit.ts';
-import type { NetworkRegistry } from '../chain/registry.ts';
-import { checkAllowedNetworks, networksNamed } from './allowed-networks.ts';
-import { countReused, sendJsonBytes, type ResponseCache } from './response-cache.ts';
+import { networksNamed } from '../access/allowed-networks.ts';
+import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
 
-/** `admin`: an operator token (Authorization: Bearer); a project access key never passes. */
-export type AuthMode = 'none' | 'optional' | 'required' | 'admin';
+export type { AuthMode };
 
 export interface RpcContext {
   project: Project | null;
@@ -27,8 +23,9 @@ export interface MethodDef<S extends z.ZodType = z.ZodType> {
   auth?: AuthMode;
   /**
    * An idempotent read whose answer depends on nothing but its arguments: the same body from the
-   * same caller may be answered from the service's response cache, when the handler's answer was
-   * a ReusableJson. Never for admin methods.
+   * same caller may be answered from the response cache, when the handler's answer was a
+   * ReusableJson. Never for admin methods, nor in a service with `prepare` (what prepare puts in
+   * the context is not part of the cache key).
    */
   reusable?: boolean;
   handler: (args: z.infer<S>, ctx: RpcContext) => Promise<unknown>;
@@ -49,11 +46,6 @@ export interface ServiceDef {
   defaultAuth: (methodName: string) => AuthMode;
   /** Runs before the method, e.g. to resolve a path parameter; may throw RpcError. */
   prepare?: (ctx: RpcContext) => Promise<void> | void;
-  /**
-   * Where `reusable` methods keep their answers. Not used by a service with `prepare`: what
-   * prepare puts in the context is not part of the cache key.
-   */
-  responseCache?: ResponseCache;
 }
 
 /** A handler's answer already serialised: sent as is, skipping JSON.stringify on hot paths. */
@@ -77,14 +69,9 @@ export class ReusableJson extends RawJson {
 export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
 
 export interface WebrpcDeps {
-  auth: Authenticator;
-  /** Admin bearer tokens: the config's, and those `metarelay admin create` stored (hashed). */
-  admin: { verify(token: string | undefined): boolean | Promise<boolean> };
+  /** Who may call what, and what may be answered from the response cache (shared with REST). */
+  access: AccessPipeline;
   metrics: Metrics;
-  /** Spends a token of the caller's access key per request (keys with a rate limit only). */
-  rateLimit?: RateLimiter;
-  /** Resolves the networks a request names, to hold a project's key to its allowed networks. */
-  networks?: NetworkRegistry;
 }
 
 /** Go clients send null for absent optionals: a null and a missing key mean the same. */
@@ -130,17 +117,6 @@ function mediaType(req: FastifyRequest): string {
   return String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
 }
 
-/**
- * Who the answer is for, as part of a response-cache key; undefined when the access check is going
- * to refuse the request, so nothing is looked up for it.
- */
-function principalOf(mode: AuthMode, outcome: AuthOutcome | undefined): string | undefined {
-  if (mode === 'none') return '-';
-  if (!outcome || outcome.kind === 'invalid') return undefined;
-  if (outcome.kind === 'ok') return `k${outcome.keyId}`;
-  return mode === 'optional' ? 'anon' : undefined;
-}
-
 function parseBody(req: FastifyRequest): unknown {
   const raw = req.body as Buffer | undefined;
   const text = raw && raw.length ? raw.toString('utf8').trim() : '';
@@ -161,9 +137,30 @@ function parseBody(req: FastifyRequest): unknown {
   return stripNulls(parsed);
 }
 
+/** What the router learnt about a request, kept on it for the handler and the metrics hook. */
+interface RpcState {
+  name: string;
+  def: MethodDef | undefined;
+  started: bigint;
+  code: number;
+  /** The body, parsed once: by the access check (a project held to some networks) or the handler. */
+  body?: unknown;
+}
+const RPC = Symbol('metarelay.rpc');
+type RpcRequest = FastifyRequest & { [RPC]?: RpcState };
+
+function bodyOf(req: FastifyRequest): unknown {
+  const st = (req as RpcRequest)[RPC]!;
+  if (!('body' in st)) st.body = parseBody(req);
+  return st.body;
+}
+
 /**
  * Mounts one webrpc service at `${routePrefix}:method`: POST only, JSON in and out,
- * errors in the webrpc wire shape with the service's own codes.
+ * errors in the webrpc wire shape with the service's own codes. Access and the response cache are
+ * the shared pipeline's hooks; the body is parsed after the caller is admitted (as Sequence's
+ * servers do: their auth middleware runs before the handler decodes), and not at all for an answer
+ * from the cache, since only a body the parser accepted can have been stored.
  */
 export async function registerWebrpcService(app: FastifyInstance, routePrefix: string, service: ServiceDef, deps: WebrpcDeps) {
   await app.register(async (scope) => {
@@ -173,109 +170,92 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
 
     const url = `${routePrefix}:method`;
     const headerValue = `${WEBRPC_VERSION};${service.schema}`;
-    const cache = service.responseCache?.enabled && !service.prepare ? service.responseCache : undefined;
+    const cacheable = !service.prepare;
+    const E = service.errors;
+    const accessErrors = { unauthorized: E.unauthorized, permissionDenied: E.permissionDenied, networkNotAllowed: E.networkNotAllowed, rateLimited: E.rateLimited };
+    const sendReused: AccessRequest['sendReused'] = (_req, reply, answer) => sendJsonBytes(reply, answer.body);
+    const refuse = (reply: FastifyReply, err: RpcError) => {
+      const st = (reply.request as RpcRequest)[RPC];
+      if (st) st.code = err.def.code;
+      return sendError(reply, err.def, err.detail, err.headers);
+    };
+
+    const describe = (req: FastifyRequest): AccessRequest => {
+      const params = req.params as Record<string, string>;
+      const name = params.method;
+      const def = Object.hasOwn(service.methods, name) ? service.methods[name] : undefined;
+      (req as RpcRequest)[RPC] = { name, def, started: process.hrtime.bigint(), code: 0 };
+      if (!def) throw new RpcError(WebrpcErrors.WebrpcBadRoute, `no webrpc method defined for path ${req.url.split('?')[0]}`);
+      const mode = def.auth ?? service.defaultAuth(name);
+      const raw = req.body as Buffer | undefined;
+      return {
+        mode,
+        errors: accessErrors,
+        queryKey: false,
+        networks: () => networksNamed(params, bodyOf(req)),
+        reuseKey:
+          cacheable && def.reusable && mode !== 'admin' && raw && raw.length && mediaType(req) === 'application/json'
+            ? `${service.name}/${name}\n${raw.toString('latin1')}`
+            : undefined,
+        sendReused,
+      };
+    };
+    const { preHandler, onSend } = deps.access.hooks(describe, refuse);
+
+    scope.addHook('onRequest', (_req, reply, done) => {
+      reply.header('Webrpc', headerValue);
+      done();
+    });
+    scope.addHook('onResponse', (req, _reply, done) => {
+      done();
+      const st = (req as RpcRequest)[RPC];
+      if (!st) return;
+      const label = st.def ? st.name : 'unknown';
+      deps.metrics.rpcRequests.inc({ service: service.name, method: label, code: String(st.code) });
+      deps.metrics.rpcDuration.observe({ service: service.name, method: label }, Number(process.hrtime.bigint() - st.started) / 1e9);
+    });
 
     scope.route({
       method: ['GET', 'PUT', 'DELETE', 'PATCH'],
       url,
       handler: (_req, reply) => {
-        reply.header('Webrpc', headerValue).header('Allow', 'POST');
+        reply.header('Allow', 'POST');
         return sendError(reply, WebrpcErrors.WebrpcBadMethod, 'only POST is allowed');
       },
     });
 
-    scope.post(url, async (req, reply) => {
-      reply.header('Webrpc', headerValue);
-      const params = req.params as Record<string, string>;
-      const name = params.method;
-      const def = Object.hasOwn(service.methods, name) ? service.methods[name] : undefined;
-      const started = process.hrtime.bigint();
-      let code = 0;
+    scope.post(url, { preHandler, onSend }, async (req, reply) => {
+      const st = (req as RpcRequest)[RPC]!;
+      const def = st.def!;
       try {
-        if (!def) throw new RpcError(WebrpcErrors.WebrpcBadRoute, `no webrpc method defined for path ${req.url.split('?')[0]}`);
-        const mode = def.auth ?? service.defaultAuth(name);
-        let outcome: AuthOutcome | undefined;
-        let cacheKey: string | undefined;
-        let admitted = false;
-        if (cache && def.reusable && mode !== 'admin') {
-          // Only a body the parser accepts can have been stored, so a hit needs no parse; a miss
-          // goes on below, where a bad body still gets WebrpcBadRequest before any access error.
-          const raw = req.body as Buffer | undefined;
-          if (raw && raw.length && raw.length < cache.maxKeyLength && mediaType(req) === 'application/json') {
-            if (mode !== 'none') {
-              const key = readAccessKey(req, false);
-              outcome = deps.auth.authenticateCached(key) ?? (await deps.auth.authenticate(key));
-            }
-            // A project held to some networks is checked against the body, so it skips the cache.
-            const restricted = outcome?.kind === 'ok' && outcome.project.allowedChainIds !== null;
-            const principal = restricted ? undefined : principalOf(mode, outcome);
-            if (principal !== undefined) {
-              // A cached answer is still a request: it spends from the key's bucket like any other.
-              const waiting = deps.rateLimit?.admit(outcome, service.errors.rateLimited);
-              if (waiting) await waiting;
-              admitted = true;
-              cacheKey = `${service.name}/${name}\n${principal}\n${raw.toString('latin1')}`;
-              const hit = cache.get(cacheKey, Date.now());
-              if (hit) {
-                countReused(deps.metrics, hit);
-                return sendJsonBytes(reply, hit.body);
-              }
-            }
-          }
-        }
-        const body = parseBody(req);
-        const ctx: RpcContext = { project: null, keyId: null, params, request: req, reply };
-        if (mode === 'admin') {
-          if (!(await deps.admin.verify(readBearer(req)))) {
-            if (readBearer(req)) throw new RpcError(service.errors.unauthorized, 'invalid admin token');
-            if (readAccessKey(req, false)) throw new RpcError(service.errors.permissionDenied, 'a project access key cannot call the admin API');
-            throw new RpcError(service.errors.unauthorized, 'admin token required: Authorization: Bearer <token>');
-          }
-        } else if (mode !== 'none') {
-          if (!outcome) {
-            const key = readAccessKey(req, false);
-            outcome = deps.auth.authenticateCached(key) ?? (await deps.auth.authenticate(key));
-          }
-          if (outcome.kind === 'invalid') throw new RpcError(service.errors.unauthorized, 'invalid access key');
-          if (outcome.kind === 'none' && mode === 'required') {
-            throw new RpcError(service.errors.unauthorized, 'access key required: send it in the X-Access-Key header');
-          }
-          if (outcome.kind === 'ok') {
-            const waiting = admitted ? undefined : deps.rateLimit?.admit(outcome, service.errors.rateLimited);
-            if (waiting) await waiting;
-            ctx.project = outcome.project;
-            ctx.keyId = outcome.keyId;
-          }
-        }
-        if (ctx.project?.allowedChainIds && deps.networks) {
-          checkAllowedNetworks(ctx.project, deps.networks, networksNamed(params, body), service.errors.networkNotAllowed);
-        }
+        const body = bodyOf(req);
+        const caller = callerOf(req);
+        const ctx: RpcContext = { project: caller.project, keyId: caller.keyId, params: req.params as Record<string, string>, request: req, reply };
         await service.prepare?.(ctx);
         const parsed = def.input.safeParse(body);
         if (!parsed.success) {
           const { missing, text } = describeIssues(parsed.error, body);
-          throw new RpcError(missing ? service.errors.requiredArgument : service.errors.invalidArgument, text);
+          throw new RpcError(missing ? E.requiredArgument : E.invalidArgument, text);
         }
         const out = await def.handler(parsed.data, ctx);
-        if (cacheKey !== undefined && out instanceof ReusableJson) {
-          const bytes = Buffer.from(out.text, 'utf8');
-          cache!.set(cacheKey, { body: bytes, until: out.until, isCurrent: out.isCurrent, tokens: out.tokens }, Date.now());
-          return sendJsonBytes(reply, bytes);
+        if (out instanceof ReusableJson) {
+          keep(reply, { until: out.until, isCurrent: out.isCurrent, tokens: out.tokens });
+          return sendJsonBytes(reply, Buffer.from(out.text, 'utf8'));
         }
         return reply.code(200).type('application/json').send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
       } catch (err) {
-        if (err instanceof RpcError) {
-          code = err.def.code;
-          return sendError(reply, err.def, err.detail, err.headers);
-        }
-        code = WebrpcErrors.WebrpcInternalError.code;
-        req.log.error({ err, method: name }, 'unhandled error in rpc method');
+        if (err instanceof RpcError) return refuse(reply, err);
+        st.code = WebrpcErrors.WebrpcInternalError.code;
+        req.log.error({ err, method: st.name }, 'unhandled error in rpc method');
         return sendError(reply, WebrpcErrors.WebrpcInternalError, `internal error (request ${req.id})`);
-      } finally {
-        const label = def ? name : 'unknown';
-        deps.metrics.rpcRequests.inc({ service: service.name, method: label, code: String(code) });
-        deps.metrics.rpcDuration.observe({ service: service.name, method: label }, Number(process.hrtime.bigint() - started) / 1e9);
       }
     });
   });
+}
+
+/** What fastify sends for a JSON string, set directly: bytes skip the content-type parse and re-encoding. */
+export const JSON_UTF8 = 'application/json; charset=utf-8';
+
+export function sendJsonBytes(reply: FastifyReply, body: Buffer) {
+  return reply.code(200).header('content-type', JSON_UTF8).send(body);
 }

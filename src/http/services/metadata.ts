@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap } from '../errors.ts';
 import { RpcError, MetadataErrors } from '../errors.ts';
-import { tokenResponseCache } from '../response-cache.ts';
 import { RawJson, ReusableJson, method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
@@ -41,7 +40,6 @@ export function metadataService(s: Services): ServiceDef {
     schema: METADATA_SCHEMA,
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
-    responseCache: tokenResponseCache(s),
     methods: {
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
       Version: method({

@@ -5,30 +5,39 @@ import { SEARCH_LIMITS as L, type TokenFilter } from '../../metadata/search/filt
 import type { IndexState } from '../../metadata/search/token-search.ts';
 import type { PropertyStat } from '../../metadata/search/search-store.ts';
 import type { TokenRecord } from '../../metadata/tokens/token-store.ts';
-import { toWire } from '../../metadata/tokens/token-view.ts';
+import { storedStatus, toWire } from '../../metadata/tokens/token-view.ts';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, ChainArg, chainFor, chainIdsFor } from './args.ts';
 
-const refuseCursor = z
+const refuseBefore = z
   .unknown()
-  .refine(() => false, 'cursor paging (column/before/after) is not supported: use page and pageSize')
+  .refine(() => false, 'cursor paging backwards (before) is not supported: page forwards with after, or use page numbers')
   .optional();
 
-/** The metadata Page, numbered from 0. `more` is accepted (a previous answer passed back) and ignored. */
+/**
+ * The metadata Page: numbered from 0, or a cursor. `after` (with `column: "tokenId"`) is the last
+ * token id of the previous page: the next page starts right after it, so a deep page reads from
+ * the index instead of skipping `page × pageSize` rows. Every answer of a search without text
+ * carries the cursor of its next page. `more` is accepted (a previous answer passed back) and ignored.
+ */
 const SearchPageArg = z
   .strictObject({
     page: z.number().int().min(0).optional(),
     pageSize: z.number().int().min(1).max(L.maxPageSize, `pageSize: at most ${L.maxPageSize}`).optional(),
     more: z.boolean().optional(),
-    column: refuseCursor,
-    before: refuseCursor,
-    after: refuseCursor,
+    column: z.literal('tokenId', 'column: only "tokenId" can be paged by cursor').optional(),
+    before: refuseBefore,
+    after: z
+      .union([z.string(), z.number().int().min(0)])
+      .transform((v) => String(v).trim())
+      .pipe(z.string().regex(/^(0|[1-9]\d{0,77})$/, 'after: a token id (decimal) from the previous page'))
+      .optional(),
   })
   .optional()
-  .transform((p) => ({ page: p?.page ?? 0, pageSize: p?.pageSize ?? L.defaultPageSize }))
-  .refine((p) => p.page * p.pageSize <= L.maxOffset, `page × pageSize may not pass ${L.maxOffset}: narrow the filter instead`);
+  .transform((p) => ({ page: p?.page ?? 0, pageSize: p?.pageSize ?? L.defaultPageSize, after: p?.after ?? null }))
+  .refine((p) => p.after !== null || p.page * p.pageSize <= L.maxOffset, `page × pageSize may not pass ${L.maxOffset}: narrow the filter, or page with after`);
 
 const Scalar = z.union([z.string().max(L.maxValueLength, `values are at most ${L.maxValueLength} characters`), z.number().finite(), z.boolean()]);
 
@@ -56,7 +65,9 @@ const FilterArg = z
     }),
   );
 
-const SearchByFilterArgs = z.strictObject({ chainID: ChainArg, contractAddress: AddressArg, filter: FilterArg, page: SearchPageArg });
+const SearchByFilterArgs = z
+  .strictObject({ chainID: ChainArg, contractAddress: AddressArg, filter: FilterArg, page: SearchPageArg })
+  .refine((a) => a.page.after === null || a.filter.text === null, { message: 'after: cursor paging applies to searches without text (ranked results page by number)', path: ['page', 'after'] });
 
 const Query = z.string().trim().min(1, 'q must not be empty').max(L.maxTextLength, `q: at most ${L.maxTextLength} characters`);
 /** Across contracts, text shorter than a trigram could only be matched by reading every token. */
@@ -64,6 +75,7 @@ const MIN_OPEN_QUERY = 3;
 const openQueryMessage = `q: at least ${MIN_OPEN_QUERY} characters unless contractAddress is given`;
 const SearchByQueryArgs = z
   .strictObject({ q: Query, chainID: ChainArg.optional(), contractAddress: AddressArg.optional(), page: SearchPageArg })
+  .refine((a) => a.page.after === null, { message: 'after: cursor paging applies to searches without text (ranked results page by number)', path: ['page', 'after'] })
   .refine((a) => a.contractAddress !== undefined || a.q.length >= MIN_OPEN_QUERY, { message: openQueryMessage, path: ['q'] });
 
 const ExcludeList = z.array(z.string().max(L.maxNameLength)).max(L.maxExcludes, `at most ${L.maxExcludes} excludeProperties`);
@@ -89,7 +101,11 @@ const SearchMetadataArgs = z
 
 const projectOf = (ctx: RpcContext) => ctx.project?.id ?? null;
 const nextPage = (p: { page: number; pageSize: number }, more: boolean) => ({ page: p.page + 1, pageSize: p.pageSize, more });
-const tokenWire = (r: TokenRecord) => toWire(r.chainId, r.contract, r.tokenId, r, 'AVAILABLE', null);
+/** The next page of a search in token order, with the cursor that starts it after this page's last token. */
+const nextPageAfter = (p: { page: number; pageSize: number }, more: boolean, lastId: string | undefined) => ({
+  ...nextPage(p, more),
+  ...(lastId !== undefined ? { column: 'tokenId', after: lastId } : {}),
+});
 
 /** metarelay's extension fields: whether the contract's index is complete, and the task filling it. */
 const indexFields = (i: IndexState) => ({ indexComplete: i.complete, ...(i.taskId !== null ? { taskID: i.taskId } : {}) });
@@ -108,6 +124,29 @@ function filterToWire(st: PropertyStat, withValues: boolean) {
 
 /** Token search and property filters (facets), with the deprecated names older SDKs call. */
 export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> {
+  /**
+   * Each token with its real status (a stale one is REFRESHING, as GetTokenMetadata says); the stale
+   * ones are re-read in the background, as a GetTokenMetadata of them would.
+   */
+  const tokensWire = (rows: TokenRecord[]) => {
+    const now = Date.now();
+    const stale = new Map<string, { chainId: number; contract: string; ids: string[] }>();
+    const out = rows.map((r) => {
+      const status = storedStatus(r, s.config.metadata.staleAfterSec, now);
+      if (status === 'REFRESHING') {
+        const k = `${r.chainId}:${r.contract}`;
+        const g = stale.get(k) ?? { chainId: r.chainId, contract: r.contract, ids: [] };
+        g.ids.push(r.tokenId);
+        stale.set(k, g);
+      }
+      return toWire(r.chainId, r.contract, r.tokenId, r, status, null);
+    });
+    for (const g of stale.values()) {
+      const chain = s.chains.get(g.chainId);
+      if (chain) void s.tokens.getTokens(chain, g.contract as Address, g.ids, { waitMs: 0 }).catch(() => undefined);
+    }
+    return out;
+  };
   /** Chains a cross-chain search looks at: the one named, else those the caller's project may see. */
   const chainScope = (chainID: string | undefined, ctx: RpcContext) => (chainID ? chainIdsFor(s, [chainID], E) : (ctx.project?.allowedChainIds ?? null));
 
@@ -115,7 +154,8 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
     input: SearchByFilterArgs,
     handler: async (a, ctx) => {
       const r = await s.tokenSearch.search(chainFor(s, a.chainID, E), a.contractAddress, a.filter, a.page, projectOf(ctx));
-      return { page: nextPage(a.page, r.more), tokenMetadata: r.tokens.map(tokenWire), ...indexFields(r.index) };
+      const page = a.filter.text === null ? nextPageAfter(a.page, r.more, r.tokens.at(-1)?.tokenId) : nextPage(a.page, r.more);
+      return { page, tokenMetadata: tokensWire(r.tokens), ...indexFields(r.index) };
     },
   });
   const ids = (key: 'tokenIDs' | 'tokenIds') =>
@@ -123,14 +163,15 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
       input: SearchByFilterArgs,
       handler: async (a, ctx) => {
         const r = await s.tokenSearch.searchIds(chainFor(s, a.chainID, E), a.contractAddress, a.filter, a.page, projectOf(ctx));
-        return { page: nextPage(a.page, r.more), [key]: r.tokenIds, ...indexFields(r.index) };
+        const page = a.filter.text === null ? nextPageAfter(a.page, r.more, r.tokenIds.at(-1)) : nextPage(a.page, r.more);
+        return { page, [key]: r.tokenIds, ...indexFields(r.index) };
       },
     });
   const byQuery = method({
     input: SearchByQueryArgs,
     handler: async (a, ctx) => {
       const r = await s.tokenSearch.byQuery(a.q, chainScope(a.chainID, ctx), (a.contractAddress ?? null) as Address | null, a.page);
-      return { tokenMetadata: r.rows.map(tokenWire), nextPage: nextPage(a.page, r.more) };
+      return { tokenMetadata: tokensWire(r.rows), nextPage: nextPage(a.page, r.more) };
     },
   });
   const filters = (exclude: string[], withValues: boolean, chainID: string, contract: Address, ctx: RpcContext) =>
@@ -158,14 +199,14 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
       input: SearchMetadataArgs,
       handler: async (a, ctx) => {
         const chainIds = chainScope(a.chainID, ctx);
-        const page = { page: 0, pageSize: 20 };
+        const page = { page: 0, pageSize: 20, after: null };
         const wantTokens = !a.excludeTokenMetadata && (!a.types || a.types.some((t) => t === 'ERC721' || t === 'ERC1155'));
         const [contracts, tokens] = await Promise.all([
           s.contractStore.search({ q: a.filter, chainIds, types: a.types ?? null, ...page }),
           wantTokens ? s.tokenSearch.byQuery(a.filter, chainIds, null, page) : { rows: [] },
         ]);
         return {
-          tokenMetadata: tokens.rows.map(tokenWire),
+          tokenMetadata: tokensWire(tokens.rows),
           contractInfo: contracts.rows.map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl)),
         };
       },

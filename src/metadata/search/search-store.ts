@@ -57,6 +57,8 @@ const TOKEN_ORDER = 'length(t.token_id), t.token_id';
 export interface SearchPage {
   page: number;
   pageSize: number;
+  /** Keyset cursor (searches in token order only): the last token id of the previous page; `page` is then ignored. */
+  after?: string | null;
 }
 
 export interface PropertyStat {
@@ -93,11 +95,16 @@ export function searchStore(db: Queryable) {
       // Properties are ANDed: the intersection of each one's ids, read from the index alone.
       const ids = f.properties.length ? f.properties.map((c) => propertyIdsSql(c, p, $chain, $contract)).join(' INTERSECT ') : null;
       let sql: string;
+      // A cursor starts the page right after the previous page's last token, in token order: no rows
+      // are read and skipped, however deep the page.
+      const after = f.text === null && page.after != null ? p.add(page.after) : null;
+      const offset = after !== null ? '0' : p.add(page.page * page.pageSize);
+      const afterCond = (col: string) => (after !== null ? `(length(${col}), ${col}) > (length(${after}::text), ${after}::text)` : 'true');
       if (f.text === null && ids !== null) {
         // Page the (small) id set first, then read only that page's rows: walking the tokens in order
         // and testing each against the set reads every row when the match is rare.
-        sql = `WITH page AS (SELECT token_id FROM (${ids}) AS m ORDER BY length(token_id), token_id
-                              LIMIT ${p.add(page.pageSize + 1)} OFFSET ${p.add(page.page * page.pageSize)})
+        sql = `WITH page AS (SELECT token_id FROM (${ids}) AS m WHERE ${afterCond('token_id')} ORDER BY length(token_id), token_id
+                              LIMIT ${p.add(page.pageSize + 1)} OFFSET ${offset})
                SELECT ${cols} FROM page JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = page.token_id
                 WHERE t.metadata IS NOT NULL ORDER BY ${TOKEN_ORDER}`;
       } else {
@@ -109,8 +116,9 @@ export function searchStore(db: Queryable) {
           order = `${t.order}, ${TOKEN_ORDER}`;
         }
         if (ids !== null) where.push(`t.token_id IN (${ids})`);
+        if (after !== null) where.push(afterCond('t.token_id'));
         sql = `SELECT ${cols} FROM token_metadata t WHERE ${where.join(' AND ')}
-                ORDER BY ${order} LIMIT ${p.add(page.pageSize + 1)} OFFSET ${p.add(page.page * page.pageSize)}`;
+                ORDER BY ${order} LIMIT ${p.add(page.pageSize + 1)} OFFSET ${offset}`;
       }
       const res = await db.query(sql, p.values);
       const more = res.rows.length > page.pageSize;

@@ -50,6 +50,18 @@ export type TokenMetadataWire = z.infer<typeof TokenMetadataWire>;
 const opt = <K extends string>(key: K, v: string | null | undefined): Partial<Record<K, string>> =>
   v ? ({ [key]: v } as Record<K, string>) : {};
 
+/**
+ * The status of a stored token, as GetTokenMetadata gives it: AVAILABLE with metadata, REFRESHING
+ * once it is stale (`staleAfterSec` past its last fetch) and due for the re-read that staleness
+ * starts, NOT_AVAILABLE without metadata.
+ */
+export function storedStatus(rec: Pick<TokenRecord, 'metadata' | 'lastFetched' | 'retryAfter'>, staleAfterSec: number, now: number): ResourceStatus {
+  if (!rec.metadata) return 'NOT_AVAILABLE';
+  const staleAt = rec.lastFetched ? rec.lastFetched.getTime() + staleAfterSec * 1000 : 0;
+  const due = !rec.retryAfter || rec.retryAfter.getTime() <= now;
+  return now > staleAt && due ? 'REFRESHING' : 'AVAILABLE';
+}
+
 export function toWire(
   chainId: number,
   contract: string,

@@ -1,7 +1,4 @@
-import type { FastifyReply } from 'fastify';
 import type { AppConfig } from '../config/schema.ts';
-import type { TokenMetadataService } from '../metadata/tokens/resolver.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
 
 /** A whole answer, already encoded, and how long it may be given again. */
 export interface ReusableAnswer {
@@ -103,31 +100,12 @@ export class ResponseCache {
   }
 }
 
-const shared = new WeakMap<TokenMetadataService, ResponseCache>();
-
 /**
  * The one response cache for token metadata answers, REST and RPC alike, so they share one memory
- * budget. Sized from the hot cache's settings (metadata.hotCacheSize, hotCacheTtlMs): a hot cache
- * turned off turns this off too.
+ * budget; built once in the wiring. Sized from the hot cache's settings (metadata.hotCacheSize,
+ * hotCacheTtlMs): a hot cache turned off turns this off too.
  */
-export function tokenResponseCache(s: { tokens: TokenMetadataService; config: AppConfig }): ResponseCache {
-  let c = shared.get(s.tokens);
-  if (!c) {
-    const m = s.config.metadata;
-    c = new ResponseCache(m.hotCacheSize, m.hotCacheSize * BYTES_PER_HOT_SLOT, m.hotCacheTtlMs);
-    shared.set(s.tokens, c);
-  }
-  return c;
-}
-
-/** Counts the tokens of an answer given from the cache, beside the hot/store/stale/miss lookups. */
-export function countReused(metrics: Metrics, answer: ReusableAnswer): void {
-  if (answer.tokens) metrics.metadataCache.inc({ result: 'response' }, answer.tokens);
-}
-
-/** What fastify sends for a JSON string, set directly: bytes skip the content-type parse and re-encoding. */
-export const JSON_UTF8 = 'application/json; charset=utf-8';
-
-export function sendJsonBytes(reply: FastifyReply, body: Buffer) {
-  return reply.code(200).header('content-type', JSON_UTF8).send(body);
+export function tokenResponseCache(config: AppConfig): ResponseCache {
+  const m = config.metadata;
+  return new ResponseCache(m.hotCacheSize, m.hotCacheSize * BYTES_PER_HOT_SLOT, m.hotCacheTtlMs);
 }

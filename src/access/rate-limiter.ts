@@ -1,6 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import type { AuthOutcome } from './auth.ts';
-import { RpcError, type ErrorDef } from './errors.ts';
+import type { AuthOutcome } from './authenticator.ts';
 
 export interface BucketLimit {
   ratePerSec: number;
@@ -86,20 +85,20 @@ export class RateLimiter {
   }
 
   /**
-   * Spends a token of the caller's key, or throws the service's RateLimited with Retry-After.
-   * Returns undefined (no promise, no query) for callers with no limit, to keep the hot path free.
+   * Spends a token of the caller's key; resolves to the refusal when the bucket is empty. Returns
+   * undefined (no promise, no query) for callers with no limit or a token held locally, to keep the
+   * hot path free.
    */
-  admit(outcome: AuthOutcome | undefined, rateLimited: ErrorDef): Promise<void> | undefined {
+  admit(outcome: AuthOutcome | undefined): Promise<RateRefusal | undefined> | undefined {
     if (outcome?.kind !== 'ok') return undefined;
     const limit = this.limitFor(outcome);
     if (!limit) return undefined;
     if (this.spendLocal(outcome.keyId)) return undefined;
-    return this.take(outcome.keyId, limit).then((r) => {
-      if (!r.ok) {
-        throw new RpcError(rateLimited, `access key over its rate limit of ${limit.ratePerSec}/s (burst ${limit.burst}); retry in ${r.retryAfterSec}s`, {
-          'Retry-After': String(r.retryAfterSec),
-        });
-      }
-    });
+    return this.take(outcome.keyId, limit).then((r) => (r.ok ? undefined : { ...limit, retryAfterSec: r.retryAfterSec }));
   }
+}
+
+/** Why a request was not admitted: the key's limit and when to come back. */
+export interface RateRefusal extends BucketLimit {
+  retryAfterSec: number;
 }

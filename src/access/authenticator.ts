@@ -1,0 +1,121 @@
+import type { AccessKeyRepo, ResolvedKey } from '../store/access-keys.ts';
+import { LruCache } from '../util/lru.ts';
+import type { Logger } from '../telemetry/logger.ts';
+
+export type AuthOutcome = { kind: 'none' } | { kind: 'invalid' } | ({ kind: 'ok' } & ResolvedKey);
+
+type KeyOutcome = Readonly<{ kind: 'ok' } & ResolvedKey>;
+
+const NONE: AuthOutcome = Object.freeze({ kind: 'none' });
+const INVALID: AuthOutcome = Object.freeze({ kind: 'invalid' });
+
+/**
+ * Resolves access keys and counts their use. Lookups are cached briefly (valid keys `cacheMs`,
+ * unknown ones a fifth of it) so a busy key costs no query per request; a key revoked through
+ * `revoke` is refused at once, one revoked by another process within `cacheMs`. Counts are
+ * flushed in batches: one UPDATE every few seconds, not one per request.
+ *
+ * The caches are keyed by the key as sent, not its SHA-256: hashing on every request cost more
+ * than the rest of a cache hit, and the plaintext is in this process's memory with each request
+ * anyway. Only the database holds nothing but hashes.
+ */
+export class Authenticator {
+  private pending = new Map<number, number>();
+  private timer: NodeJS.Timeout | undefined;
+  /** The outcome itself is cached, so a hit allocates nothing. */
+  private readonly live: LruCache<KeyOutcome>;
+  private readonly unknown: LruCache<true>;
+  private readonly lookups = new Map<string, Promise<KeyOutcome | null>>();
+  private readonly flushEveryMs: number;
+
+  constructor(
+    private readonly keys: AccessKeyRepo,
+    private readonly log: Logger,
+    opts: { cacheMs?: number; flushEveryMs?: number } = {},
+  ) {
+    const ms = opts.cacheMs ?? 30_000;
+    this.live = new LruCache(10_000, ms);
+    this.unknown = new LruCache(10_000, Math.floor(ms / 5));
+    this.flushEveryMs = opts.flushEveryMs ?? 2_000;
+  }
+
+  private lookup(key: string): Promise<KeyOutcome | null> | KeyOutcome | null {
+    const now = Date.now();
+    const cached = this.live.get(key, now);
+    if (cached) return cached;
+    if (this.unknown.get(key, now)) return null;
+    let p = this.lookups.get(key);
+    if (!p) {
+      p = this.keys.resolve(key).then((r) => {
+        const outcome = r ? Object.freeze({ kind: 'ok' as const, ...r }) : null;
+        // A revoke that ran while this query was in flight must not be undone by caching its answer.
+        if (this.lookups.get(key) !== p) return outcome;
+        if (outcome) this.live.set(key, outcome);
+        else this.unknown.set(key, true);
+        return outcome;
+      });
+      const entry = p;
+      entry.finally(() => {
+        if (this.lookups.get(key) === entry) this.lookups.delete(key);
+      }).catch(() => undefined);
+      this.lookups.set(key, p);
+    }
+    return p;
+  }
+
+  async authenticate(key: string | undefined): Promise<AuthOutcome> {
+    const known = this.authenticateCached(key);
+    if (known) return known;
+    const resolved = await this.lookup(key!);
+    return resolved ? this.counted(resolved) : INVALID;
+  }
+
+  /**
+   * The outcome when no query is needed (no key, a malformed or cached one), counted like
+   * `authenticate`; undefined otherwise. Lets hot paths skip a promise per request.
+   */
+  authenticateCached(key: string | undefined): AuthOutcome | undefined {
+    if (!key) return NONE;
+    // Keys have a fixed shape; anything wildly off is refused before touching the database.
+    if (key.length > 200) return INVALID;
+    const found = this.lookup(key);
+    if (found instanceof Promise) return undefined;
+    return found ? this.counted(found) : INVALID;
+  }
+
+  private counted(resolved: KeyOutcome): KeyOutcome {
+    this.pending.set(resolved.keyId, (this.pending.get(resolved.keyId) ?? 0) + 1);
+    if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);
+      this.timer.unref?.();
+    }
+    return resolved;
+  }
+
+  /** Revokes a key and drops it from this process's cache, so the next request is refused. */
+  async revoke(key: string): Promise<boolean> {
+    const done = await this.keys.revoke(key);
+    this.live.delete(key);
+    this.lookups.delete(key);
+    return done;
+  }
+
+  /** Drops every cached answer (a project archived, keys revoked by id). */
+  forgetAll(): void {
+    this.live.clear();
+    this.unknown.clear();
+    this.lookups.clear();
+  }
+
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await this.keys.recordUsage(batch);
+    } catch (err) {
+      this.log.warn({ err }, 'could not record access key usage');
+    }
+  }
+}

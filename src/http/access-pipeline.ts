@@ -1,0 +1,207 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { Authenticator, AuthOutcome } from '../access/authenticator.ts';
+import type { RateLimiter } from '../access/rate-limiter.ts';
+import { refusedNetwork } from '../access/allowed-networks.ts';
+import type { ResponseCache, ReusableAnswer } from '../access/response-cache.ts';
+import type { NetworkRegistry } from '../chain/registry.ts';
+import type { Project } from '../store/projects.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { readAccessKey, readBearer } from './auth.ts';
+import { RpcError, type ErrorDef } from './errors.ts';
+
+/** `admin`: an operator token (Authorization: Bearer); a project access key never passes. */
+export type AuthMode = 'none' | 'optional' | 'required' | 'admin';
+
+/** The refusals of the access check, in the words of the service asking. */
+export interface AccessErrors {
+  unauthorized: ErrorDef;
+  permissionDenied: ErrorDef;
+  networkNotAllowed: ErrorDef;
+  rateLimited: ErrorDef;
+}
+
+/** What a route says about one request, for the access check and the response cache. */
+export interface AccessRequest {
+  mode: AuthMode;
+  errors: AccessErrors;
+  /** REST and media take the key in `?accessKey=` too; RPC only in the header. */
+  queryKey: boolean;
+  /** The networks the request names. Called only for a project held to some networks. */
+  networks: () => string[];
+  /**
+   * The request as part of a response-cache key (the caller is added by the pipeline), when its
+   * answer may be given again: an idempotent read whose answer depends on nothing else.
+   */
+  reuseKey?: string;
+  /** Sends an answer from the cache (REST adds its validators and answers If-None-Match). */
+  sendReused: (req: FastifyRequest, reply: FastifyReply, answer: ReusableAnswer) => FastifyReply;
+}
+
+/** Who is calling, once admitted. */
+export interface Caller {
+  project: Project | null;
+  keyId: number | null;
+  /** Whom the answer is for, in response-cache keys: `k<key id>`, `anon` (no key), `-` (a public route). */
+  principal: string;
+}
+
+export interface AccessDeps {
+  auth: Authenticator;
+  /** Admin bearer tokens: the config's, and those `metarelay admin create` stored (hashed). */
+  admin: { verify(token: string | undefined): boolean | Promise<boolean> };
+  rateLimiter: RateLimiter;
+  networks: NetworkRegistry;
+  responses: ResponseCache;
+  metrics: Metrics;
+}
+
+/** A reusable answer the handler hands to `keep`: what the cache needs besides the bytes. */
+export interface Reusable {
+  until: number;
+  isCurrent: () => boolean;
+  tokens: number;
+  /** REST sends validators with it. */
+  etag?: string;
+}
+
+const PUBLIC: Caller = Object.freeze({ project: null, keyId: null, principal: '-' });
+const ANONYMOUS: Caller = Object.freeze({ project: null, keyId: null, principal: 'anon' });
+
+// Per-request state, on symbols so nothing else on the request can collide with it.
+const CALLER = Symbol('metarelay.caller');
+const REUSE_KEY = Symbol('metarelay.reuseKey');
+const REUSABLE = Symbol('metarelay.reusable');
+type Tagged = FastifyRequest & { [CALLER]?: Caller; [REUSE_KEY]?: string; [REUSABLE]?: Reusable };
+
+export function etagOf(body: string | Buffer): string {
+  return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+/**
+ * The one policy that decides who may call what and what may be answered from the response cache,
+ * for REST and webrpc alike, run as fastify hooks on the routes that use it:
+ *
+ *   preHandler: key → authenticate → allowed networks → rate limit, then a cache hit answers early;
+ *   onSend:     a reusable answer is stored, keyed by the caller and the request.
+ *
+ * The cache is looked up only after every check passed for this request, and keyed by the caller
+ * (key id, "anon" or "-" for public routes), so an answer is never given to a caller who may not
+ * see it. A cached answer is still a request: it spends from the key's bucket like any other.
+ */
+export class AccessPipeline {
+  constructor(private readonly deps: AccessDeps) {}
+
+  /**
+   * key → authenticate → allowed networks → rate limit; throws RpcError in the route's words.
+   * Synchronous when nothing needs a query (a cached key with no bucket to take from the database),
+   * which is the hot path: no promise per request.
+   */
+  admit(req: FastifyRequest, a: AccessRequest): Caller | Promise<Caller> {
+    if (a.mode === 'admin') return this.admitAdmin(req, a.errors);
+    if (a.mode === 'none') return PUBLIC;
+    const key = readAccessKey(req, a.queryKey);
+    const known = this.deps.auth.authenticateCached(key);
+    return known ? this.admitKey(known, a) : this.deps.auth.authenticate(key).then((outcome) => this.admitKey(outcome, a));
+  }
+
+  private admitKey(outcome: AuthOutcome, a: AccessRequest): Caller | Promise<Caller> {
+    const E = a.errors;
+    if (outcome.kind === 'invalid') throw new RpcError(E.unauthorized, 'invalid access key');
+    if (outcome.kind === 'none') {
+      if (a.mode === 'required') {
+        throw new RpcError(E.unauthorized, a.queryKey ? 'access key required: X-Access-Key header or ?accessKey=' : 'access key required: send it in the X-Access-Key header');
+      }
+      return ANONYMOUS;
+    }
+    if (outcome.project.allowedChainIds) {
+      const refused = refusedNetwork(outcome.project, this.deps.networks, a.networks());
+      if (refused) throw new RpcError(E.networkNotAllowed, `network ${refused.name} (chain ${refused.chainId}) is not enabled for project ${outcome.project.name}`);
+    }
+    const caller: Caller = { project: outcome.project, keyId: outcome.keyId, principal: `k${outcome.keyId}` };
+    const waiting = this.deps.rateLimiter.admit(outcome);
+    if (!waiting) return caller;
+    return waiting.then((refusal) => {
+      if (!refusal) return caller;
+      throw new RpcError(E.rateLimited, `access key over its rate limit of ${refusal.ratePerSec}/s (burst ${refusal.burst}); retry in ${refusal.retryAfterSec}s`, {
+        'Retry-After': String(refusal.retryAfterSec),
+      });
+    });
+  }
+
+  private async admitAdmin(req: FastifyRequest, E: AccessErrors): Promise<Caller> {
+    const bearer = readBearer(req);
+    if (await this.deps.admin.verify(bearer)) return PUBLIC;
+    if (bearer) throw new RpcError(E.unauthorized, 'invalid admin token');
+    if (readAccessKey(req, false)) throw new RpcError(E.permissionDenied, 'a project access key cannot call the admin API');
+    throw new RpcError(E.unauthorized, 'admin token required: Authorization: Bearer <token>');
+  }
+
+  /**
+   * The route hooks: `describe` says what the request is (it may throw RpcError, e.g. an unknown
+   * method), `refuse` sends a refusal in the route's wire shape; the handler then finds its caller
+   * with `callerOf(req)`.
+   */
+  hooks(describe: (req: FastifyRequest) => AccessRequest, refuse: (reply: FastifyReply, err: RpcError) => FastifyReply): { preHandler: preHandlerHookHandler; onSend: onSendHookHandler } {
+    const { responses, metrics } = this.deps;
+    const cacheOn = responses.enabled;
+    /** After the caller is admitted: a cache hit answers now (true), a miss notes the key for onSend. */
+    const lookup = (req: FastifyRequest, reply: FastifyReply, a: AccessRequest, caller: Caller): boolean => {
+      (req as Tagged)[CALLER] = caller;
+      if (!cacheOn || a.reuseKey === undefined || a.mode === 'admin' || a.reuseKey.length >= responses.maxKeyLength) return false;
+      const key = `${caller.principal}\n${a.reuseKey}`;
+      const hit = responses.get(key, Date.now());
+      if (!hit) {
+        (req as Tagged)[REUSE_KEY] = key;
+        return false;
+      }
+      if (hit.tokens) metrics.metadataCache.inc({ result: 'response' }, hit.tokens);
+      a.sendReused(req, reply, hit);
+      return true;
+    };
+    const failed = (reply: FastifyReply, err: unknown, done: (err?: Error) => void) => {
+      if (!(err instanceof RpcError)) return done(err as Error);
+      refuse(reply, err);
+    };
+    // A callback hook, synchronous on the hot path; after reply.send the route's handler does not run.
+    const preHandler: preHandlerHookHandler = (req, reply, done) => {
+      let a: AccessRequest;
+      let admitted: Caller | Promise<Caller>;
+      try {
+        a = describe(req);
+        admitted = this.admit(req, a);
+      } catch (err) {
+        return failed(reply, err, done);
+      }
+      if (!(admitted instanceof Promise)) {
+        if (!lookup(req, reply, a, admitted)) done();
+        return;
+      }
+      admitted.then(
+        (caller) => {
+          if (!lookup(req, reply, a, caller)) done();
+        },
+        (err) => failed(reply, err, done),
+      );
+    };
+    const onSend: onSendHookHandler = (req, reply, payload, done) => {
+      const key = (req as Tagged)[REUSE_KEY];
+      const answer = (reply as unknown as Tagged)[REUSABLE];
+      if (key !== undefined && answer && reply.statusCode === 200 && Buffer.isBuffer(payload)) {
+        responses.set(key, { body: payload, until: answer.until, isCurrent: answer.isCurrent, tokens: answer.tokens, etag: answer.etag }, Date.now());
+      }
+      done(null, payload);
+    };
+    return { preHandler, onSend };
+  }
+}
+
+/** The caller the pipeline admitted for this request. */
+export function callerOf(req: FastifyRequest): Caller {
+  return (req as Tagged)[CALLER] ?? PUBLIC;
+}
+
+/** Marks the answer about to be sent as reusable: the onSend hook stores it for the same caller and request. */
+export function keep(reply: FastifyReply, answer: Reusable): void {
+  (reply as unknown as Tagged)[REUSABLE] = answer;
+}
