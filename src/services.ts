@@ -41,6 +41,10 @@ import { createPoster, type Poster } from './events/post.ts';
 import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
 import { tokenDocumentEvents } from './events/token-events.ts';
+import { senderBalanceEvents } from './events/sender-events.ts';
+import { taskFinishedEvents } from './events/task-events.ts';
+import { contractInfoEvents } from './events/contract-events.ts';
+import { contractToWire } from './metadata/contracts/contract-view.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -147,8 +151,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   };
   const bell = new EventBell();
   // Token documents whose content changes record a token.metadata_updated event on the same transaction (tokensRepo below).
-  const contractsRepo = contractStore(db);
-  const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
+  // A contract whose stored ContractInfo changes records a contract.info_updated event on the same transaction.
+  const contractsRepo = contractStore(db, {
+    onInfoChanged: contractInfoEvents(bell, (chainId, row) => contractToWire(chainId, row.address, row, 'AVAILABLE', null, contracts.mediaUrl)),
+  });
+  const contracts: ContractInfoService = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
   const tokensRepo = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const tokens = new TokenMetadataService({
     store: tokensRepo,
@@ -160,7 +167,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     detectStandard: (chain, address) => contracts.detect(chain, address),
     media: mediaHooks,
   });
-  const tasks = taskStore(db);
+  // A refresh task reaching DONE or FAILED records a refresh.task_finished event on the same transaction.
+  const tasks = taskStore(db, { onFinished: taskFinishedEvents(bell) });
   const refresh = new RefreshService({ tasks, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
   const directory = new TokenDirectory({
@@ -213,7 +221,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       onQueued: () => dispatcher.nudge(),
       approveSponsorship: approvalClient(post, w.approvalDeadlineMs, log),
     });
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics });
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onSenderBalance: senderBalanceEvents(bell) });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }

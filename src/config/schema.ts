@@ -56,6 +56,8 @@ export const RelayerChainConfigSchema = z.object({
   senderCount: z.number().int().min(1).max(256).default(1),
   /** A sender whose balance (in ether) falls below this takes no new work until topped up. */
   minSenderBalance: Decimal.default('0'),
+  /** Optional early warning above minSenderBalance: crossing it sends sender.low_balance with level "warning" (the sender keeps working). */
+  warnSenderBalance: Decimal.optional(),
   /** Signed transactions a sender may have in flight (not yet mined) at once. */
   maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
   /** Where fees are paid to (default: the first sender). */

@@ -1,3 +1,4 @@
+import type { BalanceHook } from './balance-level.ts';
 import type { Address, Hex } from 'viem';
 import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -34,6 +35,8 @@ export interface DispatcherDeps {
   events: RelayEvents;
   log: Logger;
   metrics?: Metrics;
+  /** Called once per crossing of a sender's balance level, on the transaction that records it (balance-level.ts). */
+  onSenderBalance?: BalanceHook;
 }
 
 interface Plan {
