@@ -146,13 +146,14 @@ export class MediaService {
     const probed = await probeMedia(fetched.bytes, o);
     if (!probed.ok) return fail(probed.reason, probed.message);
     const sha256 = createHash('sha256').update(probed.bytes).digest('hex');
-    // Row first, bytes second: a concurrent collection of this hash holds the row lock until its
-    // files are gone, so these bytes are never deleted after being written.
-    await this.d.store.saveBlob({ sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames });
-    if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
-      await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
-    }
-    const released = await this.d.store.saveReady(k, sourceUrl, sha256);
+    const info: BlobInfo = { sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames };
+    const put = async () => {
+      if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
+    };
+    // Bytes first, outside any transaction (the upload may be slow); then, under the blob row's lock,
+    // checked again: a collection that ran in between took them, and they are put back.
+    await put();
+    const released = await this.d.store.saveReady(k, sourceUrl, info, put);
     await this.release(released);
     this.wireCache.delete(`${k.chainId}:${k.contract}:${k.tokenId}`);
     return (await this.d.store.asset(k))!;
