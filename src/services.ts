@@ -22,7 +22,7 @@ import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
-import { createMediaService, type MediaService } from './media/index.ts';
+import { createMediaService, mediaMetrics, type MediaService } from './media/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
@@ -140,7 +140,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
-  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log }) : undefined;
+  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log, metrics: mediaMetrics(metrics.registry) }) : undefined;
   const mediaHooks: TokenMediaHooks | undefined = media && {
     onResolved: (chainId, contract, list, via) => {
       const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
@@ -155,7 +155,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const contractsRepo = contractStore(db, {
     onInfoChanged: contractInfoEvents(bell, (chainId, row) => contractToWire(chainId, row.address, row, 'AVAILABLE', null, contracts.mediaUrl)),
   });
-  const contracts: ContractInfoService = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
+  // Contract logos and og:images go through the media pipeline; answers carry their cached URLs (cachedMedia).
+  const contractMedia = media && ((chainId: number, items: Parameters<MediaService['contractMedia']>[1]) => media.contractMedia(chainId, items));
+  const contracts: ContractInfoService = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics, media: contractMedia });
   const tokensRepo = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const tokens = new TokenMetadataService({
     store: tokensRepo,
@@ -177,6 +179,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     chains,
     configured: config.chains,
     mediaUrl: contracts.mediaUrl,
+    media: contractMedia,
     learn: (chain, addresses) => contracts.learn(chain, addresses),
   });
   const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });

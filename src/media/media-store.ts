@@ -5,9 +5,13 @@ import type { Db } from '../store/db.ts';
 
 const ts = z.union([z.date(), z.string()]).transform((v) => new Date(v));
 
-export type AssetKey = { chainId: number; contract: string; tokenId: string; field: MediaField };
+export type AssetKey = { chainId: number; contract: string; tokenId: string; field: MediaField | ContractMediaField };
 export const MEDIA_FIELDS = ['image', 'image_data', 'animation_url'] as const;
 export type MediaField = (typeof MEDIA_FIELDS)[number];
+/** A contract's media (ContractInfo logoURI, extensions.ogImage): stored beside token media with token id ''. */
+export const CONTRACT_MEDIA_FIELDS = ['logo', 'og_image'] as const;
+export type ContractMediaField = (typeof CONTRACT_MEDIA_FIELDS)[number];
+export const CONTRACT_TOKEN_ID = '';
 
 const BlobRow = z.object({
   sha256: z.string(),
@@ -23,7 +27,7 @@ const AssetRow = z.object({
   chain_id: z.coerce.number(),
   contract: z.string(),
   token_id: z.string(),
-  field: z.enum(MEDIA_FIELDS),
+  field: z.enum([...MEDIA_FIELDS, ...CONTRACT_MEDIA_FIELDS]),
   source_url: z.string(),
   status: z.enum(['READY', 'FAILED']),
   sha256: z.string().nullable(),
@@ -88,6 +92,13 @@ export function mediaStore(db: Db) {
       const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = $2 AND a.token_id = ANY($3::text[]) ORDER BY a.token_id, a.field`, [
         chainId, contract, tokenIds,
       ]);
+      return rows.map((r) => toAsset(AssetRow.parse(r)));
+    },
+
+    /** The media assets of these contracts (token id ''). */
+    async contractAssets(chainId: number, contracts: string[]): Promise<MediaAsset[]> {
+      if (!contracts.length) return [];
+      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = ANY($2::text[]) AND a.token_id = '' ORDER BY a.contract, a.field`, [chainId, contracts]);
       return rows.map((r) => toAsset(AssetRow.parse(r)));
     },
 
