@@ -20,6 +20,10 @@ export const MEDIA_SECURITY_HEADERS = {
 } as const;
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
+const HOT_HEADERS = { ...MEDIA_SECURITY_HEADERS, 'cache-control': IMMUTABLE };
+const HOT_NAME = /^(64|256|512|1024)(-still)?\.(webp|png|jpg)$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const HOT_TYPES: Record<string, string> = { webp: 'image/webp', png: 'image/png', jpg: 'image/jpeg' };
 
 const TokenMediaParams = z.object({
   network: z.string().min(1),
@@ -156,7 +160,19 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services) {
     }
   });
 
-  app.get('/media/b/:sha256/:rendition', (req, reply) => sendBlob(media, req, reply));
+  app.get('/media/b/:sha256/:rendition', (req, reply) => {
+    // The hot path of cached thumbnails: a rendition in memory is sent with no await and no schema
+    // parse (the two values are checked by the regexes below); anything else takes the full route.
+    const { sha256, rendition } = req.params as { sha256: string; rendition: string };
+    if (HOT_NAME.test(rendition) && SHA256_HEX.test(sha256)) {
+      const etag = `"${sha256}.${rendition}"`;
+      if (req.headers['if-none-match'] !== etag) {
+        const bytes = media.hotRendition(sha256, rendition);
+        if (bytes) return reply.headers({ ...HOT_HEADERS, etag, 'content-type': HOT_TYPES[rendition.slice(rendition.lastIndexOf('.') + 1)] }).send(bytes);
+      }
+    }
+    return sendBlob(media, req, reply);
+  });
 
   app.get('/media/:network/:contract/:tokenId/:field', async (req, reply) => {
     try {

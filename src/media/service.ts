@@ -331,6 +331,16 @@ export class MediaService {
     }
   }
 
+  /**
+   * A rendition already in memory, by its canonical name, without a database or blob-store read:
+   * content-addressed URLs never change what they name, so a hit needs nothing else checked.
+   */
+  hotRendition(sha256: string, name: string): Buffer | undefined {
+    const bytes = this.hot.get(`r/${sha256}/${name}`);
+    if (bytes) this.d.metrics?.served.inc({ source: 'memory' });
+    return bytes;
+  }
+
   /** Counts a content-addressed answer the HTTP layer sent without asking for bytes here (an original streamed, a 304). */
   noteServed(source: 'original' | 'not_modified'): void {
     this.d.metrics?.served.inc({ source });
