@@ -23,7 +23,7 @@ import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
-import { createMediaService, type MediaService } from './media/index.ts';
+import { createMediaService, mediaMetrics, type MediaService } from './media/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
@@ -47,6 +47,10 @@ import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
 import { balanceEvents } from './events/balance-events.ts';
 import { tokenDocumentEvents } from './events/token-events.ts';
+import { senderBalanceEvents } from './events/sender-events.ts';
+import { taskFinishedEvents } from './events/task-events.ts';
+import { contractInfoEvents } from './events/contract-events.ts';
+import { contractToWire } from './metadata/contracts/contract-view.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -148,7 +152,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
-  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log }) : undefined;
+  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log, metrics: mediaMetrics(metrics.registry) }) : undefined;
   const mediaHooks: TokenMediaHooks | undefined = media && {
     onResolved: (chainId, contract, list, via) => {
       const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
@@ -159,8 +163,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   };
   const bell = new EventBell();
   // Token documents whose content changes record a token.metadata_updated event on the same transaction (tokensRepo below).
-  const contractsRepo = contractStore(db);
-  const contracts = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics });
+  // A contract whose stored ContractInfo changes records a contract.info_updated event on the same transaction.
+  const contractsRepo = contractStore(db, {
+    onInfoChanged: contractInfoEvents(bell, (chainId, row) => contractToWire(chainId, row.address, row, 'AVAILABLE', null, contracts.mediaUrl)),
+  });
+  // Contract logos and og:images go through the media pipeline; answers carry their cached URLs (cachedMedia).
+  const contractMedia = media && ((chainId: number, items: Parameters<MediaService['contractMedia']>[1]) => media.contractMedia(chainId, items));
+  const contracts: ContractInfoService = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics, media: contractMedia });
   const tokensRepo = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const tokens = new TokenMetadataService({
     store: tokensRepo,
@@ -172,7 +181,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     detectStandard: (chain, address) => contracts.detect(chain, address),
     media: mediaHooks,
   });
-  const tasks = taskStore(db);
+  // A refresh task reaching DONE or FAILED records a refresh.task_finished event on the same transaction.
+  const tasks = taskStore(db, { onFinished: taskFinishedEvents(bell) });
   const refresh = new RefreshService({ tasks, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
   const directoryRepo = directoryStore(db);
@@ -182,6 +192,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     chains,
     configured: config.chains,
     mediaUrl: contracts.mediaUrl,
+    media: contractMedia,
     learn: (chain, addresses) => contracts.learn(chain, addresses),
   });
   const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });
@@ -244,7 +255,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     });
     const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
     const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, db, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log) : undefined;
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill });
+    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill, onSenderBalance: senderBalanceEvents(bell) });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }

@@ -85,7 +85,7 @@ describe('webhook endpoints (console API)', () => {
     const badType = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['metatxn.statuz'] }, bearer(ADMIN));
     expect(badType.status).toBe(400);
     // A type metarelay does not emit yet is refused, not accepted and never served.
-    const silent = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['sender.low_balance'] }, bearer(ADMIN));
+    const silent = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['sender.exploded'] }, bearer(ADMIN));
     expect([silent.status, silent.body.error]).toEqual([400, 'InvalidArgument']);
     const anon = await call('CreateWebhook', { projectId: t.project.id, url: 'https://example.com/x', events: ['metatxn.status'] });
     expect(anon.status).toBe(401);

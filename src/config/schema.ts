@@ -61,6 +61,8 @@ export const RelayerChainConfigSchema = z.object({
    * below minSenderBalance (docs/project-balances.md). Keep the key secret.
    */
   refill: z.object({ treasuryKey: PrivateKey, targetBalance: Decimal }).strict().optional(),
+  /** Optional early warning above minSenderBalance: crossing it sends sender.low_balance with level "warning" (the sender keeps working). */
+  warnSenderBalance: Decimal.optional(),
   /** Signed transactions a sender may have in flight (not yet mined) at once. */
   maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
   /** Where fees are paid to (default: the first sender). */

@@ -100,13 +100,43 @@ export class DeliveryWorker {
     }
     // The lease outlives the deadline by a margin, so no other worker takes a claim whose POST may still run.
     const lease = Math.ceil(s.deadlineMs / 1000) + 5;
-    const batch = await this.deps.store.claim(this.owner, s.concurrency * 4, lease);
-    let i = 0;
-    const lane = async () => {
-      while (i < batch.length) await this.deliver(batch[i++]);
+    const size = s.concurrency * 4;
+    const queue = await this.deps.store.claim(this.owner, size, lease);
+    let full = queue.length === size;
+    // The next claim is made while the last of this one is still being sent, so the lanes do not all
+    // wait for the slowest POST of a batch before the next batch is read. One claim at a time; a later
+    // event of a subject in flight is not claimed (it is still pending), so per-subject order holds.
+    let refilling: Promise<void> | undefined;
+    const refill = () => {
+      if (!full || refilling || !this.running) return;
+      // SSE readers follow `seq`: a long run of refills sequences new events as a new pass would.
+      refilling = this.deps.outbox
+        .sequence()
+        .then(() => this.deps.store.claim(this.owner, size, lease))
+        .then((more) => {
+          queue.push(...more);
+          full = more.length === size;
+        })
+        .catch((err) => {
+          full = false;
+          this.deps.log.error({ err }, 'webhook delivery claim failed');
+        })
+        .finally(() => (refilling = undefined));
     };
-    await Promise.all(Array.from({ length: Math.min(s.concurrency, batch.length) }, lane));
-    return batch.length === s.concurrency * 4;
+    const lane = async () => {
+      for (;;) {
+        if (queue.length < s.concurrency) refill();
+        const d = queue.shift();
+        if (d) {
+          await this.deliver(d);
+          continue;
+        }
+        if (!refilling) return;
+        await refilling;
+      }
+    };
+    await Promise.all(Array.from({ length: s.concurrency }, lane));
+    return full;
   }
 
   private delivered: { item: Parameters<WebhookStore['recordDelivered']>[1][number]; done: (err?: unknown) => void }[] = [];

@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import { receiptWire, type MetaTxnRepo, type MetaTxnRow } from '../relayer/index.ts';
+import { receiptWire, type MetaTxnRepo, type MetaTxnRow, type StatusCause } from '../relayer/index.ts';
 import { appendEvents, type EventBell } from './outbox.ts';
 
 /**
@@ -8,7 +8,7 @@ import { appendEvents, type EventBell } from './outbox.ts';
  * a receiver that gets them late or twice still ends up right.
  */
 export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell) {
-  return async (q: Queryable, rows: MetaTxnRow[]) => {
+  return async (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause) => {
     if (rows.length === 0) return;
     const byChain = new Map<number, MetaTxnRow[]>();
     for (const r of rows) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
@@ -25,6 +25,10 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
             chainId,
             metaTxnId: r.id,
             status: r.status,
+            // Set when the status is written again for another reason than a new status: 'replaced' (a
+            // fee-bumped transaction, new txnHash), 'replacement_refused' (back to the previous hash), 'reorged'.
+            cause: cause ?? null,
+            txnHash: r.txn_hash ?? null,
             wallet: r.wallet,
             sponsored: r.sponsored,
             attempts: r.attempts,

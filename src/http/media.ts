@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../services.ts';
-import { MEDIA_FIELDS, formatFor, isImage, parseRendition, snapWidth, type MediaService } from '../media/index.ts';
+import { CONTRACT_MEDIA_FIELDS, MEDIA_FIELDS, formatFor, isImage, parseRendition, snapWidth, type BlobInfo, type MediaService } from '../media/index.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import type { AccessPipeline } from './access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataErrorMap, toWire, type ErrorDef } from './errors.ts';
@@ -20,12 +20,22 @@ export const MEDIA_SECURITY_HEADERS = {
 } as const;
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
+const HOT_HEADERS = { ...MEDIA_SECURITY_HEADERS, 'cache-control': IMMUTABLE };
+const HOT_NAME = /^(64|256|512|1024)(-still)?\.(webp|png|jpg)$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const HOT_TYPES: Record<string, string> = { webp: 'image/webp', png: 'image/png', jpg: 'image/jpeg' };
 
 const TokenMediaParams = z.object({
   network: z.string().min(1),
   contract: AddressArg,
   tokenId: TokenIdString,
   field: z.enum(MEDIA_FIELDS),
+});
+
+const ContractMediaParams = z.object({
+  network: z.string().min(1),
+  contract: AddressArg,
+  field: z.enum(CONTRACT_MEDIA_FIELDS),
 });
 
 const WidthQuery = z.object({
@@ -83,7 +93,10 @@ async function sendBlob(media: MediaService, req: FastifyRequest, reply: Fastify
   if (rendition === 'original') {
     if (blob.mimeType === 'image/svg+xml') return sendFailure(reply, 'SVG_NOT_SERVED', 'SVG is only served rasterised: ask for a width, e.g. 1024.webp');
     reply.header('Cache-Control', IMMUTABLE).header('ETag', etag).header('Accept-Ranges', 'bytes');
-    if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+    if (req.headers['if-none-match'] === etag) {
+      media.noteServed('not_modified');
+      return reply.code(304).send();
+    }
     const key = `o/${sha256}`;
     const range = parseRange(req.headers.range, blob.filesize);
     if (range === 'unsatisfiable') {
@@ -94,17 +107,44 @@ async function sendBlob(media: MediaService, req: FastifyRequest, reply: Fastify
     if (!body) return sendFailure(reply, 'BLOB_MISSING', 'the original is missing from the blob store');
     const length = range ? range.end - range.start + 1 : blob.filesize;
     reply.header('Content-Length', String(length)).type(blob.mimeType);
+    media.noteServed('original');
     if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${blob.filesize}`);
     return reply.send(body);
   }
   const r = parseRendition(rendition);
   if (!r) return sendFailure(reply, 'UNKNOWN_RENDITION', `"${rendition.slice(0, 40)}" is not a rendition: original, or <64|256|512|1024>[-still].<webp|png|jpg>`);
   if (req.headers['if-none-match'] === etag) {
+    media.noteServed('not_modified');
     return reply.code(304).header('Cache-Control', IMMUTABLE).header('ETag', etag).send();
   }
   const out = await media.rendition(blob, r);
   if (!out.ok) return sendFailure(reply, out.reason, out.message);
   return reply.headers({ 'cache-control': IMMUTABLE, etag, 'content-type': out.contentType }).send(out.bytes);
+}
+
+/** A redirect to the stored blob: the original, or for images a rendition when a width is asked (SVG always). */
+function redirectToBlob(reply: FastifyReply, req: FastifyRequest, b: BlobInfo, w: number | undefined) {
+  let rendition = 'original';
+  if (isImage(b.mimeType) && (w !== undefined || b.mimeType === 'image/svg+xml')) {
+    rendition = `${snapWidth(w ?? 1024)}.${formatFor(req.headers.accept)}`;
+  }
+  // Where it points changes with the document and the Accept header: cacheable only briefly.
+  reply.headers(MEDIA_SECURITY_HEADERS).header('Cache-Control', 'public, max-age=60').header('Vary', 'Accept');
+  return reply.redirect(`/media/b/${b.sha256}/${rendition}`, 302);
+}
+
+/** A contract's logo (ContractInfo logoURI) or og:image (extensions.ogImage), fetched through the media pipeline on first request. */
+async function sendContractMedia(s: Services, media: MediaService, req: FastifyRequest, reply: FastifyReply, w: number | undefined) {
+  const p = parseOrThrow(ContractMediaParams, req.params);
+  const chain = chainFor(s, p.network, metadataErrorMap);
+  const info = (await s.contracts.get(chain, [p.contract])).infos.get(p.contract);
+  if (!info || info.status === 'NOT_AVAILABLE') return sendFailure(reply, 'CONTRACT_NOT_AVAILABLE', 'the contract has no info (yet)');
+  const og = info.extensions.ogImage;
+  const source = p.field === 'logo' ? info.logoURI : typeof og === 'string' ? og : '';
+  if (!source) return sendFailure(reply, 'NO_MEDIA', `the contract has no ${p.field === 'logo' ? 'logoURI' : 'extensions.ogImage'}`);
+  const asset = await media.ensureContract(chain.chainId, p.contract, p.field, source);
+  if (asset.status !== 'READY' || !asset.blob) return sendFailure(reply, asset.failureReason ?? 'FAILED', asset.failureMessage ?? 'media could not be stored');
+  return redirectToBlob(reply, req, asset.blob, w);
 }
 
 export function registerMediaRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
@@ -120,11 +160,22 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
     }
   });
 
-  app.get('/media/b/:sha256/:rendition', (req, reply) => sendBlob(media, req, reply));
+  app.get('/media/b/:sha256/:rendition', (req, reply) => {
+    // The hot path of cached thumbnails: a rendition in memory is sent with no await and no schema
+    // parse (the two values are checked by the regexes below); anything else takes the full route.
+    const { sha256, rendition } = req.params as { sha256: string; rendition: string };
+    if (HOT_NAME.test(rendition) && SHA256_HEX.test(sha256)) {
+      const etag = `"${sha256}.${rendition}"`;
+      if (req.headers['if-none-match'] !== etag) {
+        const bytes = media.hotRendition(sha256, rendition);
+        if (bytes) return reply.headers({ ...HOT_HEADERS, etag, 'content-type': HOT_TYPES[rendition.slice(rendition.lastIndexOf('.') + 1)] }).send(bytes);
+      }
+    }
+    return sendBlob(media, req, reply);
+  });
 
   app.get('/media/:network/:contract/:tokenId/:field', async (req, reply) => {
     try {
-      const p = parseOrThrow(TokenMediaParams, req.params);
       const q = parseOrThrow(WidthQuery, req.query);
       // The REST routes' access rule, through the same pipeline (no response cache: answers are redirects).
       await access.admit(req, {
@@ -134,6 +185,9 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
         networks: () => networksNamed(req.params as Record<string, string>, undefined),
         sendReused: () => reply,
       });
+      // /media/<network>/<contract>/contract/<logo|og_image>: the contract's own media, not a token's.
+      if ((req.params as { tokenId?: string }).tokenId === 'contract') return await sendContractMedia(s, media, req, reply, q.w);
+      const p = parseOrThrow(TokenMediaParams, req.params);
 
       const chain = chainFor(s, p.network, metadataErrorMap);
       const token = (await s.tokens.getTokens(chain, p.contract, [p.tokenId])).tokens[0];
@@ -147,14 +201,7 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
         ? ((await media.asset(key)) ?? { status: 'FAILED' as const, blob: null, failureReason: 'NO_MEDIA', failureMessage: 'no cached media' })
         : await media.ensure(key, source);
       if (asset.status !== 'READY' || !asset.blob) return sendFailure(reply, asset.failureReason ?? 'FAILED', asset.failureMessage ?? 'media could not be stored');
-      const b = asset.blob;
-      let rendition = 'original';
-      if (isImage(b.mimeType) && (q.w !== undefined || b.mimeType === 'image/svg+xml')) {
-        rendition = `${snapWidth(q.w ?? 1024)}.${formatFor(req.headers.accept)}`;
-      }
-      // Where it points changes with the document and the Accept header: cacheable only briefly.
-      reply.headers(MEDIA_SECURITY_HEADERS).header('Cache-Control', 'public, max-age=60').header('Vary', 'Accept');
-      return reply.redirect(`/media/b/${b.sha256}/${rendition}`, 302);
+      return redirectToBlob(reply, req, asset.blob, q.w);
     } catch (err) {
       if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
       throw err;

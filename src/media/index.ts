@@ -10,9 +10,11 @@ import { folderBlobStore } from './folder-store.ts';
 import { mediaStore } from './media-store.ts';
 import { s3BlobStore } from './s3-store.ts';
 import { MediaService, type BytesFetcher } from './service.ts';
+import type { MediaMetrics } from './metrics.ts';
 
-export { MediaService, isImage, type AssetWire, type TokenMedia } from './service.ts';
-export { MEDIA_FIELDS, type MediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
+export { MediaService, isImage, type AssetWire, type TokenMedia, type ContractMediaSource, type ContractMediaUrls } from './service.ts';
+export { MEDIA_FIELDS, CONTRACT_MEDIA_FIELDS, type MediaField, type ContractMediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
+export { mediaMetrics, type MediaMetrics } from './metrics.ts';
 export { parseRendition, snapWidth, formatFor, WIDTHS, type Rendition } from './renditions.ts';
 
 /** The default folder: `media` beside the PGlite folder (`.metarelay/media` for `.metarelay/db`). */
@@ -29,13 +31,14 @@ export function createBlobStore(config: AppConfig): BlobStore {
   return folderBlobStore(s.path ? resolve(s.path) : defaultMediaFolder(config.database));
 }
 
-export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: BytesFetcher; log: Logger; blobs?: BlobStore }): MediaService {
+export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: BytesFetcher; log: Logger; blobs?: BlobStore; metrics?: MediaMetrics }): MediaService {
   const m = config.media;
   return new MediaService({
     store: mediaStore(deps.db),
     blobs: deps.blobs ?? createBlobStore(config),
     fetcher: deps.fetcher,
     log: deps.log,
+    metrics: deps.metrics,
     options: {
       maxBytes: m.maxBytes,
       fetchTimeoutMs: m.fetchTimeoutMs,

@@ -5,9 +5,13 @@ import type { Db } from '../store/db.ts';
 
 const ts = z.union([z.date(), z.string()]).transform((v) => new Date(v));
 
-export type AssetKey = { chainId: number; contract: string; tokenId: string; field: MediaField };
+export type AssetKey = { chainId: number; contract: string; tokenId: string; field: MediaField | ContractMediaField };
 export const MEDIA_FIELDS = ['image', 'image_data', 'animation_url'] as const;
 export type MediaField = (typeof MEDIA_FIELDS)[number];
+/** A contract's media (ContractInfo logoURI, extensions.ogImage): stored beside token media with token id ''. */
+export const CONTRACT_MEDIA_FIELDS = ['logo', 'og_image'] as const;
+export type ContractMediaField = (typeof CONTRACT_MEDIA_FIELDS)[number];
+export const CONTRACT_TOKEN_ID = '';
 
 const BlobRow = z.object({
   sha256: z.string(),
@@ -23,7 +27,7 @@ const AssetRow = z.object({
   chain_id: z.coerce.number(),
   contract: z.string(),
   token_id: z.string(),
-  field: z.enum(MEDIA_FIELDS),
+  field: z.enum([...MEDIA_FIELDS, ...CONTRACT_MEDIA_FIELDS]),
   source_url: z.string(),
   status: z.enum(['READY', 'FAILED']),
   sha256: z.string().nullable(),
@@ -91,23 +95,33 @@ export function mediaStore(db: Db) {
       return rows.map((r) => toAsset(AssetRow.parse(r)));
     },
 
+    /** The media assets of these contracts (token id ''). */
+    async contractAssets(chainId: number, contracts: string[]): Promise<MediaAsset[]> {
+      if (!contracts.length) return [];
+      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = ANY($2::text[]) AND a.token_id = '' ORDER BY a.contract, a.field`, [chainId, contracts]);
+      return rows.map((r) => toAsset(AssetRow.parse(r)));
+    },
+
     async blob(sha256: string): Promise<BlobInfo | undefined> {
       const { rows } = await db.query('SELECT sha256, mime_type, filesize, width, height, frames FROM media_blobs WHERE sha256 = $1', [sha256]);
       return rows[0] ? toBlob(BlobRow.parse(rows[0])) : undefined;
     },
 
-    /** Recorded before the bytes are written, so garbage collection of the same hash waits for it (row lock). */
-    async saveBlob(b: BlobInfo): Promise<void> {
-      await db.query(
-        `INSERT INTO media_blobs (sha256, mime_type, filesize, width, height, frames) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (sha256) DO NOTHING`,
-        [b.sha256, b.mimeType, b.filesize, b.width, b.height, b.frames],
-      );
-    },
-
-    /** Points the field at a blob (READY) and returns the hash it pointed at before, if different. */
-    async saveReady(k: AssetKey, sourceUrl: string, sha256: string): Promise<string | null> {
+    /**
+     * Points the field at a blob (READY), creating the blob's row, and returns the hash it pointed at
+     * before, if different. The blob row is locked first and `ensureBytes` runs under that lock: a
+     * collection of the same hash either finished before (its bytes are gone, and `ensureBytes` puts
+     * them back) or waits until this asset references the blob (and then keeps it).
+     */
+    async saveReady(k: AssetKey, sourceUrl: string, b: BlobInfo, ensureBytes: () => Promise<void>): Promise<string | null> {
       return db.transaction(async (tx) => {
+        // DO UPDATE, not DO NOTHING: only an update takes the row lock a concurrent collection waits on.
+        await tx.query(
+          `INSERT INTO media_blobs (sha256, mime_type, filesize, width, height, frames) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (sha256) DO UPDATE SET sha256 = excluded.sha256`,
+          [b.sha256, b.mimeType, b.filesize, b.width, b.height, b.frames],
+        );
+        await ensureBytes();
         const prev = await tx.query<{ sha256: string | null }>(
           'SELECT sha256 FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 FOR UPDATE',
           [k.chainId, k.contract, k.tokenId, k.field],
@@ -117,10 +131,10 @@ export function mediaStore(db: Db) {
            VALUES ($1, $2, $3, $4, $5, 'READY', $6, now())
            ON CONFLICT (chain_id, contract, token_id, field) DO UPDATE SET source_url = excluded.source_url, status = 'READY',
              sha256 = excluded.sha256, failure_reason = NULL, failure_message = NULL, retry_after = NULL, updated_at = now()`,
-          [k.chainId, k.contract, k.tokenId, k.field, sourceUrl, sha256],
+          [k.chainId, k.contract, k.tokenId, k.field, sourceUrl, b.sha256],
         );
         const old = prev.rows[0]?.sha256 ?? null;
-        return old && old !== sha256 ? old : null;
+        return old && old !== b.sha256 ? old : null;
       });
     },
 
@@ -163,6 +177,9 @@ export function mediaStore(db: Db) {
      */
     async collect(sha256: string, dropBytes: () => Promise<void>): Promise<boolean> {
       return db.transaction(async (tx) => {
+        // Lock first, look for references second: an ingest holding the row (saveReady) commits its
+        // reference before this statement reads, so a blob that became referenced again is kept.
+        await tx.query('SELECT 1 FROM media_blobs WHERE sha256 = $1 FOR UPDATE', [sha256]);
         const { rows } = await tx.query(
           `DELETE FROM media_blobs b WHERE b.sha256 = $1 AND NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256) RETURNING sha256`,
           [sha256],

@@ -7,8 +7,9 @@ import type { Logger } from '../telemetry/logger.ts';
 import { Limiter } from '../util/limiter.ts';
 import { LruCache } from '../util/lru.ts';
 import { originalKey, renditionKey, type BlobStore } from './blob-store.ts';
-import type { AssetKey, BlobInfo, MediaAsset, MediaField, MediaStore } from './media-store.ts';
-import { MEDIA_FIELDS } from './media-store.ts';
+import type { AssetKey, BlobInfo, ContractMediaField, MediaAsset, MediaField, MediaStore } from './media-store.ts';
+import { CONTRACT_TOKEN_ID, MEDIA_FIELDS } from './media-store.ts';
+import type { MediaMetrics } from './metrics.ts';
 import { probeMedia, type ProbeLimits } from './probe.ts';
 import { FORMAT_TYPES, render, renditionName, type Rendition } from './renditions.ts';
 
@@ -52,6 +53,11 @@ export type TokenAssets = { list: AssetWire[]; json: string };
 
 export type TokenMedia = { tokenId: string; urls: Partial<Record<MediaField, string | null>> };
 
+/** A contract's media sources as its ContractInfo names them (logoURI, extensions.ogImage). */
+export type ContractMediaSource = { address: string; logo: string | null; ogImage: string | null };
+/** The cached URLs of a contract's media, where stored. */
+export type ContractMediaUrls = { logo?: string; ogImage?: string };
+
 const EXTENSIONS: Record<string, string> = {
   'image/png': 'png', 'image/apng': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/avif': 'avif',
   'image/svg+xml': 'svg', 'video/mp4': 'mp4', 'video/webm': 'webm', 'audio/mpeg': 'mp3', 'audio/ogg': 'ogg', 'audio/wav': 'wav',
@@ -74,9 +80,11 @@ export class MediaService {
   private queued = 0;
   private base: string;
   private readonly background = new Set<Promise<unknown>>();
+  /** Contract media URLs by contract, with the sources they were looked up for (a changed logoURI misses). */
+  private readonly contractCache = new LruCache<{ sig: string; urls: ContractMediaUrls }>(50_000, 5_000);
 
   constructor(
-    private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger },
+    private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics },
   ) {
     this.fetchLimiter = new Limiter(d.options.concurrency);
     // Decoding is CPU- and memory-bound: a render at a time per core is what keeps RSS flat.
@@ -138,24 +146,77 @@ export class MediaService {
       const released = await this.d.store.saveFailed(k, sourceUrl, reason, message, retryAfter(ms));
       this.d.log.info({ chainId: k.chainId, contract: k.contract, tokenId: k.tokenId, field: k.field, reason }, 'media failed');
       await this.release(released);
-      this.wireCache.delete(`${k.chainId}:${k.contract}:${k.tokenId}`);
+      this.forgetCached(k);
       return (await this.d.store.asset(k))!;
     };
     const fetched = await this.d.fetcher.fetchBytes(sourceUrl, { maxBytes: o.maxBytes, totalTimeoutMs: o.fetchTimeoutMs });
-    if (!fetched.ok) return fail(fetched.reason, fetched.message, fetched.retryAfterMs);
+    if (!fetched.ok) {
+      this.d.metrics?.fetches.inc({ outcome: fetched.reason });
+      return fail(fetched.reason, fetched.message, fetched.retryAfterMs);
+    }
     const probed = await probeMedia(fetched.bytes, o);
+    this.d.metrics?.fetches.inc({ outcome: probed.ok ? 'ok' : probed.reason });
     if (!probed.ok) return fail(probed.reason, probed.message);
     const sha256 = createHash('sha256').update(probed.bytes).digest('hex');
-    // Row first, bytes second: a concurrent collection of this hash holds the row lock until its
-    // files are gone, so these bytes are never deleted after being written.
-    await this.d.store.saveBlob({ sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames });
-    if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
-      await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
-    }
-    const released = await this.d.store.saveReady(k, sourceUrl, sha256);
+    const info: BlobInfo = { sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames };
+    const put = async () => {
+      if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
+        await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
+        this.d.metrics?.bytesStored.inc({ kind: 'original' }, probed.bytes.length);
+      }
+    };
+    // Bytes first, outside any transaction (the upload may be slow); then, under the blob row's lock,
+    // checked again: a collection that ran in between took them, and they are put back.
+    await put();
+    const released = await this.d.store.saveReady(k, sourceUrl, info, put);
     await this.release(released);
-    this.wireCache.delete(`${k.chainId}:${k.contract}:${k.tokenId}`);
+    this.forgetCached(k);
     return (await this.d.store.asset(k))!;
+  }
+
+  private forgetCached(k: AssetKey) {
+    if (k.tokenId === CONTRACT_TOKEN_ID) this.contractCache.delete(`${k.chainId}:${k.contract}`);
+    else this.wireCache.delete(`${k.chainId}:${k.contract}:${k.tokenId}`);
+  }
+
+  /** A contract's logo or og:image asset for this source: stored, or fetched now (the /contract/ media route). */
+  ensureContract(chainId: number, contract: string, field: ContractMediaField, sourceUrl: string): Promise<MediaAsset> {
+    return this.ensure({ chainId, contract, tokenId: CONTRACT_TOKEN_ID, field }, sourceUrl);
+  }
+
+  /**
+   * The cached URLs of these contracts' logos and og:images, for the contract answers' metarelay
+   * extra. What is not stored yet for its current source is queued (with media.eager), and a field
+   * a contract no longer has loses its asset. Briefly cached per process: this is on every contract read.
+   */
+  async contractMedia(chainId: number, items: ContractMediaSource[]): Promise<Map<string, ContractMediaUrls>> {
+    const out = new Map<string, ContractMediaUrls>();
+    const now = Date.now();
+    const missing: ContractMediaSource[] = [];
+    for (const it of items) {
+      const hit = this.contractCache.get(`${chainId}:${it.address}`, now);
+      if (hit && hit.sig === `${it.logo ?? ''}\n${it.ogImage ?? ''}`) out.set(it.address, hit.urls);
+      else if (it.logo || it.ogImage || hit) missing.push(it);
+    }
+    if (!missing.length) return out;
+    const rows = await this.d.store.contractAssets(chainId, missing.map((x) => x.address));
+    const have = new Map(rows.map((a) => [`${a.key.contract}:${a.key.field}`, a]));
+    for (const it of missing) {
+      const urls: ContractMediaUrls = {};
+      for (const [field, src, name] of [['logo', it.logo, 'logo'], ['og_image', it.ogImage, 'ogImage']] as const) {
+        const k: AssetKey = { chainId, contract: it.address, tokenId: CONTRACT_TOKEN_ID, field };
+        const cur = have.get(`${it.address}:${field}`);
+        if (!src) {
+          if (cur) this.track(this.d.store.remove(k).then((sha) => this.release(sha)));
+          continue;
+        }
+        if (cur?.sourceUrl === src && cur.status === 'READY' && cur.blob) urls[name] = this.blobUrl(cur.blob);
+        else if (this.d.options.eager && (cur?.sourceUrl !== src || (cur.retryAfter && cur.retryAfter.getTime() <= now))) this.enqueue(k, src);
+      }
+      out.set(it.address, urls);
+      this.contractCache.set(`${chainId}:${it.address}`, { sig: `${it.logo ?? ''}\n${it.ogImage ?? ''}`, urls }, now);
+    }
+    return out;
   }
 
   /** Forgets a chain's assets (what `metarelay dev` does for its previous anvil) and collects their blobs. */
@@ -207,9 +268,13 @@ export class MediaService {
 
   /** Background fetch through the bounded queue; past `maxQueued` it is dropped (fetched lazily later). */
   enqueue(k: AssetKey, url: string, force = false): boolean {
-    if (this.queued >= this.d.options.maxQueued) return false;
+    if (this.queued >= this.d.options.maxQueued) {
+      this.d.metrics?.dropped.inc();
+      return false;
+    }
     this.queued++;
-    this.track(this.ensure(k, url, { force }).finally(() => this.queued--));
+    this.d.metrics?.queueDepth.set(this.queued);
+    this.track(this.ensure(k, url, { force }).finally(() => this.d.metrics?.queueDepth.set(--this.queued)));
     return true;
   }
 
@@ -230,9 +295,13 @@ export class MediaService {
     const key = renditionKey(blob.sha256, renditionName(r));
     const contentType = FORMAT_TYPES[r.format];
     const hot = this.hot.get(key);
-    if (hot) return { ok: true, bytes: hot, contentType };
+    if (hot) {
+      this.d.metrics?.served.inc({ source: 'memory' });
+      return { ok: true, bytes: hot, contentType };
+    }
     const cached = await this.d.blobs.get(key);
     if (cached) {
+      this.d.metrics?.served.inc({ source: 'store' });
       this.hot.set(key, cached);
       return { ok: true, bytes: cached, contentType };
     }
@@ -244,6 +313,8 @@ export class MediaService {
           if (!source) throw Object.assign(new Error('original missing from the blob store'), { reason: 'BLOB_MISSING' });
           const bytes = await render({ bytes: source, mimeType: blob.mimeType, width: blob.width, frames: blob.frames }, r, this.d.options);
           await this.d.blobs.put(key, bytes, contentType);
+          this.d.metrics?.renditions.inc({ format: r.format });
+          this.d.metrics?.bytesStored.inc({ kind: 'rendition' }, bytes.length);
           this.hot.set(key, bytes);
           return bytes;
         })
@@ -251,11 +322,28 @@ export class MediaService {
       this.rendering.set(key, p);
     }
     try {
-      return { ok: true, bytes: await p, contentType };
+      const bytes = await p;
+      this.d.metrics?.served.inc({ source: 'rendered' });
+      return { ok: true, bytes, contentType };
     } catch (err) {
       const e = err as Error & { reason?: string };
       return { ok: false, reason: e.reason ?? 'RENDER_FAILED', message: (e.message ?? String(err)).split('\n')[0].slice(0, 200) };
     }
+  }
+
+  /**
+   * A rendition already in memory, by its canonical name, without a database or blob-store read:
+   * content-addressed URLs never change what they name, so a hit needs nothing else checked.
+   */
+  hotRendition(sha256: string, name: string): Buffer | undefined {
+    const bytes = this.hot.get(`r/${sha256}/${name}`);
+    if (bytes) this.d.metrics?.served.inc({ source: 'memory' });
+    return bytes;
+  }
+
+  /** Counts a content-addressed answer the HTTP layer sent without asking for bytes here (an original streamed, a 304). */
+  noteServed(source: 'original' | 'not_modified'): void {
+    this.d.metrics?.served.inc({ source });
   }
 
   /** The URL an asset entry points at: the original, except SVG which is only ever served rasterised. */

@@ -168,7 +168,10 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
  * Called with every meta-transaction whose status was written, on the transaction that wrote it (the
  * events outbox records the change there, so it commits or rolls back with it).
  */
-export type StatusHook = (q: Queryable, rows: MetaTxnRow[]) => Promise<void>;
+export type StatusHook = (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause) => Promise<void>;
+
+/** Why a status was written again without a new status: a fee-bumped replacement (new txnHash), or a reorg that took its block away. */
+export type StatusCause = 'replaced' | 'replacement_refused' | 'reorged';
 
 export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
   const onStatus = opts.onStatus;
@@ -371,10 +374,10 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     },
 
     /** Patches one meta-transaction; with `from`, only while its status is still that. Says whether it changed. */
-    async setStatus(q: Queryable, chainId: number, id: string, patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>, from?: string): Promise<boolean> {
+    async setStatus(q: Queryable, chainId: number, id: string, patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>, from?: string, cause?: StatusCause): Promise<boolean> {
       const hook = patch.status !== undefined ? onStatus : undefined;
       // Called on the database itself: the change and its event still go in one transaction.
-      if (hook && 'transaction' in q) return db.transaction((tx) => this.setStatus(tx, chainId, id, patch, from));
+      if (hook && 'transaction' in q) return db.transaction((tx) => this.setStatus(tx, chainId, id, patch, from, cause));
       const keys = Object.keys(patch);
       const sets = keys.map((k, i) => `${k} = $${i + 4}`).join(', ');
       const r = await q.query<Record<string, unknown>>(`UPDATE meta_txns SET ${sets}, updated_at = now() WHERE chain_id = $1 AND id = $2 AND ($3::text IS NULL OR status = $3) RETURNING *`, [
@@ -383,8 +386,18 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         from ?? null,
         ...keys.map((k) => patch[k]),
       ]);
-      if (hook && r.rows.length) await hook(q, r.rows.map(normalise));
+      if (hook && r.rows.length) await hook(q, r.rows.map(normalise), cause);
       return r.rows.length > 0;
+    },
+
+    /** Points the meta-transactions of a sender's slot at another attempt's hash (a replacement, or back after one was refused), announcing it. */
+    async setSlotHash(q: Queryable, chainId: number, sender: string, nonce: number, hash: string, cause: StatusCause, clearStalled = false): Promise<void> {
+      const r = await q.query<Record<string, unknown>>(
+        `UPDATE meta_txns SET txn_hash = $4, stalled = CASE WHEN $5 THEN NULL ELSE stalled END, updated_at = now()
+         WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND txn_hash IS DISTINCT FROM $4 RETURNING *`,
+        [chainId, sender, nonce, hash, clearStalled],
+      );
+      if (onStatus && r.rows.length) await onStatus(q, r.rows.map(normalise), cause);
     },
   };
 }

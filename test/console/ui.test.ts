@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIST } from '../../src/console/static.ts';
 import { erc20, startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor } from '../support/sequence-wallet.ts';
+import { startRawServer, type RawServer } from '../support/token-chain.ts';
+import { solidPng } from '../support/media.ts';
 
 const SHOTS = resolve('test-results/console');
 const CHROMIUM = process.env.METARELAY_CHROMIUM ?? '/usr/bin/chromium';
@@ -16,6 +18,7 @@ let env: RelayerEnv;
 let browser: Browser;
 let page: Page;
 let nft: Address;
+let logos: RawServer;
 
 beforeAll(async () => {
   // `npm ci` builds the page (prepare); build it here too when the folder was cleaned since.
@@ -25,6 +28,8 @@ beforeAll(async () => {
   }
   mkdirSync(SHOTS, { recursive: true });
   env = await startRelayerEnv();
+  const logo = await solidPng(200, 200, '#cc5500');
+  logos = await startRawServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(logo));
   [nft] = await env.chain.deploy([{ contract: 'DevERC721OnChain' }]);
   await env.chain.send([{ address: nft, contract: 'DevERC721OnChain', functionName: 'mint', args: [newSigner().address, 1n] }]);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -34,6 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await env?.close();
+  await logos?.stop();
 });
 
 const shot = (name: string) => page.screenshot({ path: resolve(SHOTS, `${name}.png`), fullPage: true });
@@ -180,6 +186,27 @@ describe('console page', () => {
     await page.getByTestId(`fees-${env.chain.chainConfig.name}`).waitFor();
     expect(await page.getByTestId(`fees-${env.chain.chainConfig.name}`).textContent()).toContain('FUSD');
     await shot('fee-tokens');
+
+    // A contract's logo, cached by the media pipeline, shows in the token directory from this origin
+    // (the page's CSP would block the source's own URL).
+    const token = env.token.toLowerCase() as Address;
+    await env.services.contractStore.upsertLayers(env.chainId, [{ address: token, override: { logoURI: `${logos.url}/logo.png` } }]);
+    const added = await page.evaluate(async (a) => (await fetch('/rpc/Console/AddToDirectory', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(a) })).status, { chainID: String(env.chainId), contractAddress: token });
+    expect(added).toBe(200);
+    await page.getByTestId('nav-directory').click();
+    await expect
+      .poll(async () => {
+        await env.services.media!.idle();
+        await page.getByTestId('nav-projects').click();
+        await page.getByTestId('nav-directory').click();
+        await page.getByTestId('directory').waitFor();
+        return page.getByTestId(`logo-${token}`).count();
+      }, { timeout: 20_000 })
+      .toBe(1);
+    await expect
+      .poll(() => page.getByTestId(`logo-${token}`).evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0)))
+      .toBe(64);
+    await shot('directory');
 
     await page.getByTestId('sign-out').click();
     await page.getByTestId('admin-token').waitFor();

@@ -11,6 +11,8 @@ interface Entry {
   symbol: string;
   type: string;
   logoURI: string;
+  /** The logo as cached by this origin (the page's CSP loads images from 'self' only, so the source's URL would not show). */
+  cachedMedia?: { logo?: string; ogImage?: string };
   status: string;
   extensions: { featured?: boolean; featureIndex?: number };
 }
@@ -58,7 +60,7 @@ export function Directory() {
         <tbody>
           {list.data?.entries.map((x) => (
             <tr key={`${x.chainId}:${x.address}`}>
-              <td>{x.logoURI ? <img src={x.logoURI} alt="" width={24} height={24} loading="lazy" referrerpolicy="no-referrer" /> : null}</td>
+              <td>{x.cachedMedia?.logo ? <img data-testid={`logo-${x.address}`} src={`${new URL(x.cachedMedia.logo, location.href).pathname.replace(/\/[^/]+$/, '/64.webp')}`} alt="" width={24} height={24} loading="lazy" title={x.logoURI} /> : null}</td>
               <td>{x.network}{x.testnet ? ' (testnet)' : ''}</td>
               <td>{x.name || <em>{x.status === 'AVAILABLE' ? '—' : 'not read yet'}</em>}</td>
               <td>{x.symbol}</td>

@@ -27,7 +27,7 @@ interface Delivery {
   createdAt: string;
 }
 
-const TYPES = ['metatxn.status', 'token.metadata_updated', 'balance.updated'];
+const TYPES = ['metatxn.status', 'token.metadata_updated', 'sender.low_balance', 'sender.recovered', 'refresh.task_finished', 'contract.info_updated', 'balance.updated'];
 
 /** A project's webhook endpoints: add one (its secret is shown once), test, enable/disable, and each one's recent deliveries. */
 export function Webhooks({ projectId }: { projectId: number }) {

@@ -68,8 +68,23 @@ export interface SearchOptions {
 /** A stored contract row (the columns of CONTRACT_COLUMNS) as the store reads it. */
 export const parseContractRow = (row: unknown): ContractRow => ContractRowSchema.parse(row);
 
+/** The stored fields a ContractInfo answer is made of: a write that leaves them all equal changed nothing a client sees. */
+const INFO_FIELDS = ['type', 'name', 'symbol', 'decimals', 'logo_uri', 'extensions', 'source', 'deployed', 'bytecode_hash'] as const;
+
+export interface ContractChange {
+  chainId: number;
+  address: string;
+  /** The ContractInfo fields that changed, by their stored names (logo_uri, bytecode_hash…). */
+  fields: string[];
+  row: ContractRow;
+}
+/** Called on the transaction that wrote the layers, with the contracts whose stored ContractInfo changed. */
+export type ContractChangeHook = (q: Queryable, changes: ContractChange[]) => Promise<void>;
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
 /** Needs a Db, not only a Queryable: layer writes run in transactions. */
-export function contractStore(db: Db) {
+export function contractStore(db: Db, opts: { onInfoChanged?: ContractChangeHook } = {}) {
   const parse = (rows: unknown[]) => rows.map(parseContractRow);
 
   const getManyOn = async (q: Queryable, chainId: number, addresses: string[]): Promise<Map<string, ContractRow>> => {
@@ -161,7 +176,17 @@ export function contractStore(db: Db) {
            WHERE c.chain_id = $1 AND c.address = x.address`,
           [chainId, JSON.stringify(rows)],
         );
-        return getManyOn(tx, chainId, addresses);
+        const after = await getManyOn(tx, chainId, addresses);
+        if (opts.onInfoChanged) {
+          const changes: ContractChange[] = [];
+          for (const [address, row] of after) {
+            const prev = existing.get(address);
+            const fields = INFO_FIELDS.filter((f) => !prev || !same(prev[f], row[f]));
+            if (fields.length) changes.push({ chainId, address, fields, row });
+          }
+          if (changes.length) await opts.onInfoChanged(tx, changes);
+        }
+        return after;
       });
     },
 

@@ -19,8 +19,24 @@ export const ContractInfoWire = z.object({
   updatedAt: z.string(),
   queuedAt: z.string().nullable(),
   status: z.enum(['NOT_AVAILABLE', 'REFRESHING', 'AVAILABLE']),
+  /** metarelay extra: the logo and og:image as cached and served by this origin, once stored (the Sequence fields keep the source's). */
+  cachedMedia: z.object({ logo: z.string().optional(), ogImage: z.string().optional() }).optional(),
 });
 export type ContractInfoWire = z.infer<typeof ContractInfoWire>;
+
+/** Cached media URLs of contracts, by address, from the media pipeline (which also queues what is not stored yet). */
+export type ContractMediaLookup = (chainId: number, items: { address: string; logo: string | null; ogImage: string | null }[]) => Promise<Map<string, { logo?: string; ogImage?: string }>>;
+
+/** Adds the cachedMedia extra to answers whose logo or og:image is stored; a lookup that fails leaves the answers as they are. */
+export async function withCachedMedia(lookup: ContractMediaLookup | undefined, chainId: number, infos: ContractInfoWire[]): Promise<void> {
+  if (!lookup || !infos.length) return;
+  const items = infos.map((i) => ({ address: i.address, logo: i.logoURI || null, ogImage: typeof i.extensions.ogImage === 'string' && i.extensions.ogImage ? i.extensions.ogImage : null }));
+  const urls = await lookup(chainId, items).catch(() => new Map<string, { logo?: string; ogImage?: string }>());
+  for (const i of infos) {
+    const u = urls.get(i.address);
+    if (u && (u.logo || u.ogImage)) i.cachedMedia = u;
+  }
+}
 
 /** Turns a stored media URI (ipfs://, ar://, a gateway URL) into one a browser loads; null when it cannot. */
 export type MediaUrl = (uri: string) => string | null;

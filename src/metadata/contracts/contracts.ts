@@ -6,7 +6,7 @@ import type { Metrics } from '../../telemetry/metrics.ts';
 import { uriLayerFromDocument, type UriLayer } from './contract-merge.ts';
 import { readContracts, type ChainLayer } from './contract-reader.ts';
 import type { ContractRow, ContractStore, LayerUpdate } from './contract-store.ts';
-import { contractToWire, type ContractInfoWire } from './contract-view.ts';
+import { contractToWire, withCachedMedia, type ContractInfoWire, type ContractMediaLookup } from './contract-view.ts';
 import type { Fetcher } from '../fetch/fetch.ts';
 import { Limiter } from '../../util/limiter.ts';
 import { KeyedFlight } from '../../util/single-flight.ts';
@@ -20,6 +20,8 @@ export interface ContractInfoDeps {
   config: AppConfig;
   log: Logger;
   metrics: Metrics;
+  /** The media pipeline's cached logos (the answers' cachedMedia extra); none without media. */
+  media?: ContractMediaLookup;
 }
 
 export interface GetContractsResult {
@@ -73,6 +75,7 @@ export class ContractInfoService {
       const status: ResourceStatus = pending.has(a) ? (r ? 'REFRESHING' : 'NOT_AVAILABLE') : refreshing.has(a) ? 'REFRESHING' : 'AVAILABLE';
       infos.set(a, contractToWire(chain.chainId, a, r, r || !pending.has(a) ? status : 'NOT_AVAILABLE', pending.has(a) || refreshing.has(a) ? new Date(now) : null, this.mediaUrl));
     }
+    await withCachedMedia(this.d.media, chain.chainId, [...infos.values()].filter((i) => i.status !== 'NOT_AVAILABLE'));
     return { infos, pending: pending.size > 0 || refreshing.size > 0 };
   }
 

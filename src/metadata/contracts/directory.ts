@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import { lookupKnownNetwork } from '../../chain/networks.ts';
 import type { ContractStore } from './contract-store.ts';
-import { contractToWire, type ContractInfoWire, type MediaUrl } from './contract-view.ts';
+import { contractToWire, withCachedMedia, type ContractInfoWire, type ContractMediaLookup, type MediaUrl } from './contract-view.ts';
 import type { DirectoryEntry, DirectoryStore } from './directory-store.ts';
 
 /** Sequence's featureIndex is a uint8. */
@@ -31,6 +31,8 @@ interface Deps {
   /** Configured chains: their names and testnet flags win over the well-known list. */
   configured: readonly { chainId: number; name: string; testnet?: boolean }[];
   mediaUrl: MediaUrl;
+  /** Cached logos for the cachedMedia extra (the console shows them: its page loads images from its own origin only). */
+  media?: ContractMediaLookup;
   /** Starts a background read of contracts on a chain this server reads. */
   learn: (chain: ChainClient, addresses: Address[]) => void;
 }
@@ -66,7 +68,7 @@ export class TokenDirectory {
     const chainIds = await this.chainsFor(f);
     if (!chainIds.length) return { contracts: [], more: false };
     const { entries, more } = await this.d.store.list({ chainIds, onlyFeatured: f.onlyFeatured, page: f.page, pageSize: f.pageSize });
-    return { contracts: entries.map((e) => this.toWire(e)), more };
+    return { contracts: await this.decorated(entries.map((e) => this.toWire(e))), more };
   }
 
   /** Ranked text search (as contract search ranks) within the directory. */
@@ -118,6 +120,13 @@ export class TokenDirectory {
       if (chain) out.push({ chain, addresses: await this.d.store.addressesOn(chainId) });
     }
     return out;
+  }
+
+  private async decorated(infos: ContractInfoWire[]): Promise<ContractInfoWire[]> {
+    const byChain = new Map<number, ContractInfoWire[]>();
+    for (const i of infos) byChain.set(i.chainId, [...(byChain.get(i.chainId) ?? []), i]);
+    await Promise.all([...byChain].map(([chainId, list]) => withCachedMedia(this.d.media, chainId, list)));
+    return infos;
   }
 
   private toWire(e: DirectoryEntry): ContractInfoWire {

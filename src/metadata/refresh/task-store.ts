@@ -70,8 +70,36 @@ const CLAIM_LOCK_KEY = 0x6d72636c;
 /** Items inserted at once from which the table's statistics are refreshed (see afterBulkInsert). */
 const ANALYZE_AFTER_ITEMS = 1_000;
 
-export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transaction?: <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T> }) {
+/** Called with the tasks that just reached a final state (DONE or FAILED), once each, on the transaction that ended them. */
+export type TaskFinishedHook = (q: Queryable, tasks: TaskRow[]) => Promise<void>;
+
+export function taskStore(
+  db: Queryable & { kind?: 'pglite' | 'postgres'; transaction?: <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T> },
+  opts: { onFinished?: TaskFinishedHook } = {},
+) {
   const parseTask = (r: unknown) => TaskRowSchema.parse(r);
+  const inTx = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> => (db.transaction ? db.transaction(fn) : fn(db));
+  /**
+   * Marks final tasks among `ids` announced and passes them to the hook. The flag flips under the row
+   * lock, so however many paths (or processes) end a task, one of them announces it.
+   */
+  const announce = async (q: Queryable, ids: number[]) => {
+    if (!opts.onFinished || !ids.length) return;
+    const r = await q.query(
+      `UPDATE tasks SET finish_announced = true WHERE id = ANY($1::bigint[]) AND status IN ('DONE', 'FAILED') AND NOT finish_announced RETURNING *`,
+      [ids],
+    );
+    if (r.rows.length) await opts.onFinished(q, r.rows.map(parseTask));
+  };
+  /** Runs a write that may end tasks and announces those it ended, in one transaction. */
+  const ending = async <T>(fn: (q: Queryable) => Promise<T>, ids: (out: T) => number[]): Promise<T> => {
+    if (!opts.onFinished) return fn(db);
+    return inTx(async (q) => {
+      const out = await fn(q);
+      await announce(q, ids(out));
+      return out;
+    });
+  };
 
   /** Inserts the items (a repeated one once) and returns how many rows that made. */
   const insertItems = async (q: Queryable, taskId: number, chainId: number, priority: number, items: { item: string; contract: string }[]): Promise<number> => {
@@ -145,6 +173,7 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
           await q.query(`UPDATE tasks SET status = 'DONE', finished_at = now() WHERE id = $1`, [task.id]);
           task.status = 'DONE';
         }
+        await announce(q, task.status === 'DONE' ? [task.id] : []);
         return task;
       };
       // A task and its items appear together or not at all.
@@ -256,7 +285,7 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
         reason: o.ok ? null : (o.reason ?? 'FAILED'),
         retry_at: o.retryAt?.toISOString() ?? null,
       }));
-      const res = await db.query<{ task_id: number | string }>(
+      const res = await ending((q) => q.query<{ task_id: number | string }>(
         `WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(task_id bigint, item text, contract text, status text, reason text, retry_at timestamptz)),
          own AS (
            UPDATE task_items i SET status = x.status, failure_reason = x.reason, lease_owner = NULL, lease_until = NULL,
@@ -282,7 +311,7 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
            RETURNING t.id)
          SELECT id AS task_id FROM counted`,
         [JSON.stringify(rows), owner, chainId],
-      );
+      ), (r) => r.rows.map((x) => Number(x.task_id)));
       return res.rows.map((r) => Number(r.task_id));
     },
 
@@ -293,7 +322,7 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
      */
     async settle(taskIds: number[]): Promise<void> {
       if (!taskIds.length) return;
-      await db.query(
+      await ending((q) => q.query(
         `WITH c AS (
            SELECT t.id,
                   count(*) FILTER (WHERE i.status = 'DONE') AS ok,
@@ -309,19 +338,21 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
                 finished_at = CASE WHEN c.left_ = 0 AND t.enumerated AND t.finished_at IS NULL THEN now() ELSE t.finished_at END
            FROM c WHERE t.id = c.id AND t.status = 'QUEUED'`,
         [taskIds],
-      );
+      ), () => taskIds);
     },
 
     /** Cancels a live task: its waiting items are dropped; returns false when it had already ended. */
     async cancel(id: number): Promise<boolean> {
-      const res = await db.query(
-        `UPDATE tasks SET cancelled = true, status = 'FAILED', last_error = 'cancelled', finished_at = now(), updated_at = now()
-          WHERE id = $1 AND status IN ('QUEUED', 'PAUSED') RETURNING id`,
-        [id],
-      );
-      if (!res.rows.length) return false;
-      await db.query(`UPDATE task_items SET status = 'CANCELLED', updated_at = now() WHERE task_id = $1 AND status = 'QUEUED'`, [id]);
-      return true;
+      return ending(async (q) => {
+        const res = await q.query(
+          `UPDATE tasks SET cancelled = true, status = 'FAILED', last_error = 'cancelled', finished_at = now(), updated_at = now()
+            WHERE id = $1 AND status IN ('QUEUED', 'PAUSED') RETURNING id`,
+          [id],
+        );
+        if (!res.rows.length) return false;
+        await q.query(`UPDATE task_items SET status = 'CANCELLED', updated_at = now() WHERE task_id = $1 AND status = 'QUEUED'`, [id]);
+        return true;
+      }, (ok) => (ok ? [id] : []));
     },
 
     /** Claims one refreshAll task whose tokens have not been listed yet. */
@@ -346,7 +377,7 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
     },
 
     async failTask(taskId: number, error: string): Promise<void> {
-      await db.query(`UPDATE tasks SET status = 'FAILED', last_error = $2, finished_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now() WHERE id = $1`, [taskId, error]);
+      await ending((q) => q.query(`UPDATE tasks SET status = 'FAILED', last_error = $2, finished_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now() WHERE id = $1`, [taskId, error]), () => [taskId]);
     },
 
     async releaseEnumeration(taskId: number, error: string): Promise<void> {

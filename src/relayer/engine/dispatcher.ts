@@ -1,3 +1,4 @@
+import type { BalanceHook } from './balance-level.ts';
 import type { Address, Hex } from 'viem';
 import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -38,6 +39,8 @@ export interface DispatcherDeps {
   onHead?: (head: number) => Promise<void>;
   /** Tops senders below their floor up from a treasury (engine/refill.ts); without it, none is. */
   refill?: { check(senders: { address: Address; balance: bigint }[]): Promise<void> };
+  /** Called once per crossing of a sender's balance level, on the transaction that records it (balance-level.ts). */
+  onSenderBalance?: BalanceHook;
 }
 
 interface Plan {

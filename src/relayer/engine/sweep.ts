@@ -8,6 +8,7 @@ import { outcomeOf, type RawReceipt } from '../receipts.ts';
 import type { SettledMeta } from '../store.ts';
 import type { Shortfall } from '../bars.ts';
 import { feeReceived } from './fee-check.ts';
+import { announceBalanceLevel } from './balance-level.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -99,6 +100,7 @@ export class Sweeper {
         'UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2',
         [d.chainId, r.address, r.balance.toString(), belowFloor, r.latest, r.pending, stalled],
       );
+      await announceBalanceLevel(d, r.address, r.balance);
     }
     d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
     // Senders below their floor are topped up from the treasury, when one is configured (refill.ts).
@@ -267,7 +269,7 @@ export class Sweeper {
         await tx.query(`UPDATE relay_txs SET status = 'PENDING', mined_block = NULL, mined_block_hash = NULL, broadcast_block = $3 WHERE chain_id = $1 AND hash = $2`, [d.chainId, winner.hash, head]);
         const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
         for (const m of metas) {
-          await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash });
+          await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash }, undefined, 'reorged');
         }
         return metas.map((m) => m.id);
       });
@@ -335,7 +337,7 @@ export class Sweeper {
     const { raw, hash } = await sign(account, d.chainId, u);
     await this.db.transaction(async (tx) => {
       await insertAttempt(tx, d.chainId, { ...u, sender: s.sender, kind: last.kind, metaTxnId: last.meta_txn_id, hash, raw, head });
-      await tx.query('UPDATE meta_txns SET txn_hash = $4, stalled = NULL, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3', [d.chainId, s.sender, s.nonce, hash]);
+      await d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, hash, 'replaced', true);
     });
     const res = await broadcast(d.client, raw);
     if (res.ok) {
@@ -348,7 +350,7 @@ export class Sweeper {
     d.deps.metrics?.relayRefused.inc({ chain: d.chainName, reason: res.kind });
     d.deps.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
     await failAttempt(this.db, d.chainId, hash, res.message);
-    await this.db.query('UPDATE meta_txns SET txn_hash = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3', [d.chainId, s.sender, s.nonce, last.hash]);
+    await this.db.transaction((tx) => d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, last.hash, 'replacement_refused'));
   }
 
   /**

@@ -1,0 +1,84 @@
+// A sender's balance level (ok, warning, low) and its crossings. The sweep reads every held sender's
+// balance on each head; what it must not do is announce "low" on each of them. So the level last
+// announced is kept on the sender's row, and a crossing is the conditional change of that column
+// under the row's lock: two relayer processes that see the same balance race for one change, and
+// only the winner's transaction carries the event.
+
+import { parseEther, type Address } from 'viem';
+import type { Db, Queryable } from '../../store/db.ts';
+
+export type BalanceLevel = 'ok' | 'warning' | 'low';
+
+export interface BalanceCrossing {
+  chainId: number;
+  sender: Address;
+  /** The level announced before (null: never looked at). */
+  from: BalanceLevel | null;
+  to: BalanceLevel;
+  balance: bigint;
+  minSenderBalance: bigint;
+  warnSenderBalance: bigint | null;
+}
+
+export type BalanceHook = (q: Queryable, c: BalanceCrossing) => Promise<void>;
+
+const RANK: Record<BalanceLevel, number> = { ok: 0, warning: 1, low: 2 };
+
+export function levelOf(balance: bigint, floor: bigint, warn: bigint | null): BalanceLevel {
+  if (floor > 0n && balance < floor) return 'low';
+  if (warn != null && balance < warn) return 'warning';
+  return 'ok';
+}
+
+/** Worse than before: sender.low_balance; better: sender.recovered. A first look that finds "ok" is no news. */
+export function crossingKind(c: Pick<BalanceCrossing, 'from' | 'to'>): 'sender.low_balance' | 'sender.recovered' | null {
+  if (c.from === c.to) return null;
+  if (c.from == null) return c.to === 'ok' ? null : 'sender.low_balance';
+  return RANK[c.to] > RANK[c.from] ? 'sender.low_balance' : 'sender.recovered';
+}
+
+/**
+ * Records the sender's level and, when it moved, calls `hook` on the same transaction. Returns the
+ * crossing this call recorded (null when the stored level already said so).
+ */
+export async function recordBalanceLevel(
+  db: Db,
+  t: { chainId: number; sender: Address; balance: bigint; minSenderBalance: bigint; warnSenderBalance: bigint | null },
+  hook?: BalanceHook,
+): Promise<BalanceCrossing | null> {
+  const to = levelOf(t.balance, t.minSenderBalance, t.warnSenderBalance);
+  return db.transaction(async (tx) => {
+    // Locked: a second process waits here, then reads the level the first one wrote.
+    const cur = await tx.query<{ balance_level: BalanceLevel | null }>(
+      'SELECT balance_level FROM relay_senders WHERE chain_id = $1 AND address = $2 FOR UPDATE',
+      [t.chainId, t.sender.toLowerCase()],
+    );
+    if (cur.rows.length === 0) return null;
+    const from = cur.rows[0].balance_level;
+    if (from === to) return null;
+    await tx.query('UPDATE relay_senders SET balance_level = $3 WHERE chain_id = $1 AND address = $2', [t.chainId, t.sender.toLowerCase(), to]);
+    const crossing: BalanceCrossing = { ...t, sender: t.sender.toLowerCase() as Address, from, to };
+    if (hook && crossingKind(crossing)) await hook(tx, crossing);
+    return crossing;
+  });
+}
+
+// The level each dispatcher last recorded per sender: the database is asked only when it seems to change.
+const seenBy = new WeakMap<object, Map<string, BalanceLevel>>();
+
+/** The sweep's call, once per sender and head: cheap unless the level moves. */
+export async function announceBalanceLevel(
+  d: { chainId: number; config: { minSenderBalance: string; warnSenderBalance?: string }; deps: { db: Db; onSenderBalance?: BalanceHook } },
+  sender: Address,
+  balance: bigint,
+): Promise<void> {
+  const floor = parseEther(d.config.minSenderBalance);
+  const warn = d.config.warnSenderBalance ? parseEther(d.config.warnSenderBalance) : null;
+  const key = sender.toLowerCase();
+  let seen = seenBy.get(d);
+  if (!seen) seenBy.set(d, (seen = new Map()));
+  const level = levelOf(balance, floor, warn);
+  if (seen.get(key) === level) return;
+  await recordBalanceLevel(d.deps.db, { chainId: d.chainId, sender, balance, minSenderBalance: floor, warnSenderBalance: warn }, d.deps.onSenderBalance);
+  seen.set(key, level);
+}
