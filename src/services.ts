@@ -213,9 +213,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const caps = spendCaps(db, sponsors);
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
   const metaTxns: MetaTxnRepo = metaTxnRepo(db, {
-    onStatus: async (q, rows) => {
+    onStatus: async (q, rows, cause) => {
       await balances.onStatus(q, rows);
-      await statusEvents(q, rows);
+      await statusEvents(q, rows, cause);
       await caps.onStatus(q, rows);
     },
   });
