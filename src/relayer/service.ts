@@ -12,12 +12,13 @@ import { PriceBook, priceWire } from './intake/prices/book.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
-import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
+import { simulateUnsigned, intrinsicGas, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
+import { ProbeBatcher } from './intake/probe-batch.ts';
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 import { approvedCoverage, type SponsorApprover } from './intake/approval.ts';
 import type { SpendCaps } from './intake/spend-caps.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow } from './store.ts';
-import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
+import { WalletCache, describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
 
@@ -26,6 +27,8 @@ const BUNDLE_OVERHEAD = 45_000n;
 const PER_TX_OVERHEAD = 8_000n;
 const DEPLOY_GAS = 110_000n;
 const FEE_TRANSFER_ALLOWANCE = 60_000n;
+/** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
+const GAS_PRICE_MAX_AGE_MS = 2_000;
 
 export interface RelayerDeps {
   chain: ChainClient;
@@ -61,6 +64,12 @@ export class ChainRelayer {
   readonly paymentAddress: Address;
   readonly feeTokens: readonly FeeTokenConfig[];
   private readonly prices: PriceSource;
+  /** Wallet proxies seen (their code never changes) and implementation slots of the current block. */
+  readonly wallets = new WalletCache();
+  /** Concurrent simulations of this chain, sent to the node together. */
+  private readonly probes: ProbeBatcher;
+  private seenBlock = -1n;
+  private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
 
   constructor(readonly deps: RelayerDeps) {
     const c = deps.config;
@@ -78,6 +87,39 @@ export class ChainRelayer {
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
     this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
+    this.probes = new ProbeBatcher(deps.chain.public, {
+      payee: this.paymentAddress.toLowerCase() as Address,
+      tokens: probeTokens(this.feeTokens),
+      // The trial run gets gasUsed × gasMargin: what the gas limit sized from it leaves the entrypoint at least.
+      trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
+    });
+  }
+
+  /** A block seen by a simulation or the dispatcher: per-block caches (gas price, wallet slots) move on. */
+  observeBlock(block: bigint | number) {
+    const b = BigInt(block);
+    if (b > this.seenBlock) this.seenBlock = b;
+    this.wallets.observe(b);
+  }
+
+  /** The node's gas price, read at most once per block seen (and per GAS_PRICE_MAX_AGE_MS), not per request. */
+  gasPriceNow(): Promise<bigint> {
+    const m = this.gasPriceMemo;
+    if (m && m.block >= this.seenBlock && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
+    const value = this.client.getGasPrice();
+    const memo = { block: this.seenBlock, at: Date.now(), value };
+    value.catch(() => {
+      if (this.gasPriceMemo === memo) this.gasPriceMemo = undefined;
+    });
+    this.gasPriceMemo = memo;
+    return value;
+  }
+
+  /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */
+  async probe(job: ProbeJob): Promise<ProbeResult> {
+    const r = await this.probes.run(job);
+    this.observeBlock(r.block);
+    return r;
   }
 
   get client() {
@@ -96,16 +138,8 @@ export class ChainRelayer {
    * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
    * gas it burns and what each fee token pays the payment address (intake, and again before signing).
    */
-  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = []) {
-    return simulateExact(this.client, {
-      sender,
-      entrypoint,
-      input,
-      payee: this.payee(),
-      tokens: probeTokens(this.feeTokens),
-      nonces,
-      gasCap: BigInt(this.deps.config.maxGasLimit),
-    });
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint) {
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas });
   }
 
   /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
@@ -129,7 +163,7 @@ export class ChainRelayer {
   async recognise(walletAddress: string, contract: string, input: string, strict: boolean): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
     const first = this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
-    const kinds = await recogniseWallets(this.client, this.context, asked);
+    const kinds = await recogniseWallets(this.client, this.context, asked, this.wallets);
     if (strict) {
       if (first.kind === 'wallet' && kinds.get(first.entrypoint) !== 'wallet') {
         const kind = kinds.get(first.entrypoint)!;
@@ -184,7 +218,7 @@ export class ChainRelayer {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
-    const gasPrice = await this.client.getGasPrice();
+    const gasPrice = await this.gasPriceNow();
     let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, gas, gasPrice, 'feeOptions');
     if (this.deps.spendCaps) cover = await this.deps.spendCaps.fits(cover, gas * gasPrice);
     if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [] };
@@ -267,15 +301,21 @@ export class ChainRelayer {
     if (bar) throw new RelayError('barred', describeBar(bar));
   }
 
-  /** Wallets by their code, nonces within the window, then the exact call simulated from a sender. */
+  /**
+   * Wallets by their code, nonces within the window, then the exact call simulated from a sender. Most
+   * bundles are at their wallet's next nonce, so one probe both reads the nonces and runs the bundle;
+   * only a bundle ahead of the chain is run again, with its predecessors' nonces set by override.
+   */
   private async check(args: SendArgs) {
     const anonymous = args.projectId == null;
     const [{ call }, gasPrice] = await Promise.all([
       this.recognise(args.walletAddress, args.contract, args.input, true),
-      this.isFeeRequired ? this.client.getGasPrice() : Promise.resolve(0n),
+      this.isFeeRequired ? this.gasPriceNow() : Promise.resolve(0n),
     ]);
     const deployed = new Set(call.deploys);
-    const chainNonces = await readNonces(this.client, call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })));
+    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous) };
+    let sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })) });
+    const chainNonces = sim.chainNonces;
     const window = BigInt(this.deps.config.maxNonceAhead);
     for (const [i, b] of call.bundles.entries()) {
       if (b.nonce < chainNonces[i]) {
@@ -288,17 +328,10 @@ export class ChainRelayer {
         }
       }
     }
-    const overrides: NonceOverride[] = call.bundles.filter((b) => b.nonce > 0n && !deployed.has(b.wallet)).map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
-    const gasCap = this.gasCap(anonymous);
-    const sim = await simulateExact(this.client, {
-      sender: this.senders[0],
-      entrypoint: call.entrypoint,
-      input: args.input as Hex,
-      payee: this.payee(),
-      tokens: probeTokens(this.feeTokens),
-      nonces: overrides,
-      gasCap,
-    });
+    const overrides: NonceOverride[] = call.bundles
+      .filter((b, i) => b.nonce > chainNonces[i] && !deployed.has(b.wallet))
+      .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
+    if (overrides.length > 0) sim = await this.probe({ ...job, nonces: overrides });
     if (!sim.ok) throw new RelayError('simulationFailed', sim.reason ?? 'the bundle reverts');
     return { call, sim, gasPrice, anonymous };
   }
@@ -311,6 +344,9 @@ export class ChainRelayer {
   private size(args: SendArgs, { sim, anonymous }: Checked) {
     const intrinsic = intrinsicGas(args.input as Hex);
     const used = intrinsic + sim.gasUsed;
+    // The probe ran the bundle again with gasUsed × gasMargin and saw it execute, so the limit below
+    // (which leaves the entrypoint at least that) is proven enough; only when that trial failed does the
+    // node's eth_estimateGas (sim.estimate) have a say.
     const needed = [sim.estimate ?? 0n, intrinsic + (sim.gasUsed * 64n) / 63n + 1n].reduce((a, b) => (a > b ? a : b));
     const gasLimit = ceilMul(needed, this.deps.config.gasMargin);
     const cap = this.gasCap(anonymous);

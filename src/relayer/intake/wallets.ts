@@ -16,22 +16,65 @@ export type WalletKind =
   /** Code that is not a Sequence wallet of this relayer's context (or a wallet switched to unknown code). */
   | 'other';
 
+/** Proxies remembered at most; past that the memory starts over (a cache, not a record). */
+const MAX_REMEMBERED = 100_000;
+
+/**
+ * What recognising wallets need not ask the node twice. A wallet proxy's code never changes (it has no
+ * way to replace itself), so it is remembered for good once seen; its implementation slot can (a
+ * wallet may switch modules), so it is remembered only for the block it was read in: `observe` a newer
+ * block and the slots are read again.
+ */
+export class WalletCache {
+  private readonly proxies = new Set<Address>();
+  private slots = new Map<Address, Hex | undefined>();
+  private block = -1n;
+
+  observe(block: bigint | number) {
+    const b = BigInt(block);
+    if (b <= this.block) return;
+    this.block = b;
+    this.slots = new Map();
+  }
+
+  isProxy(a: Address) {
+    return this.proxies.has(a);
+  }
+
+  rememberProxy(a: Address) {
+    if (this.proxies.size >= MAX_REMEMBERED) this.proxies.clear();
+    this.proxies.add(a);
+  }
+
+  slot(a: Address): { hit: boolean; value?: Hex } {
+    return this.slots.has(a) ? { hit: true, value: this.slots.get(a) } : { hit: false };
+  }
+
+  rememberSlot(a: Address, v: Hex | undefined) {
+    this.slots.set(a, v);
+  }
+}
+
 /**
  * Recognises Sequence wallets by their code, never by the selectors their calldata uses: the proxy's
  * code, and its implementation slot naming the context's main module (or its upgradable form). Two
- * node reads per address, issued together so they travel in one JSON-RPC batch.
+ * node reads per address, issued together so they travel in one JSON-RPC batch; with a cache, a known
+ * proxy's code is not read again and its slot once per block.
  */
-export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[]): Promise<Map<Address, WalletKind>> {
+export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[], cache?: WalletCache): Promise<Map<Address, WalletKind>> {
   const modules = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
   const unique = [...new Set(addresses.map((a) => a.toLowerCase() as Address))];
   const kinds = await Promise.all(
     unique.map(async (address): Promise<WalletKind> => {
+      const known = cache?.slot(address);
       const [code, slot] = await Promise.all([
-        client.getCode({ address }),
-        client.getStorageAt({ address, slot: padHex(address, { size: 32 }) }),
+        cache?.isProxy(address) ? WALLET_PROXY_CODE : client.getCode({ address }),
+        known?.hit ? known.value : client.getStorageAt({ address, slot: padHex(address, { size: 32 }) }),
       ]);
       if (!code || code === '0x') return 'empty';
       if (code.toLowerCase() !== WALLET_PROXY_CODE) return 'other';
+      cache?.rememberProxy(address);
+      if (!known?.hit) cache?.rememberSlot(address, slot);
       const implementation = slot ? (`0x${slot.slice(-40)}` as Address).toLowerCase() : '';
       return modules.has(implementation) ? 'wallet' : 'other';
     }),
