@@ -27,7 +27,9 @@ const MAX_REMEMBERED = 100_000;
  */
 export class WalletCache {
   private readonly proxies = new Set<Address>();
-  private slots = new Map<Address, Hex | undefined>();
+  /** Reads in flight, shared by concurrent requests for one address. */
+  private readonly codeReads = new Map<Address, Promise<Hex | undefined>>();
+  private slots = new Map<Address, Promise<Hex | undefined>>();
   private block = -1n;
 
   observe(block: bigint | number) {
@@ -37,8 +39,14 @@ export class WalletCache {
     this.slots = new Map();
   }
 
-  isProxy(a: Address) {
-    return this.proxies.has(a);
+  code(a: Address, read: () => Promise<Hex | undefined>): Promise<Hex | undefined> {
+    if (this.proxies.has(a)) return Promise.resolve(WALLET_PROXY_CODE);
+    let p = this.codeReads.get(a);
+    if (!p) {
+      p = read().finally(() => this.codeReads.delete(a));
+      this.codeReads.set(a, p);
+    }
+    return p;
   }
 
   rememberProxy(a: Address) {
@@ -46,12 +54,15 @@ export class WalletCache {
     this.proxies.add(a);
   }
 
-  slot(a: Address): { hit: boolean; value?: Hex } {
-    return this.slots.has(a) ? { hit: true, value: this.slots.get(a) } : { hit: false };
-  }
-
-  rememberSlot(a: Address, v: Hex | undefined) {
-    this.slots.set(a, v);
+  slot(a: Address, read: () => Promise<Hex | undefined>): Promise<Hex | undefined> {
+    const slots = this.slots;
+    let p = slots.get(a);
+    if (!p) {
+      p = read();
+      p.catch(() => slots.get(a) === p && slots.delete(a));
+      slots.set(a, p);
+    }
+    return p;
   }
 }
 
@@ -66,15 +77,12 @@ export async function recogniseWallets(client: PublicClient, context: SequenceCo
   const unique = [...new Set(addresses.map((a) => a.toLowerCase() as Address))];
   const kinds = await Promise.all(
     unique.map(async (address): Promise<WalletKind> => {
-      const known = cache?.slot(address);
-      const [code, slot] = await Promise.all([
-        cache?.isProxy(address) ? WALLET_PROXY_CODE : client.getCode({ address }),
-        known?.hit ? known.value : client.getStorageAt({ address, slot: padHex(address, { size: 32 }) }),
-      ]);
+      const readCode = () => client.getCode({ address });
+      const readSlot = () => client.getStorageAt({ address, slot: padHex(address, { size: 32 }) });
+      const [code, slot] = await Promise.all([cache ? cache.code(address, readCode) : readCode(), cache ? cache.slot(address, readSlot) : readSlot()]);
       if (!code || code === '0x') return 'empty';
       if (code.toLowerCase() !== WALLET_PROXY_CODE) return 'other';
       cache?.rememberProxy(address);
-      if (!known?.hit) cache?.rememberSlot(address, slot);
       const implementation = slot ? (`0x${slot.slice(-40)}` as Address).toLowerCase() : '';
       return modules.has(implementation) ? 'wallet' : 'other';
     }),
