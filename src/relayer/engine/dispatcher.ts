@@ -168,10 +168,12 @@ export class Dispatcher {
     if (head !== this.head || block.hash !== this.headHash || this.dirty || idle) {
       this.dirty = false;
       this.sweptAt = Date.now();
+      // Before the sweep settles anything: a client that sees its receipt and sends again at once must
+      // meet this block's wallet slots and gas price, not the last block's.
+      this.relayer.observeBlock(head);
       await this.sweeper.sweep(head);
       this.head = head;
       this.headHash = block.hash;
-      this.relayer.observeBlock(head);
     }
     await this.sendReady();
   }

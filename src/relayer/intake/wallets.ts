@@ -64,6 +64,11 @@ export class WalletCache {
     }
     return p;
   }
+
+  /** Not a wallet proxy (yet): its slot means nothing and must not outlive this request (it may be deployed next block). */
+  forget(a: Address) {
+    this.slots.delete(a);
+  }
 }
 
 /**
@@ -80,8 +85,10 @@ export async function recogniseWallets(client: PublicClient, context: SequenceCo
       const readCode = () => client.getCode({ address });
       const readSlot = () => client.getStorageAt({ address, slot: padHex(address, { size: 32 }) });
       const [code, slot] = await Promise.all([cache ? cache.code(address, readCode) : readCode(), cache ? cache.slot(address, readSlot) : readSlot()]);
-      if (!code || code === '0x') return 'empty';
-      if (code.toLowerCase() !== WALLET_PROXY_CODE) return 'other';
+      if (!code || code === '0x' || code.toLowerCase() !== WALLET_PROXY_CODE) {
+        cache?.forget(address);
+        return !code || code === '0x' ? 'empty' : 'other';
+      }
       cache?.rememberProxy(address);
       const implementation = slot ? (`0x${slot.slice(-40)}` as Address).toLowerCase() : '';
       return modules.has(implementation) ? 'wallet' : 'other';
