@@ -139,6 +139,16 @@ contract RelayProbe {
         }
     }
 
+    /// Code hashes of many accounts in one call (0 for an account without code): recognising wallets
+    /// without an eth_getCode per address.
+    function codeHashes(address[] calldata accounts) external view returns (bytes32[] memory out) {
+        out = new bytes32[](accounts.length);
+        for (uint256 i = 0; i < accounts.length; i++) {
+            address a = accounts[i];
+            if (a.code.length > 0) out[i] = a.codehash;
+        }
+    }
+
     /// address(0) stands for the chain's native token.
     function _balances(address owner, address[] calldata tokens) private view returns (uint256[] memory out) {
         out = new uint256[](tokens.length);

@@ -65,7 +65,7 @@ export class ChainRelayer {
   readonly feeTokens: readonly FeeTokenConfig[];
   private readonly prices: PriceSource;
   /** Wallet proxies seen (their code never changes) and implementation slots of the current block. */
-  readonly wallets = new WalletCache();
+  readonly wallets: WalletCache;
   /** Concurrent simulations of this chain, sent to the node together. */
   private readonly probes: ProbeBatcher;
   private seenBlock = -1n;
@@ -87,6 +87,7 @@ export class ChainRelayer {
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
     this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
+    this.wallets = new WalletCache(deps.chain.public);
     this.probes = new ProbeBatcher(deps.chain.public, {
       payee: this.paymentAddress.toLowerCase() as Address,
       tokens: probeTokens(this.feeTokens),

@@ -2,7 +2,7 @@ import type { Hex, PublicClient } from 'viem';
 import type { RawReceipt } from '../receipts.ts';
 
 /** Blocks read whole at most per sweep; a longer gap (a restart, a stalled node) reads receipts one by one. */
-const MAX_BLOCKS = 4;
+const MAX_BLOCKS = 16;
 /** Refusals of eth_getBlockReceipts after which the node is taken not to have it. */
 const GIVE_UP_AFTER = 3;
 
