@@ -424,7 +424,8 @@ runBench(async (cleanup) => {
   await provideTestDbContext(cleanup);
   const chain = await startTokenChain();
   cleanup.add('anvil', () => chain.stop());
-  const env = await startRelayerEnv({ chain });
+  // One client address sends every bundle: its share of the queue (200 by default) must not cap a round.
+  const env = await startRelayerEnv({ chain, relayer: { maxQueuedPerAddress: 100_000 } });
   cleanup.add('relayer env', async () => {
     const closing = env.close();
     // Keep-alive sockets of fetch must not hold the server open.
