@@ -7,7 +7,10 @@
 //   METARELAY_TEST_DB=postgres npx tsx bench/relayer-intake.ts      # 127.0.0.1:5432 (METARELAY_TEST_PG_URL)
 //
 // Options: BENCH_WALLETS (50), BENCH_CONCURRENCY (16 requests in flight), BENCH_LAYOUT (spaces |
-// sequential, see below), BENCH_SETTLE_S (180: how long to wait for final statuses).
+// sequential, see below), BENCH_SETTLE_S (180: how long to wait for final statuses), BENCH_TRANSPORTS
+// (http,inject). Each round reports its node calls per relayed meta-transaction, by method
+// (chainRpcDuringRound.perMetaTxnByMethod, from metarelay_chain_rpc_calls_total): issue #19's figure is
+// BENCH_WALLETS=250 BENCH_TRANSPORTS=http (1 000 bundles).
 //
 // The relayer is the test environment's (test/support/relayer-env.ts: Sequence v2 contracts, a fee
 // token, a sponsorship rule for it, two senders); anvil is switched from automine to interval mining
@@ -45,6 +48,8 @@ const SETTLE_MS = envNumber('BENCH_SETTLE_S', 180) * 1000;
 const LAYOUT = (process.env.BENCH_LAYOUT ?? 'spaces') as 'spaces' | 'sequential';
 if (LAYOUT !== 'spaces' && LAYOUT !== 'sequential') throw new Error(`BENCH_LAYOUT must be spaces or sequential, got "${LAYOUT}"`);
 const MORE_PER_WALLET = 3;
+// BENCH_TRANSPORTS=http for the HTTP round alone (BENCH_WALLETS=250: the 1 000-bundle round of issue #19).
+const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'http,inject').split(',') as Array<'http' | 'inject'>;
 const WARMUP_WALLETS = 8;
 const BLOCK_TIME_S = 1;
 const MINTED = 1_000_000n;
@@ -384,6 +389,9 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
       calls: Object.values(chainRpc).reduce((x, y) => x + y, 0),
       httpRoundTrips: roundTripsAfter - roundTripsBefore,
       callsByMethod: chainRpc,
+      // Per relayed (accepted) meta-transaction: the issue #19 figure (target: 3 or fewer, amortised).
+      perMetaTxn: round3(Object.values(chainRpc).reduce((x, y) => x + y, 0) / Math.max(1, accepted)),
+      perMetaTxnByMethod: Object.fromEntries(Object.entries(chainRpc).sort((x, y) => y[1] - x[1]).map(([m, v]) => [m, round3(v / Math.max(1, accepted))])),
     },
     blockIntervalMs: heads.intervalMs(roundStart, roundEnd),
   };
@@ -416,7 +424,8 @@ runBench(async (cleanup) => {
   await provideTestDbContext(cleanup);
   const chain = await startTokenChain();
   cleanup.add('anvil', () => chain.stop());
-  const env = await startRelayerEnv({ chain });
+  // One client address sends every bundle: its share of the queue (200 by default) must not cap a round.
+  const env = await startRelayerEnv({ chain, relayer: { maxQueuedPerAddress: 100_000 } });
   cleanup.add('relayer env', async () => {
     const closing = env.close();
     // Keep-alive sockets of fetch must not hold the server open.
@@ -427,10 +436,7 @@ runBench(async (cleanup) => {
   await sponsor(env, 'CONTRACT', env.token);
 
   const warmUsers = newUsers(WARMUP_WALLETS);
-  const rounds: Array<{ transport: Transport; users: User[] }> = [
-    { transport: 'http', users: newUsers(WALLETS) },
-    { transport: 'inject', users: newUsers(WALLETS) },
-  ];
+  const rounds: Array<{ transport: Transport; users: User[] }> = TRANSPORTS.map((transport) => ({ transport, users: newUsers(WALLETS) }));
   const everyone = [...warmUsers, ...rounds.flatMap((r) => r.users)];
   // Minted while anvil still automines: setup, not measured.
   await env.chain.send(everyone.map((u) => ({ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [u.wallet.address, MINTED] })));
@@ -464,7 +470,7 @@ runBench(async (cleanup) => {
 
   const requests = WALLETS * (1 + MORE_PER_WALLET);
   const pingHttp = await pingBaseline(env, heads, 'http', requests);
-  const pingInject = await pingBaseline(env, heads, 'inject', requests);
+  const pingInject = TRANSPORTS.includes('inject') ? await pingBaseline(env, heads, 'inject', requests) : pingHttp;
 
   const results: Record<string, Awaited<ReturnType<typeof runRound>>> = {};
   for (const r of rounds) results[r.transport] = await runRound(env, heads, r.transport, r.users);
@@ -486,6 +492,8 @@ runBench(async (cleanup) => {
       blocksQueued: { p50: s.blocksQueued.p50, max: s.blocksQueued.max },
       blocksFromBroadcast: { p50: s.blocksFromBroadcast.p50, max: s.blocksFromBroadcast.max },
       dispatchPerSecondPhaseB: r.toSucceeded.phaseB.dispatch.perSecond,
+      nodeCallsPerMetaTxn: r.chainRpcDuringRound.perMetaTxn,
+      nodeCallsPerMetaTxnByMethod: r.chainRpcDuringRound.perMetaTxnByMethod,
     };
   };
 
@@ -503,7 +511,7 @@ runBench(async (cleanup) => {
     // Other processes on the machine move these figures: compare runs at similar load.
     machine: { ...machineInfo(), loadavgAtStart },
     allSucceeded: rounds.every((r) => results[r.transport].toSucceeded.all.succeeded === requests && results[r.transport].recipientReceived === requests),
-    summary: { http: headline('http', pingHttp), inject: headline('inject', pingInject) },
+    summary: Object.fromEntries(TRANSPORTS.map((t) => [t, headline(t, t === 'http' ? pingHttp : pingInject)])),
     baseline: {
       pingHttp: { path: `POST .../rpc/Relayer/Ping over a socket, ${CONCURRENCY} in flight, with the access key`, ...pingHttp },
       pingInject: { path: `fastify inject of .../rpc/Relayer/Ping, ${CONCURRENCY} in flight, with the access key`, ...pingInject },

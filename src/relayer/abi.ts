@@ -22,6 +22,10 @@ export const estimationAbi = parseAbi([
 
 export const probeAbi = parseAbi([
   'function probe(address entry, bytes data, address payee, address[] tokens) returns (bool ok, bytes ret, uint256 gasUsed, uint256[] paid)',
+  'struct Job { address entry; bytes data; uint256 gasCap; uint256 trialGas; }',
+  'struct Result { bool ran; bool ok; bytes ret; uint256 gasUsed; uint256[] paid; uint8 trial; }',
+  'function codeHashes(address[] accounts) view returns (bytes32[] out)',
+  'function probeMany(Job[] jobs, address payee, address[] tokens, address[] nonceWallets, uint256[] nonceSpaces, uint256 trialBps) returns (uint256 blockNumber, uint256[] nonces, Result[] results)',
 ]);
 
 export const erc20Abi = parseAbi([

@@ -1,13 +1,17 @@
-import { decodeFunctionResult, encodeFunctionData, type Address, type PublicClient } from 'viem';
-import { walletAbi } from './abi.ts';
+import { decodeFunctionResult, encodeFunctionData, zeroAddress, type Address, type Hex, type PublicClient } from 'viem';
+import { probeAbi } from './abi.ts';
+import { probeAddress } from './intake/simulate.ts';
+import { RELAY_PROBE_CODE } from './intake/probe-code.ts';
 
-/** Each wallet's current nonce in a space; a wallet not deployed yet is at 0. Issued together, so one batch. */
+/**
+ * Each wallet's current nonce in a space; a wallet not deployed yet is at 0. All of them in ONE eth_call
+ * (the probe, placed by state override, reads them with no bundle to run), however many there are.
+ */
 export async function readNonces(client: PublicClient, items: { wallet: Address; space: bigint }[]): Promise<bigint[]> {
-  return Promise.all(
-    items.map(async ({ wallet, space }) => {
-      const r = await client.call({ to: wallet, data: encodeFunctionData({ abi: walletAbi, functionName: 'readNonce', args: [space] }) });
-      if (!r.data || r.data === '0x') return 0n;
-      return decodeFunctionResult({ abi: walletAbi, functionName: 'readNonce', data: r.data });
-    }),
-  );
+  if (items.length === 0) return [];
+  const probe = probeAddress();
+  const data = encodeFunctionData({ abi: probeAbi, functionName: 'probeMany', args: [[], zeroAddress, [], items.map((x) => x.wallet), items.map((x) => x.space), 0n] });
+  const r = await client.call({ to: probe, data, stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }] });
+  const [, nonces] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
+  return [...nonces];
 }

@@ -12,7 +12,8 @@ import { PriceBook, priceWire } from './intake/prices/book.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
-import { simulateExact, simulateUnsigned, intrinsicGas, type NonceOverride } from './intake/simulate.ts';
+import { simulateUnsigned, intrinsicGas, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
+import { ProbeBatcher } from './intake/probe-batch.ts';
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 import { askOnce, type SponsorApprover } from './intake/approval.ts';
 import { decideSponsorship, type Decision } from './intake/decision.ts';
@@ -21,7 +22,7 @@ import { OverBudget, type SpendCaps } from './intake/spend-caps.ts';
 import type { BalanceHolds } from './balances/holds.ts';
 import type { Queryable } from '../store/db.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
-import { describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
+import { WalletCache, describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
 import type { WaitRepo } from './preconditions/store.ts';
 
@@ -32,6 +33,8 @@ const BUNDLE_OVERHEAD = 45_000n;
 const PER_TX_OVERHEAD = 8_000n;
 const DEPLOY_GAS = 110_000n;
 const FEE_TRANSFER_ALLOWANCE = 60_000n;
+/** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
+const GAS_PRICE_MAX_AGE_MS = 2_000;
 
 export interface RelayerDeps {
   chain: ChainClient;
@@ -71,6 +74,12 @@ export class ChainRelayer {
   readonly paymentAddress: Address;
   readonly feeTokens: readonly FeeTokenConfig[];
   private readonly prices: PriceSource;
+  /** Wallet proxies seen (their code never changes) and implementation slots of the current block. */
+  readonly wallets: WalletCache;
+  /** Concurrent simulations of this chain, sent to the node together. */
+  private readonly probes: ProbeBatcher;
+  private seenBlock = -1n;
+  private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
 
   constructor(readonly deps: RelayerDeps) {
     const c = deps.config;
@@ -88,6 +97,40 @@ export class ChainRelayer {
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
     this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
+    this.wallets = new WalletCache(deps.chain.public);
+    this.probes = new ProbeBatcher(deps.chain.public, {
+      payee: this.paymentAddress.toLowerCase() as Address,
+      tokens: probeTokens(this.feeTokens),
+      // The trial run gets gasUsed × gasMargin: what the gas limit sized from it leaves the entrypoint at least.
+      trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
+    });
+  }
+
+  /** A block seen by a simulation or the dispatcher: per-block caches (gas price, wallet slots) move on. */
+  observeBlock(block: bigint | number) {
+    const b = BigInt(block);
+    if (b > this.seenBlock) this.seenBlock = b;
+    this.wallets.observe(b);
+  }
+
+  /** The node's gas price, read at most once per block seen (and per GAS_PRICE_MAX_AGE_MS), not per request. */
+  gasPriceNow(): Promise<bigint> {
+    const m = this.gasPriceMemo;
+    if (m && m.block >= this.seenBlock && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
+    const value = this.client.getGasPrice();
+    const memo = { block: this.seenBlock, at: Date.now(), value };
+    value.catch(() => {
+      if (this.gasPriceMemo === memo) this.gasPriceMemo = undefined;
+    });
+    this.gasPriceMemo = memo;
+    return value;
+  }
+
+  /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */
+  async probe(job: ProbeJob): Promise<ProbeResult> {
+    const r = await this.probes.run(job);
+    this.observeBlock(r.block);
+    return r;
   }
 
   get client() {
@@ -106,16 +149,8 @@ export class ChainRelayer {
    * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
    * gas it burns and what each fee token pays the payment address (intake, and again before signing).
    */
-  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = []) {
-    return simulateExact(this.client, {
-      sender,
-      entrypoint,
-      input,
-      payee: this.payee(),
-      tokens: probeTokens(this.feeTokens),
-      nonces,
-      gasCap: BigInt(this.deps.config.maxGasLimit),
-    });
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint) {
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas });
   }
 
   /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
@@ -139,7 +174,7 @@ export class ChainRelayer {
   async recognise(walletAddress: string, contract: string, input: string, strict: boolean): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
     const first = this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
-    const kinds = await recogniseWallets(this.client, this.context, asked);
+    const kinds = await recogniseWallets(this.client, this.context, asked, this.wallets);
     if (strict) {
       if (first.kind === 'wallet' && kinds.get(first.entrypoint) !== 'wallet') {
         const kind = kinds.get(first.entrypoint)!;
@@ -245,7 +280,7 @@ export class ChainRelayer {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
-    const gasPrice = await this.client.getGasPrice();
+    const gasPrice = await this.gasPriceNow();
     let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas, gasPrice, costWei: gas * gasPrice }, 'feeOptions');
     // A project's limited balance that cannot cover the bundle stops its sponsorship (balances/holds.ts).
     if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chainId, cover, gas, gasPrice));
@@ -358,7 +393,7 @@ export class ChainRelayer {
     const waits = this.deps.waits;
     if (!waits) throw new RelayError('invalidArgument', 'preconditions: not supported by this relayer');
     const pre = await this.checkCall(args);
-    const sim = await this.simulateCall(args, pre);
+    const sim = await this.simulateCall(pre);
     if (!sim.ok && /InvalidSignature|BadNonce/.test(sim.reason ?? '')) throw new RelayError('simulationFailed', sim.reason!);
     const payers = [...new Set(structuralFees(pre.call, this.payee(), this.feeTokens).map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
@@ -390,12 +425,16 @@ export class ChainRelayer {
     if (bar) throw new RelayError('barred', describeBar(bar));
   }
 
-  /** Wallets by their code, nonces within the window, then the exact call simulated from a sender. */
+  /**
+   * Wallets by their code, nonces within the window, then the exact call simulated from a sender. Most
+   * bundles are at their wallet's next nonce, so one probe both reads the nonces and runs the bundle;
+   * only a bundle ahead of the chain is run again, with its predecessors' nonces set by override.
+   */
   private async check(args: SendArgs) {
     const pre = await this.checkCall(args);
-    const sim = await this.simulateCall(args, pre);
+    const sim = await this.simulateCall(pre);
     if (!sim.ok) throw new RelayError('simulationFailed', sim.reason ?? 'the bundle reverts');
-    return { ...pre, sim };
+    return { call: pre.call, sim, gasPrice: pre.gasPrice, anonymous: pre.anonymous };
   }
 
   /** Wallets by their code and nonces within the window (no simulation). */
@@ -403,10 +442,12 @@ export class ChainRelayer {
     const anonymous = args.projectId == null;
     const [{ call }, gasPrice] = await Promise.all([
       this.recognise(args.walletAddress, args.contract, args.input, true),
-      this.isFeeRequired ? this.client.getGasPrice() : Promise.resolve(0n),
+      this.isFeeRequired ? this.gasPriceNow() : Promise.resolve(0n),
     ]);
     const deployed = new Set(call.deploys);
-    const chainNonces = await readNonces(this.client, call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })));
+    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous) };
+    const sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })) });
+    const chainNonces = sim.chainNonces;
     const window = BigInt(this.deps.config.maxNonceAhead);
     for (const [i, b] of call.bundles.entries()) {
       if (b.nonce < chainNonces[i]) {
@@ -419,20 +460,15 @@ export class ChainRelayer {
         }
       }
     }
-    const overrides: NonceOverride[] = call.bundles.filter((b) => b.nonce > 0n && !deployed.has(b.wallet)).map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
-    return { call, gasPrice, anonymous, overrides };
+    const overrides: NonceOverride[] = call.bundles
+      .filter((b, i) => b.nonce > chainNonces[i] && !deployed.has(b.wallet))
+      .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
+    return { call, gasPrice, anonymous, job, first: sim, overrides };
   }
 
-  private simulateCall(args: SendArgs, pre: { call: DecodedCall; anonymous: boolean; overrides: NonceOverride[] }) {
-    return simulateExact(this.client, {
-      sender: this.senders[0],
-      entrypoint: pre.call.entrypoint,
-      input: args.input as Hex,
-      payee: this.payee(),
-      tokens: probeTokens(this.feeTokens),
-      nonces: pre.overrides,
-      gasCap: this.gasCap(pre.anonymous),
-    });
+  /** The exact call simulated from a sender: the first probe's run, or again with predecessors' nonces set when it is ahead of the chain. */
+  private async simulateCall(pre: Awaited<ReturnType<ChainRelayer['checkCall']>>) {
+    return pre.overrides.length > 0 ? this.probe({ ...pre.job, nonces: pre.overrides }) : pre.first;
   }
 
   private gasCap(anonymous: boolean): bigint {
@@ -443,6 +479,9 @@ export class ChainRelayer {
   private size(args: SendArgs, { sim, anonymous }: Checked) {
     const intrinsic = intrinsicGas(args.input as Hex);
     const used = intrinsic + sim.gasUsed;
+    // The probe ran the bundle again with gasUsed × gasMargin and saw it execute, so the limit below
+    // (which leaves the entrypoint at least that) is proven enough; only when that trial failed does the
+    // node's eth_estimateGas (sim.estimate) have a say.
     const needed = [sim.estimate ?? 0n, intrinsic + (sim.gasUsed * 64n) / 63n + 1n].reduce((a, b) => (a > b ? a : b));
     const gasLimit = ceilMul(needed, this.deps.config.gasMargin);
     const cap = this.gasCap(anonymous);

@@ -128,10 +128,12 @@ export class NonceTaken extends Error {
 const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)';
 
 /**
- * Limits checked inside the intake transaction (which holds the chain's intake lock), so concurrent
- * sends cannot all pass them: one fee-paying meta-transaction per paying wallet at a time (each is
- * simulated against the chain as it is, so two would both count one balance), and a bounded share of the
- * queue per wallet, per access key and per client address.
+ * Limits checked inside the intake transaction, which holds the advisory lock of every wallet the
+ * meta-transaction touches, so concurrent sends of one wallet cannot all pass them: one fee-paying
+ * meta-transaction per paying wallet at a time (each is simulated against the chain as it is, so two
+ * would both count one balance) and a bounded share of the queue per wallet, exactly. The shares per
+ * access key and per client address are counted without a lock (a key's sends would otherwise be serial
+ * again): concurrent sends of one key may pass the count together, by at most the number in flight.
  */
 async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   const live = LIVE_STATUSES;
@@ -162,6 +164,12 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   if (m.clientIp != null && (await count('client_ip', m.clientIp)) >= limits.perAddress) {
     throw new QueueFull(`client address ${m.clientIp} already has ${limits.perAddress} meta-transactions queued or in flight`);
   }
+}
+
+/** Advisory-lock keys of the wallets a meta-transaction touches, ascending (its bundles' wallets and its fee payer). */
+function walletLockKeys(m: NewMetaTxn): number[] {
+  const wallets = new Set([...m.bundles.map((b) => b.wallet.toLowerCase()), ...(m.feePayer ? [m.feePayer.toLowerCase()] : [])]);
+  return [...new Set([...wallets].map((w) => Number.parseInt(w.slice(2, 10), 16) | 0))].sort((a, b) => a - b);
 }
 
 /**
@@ -197,6 +205,48 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
   };
 
+  const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
+    db.transaction(async (tx) => {
+      // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
+      // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
+      for (const key of walletLockKeys(m)) await tx.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [m.chainId % 2_000_000_000, key]);
+      for (const id of [m.id, ...m.bundles.map((b) => b.id)]) {
+        const existing = await findIn(tx, m.chainId, id);
+        if (existing && existing.status !== 'DROPPED') return { row: existing, created: false };
+      }
+      for (const b of m.bundles) {
+        const holder = await holderIn(tx, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
+        if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
+      }
+      if (limits) await checkLimits(tx, m, limits);
+      // A DROPPED meta-transaction sent again starts over under the same id.
+      await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
+      await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
+      const r = await tx.query<Record<string, unknown>>(
+        `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
+           fee_payer, key_id, client_ip)
+         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
+        [
+          m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
+          m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
+        ],
+      );
+      await m.also?.(tx);
+      for (const b of m.bundles) {
+        await tx.query(
+          `INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
+             nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE`,
+          [m.chainId, b.id, m.id, b.wallet, b.space.toString(), b.nonce.toString()],
+        );
+      }
+      const row = normalise(r.rows[0]);
+      // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
+      await beforeCommit?.(tx, row);
+      await onStatus?.(tx, [row]);
+      return { row, created: true };
+    });
+
   /** The bundles of many meta-transactions at once, by meta-transaction id. */
   const bundlesOfMany = async (chainId: number, ids: string[], q: Queryable = db): Promise<Map<string, BundleRow[]>> => {
     const out = new Map<string, BundleRow[]>(ids.map((id) => [id, []]));
@@ -226,45 +276,22 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
      * same transaction once the row is written.
      */
     async insert(m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> {
-      return db.transaction(async (tx) => {
-        // Serialises intake per chain so two concurrent sends of one nonce cannot both pass the check.
-        await tx.query('SELECT pg_advisory_xact_lock(7250001, $1::int)', [m.chainId % 2_000_000_000]);
+      try {
+        return await insertIn(m, limits, beforeCommit);
+      } catch (err) {
+        if ((err as { code?: string }).code !== '23505') throw err;
+        // The same bundle accepted by a concurrent send (of other wallets, or in another process): one
+        // meta-transaction. Otherwise a nonce that a concurrent send holds now.
         for (const id of [m.id, ...m.bundles.map((b) => b.id)]) {
-          const existing = await findIn(tx, m.chainId, id);
+          const existing = await findIn(db, m.chainId, id);
           if (existing && existing.status !== 'DROPPED') return { row: existing, created: false };
         }
         for (const b of m.bundles) {
-          const holder = await holderIn(tx, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
+          const holder = await holderIn(db, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
           if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
         }
-        if (limits) await checkLimits(tx, m, limits);
-        // A DROPPED meta-transaction sent again starts over under the same id.
-        await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
-        await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
-        const r = await tx.query<Record<string, unknown>>(
-          `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
-             fee_payer, key_id, client_ip)
-           VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
-          [
-            m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
-            m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
-          ],
-        );
-        await m.also?.(tx);
-        for (const b of m.bundles) {
-          await tx.query(
-            `INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
-               nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce`,
-            [m.chainId, b.id, m.id, b.wallet, b.space.toString(), b.nonce.toString()],
-          );
-        }
-        const row = normalise(r.rows[0]);
-        // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
-        await beforeCommit?.(tx, row);
-        await onStatus?.(tx, [row]);
-        return { row, created: true };
-      });
+        throw err;
+      }
     },
 
     /** Nonces of live meta-transactions for one wallet and space at or above `from`, ascending. */

@@ -14,7 +14,7 @@ import { readNonces } from '../nonces.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../service.ts';
-import type { NonceOverride } from '../intake/simulate.ts';
+import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
 import { recogniseWallets, type WalletKind } from '../intake/wallets.ts';
@@ -93,6 +93,7 @@ export class Dispatcher {
   private nonceCache: { head: number; at: Map<string, bigint> } = { head: -1, at: new Map() };
   private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
   private sweptAt = 0;
+  private feeMemo?: { head: number; fees: Promise<Fees> };
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
   private running = false;
@@ -174,6 +175,9 @@ export class Dispatcher {
     if (head !== this.head || block.hash !== this.headHash || this.dirty || idle) {
       this.dirty = false;
       this.sweptAt = Date.now();
+      // Before the sweep settles anything: a client that sees its receipt and sends again at once must
+      // meet this block's wallet slots and gas price, not the last block's.
+      this.relayer.observeBlock(head);
       await this.sweeper.sweep(head);
       this.head = head;
       this.headHash = block.hash;
@@ -181,6 +185,17 @@ export class Dispatcher {
     // Its failure must not stop dispatching: it is tried again at the next tick.
     await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
     await this.sendReady();
+  }
+
+  /** First-attempt fees from the fee history, read once per head, not once per pass. */
+  marketFeesNow(): Promise<Fees> {
+    if (this.feeMemo?.head === this.head) return this.feeMemo.fees;
+    const memo = { head: this.head, fees: marketFees(this.client, this.policy) };
+    memo.fees.catch(() => {
+      if (this.feeMemo === memo) this.feeMemo = undefined;
+    });
+    this.feeMemo = memo;
+    return memo.fees;
   }
 
   emit(id: string) {
@@ -254,7 +269,7 @@ export class Dispatcher {
   private async walletKinds(wallets: Address[]): Promise<Map<Address, WalletKind>> {
     if (this.kindCache.head !== this.head) this.kindCache = { head: this.head, at: new Map() };
     const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kindCache.at.has(w));
-    for (const [w, k] of await recogniseWallets(this.client, this.relayer.context, missing)) this.kindCache.at.set(w, k);
+    for (const [w, k] of await recogniseWallets(this.client, this.relayer.context, missing, this.relayer.wallets)) this.kindCache.at.set(w, k);
     return this.kindCache.at;
   }
 
@@ -310,7 +325,7 @@ export class Dispatcher {
     }
     // The state may have moved since intake: never sign what would now revert or no longer pay.
     const checked = await this.simulateAll([...assigned].flatMap(([sender, ps]) => ps.map((p) => ({ sender, p }))));
-    const fees = await marketFees(this.client, this.policy);
+    const fees = await this.marketFeesNow();
     const sent: { sender: Address; units: Unit[] }[] = [];
     await Promise.all(
       [...assigned].map(async ([sender, ps]) => {
@@ -350,7 +365,8 @@ export class Dispatcher {
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
   private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides);
+    // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
+    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsicGas(row.input as Hex));
     if (!sim.ok) {
       await this.drop(row, `no longer executes: ${sim.reason}`);
       return false;
@@ -398,16 +414,16 @@ export class Dispatcher {
       groups.map(async (g): Promise<Unit[]> => {
         if (g.length < 2) return g.map(single);
         const call = batchCall(g.map((m) => ({ wallet: m.entrypoint as Address, input: m.input as Hex, gasLimit: BigInt(m.gas_limit) })));
-        if (await this.batchPays(sender, call.data, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
+        if (await this.batchPays(sender, call.data, call.gas, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
         return g.map(single);
       }),
     );
     return [...units, ...built.flat()];
   }
 
-  private async batchPays(sender: Address, data: Hex, members: MetaTxnRow[]): Promise<boolean> {
+  private async batchPays(sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await r.simulate(sender, r.context.guestModule, data);
+    const sim = await r.simulate(sender, r.context.guestModule, data, [], gas - intrinsicGas(data));
     if (!sim.ok) return false;
     return r.feeTokens.every((t, i) => {
       const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);

@@ -9,6 +9,7 @@ import type { SettledMeta } from '../store.ts';
 import type { Shortfall } from '../bars.ts';
 import { feeReceived } from './fee-check.ts';
 import { announceBalanceLevel } from './balance-level.ts';
+import { BlockReceipts } from './block-receipts.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -36,8 +37,11 @@ interface Hit {
 export class Sweeper {
   private readonly missingSince = new Map<string, number>();
   private market?: Fees;
+  private readonly receipts: BlockReceipts;
 
-  constructor(private readonly d: Dispatcher) {}
+  constructor(private readonly d: Dispatcher) {
+    this.receipts = new BlockReceipts(d.client);
+  }
 
   private get db() {
     return this.d.deps.db;
@@ -118,12 +122,13 @@ export class Sweeper {
   }
 
   private receipt(hash: Hex): Promise<RawReceipt | null> {
-    return this.d.client.request({ method: 'eth_getTransactionReceipt', params: [hash] }).catch(() => null) as Promise<RawReceipt | null>;
+    return this.receipts.get(hash);
   }
 
   /** Slots the chain's nonce has passed: which of their attempts was mined? */
   private async resolveMined(slots: Slot[], head: number) {
-    const found = await Promise.all(slots.map(async (s) => (await Promise.all(s.attempts.map((a) => this.receipt(a.hash)))).map((r, i) => ({ r, a: s.attempts[i] })).find((x) => x.r)));
+    const byHash = await this.receipts.find(slots.flatMap((s) => s.attempts.map((a) => a.hash as Hex)), head);
+    const found = slots.map((s) => s.attempts.map((a) => ({ r: byHash.get(a.hash.toLowerCase()) ?? null, a })).find((x) => x.r));
     const hits: Hit[] = [];
     for (const [i, s] of slots.entries()) {
       const hit = found[i];

@@ -119,6 +119,86 @@ export async function simulateExact(
   };
 }
 
+/** One bundle for probeMany. */
+export interface ProbeJob {
+  sender: Address;
+  entrypoint: Address;
+  input: Hex;
+  /** Wallet nonce slots set by state override (predecessors still queued, simulated as if they had run). */
+  nonces: NonceOverride[];
+  gasCap: bigint;
+  /** Gas to try the bundle again with (its transaction's gas limit minus intrinsic gas); default gasUsed × margin. */
+  trialGas?: bigint;
+  /** Wallet nonces to read at the same state (never of a wallet whose slot a job of the call overrides). */
+  reads?: { wallet: Address; space: bigint }[];
+}
+
+export interface ProbeResult extends ExactSimulation {
+  /** The block the call ran on top of. */
+  block: bigint;
+  /** Whether the bundle also executed with its trial gas; 'failed' and 'untried' come with an eth_estimateGas `estimate`. */
+  trial: 'passed' | 'failed' | 'untried';
+  /** The job's `reads`, in order. */
+  chainNonces: bigint[];
+}
+
+export interface ProbeSettings {
+  payee: Address;
+  tokens: Address[];
+  /** The gas margin in basis points: a bundle is tried again with gasUsed × trialBps / 10 000. */
+  trialBps: bigint;
+}
+
+/**
+ * Many independent bundles from one sender in ONE eth_call: each runs in its own reverting frame
+ * (RelayProbe.probeMany), with its own gas measurement, payment reading and a second run with the gas
+ * its transaction will have, so eth_estimateGas is needed only for a bundle that fails that trial.
+ * All jobs must share the sender and have compatible overrides (see ProbeBatcher).
+ */
+export async function probeMany(client: PublicClient, settings: ProbeSettings, jobs: ProbeJob[]): Promise<ProbeResult[]> {
+  if (jobs.length === 0) return [];
+  const probe = probeAddress();
+  const reads = jobs.flatMap((j) => j.reads ?? []);
+  const data = encodeFunctionData({
+    abi: probeAbi,
+    functionName: 'probeMany',
+    args: [
+      jobs.map((j) => ({ entry: j.entrypoint, data: j.input, gasCap: j.gasCap, trialGas: j.trialGas ?? 0n })),
+      settings.payee,
+      settings.tokens,
+      reads.map((r) => r.wallet),
+      reads.map((r) => r.space),
+      settings.trialBps,
+    ],
+  });
+  const r = await client.call({ account: jobs[0].sender, to: probe, data, stateOverride: overrides(probe, jobs.flatMap((j) => j.nonces)) });
+  const [block, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
+  let k = 0;
+  const out = await Promise.all(
+    jobs.map(async (job, i): Promise<ProbeResult> => {
+      const chainNonces = nonces.slice(k, (k += job.reads?.length ?? 0));
+      const x = results[i];
+      if (!x.ran) {
+        // Not judged within this call's gas (a heavy neighbour): alone, it has the whole call.
+        if (jobs.length === 1) return { ok: false, reason: 'the bundle needs more gas than the node gives one eth_call', gasUsed: 0n, paid: [], block, trial: 'untried', chainNonces };
+        const [alone] = await probeMany(client, settings, [job]);
+        return { ...alone, chainNonces: alone.chainNonces.length ? alone.chainNonces : chainNonces };
+      }
+      const trial = x.trial === 1 ? 'passed' : x.trial === 2 ? 'failed' : 'untried';
+      const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, chainNonces };
+      // Only a bundle the trial did not prove costs an eth_estimateGas (deep gas forwarding, a gasLimit
+      // of its own): the node's binary search then decides, as before.
+      if (x.ok && trial !== 'passed') {
+        res.estimate = await client
+          .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: overrides(probe, job.nonces).slice(1) })
+          .catch(() => undefined);
+      }
+      return res;
+    }),
+  );
+  return out;
+}
+
 export interface TxSimulation {
   executed: boolean;
   succeeded: boolean;

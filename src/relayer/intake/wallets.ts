@@ -1,4 +1,8 @@
-import { getAddress, padHex, type Address, type Hex, type PublicClient } from 'viem';
+import { decodeFunctionResult, encodeFunctionData, getAddress, keccak256, padHex, toHex, zeroAddress, type Address, type Hex, type PublicClient } from 'viem';
+import { probeAbi } from '../abi.ts';
+import { WindowBatch } from '../../util/window-batch.ts';
+import { RELAY_PROBE_CODE } from './probe-code.ts';
+import { probeAddress } from './simulate.ts';
 import type { SequenceContext } from '../context.ts';
 
 /**
@@ -16,23 +20,108 @@ export type WalletKind =
   /** Code that is not a Sequence wallet of this relayer's context (or a wallet switched to unknown code). */
   | 'other';
 
+/** Proxies remembered at most; past that the memory starts over (a cache, not a record). */
+const MAX_REMEMBERED = 100_000;
+
+const PROXY_CODE_HASH = keccak256(WALLET_PROXY_CODE);
+/**
+ * ADDRESS SLOAD PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN: put on a wallet by state override, it answers
+ * any call with the wallet's storage at slot address(this), where the proxy keeps its implementation.
+ */
+const SLOT_READER_CODE: Hex = '0x305460005260206000f3';
+
+/** Code hashes of many accounts in one eth_call (the probe's codeHashes; zero: no code). */
+async function readCodeHashes(client: PublicClient, accounts: Address[]): Promise<Hex[]> {
+  const probe = probeAddress();
+  const r = await client.call({ to: probe, data: encodeFunctionData({ abi: probeAbi, functionName: 'codeHashes', args: [accounts] }), stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }] });
+  return [...decodeFunctionResult({ abi: probeAbi, functionName: 'codeHashes', data: r.data ?? '0x' })];
+}
+
+/** Implementation slots of many wallets in one eth_call: each answers through SLOT_READER, read by the probe's peek. */
+async function readSlots(client: PublicClient, wallets: Address[]): Promise<Hex[]> {
+  const probe = probeAddress();
+  const data = encodeFunctionData({ abi: probeAbi, functionName: 'probeMany', args: [[], zeroAddress, [], wallets, wallets.map(() => 0n), 0n] });
+  const r = await client.call({
+    to: probe,
+    data,
+    stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }, ...wallets.map((address) => ({ address, code: SLOT_READER_CODE }))],
+  });
+  const [, slots] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
+  return slots.map((v) => padHex(toHex(v), { size: 32 }));
+}
+
+type CodeKind = 'proxy' | 'empty' | 'other';
+
+/**
+ * What recognising wallets asks the node, batched and remembered. Reads asked within 2 ms go out as one
+ * eth_call (code hashes) and one more (implementation slots), however many wallets. A wallet proxy's
+ * code never changes (it has no way to replace itself), so it is remembered for good once seen; its
+ * implementation slot can (a wallet may switch modules), so it is remembered only for the block it was
+ * read in: `observe` a newer block and the slots are read again.
+ */
+export class WalletCache {
+  private readonly proxies = new Set<Address>();
+  private readonly codes: WindowBatch<Address, Hex>;
+  private readonly slotReads: WindowBatch<Address, Hex>;
+  private slots = new Map<Address, Promise<Hex>>();
+  private block = -1n;
+
+  constructor(client: PublicClient) {
+    this.codes = new WindowBatch((a) => readCodeHashes(client, a));
+    this.slotReads = new WindowBatch((a) => readSlots(client, a));
+  }
+
+  observe(block: bigint | number) {
+    const b = BigInt(block);
+    if (b <= this.block) return;
+    this.block = b;
+    this.slots = new Map();
+  }
+
+  async code(a: Address): Promise<CodeKind> {
+    if (this.proxies.has(a)) return 'proxy';
+    const h = BigInt(await this.codes.get(a));
+    if (h === 0n) return 'empty';
+    if (h !== BigInt(PROXY_CODE_HASH)) return 'other';
+    if (this.proxies.size >= MAX_REMEMBERED) this.proxies.clear();
+    this.proxies.add(a);
+    return 'proxy';
+  }
+
+  slot(a: Address): Promise<Hex> {
+    const slots = this.slots;
+    let p = slots.get(a);
+    if (!p) {
+      p = this.slotReads.get(a);
+      p.catch(() => slots.get(a) === p && slots.delete(a));
+      slots.set(a, p);
+    }
+    return p;
+  }
+
+  /** Not a wallet proxy (yet): its slot means nothing and must not outlive this request (it may be deployed next block). */
+  forget(a: Address) {
+    this.slots.delete(a);
+  }
+}
+
 /**
  * Recognises Sequence wallets by their code, never by the selectors their calldata uses: the proxy's
- * code, and its implementation slot naming the context's main module (or its upgradable form). Two
- * node reads per address, issued together so they travel in one JSON-RPC batch.
+ * code, and its implementation slot naming the context's main module (or its upgradable form). Without
+ * a cache, a fresh one: still one call for the codes and one for the slots of all the addresses.
  */
-export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[]): Promise<Map<Address, WalletKind>> {
+export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[], cache?: WalletCache): Promise<Map<Address, WalletKind>> {
+  const c = cache ?? new WalletCache(client);
   const modules = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
   const unique = [...new Set(addresses.map((a) => a.toLowerCase() as Address))];
   const kinds = await Promise.all(
     unique.map(async (address): Promise<WalletKind> => {
-      const [code, slot] = await Promise.all([
-        client.getCode({ address }),
-        client.getStorageAt({ address, slot: padHex(address, { size: 32 }) }),
-      ]);
-      if (!code || code === '0x') return 'empty';
-      if (code.toLowerCase() !== WALLET_PROXY_CODE) return 'other';
-      const implementation = slot ? (`0x${slot.slice(-40)}` as Address).toLowerCase() : '';
+      const [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
+      if (code !== 'proxy') {
+        c.forget(address);
+        return code === 'empty' ? 'empty' : 'other';
+      }
+      const implementation = (`0x${slot.slice(-40)}` as Address).toLowerCase();
       return modules.has(implementation) ? 'wallet' : 'other';
     }),
   );
