@@ -205,19 +205,26 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
   };
 
+  /** The live meta-transaction this one already is (any of its ids known), or NonceTaken when another holds one of its nonces. */
+  const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<MetaTxnRow | undefined> => {
+    for (const id of [m.id, ...m.bundles.map((b) => b.id)]) {
+      const existing = await findIn(q, m.chainId, id);
+      if (existing && existing.status !== 'DROPPED') return existing;
+    }
+    for (const b of m.bundles) {
+      const holder = await holderIn(q, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
+      if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
+    }
+    return undefined;
+  };
+
   const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
     db.transaction(async (tx) => {
       // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
       // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
       for (const key of walletLockKeys(m)) await tx.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [m.chainId % 2_000_000_000, key]);
-      for (const id of [m.id, ...m.bundles.map((b) => b.id)]) {
-        const existing = await findIn(tx, m.chainId, id);
-        if (existing && existing.status !== 'DROPPED') return { row: existing, created: false };
-      }
-      for (const b of m.bundles) {
-        const holder = await holderIn(tx, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
-        if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
-      }
+      const known = await knownIn(tx, m);
+      if (known) return { row: known, created: false };
       if (limits) await checkLimits(tx, m, limits);
       // A DROPPED meta-transaction sent again starts over under the same id.
       await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
@@ -282,14 +289,8 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         if ((err as { code?: string }).code !== '23505') throw err;
         // The same bundle accepted by a concurrent send (of other wallets, or in another process): one
         // meta-transaction. Otherwise a nonce that a concurrent send holds now.
-        for (const id of [m.id, ...m.bundles.map((b) => b.id)]) {
-          const existing = await findIn(db, m.chainId, id);
-          if (existing && existing.status !== 'DROPPED') return { row: existing, created: false };
-        }
-        for (const b of m.bundles) {
-          const holder = await holderIn(db, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
-          if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
-        }
+        const known = await knownIn(db, m);
+        if (known) return { row: known, created: false };
         throw err;
       }
     },

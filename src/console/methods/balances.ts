@@ -2,18 +2,10 @@ import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { ChainArg } from '../../http/services/args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
-import { AdjustmentConflict, AmountError, TankRefused, adjustmentWire, fromWei, gasTankWire, ledgerWire, toWei, usdOf } from '../../relayer/balances/index.ts';
+import { AdjustmentConflict, NativeAmount, TankRefused, adjustmentWire, fromWei, gasTankWire, ledgerWire, usdOf } from '../../relayer/balances/index.ts';
 import { ProjectId, chainIdArg, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
-const Amount = z.union([z.number(), z.string().max(100)]).transform((v, ctx) => {
-  try {
-    return toWei(v);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: err instanceof AmountError ? err.message : String(err) });
-    return z.NEVER;
-  }
-});
 
 /**
  * A project's balance per relayed network for the console: the balance beside its USD value, the
@@ -49,7 +41,7 @@ export function balanceMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       },
     }),
     AdjustProjectBalance: method({
-      input: z.object({ projectId: ProjectId, chainID: ChainArg, amount: Amount, identifier: z.string().trim().min(1).max(200) }),
+      input: z.object({ projectId: ProjectId, chainID: ChainArg, amount: NativeAmount, identifier: z.string().trim().min(1).max(200) }),
       handler: async (a) => {
         const p = await requireProject(a.projectId);
         const chainId = relayedChain(a.chainID);

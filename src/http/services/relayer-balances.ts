@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import {
   AdjustmentConflict,
-  AmountError,
+  MarkupFactor,
+  NativeAmount,
   TankRefused,
   adjustmentWire,
   fromWei,
   gasTankWire,
-  parseFactor,
-  toWei,
   usdOf,
   type Tank,
 } from '../../relayer/balances/index.ts';
@@ -23,23 +22,6 @@ import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
  * wei beside them. docs/project-balances.md.
  */
 
-/** An amount of native currency: a JSON number or decimal string, at most 18 decimals, read exactly. */
-const Amount = z.union([z.number(), z.string().max(100)]).transform((v, ctx) => {
-  try {
-    return toWei(v);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: err instanceof AmountError ? err.message : String(err) });
-    return z.NEVER;
-  }
-});
-const Factor = z.union([z.number(), z.string().max(40)]).transform((v, ctx) => {
-  try {
-    return parseFactor(v);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: err instanceof AmountError ? err.message : String(err) });
-    return z.NEVER;
-  }
-});
 const Id = z.number().int().positive();
 const Nonce = z.number().int().nonnegative();
 const Name = z.string().max(200);
@@ -117,7 +99,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     AdjustProjectBalance: method({
-      input: z.object({ projectId: Id, amount: Amount, identifier: z.string().trim().min(1).max(200) }).strict(),
+      input: z.object({ projectId: Id, amount: NativeAmount, identifier: z.string().trim().min(1).max(200) }).strict(),
       handler: async (a, ctx) => {
         const r = relayerFor(ctx);
         const p = await requireProject(a.projectId);
@@ -143,7 +125,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       handler: async (a, ctx) => ({ gasTank: await tankWire(await tankHere(ctx, a.id)) }),
     }),
     AddGasTank: method({
-      input: z.object({ name: Name, feeMarkupFactor: Factor, unlimited: z.boolean().optional(), projectId: Id.optional() }).strict(),
+      input: z.object({ name: Name, feeMarkupFactor: MarkupFactor, unlimited: z.boolean().optional(), projectId: Id.optional() }).strict(),
       handler: async (a, ctx) => {
         const r = relayerFor(ctx);
         if (a.projectId != null) await requireProject(a.projectId);
@@ -155,7 +137,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     UpdateGasTank: method({
-      input: z.object({ id: Id, name: Name.optional(), feeMarkupFactor: Factor.optional(), unlimited: z.boolean().optional() }).strict(),
+      input: z.object({ id: Id, name: Name.optional(), feeMarkupFactor: MarkupFactor.optional(), unlimited: z.boolean().optional() }).strict(),
       handler: async (a, ctx) => {
         await tankHere(ctx, a.id);
         const t = await b.tanks.update(a.id, { name: a.name, unlimited: a.unlimited, feeMarkupFactor: a.feeMarkupFactor });
@@ -167,7 +149,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       handler: async (a, ctx) => ({ nonce: await b.tanks.nextNonce((await tankHere(ctx, a.id)).id) }),
     }),
     AdjustGasTankBalance: method({
-      input: z.object({ id: Id, nonce: Nonce, amount: Amount }).strict(),
+      input: z.object({ id: Id, nonce: Nonce, amount: NativeAmount }).strict(),
       handler: async (a, ctx) => {
         const t = await tankHere(ctx, a.id);
         if (a.amount === 0n) throw new RpcError(RelayerErrors.InvalidArgument, 'amount must not be zero');

@@ -1,4 +1,5 @@
 import { formatEther } from 'viem';
+import { z } from 'zod';
 
 /*
  * Balances are kept in wei (exact integers); the wire speaks native units as JSON numbers (the
@@ -61,3 +62,19 @@ export function applyFactor(costWei: bigint, factor: string): bigint {
 export function usdOf(wei: bigint, rate: number | null): number | null {
   return rate == null ? null : Math.round(fromWei(wei) * rate * 100) / 100;
 }
+
+/** A parse at an edge (zod): a parse error of ours becomes the field's issue, not a 500. */
+const parsed = <T>(max: number, parse: (v: number | string) => T) =>
+  z.union([z.number(), z.string().max(max)]).transform((v, ctx) => {
+    try {
+      return parse(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: err instanceof AmountError ? err.message : String(err) });
+      return z.NEVER;
+    }
+  });
+
+/** An amount of native currency: a JSON number or decimal string, at most 18 decimals, read exactly (to wei). */
+export const NativeAmount = parsed(100, (v) => toWei(v));
+/** A gas tank's fee markup factor. */
+export const MarkupFactor = parsed(40, parseFactor);
