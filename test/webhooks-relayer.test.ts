@@ -22,7 +22,7 @@ const admin = () => ({ authorization: `Bearer ${env.adminToken}` });
 const key = () => ({ 'x-access-key': env.accessKey });
 
 beforeAll(async () => {
-  env = await startRelayerEnv({ webhooks: { approvalDeadlineMs: 500, pollMs: 50 } });
+  env = await startRelayerEnv({ webhooks: { approvalDeadlineMs: 2000, pollMs: 50 } });
   hooks = await startRawServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -116,7 +116,7 @@ describe('sponsorship approval webhook', () => {
     ['no', /did not approve it \(its answer was not \{"sponsor": true\}\)/],
     ['string-true', /its answer was not/],
     ['html', /its answer was not/],
-    ['hang', /no answer within 500 ms/],
+    ['hang', /no answer within 2000 ms/],
     ['wrong-token', /answered HTTP 401/],
   ] as const) {
     it(`does not sponsor when the webhook ${m === 'hang' ? 'does not answer in time' : `answers ${m}`}: nothing is queued, no gas spent, no token moved`, async () => {
