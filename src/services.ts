@@ -254,7 +254,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       waits,
     });
     const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
-    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, db, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log) : undefined;
+    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, db, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics) : undefined;
     const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill, onSenderBalance: senderBalanceEvents(bell) });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);

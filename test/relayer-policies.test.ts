@@ -302,6 +302,27 @@ describe('budgets charged at intake', () => {
     }
   }, 240_000);
 
+  it('settles a mined charge to what the transaction actually cost: the receipt\'s gasUsed × effectiveGasPrice, on every counter', async () => {
+    const p = await newProject();
+    const rule = await addRule(p.id, { totalBudgetWei: (10n ** 17n).toString() });
+    const u = await user();
+    const b = await bundle(u);
+    const id = await accepted(p, u, b, rule.id);
+    const row = (await env.services.db.query<{ txn_hash: string }>('SELECT txn_hash FROM meta_txns WHERE id = $1', [id])).rows[0];
+    const receipt = await env.public.getTransactionReceipt({ hash: `0x${row.txn_hash.replace(/^0x/, '')}` as Hex });
+    // Alone in its transaction (sent one at a time), so its share is the whole receipt.
+    const together = (await env.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM meta_txns WHERE txn_hash = $1', [row.txn_hash])).rows[0];
+    expect(together.n).toBe('1');
+    const actual = receipt.gasUsed * receipt.effectiveGasPrice;
+    const [charge] = await chargesOf(rule.id);
+    expect(BigInt(charge.wei)).toBe(actual);
+    const g = await ruleOf(p.id, rule.id);
+    expect(BigInt(g.spentTotalWei)).toBe(actual);
+    expect(BigInt(g.spentTodayWei)).toBe(actual);
+    const wallet = (await env.services.db.query<{ wei: string }>('SELECT spent_wei::text AS wei FROM sponsor_wallet_spend WHERE sponsor_id = $1 AND wallet = $2', [rule.id, u.wallet.address.toLowerCase()])).rows[0];
+    expect(BigInt(wallet.wei)).toBe(actual);
+  });
+
   it('refunds a DROPPED meta-transaction: the charge is given back, the budget is whole again', async () => {
     const p = await newProject();
     const rule = await addRule(p.id, { totalBudgetWei: (10n ** 17n).toString() });

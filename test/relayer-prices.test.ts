@@ -3,7 +3,7 @@
 // SendMetaTxn, RuntimeStatus, the metric), fallbacks go in the configured order, and pricing costs one
 // Multicall3 call per block. Judged by what the payment address receives against what the sender paid.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, type Address, type Hex } from 'viem';
+import { encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { devPublicClient, devWalletClient, rpcCall } from '../src/devchain/index.ts';
 import { PRICE_ADMIN_KEY, aggregatorAdminAbi, deployPriceFeeds, poolAdminAbi, type DevPriceFeeds } from '../src/devchain/prices.ts';
@@ -20,6 +20,7 @@ let R: Address, Q: Address, P: Address;
 let rFeed: Address, qFeed: Address;
 
 const HEARTBEAT = 3_600;
+const testRoundFeedAbi = parseAbi(['function set(uint80 roundId, int256 answer, uint256 updatedAt, uint80 answeredInRound)']);
 const usd = (dollars: number) => BigInt(Math.round(dollars * 1e8));
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 
@@ -294,6 +295,22 @@ describe('live fee prices', () => {
     const inc = await feeOptions(u, []);
     expect(bySymbol(inc).RUSD).toBeUndefined();
     expect(inc.unpriced[0].reason).toMatch(/round 101 is incomplete/);
+    // A fresh, positive answer carried over from an earlier round (answeredInRound < roundId) is not trusted
+    // either. MockV3Aggregator cannot say that, so R's feed runs TestRoundFeed's code for a moment.
+    const [roundFeed] = await chain.deploy([{ contract: 'TestRoundFeed', args: [] }]);
+    const aggregatorCode = await pub().getCode({ address: rFeed });
+    await rpcCall(chain.anvil.rpcUrl, 'anvil_setCode', [rFeed, await pub().getCode({ address: roundFeed })]);
+    const now = (await env.public.getBlock({ blockTag: 'latest' })).timestamp;
+    const setRound = (answeredInRound: bigint) =>
+      adminSend(rFeed, encodeFunctionData({ abi: testRoundFeedAbi, functionName: 'set', args: [102n, usd(1), now, answeredInRound] }));
+    await setRound(101n);
+    const carried = await feeOptions(u, []);
+    expect(bySymbol(carried).RUSD).toBeUndefined();
+    expect(carried.unpriced[0].reason).toMatch(/round 102 is incomplete \(answered in round 101/);
+    // The same round answered in itself is priced: the refusal above was the carried-over round, nothing else.
+    await setRound(102n);
+    expect(bySymbol(await feeOptions(u, [])).RUSD).toBeDefined();
+    await rpcCall(chain.anvil.rpcUrl, 'anvil_setCode', [rFeed, aggregatorCode]);
     // The native/USD feed failing withdraws every token priced in USD without another source, not the others.
     await setAnswer(rFeed, usd(1));
     await setAnswer(feeds.nativeUsd, 0n);

@@ -70,6 +70,10 @@ describe('sender refill from a treasury', () => {
     const status = await env.call('RuntimeStatus', {});
     expect(status.body.status.refills).toMatchObject({ treasury: TREASURY, recent: [{ sender: sender.toLowerCase(), amountWei: parseEther('1.5').toString(), txnHash: rows[0].hash, status: 'MINED' }] });
     expect(status.body.status.senders[0]).toMatchObject({ belowFloor: false, enabled: true });
+    const m = await env.services.metrics.registry.metrics();
+    expect(m).toContain(`metarelay_relayer_sender_refills_total{chain="${env.chainId}",outcome="sent"} 1`);
+    expect(m).toContain(`metarelay_relayer_sender_refills_total{chain="${env.chainId}",outcome="mined"} 1`);
+    expect(m).toContain(`metarelay_relayer_treasury_balance_wei{chain="${env.chainId}"} ${Number(treasuryBefore)}`);
   }, 60_000);
 
   it('an empty treasury refills nothing: one FAILED record saying why, the sender untouched, no retry within a minute', async () => {
@@ -87,6 +91,9 @@ describe('sender refill from a treasury', () => {
     const status = await env.call('RuntimeStatus', {});
     expect(status.body.status.senders[1]).toMatchObject({ belowFloor: true, enabled: false });
     expect(status.body.status.refills.recent[0]).toMatchObject({ sender: sender.toLowerCase(), status: 'FAILED', txnHash: null });
+    const m = await env.services.metrics.registry.metrics();
+    expect(m).toContain(`metarelay_relayer_sender_refills_total{chain="${env.chainId}",outcome="unfunded"} 1`);
+    expect(m).toContain(`metarelay_relayer_treasury_balance_wei{chain="${env.chainId}"} 0`);
   }, 60_000);
 
   it('config: the target must be above the floor, and the treasury key is masked', () => {

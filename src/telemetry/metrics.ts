@@ -141,6 +141,18 @@ export function createMetrics() {
       labelNames: ['chain', 'token'] as const,
       registers: [registry],
     }),
+    relaySenderRefills: new Counter({
+      name: 'metarelay_relayer_sender_refills_total',
+      help: 'treasury top-ups of senders below minSenderBalance, by chain and outcome (sent, mined, failed: reverted, lost or refused by the node, unfunded: the treasury could not pay)',
+      labelNames: ['chain', 'outcome'] as const,
+      registers: [registry],
+    }),
+    relayTreasuryBalance: new Gauge({
+      name: 'metarelay_relayer_treasury_balance_wei',
+      help: 'the refill treasury balance as last read when a refill was due',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     relayFeeCapped: new Gauge({
       name: 'metarelay_relayer_fee_capped',
       help: 'pending transactions of this chain that need a replacement the fee cap forbids',

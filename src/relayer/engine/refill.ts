@@ -3,6 +3,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { ChainClient } from '../../chain/client.ts';
 import type { Db } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
 
 /*
  * Sender refill (alto's utility wallet): a treasury key per chain tops a sender up to `targetBalance`
@@ -32,9 +33,14 @@ export class SenderRefill {
     private readonly db: Db,
     private readonly config: RefillConfig,
     private readonly log: Logger,
+    private readonly metrics?: Metrics,
   ) {
     this.account = privateKeyToAccount(config.treasuryKey as Hex);
     this.treasury = this.account.address;
+  }
+
+  private count(outcome: 'sent' | 'mined' | 'failed' | 'unfunded') {
+    this.metrics?.relaySenderRefills.inc({ chain: String(this.chain.chainId), outcome });
   }
 
   /** Called by the sweep with the balances it just read: settles open refills, then starts what is due. */
@@ -61,10 +67,12 @@ export class SenderRefill {
         const ok = receipt.status === 'success';
         await this.db.query(`UPDATE sender_refills SET status = $2, block_number = $3, error = $4, updated_at = now() WHERE id = $1`, [p.id, ok ? 'MINED' : 'FAILED', Number(receipt.blockNumber), ok ? null : 'reverted']);
         if (ok) this.log.info({ chainId: this.chain.chainId, sender: p.sender, hash: p.hash }, 'sender refilled from the treasury');
+        this.count(ok ? 'mined' : 'failed');
         continue;
       }
       if (Number(p.age) > LOST_AFTER_SEC && !(await this.chain.public.getTransaction({ hash: p.hash }).catch(() => null))) {
         await this.db.query(`UPDATE sender_refills SET status = 'FAILED', error = 'not mined, and unknown to the node', updated_at = now() WHERE id = $1`, [p.id]);
+        this.count('failed');
         continue;
       }
       waiting.add(p.sender);
@@ -89,6 +97,7 @@ export class SenderRefill {
         pub.estimateFeesPerGas().catch(async () => ({ gasPrice: await pub.getGasPrice(), maxFeePerGas: undefined, maxPriorityFeePerGas: undefined })),
         pub.getBalance({ address: this.treasury }),
       ]);
+      this.metrics?.relayTreasuryBalance.set({ chain: String(chainId) }, Number(funds));
       const gas = 21_000n;
       const price = fees.maxFeePerGas ?? fees.gasPrice ?? 0n;
       if (funds < amount + gas * price) {
@@ -96,6 +105,7 @@ export class SenderRefill {
           chainId, to, this.treasury.toLowerCase(), amount.toString(), `the treasury holds ${funds} wei, not enough for ${amount} wei and gas`,
         ]);
         this.log.warn({ chainId, sender, treasury: this.treasury, funds: funds.toString(), amount: amount.toString() }, 'sender below its floor, and the treasury cannot refill it');
+        this.count('unfunded');
         return;
       }
       const raw = await this.account.signTransaction(
@@ -108,10 +118,12 @@ export class SenderRefill {
       await tx.query(`INSERT INTO sender_refills (chain_id, sender, treasury, amount_wei, hash) VALUES ($1, $2, $3, $4, $5)`, [chainId, to, this.treasury.toLowerCase(), amount.toString(), hash]);
       try {
         await pub.sendRawTransaction({ serializedTransaction: raw });
+        this.count('sent');
       } catch (err) {
         const msg = (err as Error).message.split('\n')[0];
         await tx.query(`UPDATE sender_refills SET status = 'FAILED', error = $2, updated_at = now() WHERE hash = $1 AND chain_id = $3`, [hash, msg.slice(0, 500), chainId]);
         this.log.warn({ chainId, sender, hash, err: msg }, 'sender refill refused by the node');
+        this.count('failed');
       }
     });
   }

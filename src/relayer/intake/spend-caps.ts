@@ -6,7 +6,7 @@ import type { SponsorRepo, SponsorRule } from './sponsors.ts';
 /*
  * The spend of sponsorship rules against their budgets: today's (UTC) per rule and per wallet, and
  * the total. Spend is counted at intake as the simulated gas times the gas price then: the dispatcher
- * may pay a little more or less, but intake is the one place a bundle can still be refused before
+ * may pay a little more or less (settled below once mined), but intake is the one place a bundle can still be refused before
  * anyone pays for it. A bundle covered by several rules is charged to each of them (each rule's
  * budget holds on its own), and to each wallet whose bundle it runs.
  *
@@ -14,6 +14,12 @@ import type { SponsorRepo, SponsorRule } from './sponsors.ts';
  * It locks the rules' rows first, so concurrent intakes in any process charge one after the other and
  * each sees what the one before it spent. A meta-transaction DROPPED later gives its charges back
  * (`onStatus`, on the transaction that drops it).
+ *
+ * Once mined, a charge is settled to what the meta-transaction actually cost (its share of the
+ * receipt's gasUsed × effectiveGasPrice, the same figure a project balance is debited), on the
+ * transaction that writes that status: the estimate only stands in while the bundle is in flight. A
+ * reverted bundle (FAILED) burnt gas too, so it keeps its charge. A reorg that mines it again settles
+ * it again, to the new cost.
  */
 
 const TODAY = `(now() AT TIME ZONE 'UTC')::date`;
@@ -101,7 +107,7 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
      * The relayer's status hook: a sponsored meta-transaction DROPPED gives back what it was charged (to
      * the day it was charged on); one that is mined after all (an earlier broadcast landed) is charged again.
      */
-    async onStatus(q: Queryable, rows: Array<{ chain_id: number; id: string; status: string; sponsored: boolean }>): Promise<void> {
+    async onStatus(q: Queryable, rows: Array<{ chain_id: number; id: string; status: string; sponsored: boolean; gas_used?: string | number | bigint | null; gas_price?: string | number | bigint | null }>): Promise<void> {
       const dropped = rows.filter((r) => r.sponsored && r.status === 'DROPPED');
       const revived = rows.filter((r) => r.sponsored && MINED.has(r.status));
       for (const [list, sign, cond, set] of [
@@ -131,7 +137,41 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
           }
         }
       }
+      const mined = revived.filter((r) => r.gas_used != null && r.gas_price != null);
+      for (const chainId of new Set(mined.map((r) => r.chain_id))) {
+        const actual = new Map(mined.filter((r) => r.chain_id === chainId).map((r) => [r.id, BigInt(r.gas_used!) * BigInt(r.gas_price!)]));
+        await settle(q, chainId, actual);
+      }
     },
   };
+}
+
+/**
+ * Moves mined meta-transactions' standing charges from what they were (the intake estimate, or an
+ * earlier settlement) to what each actually cost, on every counter the charge went to; the USD figure
+ * scales with it (the rate of intake). One read for all of them; rules are updated in id order, like charges.
+ */
+async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>): Promise<void> {
+  const open = await q.query<{ id: string; meta_txn_id: string; sponsor_id: string; wallets: string[]; day: string; wei: string; usd: string }>(
+    `SELECT id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd FROM sponsor_charges
+      WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND refunded_at IS NULL`,
+    [chainId, [...actual.keys()]],
+  );
+  const moving = open.rows.filter((c) => BigInt(c.wei) !== actual.get(c.meta_txn_id)).sort((a, b) => Number(a.sponsor_id) - Number(b.sponsor_id));
+  for (const c of moving) {
+    const to = actual.get(c.meta_txn_id)!;
+    const wei = BigInt(c.wei);
+    const usd = wei > 0n ? (BigInt(c.usd) * to) / wei : 0n;
+    const dWei = (to - wei).toString();
+    const dUsd = (usd - BigInt(c.usd)).toString();
+    await q.query('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1', [c.sponsor_id, dWei, dUsd]);
+    await q.query('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date', [c.sponsor_id, dWei, dUsd, c.day]);
+    await q.query(
+      `UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
+        WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`,
+      [c.sponsor_id, dWei, dUsd, c.day, c.wallets],
+    );
+    await q.query('UPDATE sponsor_charges SET wei = $2::numeric, usd = $3::numeric WHERE id = $1', [c.id, to.toString(), usd.toString()]);
+  }
 }
 export type SpendCaps = ReturnType<typeof spendCaps>;
