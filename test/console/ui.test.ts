@@ -143,6 +143,33 @@ describe('console page', () => {
     expect(await page.getByTestId('receipt').textContent()).toContain('transactionHash');
     await shot('meta-transaction');
 
+    // The Balance tab: the operator funds the project with 1 ETH, a sponsored relay is debited its actual
+    // cost, and the page shows what the database holds (balance, ledger, a bar for today's spend).
+    await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/balance`);
+    const panel = page.locator('[data-testid^="balance-"]').first();
+    await panel.waitFor();
+    await panel.getByTestId('adjust-amount').fill('1');
+    await panel.getByTestId('adjust-balance').click();
+    await expect.poll(() => panel.getByTestId('balance-amount').textContent()).toBe('1');
+    const debited = await relaySponsored(key);
+    await page.reload();
+    await panel.waitFor();
+    const tank = (
+      await env.services.db.query<{ balance_wei: string }>('SELECT balance_wei::text AS balance_wei FROM gas_tanks WHERE project_id = $1 AND chain_id = $2', [projectId, env.chainId])
+    ).rows[0];
+    const debit = (
+      await env.services.db.query<{ txn_hash: string }>(`SELECT txn_hash FROM gas_tank_ledger WHERE project_id = $1 AND kind = 'debit' AND meta_txn_id = $2`, [projectId, debited])
+    ).rows[0];
+    const receipt = await env.public.getTransactionReceipt({ hash: `0x${debit.txn_hash.replace(/^0x/, '')}` as `0x${string}` });
+    expect(BigInt(tank.balance_wei)).toBe(10n ** 18n - receipt.gasUsed * receipt.effectiveGasPrice);
+    const shown = (BigInt(tank.balance_wei) % 10n ** 18n).toString().padStart(18, '0').replace(/0+$/, '');
+    await expect.poll(() => panel.getByTestId('balance-amount').textContent()).toBe(`0.${shown}`);
+    const ledger = panel.getByTestId('ledger');
+    await expect.poll(() => ledger.locator('tbody tr').filter({ hasText: 'debit' }).count()).toBeGreaterThan(0);
+    expect(await ledger.locator('tbody tr').filter({ hasText: 'adjustment' }).count()).toBe(1);
+    expect(await panel.getByTestId('spend-chart').locator('rect').count()).toBeGreaterThan(0);
+    await shot('project-balance');
+
     await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/keys`);
     const keyRow = page.getByTestId('keys').locator('tbody tr').filter({ hasText: 'browser test' });
     await keyRow.getByRole('button', { name: 'Revoke' }).click();
