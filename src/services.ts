@@ -23,7 +23,7 @@ import { TaskWorker } from './metadata/refresh/worker.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
-import { createMediaService, mediaMetrics, type MediaService } from './media/index.ts';
+import { MediaOrphanSweep, createMediaService, mediaMetrics, type MediaService } from './media/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/service.ts';
@@ -153,6 +153,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     arweaveGateway: config.arweaveGateway,
   });
   const media = config.media.enabled ? createMediaService(config, { db, fetcher, log, metrics: mediaMetrics(metrics.registry) }) : undefined;
+  const mediaSweep =
+    media && config.media.orphanSweepSec > 0 ? new MediaOrphanSweep(media, { intervalSec: config.media.orphanSweepSec, graceSec: config.media.orphanGraceSec }, log) : undefined;
   const mediaHooks: TokenMediaHooks | undefined = media && {
     onResolved: (chainId, contract, list, via) => {
       const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
@@ -333,6 +335,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       for (const w of watchers) w.start();
       for (const i of indexers.values()) i.follower.start();
       indexerBackfills?.start();
+      mediaSweep?.start();
     },
     startedAt: new Date(),
     get draining() {
@@ -343,7 +346,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       dispatching = false;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop())]);
+      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), mediaSweep?.stop()]);
       background = false;
       // Deliveries in flight finish and are recorded; what is left is claimed by another process.
       await events.delivery.stop();
@@ -352,7 +355,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       if (closed) return;
       closed = true;
       if (background) {
-        await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop()]);
+        await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop(), mediaSweep?.stop()]);
       }
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await events.delivery.stop();

@@ -263,6 +263,10 @@ export const AppConfigSchema = z
         maxFrames: z.number().int().min(1).default(1_000),
         /** A failed media fetch is tried again after this long. */
         failureRetrySec: z.number().int().min(0).default(3_600),
+        /** How often the background process looks for blobs a crash left behind (unreferenced rows, bytes with no row); 0 turns it off. */
+        orphanSweepSec: z.number().int().min(0).default(3_600),
+        /** Stored bytes younger than this are never taken for orphans (an ingest may be committing them). */
+        orphanGraceSec: z.number().int().min(60).default(3_600),
         /** Put the cached URL in `image` itself (the origin's URL stays in the raw document). */
         rewriteImage: z.boolean().default(false),
         /** Absolute base of the URLs put in `assets` (e.g. https://meta.example.com); default: the listening address. */

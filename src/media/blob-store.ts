@@ -19,6 +19,8 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Every key under a prefix (garbage collection and tests). */
   list(prefix: string): Promise<string[]>;
+  /** Every key under a prefix with when it was written: the orphan sweep leaves young ones alone. */
+  entries(prefix: string): Promise<Array<{ key: string; modifiedAt: Date }>>;
   close(): void;
 }
 

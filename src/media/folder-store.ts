@@ -81,6 +81,20 @@ export function folderBlobStore(root: string): BlobStore {
       await walk(root, out);
       return out.filter((k) => k.startsWith(prefix)).sort();
     },
+    async entries(prefix) {
+      const out: string[] = [];
+      await walk(root, out);
+      const keys = out.filter((k) => k.startsWith(prefix)).sort();
+      const found: Array<{ key: string; modifiedAt: Date }> = [];
+      for (const key of keys) {
+        try {
+          found.push({ key, modifiedAt: (await stat(pathOf(key))).mtime });
+        } catch (err) {
+          if (!isMissing(err)) throw err; // deleted since the walk
+        }
+      }
+      return found;
+    },
     close() {},
   };
 }

@@ -15,6 +15,7 @@ import type { MediaMetrics } from './metrics.ts';
 export { MediaService, isImage, type AssetWire, type TokenMedia, type ContractMediaSource, type ContractMediaUrls } from './service.ts';
 export { MEDIA_FIELDS, CONTRACT_MEDIA_FIELDS, type MediaField, type ContractMediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
 export { mediaMetrics, type MediaMetrics } from './metrics.ts';
+export { MediaOrphanSweep } from './orphan-sweep.ts';
 export { parseRendition, snapWidth, formatFor, WIDTHS, type Rendition } from './renditions.ts';
 
 /** The default folder: `media` beside the PGlite folder (`.metarelay/media` for `.metarelay/db`). */

@@ -189,6 +189,41 @@ export function mediaStore(db: Db) {
         return true;
       });
     },
+
+    /** Blob rows no asset references (an asset let go of them, and the process stopped before collecting). */
+    async unreferencedBlobs(limit: number): Promise<string[]> {
+      const { rows } = await db.query<{ sha256: string }>(
+        'SELECT b.sha256 FROM media_blobs b WHERE NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256) ORDER BY b.created_at LIMIT $1',
+        [limit],
+      );
+      return rows.map((r) => r.sha256);
+    },
+
+    /** Which of these hashes have a blob row. */
+    async knownBlobs(sha256s: string[]): Promise<Set<string>> {
+      if (!sha256s.length) return new Set();
+      const { rows } = await db.query<{ sha256: string }>('SELECT sha256 FROM media_blobs WHERE sha256 = ANY($1::text[])', [sha256s]);
+      return new Set(rows.map((r) => r.sha256));
+    },
+
+    /**
+     * Drops bytes stored under a hash that has no blob row, unless an ingest is claiming it right now.
+     * A placeholder row is inserted first: an ingest's own insert (saveReady) either committed before
+     * (then nothing is inserted here and the bytes stay) or waits on this one until the bytes are gone
+     * and the placeholder deleted, and then puts the bytes back itself (ensureBytes).
+     */
+    async dropUnclaimed(sha256: string, dropBytes: () => Promise<void>): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const { rows } = await tx.query(
+          `INSERT INTO media_blobs (sha256, mime_type, filesize) VALUES ($1, 'application/octet-stream', 0) ON CONFLICT (sha256) DO NOTHING RETURNING sha256`,
+          [sha256],
+        );
+        if (!rows.length) return false;
+        await dropBytes();
+        await tx.query('DELETE FROM media_blobs WHERE sha256 = $1', [sha256]);
+        return true;
+      });
+    },
   };
 }
 export type MediaStore = ReturnType<typeof mediaStore>;

@@ -48,16 +48,17 @@ export function s3BlobStore(o: S3StoreOptions): BlobStore {
     }
   }
 
-  async function list(p: string): Promise<string[]> {
-    const keys: string[] = [];
+  async function entries(p: string): Promise<Array<{ key: string; modifiedAt: Date }>> {
+    const found: Array<{ key: string; modifiedAt: Date }> = [];
     let token: string | undefined;
     do {
       const res = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix + p, ContinuationToken: token }));
-      for (const c of res.Contents ?? []) if (c.Key) keys.push(c.Key.slice(prefix.length));
+      for (const c of res.Contents ?? []) if (c.Key) found.push({ key: c.Key.slice(prefix.length), modifiedAt: c.LastModified ?? new Date(0) });
       token = res.IsTruncated ? res.NextContinuationToken : undefined;
     } while (token);
-    return keys.sort();
+    return found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
+  const list = async (p: string) => (await entries(p)).map((e) => e.key);
 
   return {
     kind: 's3',
@@ -93,6 +94,7 @@ export function s3BlobStore(o: S3StoreOptions): BlobStore {
       }
     },
     list,
+    entries,
     close() {
       client.destroy();
     },

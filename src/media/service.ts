@@ -225,16 +225,53 @@ export class MediaService {
   }
 
   /** Garbage-collects a blob nothing references any more (originals and renditions). */
-  private async release(sha256: string | null): Promise<void> {
-    if (!sha256) return;
+  private async release(sha256: string | null): Promise<boolean> {
+    if (!sha256) return false;
     try {
       const gone = await this.d.store.collect(sha256, () => this.d.blobs.delete(originalKey(sha256)));
       this.blobInfo.delete(sha256);
       this.hot.dropPrefix(`r/${sha256}/`);
       if (gone) this.d.log.debug({ sha256 }, 'media blob collected');
+      return gone;
     } catch (err) {
       this.d.log.warn({ err, sha256 }, 'media blob collection failed');
+      return false;
     }
+  }
+
+  /**
+   * What a crash can leave behind, collected (media/orphan-sweep.ts runs it periodically):
+   * - blob rows no asset references (an asset let go of them, and the process stopped before `release`);
+   * - originals in the blob store with no blob row (bytes put by an ingest whose transaction never
+   *   committed), older than `graceSec` so an ingest in progress is never raced;
+   * - renditions of a hash with no blob row (rendered while the blob was being collected), as old.
+   * Safe to run in several processes at once: every deletion happens under the blob row's lock.
+   */
+  async sweepOrphans(graceSec: number, batch = 1_000): Promise<{ rows: number; originals: number; renditions: number }> {
+    const out = { rows: 0, originals: 0, renditions: 0 };
+    for (const sha of await this.d.store.unreferencedBlobs(batch)) if (await this.release(sha)) out.rows++;
+    const before = Date.now() - graceSec * 1000;
+    const old = (prefix: string) => this.d.blobs.entries(prefix).then((es) => es.filter((e) => e.modifiedAt.getTime() < before).map((e) => e.key));
+    const hashOf = (key: string) => key.split('/')[1];
+    const originals = await old('o/');
+    const knownO = await this.d.store.knownBlobs(originals.map(hashOf));
+    for (const key of originals) {
+      const sha = hashOf(key);
+      if (knownO.has(sha)) continue;
+      if (await this.d.store.dropUnclaimed(sha, () => this.d.blobs.delete(key))) out.originals++;
+    }
+    const renditions = await old('r/');
+    const knownR = await this.d.store.knownBlobs([...new Set(renditions.map(hashOf))]);
+    for (const key of renditions) {
+      const sha = hashOf(key);
+      if (knownR.has(sha)) continue;
+      if (await this.d.store.dropUnclaimed(sha, () => this.d.blobs.delete(key))) {
+        this.hot.dropPrefix(`r/${sha}/`);
+        out.renditions++;
+      }
+    }
+    if (out.rows + out.originals + out.renditions) this.d.log.info(out, 'media orphans collected');
+    return out;
   }
 
   /**

@@ -52,11 +52,11 @@ export function fakeMp4(size: number): Buffer {
   return Buffer.concat([ftyp, body]);
 }
 
-export type BlobBackend = { name: 'folder' | 's3'; store: BlobStore; stop(): Promise<void>; endpoint?: string };
+export type BlobBackend = { name: 'folder' | 's3'; store: BlobStore; stop(): Promise<void>; endpoint?: string; dir?: string };
 
 export function folderBackend(): BlobBackend {
   const dir = mkdtempSync(join(tmpdir(), 'metarelay-media-'));
-  return { name: 'folder', store: folderBlobStore(dir), stop: async () => rmSync(dir, { recursive: true, force: true }) };
+  return { name: 'folder', store: folderBlobStore(dir), dir, stop: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** A real S3 API on a local port (s3rver writes to a temporary folder). */
