@@ -164,14 +164,20 @@ export class ChainRelayer {
    */
   async checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
     const w = wallet.toLowerCase() as Address;
-    if (call.kind !== 'wallet' || call.entrypoint !== w) {
-      throw new RelayError('invalidArgument', 'authorization: only with a call of the delegating wallet itself (contract = walletAddress, its execute)');
-    }
-    await checkAuthorization(auth, { field: 'authorization', chainId: this.chainId, wallet: w, accepted: this.delegates });
+    await this.checkDelegationShape(auth, w, call);
     const next = await this.client.getTransactionCount({ address: w, blockTag: 'pending' });
     if (next !== auth.nonce) {
       throw new RelayError('invalidArgument', `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(w)} (${next}); sign the authorization for its next nonce`);
     }
+  }
+
+  /** What an authorization must be, known without the chain: with a call of the wallet itself, for this chain, an accepted implementation, signed by the wallet. */
+  async checkDelegationShape(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    const w = wallet.toLowerCase() as Address;
+    if (call.kind !== 'wallet' || call.entrypoint !== w) {
+      throw new RelayError('invalidArgument', 'authorization: only with a call of the delegating wallet itself (contract = walletAddress, its execute)');
+    }
+    await checkAuthorization(auth, { field: 'authorization', chainId: this.chainId, wallet: w, accepted: this.delegates });
   }
 
   /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
@@ -368,6 +374,7 @@ export class ChainRelayer {
     // A waiting meta-transaction is admitted later from its stored call; an authorization could not
     // outlive the wait anyway (any transaction of the EOA voids it).
     if (conditions && args.authorization) throw new RelayError('invalidArgument', 'authorization: not accepted together with preconditions; delegate first, then send bundles that wait');
+    if (args.authorization) await this.checkDelegationShape(args.authorization, args.walletAddress, first);
     const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
     if (conditions) return this.acceptWaiting(args, conditions);
