@@ -11,6 +11,8 @@ import { authorizationsOf, sign as signAttempt } from '../src/relayer/engine/att
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
 import type { SequenceTx } from './support/sequence-wallet.ts';
+import { mine, setAutomine, setNextBaseFee } from './support/anvil-control.ts';
+import { waitFor } from './support/relay-load.ts';
 
 let chain: TokenChain;
 let env: RelayerEnv;
@@ -243,6 +245,28 @@ describe('an authorization voided between intake and dispatch', () => {
   }, 60_000);
 });
 
+describe('what intake refuses with an authorization besides a bad one', () => {
+  it('together with preconditions, or two different authorizations in one call', async () => {
+    const u = eoa();
+    await mint(u.address, 10n * FEE);
+    const b = await bundle(u, [transfer(eoa().address, 1n), fee()]);
+    const auth = await authorize(u);
+    const preconditions = [{ type: 'erc20-balance', chainId: env.chainId, ownerAddress: u.address, tokenAddress: env.token, minAmount: '1' }];
+    const withWait = await send(u, b.input, auth, key(), { preconditions });
+    expect(withWait.status, JSON.stringify(withWait.body)).toBe(400);
+    expect(withWait.body.cause).toMatch(/^authorization: not accepted together with preconditions/);
+    const two = await send(u, b.input, auth, key(), { authorization: await authorize(u, { chainId: 0 }) });
+    expect(two.status, JSON.stringify(two.body)).toBe(400);
+    expect(two.body.cause).toMatch(/two different authorizations/);
+    expect(await stored(b.id)).toBeUndefined();
+    // chainId 0 (any chain) is accepted.
+    const any = await send(u, b.input, await authorize(u, { chainId: 0 }));
+    expect(any.status, JSON.stringify(any.body)).toBe(200);
+    expect((await final(any.body.txnHash)).status).toBe('SUCCEEDED');
+    expect(await code(u.address)).toBe(designatorOf(impl));
+  }, 60_000);
+});
+
 describe('sponsorship of a delegating EOA follows the same rules as any wallet', () => {
   it('without a rule covering it a bundle that pays no fee is refused; with a WALLET rule it is relayed, no fee taken', async () => {
     const u = eoa();
@@ -302,4 +326,60 @@ describe('replacements keep the authorization', () => {
     expect(tx.authorizationList![0].address.toLowerCase()).toBe(impl.toLowerCase());
     expect(authorizationsOf((await signAttempt(account, env.chainId, { nonce: 8, to: u.address, data: '0x', value: 0n, gas: 21_000n, fees })).raw)).toBeUndefined();
   });
+});
+
+describe('a type-4 attempt priced out is replaced by a type-4 attempt with the same authorization (automine off)', () => {
+  it('replaced after the base fee jumps, mined once, the EOA delegated', async () => {
+    const u = eoa();
+    await mint(u.address, 10n * FEE);
+    const to = eoa().address;
+    const b = await bundle(u, [transfer(to, 7n), fee()]);
+    const auth = await authorize(u);
+    await setAutomine(env.rpcUrl, false);
+    const dispatcher = env.services.dispatchers[0];
+    const head = async () => Number(await env.public.getBlockNumber({ cacheTime: 0 }));
+    const mineAndSweep = async () => {
+      await mine(env.rpcUrl, 1);
+      const h = await head();
+      await waitFor(`the sweep of block ${h}`, async () => dispatcher.head >= h, 20_000, 10);
+      await new Promise((r) => setTimeout(r, 150));
+    };
+    const attempts = async (id: string) =>
+      (
+        await env.services.db.query<{ hash: Hex; raw: Hex; status: string; max_fee: string }>(
+          `SELECT t.hash, t.raw, t.status, t.max_fee::text AS max_fee FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce
+           WHERE m.chain_id = $1 AND m.id = $2 ORDER BY t.id`,
+          [env.chainId, id.replace(/^0x/, '')],
+        )
+      ).rows;
+    try {
+      const r = await send(u, b.input, auth);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const id: string = r.body.txnHash;
+      const [first] = await waitFor('the first broadcast', async () => {
+        const a = await attempts(id);
+        return a.length ? a : undefined;
+      });
+      await setNextBaseFee(env.rpcUrl, BigInt(first.max_fee) * 3n);
+      let all = await attempts(id);
+      for (let i = 0; i < 8 && all.length < 2; i++) {
+        await mineAndSweep();
+        all = await attempts(id);
+      }
+      expect(all.length).toBeGreaterThanOrEqual(2);
+      const [a, second] = all.map((x) => parseTransaction(x.raw));
+      expect(a.type).toBe('eip7702');
+      expect(second.type).toBe('eip7702');
+      expect(second.nonce).toBe(a.nonce);
+      expect(second.authorizationList).toEqual(a.authorizationList);
+      expect(second.authorizationList![0].address.toLowerCase()).toBe(impl.toLowerCase());
+      await mineAndSweep();
+      await waitFor('SUCCEEDED', async () => (await stored(id))?.status === 'SUCCEEDED', 30_000);
+      expect((await attempts(id)).filter((x) => x.status === 'MINED' || x.status === 'CONFIRMED').length).toBe(1);
+    } finally {
+      await setAutomine(env.rpcUrl, true);
+    }
+    expect(await code(u.address)).toBe(designatorOf(impl));
+    expect(await balance(to)).toBe(7n);
+  }, 120_000);
 });
