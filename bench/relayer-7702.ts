@@ -56,6 +56,7 @@ async function measure(env: RelayerEnv, what: string, items: Item[]) {
   }
   const used = process.cpuUsage(cpu);
   const wallMs = performance.now() - started;
+  const intakeCalls = proxy.calls.length;
   const byMethod: Record<string, number> = {};
   for (const c of proxy.calls) byMethod[c.method] = (byMethod[c.method] ?? 0) + 1;
   dispatcher.start();
@@ -70,7 +71,7 @@ async function measure(env: RelayerEnv, what: string, items: Item[]) {
     kind: what,
     n: items.length,
     succeeded: [...statuses.values()].filter((s) => s === 'SUCCEEDED').length,
-    intakeNodeCallsPerRequest: round3(proxy.calls.length / items.length),
+    intakeNodeCallsPerRequest: round3(intakeCalls / items.length),
     intakeNodeCallsByMethodPerRequest: Object.fromEntries(Object.entries(byMethod).map(([m, c]) => [m, round3(c / items.length)])),
     intakeCpuMsPerRequest: round3((used.user + used.system) / 1000 / items.length),
     intakeWallMsPerRequest: round3(wallMs / items.length),
