@@ -172,6 +172,15 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect(example.stdout).toMatch(/ETH balance 0\n/);
       expect(example.stdout).toMatch(/wallet holds 3750000 base units of DUSD, recipient 0x[0-9a-fA-F]{40} holds 1250000/);
 
+      // EIP-7702: the wallet implementation delegated EOAs use is deployed, and it is the one the relayer accepts.
+      const implCode = await post(m.chain.rpcUrl, { jsonrpc: '2.0', id: 1, method: 'eth_getCode', params: [m.delegatedWallet, 'latest'] });
+      expect(implCode.body.result.length).toBeGreaterThan(2_000);
+      const stranger = `0x${'77'.repeat(20)}`;
+      const refused = await post(`${m.relayerUrl}/rpc/Relayer/SendMetaTxn`, {
+        call: { walletAddress: stranger, contract: stranger, input: '0x7a9a1628' + '60'.padStart(64, '0') + '0'.repeat(64) + '80'.padStart(64, '0') + '0'.repeat(128), authorization: { chainId: 31337, implementation: stranger, nonce: 0, signature: `0x${'11'.repeat(65)}` } },
+      });
+      expect(refused.body.cause).toContain(`accepted: ${m.delegatedWallet}`);
+
       // DUSD is priced live from the dev chain's Chainlink feeds ($1 / $2 000 per ETH).
       const relayerStatus = await post(`${m.relayerUrl}/rpc/Relayer/RuntimeStatus`, {});
       expect(relayerStatus.body.status.prices[0]).toMatchObject({ symbol: 'DUSD', ok: true, nativePrice: '0.0005', source: 'chainlink', address: m.priceFeeds.dusdUsd });

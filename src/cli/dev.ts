@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../config/load.ts';
-import { startDevChain } from '../devchain/index.ts';
+import { deployDelegatedWallet, startDevChain } from '../devchain/index.ts';
 import { deployPriceFeeds, PRICE_ADMIN_KEY } from '../devchain/prices.ts';
 import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
@@ -33,6 +33,8 @@ export interface DevManifest {
   /** The address that holds the sample tokens (the deployer). */
   holder: string;
   sequenceContext: Record<string, string>;
+  /** The EIP-7702 wallet implementation EOAs may delegate to (docs/relayer-7702.md). */
+  delegatedWallet: string;
   feeToken: { address: string; symbol: string; decimals: number };
   /** Live prices of DUSD (docs/fee-prices.md): Chainlink feeds and a Uniswap v3 pool, moved with `adminKey`. */
   priceFeeds: { ethUsd: string; dusdUsd: string; pool: string; wrappedNative: string; poolHelper: string; adminKey: string };
@@ -126,6 +128,7 @@ export async function runDev(argv: string[]) {
       tokenDecimals: 6,
       log: (m) => say(`  ${m}`),
     });
+    const delegatedWallet = await deployDelegatedWallet(chain.manifest.chain.rpcUrl, chain.artifacts);
     const config = parseConfig({
       port,
       host,
@@ -155,6 +158,7 @@ export async function runDev(argv: string[]) {
             pollMs: 250,
             nativeUsdFeed: { feed: feeds.nativeUsd, heartbeatSec: 86_400 },
             wrappedNative: feeds.wrappedNative,
+            delegatedWallets: [delegatedWallet],
           },
           // A local chain is small: index every contract from its first block.
           indexer: { scope: 'all', fromBlock: 0, confirmations: 0, pollMs: 500 },
@@ -200,6 +204,7 @@ export async function runDev(argv: string[]) {
       indexerUrl: `${baseUrl}/indexer/${chain.manifest.chain.name}`,
       holder: chain.manifest.deployer,
       sequenceContext: chain.manifest.sequenceContext,
+      delegatedWallet,
       feeToken: { address: chain.manifest.contracts.erc20, symbol: 'DUSD', decimals: 6 },
       priceFeeds: { ethUsd: feeds.nativeUsd, dusdUsd: feeds.tokenUsd, pool: feeds.pool, wrappedNative: feeds.wrappedNative, poolHelper: feeds.helper, adminKey: PRICE_ADMIN_KEY },
       testSigners: ANVIL_KEYS.signers.map((k) => ({ privateKey: k, address: privateKeyToAccount(k).address })),

@@ -49,6 +49,11 @@ export const RelayerChainConfigSchema = z.object({
   context: z
     .object({ factory: Address, mainModule: Address, mainModuleUpgradable: Address, guestModule: Address, utils: Address })
     .optional(),
+  /**
+   * EIP-7702: wallet implementations (DelegatedWallet, contracts/DelegatedWallet.sol) an EOA may delegate
+   * to and have its bundles relayed (docs/relayer-7702.md). Empty: authorizations are refused.
+   */
+  delegatedWallets: z.array(Address).max(16).default([]),
   /** Keys of the EOAs that sign and pay for relayed transactions. Keep them secret. */
   senderKeys: z.array(PrivateKey).default([]),
   /** Or derive senders from a BIP-39 mnemonic (m/44'/60'/0'/0/i, i < senderCount), after senderKeys. */

@@ -15,6 +15,7 @@ export * from './documents.ts';
 export { devChainDefinition, devPublicClient, devWalletClient } from './clients.ts';
 export { rpcCall, RpcError } from './rpc.ts';
 export * from './sequence.ts';
+export { deployDelegatedWallet, delegatedWalletAddress } from './delegated-wallet.ts';
 
 export interface DevManifest {
   chain: { chainId: number; name: 'anvil'; rpcUrl: string };

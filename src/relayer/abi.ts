@@ -48,6 +48,7 @@ export const walletErrorsAbi = parseAbi([
   'error BadNonce(uint256 _space, uint256 _provided, uint256 _current)',
   'error CallReverted(uint256 _index, bytes _result)',
   'error DelegateCallNotAllowed(uint256 _index)',
+  'error DelegateCallRefused(uint256 _index)',
   'error DeployFailed(address _mainModule, bytes32 _salt)',
   'error EmptySignature()',
   'error ImageHashIsZero()',

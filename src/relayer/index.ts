@@ -21,3 +21,4 @@ export { inclusionStats } from './engine/attempts.ts';
 export { simulateUnsigned } from './intake/simulate.ts';
 export { TRANSACTION_TUPLE } from './abi.ts';
 export { PRECONDITION_TYPES, type PreconditionInput } from './preconditions/conditions.ts';
+export { parseAuthorization, designator, type Authorization } from './intake/authorization.ts';

@@ -12,7 +12,7 @@ import { PriceBook, priceWire } from './intake/prices/book.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
-import { simulateUnsigned, intrinsicGas, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
+import { simulateUnsigned, intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 import { askOnce, type SponsorApprover } from './intake/approval.ts';
@@ -25,6 +25,7 @@ import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaT
 import { WalletCache, describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
 import type { WaitRepo } from './preconditions/store.ts';
+import { AUTHORIZATION_GAS, checkAuthorization, designator, type Authorization } from './intake/authorization.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
 
@@ -76,6 +77,8 @@ export class ChainRelayer {
   private readonly prices: PriceSource;
   /** Wallet proxies seen (their code never changes) and implementation slots of the current block. */
   readonly wallets: WalletCache;
+  /** Wallet implementations an EOA may delegate to (EIP-7702), lower case. */
+  readonly delegates: readonly Address[];
   /** Concurrent simulations of this chain, sent to the node together. */
   private readonly probes: ProbeBatcher;
   private seenBlock = -1n;
@@ -97,7 +100,8 @@ export class ChainRelayer {
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
     this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
-    this.wallets = new WalletCache(deps.chain.public);
+    this.delegates = c.delegatedWallets.map((a) => a.toLowerCase() as Address);
+    this.wallets = new WalletCache(deps.chain.public, this.delegates);
     this.probes = new ProbeBatcher(deps.chain.public, {
       payee: this.paymentAddress.toLowerCase() as Address,
       tokens: probeTokens(this.feeTokens),
@@ -149,8 +153,31 @@ export class ChainRelayer {
    * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
    * gas it burns and what each fee token pays the payment address (intake, and again before signing).
    */
-  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint) {
-    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas });
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint, codes?: CodeOverride[]) {
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes });
+  }
+
+  /**
+   * An EIP-7702 authorization a call brings, checked before anything is accepted: this chain, an accepted
+   * implementation, signed by the wallet itself, for the EOA's next account nonce (pending included: a
+   * transaction of its own in the pool would void it first), and only with a call of the wallet itself.
+   */
+  async checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    const w = wallet.toLowerCase() as Address;
+    await this.checkDelegationShape(auth, w, call);
+    const next = await this.client.getTransactionCount({ address: w, blockTag: 'pending' });
+    if (next !== auth.nonce) {
+      throw new RelayError('invalidArgument', `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(w)} (${next}); sign the authorization for its next nonce`);
+    }
+  }
+
+  /** What an authorization must be, known without the chain: with a call of the wallet itself, for this chain, an accepted implementation, signed by the wallet. */
+  async checkDelegationShape(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    const w = wallet.toLowerCase() as Address;
+    if (call.kind !== 'wallet' || call.entrypoint !== w) {
+      throw new RelayError('invalidArgument', 'authorization: only with a call of the delegating wallet itself (contract = walletAddress, its execute)');
+    }
+    await checkAuthorization(auth, { field: 'authorization', chainId: this.chainId, wallet: w, accepted: this.delegates });
   }
 
   /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
@@ -171,10 +198,12 @@ export class ChainRelayer {
    * (one batch), and only real Sequence wallets are unfolded. With `strict` (intake), the wallet a
    * wallet-form call targets must be one, and a wallet the call deploys must not exist yet.
    */
-  async recognise(walletAddress: string, contract: string, input: string, strict: boolean): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
+  async recognise(walletAddress: string, contract: string, input: string, strict: boolean, auth?: Authorization | null): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
     const first = this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
-    const kinds = await recogniseWallets(this.client, this.context, asked, this.wallets);
+    const [kinds] = await Promise.all([recogniseWallets(this.client, this.context, asked, this.wallets), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
+    // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
+    if (auth) kinds.set(first.entrypoint, 'wallet');
     if (strict) {
       if (first.kind === 'wallet' && kinds.get(first.entrypoint) !== 'wallet') {
         const kind = kinds.get(first.entrypoint)!;
@@ -265,8 +294,8 @@ export class ChainRelayer {
     return next;
   }
 
-  async feeOptions(projectId: number | null, wallet: string, to: string, data: string) {
-    const { call, kinds } = await this.recognise(wallet, to, data, false);
+  async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null) {
+    const { call, kinds } = await this.recognise(wallet, to, data, false, auth);
     const gasCap = BigInt(this.deps.config.maxGasLimit);
     const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.client, this.chainId, b.wallet, b.txs, gasCap)));
     sims.forEach((results, i) => {
@@ -275,7 +304,7 @@ export class ChainRelayer {
     });
     // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
     const undeployed = call.bundles.filter((b) => !call.deploys.includes(b.wallet) && kinds.get(b.wallet) === 'empty').length;
-    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE;
+    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE + (auth ? AUTHORIZATION_GAS : 0n);
     sims.forEach((results, i) => {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
@@ -342,6 +371,10 @@ export class ChainRelayer {
     const first = this.decode(args.walletAddress, args.contract, args.input);
     const known = await this.deps.metaTxns.find(this.chainId, bareId(first.id));
     if (known && known.status !== 'DROPPED') return { id: known.id, created: false, row: known };
+    // A waiting meta-transaction is admitted later from its stored call; an authorization could not
+    // outlive the wait anyway (any transaction of the EOA voids it).
+    if (conditions && args.authorization) throw new RelayError('invalidArgument', 'authorization: not accepted together with preconditions; delegate first, then send bundles that wait');
+    if (args.authorization) await this.checkDelegationShape(args.authorization, args.walletAddress, first);
     const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
     if (conditions) return this.acceptWaiting(args, conditions);
@@ -441,11 +474,13 @@ export class ChainRelayer {
   private async checkCall(args: SendArgs) {
     const anonymous = args.projectId == null;
     const [{ call }, gasPrice] = await Promise.all([
-      this.recognise(args.walletAddress, args.contract, args.input, true),
+      this.recognise(args.walletAddress, args.contract, args.input, true, args.authorization),
       this.isFeeRequired ? this.gasPriceNow() : Promise.resolve(0n),
     ]);
     const deployed = new Set(call.deploys);
-    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous) };
+    // Simulated with the delegation applied, as the type-4 transaction will have it when its call runs.
+    const codes = args.authorization ? [{ address: call.entrypoint, code: designator(args.authorization.implementation) }] : undefined;
+    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous), codes };
     const sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })) });
     const chainNonces = sim.chainNonces;
     const window = BigInt(this.deps.config.maxNonceAhead);
@@ -477,7 +512,7 @@ export class ChainRelayer {
   }
 
   private size(args: SendArgs, { sim, anonymous }: Checked) {
-    const intrinsic = intrinsicGas(args.input as Hex);
+    const intrinsic = intrinsicGas(args.input as Hex) + (args.authorization ? AUTHORIZATION_GAS : 0n);
     const used = intrinsic + sim.gasUsed;
     // The probe ran the bundle again with gasUsed × gasMargin and saw it execute, so the limit below
     // (which leaves the entrypoint at least that) is proven enough; only when that trial failed does the
@@ -539,6 +574,7 @@ export class ChainRelayer {
           keyId: args.keyId ?? null,
           clientIp: args.clientIp ?? null,
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
+          authorization: args.authorization ?? null,
           ...extra,
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
@@ -652,6 +688,8 @@ export interface SendArgs {
   quote?: string;
   /** Wait in PENDING_PRECONDITION until these hold (checked once per block); DROPPED after preconditionTimeoutSec. */
   preconditions?: PreconditionInput[];
+  /** EIP-7702: the EOA `walletAddress` delegates to an accepted wallet implementation in the transaction that carries this bundle. */
+  authorization?: Authorization | null;
 }
 
 const UPDATE_IMPLEMENTATION = '0x025b22bc';

@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem';
 import type { Db, Queryable } from '../store/db.ts';
+import type { Authorization } from './intake/authorization.ts';
 
 export const FINAL_STATUSES = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED', 'DROPPED']);
 /**
@@ -38,6 +39,8 @@ export interface MetaTxnRow {
   client_ip: string | null;
   fee_payer: string | null;
   fee_received: string | null;
+  /** EIP-7702: the authorization the meta-transaction brought (carried while the EOA is not yet delegated). */
+  authorization: Authorization | null;
   queued_at: Date;
   sent_at: Date | null;
   mined_at: Date | null;
@@ -61,6 +64,7 @@ export function normalise(r: Record<string, unknown>): MetaTxnRow {
   if (r.fee_value != null) r.fee_value = String(r.fee_value);
   if (r.fee_received != null) r.fee_received = String(r.fee_received);
   if (r.gas_price != null) r.gas_price = String(r.gas_price);
+  r.authorization = typeof r.authorization === 'string' ? (JSON.parse(r.authorization) as Authorization) : null;
   return r as unknown as MetaTxnRow;
 }
 
@@ -97,6 +101,8 @@ export interface NewMetaTxn {
   keyId: number | null;
   clientIp: string | null;
   bundles: { id: string; wallet: Address; space: bigint; nonce: bigint }[];
+  /** EIP-7702: the authorization to carry (stored with the row). */
+  authorization?: Authorization | null;
   /** PENDING_PRECONDITION: it waits for on-chain preconditions before it is simulated and sent. Default QUEUED. */
   status?: 'QUEUED' | 'PENDING_PRECONDITION';
   /** Writes what belongs with the row (its preconditions) in the same transaction. */
@@ -231,11 +237,12 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
       const r = await tx.query<Record<string, unknown>>(
         `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
-           fee_payer, key_id, client_ip)
-         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
+           fee_payer, key_id, client_ip, "authorization")
+         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17) RETURNING *`,
         [
           m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
           m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
+          m.authorization ? JSON.stringify(m.authorization) : null,
         ],
       );
       await m.also?.(tx);

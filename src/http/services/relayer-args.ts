@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PRECONDITION_TYPES, RelayError } from '../../relayer/index.ts';
+import { PRECONDITION_TYPES, RelayError, parseAuthorization, type Authorization } from '../../relayer/index.ts';
 
 const Address = z
   .string()
@@ -31,11 +31,16 @@ export const TransactionPrecondition = z
 /** A missing key and null are the same on the wire (the Go client sends null). */
 export const Preconditions = z.array(TransactionPrecondition).max(64).nullish();
 
-/** EIP-7702 authorizations are not relayed yet: say so, naming the field, rather than ignore one. */
-export function refuseAuthorization(field: string, value: unknown) {
-  if (value === undefined || value === null) return;
-  throw new RelayError(
-    'invalidArgument',
-    `${field}: EIP-7702 authorizations are not supported by this relayer (a bundle for a delegated EOA is not relayed); send the call without it`,
-  );
+/**
+ * EIP-7702 (MetaTxn.authorization): parsed field by field (docs/relayer-7702.md); null is "not sent".
+ * SendMetaTxn takes it in `call.authorization` (the wire type) or at the top level, not both differently.
+ */
+export function authorizationArg(fields: Record<string, unknown>): Authorization | null {
+  const found = Object.entries(fields)
+    .map(([field, value]) => parseAuthorization(field, value))
+    .filter((a): a is Authorization => a !== null);
+  if (found.length > 1 && JSON.stringify(found[0]) !== JSON.stringify(found[1])) {
+    throw new RelayError('invalidArgument', `${Object.keys(fields).join(' and ')}: two different authorizations; send one`);
+  }
+  return found[0] ?? null;
 }

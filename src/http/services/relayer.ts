@@ -27,7 +27,7 @@ import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { targetProblem } from '../../events/post.ts';
-import { Preconditions, refuseAuthorization } from './relayer-args.ts';
+import { Preconditions, authorizationArg } from './relayer-args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
@@ -223,9 +223,9 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ wallet: Addr, to: Addr, data: Hex, simulate: z.boolean().optional(), authorization: z.unknown().optional() }).loose(),
         handler: (a, ctx) =>
           run(async () => {
-            refuseAuthorization('authorization', a.authorization);
+            const auth = authorizationArg({ authorization: a.authorization });
             const r = relayerFor(s, ctx);
-            const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data);
+            const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data, auth);
             return {
               // metarelay extras: the price each option was computed at, and the tokens withdrawn for want of one.
               options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit, price: o.price })),
@@ -249,8 +249,7 @@ export function relayerService(s: Services): ServiceDef {
           .loose(),
         handler: (a, ctx) =>
           run(async () => {
-            refuseAuthorization('call.authorization', a.call.authorization);
-            refuseAuthorization('authorization', a.authorization);
+            const authorization = authorizationArg({ 'call.authorization': a.call.authorization, authorization: a.authorization });
             if (a.projectID != null && a.projectID !== ctx.project?.id) {
               throw new RpcError(RelayerErrors.PermissionDenied, 'projectID must be the project of the access key sent');
             }
@@ -264,6 +263,7 @@ export function relayerService(s: Services): ServiceDef {
               input: a.call.input,
               quote: a.quote,
               preconditions: a.preconditions ?? undefined,
+              authorization,
             });
             return { status: true, txnHash: res.id };
           }),

@@ -1,4 +1,5 @@
-import { keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import { keccak256, parseTransaction, type Address, type Hex, type PublicClient, type SignedAuthorization } from 'viem';
+import { signedAuthorization, type Authorization } from '../intake/authorization.ts';
 import type { Db, Queryable } from '../../store/db.ts';
 import type { Fees } from './gas-price.ts';
 import { classifySendError, errorText, type SendFailure } from './rpc-errors.ts';
@@ -32,10 +33,25 @@ export interface Unsigned {
   value: bigint;
   gas: bigint;
   fees: Fees;
+  /** EIP-7702: sign a type-4 transaction carrying this authorization (a wire one, or the list of a signed attempt). */
+  authorization?: Authorization | readonly SignedAuthorization[];
+}
+
+/** The authorization list of a signed attempt (a replacement keeps it); none for other types. */
+export function authorizationsOf(raw: Hex): readonly SignedAuthorization[] | undefined {
+  if (!raw.startsWith('0x04')) return undefined;
+  return parseTransaction(raw).authorizationList;
 }
 
 export async function sign(account: SenderAccount, chainId: number, u: Unsigned): Promise<{ raw: Hex; hash: Hex }> {
   const base = { chainId, nonce: u.nonce, to: u.to, data: u.data, value: u.value, gas: u.gas };
+  if (u.authorization) {
+    const authorizationList = Array.isArray(u.authorization) ? u.authorization : [signedAuthorization(u.authorization as Authorization)];
+    // A type-4 transaction has EIP-1559 fees; on a legacy-priced chain both are the gas price.
+    const [maxFeePerGas, maxPriorityFeePerGas] = u.fees.type === 'eip1559' ? [u.fees.maxFeePerGas, u.fees.maxPriorityFeePerGas] : [u.fees.gasPrice, u.fees.gasPrice];
+    const raw = await account.signTransaction({ ...base, type: 'eip7702', maxFeePerGas, maxPriorityFeePerGas, authorizationList });
+    return { raw, hash: keccak256(raw) };
+  }
   const raw = await account.signTransaction(
     u.fees.type === 'eip1559'
       ? { ...base, type: 'eip1559', maxFeePerGas: u.fees.maxFeePerGas, maxPriorityFeePerGas: u.fees.maxPriorityFeePerGas }

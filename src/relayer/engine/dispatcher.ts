@@ -18,6 +18,7 @@ import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
 import { recogniseWallets, type WalletKind } from '../intake/wallets.ts';
+import { AUTHORIZATION_GAS, delegatedTo, designator, type Authorization } from '../intake/authorization.ts';
 
 const MAX_ATTEMPTS = 5;
 const QUEUE_READ = 256;
@@ -50,6 +51,8 @@ interface Plan {
   /** The wallets whose bundles it carries. */
   wallets: Address[];
   overrides: NonceOverride[];
+  /** EIP-7702: the authorization its transaction carries (the EOA is not yet delegated to that implementation). */
+  carry?: Authorization;
 }
 
 /** One transaction to sign: a single meta-transaction, or several batched through the guest module. */
@@ -59,6 +62,8 @@ interface Unit {
   to: Address;
   data: Hex;
   gas: bigint;
+  /** A type-4 transaction carrying this authorization. */
+  authorization?: Authorization;
 }
 
 /** What the sweep knows of a sender after reading the chain at the current head. */
@@ -341,6 +346,23 @@ export class Dispatcher {
     for (const [i, s] of signed.entries()) await this.afterBroadcast(s, results[i]);
   }
 
+  /**
+   * Whether a meta-transaction that brought an EIP-7702 authorization still needs it, read from the chain
+   * now, right before it is simulated and signed: not when the EOA is already delegated to that
+   * implementation; and when it is not, the authorization must still be for the EOA's next account nonce
+   * (pending included). An EOA that sent a transaction since voided it: on chain the authorization would
+   * be skipped and the call would reach a plain account, so it is dropped and nothing is paid.
+   */
+  private async delegation(row: MetaTxnRow): Promise<{ carry?: Authorization; void?: string }> {
+    const a = row.authorization;
+    if (!a) return {};
+    const wallet = row.wallet as Address;
+    const [code, next] = await Promise.all([this.client.getCode({ address: wallet }), this.client.getTransactionCount({ address: wallet, blockTag: 'pending' })]);
+    if (delegatedTo(code) === a.implementation) return {};
+    if (next !== a.nonce) return { void: `its EIP-7702 authorization is void: it is for account nonce ${a.nonce} of ${wallet}, which is at ${next} (the EOA sent a transaction since); nothing was sent` };
+    return { carry: a };
+  }
+
   private async simulateAll(items: { sender: Address; p: Plan }[]): Promise<Map<string, boolean>> {
     const out = new Map<string, boolean>();
     // A wallet may have switched to other code since intake (its owner can call it directly): then its
@@ -349,13 +371,21 @@ export class Dispatcher {
     for (let i = 0; i < items.length; i += SIMULATE_AT_ONCE) {
       await Promise.all(
         items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
-          const changed = p.wallets.find((w) => kinds.get(w) === 'other');
+          const d = await this.delegation(p.row);
+          if (d.void) {
+            await this.drop(p.row, d.void);
+            out.set(p.row.id, false);
+            return;
+          }
+          p.carry = d.carry;
+          // An EOA whose authorization is carried gets its code from it, whatever it has now.
+          const changed = p.wallets.find((w) => kinds.get(w) === 'other' && !(p.carry && w === p.row.wallet));
           if (changed) {
             await this.drop(p.row, `wallet ${changed} no longer runs a Sequence main module this relayer knows`);
             out.set(p.row.id, false);
             return;
           }
-          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides));
+          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides, p.carry));
         }),
       );
     }
@@ -363,10 +393,12 @@ export class Dispatcher {
   }
 
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
-  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[]): Promise<boolean> {
+  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], carry?: Authorization): Promise<boolean> {
     const r = this.relayer;
     // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
-    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsicGas(row.input as Hex));
+    const intrinsic = intrinsicGas(row.input as Hex) + (row.authorization ? AUTHORIZATION_GAS : 0n);
+    const codes = carry ? [{ address: row.wallet as Address, code: designator(carry.implementation) }] : undefined;
+    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsic, codes);
     if (!sim.ok) {
       await this.drop(row, `no longer executes: ${sim.reason}`);
       return false;
@@ -393,11 +425,13 @@ export class Dispatcher {
    * simulated as a whole and must pay at least the sum of its members' fees; otherwise they go singly.
    */
   private async unitsFor(sender: Address, plans: Plan[]): Promise<Unit[]> {
-    const single = (row: MetaTxnRow): Unit => ({ kind: 'meta', metas: [row], to: row.entrypoint as Address, data: row.input as Hex, gas: BigInt(row.gas_limit) });
+    const single = (row: MetaTxnRow, carry?: Authorization): Unit => ({ kind: 'meta', metas: [row], to: row.entrypoint as Address, data: row.input as Hex, gas: BigInt(row.gas_limit), authorization: carry });
     const size = this.config.batchSize;
-    if (size < 2) return plans.map((p) => single(p.row));
-    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet);
-    const units = plans.filter((p) => !batchable.includes(p)).map((p) => single(p.row));
+    if (size < 2) return plans.map((p) => single(p.row, p.carry));
+    // One carrying an authorization goes alone: its type-4 transaction is its own, and a void
+    // authorization (a race lost to the EOA) then costs only its own call, not a batch's.
+    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet && !p.carry);
+    const units = plans.filter((p) => !batchable.includes(p)).map((p) => single(p.row, p.carry));
     const seen = new Set<string>();
     const groups: MetaTxnRow[][] = [[]];
     for (const p of batchable) {
@@ -412,10 +446,10 @@ export class Dispatcher {
     // Every batch is simulated at once (one JSON-RPC batch), not one after the other.
     const built = await Promise.all(
       groups.map(async (g): Promise<Unit[]> => {
-        if (g.length < 2) return g.map(single);
+        if (g.length < 2) return g.map((m) => single(m));
         const call = batchCall(g.map((m) => ({ wallet: m.entrypoint as Address, input: m.input as Hex, gasLimit: BigInt(m.gas_limit) })));
         if (await this.batchPays(sender, call.data, call.gas, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
-        return g.map(single);
+        return g.map((m) => single(m));
       }),
     );
     return [...units, ...built.flat()];
@@ -449,7 +483,7 @@ export class Dispatcher {
         let nonce = Number(led.rows[0].next_nonce);
         const out: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }[] = [];
         for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
-          const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees };
+          const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees, authorization: unit.authorization };
           const { raw, hash } = await sign(account, this.chainId, u);
           await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
           for (const [i, m] of unit.metas.entries()) {

@@ -1,6 +1,6 @@
 import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
-import { broadcast, failAttempt, insertAttempt, markBroadcast, openAttempts, sign, type Attempt } from './attempts.ts';
+import { authorizationsOf, broadcast, failAttempt, insertAttempt, markBroadcast, openAttempts, sign, type Attempt } from './attempts.ts';
 import { memberFailure, shareGas } from './batch.ts';
 import type { Dispatcher } from './dispatcher.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
@@ -338,7 +338,8 @@ export class Sweeper {
   private async replace(s: Slot, last: Attempt, fees: Fees, head: number) {
     const d = this.d;
     const account = d.accounts.get(s.sender)!;
-    const u = { nonce: s.nonce, to: last.to_address, data: last.data, value: last.value, gas: last.gas_limit, fees };
+    // A type-4 attempt's replacement carries the same authorization.
+    const u = { nonce: s.nonce, to: last.to_address, data: last.data, value: last.value, gas: last.gas_limit, fees, authorization: authorizationsOf(last.raw) };
     const { raw, hash } = await sign(account, d.chainId, u);
     await this.db.transaction(async (tx) => {
       await insertAttempt(tx, d.chainId, { ...u, sender: s.sender, kind: last.kind, metaTxnId: last.meta_txn_id, hash, raw, head });

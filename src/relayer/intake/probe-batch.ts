@@ -23,6 +23,8 @@ class Group {
 
   fits(job: ProbeJob): boolean {
     if (job.sender !== this.sender || this.items.length >= MAX_JOBS) return false;
+    // Placed code changes what every other job of the call would see at that address: alone.
+    if (job.codes?.length || this.items.some((p) => p.job.codes?.length)) return this.items.length === 0;
     for (const n of job.nonces) {
       const v = this.slots.get(`${n.wallet}:${n.space}`);
       if ((v !== undefined && v !== n.nonce) || this.read.has(n.wallet)) return false;

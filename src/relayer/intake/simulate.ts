@@ -34,6 +34,14 @@ export function nonceSlot(space: bigint): Hex {
   return keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'bytes32' }], [NONCE_KEY, padHex(toHex(space), { size: 32 })]));
 }
 
+/** ERC-7201 location of DelegatedWallet's nonces (contracts/DelegatedWallet.sol): mapping(uint256 space => uint256). */
+export const DELEGATED_NONCES_LOCATION = '0x3d41b98ac73051b8c6ff26b036b63934b115ab8e3f428764da3e4a967e551900';
+
+/** The storage slot of a delegated EOA's nonce for one space (DelegatedWallet, EIP-7702). */
+export function delegatedNonceSlot(space: bigint): Hex {
+  return keccak256(encodeAbiParameters([{ type: 'uint256' }, { type: 'bytes32' }], [space, DELEGATED_NONCES_LOCATION]));
+}
+
 export interface NonceOverride {
   wallet: Address;
   space: bigint;
@@ -79,16 +87,33 @@ export function describeRevert(data: Hex | undefined): string {
   }
 }
 
-function overrides(probe: Address, nonces: NonceOverride[]) {
-  const byWallet = new Map<Address, { slot: Hex; value: Hex }[]>();
+/** Code placed on an account for a simulation: an EOA's EIP-7702 delegation, applied before the transaction that carries it is sent. */
+export interface CodeOverride {
+  address: Address;
+  code: Hex;
+}
+
+/**
+ * The probe's code, predecessors' nonces and placed code, one entry per account. A nonce is written to
+ * both layouts (the v2 wallet's slot and DelegatedWallet's ERC-7201 slot): each wallet reads only its
+ * own, the other is an unused hashed slot, so no wallet-kind lookup is needed here.
+ */
+function overrides(probe: Address, nonces: NonceOverride[], codes: CodeOverride[] = []) {
+  const byWallet = new Map<Address, { code?: Hex; stateDiff: { slot: Hex; value: Hex }[] }>();
+  const entry = (a: Address) => {
+    const k = a.toLowerCase() as Address;
+    let e = byWallet.get(k);
+    if (!e) byWallet.set(k, (e = { stateDiff: [] }));
+    return e;
+  };
   for (const n of nonces) {
-    const list = byWallet.get(n.wallet) ?? [];
-    list.push({ slot: nonceSlot(n.space), value: padHex(toHex(n.nonce), { size: 32 }) });
-    byWallet.set(n.wallet, list);
+    const value = padHex(toHex(n.nonce), { size: 32 });
+    entry(n.wallet).stateDiff.push({ slot: nonceSlot(n.space), value }, { slot: delegatedNonceSlot(n.space), value });
   }
+  for (const c of codes) entry(c.address).code = c.code;
   return [
     { address: probe, code: RELAY_PROBE_CODE as Hex },
-    ...[...byWallet].map(([address, stateDiff]) => ({ address, stateDiff })),
+    ...[...byWallet].map(([address, e]) => ({ address, ...(e.code ? { code: e.code } : {}), ...(e.stateDiff.length ? { stateDiff: e.stateDiff } : {}) })),
   ];
 }
 
@@ -129,6 +154,8 @@ export interface ProbeJob {
   gasCap: bigint;
   /** Gas to try the bundle again with (its transaction's gas limit minus intrinsic gas); default gasUsed × margin. */
   trialGas?: bigint;
+  /** Code placed by state override (an EIP-7702 delegation the transaction will carry); such a job runs in an eth_call of its own. */
+  codes?: CodeOverride[];
   /** Wallet nonces to read at the same state (never of a wallet whose slot a job of the call overrides). */
   reads?: { wallet: Address; space: bigint }[];
 }
@@ -171,7 +198,7 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       settings.trialBps,
     ],
   });
-  const r = await client.call({ account: jobs[0].sender, to: probe, data, stateOverride: overrides(probe, jobs.flatMap((j) => j.nonces)) });
+  const r = await client.call({ account: jobs[0].sender, to: probe, data, stateOverride: overrides(probe, jobs.flatMap((j) => j.nonces), jobs.flatMap((j) => j.codes ?? [])) });
   const [block, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
   let k = 0;
   const out = await Promise.all(
@@ -190,7 +217,7 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       // of its own): the node's binary search then decides, as before.
       if (x.ok && trial !== 'passed') {
         res.estimate = await client
-          .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: overrides(probe, job.nonces).slice(1) })
+          .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: overrides(probe, job.nonces, job.codes).slice(1) })
           .catch(() => undefined);
       }
       return res;

@@ -4,6 +4,7 @@ import { WindowBatch } from '../../util/window-batch.ts';
 import { RELAY_PROBE_CODE } from './probe-code.ts';
 import { probeAddress } from './simulate.ts';
 import type { SequenceContext } from '../context.ts';
+import { designatorHash } from './authorization.ts';
 
 /**
  * The runtime code every Sequence v2 wallet has: a proxy that delegates to the address stored at the
@@ -13,7 +14,10 @@ export const WALLET_PROXY_CODE: Hex = '0x363d3d373d3d3d363d30545af43d82803e903d9
 
 /** What an address is, as far as relaying goes. */
 export type WalletKind =
-  /** The v2 wallet proxy pointing at a known main module: its execute checks signatures and nonces. */
+  /**
+   * The v2 wallet proxy pointing at a known main module, or an EOA delegated (EIP-7702 designator
+   * 0xef0100 ‖ impl) to a wallet implementation the relayer accepts: its execute checks signatures and nonces.
+   */
   | 'wallet'
   /** No code yet: a counterfactual wallet, usable only when the same call deploys it. */
   | 'empty'
@@ -50,7 +54,7 @@ async function readSlots(client: PublicClient, wallets: Address[]): Promise<Hex[
   return slots.map((v) => padHex(toHex(v), { size: 32 }));
 }
 
-type CodeKind = 'proxy' | 'empty' | 'other';
+type CodeKind = 'proxy' | 'delegated' | 'empty' | 'other';
 
 /**
  * What recognising wallets asks the node, batched and remembered. Reads asked within 2 ms go out as one
@@ -66,7 +70,11 @@ export class WalletCache {
   private slots = new Map<Address, Promise<Hex>>();
   private block = -1n;
 
-  constructor(client: PublicClient) {
+  /** Code hashes of the delegation designators of accepted implementations (a delegated EOA is never remembered: it may re-delegate). */
+  private readonly delegated: Set<bigint>;
+
+  constructor(client: PublicClient, delegates: readonly Address[] = []) {
+    this.delegated = new Set(delegates.map((d) => BigInt(designatorHash(d))));
     this.codes = new WindowBatch((a) => readCodeHashes(client, a));
     this.slotReads = new WindowBatch((a) => readSlots(client, a));
   }
@@ -82,6 +90,7 @@ export class WalletCache {
     if (this.proxies.has(a)) return 'proxy';
     const h = BigInt(await this.codes.get(a));
     if (h === 0n) return 'empty';
+    if (this.delegated.has(h)) return 'delegated';
     if (h !== BigInt(PROXY_CODE_HASH)) return 'other';
     if (this.proxies.size >= MAX_REMEMBERED) this.proxies.clear();
     this.proxies.add(a);
@@ -108,7 +117,9 @@ export class WalletCache {
 /**
  * Recognises Sequence wallets by their code, never by the selectors their calldata uses: the proxy's
  * code, and its implementation slot naming the context's main module (or its upgradable form). Without
- * a cache, a fresh one: still one call for the codes and one for the slots of all the addresses.
+ * a cache, a fresh one: still one call for the codes and one for the slots of all the addresses. An EOA
+ * whose code is the EIP-7702 designator of an implementation the cache accepts is a wallet too, known
+ * from the same code-hash call.
  */
 export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[], cache?: WalletCache): Promise<Map<Address, WalletKind>> {
   const c = cache ?? new WalletCache(client);
@@ -119,7 +130,7 @@ export async function recogniseWallets(client: PublicClient, context: SequenceCo
       const [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
       if (code !== 'proxy') {
         c.forget(address);
-        return code === 'empty' ? 'empty' : 'other';
+        return code === 'delegated' ? 'wallet' : code === 'empty' ? 'empty' : 'other';
       }
       const implementation = (`0x${slot.slice(-40)}` as Address).toLowerCase();
       return modules.has(implementation) ? 'wallet' : 'other';
@@ -131,5 +142,5 @@ export async function recogniseWallets(client: PublicClient, context: SequenceCo
 export function describeKind(address: Address, kind: WalletKind): string {
   const a = getAddress(address);
   if (kind === 'empty') return `${a} is not deployed (it has no code): an undeployed wallet must be deployed by the same call, through the guest module`;
-  return `${a} is not a Sequence v2 wallet of this relayer (its code is not the wallet proxy of a known main module)`;
+  return `${a} is not a Sequence v2 wallet of this relayer (its code is not the wallet proxy of a known main module, nor the EIP-7702 delegation to an accepted wallet implementation)`;
 }
