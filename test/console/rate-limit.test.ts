@@ -83,7 +83,7 @@ describe('rate limits per access key', () => {
     const first = await t.services.db.query<{ last_grant: number; tokens: number }>('SELECT last_grant, tokens FROM rate_buckets ORDER BY updated_at DESC LIMIT 1');
     expect(Number(first.rows[0].last_grant)).toBe(5);
     expect(Number(first.rows[0].tokens)).toBe(35);
-    const all = [];
+    const all: Array<Awaited<ReturnType<typeof hit>>> = [];
     // Rounds of 30 until the limit bites (on a loaded machine a round can take long enough for the
     // bucket to refill, so how many rounds that takes is not fixed); never more than the bucket allows.
     for (let round = 0; round < 20 && !all.some((r) => r.status === 429); round++) {
