@@ -139,7 +139,9 @@ describe(`metarelay dev (${TEST_DB})`, () => {
   it('starts chain and service, writes the manifest, answers the quick-start calls, and stops everything on SIGTERM', async () => {
     const dev = startCli(['dev', '--port', '0', '--data', join(dir, 'data'), '--manifest', manifestPath], env);
     try {
-      await dev.waitFor(/metarelay dev is ready/);
+      // A newcomer's first start: solc compiles every contract cold (its cache is in the fresh data
+      // folder). That took 65 s on a machine at load 19, so the wait is generous: it bounds a hang.
+      await dev.waitFor(/metarelay dev is ready/, 240_000);
       const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
       expect(m).toMatchObject({
         baseUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
@@ -210,7 +212,7 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     } finally {
       await dev.stop('SIGKILL');
     }
-  });
+  }, 330_000);
 
   it('reuses the database and the dev key on the next start', async () => {
     const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
