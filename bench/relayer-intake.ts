@@ -41,6 +41,7 @@ import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type Signe
 import { startTokenChain } from '../test/support/token-chain.ts';
 import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
+import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
 
 const WALLETS = envNumber('BENCH_WALLETS', 50);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
@@ -51,6 +52,9 @@ const MORE_PER_WALLET = 3;
 // BENCH_TRANSPORTS=http for the HTTP round alone (BENCH_WALLETS=250: the 1 000-bundle round of issue #19).
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'http,inject').split(',') as Array<'http' | 'inject'>;
 const WARMUP_WALLETS = 8;
+// BENCH_PROFILE=1: statements, stage times and a CPU profile of the first round's phase B (bench/lib/intake-profile.ts).
+const PROFILE = process.env.BENCH_PROFILE === '1' ? new IntakeProfile() : undefined;
+let profiledCpu: CpuSummary | undefined;
 const BLOCK_TIME_S = 1;
 const MINTED = 1_000_000n;
 const RECIPIENT: Address = '0x00000000000000000000000000000000000b0b00';
@@ -317,7 +321,11 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
   const roundStart = Date.now();
 
   const phase = async (name: 'A' | 'B', list: Job[]) => {
-    const { value: ran, eventLoopDelayMs } = await withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
+    const profiled = PROFILE && name === 'B' && transport === TRANSPORTS[0];
+    const run = () => withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
+    if (profiled) PROFILE.enabled = true;
+    const { value: ran, eventLoopDelayMs } = profiled ? await cpuProfile(run).then((x) => ((profiledCpu = x.cpu), x.value)) : await run();
+    if (profiled) PROFILE.enabled = false;
     const out: Outcome[] = list.map((job, i) => {
       const s = ran.samples[i];
       const id = s.answer?.status === 200 ? String(s.answer.body?.txnHash) : undefined;
@@ -433,6 +441,14 @@ runBench(async (cleanup) => {
     await closing;
   });
   progress(`relayer ${env.relayerUrl}, anvil ${env.rpcUrl}, database ${TEST_DB}`);
+  if (PROFILE) {
+    const relayer = env.services.relayers.get(env.chainId)!;
+    PROFILE.wrapDb(env.services.db);
+    PROFILE.wrapMethods(relayer, ['send', 'precheck', 'check', 'recognise', 'probe', 'fund', 'enqueue', 'costOf', 'sponsorship', 'charge', 'rulesOf'], 'send');
+    PROFILE.wrapMethods(relayer.deps.metaTxns, ['find', 'insert']);
+    if (relayer.deps.spendCaps) PROFILE.wrapMethods(relayer.deps.spendCaps, ['budgetStops', 'charge']);
+    if (relayer.deps.balances) PROFILE.wrapMethods(relayer.deps.balances, ['hold']);
+  }
   await sponsor(env, 'CONTRACT', env.token);
 
   const warmUsers = newUsers(WARMUP_WALLETS);
@@ -517,5 +533,6 @@ runBench(async (cleanup) => {
       pingInject: { path: `fastify inject of .../rpc/Relayer/Ping, ${CONCURRENCY} in flight, with the access key`, ...pingInject },
     },
     rounds: results,
+    ...(PROFILE ? { profile: { what: `round ${TRANSPORTS[0]}, phase B, inside ChainRelayer.send`, ...PROFILE.report(profiledCpu) } } : {}),
   };
 });
