@@ -322,10 +322,14 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
 
   const phase = async (name: 'A' | 'B', list: Job[]) => {
     const profiled = PROFILE && name === 'B' && transport === TRANSPORTS[0];
+    const c0 = process.cpuUsage();
     const run = () => withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
     if (profiled) PROFILE.enabled = true;
     const { value: ran, eventLoopDelayMs } = profiled ? await cpuProfile(run).then((x) => ((profiledCpu = x.cpu), x.value)) : await run();
     if (profiled) PROFILE.enabled = false;
+    const cpu = process.cpuUsage(c0);
+    // CPU of this process per request (server, dispatcher and bench client together).
+    const processCpuMsPerRequest = round3((cpu.user + cpu.system) / 1000 / list.length);
     const out: Outcome[] = list.map((job, i) => {
       const s = ran.samples[i];
       const id = s.answer?.status === 200 ? String(s.answer.body?.txnHash) : undefined;
@@ -336,7 +340,7 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const ids = out.flatMap((o) => (o.id ? [o.id] : []));
     const settled = await settle(env, ids, `${label} phase ${name}`);
     progress(`${label} phase ${name}: final after ${settled.settleMs} ms more`);
-    return { intake: { ...ran.summary, eventLoopDelayMs }, out, settled };
+    return { intake: { ...ran.summary, eventLoopDelayMs, processCpuMsPerRequest }, out, settled };
   };
 
   const a = await phase('A', jobs.a);
@@ -409,9 +413,12 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
 async function pingBaseline(env: RelayerEnv, heads: HeadWatch, transport: Transport, count: number) {
   const send = caller(env, transport);
   await drive(Array.from({ length: 50 }), CONCURRENCY, heads, () => send('Ping', {})); // warm-up
+  const c0 = process.cpuUsage();
   const ran = await drive(Array.from({ length: count }), CONCURRENCY, heads, () => send('Ping', {}));
+  const c = process.cpuUsage(c0);
   progress(`ping ${transport}: ${ran.summary.rps} req/s`);
-  return ran.summary;
+  // CPU of this process (server and bench client together) per Ping: blurs less under load than req/s.
+  return { ...ran.summary, processCpuMsPerRequest: round3((c.user + c.system) / 1000 / count) };
 }
 
 async function chainRoundTrips(env: RelayerEnv): Promise<number> {
@@ -501,6 +508,9 @@ runBench(async (cleanup) => {
       pingRps: ping.rps,
       sendOverPing: round3(r.intake.all.rps / ping.rps),
       sendLatencyP50MsPhaseB: r.intake.phaseB.latencyMs.p50,
+      // Process CPU per request (server + dispatcher + bench client in this process; PostgreSQL and anvil not included).
+      sendCpuMsPerRequestPhaseB: r.intake.phaseB.processCpuMsPerRequest,
+      pingCpuMsPerRequest: ping.processCpuMsPerRequest,
       succeeded: `${s.succeeded}/${s.metaTxns}`,
       tokensArrived: `${r.recipientReceived}/${s.metaTxns}`,
       blocksToSucceeded: { p50: s.blocksToSucceeded.p50, p95: s.blocksToSucceeded.p95, max: s.blocksToSucceeded.max },

@@ -9,6 +9,7 @@
 //
 // The bench client runs in the same process (fetch over a socket), so its share of CPU is listed apart.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import type { Db, Queryable } from '../../src/store/db.ts';
 
@@ -150,6 +151,8 @@ export async function cpuProfile<T>(fn: () => Promise<T>): Promise<{ value: T; c
   const c = process.cpuUsage(c0);
   const { profile } = await session.post('Profiler.stop');
   session.disconnect();
+  // BENCH_PROFILE_OUT=file.cpuprofile keeps the whole profile (Chrome DevTools / speedscope open it).
+  if (process.env.BENCH_PROFILE_OUT) writeFileSync(process.env.BENCH_PROFILE_OUT, JSON.stringify(profile));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   const deltas = profile.timeDeltas ?? [];

@@ -94,8 +94,10 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
     wallets,
   });
   const stopsOf = async (q: Queryable, rules: SponsorRule[], wallets: readonly Address[], cost: Cost) => {
-    const ws = await walletSpend(q, rules.map((r) => r.id), wallets);
-    return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id)!), wallets, cost)).filter((s): s is Stop => s !== null);
+    // Wallets' spend is read only for rules that cap it (the other limits need none of it).
+    const capped = rules.filter((r) => r.policy.walletDailyCap.wei != null || r.policy.walletDailyCap.usd != null);
+    const ws = await walletSpend(q, capped.map((r) => r.id), wallets);
+    return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id) ?? new Map()), wallets, cost)).filter((s): s is Stop => s !== null);
   };
 
   return {
