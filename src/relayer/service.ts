@@ -340,9 +340,9 @@ export class ChainRelayer {
     const c = this.deps.config;
     const conditions = args.preconditions?.length ? checkPreconditions(args.preconditions, this.chainId, c.maxPreconditions) : null;
     const first = this.decode(args.walletAddress, args.contract, args.input);
-    // Two independent reads, one wait.
-    const [known, rules] = await Promise.all([this.deps.metaTxns.find(this.chainId, bareId(first.id)), this.rulesOf(args.projectId)]);
+    const known = await this.deps.metaTxns.find(this.chainId, bareId(first.id));
     if (known && known.status !== 'DROPPED') return { id: known.id, created: false, row: known };
+    const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
     if (conditions) return this.acceptWaiting(args, conditions);
     return this.admit(args, rules, ({ call, sized, funded }) => this.enqueue(args, call, sized, funded));
