@@ -41,6 +41,7 @@ import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type Signe
 import { startTokenChain } from '../test/support/token-chain.ts';
 import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
+import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
 
 const WALLETS = envNumber('BENCH_WALLETS', 50);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
@@ -51,6 +52,9 @@ const MORE_PER_WALLET = 3;
 // BENCH_TRANSPORTS=http for the HTTP round alone (BENCH_WALLETS=250: the 1 000-bundle round of issue #19).
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'http,inject').split(',') as Array<'http' | 'inject'>;
 const WARMUP_WALLETS = 8;
+// BENCH_PROFILE=1: statements, stage times and a CPU profile of the first round's phase B (bench/lib/intake-profile.ts).
+const PROFILE = process.env.BENCH_PROFILE === '1' ? new IntakeProfile() : undefined;
+let profiledCpu: CpuSummary | undefined;
 const BLOCK_TIME_S = 1;
 const MINTED = 1_000_000n;
 const RECIPIENT: Address = '0x00000000000000000000000000000000000b0b00';
@@ -317,7 +321,15 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
   const roundStart = Date.now();
 
   const phase = async (name: 'A' | 'B', list: Job[]) => {
-    const { value: ran, eventLoopDelayMs } = await withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
+    const profiled = PROFILE && name === 'B' && transport === TRANSPORTS[0];
+    const c0 = process.cpuUsage();
+    const run = () => withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
+    if (profiled) PROFILE.enabled = true;
+    const { value: ran, eventLoopDelayMs } = profiled ? await cpuProfile(run).then((x) => ((profiledCpu = x.cpu), x.value)) : await run();
+    if (profiled) PROFILE.enabled = false;
+    const cpu = process.cpuUsage(c0);
+    // CPU of this process per request (server, dispatcher and bench client together).
+    const processCpuMsPerRequest = round3((cpu.user + cpu.system) / 1000 / list.length);
     const out: Outcome[] = list.map((job, i) => {
       const s = ran.samples[i];
       const id = s.answer?.status === 200 ? String(s.answer.body?.txnHash) : undefined;
@@ -328,7 +340,7 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const ids = out.flatMap((o) => (o.id ? [o.id] : []));
     const settled = await settle(env, ids, `${label} phase ${name}`);
     progress(`${label} phase ${name}: final after ${settled.settleMs} ms more`);
-    return { intake: { ...ran.summary, eventLoopDelayMs }, out, settled };
+    return { intake: { ...ran.summary, eventLoopDelayMs, processCpuMsPerRequest }, out, settled };
   };
 
   const a = await phase('A', jobs.a);
@@ -401,9 +413,12 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
 async function pingBaseline(env: RelayerEnv, heads: HeadWatch, transport: Transport, count: number) {
   const send = caller(env, transport);
   await drive(Array.from({ length: 50 }), CONCURRENCY, heads, () => send('Ping', {})); // warm-up
+  const c0 = process.cpuUsage();
   const ran = await drive(Array.from({ length: count }), CONCURRENCY, heads, () => send('Ping', {}));
+  const c = process.cpuUsage(c0);
   progress(`ping ${transport}: ${ran.summary.rps} req/s`);
-  return ran.summary;
+  // CPU of this process (server and bench client together) per Ping: blurs less under load than req/s.
+  return { ...ran.summary, processCpuMsPerRequest: round3((c.user + c.system) / 1000 / count) };
 }
 
 async function chainRoundTrips(env: RelayerEnv): Promise<number> {
@@ -433,6 +448,14 @@ runBench(async (cleanup) => {
     await closing;
   });
   progress(`relayer ${env.relayerUrl}, anvil ${env.rpcUrl}, database ${TEST_DB}`);
+  if (PROFILE) {
+    const relayer = env.services.relayers.get(env.chainId)!;
+    PROFILE.wrapDb(env.services.db);
+    PROFILE.wrapMethods(relayer, ['send', 'precheck', 'check', 'recognise', 'probe', 'fund', 'enqueue', 'costOf', 'sponsorship', 'charge', 'rulesOf'], 'send');
+    PROFILE.wrapMethods(relayer.deps.metaTxns, ['find', 'insert']);
+    if (relayer.deps.spendCaps) PROFILE.wrapMethods(relayer.deps.spendCaps, ['budgetStops', 'charge']);
+    if (relayer.deps.balances) PROFILE.wrapMethods(relayer.deps.balances, ['hold']);
+  }
   await sponsor(env, 'CONTRACT', env.token);
 
   const warmUsers = newUsers(WARMUP_WALLETS);
@@ -485,6 +508,9 @@ runBench(async (cleanup) => {
       pingRps: ping.rps,
       sendOverPing: round3(r.intake.all.rps / ping.rps),
       sendLatencyP50MsPhaseB: r.intake.phaseB.latencyMs.p50,
+      // Process CPU per request (server + dispatcher + bench client in this process; PostgreSQL and anvil not included).
+      sendCpuMsPerRequestPhaseB: r.intake.phaseB.processCpuMsPerRequest,
+      pingCpuMsPerRequest: ping.processCpuMsPerRequest,
       succeeded: `${s.succeeded}/${s.metaTxns}`,
       tokensArrived: `${r.recipientReceived}/${s.metaTxns}`,
       blocksToSucceeded: { p50: s.blocksToSucceeded.p50, p95: s.blocksToSucceeded.p95, max: s.blocksToSucceeded.max },
@@ -517,5 +543,6 @@ runBench(async (cleanup) => {
       pingInject: { path: `fastify inject of .../rpc/Relayer/Ping, ${CONCURRENCY} in flight, with the access key`, ...pingInject },
     },
     rounds: results,
+    ...(PROFILE ? { profile: { what: `round ${TRANSPORTS[0]}, phase B, inside ChainRelayer.send`, ...PROFILE.report(profiledCpu) } } : {}),
   };
 });

@@ -94,7 +94,7 @@ contract RelayProbe {
     }
 
     /// Reverts with (nonces, balances): read in a frame that reverts, so nothing it touches stays warm.
-    function peek(address payee, address[] calldata tokens, address[] calldata wallets, uint256[] calldata spaces) external {
+    function peek(address payee, address[] calldata tokens, address[] calldata wallets, uint256[] calldata spaces) external view {
         uint256[] memory nonces = new uint256[](wallets.length);
         for (uint256 i = 0; i < wallets.length; i++) {
             (bool ok, bytes memory ret) = wallets[i].staticcall(abi.encodeWithSelector(0x8c3f5563, spaces[i]));

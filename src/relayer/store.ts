@@ -142,32 +142,30 @@ const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claim
  * again): concurrent sends of one key may pass the count together, by at most the number in flight.
  */
 async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
-  const live = LIVE_STATUSES;
-  if (m.feePayer) {
-    const r = await q.query<{ id: string }>(
-      `SELECT id FROM meta_txns WHERE chain_id = $1 AND fee_payer = $2 AND status = ANY($3) LIMIT 1`,
-      [m.chainId, m.feePayer.toLowerCase(), live],
-    );
-    if (r.rows[0]) {
-      throw new QueueFull(
-        `wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${r.rows[0].id}); one balance pays one fee at a time: send the next once it is mined`,
-      );
-    }
-  }
   const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
-  const perWallet = await q.query<{ wallet: string; n: string }>(
-    `SELECT b.wallet, count(DISTINCT b.meta_txn_id)::text AS n FROM meta_txn_bundles b JOIN meta_txns x ON x.chain_id = b.chain_id AND x.id = b.meta_txn_id
-     WHERE b.chain_id = $1 AND b.wallet = ANY($2) AND x.status = ANY($3) GROUP BY b.wallet`,
-    [m.chainId, wallets, live],
+  // Every count in one round trip (each subquery keeps its own index); refused in the order below.
+  const r = await q.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
+    `SELECT
+       (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status = ANY($3) LIMIT 1) AS payer_busy,
+       (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
+          SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b JOIN meta_txns x ON x.chain_id = b.chain_id AND x.id = b.meta_txn_id
+           WHERE b.chain_id = $1 AND b.wallet = ANY($4) AND x.status = ANY($3) GROUP BY b.wallet) t) AS per_wallet,
+       CASE WHEN $5::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $5 AND status = ANY($3)) END AS by_key,
+       CASE WHEN $6::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $6 AND status = ANY($3)) END AS by_ip`,
+    [m.chainId, m.feePayer?.toLowerCase() ?? null, LIVE_STATUSES, wallets, m.keyId, m.clientIp],
   );
-  const full = perWallet.rows.find((x) => Number(x.n) >= limits.perWallet);
+  const x = r.rows[0];
+  if (x.payer_busy) {
+    throw new QueueFull(
+      `wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${x.payer_busy}); one balance pays one fee at a time: send the next once it is mined`,
+    );
+  }
+  const full = (x.per_wallet ?? []).find((w) => Number(w.n) >= limits.perWallet);
   if (full) throw new QueueFull(`wallet ${full.wallet} already has ${full.n} meta-transactions queued or in flight (the limit is ${limits.perWallet})`);
-  const count = async (column: 'key_id' | 'client_ip', value: unknown) =>
-    Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND ${column} = $2 AND status = ANY($3)`, [m.chainId, value, live])).rows[0].n);
-  if (m.keyId != null && (await count('key_id', m.keyId)) >= limits.perKey) {
+  if (m.keyId != null && Number(x.by_key) >= limits.perKey) {
     throw new QueueFull(`this access key already has ${limits.perKey} meta-transactions queued or in flight`);
   }
-  if (m.clientIp != null && (await count('client_ip', m.clientIp)) >= limits.perAddress) {
+  if (m.clientIp != null && Number(x.by_ip) >= limits.perAddress) {
     throw new QueueFull(`client address ${m.clientIp} already has ${limits.perAddress} meta-transactions queued or in flight`);
   }
 }
@@ -201,27 +199,34 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
   };
 
-  /** The live meta-transaction holding a wallet's nonce, if any. */
-  const holderIn = async (q: Queryable, chainId: number, wallet: string, space: string, nonce: string): Promise<MetaTxnRow | undefined> => {
+  /**
+   * The live meta-transaction this one already is (any of its ids known), or NonceTaken when another holds
+   * one of its nonces; `dropped`: a DROPPED meta-transaction has its id (it is sent again). Two statements
+   * whatever the number of bundles.
+   */
+  const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<{ known?: MetaTxnRow; dropped: boolean }> => {
+    const ids = [m.id, ...m.bundles.map((b) => b.id)];
     const r = await q.query<Record<string, unknown>>(
-      `SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-       WHERE b.chain_id = $1 AND b.wallet = $2 AND b.nonce_space = $3 AND b.nonce = $4 AND m.status = ANY($5) LIMIT 1`,
-      [chainId, wallet, space, nonce, LIVE_STATUSES],
+      `SELECT * FROM meta_txns WHERE chain_id = $1 AND id = ANY($2::text[])
+       UNION ALL
+       SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+        WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id`,
+      [m.chainId, ids],
     );
-    return r.rows[0] ? normalise(r.rows[0]) : undefined;
-  };
-
-  /** The live meta-transaction this one already is (any of its ids known), or NonceTaken when another holds one of its nonces. */
-  const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<MetaTxnRow | undefined> => {
-    for (const id of [m.id, ...m.bundles.map((b) => b.id)]) {
-      const existing = await findIn(q, m.chainId, id);
-      if (existing && existing.status !== 'DROPPED') return existing;
-    }
-    for (const b of m.bundles) {
-      const holder = await holderIn(q, m.chainId, b.wallet, b.space.toString(), b.nonce.toString());
-      if (holder) throw new NonceTaken(b.wallet, b.space, b.nonce, holder.id);
-    }
-    return undefined;
+    const rows = r.rows.map(normalise);
+    const known = rows.find((x) => x.id === m.id && x.status !== 'DROPPED') ?? rows.find((x) => x.status !== 'DROPPED');
+    if (known) return { known, dropped: false };
+    const h = await q.query<Record<string, unknown>>(
+      `SELECT b.wallet AS held_wallet, b.nonce_space::text AS held_space, b.nonce::text AS held_nonce, m.id AS held_by
+       FROM unnest($2::text[], $3::numeric[], $4::numeric[]) AS u(wallet, space, nonce)
+       JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = u.wallet AND b.nonce_space = u.space AND b.nonce = u.nonce
+       JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+       WHERE m.status = ANY($5) LIMIT 1`,
+      [m.chainId, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString()), LIVE_STATUSES],
+    );
+    const held = h.rows[0];
+    if (held) throw new NonceTaken(String(held.held_wallet), BigInt(String(held.held_space)), BigInt(String(held.held_nonce)), String(held.held_by));
+    return { dropped: rows.some((x) => x.id === m.id) };
   };
 
   const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
@@ -229,12 +234,14 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
       // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
       for (const key of walletLockKeys(m)) await tx.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [m.chainId % 2_000_000_000, key]);
-      const known = await knownIn(tx, m);
+      const { known, dropped } = await knownIn(tx, m);
       if (known) return { row: known, created: false };
       if (limits) await checkLimits(tx, m, limits);
       // A DROPPED meta-transaction sent again starts over under the same id.
-      await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
-      await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
+      if (dropped) {
+        await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
+        await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
+      }
       const r = await tx.query<Record<string, unknown>>(
         `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
            fee_payer, key_id, client_ip, "authorization")
@@ -255,9 +262,11 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         );
       }
       const row = normalise(r.rows[0]);
-      // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
-      await beforeCommit?.(tx, row);
       await onStatus?.(tx, [row]);
+      // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
+      // Last before the COMMIT: the charge locks its rules' rows, which every sponsored intake of those
+      // rules waits on, so nothing else runs while it holds them.
+      await beforeCommit?.(tx, row);
       return { row, created: true };
     });
 
@@ -296,7 +305,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         if ((err as { code?: string }).code !== '23505') throw err;
         // The same bundle accepted by a concurrent send (of other wallets, or in another process): one
         // meta-transaction. Otherwise a nonce that a concurrent send holds now.
-        const known = await knownIn(db, m);
+        const { known } = await knownIn(db, m);
         if (known) return { row: known, created: false };
         throw err;
       }

@@ -59,6 +59,10 @@ export function balanceHolds(db: Db) {
     async hold(cover: Coverage, refund: () => Promise<void>, a: HoldArgs): Promise<HoldResult> {
       if (!cover.sponsored || a.projectId == null) return { cover, refund };
       const projectId = a.projectId;
+      // Most projects hold nothing back (no tank, or an unlimited one): one read, no transaction. A tank
+      // limited a moment later treats this intake as one that ran before the change, as under the lock.
+      const seen = await tankOfProject(db, projectId, a.chainId);
+      if (!seen || seen.unlimited) return { cover, refund };
       const out = await db.transaction(async (tx) => {
         const tank = await tankOfProject(tx, projectId, a.chainId, true);
         if (!tank || tank.unlimited) return { ok: true as const, holdId: null };

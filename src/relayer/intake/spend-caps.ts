@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import type { Db, Queryable } from '../../store/db.ts';
 import { budgetStop, type Cost, type RuleSpend, type Stop } from './policy.ts';
-import type { SponsorRepo, SponsorRule } from './sponsors.ts';
+import { toRule, type SponsorRepo, type SponsorRow, type SponsorRule } from './sponsors.ts';
 
 /*
  * The spend of sponsorship rules against their budgets: today's (UTC) per rule and per wallet, and
@@ -10,9 +10,11 @@ import type { SponsorRepo, SponsorRule } from './sponsors.ts';
  * anyone pays for it. A bundle covered by several rules is charged to each of them (each rule's
  * budget holds on its own), and to each wallet whose bundle it runs.
  *
- * `charge` runs inside the transaction that queues the meta-transaction: both commit or neither does.
- * It locks the rules' rows first, so concurrent intakes in any process charge one after the other and
- * each sees what the one before it spent. A meta-transaction DROPPED later gives its charges back
+ * `charge` runs inside the transaction that queues the meta-transaction, as its last statement: both
+ * commit or neither does. It locks the rules' rows (ascending) and adds the spend in one statement, then
+ * checks the budgets against what was spent before it, so concurrent intakes in any process charge one
+ * after the other, each sees what the one before it spent, and a rule's lock is held for one statement
+ * and the COMMIT (it was the bound of intake throughput while it spanned ten: docs/performance.md). A meta-transaction DROPPED later gives its charges back
  * (`onStatus`, on the transaction that drops it).
  *
  * Once mined, a charge is settled to what the meta-transaction actually cost (its share of the
@@ -39,6 +41,43 @@ export interface Charge {
   cost: Cost;
 }
 
+/*
+ * One charge in one statement: the rules' rows are locked in id order (l) before anything of them is
+ * written (every writer of a rule's spend locks its row first, so none can deadlock), their totals, today's
+ * spend and each wallet's today are increased, the charge is recorded, and a meta-transaction sent again
+ * after it was DROPPED drops its refunded charges (history). Returns each rule as SponsorRow (totals and
+ * today after the charge) with its wallets' today after it.
+ */
+const CHARGE = `
+WITH l AS (SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
+g AS (
+  UPDATE gas_sponsors g SET spent_wei = g.spent_wei + $2::numeric, spent_usd = g.spent_usd + $3::numeric FROM l WHERE g.id = l.id
+  RETURNING g.id, g.project_id, g.chain_id, g.kind, g.address, g.name, g.active, g.max_gas, g.webhook_url, g.webhook_auth_token,
+    g.daily_cap_wei::text AS daily_cap_wei, g.daily_cap_usd::text AS daily_cap_usd, g.wallet_daily_cap_wei::text AS wallet_daily_cap_wei,
+    g.wallet_daily_cap_usd::text AS wallet_daily_cap_usd, g.txn_cap_wei::text AS txn_cap_wei, g.txn_cap_usd::text AS txn_cap_usd,
+    g.total_budget_wei::text AS total_budget_wei, g.total_budget_usd::text AS total_budget_usd, g.valid_from, g.valid_until, g.allow_wallets, g.deny_wallets,
+    g.spent_wei::text AS spent_wei, g.spent_usd::text AS spent_usd, g.created_at, g.updated_at
+),
+s AS (
+  INSERT INTO sponsor_spend AS s (sponsor_id, day, spent_wei, spent_usd) SELECT g.id, ${TODAY}, $2::numeric, $3::numeric FROM g
+  ON CONFLICT (sponsor_id, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
+  RETURNING s.sponsor_id, s.spent_wei::text AS today_wei, s.spent_usd::text AS today_usd
+),
+w AS (
+  INSERT INTO sponsor_wallet_spend AS s (sponsor_id, wallet, day, spent_wei, spent_usd)
+  SELECT g.id, x.wallet, ${TODAY}, $2::numeric, $3::numeric FROM g CROSS JOIN unnest($4::text[]) AS x(wallet)
+  ON CONFLICT (sponsor_id, wallet, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
+  RETURNING s.sponsor_id, s.wallet, s.spent_wei::text AS wei, s.spent_usd::text AS usd
+),
+c AS (
+  INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd)
+  SELECT $5, $6, g.id, $4::text[], ${TODAY}, $2::numeric, $3::numeric FROM g
+),
+d AS (DELETE FROM sponsor_charges WHERE chain_id = $5 AND meta_txn_id = $6 AND refunded_at IS NOT NULL)
+SELECT g.*, s.today_wei, s.today_usd,
+  (SELECT json_agg(json_build_object('wallet', w.wallet, 'wei', w.wei, 'usd', w.usd)) FROM w WHERE w.sponsor_id = g.id) AS wallet_spend
+FROM g JOIN s ON s.sponsor_id = g.id ORDER BY g.id`;
+
 // A status a DROPPED meta-transaction reaches only when an earlier broadcast of it was mined after all.
 const MINED = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED']);
 
@@ -61,8 +100,10 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
     wallets,
   });
   const stopsOf = async (q: Queryable, rules: SponsorRule[], wallets: readonly Address[], cost: Cost) => {
-    const ws = await walletSpend(q, rules.map((r) => r.id), wallets);
-    return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id)!), wallets, cost)).filter((s): s is Stop => s !== null);
+    // Wallets' spend is read only for rules that cap it (the other limits need none of it).
+    const capped = rules.filter((r) => r.policy.walletDailyCap.wei != null || r.policy.walletDailyCap.usd != null);
+    const ws = await walletSpend(q, capped.map((r) => r.id), wallets);
+    return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id) ?? new Map()), wallets, cost)).filter((s): s is Stop => s !== null);
   };
 
   return {
@@ -74,32 +115,30 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
      * under the rules' row locks the budgets are checked again, and a rule now over one throws OverBudget.
      */
     async charge(tx: Queryable, c: Charge): Promise<void> {
-      const rules = await sponsors.lock(tx, c.ruleIds);
-      const stops = await stopsOf(tx, rules, c.wallets, c.cost);
-      if (stops.length) throw new OverBudget(stops[0]);
-      const wei = c.cost.wei.toString();
-      const usd = (c.cost.usd ?? 0n).toString();
+      const wei = c.cost.wei;
+      const usd = c.cost.usd ?? 0n;
       const wallets = [...new Set(c.wallets.map((w) => w.toLowerCase()))];
-      // A meta-transaction sent again after it was DROPPED starts over: its refunded charges are history.
-      await tx.query('DELETE FROM sponsor_charges WHERE chain_id = $1 AND meta_txn_id = $2 AND refunded_at IS NOT NULL', [c.chainId, c.metaTxnId]);
-      for (const r of rules) {
-        await tx.query('UPDATE gas_sponsors SET spent_wei = spent_wei + $2::numeric, spent_usd = spent_usd + $3::numeric WHERE id = $1', [r.id, wei, usd]);
-        await tx.query(
-          `INSERT INTO sponsor_spend AS s (sponsor_id, day, spent_wei, spent_usd) VALUES ($1, ${TODAY}, $2::numeric, $3::numeric)
-           ON CONFLICT (sponsor_id, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd`,
-          [r.id, wei, usd],
-        );
-        for (const w of wallets) {
-          await tx.query(
-            `INSERT INTO sponsor_wallet_spend AS s (sponsor_id, wallet, day, spent_wei, spent_usd) VALUES ($1, $2, ${TODAY}, $3::numeric, $4::numeric)
-             ON CONFLICT (sponsor_id, wallet, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd`,
-            [r.id, w, wei, usd],
-          );
-        }
-        await tx.query(
-          `INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd) VALUES ($1, $2, $3, $4::text[], ${TODAY}, $5::numeric, $6::numeric)`,
-          [c.chainId, c.metaTxnId, r.id, wallets, wei, usd],
-        );
+      const r = await tx.query<SponsorRow & { wallet_spend: Array<{ wallet: string; wei: string; usd: string }> | null }>(CHARGE, [
+        [...new Set(c.ruleIds)],
+        wei.toString(),
+        usd.toString(),
+        wallets,
+        c.chainId,
+        c.metaTxnId,
+      ]);
+      // What was spent before this charge: the totals written, less it.
+      for (const row of r.rows) {
+        const rule = toRule(row);
+        const ws = new Map<string, { wei: bigint; usd: bigint }>();
+        for (const x of row.wallet_spend ?? []) ws.set(x.wallet, { wei: BigInt(x.wei) - wei, usd: BigInt(x.usd) - usd });
+        const spend: RuleSpend = {
+          today: { wei: rule.spent.todayWei - wei, usd: rule.spent.todayUsd - usd },
+          total: { wei: rule.spent.totalWei - wei, usd: rule.spent.totalUsd - usd },
+          wallets: ws,
+        };
+        // Throwing rolls the whole transaction back, this charge with it.
+        const stop = budgetStop(rule, spend, c.wallets, c.cost);
+        if (stop) throw new OverBudget(stop);
       }
     },
 

@@ -111,7 +111,7 @@ export function bundleKey(call: DecodedCall, fees: readonly { bundle: number; in
 
 type Num = string | number | null;
 
-interface SponsorRow {
+export interface SponsorRow {
   id: string | number;
   project_id: string | number;
   chain_id: string | number;
@@ -146,7 +146,7 @@ const big = (v: Num) => (v == null ? null : BigInt(v));
 const cap = (wei: Num, usd: Num): Cap => ({ wei: big(wei), usd: big(usd) });
 const date = (v: Date | string | null) => (v == null ? null : new Date(v));
 
-const toRule = (r: SponsorRow): SponsorRule => ({
+export const toRule = (r: SponsorRow): SponsorRule => ({
   id: Number(r.id),
   projectId: Number(r.project_id),
   chainId: Number(r.chain_id),
