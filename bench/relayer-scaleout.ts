@@ -77,21 +77,41 @@ function cpuOf(pids: number[]): number {
   return us;
 }
 
-/** CPU used by the processes, anvil and this run's PostgreSQL backends while `fn` runs. */
+/**
+ * CPU used by the processes, anvil and this run's PostgreSQL backends while `fn` runs. Backends come
+ * and go with the pools, so they are sampled every 500 ms: each one counts from when it was first seen
+ * (0 if it appeared during the phase) to when it was last seen.
+ */
 async function measured<T>(cluster: Cluster, procs: Record<string, ServerProcess>, fn: () => Promise<T>) {
   const sampler = sampleProcesses(Object.fromEntries(Object.entries(procs).map(([k, p]) => [k, p.pid])));
-  const pg0 = await pgBackends(cluster);
-  const pgBefore = new Map(pg0.map((pid) => [pid, cpuOf([pid])]));
+  const pg = new Map<number, { first: number; last: number }>();
+  const samplePg = async (initial: boolean) => {
+    for (const pid of await pgBackends(cluster).catch(() => [] as number[])) {
+      const us = cpuOf([pid]);
+      const e = pg.get(pid);
+      if (e) e.last = Math.max(e.last, us);
+      else pg.set(pid, { first: initial ? us : 0, last: us });
+    }
+  };
+  await samplePg(true);
+  let sampling = true;
+  const pgLoop = (async () => {
+    while (sampling) {
+      await new Promise((r) => setTimeout(r, 500));
+      await samplePg(false);
+    }
+  })();
   const anvilBefore = processCpuUs(cluster.chain.anvil.pid);
   const benchBefore = process.cpuUsage();
   const t0 = Date.now();
   const value = await fn();
   const wallMs = Date.now() - t0;
   const bench = process.cpuUsage(benchBefore);
-  const pg1 = await pgBackends(cluster);
-  // Backends that appeared during the phase count from 0.
+  sampling = false;
+  await pgLoop;
+  await samplePg(false);
   let pgUs = 0;
-  for (const pid of new Set([...pg0, ...pg1])) pgUs += cpuOf([pid]) - (pgBefore.get(pid) ?? 0);
+  for (const e of pg.values()) pgUs += e.last - e.first;
   const procStats = sampler.stop();
   return {
     value,
@@ -100,7 +120,7 @@ async function measured<T>(cluster: Cluster, procs: Record<string, ServerProcess
       ...procStats,
       anvilS: round3((processCpuUs(cluster.chain.anvil.pid) - anvilBefore) / 1e6),
       postgresS: round3(pgUs / 1e6),
-      postgresBackends: pg1.length,
+      postgresBackends: pg.size,
       benchProcessS: round3((bench.user + bench.system) / 1e6),
     },
   };

@@ -8,7 +8,7 @@
 //   BENCH_SECONDS=10 METARELAY_TEST_DB=postgres npx tsx bench/relayer-sustained.ts   # short check
 //
 // Options: BENCH_RATE (100 meta-transactions/s), BENCH_SECONDS (60), BENCH_WALLETS (500), BENCH_SENDERS
-// (4: anvil accounts 1..n), BENCH_MAX_IN_FLIGHT (2000: a guard only; `lateMs` says if it ever bound),
+// (4: anvil accounts 1..n), BENCH_MAX_IN_FLIGHT (1000: a guard only; `lateMs` says if it ever bound),
 // BENCH_SETTLE_S (300).
 //
 // The relayer is the test environment's (test/support/relayer-env.ts: Sequence v2 contracts, a fee
@@ -58,7 +58,7 @@ const RATE = envNumber('BENCH_RATE', 100);
 const SECONDS = envNumber('BENCH_SECONDS', 60);
 const WALLETS = envNumber('BENCH_WALLETS', 500);
 const SENDERS = envNumber('BENCH_SENDERS', 4);
-const MAX_IN_FLIGHT = envNumber('BENCH_MAX_IN_FLIGHT', 2_000);
+const MAX_IN_FLIGHT = envNumber('BENCH_MAX_IN_FLIGHT', 1_000);
 const SETTLE_MS = envNumber('BENCH_SETTLE_S', 300) * 1000;
 const WARMUP = 40;
 

@@ -126,7 +126,8 @@ export async function callRelayer(relayerUrl: string, accessKey: string, method:
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-access-key': accessKey },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(120_000),
+    // Long: an open loop past the service's capacity queues requests; undici's own 300 s header limit applies too.
+    signal: AbortSignal.timeout(290_000),
   });
   const text = await res.text();
   let parsed: unknown;
