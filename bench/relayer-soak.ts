@@ -22,7 +22,7 @@
 //   sent twice  no id with two TxExecuted; no meta-transaction with relay transactions at two
 //               (sender, nonce) slots; no two MINED relay transactions for one meta-transaction.
 //   ledger      per sender: transactions on chain in the range (every block read) = its nonce delta =
-//               its MINED relay_txs rows (same hashes); ETH spent by receipts (gasUsed × effective price +
+//               its MINED/CONFIRMED relay_txs rows (same hashes); ETH spent by receipts (gasUsed × effective price +
 //               value) = its balance delta; what the rows record as cost (meta_txns gas_used × gas_price)
 //               against the receipts of the same transactions.
 //   RSS         of every metarelay process every 2 s: first, last, max, least-squares slope (MB/min).
@@ -157,7 +157,7 @@ runBench(async (cleanup) => {
   for (const e of executed) if (walletSet.has(e.wallet) && !ids.has(e.tx)) note('strangerExecution', e);
 
   const slotRows = await cluster.bdb.db.query<{ meta_txn_id: string; slots: string; mined: string }>(
-    `SELECT meta_txn_id, count(DISTINCT (sender, nonce))::text AS slots, count(*) FILTER (WHERE status = 'MINED')::text AS mined
+    `SELECT meta_txn_id, count(DISTINCT (sender, nonce))::text AS slots, count(*) FILTER (WHERE status IN ('MINED', 'CONFIRMED'))::text AS mined
        FROM relay_txs WHERE chain_id = $1 AND meta_txn_id IS NOT NULL GROUP BY meta_txn_id`,
     [chainId],
   );
@@ -180,7 +180,7 @@ runBench(async (cleanup) => {
   const after = await balancesAt(rpcUrl, senders, b1);
   const onChain = await senderTransactions(rpcUrl, senders, b0, b1);
   const relayTxs = await cluster.bdb.db.query<{ sender: string; hash: string; nonce: string; meta_txn_id: string | null }>(
-    `SELECT sender, hash, nonce::text AS nonce, meta_txn_id FROM relay_txs WHERE chain_id = $1 AND status = 'MINED'`,
+    `SELECT sender, hash, nonce::text AS nonce, meta_txn_id FROM relay_txs WHERE chain_id = $1 AND status IN ('MINED', 'CONFIRMED')`,
     [chainId],
   );
   const costRows = await cluster.bdb.db.query<{ sender: string; cost: string; n: string }>(

@@ -149,8 +149,8 @@ export class ChainRelayer {
    * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
    * gas it burns and what each fee token pays the payment address (intake, and again before signing).
    */
-  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint) {
-    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas });
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint, wallets?: Address[]) {
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, wallets });
   }
 
   /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
@@ -445,7 +445,7 @@ export class ChainRelayer {
       this.isFeeRequired ? this.gasPriceNow() : Promise.resolve(0n),
     ]);
     const deployed = new Set(call.deploys);
-    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous) };
+    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous), wallets: call.bundles.map((b) => b.wallet) };
     const sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })) });
     const chainNonces = sim.chainNonces;
     const window = BigInt(this.deps.config.maxNonceAhead);

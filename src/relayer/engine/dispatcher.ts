@@ -355,7 +355,7 @@ export class Dispatcher {
             out.set(p.row.id, false);
             return;
           }
-          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides));
+          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides, p.wallets));
         }),
       );
     }
@@ -363,10 +363,10 @@ export class Dispatcher {
   }
 
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
-  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[]): Promise<boolean> {
+  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[]): Promise<boolean> {
     const r = this.relayer;
     // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
-    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsicGas(row.input as Hex));
+    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsicGas(row.input as Hex), wallets);
     if (!sim.ok) {
       await this.drop(row, `no longer executes: ${sim.reason}`);
       return false;
@@ -423,7 +423,7 @@ export class Dispatcher {
 
   private async batchPays(sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await r.simulate(sender, r.context.guestModule, data, [], gas - intrinsicGas(data));
+    const sim = await r.simulate(sender, r.context.guestModule, data, [], gas - intrinsicGas(data), members.map((m) => m.wallet as Address));
     if (!sim.ok) return false;
     return r.feeTokens.every((t, i) => {
       const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);

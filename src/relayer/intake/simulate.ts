@@ -129,6 +129,11 @@ export interface ProbeJob {
   gasCap: bigint;
   /** Gas to try the bundle again with (its transaction's gas limit minus intrinsic gas); default gasUsed × margin. */
   trialGas?: bigint;
+  /**
+   * The wallets whose bundles the job runs (default: its entrypoint): a job shares an eth_call with
+   * another's nonce overrides only when it touches none of the wallets they cover, or sets the same.
+   */
+  wallets?: Address[];
   /** Wallet nonces to read at the same state (never of a wallet whose slot a job of the call overrides). */
   reads?: { wallet: Address; space: bigint }[];
 }
