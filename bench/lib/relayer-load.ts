@@ -316,7 +316,9 @@ export function inclusion(samples: Sample[], rows: Map<string, MetaRow>, heads: 
 }
 
 /** Broadcasts and inclusions per second over the span they happened in. */
-export function dispatchRate(rows: Iterable<MetaRow>) {
+export function dispatchRate(rowsIn: Iterable<MetaRow>) {
+  // Once: a Map's values() iterator would be empty the second time round.
+  const rows = [...rowsIn];
   const sent = [...rows].flatMap((r) => (r.sent_at ? [r.sent_at] : [])).sort((a, b) => a - b);
   const mined = [...rows].flatMap((r) => (r.mined_at ? [r.mined_at] : [])).sort((a, b) => a - b);
   const rate = (xs: number[]) => (xs.length > 1 ? round3(((xs.length - 1) / (xs[xs.length - 1] - xs[0])) * 1000) : null);
