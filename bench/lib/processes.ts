@@ -125,3 +125,23 @@ export async function startServe(configFile: string, port: number, logFile: stri
   progress(`metarelay serve (pid ${child.pid}) on ${baseUrl}`);
   return handle(child, baseUrl);
 }
+
+/**
+ * `metarelay relayer --config <file>`: the dispatchers alone, no HTTP. `started` says when it is up
+ * (e.g. it holds a sender lease in the database); it has `timeoutMs` to get there.
+ */
+export async function startRelayerOnly(configFile: string, logFile: string, started: () => Promise<boolean>, timeoutMs = 120_000): Promise<ServerProcess> {
+  const child = spawnMetarelay(['relayer', '--config', configFile], {}, logFile);
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`metarelay relayer exited with code ${child.exitCode}:\n${(child as ChildProcess & { output?: () => string }).output?.() ?? ''}`);
+    if (await started().catch(() => false)) break;
+    if (Date.now() > until) {
+      await stopChild(child);
+      throw new Error(`metarelay relayer did not start within ${timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  progress(`metarelay relayer (pid ${child.pid})`);
+  return handle(child, '');
+}

@@ -153,8 +153,8 @@ export class ChainRelayer {
    * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
    * gas it burns and what each fee token pays the payment address (intake, and again before signing).
    */
-  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint, codes?: CodeOverride[]) {
-    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes });
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint, wallets?: Address[], codes?: CodeOverride[]) {
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes, wallets });
   }
 
   /**
@@ -480,7 +480,7 @@ export class ChainRelayer {
     const deployed = new Set(call.deploys);
     // Simulated with the delegation applied, as the type-4 transaction will have it when its call runs.
     const codes = args.authorization ? [{ address: call.entrypoint, code: designator(args.authorization.implementation) }] : undefined;
-    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous), codes };
+    const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous), codes, wallets: call.bundles.map((b) => b.wallet) };
     const sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })) });
     const chainNonces = sim.chainNonces;
     const window = BigInt(this.deps.config.maxNonceAhead);

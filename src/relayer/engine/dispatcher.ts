@@ -385,7 +385,7 @@ export class Dispatcher {
             out.set(p.row.id, false);
             return;
           }
-          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides, p.carry));
+          out.set(p.row.id, await this.stillGood(sender, p.row, p.overrides, p.wallets, p.carry));
         }),
       );
     }
@@ -393,12 +393,12 @@ export class Dispatcher {
   }
 
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
-  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], carry?: Authorization): Promise<boolean> {
+  private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<boolean> {
     const r = this.relayer;
     // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
     const intrinsic = intrinsicGas(row.input as Hex) + (row.authorization ? AUTHORIZATION_GAS : 0n);
     const codes = carry ? [{ address: row.wallet as Address, code: designator(carry.implementation) }] : undefined;
-    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsic, codes);
+    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsic, wallets, codes);
     if (!sim.ok) {
       await this.drop(row, `no longer executes: ${sim.reason}`);
       return false;
@@ -457,7 +457,7 @@ export class Dispatcher {
 
   private async batchPays(sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await r.simulate(sender, r.context.guestModule, data, [], gas - intrinsicGas(data));
+    const sim = await r.simulate(sender, r.context.guestModule, data, [], gas - intrinsicGas(data), members.map((m) => m.wallet as Address));
     if (!sim.ok) return false;
     return r.feeTokens.every((t, i) => {
       const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);

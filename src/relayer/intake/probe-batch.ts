@@ -12,12 +12,20 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-/** A group of jobs that can share one eth_call: one sender, overrides that agree, no read of an overridden wallet. */
+/**
+ * A group of jobs that can share one eth_call: one sender, overrides that agree, and no job that runs or
+ * reads a wallet under another job's nonce override it does not set itself. The overrides of every job
+ * apply to the whole call, so without the last rule a bundle at its wallet's next nonce that shares a
+ * call with its queued successor (simulated with the predecessor's nonce set) would see that nonce as
+ * used, fail with BadNonce, and be dropped although it never ran.
+ */
 class Group {
   readonly items: Pending[] = [];
   private readonly slots = new Map<string, bigint>();
-  private readonly overridden = new Set<Address>();
-  private readonly read = new Set<Address>();
+  /** Per wallet: the overrides of the group on it (canonical text). */
+  private readonly overrides = new Map<Address, string>();
+  /** Per wallet a job runs or reads: the overrides that job sets on it itself. */
+  private readonly touched = new Map<Address, Set<string>>();
 
   constructor(readonly sender: Address) {}
 
@@ -27,19 +35,52 @@ class Group {
     if (job.codes?.length || this.items.some((p) => p.job.codes?.length)) return this.items.length === 0;
     for (const n of job.nonces) {
       const v = this.slots.get(`${n.wallet}:${n.space}`);
-      if ((v !== undefined && v !== n.nonce) || this.read.has(n.wallet)) return false;
+      if (v !== undefined && v !== n.nonce) return false;
     }
-    return !(job.reads ?? []).some((r) => this.overridden.has(r.wallet));
+    const merged = this.mergedWith(job);
+    // Every member that touches a wallet must set exactly the overrides the call will have on it...
+    for (const [wallet, text] of merged) {
+      for (const own of this.touched.get(wallet) ?? []) if (own !== text) return false;
+    }
+    // ...and so must the new job, for every wallet it touches.
+    const mine = overridesByWallet(job.nonces);
+    return touches(job).every((w) => (merged.get(w) ?? '') === (mine.get(w) ?? ''));
   }
 
   add(p: Pending) {
     this.items.push(p);
-    for (const n of p.job.nonces) {
-      this.slots.set(`${n.wallet}:${n.space}`, n.nonce);
-      this.overridden.add(n.wallet);
-    }
-    for (const r of p.job.reads ?? []) this.read.add(r.wallet);
+    for (const n of p.job.nonces) this.slots.set(`${n.wallet}:${n.space}`, n.nonce);
+    for (const [w, text] of this.mergedWith(p.job)) this.overrides.set(w, text);
+    const mine = overridesByWallet(p.job.nonces);
+    for (const w of touches(p.job)) this.touched.set(w, (this.touched.get(w) ?? new Set()).add(mine.get(w) ?? ''));
   }
+
+  /** The group's overrides per wallet with the job's added. */
+  private mergedWith(job: ProbeJob): Map<Address, string> {
+    const out = new Map(this.overrides);
+    const all = [...job.nonces];
+    for (const [key, nonce] of this.slots) {
+      const [wallet, space] = key.split(':');
+      all.push({ wallet: wallet as Address, space: BigInt(space), nonce });
+    }
+    for (const [w, text] of overridesByWallet(all)) out.set(w, text);
+    return out;
+  }
+}
+
+function overridesByWallet(nonces: ProbeJob['nonces']): Map<Address, string> {
+  const by = new Map<Address, Set<string>>();
+  for (const n of nonces) {
+    const w = n.wallet.toLowerCase() as Address;
+    by.set(w, (by.get(w) ?? new Set()).add(`${n.space}=${n.nonce}`));
+  }
+  return new Map([...by].map(([w, set]) => [w, [...set].sort().join(',')]));
+}
+
+/** Wallets a job runs (its `wallets`, else its entrypoint) or reads. */
+function touches(job: ProbeJob): Address[] {
+  const ws = [...(job.wallets ?? [job.entrypoint]), ...(job.reads ?? []).map((r) => r.wallet)];
+  return [...new Set(ws.map((w) => w.toLowerCase() as Address))];
 }
 
 /**

@@ -156,6 +156,11 @@ export interface ProbeJob {
   trialGas?: bigint;
   /** Code placed by state override (an EIP-7702 delegation the transaction will carry); such a job runs in an eth_call of its own. */
   codes?: CodeOverride[];
+  /**
+   * The wallets whose bundles the job runs (default: its entrypoint): a job shares an eth_call with
+   * another's nonce overrides only when it touches none of the wallets they cover, or sets the same.
+   */
+  wallets?: Address[];
   /** Wallet nonces to read at the same state (never of a wallet whose slot a job of the call overrides). */
   reads?: { wallet: Address; space: bigint }[];
 }

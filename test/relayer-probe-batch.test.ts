@@ -1,0 +1,89 @@
+// The probe batcher shares one eth_call between simulations that arrive together, with every job's
+// nonce overrides applied to the whole call. A bundle at its wallet's next nonce must never be judged
+// under the override its queued successor brings (the predecessor's nonce marked used): found by the
+// relayer soak bench (issue #19), where the dispatcher DROPPED such a bundle with "BadNonce(13, 0, 1)"
+// although it had never run, and its successor then waited for a nonce that could not come.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeFunctionData, type Address } from 'viem';
+import { erc20, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
+import { deployWallets, type User } from './support/relay-load.ts';
+import { signedBundle, type SignedBundle } from './support/sequence-wallet.ts';
+
+let env: RelayerEnv;
+let users: User[];
+
+beforeAll(async () => {
+  env = await startRelayerEnv();
+  users = await deployWallets(env, 2);
+}, 240_000);
+
+afterAll(async () => {
+  await env?.close();
+});
+
+const relayer = () => env.services.relayers.get(env.chainId)!;
+
+function bundle(user: User, space: bigint, n: bigint): Promise<SignedBundle> {
+  return signedBundle({
+    signerKey: user.signer.privateKey,
+    wallet: user.wallet,
+    chainId: env.chainId,
+    txs: [{ to: env.token, data: encodeFunctionData({ abi: erc20, functionName: 'mint', args: [user.wallet.address, 1n] }) }],
+    nonce: { space, n },
+    deployed: true,
+  });
+}
+
+async function ethCalls(): Promise<number> {
+  let n = 0;
+  for (const v of (await env.services.metrics.chainRpcCalls.get()).values) if (v.labels.method === 'eth_call') n += v.value;
+  return n;
+}
+
+describe('probe batching with nonce overrides', () => {
+  it('runs a bundle at its next nonce correctly when its successor, simulated as if it had run, arrives in the same window', async () => {
+    const [u] = users;
+    const first = await bundle(u, 7n, 0n);
+    const second = await bundle(u, 7n, 1n);
+    const r = relayer();
+    const sender = r.senders[0];
+    const w = u.wallet.address;
+    // Both orders: the plain one first, and the successor first.
+    for (const order of ['plain first', 'successor first'] as const) {
+      const plain = () => r.simulate(sender, w, first.input, [], undefined, [w]);
+      const successor = () => r.simulate(sender, w, second.input, [{ wallet: w, space: 7n, nonce: 1n }], undefined, [w]);
+      const [a, b] = order === 'plain first' ? await Promise.all([plain(), successor()]) : (await Promise.all([successor(), plain()])).reverse();
+      expect({ order, ok: a.ok, reason: a.reason }).toEqual({ order, ok: true, reason: undefined });
+      expect({ order, ok: b.ok, reason: b.reason }).toEqual({ order, ok: true, reason: undefined });
+    }
+    // The wallet is still at nonce 0 of space 7: nothing ran for real.
+    expect(await r.simulate(sender, w, second.input)).toMatchObject({ ok: false });
+  });
+
+  it('keeps the default (a job runs the wallet it is sent to) when the caller names no wallets', async () => {
+    const [u] = users;
+    const first = await bundle(u, 8n, 0n);
+    const second = await bundle(u, 8n, 1n);
+    const r = relayer();
+    const w = u.wallet.address;
+    const [a, b] = await Promise.all([
+      r.simulate(r.senders[0], w, first.input),
+      r.simulate(r.senders[0], w, second.input, [{ wallet: w, space: 8n, nonce: 1n }]),
+    ]);
+    expect([a.ok, a.reason, b.ok]).toEqual([true, undefined, true]);
+  });
+
+  it('still shares one eth_call between jobs of different wallets, overrides or not', async () => {
+    const [u1, u2] = users;
+    const plain = await bundle(u1, 9n, 0n);
+    const successor = await bundle(u2, 9n, 1n);
+    const r = relayer();
+    const before = await ethCalls();
+    const [a, b] = await Promise.all([
+      r.simulate(r.senders[0], u1.wallet.address, plain.input, [], undefined, [u1.wallet.address as Address]),
+      r.simulate(r.senders[0], u2.wallet.address, successor.input, [{ wallet: u2.wallet.address, space: 9n, nonce: 1n }], undefined, [u2.wallet.address as Address]),
+    ]);
+    expect([a.ok, b.ok]).toEqual([true, true]);
+    expect(await ethCalls()).toBe(before + 1);
+  });
+});
