@@ -206,13 +206,22 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       reply.header('Webrpc', headerValue);
       done();
     });
+    // The metric children per (method, code) are kept: prom-client hashes a label object on every
+    // inc or observe otherwise. Only defined methods get their own (an unknown name is 'unknown').
+    const counters = new Map<string, { inc(): void }>();
+    const timers = new Map<string, { observe(v: number): void }>();
     scope.addHook('onResponse', (req, _reply, done) => {
       done();
       const st = (req as RpcRequest)[RPC];
       if (!st) return;
       const label = st.def ? st.name : 'unknown';
-      deps.metrics.rpcRequests.inc({ service: service.name, method: label, code: String(st.code) });
-      deps.metrics.rpcDuration.observe({ service: service.name, method: label }, Number(process.hrtime.bigint() - st.started) / 1e9);
+      const ck = `${label} ${st.code}`;
+      let c = counters.get(ck);
+      if (!c) counters.set(ck, (c = deps.metrics.rpcRequests.labels(service.name, label, String(st.code))));
+      c.inc();
+      let t = timers.get(label);
+      if (!t) timers.set(label, (t = deps.metrics.rpcDuration.labels(service.name, label)));
+      t.observe(Number(process.hrtime.bigint() - st.started) / 1e9);
     });
 
     scope.route({
