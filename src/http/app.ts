@@ -17,6 +17,7 @@ import { registerEventStream } from './events.ts';
 import { AccessPipeline } from './access-pipeline.ts';
 import { registerCors } from './cors.ts';
 import { lazyChildLogger } from './request-logger.ts';
+import { Tally } from '../telemetry/tally.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -37,14 +38,11 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerCors(app);
 
   // Callback hooks, not async ones: they run for every request, and a promise each is measurable.
-  // The counter's child per (route, status) is kept: prom-client hashes a label object on every inc.
-  const counted = new Map<string, { inc(): void }>();
+  // The count is a plain number per (route, status), added to the counter when it is read.
+  const counted = new Tally(s.metrics.httpRequests);
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    const k = `${reply.statusCode} ${route}`;
-    let c = counted.get(k);
-    if (!c) counted.set(k, (c = s.metrics.httpRequests.labels(route, String(reply.statusCode))));
-    c.inc();
+    counted.add(`${reply.statusCode} ${route}`, () => ({ route, status: String(reply.statusCode) }));
     done();
   });
   if (opts.logRequests) {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { redactSecrets } from '../telemetry/redact.ts';
+import { Tally } from '../telemetry/tally.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
@@ -206,19 +207,16 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       reply.header('Webrpc', headerValue);
       done();
     });
-    // The metric children per (method, code) are kept: prom-client hashes a label object on every
-    // inc or observe otherwise. Only defined methods get their own (an unknown name is 'unknown').
-    const counters = new Map<string, { inc(): void }>();
+    // Counts are plain numbers per (method, code), added to the counter when it is read; the
+    // histogram's child per method is kept. An unknown method name is counted as 'unknown'.
+    const counted = new Tally(deps.metrics.rpcRequests);
     const timers = new Map<string, { observe(v: number): void }>();
     scope.addHook('onResponse', (req, _reply, done) => {
       done();
       const st = (req as RpcRequest)[RPC];
       if (!st) return;
       const label = st.def ? st.name : 'unknown';
-      const ck = `${label} ${st.code}`;
-      let c = counters.get(ck);
-      if (!c) counters.set(ck, (c = deps.metrics.rpcRequests.labels(service.name, label, String(st.code))));
-      c.inc();
+      counted.add(`${label} ${st.code}`, () => ({ service: service.name, method: label, code: String(st.code) }));
       let t = timers.get(label);
       if (!t) timers.set(label, (t = deps.metrics.rpcDuration.labels(service.name, label)));
       t.observe(Number(process.hrtime.bigint() - st.started) / 1e9);
