@@ -210,13 +210,14 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
     // Counts are plain numbers per (method, code), added to the counter when it is read; the
     // histogram's child per method is kept. An unknown method name is counted as 'unknown'.
     const counted = new Tally(deps.metrics.rpcRequests);
+    const rpcLabels = (method: string, code: number) => ({ service: service.name, method, code: String(code) });
     const timers = new Map<string, { observe(v: number): void }>();
     scope.addHook('onResponse', (req, _reply, done) => {
       done();
       const st = (req as RpcRequest)[RPC];
       if (!st) return;
       const label = st.def ? st.name : 'unknown';
-      counted.add(`${label} ${st.code}`, () => ({ service: service.name, method: label, code: String(st.code) }));
+      counted.add(`${label} ${st.code}`, rpcLabels, label, st.code);
       let t = timers.get(label);
       if (!t) timers.set(label, (t = deps.metrics.rpcDuration.labels(service.name, label)));
       t.observe(Number(process.hrtime.bigint() - st.started) / 1e9);

@@ -26,10 +26,13 @@ export class Tally<L extends string> {
     };
   }
 
-  /** Counts one under `key`; `labels` is called only the first time a key is seen. */
-  add(key: string, labels: () => Partial<Record<L, string>>): void {
+  /**
+   * Counts one under `key`; `labels(a, b)` is called only the first time a key is seen (a function
+   * and its arguments, not a closure, so a count allocates nothing).
+   */
+  add<A, B>(key: string, labels: (a: A, b: B) => Partial<Record<L, string>>, a: A, b: B): void {
     const e = this.pending.get(key);
     if (e) e.n++;
-    else this.pending.set(key, { labels: labels(), n: 1 });
+    else this.pending.set(key, { labels: labels(a, b), n: 1 });
   }
 }
