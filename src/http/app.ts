@@ -1,4 +1,3 @@
-import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
 import { WebrpcErrors, MetadataErrors } from './errors.ts';
@@ -16,6 +15,9 @@ import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
 import { registerEventStream } from './events.ts';
 import { AccessPipeline } from './access-pipeline.ts';
+import { registerCors } from './cors.ts';
+import { lazyChildLogger } from './request-logger.ts';
+import { Tally } from '../telemetry/tally.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -28,37 +30,29 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     loggerInstance: s.log as FastifyBaseLogger,
     // Fastify's own request logging writes two lines per request (in, completed); see below for ours.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: s.config.bodyLimit,
     trustProxy: false,
   });
 
-  await app.register(cors, {
-    origin: true,
-    methods: ['GET', 'POST', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Webrpc', 'X-Access-Key', 'Authorization'],
-    exposedHeaders: ['Webrpc', 'ETag', 'Retry-After'],
-    maxAge: 86400,
-  });
+  registerCors(app);
 
-  // Callback hooks, not async ones: they run for every request, and a promise each is measurable.
-  // The counter's child per (route, status) is kept: prom-client hashes a label object on every inc.
-  const counted = new Map<string, { inc(): void }>();
+  // One callback hook for every request: an async one costs a promise each, and each hook step is
+  // a turn of fastify's hook runner. The count is a plain number per (route, status), added to the
+  // counter when it is read.
+  const counted = new Tally(s.metrics.httpRequests);
+  const httpLabels = (route: string, status: number) => ({ route, status: String(status) });
+  // serve logs one line per request, when it is answered: what fastify's two lines said, at half the
+  // cost. The URL goes through the logger's redaction like every line (?accessKey= is masked).
+  // Written by the root logger with the request id, so the request's own child logger is never made.
+  const log = opts.logRequests ? s.log : undefined;
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    const k = `${reply.statusCode} ${route}`;
-    let c = counted.get(k);
-    if (!c) counted.set(k, (c = s.metrics.httpRequests.labels(route, String(reply.statusCode))));
-    c.inc();
+    const status = reply.statusCode;
+    counted.add(`${status} ${route}`, httpLabels, route, status);
+    log?.info({ reqId: req.id, method: req.method, url: req.url, statusCode: status, ms: Math.round(reply.elapsedTime * 10) / 10, remoteAddress: req.ip }, 'request');
     done();
   });
-  if (opts.logRequests) {
-    // One line per request, when it is answered: what fastify's two lines said, at half the cost.
-    // The URL goes through the logger's redaction like every line (?accessKey= is masked).
-    app.addHook('onResponse', (req, reply, done) => {
-      req.log.info({ method: req.method, url: req.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, remoteAddress: req.ip }, 'request');
-      done();
-    });
-  }
 
   // Client mistakes caught by fastify itself (oversize body, bad framing) keep the webrpc error shape.
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {

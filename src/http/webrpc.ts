@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { redactSecrets } from '../telemetry/redact.ts';
+import { Tally } from '../telemetry/tally.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
@@ -206,13 +207,20 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       reply.header('Webrpc', headerValue);
       done();
     });
+    // Counts are plain numbers per (method, code), added to the counter when it is read; the
+    // histogram's child per method is kept. An unknown method name is counted as 'unknown'.
+    const counted = new Tally(deps.metrics.rpcRequests);
+    const rpcLabels = (method: string, code: number) => ({ service: service.name, method, code: String(code) });
+    const timers = new Map<string, { observe(v: number): void }>();
     scope.addHook('onResponse', (req, _reply, done) => {
       done();
       const st = (req as RpcRequest)[RPC];
       if (!st) return;
       const label = st.def ? st.name : 'unknown';
-      deps.metrics.rpcRequests.inc({ service: service.name, method: label, code: String(st.code) });
-      deps.metrics.rpcDuration.observe({ service: service.name, method: label }, Number(process.hrtime.bigint() - st.started) / 1e9);
+      counted.add(`${label} ${st.code}`, rpcLabels, label, st.code);
+      let t = timers.get(label);
+      if (!t) timers.set(label, (t = deps.metrics.rpcDuration.labels(service.name, label)));
+      t.observe(Number(process.hrtime.bigint() - st.started) / 1e9);
     });
 
     scope.route({
