@@ -221,8 +221,9 @@ export function searchStore(db: Queryable) {
         const $need = p.add(need);
         const branches: string[] = [];
         for (const [tier, cond] of tt.tiers.entries()) {
-          if (rank && tier < rank.tier) continue;
           const where = [...base, cond, ...probes];
+          // Tiers before the cursor's are done (kept as an empty branch: their parameters stay typed).
+          if (rank && tier < rank.tier) where.push('false');
           if (rank && tier === rank.tier) where.push(after('t.token_id', p.add(rank.tokenId)));
           branches.push(`(SELECT t.token_id AS id, ${tier} AS tier, 0::real AS sim FROM token_metadata t WHERE ${where.join(' AND ')}
                            ORDER BY ${TOKEN_ORDER} LIMIT ${$need})`);
