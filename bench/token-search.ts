@@ -67,20 +67,23 @@ const searches: { label: string; filter: TokenFilter }[] = [
 if (process.env.BENCH_EXPLAIN) {
   const db = await openDb(process.env.BENCH_EXPLAIN);
   let plan: string[] = [];
-  // Every statement a search sends is explained instead of run (the plan's rows are what it would read).
+  // Every statement a search sends is explained, then run (a search may read the answer of its first
+  // statement to write the next); the plans of all of them are printed.
   const explaining: Queryable = {
     exec: (sql) => db.exec(sql),
     query: async <T,>(sql: string, params?: unknown[]) => {
       const r = await db.query<Record<string, string>>(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
-      plan = r.rows.map((x) => x['QUERY PLAN']!);
-      return { rows: [] as T[], rowCount: 0 };
+      plan.push('--', ...r.rows.map((x) => x['QUERY PLAN']!));
+      return db.query<T>(sql, params);
     },
   };
   const search = searchStore(explaining);
   for (const { label, filter } of searches) {
+    plan = [];
     await search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false);
     console.log(`\n=== ${label}\n${plan.join('\n')}`);
   }
+  plan = [];
   await search.propertyStats(CHAIN, CONTRACT, [], 1000, 500);
   console.log(`\n=== property filters\n${plan.join('\n')}`);
   await db.close();

@@ -68,6 +68,9 @@ function textTiers(text: string, p: Params): { tiers: string[]; fuzzy: string | 
   };
 }
 
+/** Where the typo tier's branch is switched on or off (see byFilter). */
+const TYPOS = '/*typos*/true';
+
 /** How many typo-only matches (the first, in token order) the typo tier ranks: it bounds the tier's work. */
 export const TYPO_CANDIDATES = 1000;
 
@@ -236,7 +239,7 @@ export function searchStore(db: Queryable) {
             : '';
           branches.push(`(SELECT c.id, 4 AS tier, c.sim FROM (
                             SELECT t.token_id AS id, ${tt.sim}::real AS sim FROM token_metadata t
-                             WHERE ${[...base, tt.fuzzy, ...probes].join(' AND ')} ORDER BY ${TOKEN_ORDER} LIMIT ${TYPO_CANDIDATES}) AS c
+                             WHERE ${[...base, tt.fuzzy, ...probes, TYPOS].join(' AND ')} ORDER BY ${TOKEN_ORDER} LIMIT ${TYPO_CANDIDATES}) AS c
                            ${cursor} ORDER BY c.sim DESC, length(c.id), c.id LIMIT ${$need})`);
         }
         sql = `SELECT ${cols}, r.tier AS rank_tier, r.sim AS rank_sim
@@ -244,7 +247,11 @@ export function searchStore(db: Queryable) {
                  JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = r.id
                 ORDER BY r.tier, r.sim DESC, ${TOKEN_ORDER} LIMIT ${$limit} OFFSET ${$offset}`;
       }
-      const res = await db.query(sql, p.values);
+      // The typo tier rechecks every token sharing trigrams with the text (most of a collection whose
+      // names share words): it is read only when the substring tiers do not fill the page, and is
+      // otherwise an empty branch (kept, so its parameters stay typed).
+      let res = await db.query(sql.replace(TYPOS, 'false'), p.values);
+      if (sql.includes(TYPOS) && res.rows.length <= page.pageSize) res = await db.query(sql.replace(TYPOS, 'true'), p.values);
       const more = res.rows.length > page.pageSize;
       const rows = res.rows.slice(0, page.pageSize);
       const last = rows.at(-1);
