@@ -4,10 +4,13 @@
  * Measures the index build through the token store's save (what every resolution does), then
  * SearchTokenMetadata with 1, 2 and 4 property filters, with text, and GetTokenMetadataPropertyFilters.
  * Usage: npx tsx bench/token-search.ts   (BENCH_TOKENS=100000 BENCH_BACKENDS=pglite,postgres)
+ * BENCH_KEEP=1 keeps the databases (their location is logged); BENCH_EXPLAIN=<location> then prints
+ * EXPLAIN (ANALYZE, BUFFERS) of every search on a kept database instead of measuring.
  */
 import type { TokenFilter } from '../src/metadata/search/filter.ts';
 import { searchStore } from '../src/metadata/search/search-store.ts';
 import { tokenStore, type Resolution } from '../src/metadata/tokens/token-store.ts';
+import { openDb, type Queryable } from '../src/store/db.ts';
 import { benchDb, log, summarize } from './support.ts';
 
 const N = Number(process.env.BENCH_TOKENS ?? 100_000);
@@ -61,9 +64,35 @@ const searches: { label: string; filter: TokenFilter }[] = [
   { label: 'text + 2 properties', filter: { text: 'robot', properties: [prop('Body', ['Robot']), prop('Hat', ['Halo'])] } },
 ];
 
+if (process.env.BENCH_EXPLAIN) {
+  const db = await openDb(process.env.BENCH_EXPLAIN);
+  let plan: string[] = [];
+  // Every statement a search sends is explained, then run (a search may read the answer of its first
+  // statement to write the next); the plans of all of them are printed.
+  const explaining: Queryable = {
+    exec: (sql) => db.exec(sql),
+    query: async <T,>(sql: string, params?: unknown[]) => {
+      const r = await db.query<Record<string, string>>(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
+      plan.push('--', ...r.rows.map((x) => x['QUERY PLAN']!));
+      return db.query<T>(sql, params);
+    },
+  };
+  const search = searchStore(explaining);
+  for (const { label, filter } of searches) {
+    plan = [];
+    await search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false);
+    console.log(`\n=== ${label}\n${plan.join('\n')}`);
+  }
+  plan = [];
+  await search.propertyStats(CHAIN, CONTRACT, [], 1000, 500);
+  console.log(`\n=== property filters\n${plan.join('\n')}`);
+  await db.close();
+  process.exit(0);
+}
+
 const out: Record<string, unknown> = { tokens: N, traitsPerToken: 8 };
 for (const backend of backends) {
-  const { db, drop } = await benchDb(backend);
+  const { db, drop, location } = await benchDb(backend);
   try {
     const tokens = tokenStore(db);
     const search = searchStore(db);
@@ -109,7 +138,8 @@ for (const backend of backends) {
       propertyFilters: summarize(filterSamples),
     };
   } finally {
-    await drop();
+    if (process.env.BENCH_KEEP) log(`${backend}: kept ${location} (BENCH_KEEP)`);
+    else await drop();
   }
 }
 console.log(JSON.stringify(out, null, 2));

@@ -322,6 +322,55 @@ describe('text', () => {
     expect([...tundra].sort(byTokenOrder)).toEqual(expected([]).filter((id) => String(docs.get(id)!.description).includes('frozen tundra')));
   });
 
+  it('pages by rank cursor: the pages put together are the whole ranked list, in tier then token order (substring tiers as an in-memory filter gives them)', async () => {
+    /** The substring tiers, as the in-memory documents give them: exact name, prefix, name substring, description substring. */
+    const tierOf = (id: string, q: string) => {
+      const name = String(docs.get(id)!.name).toLowerCase();
+      const description = String(docs.get(id)!.description ?? '').toLowerCase();
+      return name === q ? 0 : name.startsWith(q) ? 1 : name.includes(q) ? 2 : description.includes(q) ? 3 : null;
+    };
+    const cases: Array<{ text: string; properties?: PF[] }> = [
+      { text: 'kraken' },
+      { text: 'Dragon #1' },
+      { text: 'frozen tundra' },
+      { text: 'krakn' },
+      { text: 'gentle', properties: [{ name: 'Background', values: ['Blue', 'Green'] }] },
+    ];
+    for (const filter of cases) {
+      const q = filter.text.toLowerCase();
+      const whole = await allIds(filter);
+      // The substring matches come first, by tier and then token id, exactly as the in-memory filter has them.
+      const substring = expected(filter.properties ?? [])
+        .filter((id) => tierOf(id, q) !== null)
+        .sort((a, b) => tierOf(a, q)! - tierOf(b, q)! || byTokenOrder(a, b));
+      expect(whole.slice(0, substring.length), filter.text).toEqual(substring);
+      // Whatever follows is a typo match, and still has the properties.
+      for (const id of whole.slice(substring.length)) {
+        expect(tierOf(id, q)).toBeNull();
+        expect(matches(docs.get(id)!, filter.properties ?? [])).toBe(true);
+      }
+      if (filter.text === 'krakn') expect(whole.length).toBeGreaterThan(0);
+      // By cursor, 3 at a time, passing each answer's page back as it is (as the official client does).
+      const out: string[] = [];
+      let page: Record<string, unknown> = { pageSize: 3 };
+      for (let i = 0; i < 200; i++) {
+        const body = await ok('SearchTokenMetadataTokenIDs', { chainID: 'anvil', contractAddress: nft, filter, page });
+        out.push(...body.tokenIDs);
+        if (body.tokenIDs.length) expect(body.page).toMatchObject({ column: 'rank', after: expect.stringMatching(new RegExp(`^[0-4]:[0-9.e-]+:${body.tokenIDs.at(-1)}$`)) });
+        if (!body.page.more) break;
+        page = body.page;
+      }
+      expect(out, filter.text).toEqual(whole);
+      expect(new Set(out).size).toBe(out.length);
+    }
+    // SearchTokenMetadata pages the same way, and by page number gives the same pages.
+    const first = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { text: 'kraken' }, page: { pageSize: 4 } });
+    const next = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { text: 'kraken' }, page: first.page });
+    const byNumber = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { text: 'kraken' }, page: { page: 1, pageSize: 4 } });
+    expect(next.tokenMetadata.map((x: { tokenId: string }) => x.tokenId)).toEqual(byNumber.tokenMetadata.map((x: { tokenId: string }) => x.tokenId));
+    expect(next.tokenMetadata).toHaveLength(4);
+  });
+
   it('is typo-tolerant (pg_trgm): "Krakn" and "Phoenx" find the Krakens and the Phoenixes first', async () => {
     for (const [typo, word] of [['Krakn', 'Kraken'], ['Phoenx', 'Phoenix']]) {
       const body = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { text: typo }, page: { pageSize: 5 } });
@@ -487,15 +536,20 @@ describe('hostile input', () => {
     await refused({ filter: { properties: [{ name: 'Level', values: [{ $gt: 1 }] }] } }, /values/);
   });
 
-  it('unknown fields are refused, at every level; cursor paging only forwards, by token id, without text', async () => {
+  it('unknown fields are refused, at every level; cursor paging only forwards, by the kind of cursor the search gives', async () => {
     await refused({ filter: { text: 'x', sort: 'name' } }, /Unrecognized key: "sort"/);
     await refused({ filter: { properties: [{ name: 'Level', op: 'gt' }] } }, /Unrecognized key: "op"/);
     await refused({ orderBy: 'x' }, /Unrecognized key: "orderBy"/);
     await refused({ page: { before: '10' } }, /cursor paging backwards/);
     await refused({ page: { after: 'abc' } }, /after: a token id/);
     await refused({ page: { column: 'name', after: '10' } }, /only "tokenId"/);
-    await refused({ filter: { text: 'dragon' }, page: { after: '10' } }, /cursor paging applies to searches without text/);
-    await refused({ q: 'dragon', contractAddress: nft, page: { after: '10' } }, /cursor paging applies to searches without text/, 'SearchTokenMetadataByQuery');
+    // A search with text pages by rank, one without by token id: a cursor of the other kind is refused.
+    await refused({ filter: { text: 'dragon' }, page: { after: '10' } }, /a search with text pages by rank/);
+    await refused({ filter: { text: 'dragon' }, page: { column: 'rank', after: '10' } }, /after: a rank cursor/);
+    await refused({ filter: { text: 'dragon' }, page: { column: 'rank', after: '5:0.5:10' } }, /after: a rank cursor/);
+    await refused({ filter: { text: 'dragon' }, page: { column: 'rank', after: '4:2:10' } }, /after: a rank cursor/);
+    await refused({ page: { column: 'rank', after: '1:0:10' } }, /a search with text pages by rank/);
+    await refused({ q: 'dragon', contractAddress: nft, page: { after: '10' } }, /cursor paging applies to searches by filter/, 'SearchTokenMetadataByQuery');
     await refused({ q: 'x', extra: 1 }, /Unrecognized key/, 'SearchTokenMetadataByQuery');
     await refused({ chainID: 'anvil', contractAddress: nft, excludeProperties: [], includeAll: true }, /Unrecognized key/, 'GetTokenMetadataPropertyFilters');
     // null means absent (webrpc): accepted.

@@ -1,6 +1,7 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
 import { contractToWire } from '../../metadata/contracts/contract-view.ts';
+import { parseRankCursor } from '../../metadata/search/cursor.ts';
 import { SEARCH_LIMITS as L, type TokenFilter } from '../../metadata/search/filter.ts';
 import type { IndexState } from '../../metadata/search/token-search.ts';
 import type { PropertyStat } from '../../metadata/search/search-store.ts';
@@ -17,26 +18,29 @@ const refuseBefore = z
   .optional();
 
 /**
- * The metadata Page: numbered from 0, or a cursor. `after` (with `column: "tokenId"`) is the last
- * token id of the previous page: the next page starts right after it, so a deep page reads from
- * the index instead of skipping `page × pageSize` rows. Every answer of a search without text
- * carries the cursor of its next page. `more` is accepted (a previous answer passed back) and ignored.
+ * The metadata Page: numbered from 0, or a cursor. `after` with `column: "tokenId"` (the default)
+ * is the last token id of the previous page: the next page starts right after it, so a deep page
+ * reads from the index instead of skipping `page × pageSize` rows. A search with text pages by
+ * rank: `column: "rank"` and `after: "tier:similarity:tokenId"`, as the previous answer gave it.
+ * Every answer of a search by filter carries the cursor of its next page. `more` is accepted (a
+ * previous answer passed back) and ignored.
  */
 const SearchPageArg = z
   .strictObject({
     page: z.number().int().min(0).optional(),
     pageSize: z.number().int().min(1).max(L.maxPageSize, `pageSize: at most ${L.maxPageSize}`).optional(),
     more: z.boolean().optional(),
-    column: z.literal('tokenId', 'column: only "tokenId" can be paged by cursor').optional(),
+    column: z.enum(['tokenId', 'rank'], 'column: only "tokenId" (or "rank", with text) can be paged by cursor').optional(),
     before: refuseBefore,
     after: z
       .union([z.string(), z.number().int().min(0)])
       .transform((v) => String(v).trim())
-      .pipe(z.string().regex(/^(0|[1-9]\d{0,77})$/, 'after: a token id (decimal) from the previous page'))
       .optional(),
   })
   .optional()
-  .transform((p) => ({ page: p?.page ?? 0, pageSize: p?.pageSize ?? L.defaultPageSize, after: p?.after ?? null }))
+  .transform((p) => ({ page: p?.page ?? 0, pageSize: p?.pageSize ?? L.defaultPageSize, after: p?.after ?? null, column: p?.column ?? 'tokenId' }))
+  .refine((p) => p.column !== 'tokenId' || p.after === null || /^(0|[1-9]\d{0,77})$/.test(p.after), { message: 'after: a token id (decimal) from the previous page', path: ['after'] })
+  .refine((p) => p.column !== 'rank' || p.after === null || parseRankCursor(p.after) !== null, { message: 'after: a rank cursor (tier:similarity:tokenId) from the previous page', path: ['after'] })
   .refine((p) => p.after !== null || p.page * p.pageSize <= L.maxOffset, `page × pageSize may not pass ${L.maxOffset}: narrow the filter, or page with after`);
 
 const Scalar = z.union([z.string().max(L.maxValueLength, `values are at most ${L.maxValueLength} characters`), z.number().finite(), z.boolean()]);
@@ -67,7 +71,10 @@ const FilterArg = z
 
 const SearchByFilterArgs = z
   .strictObject({ chainID: ChainArg, contractAddress: AddressArg, filter: FilterArg, page: SearchPageArg })
-  .refine((a) => a.page.after === null || a.filter.text === null, { message: 'after: cursor paging applies to searches without text (ranked results page by number)', path: ['page', 'after'] });
+  .refine((a) => a.page.after === null || (a.filter.text === null) === (a.page.column === 'tokenId'), {
+    message: 'after: a search with text pages by rank (column "rank", the cursor its previous answer gave), one without by token id (column "tokenId")',
+    path: ['page', 'after'],
+  });
 
 const Query = z.string().trim().min(1, 'q must not be empty').max(L.maxTextLength, `q: at most ${L.maxTextLength} characters`);
 /** Across contracts, text shorter than a trigram could only be matched by reading every token. */
@@ -75,7 +82,7 @@ const MIN_OPEN_QUERY = 3;
 const openQueryMessage = `q: at least ${MIN_OPEN_QUERY} characters unless contractAddress is given`;
 const SearchByQueryArgs = z
   .strictObject({ q: Query, chainID: ChainArg.optional(), contractAddress: AddressArg.optional(), page: SearchPageArg })
-  .refine((a) => a.page.after === null, { message: 'after: cursor paging applies to searches without text (ranked results page by number)', path: ['page', 'after'] })
+  .refine((a) => a.page.after === null, { message: 'after: cursor paging applies to searches by filter (SearchTokenMetadata); across contracts, page by number', path: ['page', 'after'] })
   .refine((a) => a.contractAddress !== undefined || a.q.length >= MIN_OPEN_QUERY, { message: openQueryMessage, path: ['q'] });
 
 const ExcludeList = z.array(z.string().max(L.maxNameLength)).max(L.maxExcludes, `at most ${L.maxExcludes} excludeProperties`);
@@ -101,10 +108,10 @@ const SearchMetadataArgs = z
 
 const projectOf = (ctx: RpcContext) => ctx.project?.id ?? null;
 const nextPage = (p: { page: number; pageSize: number }, more: boolean) => ({ page: p.page + 1, pageSize: p.pageSize, more });
-/** The next page of a search in token order, with the cursor that starts it after this page's last token. */
-const nextPageAfter = (p: { page: number; pageSize: number }, more: boolean, lastId: string | undefined) => ({
+/** The next page of a search by filter, with the cursor that starts it after this page's last token (by rank with text). */
+const nextPageAfter = (p: { page: number; pageSize: number }, more: boolean, text: boolean, cursor: string | null) => ({
   ...nextPage(p, more),
-  ...(lastId !== undefined ? { column: 'tokenId', after: lastId } : {}),
+  ...(cursor !== null ? { column: text ? 'rank' : 'tokenId', after: cursor } : {}),
 });
 
 /** metarelay's extension fields: whether the contract's index is complete, and the task filling it. */
@@ -154,7 +161,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
     input: SearchByFilterArgs,
     handler: async (a, ctx) => {
       const r = await s.tokenSearch.search(chainFor(s, a.chainID, E), a.contractAddress, a.filter, a.page, projectOf(ctx));
-      const page = a.filter.text === null ? nextPageAfter(a.page, r.more, r.tokens.at(-1)?.tokenId) : nextPage(a.page, r.more);
+      const page = nextPageAfter(a.page, r.more, a.filter.text !== null, r.cursor);
       return { page, tokenMetadata: tokensWire(r.tokens), ...indexFields(r.index) };
     },
   });
@@ -163,7 +170,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
       input: SearchByFilterArgs,
       handler: async (a, ctx) => {
         const r = await s.tokenSearch.searchIds(chainFor(s, a.chainID, E), a.contractAddress, a.filter, a.page, projectOf(ctx));
-        const page = a.filter.text === null ? nextPageAfter(a.page, r.more, r.tokenIds.at(-1)) : nextPage(a.page, r.more);
+        const page = nextPageAfter(a.page, r.more, a.filter.text !== null, r.cursor);
         return { page, [key]: r.tokenIds, ...indexFields(r.index) };
       },
     });

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../store/db.ts';
 import { toRecord, type TokenRecord } from '../tokens/token-store.ts';
+import { formatRankCursor, parseRankCursor } from './cursor.ts';
 import type { PropertyCondition, TokenFilter } from './filter.ts';
 
 /** Collects positional parameters while a statement is assembled; values never enter the SQL text. */
@@ -9,6 +10,10 @@ class Params {
     this.values.push(v);
     return `$${this.values.length}`;
   }
+  /** The placeholder of a value already added (at(-1): the last one). */
+  at(i: number): string {
+    return `$${i < 0 ? this.values.length + 1 + i : i + 1}`;
+  }
 }
 
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
@@ -16,7 +21,7 @@ const NAME = `lower(t.metadata->>'name')`;
 const DESCRIPTION = `lower(t.metadata->>'description')`;
 
 /**
- * The text part of a search: what matches, and how it ranks. Exact name, name prefix, name
+ * The text part of a search across contracts (SearchTokenMetadataByQuery): what matches, and how it ranks. Exact name, name prefix, name
  * substring, description substring, then trigram similarity (typos), as contract search does.
  */
 function textSql(text: string, p: Params): { where: string; order: string } {
@@ -36,29 +41,101 @@ function textSql(text: string, p: Params): { where: string; order: string } {
 }
 
 /**
- * The ids of the tokens that have a pair with this property name whose value is one of `values` and
- * within [min, max]: an index-only read of token_properties (its key, or the numeric index).
+ * The text tiers of a search, best first: exact name, name prefix, name substring, description
+ * substring, then (text of three characters or more) trigram similarity for typos. Each tier's
+ * condition excludes the tiers before it, so a token is in one tier only. Tiers 0-3 go in token
+ * order, so each is read from the token-order index (stopping at the page's end) or from the
+ * trigram indexes (when it is rare); the typo tier ranks by similarity.
  */
-function propertyIdsSql(c: PropertyCondition, p: Params, $chain: string, $contract: string): string {
-  const parts = [`chain_id = ${$chain}`, `contract_address = ${$contract}`, `name_key = ${p.add(c.name.toLowerCase())}`];
+function textTiers(text: string, p: Params): { tiers: string[]; fuzzy: string | null; sim: string } {
+  const q = text.trim().toLowerCase();
+  const $q = p.add(q);
+  const $prefix = p.add(`${likeEscape(q)}%`);
+  const $contains = p.add(`%${likeEscape(q)}%`);
+  const inName = `coalesce(${NAME} LIKE ${$contains} ESCAPE '\\', false)`;
+  const inDescription = `coalesce(${DESCRIPTION} LIKE ${$contains} ESCAPE '\\', false)`;
+  const prefix = `${NAME} LIKE ${$prefix} ESCAPE '\\'`;
+  return {
+    tiers: [
+      `${NAME} = ${$q}`,
+      `${prefix} AND ${NAME} <> ${$q}`,
+      `${NAME} LIKE ${$contains} ESCAPE '\\' AND NOT ${prefix}`,
+      `${DESCRIPTION} LIKE ${$contains} ESCAPE '\\' AND NOT ${inName}`,
+    ],
+    // Trigrams need three characters: shorter text matches by substring only.
+    fuzzy: q.length >= 3 ? `(${NAME} % ${$q} OR ${NAME} %> ${$q} OR ${DESCRIPTION} %> ${$q}) AND NOT ${inName} AND NOT ${inDescription}` : null,
+    sim: `greatest(similarity(${NAME}, ${$q}), word_similarity(${$q}, ${NAME}), word_similarity(${$q}, coalesce(${DESCRIPTION}, '')))`,
+  };
+}
+
+/** Where the typo tier's branch is switched on or off (see byFilter). */
+const TYPOS = '/*typos*/true';
+
+/** How many typo-only matches (the first, in token order) the typo tier ranks: it bounds the tier's work. */
+export const TYPO_CANDIDATES = 1000;
+
+/**
+ * The condition that a token_properties row (alias `a`) is a pair with this property name whose
+ * value is one of `values` and within [min, max].
+ */
+function pairSql(c: PropertyCondition, p: Params, a: string): string {
+  const parts = [`${a}.name_key = ${p.add(c.name.toLowerCase())}`];
   if (c.values) {
     const keys = c.values.map((v) => String(v).trim().toLowerCase());
-    const nums = c.values.flatMap((v) => (typeof v === 'number' ? [String(v)] : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? [v.trim()] : []));
-    parts.push(`(value_key = ANY(${p.add(keys)}::text[])${nums.length ? ` OR value_num = ANY(${p.add(nums)}::numeric[])` : ''})`);
+    const nums = numbersOf(c);
+    parts.push(`(${a}.value_key = ANY(${p.add(keys)}::text[])${nums.length ? ` OR ${a}.value_num = ANY(${p.add(nums)}::numeric[])` : ''})`);
   }
-  if (c.min !== null) parts.push(`value_num >= ${p.add(String(c.min))}::numeric`);
-  if (c.max !== null) parts.push(`value_num <= ${p.add(String(c.max))}::numeric`);
-  return `SELECT token_id FROM token_properties WHERE ${parts.join(' AND ')}`;
+  if (c.min !== null) parts.push(`${a}.value_num >= ${p.add(String(c.min))}::numeric`);
+  if (c.max !== null) parts.push(`${a}.value_num <= ${p.add(String(c.max))}::numeric`);
+  return parts.join(' AND ');
+}
+
+const numbersOf = (c: PropertyCondition) =>
+  (c.values ?? []).flatMap((v) => (typeof v === 'number' ? [String(v)] : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? [v.trim()] : []));
+
+/**
+ * A test of one token (its id in `idCol`) against a property: one descent of the probe index
+ * (chain, contract, token, name). Written as a scalar subquery so the planner keeps it a per-row
+ * test in the order given (the rarest property first) instead of turning it into a join over
+ * every token having the property.
+ */
+function probeSql(c: PropertyCondition, p: Params, $chain: string, $contract: string, idCol: string): string {
+  return `(SELECT true FROM token_properties x WHERE x.chain_id = ${$chain} AND x.contract_address = ${$contract} AND x.token_id = ${idCol} AND ${pairSql(c, p, 'x')} LIMIT 1)`;
 }
 
 /** Token ids are canonical decimals: by length, then text, is numeric order. */
 const TOKEN_ORDER = 'length(t.token_id), t.token_id';
+const after = (col: string, $id: string) => `(length(${col}), ${col}) > (length(${$id}::text), ${$id}::text)`;
 
 export interface SearchPage {
   page: number;
   pageSize: number;
-  /** Keyset cursor (searches in token order only): the last token id of the previous page; `page` is then ignored. */
+  /**
+   * Keyset cursor: the previous page's last token id (searches in token order), or its rank
+   * cursor (`tier:similarity:tokenId`, searches with text, see cursor.ts); `page` is then ignored.
+   */
   after?: string | null;
+}
+
+/** How many tokens have each property of a filter, from the counts (an upper bound when values are ORed). */
+interface Selectivity {
+  total: number;
+  counts: number[];
+}
+
+/**
+ * The plan of a search without text, by the counts: walking the tokens in order tests about
+ * need / (product of the properties' shares) tokens, one probe each for most; starting from the
+ * rarest property's ids reads all of them (cheap index entries, but each tested against the other
+ * properties when there are some) and sorts them.
+ */
+function walkCost(s: Selectivity, need: number): number {
+  const share = s.counts.reduce((a, n) => a * Math.min(1, n / Math.max(1, s.total)), 1);
+  return Math.min(s.total, need / Math.max(share, 1e-9));
+}
+function setCost(s: Selectivity): number {
+  const rarest = Math.min(...s.counts);
+  return s.counts.length === 1 ? rarest / 10 : rarest;
 }
 
 export interface PropertyStat {
@@ -86,44 +163,133 @@ export interface EnumerationState {
 
 export function searchStore(db: Queryable) {
   return {
-    /** Tokens of one contract matching the filter, ranked when there is text, in token order otherwise. */
-    async byFilter(chainId: number, contract: string, f: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenRecord[] | string[]; more: boolean }> {
+    /**
+     * Tokens of one contract matching the filter, ranked when there is text, in token order
+     * otherwise; `cursor` starts the next page (see SearchPage.after).
+     */
+    async byFilter(chainId: number, contract: string, f: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenRecord[] | string[]; more: boolean; cursor: string | null }> {
+      // The properties, rarest first: the first decides where a search starts, and each token is
+      // tested against the rarest first (most tokens fail there).
+      let props = f.properties;
+      let sel: Selectivity | null = null;
+      if (props.length) {
+        sel = await this.selectivity(chainId, contract, props);
+        // A property no token has (with such a value): nothing matches, and no row need be read.
+        if (sel.counts.some((n) => n === 0)) return { rows: [], more: false, cursor: null };
+        const order = props.map((_, i) => i).sort((a, b) => sel!.counts[a]! - sel!.counts[b]!);
+        props = order.map((i) => props[i]!);
+        sel = { total: sel.total, counts: order.map((i) => sel!.counts[i]!) };
+      }
       const p = new Params();
       const $chain = p.add(chainId);
       const $contract = p.add(contract);
       const cols = idsOnly ? 't.token_id' : 't.*';
-      // Properties are ANDed: the intersection of each one's ids, read from the index alone.
-      const ids = f.properties.length ? f.properties.map((c) => propertyIdsSql(c, p, $chain, $contract)).join(' INTERSECT ') : null;
+      const rank = f.text !== null && page.after != null ? parseRankCursor(page.after) : null;
+      const $after = f.text === null && page.after != null ? p.add(page.after) : null;
+      const cursorAt = rank !== null || $after !== null;
+      // A cursor starts the page right after the previous page's last token: no rows are read and
+      // skipped, however deep the page.
+      const offset = cursorAt ? 0 : page.page * page.pageSize;
+      const need = offset + page.pageSize + 1;
+      const $limit = p.add(page.pageSize + 1);
+      const $offset = p.add(offset);
+      const base = [`t.chain_id = ${$chain}`, `t.contract_address = ${$contract}`, 't.metadata IS NOT NULL'];
       let sql: string;
-      // A cursor starts the page right after the previous page's last token, in token order: no rows
-      // are read and skipped, however deep the page.
-      const after = f.text === null && page.after != null ? p.add(page.after) : null;
-      const offset = after !== null ? '0' : p.add(page.page * page.pageSize);
-      const afterCond = (col: string) => (after !== null ? `(length(${col}), ${col}) > (length(${after}::text), ${after}::text)` : 'true');
-      if (f.text === null && ids !== null) {
-        // Page the (small) id set first, then read only that page's rows: walking the tokens in order
-        // and testing each against the set reads every row when the match is rare.
-        sql = `WITH page AS (SELECT token_id FROM (${ids}) AS m WHERE ${afterCond('token_id')} ORDER BY length(token_id), token_id
-                              LIMIT ${p.add(page.pageSize + 1)} OFFSET ${offset})
-               SELECT ${cols} FROM page JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = page.token_id
-                WHERE t.metadata IS NOT NULL ORDER BY ${TOKEN_ORDER}`;
-      } else {
-        const where = [`t.chain_id = ${$chain}`, `t.contract_address = ${$contract}`, 't.metadata IS NOT NULL'];
-        let order = TOKEN_ORDER;
-        if (f.text !== null) {
-          const t = textSql(f.text, p);
-          where.push(t.where);
-          order = `${t.order}, ${TOKEN_ORDER}`;
+      if (f.text === null) {
+        const walk = sel === null || walkCost(sel, need) <= setCost(sel);
+        if (walk) {
+          // Common properties: walk the tokens in order (token-order index) and test each; the
+          // page is full after about need / selectivity tokens.
+          const where = [...base, ...props.map((c) => probeSql(c, p, $chain, $contract, 't.token_id'))];
+          if ($after !== null) where.push(after('t.token_id', $after));
+          sql = `SELECT ${cols} FROM token_metadata t WHERE ${where.join(' AND ')} ORDER BY ${TOKEN_ORDER} LIMIT ${$limit} OFFSET ${$offset}`;
+        } else {
+          // A rare property: its ids (from its index alone) are few; test them against the others,
+          // page them, and only then read the page's rows.
+          const [first, ...rest] = props;
+          const where = rest.map((c) => probeSql(c, p, $chain, $contract, 'm.token_id'));
+          if ($after !== null) where.push(after('m.token_id', $after));
+          sql = `WITH page AS (
+                   SELECT m.token_id FROM (SELECT DISTINCT a.token_id FROM token_properties a
+                                            WHERE a.chain_id = ${$chain} AND a.contract_address = ${$contract} AND ${pairSql(first!, p, 'a')}) AS m
+                    WHERE ${where.length ? where.join(' AND ') : 'true'}
+                    ORDER BY length(m.token_id), m.token_id LIMIT ${$limit} OFFSET ${$offset})
+                 SELECT ${cols} FROM page JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = page.token_id
+                  WHERE t.metadata IS NOT NULL ORDER BY ${TOKEN_ORDER}`;
         }
-        if (ids !== null) where.push(`t.token_id IN (${ids})`);
-        if (after !== null) where.push(afterCond('t.token_id'));
-        sql = `SELECT ${cols} FROM token_metadata t WHERE ${where.join(' AND ')}
-                ORDER BY ${order} LIMIT ${p.add(page.pageSize + 1)} OFFSET ${offset}`;
+      } else {
+        // Text: one branch per tier, each bounded to the rows the page can need, in rank order.
+        const tt = textTiers(f.text, p);
+        const probes = props.map((c) => probeSql(c, p, $chain, $contract, 't.token_id'));
+        const $need = p.add(need);
+        const branches: string[] = [];
+        for (const [tier, cond] of tt.tiers.entries()) {
+          const where = [...base, cond, ...probes];
+          // Tiers before the cursor's are done (kept as an empty branch: their parameters stay typed).
+          if (rank && tier < rank.tier) where.push('false');
+          if (rank && tier === rank.tier) where.push(after('t.token_id', p.add(rank.tokenId)));
+          branches.push(`(SELECT t.token_id AS id, ${tier} AS tier, 0::real AS sim FROM token_metadata t WHERE ${where.join(' AND ')}
+                           ORDER BY ${TOKEN_ORDER} LIMIT ${$need})`);
+        }
+        if (tt.fuzzy !== null) {
+          // The typo tier ranks its first TYPO_CANDIDATES matches in token order by similarity: a
+          // typo common to every name would otherwise rank the whole collection.
+          const cursor = rank && rank.tier === 4
+            ? `WHERE c.sim < ${p.add(rank.sim)}::real OR (c.sim = ${p.at(-1)}::real AND ${after('c.id', p.add(rank.tokenId))})`
+            : '';
+          branches.push(`(SELECT c.id, 4 AS tier, c.sim FROM (
+                            SELECT t.token_id AS id, ${tt.sim}::real AS sim FROM token_metadata t
+                             WHERE ${[...base, tt.fuzzy, ...probes, TYPOS].join(' AND ')} ORDER BY ${TOKEN_ORDER} LIMIT ${TYPO_CANDIDATES}) AS c
+                           ${cursor} ORDER BY c.sim DESC, length(c.id), c.id LIMIT ${$need})`);
+        }
+        sql = `SELECT ${cols}, r.tier AS rank_tier, r.sim AS rank_sim
+                 FROM (${branches.join(' UNION ALL ')}) AS r
+                 JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = r.id
+                ORDER BY r.tier, r.sim DESC, ${TOKEN_ORDER} LIMIT ${$limit} OFFSET ${$offset}`;
       }
-      const res = await db.query(sql, p.values);
+      // The typo tier rechecks every token sharing trigrams with the text (most of a collection whose
+      // names share words): it is read only when the substring tiers do not fill the page, and is
+      // otherwise an empty branch (kept, so its parameters stay typed).
+      let res = await db.query(sql.replace(TYPOS, 'false'), p.values);
+      if (sql.includes(TYPOS) && res.rows.length <= page.pageSize) res = await db.query(sql.replace(TYPOS, 'true'), p.values);
       const more = res.rows.length > page.pageSize;
       const rows = res.rows.slice(0, page.pageSize);
-      return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toRecord), more };
+      const last = rows.at(-1);
+      const cursor = !last
+        ? null
+        : f.text === null
+          ? String(last.token_id)
+          : formatRankCursor({ tier: Number(last.rank_tier), sim: Number(last.rank_sim), tokenId: String(last.token_id) });
+      return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toRecord), more, cursor };
+    },
+
+    /** How many tokens have each property (upper bounds), and about how many tokens the contract has. */
+    async selectivity(chainId: number, contract: string, props: PropertyCondition[]): Promise<Selectivity> {
+      const p = new Params();
+      const $chain = p.add(chainId);
+      const $contract = p.add(contract);
+      const num = `CASE WHEN v.has_num THEN v.value_key::numeric END`;
+      const counts = props.map((c) => {
+        const $name = p.add(c.name.toLowerCase());
+        if (!c.values && c.min === null && c.max === null) {
+          return `(SELECT coalesce(max(tokens), 0) FROM token_property_names WHERE chain_id = ${$chain} AND contract_address = ${$contract} AND name_key = ${$name})`;
+        }
+        const parts = [`v.chain_id = ${$chain}`, `v.contract_address = ${$contract}`, `v.name_key = ${$name}`];
+        if (c.values) {
+          const nums = numbersOf(c);
+          parts.push(`(v.value_key = ANY(${p.add(c.values.map((x) => String(x).trim().toLowerCase()))}::text[])${nums.length ? ` OR ${num} = ANY(${p.add(nums)}::numeric[])` : ''})`);
+        }
+        if (c.min !== null) parts.push(`${num} >= ${p.add(String(c.min))}::numeric`);
+        if (c.max !== null) parts.push(`${num} <= ${p.add(String(c.max))}::numeric`);
+        return `(SELECT coalesce(sum(v.tokens), 0) FROM token_property_values v WHERE ${parts.join(' AND ')})`;
+      });
+      const res = await db.query<Record<string, string | number>>(
+        `SELECT (SELECT coalesce(max(tokens), 0) FROM token_property_names WHERE chain_id = ${$chain} AND contract_address = ${$contract}) AS total,
+                ${counts.map((c, i) => `${c} AS c${i}`).join(', ')}`,
+        p.values,
+      );
+      const r = res.rows[0]!;
+      return { total: Number(r.total), counts: props.map((_, i) => Number(r[`c${i}`])) };
     },
 
     /** Free text across chains (or some), optionally one contract: ranked, then by chain, contract and token. */
@@ -147,19 +313,21 @@ export function searchStore(db: Queryable) {
      * (at most `maxValues` each, with their token counts), `maxProperties` most common properties.
      */
     async propertyStats(chainId: number, contract: string, exclude: string[], maxValues: number, maxProperties: number): Promise<PropertyStat[]> {
+      // Read from the counts kept as tokens are indexed (migration 0025), not from every pair.
       const res = await db.query<Record<string, unknown>>(
-        `WITH base AS (
-           SELECT * FROM token_properties
-            WHERE chain_id = $1 AND contract_address = $2 AND NOT (name_key = ANY($3::text[]))
+        `WITH v AS (
+           SELECT *, CASE WHEN has_num THEN value_key::numeric END AS value_num FROM token_property_values
+            WHERE chain_id = $1 AND contract_address = $2 AND tokens > 0 AND NOT (name_key = ANY($3::text[]))
          ), names AS (
-           SELECT name_key, count(DISTINCT token_id) AS tokens, min(name) AS name, bool_or(kind = 'array') AS in_array,
-                  bool_and(kind = 'number') AS all_num, bool_and(kind = 'string') AS all_str,
-                  min(value_num) AS min_num, max(value_num) AS max_num, count(DISTINCT value_key) AS distinct_values
-             FROM base GROUP BY name_key ORDER BY tokens DESC, name_key LIMIT $5
+           SELECT v.name_key, n.tokens, min(v.name) AS name, bool_or(v.kind = 'array') AS in_array,
+                  bool_and(v.kind = 'number') AS all_num, bool_and(v.kind = 'string') AS all_str,
+                  min(v.value_num) AS min_num, max(v.value_num) AS max_num, count(DISTINCT v.value_key) AS distinct_values
+             FROM v JOIN token_property_names n ON n.chain_id = $1 AND n.contract_address = $2 AND n.name_key = v.name_key
+            GROUP BY v.name_key, n.tokens ORDER BY n.tokens DESC, v.name_key LIMIT $5
          ), vals AS (
-           SELECT b.name_key, b.value_key, min(b.value_text) AS value_text, min(b.value_num) AS value_num,
-                  bool_and(b.kind = 'boolean') AS is_bool, count(*) AS n
-             FROM base b JOIN names USING (name_key) GROUP BY b.name_key, b.value_key
+           SELECT v.name_key, v.value_key, min(v.value_text) AS value_text, min(v.value_num) AS value_num,
+                  bool_and(v.kind = 'boolean') AS is_bool, sum(v.tokens) AS n
+             FROM v JOIN names USING (name_key) GROUP BY v.name_key, v.value_key
          ), ranked AS (
            SELECT vals.*, row_number() OVER (PARTITION BY name_key ORDER BY n DESC, value_key) AS rn FROM vals
          )

@@ -30,14 +30,15 @@ export interface IndexState {
 export class TokenSearchService {
   constructor(private readonly d: TokenSearchDeps) {}
 
-  async search(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokens: TokenRecord[]; more: boolean; index: IndexState }> {
+  /** `cursor` starts the next page (SearchPage.after): a token id, or a rank cursor when there is text. */
+  async search(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokens: TokenRecord[]; more: boolean; cursor: string | null; index: IndexState }> {
     const [r, index] = await Promise.all([this.d.store.byFilter(chain.chainId, contract, filter, page, false), this.ensureEnumerated(chain, contract, projectId)]);
-    return { tokens: r.rows as TokenRecord[], more: r.more, index };
+    return { tokens: r.rows as TokenRecord[], more: r.more, cursor: r.cursor, index };
   }
 
-  async searchIds(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokenIds: string[]; more: boolean; index: IndexState }> {
+  async searchIds(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokenIds: string[]; more: boolean; cursor: string | null; index: IndexState }> {
     const [r, index] = await Promise.all([this.d.store.byFilter(chain.chainId, contract, filter, page, true), this.ensureEnumerated(chain, contract, projectId)]);
-    return { tokenIds: r.rows as string[], more: r.more, index };
+    return { tokenIds: r.rows as string[], more: r.more, cursor: r.cursor, index };
   }
 
   byQuery(q: string, chainIds: number[] | null, contract: Address | null, page: SearchPage): Promise<{ rows: TokenRecord[]; more: boolean }> {
