@@ -212,7 +212,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   // charges are given back there too.
   const balances = projectBalances(db, chains, config.chains);
   const sponsors = sponsorRepo(db);
-  const caps = spendCaps(db, sponsors);
+  const caps = spendCaps(db);
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
   const metaTxns: MetaTxnRepo = metaTxnRepo(db, {
     onStatus: async (q, rows, cause) => {

@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import type { Db, Queryable } from '../../store/db.ts';
 import { budgetStop, type Cost, type RuleSpend, type Stop } from './policy.ts';
-import { toRule, type SponsorRepo, type SponsorRow, type SponsorRule } from './sponsors.ts';
+import { toRule, type SponsorRow, type SponsorRule } from './sponsors.ts';
 
 /*
  * The spend of sponsorship rules against their budgets: today's (UTC) per rule and per wallet, and
@@ -81,7 +81,7 @@ FROM g JOIN s ON s.sponsor_id = g.id ORDER BY g.id`;
 // A status a DROPPED meta-transaction reaches only when an earlier broadcast of it was mined after all.
 const MINED = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED']);
 
-export function spendCaps(db: Db, sponsors: SponsorRepo) {
+export function spendCaps(db: Db) {
   /** Today's spend of the given wallets under each rule. */
   const walletSpend = async (q: Queryable, ids: number[], wallets: readonly Address[]) => {
     const out = new Map<number, Map<string, { wei: bigint; usd: bigint }>>(ids.map((id) => [id, new Map()]));
@@ -144,36 +144,25 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
 
     /**
      * The relayer's status hook: a sponsored meta-transaction DROPPED gives back what it was charged (to
-     * the day it was charged on); one that is mined after all (an earlier broadcast landed) is charged again.
+     * the day it was charged on); one that is mined after all (an earlier broadcast landed) is charged
+     * again; a mined one's charge is settled to what it actually cost.
      */
     async onStatus(q: Queryable, rows: Array<{ chain_id: number; id: string; status: string; sponsored: boolean; gas_used?: string | number | bigint | null; gas_price?: string | number | bigint | null }>): Promise<void> {
       const dropped = rows.filter((r) => r.sponsored && r.status === 'DROPPED');
       const revived = rows.filter((r) => r.sponsored && MINED.has(r.status));
       for (const [list, sign, cond, set] of [
-        [dropped, '-', 'refunded_at IS NULL', 'now()'],
-        [revived, '+', 'refunded_at IS NOT NULL', 'NULL'],
+        [dropped, -1n, 'refunded_at IS NULL', 'now()'],
+        [revived, 1n, 'refunded_at IS NOT NULL', 'NULL'],
       ] as const) {
         for (const chainId of new Set(list.map((r) => r.chain_id))) {
           const ids = list.filter((r) => r.chain_id === chainId).map((r) => r.id);
-          const back = await q.query<{ sponsor_id: string; wallets: string[]; day: string; wei: string; usd: string }>(
+          const back = await q.query<ChargeRow>(
             `UPDATE sponsor_charges SET refunded_at = ${set} WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND ${cond}
-             RETURNING sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd`,
+             RETURNING id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd`,
             [chainId, ids],
           );
           // Sorted by rule, like charges, so a refund and a charge never lock rules crosswise.
-          for (const c of back.rows.sort((a, b) => Number(a.sponsor_id) - Number(b.sponsor_id))) {
-            const args = [c.sponsor_id, c.wei, c.usd];
-            await q.query(`UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei ${sign} $2::numeric), spent_usd = GREATEST(0, spent_usd ${sign} $3::numeric) WHERE id = $1`, args);
-            await q.query(
-              `UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei ${sign} $2::numeric), spent_usd = GREATEST(0, spent_usd ${sign} $3::numeric) WHERE sponsor_id = $1 AND day = $4::date`,
-              [...args, c.day],
-            );
-            await q.query(
-              `UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei ${sign} $2::numeric), spent_usd = GREATEST(0, spent_usd ${sign} $3::numeric)
-                WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`,
-              [...args, c.day, c.wallets],
-            );
-          }
+          for (const c of byRule(back.rows)) await moveSpend(q, c, sign * BigInt(c.wei), sign * BigInt(c.usd));
         }
       }
       const mined = revived.filter((r) => r.gas_used != null && r.gas_price != null);
@@ -185,31 +174,50 @@ export function spendCaps(db: Db, sponsors: SponsorRepo) {
   };
 }
 
+/** A row of sponsor_charges as the status hook reads it. */
+interface ChargeRow {
+  id: string;
+  meta_txn_id: string;
+  sponsor_id: string;
+  wallets: string[];
+  day: string;
+  wei: string;
+  usd: string;
+}
+
+const byRule = (rows: ChargeRow[]) => rows.sort((a, b) => Number(a.sponsor_id) - Number(b.sponsor_id));
+
+/**
+ * Adds a (signed) amount to every counter a charge went to: the rule's total, its spend on the charge's
+ * day, and each of the charge's wallets on that day; none goes below zero.
+ */
+async function moveSpend(q: Queryable, c: ChargeRow, wei: bigint, usd: bigint): Promise<void> {
+  const args = [c.sponsor_id, wei.toString(), usd.toString()];
+  await q.query('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1', args);
+  await q.query('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date', [...args, c.day]);
+  await q.query(
+    `UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
+      WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`,
+    [...args, c.day, c.wallets],
+  );
+}
+
 /**
  * Moves mined meta-transactions' standing charges from what they were (the intake estimate, or an
  * earlier settlement) to what each actually cost, on every counter the charge went to; the USD figure
  * scales with it (the rate of intake). One read for all of them; rules are updated in id order, like charges.
  */
 async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>): Promise<void> {
-  const open = await q.query<{ id: string; meta_txn_id: string; sponsor_id: string; wallets: string[]; day: string; wei: string; usd: string }>(
+  const open = await q.query<ChargeRow>(
     `SELECT id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd FROM sponsor_charges
       WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND refunded_at IS NULL`,
     [chainId, [...actual.keys()]],
   );
-  const moving = open.rows.filter((c) => BigInt(c.wei) !== actual.get(c.meta_txn_id)).sort((a, b) => Number(a.sponsor_id) - Number(b.sponsor_id));
-  for (const c of moving) {
+  for (const c of byRule(open.rows.filter((c) => BigInt(c.wei) !== actual.get(c.meta_txn_id)))) {
     const to = actual.get(c.meta_txn_id)!;
     const wei = BigInt(c.wei);
     const usd = wei > 0n ? (BigInt(c.usd) * to) / wei : 0n;
-    const dWei = (to - wei).toString();
-    const dUsd = (usd - BigInt(c.usd)).toString();
-    await q.query('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1', [c.sponsor_id, dWei, dUsd]);
-    await q.query('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date', [c.sponsor_id, dWei, dUsd, c.day]);
-    await q.query(
-      `UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
-        WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`,
-      [c.sponsor_id, dWei, dUsd, c.day, c.wallets],
-    );
+    await moveSpend(q, c, to - wei, usd - BigInt(c.usd));
     await q.query('UPDATE sponsor_charges SET wei = $2::numeric, usd = $3::numeric WHERE id = $1', [c.id, to.toString(), usd.toString()]);
   }
 }
