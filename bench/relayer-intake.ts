@@ -42,6 +42,7 @@ import { startTokenChain } from '../test/support/token-chain.ts';
 import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
 import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
+import { callRelayer, type Answer } from './lib/relayer-load.ts';
 
 const WALLETS = envNumber('BENCH_WALLETS', 50);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
@@ -64,30 +65,9 @@ const RECIPIENT: Address = '0x00000000000000000000000000000000000b0b00';
 
 type Transport = 'http' | 'inject';
 
-interface Answer {
-  status: number;
-  body: any;
-}
-
 function caller(env: RelayerEnv, transport: Transport) {
-  const headers = { 'x-access-key': env.accessKey };
-  return async (method: string, body: unknown): Promise<Answer> => {
-    if (transport === 'inject') return env.call(method, body, headers);
-    const res = await fetch(`${env.relayerUrl}/rpc/Relayer/${method}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = text;
-    }
-    return { status: res.status, body: parsed };
-  };
+  return (method: string, body: unknown): Promise<Answer> =>
+    transport === 'inject' ? env.call(method, body, { 'x-access-key': env.accessKey }) : callRelayer(env.relayerUrl, env.accessKey, method, body, 60_000);
 }
 
 interface Sample {

@@ -121,13 +121,13 @@ export interface Answer {
 }
 
 /** POSTs a relayer webrpc method at `relayerUrl` (…/relayer/<chain>) over HTTP (fetch, keep-alive). */
-export async function callRelayer(relayerUrl: string, accessKey: string, method: string, body: unknown): Promise<Answer> {
+export async function callRelayer(relayerUrl: string, accessKey: string, method: string, body: unknown, timeoutMs = 290_000): Promise<Answer> {
   const res = await fetch(`${relayerUrl}/rpc/Relayer/${method}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-access-key': accessKey },
     body: JSON.stringify(body),
-    // Long: an open loop past the service's capacity queues requests; undici's own 300 s header limit applies too.
-    signal: AbortSignal.timeout(290_000),
+    // Long by default: an open loop past the service's capacity queues requests; undici's own 300 s header limit applies too.
+    signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await res.text();
   let parsed: unknown;
