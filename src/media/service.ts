@@ -251,16 +251,23 @@ export class MediaService {
     const out = { rows: 0, originals: 0, renditions: 0 };
     for (const sha of await this.d.store.unreferencedBlobs(batch)) if (await this.release(sha)) out.rows++;
     const before = Date.now() - graceSec * 1000;
-    const old = (prefix: string) => this.d.blobs.entries(prefix).then((es) => es.filter((e) => e.modifiedAt.getTime() < before).map((e) => e.key));
+    // One listing of the store for both kinds (the folder store walks the whole tree for any prefix).
+    const aged = (await this.d.blobs.entries('')).filter((e) => e.modifiedAt.getTime() < before).map((e) => e.key);
+    const old = (prefix: string) => aged.filter((k) => k.startsWith(prefix));
     const hashOf = (key: string) => key.split('/')[1];
-    const originals = await old('o/');
+    const originals = old('o/');
     const knownO = await this.d.store.knownBlobs(originals.map(hashOf));
+    // Deleting an original deletes its renditions with it.
+    const gone = new Set<string>();
     for (const key of originals) {
       const sha = hashOf(key);
       if (knownO.has(sha)) continue;
-      if (await this.d.store.dropUnclaimed(sha, () => this.d.blobs.delete(key))) out.originals++;
+      if (await this.d.store.dropUnclaimed(sha, () => this.d.blobs.delete(key))) {
+        gone.add(sha);
+        out.originals++;
+      }
     }
-    const renditions = await old('r/');
+    const renditions = old('r/').filter((k) => !gone.has(hashOf(k)));
     const knownR = await this.d.store.knownBlobs([...new Set(renditions.map(hashOf))]);
     for (const key of renditions) {
       const sha = hashOf(key);
