@@ -25,7 +25,8 @@
 //               its MINED/CONFIRMED relay_txs rows (same hashes); ETH spent by receipts (gasUsed × effective price +
 //               value) = its balance delta; what the rows record as cost (meta_txns gas_used × gas_price)
 //               against the receipts of the same transactions.
-//   RSS         of every metarelay process every 2 s: first, last, max, least-squares slope (MB/min).
+//   RSS         of every metarelay process every 2 s: first, last, max, least-squares slope (MB/min) over
+//               the run and over its second half (after V8 has grown its heap to the working set).
 import { encodeFunctionData, type Address } from 'viem';
 import { rpcCall } from '../src/devchain/index.ts';
 import { erc20 } from '../test/support/relayer-env.ts';

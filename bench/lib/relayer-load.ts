@@ -426,6 +426,7 @@ export function sampleProcesses(procs: Record<string, number>, everyMs = 1_000) 
       const last = series[series.length - 1];
       const wallS = (last.t - first.t) || 1;
       const perProcess: Record<string, unknown> = {};
+      const late = series.filter((s) => s.t >= (first.t + last.t) / 2);
       for (const name of Object.keys(procs)) {
         const rss = series.map((s) => s.rssMb[name]).filter((x) => Number.isFinite(x));
         const cpu = (last.cpuS[name] ?? 0) - (first.cpuS[name] ?? 0);
@@ -434,7 +435,15 @@ export function sampleProcesses(procs: Record<string, number>, everyMs = 1_000) 
           cpuS: round3(cpu),
           // Share of one core over the window.
           cpuCores: round3(cpu / wallS),
-          rssMb: { first: rss[0], last: rss[rss.length - 1], max: Math.max(...rss), slopeMbPerMin: round3(slope(series.map((s) => s.t), series.map((s) => s.rssMb[name])) * 60) },
+          rssMb: {
+            first: rss[0],
+            last: rss[rss.length - 1],
+            max: Math.max(...rss),
+            slopeMbPerMin: round3(slope(series.map((s) => s.t), series.map((s) => s.rssMb[name])) * 60),
+            // V8 grows its heap to the working set in the first minutes of a load; a leak keeps growing
+            // after that, so the second half's slope is the one that says "flat" or not.
+            slopeSecondHalfMbPerMin: round3(slope(late.map((s) => s.t), late.map((s) => s.rssMb[name])) * 60),
+          },
         };
       }
       return { wallS: round3(wallS), perProcess };
