@@ -363,6 +363,18 @@ export const AppConfigSchema = z
       .object({ graceMs: z.number().int().min(0).default(2_000), deadlineMs: z.number().int().positive().default(30_000) })
       .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /**
+     * serve's request lines. Errors (4xx/5xx) and requests slower than slowMs are always logged;
+     * successful ones at most successPerSec a second ('all': every one; 0: none). One line per
+     * request was ~12 % of a cached read's CPU.
+     */
+    requestLog: z
+      .object({
+        successPerSec: z.union([z.number().int().min(0), z.literal('all')]).default(10),
+        slowMs: z.number().int().positive().default(1_000),
+      })
+      .strict()
+      .prefault({}),
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),
   })

@@ -18,6 +18,7 @@ import { AccessPipeline } from './access-pipeline.ts';
 import { registerCors } from './cors.ts';
 import { lazyChildLogger } from './request-logger.ts';
 import { Tally } from '../telemetry/tally.ts';
+import { RequestLogSampler } from './request-log.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -45,12 +46,22 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   // serve logs one line per request, when it is answered: what fastify's two lines said, at half the
   // cost. The URL goes through the logger's redaction like every line (?accessKey= is masked).
   // Written by the root logger with the request id, so the request's own child logger is never made.
+  // Successful requests are sampled (config requestLog); errors and slow ones always get their line.
   const log = opts.logRequests ? s.log : undefined;
+  const sampler = new RequestLogSampler(s.config.requestLog);
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
     counted.add(`${status} ${route}`, httpLabels, route, status);
-    log?.info({ reqId: req.id, method: req.method, url: req.url, statusCode: status, ms: Math.round(reply.elapsedTime * 10) / 10, remoteAddress: req.ip }, 'request');
+    if (log) {
+      const ms = reply.elapsedTime;
+      const take = sampler.take(status, ms);
+      if (take.log) {
+        const line = { reqId: req.id, method: req.method, url: req.url, statusCode: status, ms: Math.round(ms * 10) / 10, remoteAddress: req.ip };
+        if (take.skipped) log.info({ ...line, unloggedBefore: take.skipped }, 'request');
+        else log.info(line, 'request');
+      }
+    }
     done();
   });
 
