@@ -9,7 +9,7 @@
 //
 // Options: BENCH_RATE (100 meta-transactions/s), BENCH_SECONDS (60), BENCH_WALLETS (500), BENCH_SENDERS
 // (4: anvil accounts 1..n), BENCH_MAX_IN_FLIGHT (1000: a guard only; `lateMs` says if it ever bound),
-// BENCH_SETTLE_S (300).
+// BENCH_SETTLE_S (300), BENCH_BATCH_SIZE (the relayer's batchSize; unset: its default).
 //
 // The relayer is the test environment's (test/support/relayer-env.ts: Sequence v2 contracts, a fee
 // token, a sponsorship rule for it), in this process, listening on a port; the load goes over real
@@ -61,6 +61,7 @@ const SENDERS = envNumber('BENCH_SENDERS', 4);
 const MAX_IN_FLIGHT = envNumber('BENCH_MAX_IN_FLIGHT', 1_000);
 const SETTLE_MS = envNumber('BENCH_SETTLE_S', 300) * 1000;
 const WARMUP = 40;
+const BATCH_SIZE = process.env.BENCH_BATCH_SIZE ? envNumber('BENCH_BATCH_SIZE', 1) : undefined;
 
 runBench(async (cleanup) => {
   const loadavgAtStart = machineInfo().loadavg1m;
@@ -70,14 +71,14 @@ runBench(async (cleanup) => {
   const env = await startRelayerEnv({
     chain,
     // One client address and one key send everything: their queue shares must not cap the run.
-    relayer: { senderKeys: Array.from({ length: SENDERS }, (_, i) => anvilKey(i + 1)), maxQueuedPerAddress: 1_000_000, maxQueuedPerKey: 1_000_000 },
+    relayer: { senderKeys: Array.from({ length: SENDERS }, (_, i) => anvilKey(i + 1)), maxQueuedPerAddress: 1_000_000, maxQueuedPerKey: 1_000_000, ...(BATCH_SIZE ? { batchSize: BATCH_SIZE } : {}) },
   });
   cleanup.add('relayer env', async () => {
     const closing = env.close();
     env.app.server.closeAllConnections();
     await closing;
   });
-  progress(`relayer ${env.relayerUrl}, anvil ${env.rpcUrl}, database ${TEST_DB}, ${SENDERS} senders`);
+  progress(`relayer ${env.relayerUrl}, anvil ${env.rpcUrl}, database ${TEST_DB}, ${SENDERS} senders, batchSize ${BATCH_SIZE ?? "default"}`);
   await sponsor(env, 'CONTRACT', env.token);
 
   const total = Math.round(RATE * SECONDS);
@@ -141,6 +142,7 @@ runBench(async (cleanup) => {
     metaTxns: total,
     wallets: WALLETS,
     senders: SENDERS,
+    batchSize: BATCH_SIZE ?? null,
     blockTimeS: 1,
     machine: { ...machineInfo(), loadavgAtStart },
     summary: {

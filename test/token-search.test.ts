@@ -379,6 +379,16 @@ describe('text', () => {
     }
   });
 
+  it('a misspelt text of several words finds the tokens having a word near each of them, and only those (word index)', async () => {
+    const words = (d: Doc) => `${d.name} ${d.description}`.toLowerCase().split(/[^a-z0-9]+/);
+    const ids = await allIds({ text: 'Krakn tundra' });
+    const want = expected([]).filter((id) => words(docs.get(id)!).includes('kraken') && words(docs.get(id)!).includes('tundra'));
+    expect(want.length).toBeGreaterThan(0);
+    expect([...ids].sort(byTokenOrder)).toEqual(want);
+    // A word no token has anything near: nothing, though the other word is everywhere.
+    expect(await allIds({ text: 'Dragon Zzyzxq' })).toEqual([]);
+  });
+
   it('an exact name ranks first; LIKE wildcards in the text are literal', async () => {
     const body = await ok('SearchTokenMetadataByQuery', { q: 'Dragon #1', chainID: 'anvil' });
     const exact = expected([]).find((id) => docs.get(id)!.name === 'Dragon #1');
@@ -452,8 +462,10 @@ describe('the index follows document changes', () => {
     await drain(t.services);
     expect(await allIds({ properties: [{ name: 'Species', values: ['chimera'] }] })).toEqual([id]);
     expect(await allIds({ properties: [{ name: 'Level', min: 1000 }] })).toEqual([id]);
-    // Its old traits are gone.
+    // Its old traits are gone, and so are its old words; a misspelling finds its new name.
     expect(await allIds({ properties: [{ name: 'Background' }] })).not.toContain(id);
+    expect(await allIds({ text: 'Chanjed' })).toEqual([id]);
+    expect(await allIds({ text: (old.name as string).split(' ')[0]!.slice(0, -1) + 'x' })).not.toContain(id);
 
     origin.removeDocument(`/s/${id}`);
     await ok('RefreshTokenMetadata', { chainID: 'anvil', contractAddress: nft, tokenIDs: [id] });
@@ -465,6 +477,7 @@ describe('the index follows document changes', () => {
     await drain(t.services);
     expect(await allIds({ properties: [{ name: 'Species', values: ['chimera'] }] })).toEqual([]);
     expect(await allIds({ properties: [{ name: 'Species', values: [(old.name as string).split(' ')[0]!] }] })).toContain(id);
+    expect(await allIds({ text: 'Chanjed' })).toEqual([]);
   }, 60_000);
 
   it('a watcher update (ERC-4906 MetadataUpdate) re-indexes the token', async () => {

@@ -51,4 +51,36 @@ export async function reindexTokens(tx: Queryable, chainId: number, contract: st
   // Values and properties no token has any more are not listed (nor kept).
   await tx.query('DELETE FROM token_property_values WHERE chain_id = $1 AND contract_address = $2 AND tokens <= 0', [chainId, contract]);
   await tx.query('DELETE FROM token_property_names WHERE chain_id = $1 AND contract_address = $2 AND tokens <= 0', [chainId, contract]);
+  await reindexWords(tx, chainId, contract, tokenIds);
+}
+
+/**
+ * The words of the tokens' names and descriptions (migration 0026), for typo search, and the
+ * contract's word list with counts; under the same lock and in the same transaction as the pairs.
+ */
+async function reindexWords(tx: Queryable, chainId: number, contract: string, tokenIds: string[]): Promise<void> {
+  const params = [chainId, contract, tokenIds];
+  await tx.query(
+    `WITH gone AS (
+       DELETE FROM token_words WHERE chain_id = $1 AND contract_address = $2 AND token_id = ANY($3::text[]) RETURNING word
+     )
+     UPDATE token_text_words c SET tokens = c.tokens - g.n
+       FROM (SELECT word, count(*) AS n FROM gone GROUP BY word) g
+      WHERE c.chain_id = $1 AND c.contract_address = $2 AND c.word = g.word`,
+    params,
+  );
+  await tx.query(
+    `WITH added AS (
+       INSERT INTO token_words (chain_id, contract_address, word, token_id)
+       SELECT t.chain_id, t.contract_address, w, t.token_id
+         FROM token_metadata t CROSS JOIN LATERAL metarelay_token_words(t.metadata) AS w
+        WHERE t.chain_id = $1 AND t.contract_address = $2 AND t.token_id = ANY($3::text[]) AND t.metadata IS NOT NULL
+       RETURNING word
+     )
+     INSERT INTO token_text_words AS c (chain_id, contract_address, word, tokens)
+     SELECT $1::bigint, $2::text, word, count(*) FROM added GROUP BY word
+     ON CONFLICT (chain_id, contract_address, word) DO UPDATE SET tokens = c.tokens + EXCLUDED.tokens`,
+    params,
+  );
+  await tx.query('DELETE FROM token_text_words WHERE chain_id = $1 AND contract_address = $2 AND tokens <= 0', [chainId, contract]);
 }

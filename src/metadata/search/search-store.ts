@@ -62,14 +62,26 @@ function textTiers(text: string, p: Params): { tiers: string[]; fuzzy: string | 
       `${NAME} LIKE ${$contains} ESCAPE '\\' AND NOT ${prefix}`,
       `${DESCRIPTION} LIKE ${$contains} ESCAPE '\\' AND NOT ${inName}`,
     ],
-    // Trigrams need three characters: shorter text matches by substring only.
-    fuzzy: q.length >= 3 ? `(${NAME} % ${$q} OR ${NAME} %> ${$q} OR ${DESCRIPTION} %> ${$q}) AND NOT ${inName} AND NOT ${inDescription}` : null,
+    // Typos are looked for word by word (typoWords); a token already in a substring tier is not again.
+    fuzzy: typoWords(q).length ? `NOT ${inName} AND NOT ${inDescription}` : null,
     sim: `greatest(similarity(${NAME}, ${$q}), word_similarity(${$q}, ${NAME}), word_similarity(${$q}, coalesce(${DESCRIPTION}, '')))`,
   };
 }
 
-/** Where the typo tier's branch is switched on or off (see byFilter). */
-const TYPOS = '/*typos*/true';
+/**
+ * The words of a search text that may be misspelt: as migration 0026 splits names and descriptions
+ * (three characters or more, with a letter), at most 8.
+ */
+export function typoWords(text: string): string[] {
+  const words = text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 3 && w.length <= 64 && /\p{L}/u.test(w));
+  return [...new Set(words)].slice(0, 8);
+}
+
+/** How many of a contract's words, nearest first, stand for one word of the text in the typo tier. */
+const NEAREST_WORDS = 5;
+
+/** Where the typo tier's branch goes, once the near words are known (see byFilter). */
+const TYPOS = '/*typos*/';
 
 /** How many typo-only matches (the first, in token order) the typo tier ranks: it bounds the tier's work. */
 export const TYPO_CANDIDATES = 1000;
@@ -195,6 +207,7 @@ export function searchStore(db: Queryable) {
       const $offset = p.add(offset);
       const base = [`t.chain_id = ${$chain}`, `t.contract_address = ${$contract}`, 't.metadata IS NOT NULL'];
       let sql: string;
+      let typoBranch: ((walk: string, also: string) => string) | null = null;
       if (f.text === null) {
         const walk = sel === null || walkCost(sel, need) <= setCost(sel);
         if (walk) {
@@ -231,27 +244,51 @@ export function searchStore(db: Queryable) {
           branches.push(`(SELECT t.token_id AS id, ${tier} AS tier, 0::real AS sim FROM token_metadata t WHERE ${where.join(' AND ')}
                            ORDER BY ${TOKEN_ORDER} LIMIT ${$need})`);
         }
-        if (tt.fuzzy !== null) {
-          // The typo tier ranks its first TYPO_CANDIDATES matches in token order by similarity: a
-          // typo common to every name would otherwise rank the whole collection.
-          const cursor = rank && rank.tier === 4
-            ? `WHERE c.sim < ${p.add(rank.sim)}::real OR (c.sim = ${p.at(-1)}::real AND ${after('c.id', p.add(rank.tokenId))})`
-            : '';
-          branches.push(`(SELECT c.id, 4 AS tier, c.sim FROM (
-                            SELECT t.token_id AS id, ${tt.sim}::real AS sim FROM token_metadata t
-                             WHERE ${[...base, tt.fuzzy, ...probes, TYPOS].join(' AND ')} ORDER BY ${TOKEN_ORDER} LIMIT ${TYPO_CANDIDATES}) AS c
-                           ${cursor} ORDER BY c.sim DESC, length(c.id), c.id LIMIT ${$need})`);
+        const fuzzy = tt.fuzzy;
+        if (fuzzy !== null) {
+          // The typo tier: tokens having, for every word of the text, one of the contract's words
+          // nearest to it (filled in below, only when the substring tiers leave room), its first
+          // TYPO_CANDIDATES in token order ranked by similarity. The tokens of the rarest word's near
+          // words are walked in token order from the word index and stop at TYPO_CANDIDATES, so a word
+          // every token has costs no more than that; the other words are tested per token. Built only
+          // when it is read: a parameter a statement does not use could not be typed.
+          typoBranch = (walk: string, also: string) => {
+            const cursor = rank && rank.tier === 4
+              ? `WHERE c.sim < ${p.add(rank.sim)}::real OR (c.sim = ${p.at(-1)}::real AND ${after('c.id', p.add(rank.tokenId))})`
+              : '';
+            return `(SELECT c.id, 4 AS tier, c.sim FROM (
+                       SELECT t.token_id AS id, ${tt.sim}::real AS sim
+                         FROM (SELECT DISTINCT x.token_id FROM unnest(${walk}::text[]) AS near(word) CROSS JOIN LATERAL (
+                                 SELECT w.token_id FROM token_words w
+                                   JOIN token_metadata t ON t.chain_id = w.chain_id AND t.contract_address = w.contract_address AND t.token_id = w.token_id
+                                  WHERE w.chain_id = ${$chain} AND w.contract_address = ${$contract} AND w.word = near.word
+                                    AND ${[...base, fuzzy, ...probes, also].join(' AND ')}
+                                  ORDER BY length(w.token_id), w.token_id LIMIT ${TYPO_CANDIDATES}) AS x) AS ids
+                         JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = ids.token_id
+                        ORDER BY ${TOKEN_ORDER} LIMIT ${TYPO_CANDIDATES}) AS c
+                      ${cursor} ORDER BY c.sim DESC, length(c.id), c.id LIMIT ${$need})`;
+          };
         }
         sql = `SELECT ${cols}, r.tier AS rank_tier, r.sim AS rank_sim
-                 FROM (${branches.join(' UNION ALL ')}) AS r
+                 FROM (${branches.join(' UNION ALL ')}${TYPOS}) AS r
                  JOIN token_metadata t ON t.chain_id = ${$chain} AND t.contract_address = ${$contract} AND t.token_id = r.id
                 ORDER BY r.tier, r.sim DESC, ${TOKEN_ORDER} LIMIT ${$limit} OFFSET ${$offset}`;
       }
-      // The typo tier rechecks every token sharing trigrams with the text (most of a collection whose
-      // names share words): it is read only when the substring tiers do not fill the page, and is
-      // otherwise an empty branch (kept, so its parameters stay typed).
-      let res = await db.query(sql.replace(TYPOS, 'false'), p.values);
-      if (sql.includes(TYPOS) && res.rows.length <= page.pageSize) res = await db.query(sql.replace(TYPOS, 'true'), p.values);
+      // The typo tier is read only when the substring tiers do not fill the page: it needs the
+      // contract's words nearest to the text's first (one more statement).
+      let res = await db.query(sql.replace(TYPOS, ''), p.values);
+      if (typoBranch !== null && res.rows.length <= page.pageSize) {
+        const groups = await this.nearestWords(chainId, contract, typoWords(f.text!));
+        // Every word of the text must have a near word in the contract, or no token has them all.
+        if (groups.length && groups.every((g) => g.words.length)) {
+          const [walk, ...also] = [...groups].sort((a, b) => a.tokens - b.tokens);
+          const tests = also.map(
+            (g) => `EXISTS (SELECT 1 FROM token_words v WHERE v.chain_id = ${$chain} AND v.contract_address = ${$contract} AND v.token_id = t.token_id AND v.word = ANY(${p.add(g.words)}::text[]))`,
+          );
+          const branch = (typoBranch as (walk: string, also: string) => string)(p.add(walk!.words), tests.length ? tests.join(' AND ') : 'true');
+          res = await db.query(sql.replace(TYPOS, ` UNION ALL ${branch}`), p.values);
+        }
+      }
       const more = res.rows.length > page.pageSize;
       const rows = res.rows.slice(0, page.pageSize);
       const last = rows.at(-1);
@@ -261,6 +298,28 @@ export function searchStore(db: Queryable) {
           ? String(last.token_id)
           : formatRankCursor({ tier: Number(last.rank_tier), sim: Number(last.rank_sim), tokenId: String(last.token_id) });
       return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toRecord), more, cursor };
+    },
+
+    /**
+     * For each of `words`, the contract's words nearest to it by trigram similarity (at least pg_trgm's
+     * threshold, NEAREST_WORDS at most; only the word itself when the contract has it) and how many
+     * tokens have one of them (an upper bound).
+     */
+    async nearestWords(chainId: number, contract: string, words: string[]): Promise<Array<{ word: string; words: string[]; tokens: number }>> {
+      if (words.length === 0) return [];
+      const res = await db.query<{ q: string; word: string; tokens: number | string }>(
+        `SELECT q.w AS q, n.word, n.tokens FROM unnest($3::text[]) AS q(w) CROSS JOIN LATERAL (
+           SELECT word, tokens FROM token_text_words
+            WHERE chain_id = $1 AND contract_address = $2 AND word % q.w
+            ORDER BY similarity(word, q.w) DESC, word LIMIT ${NEAREST_WORDS}) AS n`,
+        [chainId, contract, words],
+      );
+      return words.map((w) => {
+        const near = res.rows.filter((r) => r.q === w);
+        const exact = near.find((r) => r.word === w);
+        const chosen = exact ? [exact] : near;
+        return { word: w, words: chosen.map((r) => r.word), tokens: chosen.reduce((a, r) => a + Number(r.tokens), 0) };
+      });
     },
 
     /** How many tokens have each property (upper bounds), and about how many tokens the contract has. */

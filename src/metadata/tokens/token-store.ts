@@ -277,6 +277,8 @@ export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = 
       // The search counts are kept beside the pairs (which go with their tokens).
       await db.query('DELETE FROM token_property_values WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM token_property_names WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM token_words WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM token_text_words WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM contracts WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM token_directory WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM tasks WHERE chain_id = $1', [chainId]);
