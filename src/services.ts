@@ -121,6 +121,9 @@ export interface CreateServicesOptions {
   pollingIntervalMs?: number;
 }
 
+/** Connections of the dispatchers' own pool (PostgreSQL): a pass runs one transaction per sender at a time. */
+const ENGINE_CONNECTIONS = 5;
+
 export async function createServices(config: AppConfig, opts: CreateServicesOptions = {}): Promise<Services> {
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = createMetrics();
@@ -214,15 +217,22 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db);
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
-  const metaTxns: MetaTxnRepo = metaTxnRepo(db, {
+  const metaTxnHooks: Parameters<typeof metaTxnRepo>[1] = {
     onStatus: async (q, rows, cause) => {
       await balances.onStatus(q, rows);
       await statusEvents(q, rows, cause);
       await caps.onStatus(q, rows);
     },
-  });
+  };
+  const metaTxns: MetaTxnRepo = metaTxnRepo(db, metaTxnHooks);
   const bars = barRepo(db);
   const waits = waitRepo(db);
+  // The dispatchers' own connections (PostgreSQL): with every pooled connection busy with intake and
+  // reads, a pass's statements queued behind hundreds of requests and nothing was sent while intake
+  // ran (bench/relayer-sustained.ts: SENT 0 for a minute at 100 SendMetaTxn/s).
+  const engineDb = config.chains.some((c) => c.relayer) ? ((await db.dedicated?.(ENGINE_CONNECTIONS)) ?? db) : db;
+  const engineMetaTxns: MetaTxnRepo = engineDb === db ? metaTxns : metaTxnRepo(engineDb, metaTxnHooks);
+  const engineBars = engineDb === db ? bars : barRepo(engineDb);
   const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {
     max: config.relayer.maxReceiptWaiters,
     perAddress: config.relayer.maxReceiptWaitersPerAddress,
@@ -256,8 +266,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       waits,
     });
     const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
-    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, db, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics) : undefined;
-    const dispatcher = new Dispatcher(relayer, { db, metaTxns, bars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill, onSenderBalance: senderBalanceEvents(bell) });
+    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics) : undefined;
+    const dispatcher = new Dispatcher(relayer, { db: engineDb, metaTxns: engineMetaTxns, bars: engineBars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill, onSenderBalance: senderBalanceEvents(bell) });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }
@@ -363,6 +373,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       await auth.flush();
       await media?.close();
       fetcher.close();
+      if (engineDb !== db) await engineDb.close();
       if (!opts.db) await db.close();
     },
   };

@@ -14,6 +14,12 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** Runs fn inside BEGIN/COMMIT; rolls back when fn throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * PostgreSQL: a pool of its own, of at most `max` connections, on the same database, so work that
+   * must not wait behind a flood of requests (the relayer's dispatcher) has connections of its own.
+   * PGlite (one connection in this process): undefined, the caller keeps this Db.
+   */
+  dedicated?(max: number): Promise<Db>;
   close(): Promise<void>;
 }
 

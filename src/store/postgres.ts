@@ -7,11 +7,13 @@ pg.types.setTypeParser(20, (v) => {
   return Number.isSafeInteger(n) ? n : v;
 });
 
-export async function openPostgres(url: string, opts: { max?: number } = {}): Promise<Db> {
+export async function openPostgres(url: string, opts: { max?: number; probe?: boolean } = {}): Promise<Db> {
   const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 });
   // Fail at boot, not at the first request, when the server is unreachable.
-  const probe = await pool.connect();
-  probe.release();
+  if (opts.probe !== false) {
+    const probe = await pool.connect();
+    probe.release();
+  }
   pool.on('error', () => {
     /* an idle client died; the pool replaces it on next use */
   });
@@ -47,6 +49,7 @@ export async function openPostgres(url: string, opts: { max?: number } = {}): Pr
         client.release();
       }
     },
+    dedicated: (max: number) => openPostgres(url, { max, probe: false }),
     async close() {
       if (closed) return;
       closed = true;
