@@ -43,6 +43,7 @@ import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, wi
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
 import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
 import { callRelayer, type Answer } from './lib/relayer-load.ts';
+import { cpuPerUnit, cpuSnapshot } from './lib/processes.ts';
 
 const WALLETS = envNumber('BENCH_WALLETS', 50);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
@@ -303,6 +304,7 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
   const phase = async (name: 'A' | 'B', list: Job[]) => {
     const profiled = PROFILE && name === 'B' && transport === TRANSPORTS[0];
     const c0 = process.cpuUsage();
+    const m0 = cpuSnapshot();
     const run = () => withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
     if (profiled) PROFILE.enabled = true;
     const { value: ran, eventLoopDelayMs } = profiled ? await cpuProfile(run).then((x) => ((profiledCpu = x.cpu), x.value)) : await run();
@@ -310,6 +312,8 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const cpu = process.cpuUsage(c0);
     // CPU of this process per request (server, dispatcher and bench client together).
     const processCpuMsPerRequest = round3((cpu.user + cpu.system) / 1000 / list.length);
+    // The whole machine's CPU per request, by process: what bounds intake on a shared 2-core machine.
+    const cpuPerRequest = cpuPerUnit(m0, cpuSnapshot(), list.length);
     const out: Outcome[] = list.map((job, i) => {
       const s = ran.samples[i];
       const id = s.answer?.status === 200 ? String(s.answer.body?.txnHash) : undefined;
@@ -320,7 +324,7 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const ids = out.flatMap((o) => (o.id ? [o.id] : []));
     const settled = await settle(env, ids, `${label} phase ${name}`);
     progress(`${label} phase ${name}: final after ${settled.settleMs} ms more`);
-    return { intake: { ...ran.summary, eventLoopDelayMs, processCpuMsPerRequest }, out, settled };
+    return { intake: { ...ran.summary, eventLoopDelayMs, processCpuMsPerRequest, cpuPerRequest }, out, settled };
   };
 
   const a = await phase('A', jobs.a);
@@ -490,6 +494,7 @@ runBench(async (cleanup) => {
       sendLatencyP50MsPhaseB: r.intake.phaseB.latencyMs.p50,
       // Process CPU per request (server + dispatcher + bench client in this process; PostgreSQL and anvil not included).
       sendCpuMsPerRequestPhaseB: r.intake.phaseB.processCpuMsPerRequest,
+      machineCpuPerSendPhaseB: r.intake.phaseB.cpuPerRequest,
       pingCpuMsPerRequest: ping.processCpuMsPerRequest,
       succeeded: `${s.succeeded}/${s.metaTxns}`,
       tokensArrived: `${r.recipientReceived}/${s.metaTxns}`,

@@ -1,7 +1,7 @@
 // Servers measured in processes of their own, as users run them: metarelay through its binary
 // (`node bin/metarelay.mjs dev|serve`, what `npm start` / `npm run serve` run) and the bare anchor.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from '../../src/devchain/index.ts';
@@ -144,4 +144,55 @@ export async function startRelayerOnly(configFile: string, logFile: string, star
   }
   progress(`metarelay relayer (pid ${child.pid})`);
   return handle(child, '');
+}
+
+/** CPU used so far (µs) by this process, every PostgreSQL process, every anvil, the rest of the machine, and idle. */
+export interface CpuSnapshot {
+  self: number;
+  postgres: number;
+  anvil: number;
+  machineBusy: number;
+  machineIdle: number;
+}
+
+/**
+ * Where a phase's CPU went, read from /proc (the processes of the machine) and /proc/stat (the
+ * machine): on a 2-core machine shared by the service, PostgreSQL and anvil, the sum is what bounds
+ * a rate, and each share says what a dedicated host would take off it.
+ */
+export function cpuSnapshot(): CpuSnapshot {
+  const snap: CpuSnapshot = { self: processCpuUs(process.pid), postgres: 0, anvil: 0, machineBusy: 0, machineIdle: 0 };
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const us = (Number(fields[11]) + Number(fields[12])) * TICK_US;
+    if (comm === 'postgres') snap.postgres += us;
+    else if (comm === 'anvil') snap.anvil += us;
+  }
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal
+  snap.machineIdle = (cpu[3] + cpu[4]) * TICK_US;
+  snap.machineBusy = (cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]) * TICK_US;
+  return snap;
+}
+
+/** CPU ms per unit of work between two snapshots, by process group, and how busy the machine was. */
+export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number) {
+  const ms = (k: keyof CpuSnapshot) => Math.round(((b[k] - a[k]) / 1000 / units) * 1000) / 1000;
+  const busy = b.machineBusy - a.machineBusy;
+  const all = busy + (b.machineIdle - a.machineIdle);
+  return {
+    metarelayAndClientMs: ms('self'),
+    postgresMs: ms('postgres'),
+    anvilMs: ms('anvil'),
+    machineMs: ms('machineBusy'),
+    machineBusyShare: all > 0 ? Math.round((busy / all) * 1000) / 1000 : 0,
+  };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, QueryResult } from './db.ts';
 
@@ -6,6 +7,71 @@ pg.types.setTypeParser(20, (v) => {
   const n = Number(v);
   return Number.isSafeInteger(n) ? n : v;
 });
+
+/** Statements named (prepared once per connection) at most, and after how many runs of the same text. */
+const MAX_PREPARED = 500;
+const PREPARE_AFTER = 2;
+
+/**
+ * Names the statements this process runs again and again, so each connection parses them once and
+ * PostgreSQL can keep a generic plan instead of planning every run: planning was half of PostgreSQL's
+ * time per SendMetaTxn (pg_stat_statements, bench/relayer-intake.ts). Only statements with
+ * parameters (the extended protocol; a text without them may hold several statements), only texts
+ * seen PREPARE_AFTER times (one-off SQL stays unnamed) and at most MAX_PREPARED of them.
+ */
+export class StatementNames {
+  private readonly seen = new Map<string, number>();
+  private readonly names = new Map<string, string>();
+  /** Bumped when PostgreSQL refuses a cached plan (a migration changed a table under it): new names, new plans. */
+  private generation = 0;
+
+  nameOf(sql: string): string | undefined {
+    const known = this.names.get(sql);
+    if (known) return known;
+    if (this.names.size >= MAX_PREPARED) return undefined;
+    const n = (this.seen.get(sql) ?? 0) + 1;
+    if (n < PREPARE_AFTER) {
+      // Texts seen once are forgotten in bulk: dynamic SQL must not grow this map without bound.
+      if (this.seen.size >= 4 * MAX_PREPARED) this.seen.clear();
+      this.seen.set(sql, n);
+      return undefined;
+    }
+    this.seen.delete(sql);
+    const name = `mr${this.generation}_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`;
+    this.names.set(sql, name);
+    return name;
+  }
+
+  /** After "cached plan must not change result type": every text gets a fresh name (and so a fresh plan). */
+  renew() {
+    this.generation++;
+    this.names.clear();
+  }
+
+  get size() {
+    return this.names.size;
+  }
+}
+
+const isStalePlan = (err: unknown) => (err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
+
+/**
+ * Runs `sql` on a pool or a client, named when `names` says so. A stale cached plan renews the names;
+ * on the pool (autocommit) the statement is retried once, inside a transaction (aborted by the error)
+ * the error goes up and the next transaction gets fresh plans.
+ */
+async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: string, params?: unknown[], retry = true) {
+  const name = params?.length ? names.nameOf(sql) : undefined;
+  if (!name) return on.query(sql, params);
+  try {
+    return await on.query({ name, text: sql, values: params });
+  } catch (err) {
+    if (!isStalePlan(err)) throw err;
+    names.renew();
+    if (!retry) throw err;
+    return on.query(sql, params);
+  }
+}
 
 export async function openPostgres(url: string, opts: { max?: number; probe?: boolean } = {}): Promise<Db> {
   const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 });
@@ -18,10 +84,11 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     /* an idle client died; the pool replaces it on next use */
   });
   let closed = false;
+  const names = new StatementNames();
   return {
     kind: 'postgres',
     async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
-      const res = await pool.query(sql, params);
+      const res = await run(pool, names, sql, params);
       return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
     },
     async exec(sql: string) {
@@ -36,7 +103,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
             await client.query(sql);
           },
           async query<T>(sql: string, params?: unknown[]) {
-            const res = await client.query(sql, params);
+            const res = await run(client, names, sql, params, false);
             return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
           },
         });
