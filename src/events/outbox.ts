@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Db, Queryable } from '../store/db.ts';
+import { prepared, type Db, type Queryable } from '../store/db.ts';
 
 /**
  * The event types metarelay emits, and so the ones an endpoint or a stream may subscribe to
@@ -61,7 +61,7 @@ const MATCHING = `w.enabled AND w.deleted_at IS NULL AND (e.type = ANY(w.events)
 export async function appendEvents(q: Queryable, events: readonly NewEvent[], webhookId?: number): Promise<number[]> {
   if (events.length === 0) return [];
   const r = await q.query<{ id: number | string }>(
-    `WITH e AS (
+    prepared(`WITH e AS (
        INSERT INTO events (type, chain_id, project_id, subject, payload)
        SELECT type, chain_id, project_id, subject, payload::jsonb FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
          AS u(type, chain_id, project_id, subject, payload)
@@ -71,7 +71,7 @@ export async function appendEvents(q: Queryable, events: readonly NewEvent[], we
        SELECT w.id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
        ORDER BY e.id, w.id
        RETURNING id)
-     SELECT id FROM e ORDER BY id`,
+     SELECT id FROM e ORDER BY id`),
     [
       events.map((e) => e.type),
       events.map((e) => e.chainId),

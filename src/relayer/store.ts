@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem';
-import type { Db, Queryable } from '../store/db.ts';
+import { prepared, type Db, type Queryable } from '../store/db.ts';
 import type { Authorization } from './intake/authorization.ts';
 
 export const FINAL_STATUSES = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED', 'DROPPED']);
@@ -145,13 +145,13 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
   // Every count in one round trip (each subquery keeps its own index); refused in the order below.
   const r = await q.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
-    `SELECT
+    prepared(`SELECT
        (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status = ANY($3) LIMIT 1) AS payer_busy,
        (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
           SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b JOIN meta_txns x ON x.chain_id = b.chain_id AND x.id = b.meta_txn_id
            WHERE b.chain_id = $1 AND b.wallet = ANY($4) AND x.status = ANY($3) GROUP BY b.wallet) t) AS per_wallet,
        CASE WHEN $5::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $5 AND status = ANY($3)) END AS by_key,
-       CASE WHEN $6::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $6 AND status = ANY($3)) END AS by_ip`,
+       CASE WHEN $6::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $6 AND status = ANY($3)) END AS by_ip`),
     [m.chainId, m.feePayer?.toLowerCase() ?? null, LIVE_STATUSES, wallets, m.keyId, m.clientIp],
   );
   const x = r.rows[0];
@@ -189,11 +189,11 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
   const onStatus = opts.onStatus;
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
     const r = await q.query<Record<string, unknown>>(
-      `SELECT * FROM meta_txns WHERE chain_id = $1 AND id = $2
+      prepared(`SELECT * FROM meta_txns WHERE chain_id = $1 AND id = $2
        UNION ALL
        SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
         WHERE b.chain_id = $1 AND b.bundle_id = $2 AND b.meta_txn_id <> $2
-       LIMIT 1`,
+       LIMIT 1`),
       [chainId, id],
     );
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
@@ -207,21 +207,21 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
   const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<{ known?: MetaTxnRow; dropped: boolean }> => {
     const ids = [m.id, ...m.bundles.map((b) => b.id)];
     const r = await q.query<Record<string, unknown>>(
-      `SELECT * FROM meta_txns WHERE chain_id = $1 AND id = ANY($2::text[])
+      prepared(`SELECT * FROM meta_txns WHERE chain_id = $1 AND id = ANY($2::text[])
        UNION ALL
        SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-        WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id`,
+        WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id`),
       [m.chainId, ids],
     );
     const rows = r.rows.map(normalise);
     const known = rows.find((x) => x.id === m.id && x.status !== 'DROPPED') ?? rows.find((x) => x.status !== 'DROPPED');
     if (known) return { known, dropped: false };
     const h = await q.query<Record<string, unknown>>(
-      `SELECT b.wallet AS held_wallet, b.nonce_space::text AS held_space, b.nonce::text AS held_nonce, m.id AS held_by
+      prepared(`SELECT b.wallet AS held_wallet, b.nonce_space::text AS held_space, b.nonce::text AS held_nonce, m.id AS held_by
        FROM unnest($2::text[], $3::numeric[], $4::numeric[]) AS u(wallet, space, nonce)
        JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = u.wallet AND b.nonce_space = u.space AND b.nonce = u.nonce
        JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-       WHERE m.status = ANY($5) LIMIT 1`,
+       WHERE m.status = ANY($5) LIMIT 1`),
       [m.chainId, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString()), LIVE_STATUSES],
     );
     const held = h.rows[0];
@@ -233,7 +233,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     db.transaction(async (tx) => {
       // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
       // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
-      for (const key of walletLockKeys(m)) await tx.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [m.chainId % 2_000_000_000, key]);
+      for (const key of walletLockKeys(m)) await tx.query(prepared('SELECT pg_advisory_xact_lock($1::int, $2::int)'), [m.chainId % 2_000_000_000, key]);
       const { known, dropped } = await knownIn(tx, m);
       if (known) return { row: known, created: false };
       if (limits) await checkLimits(tx, m, limits);
@@ -243,9 +243,9 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
       }
       const r = await tx.query<Record<string, unknown>>(
-        `INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
+        prepared(`INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
            fee_payer, key_id, client_ip, "authorization")
-         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17) RETURNING *`,
+         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17) RETURNING *`),
         [
           m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
           m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
@@ -255,9 +255,9 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       await m.also?.(tx);
       for (const b of m.bundles) {
         await tx.query(
-          `INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $3, $4, $5, $6)
+          prepared(`INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
-             nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE`,
+             nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE`),
           [m.chainId, b.id, m.id, b.wallet, b.space.toString(), b.nonce.toString()],
         );
       }
@@ -275,7 +275,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     const out = new Map<string, BundleRow[]>(ids.map((id) => [id, []]));
     if (ids.length === 0) return out;
     const r = await q.query<BundleRow>(
-      'SELECT bundle_id, meta_txn_id, wallet, nonce_space::text AS nonce_space, nonce::text AS nonce FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = ANY($2) ORDER BY bundle_id',
+      prepared('SELECT bundle_id, meta_txn_id, wallet, nonce_space::text AS nonce_space, nonce::text AS nonce FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = ANY($2) ORDER BY bundle_id'),
       [chainId, ids],
     );
     for (const b of r.rows) out.get(b.meta_txn_id)?.push(b);

@@ -10,6 +10,15 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/**
+ * Marks a statement whose plan does not depend on its values (rows looked up by key, inserts, updates
+ * by key): on PostgreSQL it is prepared once per connection and runs on a generic plan, without being
+ * planned again each time (planning was half of PostgreSQL's CPU per SendMetaTxn). Not for statements
+ * over skewed data (search, filters), where the values choose the plan: those stay unmarked.
+ */
+export const prepared = (sql: string): string => PREPARED_MARK + sql;
+export const PREPARED_MARK = '/*prepared*/ ';
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** Runs fn inside BEGIN/COMMIT; rolls back when fn throws. */

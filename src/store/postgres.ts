@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Db, QueryResult } from './db.ts';
+import { PREPARED_MARK, type Db, type QueryResult } from './db.ts';
 
 // BIGINT (int8) comes back as string by default; ids and counters here fit in a JS number.
 pg.types.setTypeParser(20, (v) => {
@@ -8,19 +8,18 @@ pg.types.setTypeParser(20, (v) => {
   return Number.isSafeInteger(n) ? n : v;
 });
 
-/** Statements named (prepared once per connection) at most, and after how many runs of the same text. */
+/** Statements named (prepared once per connection) at most. */
 const MAX_PREPARED = 500;
-const PREPARE_AFTER = 2;
 
 /**
- * Names the statements this process runs again and again, so each connection parses them once and
- * PostgreSQL can keep a generic plan instead of planning every run: planning was half of PostgreSQL's
- * time per SendMetaTxn (pg_stat_statements, bench/relayer-intake.ts). Only statements with
- * parameters (the extended protocol; a text without them may hold several statements), only texts
- * seen PREPARE_AFTER times (one-off SQL stays unnamed) and at most MAX_PREPARED of them.
+ * Names the statements marked `prepared()` (store/db.ts), so each connection parses them once and
+ * PostgreSQL keeps a generic plan instead of planning every run: planning was half of PostgreSQL's
+ * time per SendMetaTxn (pg_stat_statements, bench/relayer-intake.ts). Only marked statements: a
+ * generic plan chosen while a table was small stays after it grew (naming every statement made the
+ * token index's DELETE … token_id = ANY($3) scan the whole table), and only statements with
+ * parameters (a text without them may hold several statements). At most MAX_PREPARED of them.
  */
 export class StatementNames {
-  private readonly seen = new Map<string, number>();
   private readonly names = new Map<string, string>();
   /** Bumped when PostgreSQL refuses a cached plan (a migration changed a table under it): new names, new plans. */
   private generation = 0;
@@ -28,15 +27,7 @@ export class StatementNames {
   nameOf(sql: string): string | undefined {
     const known = this.names.get(sql);
     if (known) return known;
-    if (this.names.size >= MAX_PREPARED) return undefined;
-    const n = (this.seen.get(sql) ?? 0) + 1;
-    if (n < PREPARE_AFTER) {
-      // Texts seen once are forgotten in bulk: dynamic SQL must not grow this map without bound.
-      if (this.seen.size >= 4 * MAX_PREPARED) this.seen.clear();
-      this.seen.set(sql, n);
-      return undefined;
-    }
-    this.seen.delete(sql);
+    if (this.names.size >= MAX_PREPARED || !sql.startsWith(PREPARED_MARK)) return undefined;
     const name = `mr${this.generation}_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`;
     this.names.set(sql, name);
     return name;

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../store/db.ts';
+import { prepared, type Queryable } from '../../store/db.ts';
 import type { MetaTxnRow } from '../store.ts';
 import { applyFactor } from './amounts.ts';
 import { entryOf, lockTank, post, tankOf, type LedgerEntry, type Tank } from './tanks.ts';
@@ -40,9 +40,9 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   const ids = rows.map((r) => r.id);
   const entries = (
     await q.query<Record<string, unknown>>(
-      `SELECT id, chain_id, project_id, tank_id, kind, amount_wei::text AS amount_wei, balance_wei::text AS balance_wei, nonce, identifier, meta_txn_id, txn_hash,
+      prepared(`SELECT id, chain_id, project_id, tank_id, kind, amount_wei::text AS amount_wei, balance_wei::text AS balance_wei, nonce, identifier, meta_txn_id, txn_hash,
               gas_used, gas_price::text AS gas_price, cost_wei::text AS cost_wei, reverses, usd_rate, created_at
-         FROM gas_tank_ledger WHERE chain_id = $1 AND meta_txn_id = ANY($2) ORDER BY id`,
+         FROM gas_tank_ledger WHERE chain_id = $1 AND meta_txn_id = ANY($2) ORDER BY id`),
       [chainId, ids],
     )
   ).rows.map(entryOf);
@@ -65,8 +65,8 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   }
   const projects = [...new Set(posting.map((r) => r.project_id!))];
   const current = await q.query<Record<string, unknown>>(
-    `SELECT id, chain_id, project_id, name, unlimited, fee_markup_factor, balance_wei::text AS balance_wei, created_at, updated_at
-       FROM gas_tanks WHERE chain_id = $1 AND project_id = ANY($2::bigint[])`,
+    prepared(`SELECT id, chain_id, project_id, name, unlimited, fee_markup_factor, balance_wei::text AS balance_wei, created_at, updated_at
+       FROM gas_tanks WHERE chain_id = $1 AND project_id = ANY($2::bigint[])`),
     [chainId, projects],
   );
   const tankIdOfProject = new Map(current.rows.map(tankOf).map((t) => [t.projectId!, t.id]));

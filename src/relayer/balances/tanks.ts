@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../store/db.ts';
+import { prepared, type Db, type Queryable } from '../../store/db.ts';
 
 /*
  * Gas tanks: a project's balance on one network, and its append-only ledger. Every write takes the
@@ -89,12 +89,12 @@ const ENTRY_COLUMNS = `id, chain_id, project_id, tank_id, kind, amount_wei::text
 
 /** Locks and reads a tank; every balance change starts here. */
 export async function lockTank(q: Queryable, id: number): Promise<Tank | undefined> {
-  const r = await q.query<Row>(`SELECT ${TANK_COLUMNS} FROM gas_tanks WHERE id = $1 FOR UPDATE`, [id]);
+  const r = await q.query<Row>(prepared(`SELECT ${TANK_COLUMNS} FROM gas_tanks WHERE id = $1 FOR UPDATE`), [id]);
   return r.rows[0] ? tankOf(r.rows[0]) : undefined;
 }
 
 export async function tankOfProject(q: Queryable, projectId: number, chainId: number, lock = false): Promise<Tank | undefined> {
-  const r = await q.query<Row>(`SELECT ${TANK_COLUMNS} FROM gas_tanks WHERE project_id = $1 AND chain_id = $2${lock ? ' FOR UPDATE' : ''}`, [projectId, chainId]);
+  const r = await q.query<Row>(prepared(`SELECT ${TANK_COLUMNS} FROM gas_tanks WHERE project_id = $1 AND chain_id = $2${lock ? ' FOR UPDATE' : ''}`), [projectId, chainId]);
   return r.rows[0] ? tankOf(r.rows[0]) : undefined;
 }
 
@@ -107,8 +107,8 @@ export async function post(q: Queryable, tank: Tank | null, e: Omit<LedgerEntry,
     tank.balanceWei = balance;
   }
   const r = await q.query<Row>(
-    `INSERT INTO gas_tank_ledger (chain_id, project_id, tank_id, kind, amount_wei, balance_wei, nonce, identifier, meta_txn_id, txn_hash, gas_used, gas_price, cost_wei, reverses, usd_rate)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${ENTRY_COLUMNS}`,
+    prepared(`INSERT INTO gas_tank_ledger (chain_id, project_id, tank_id, kind, amount_wei, balance_wei, nonce, identifier, meta_txn_id, txn_hash, gas_used, gas_price, cost_wei, reverses, usd_rate)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${ENTRY_COLUMNS}`),
     [
       e.chainId, e.projectId, tank?.id ?? null, e.kind, e.amountWei.toString(), balance?.toString() ?? null, e.nonce, e.identifier, e.metaTxnId, e.txnHash, e.gasUsed,
       e.gasPrice?.toString() ?? null, e.costWei?.toString() ?? null, e.reverses, e.usdRate == null ? null : String(e.usdRate),

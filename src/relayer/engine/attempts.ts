@@ -1,6 +1,6 @@
 import { keccak256, parseTransaction, type Address, type Hex, type PublicClient, type SignedAuthorization } from 'viem';
 import { signedAuthorization, type Authorization } from '../intake/authorization.ts';
-import type { Db, Queryable } from '../../store/db.ts';
+import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import type { Fees } from './gas-price.ts';
 import { classifySendError, errorText, type SendFailure } from './rpc-errors.ts';
 import type { SenderAccount } from './sender-pool.ts';
@@ -68,8 +68,8 @@ export async function insertAttempt(
 ) {
   const f = a.fees;
   await q.query(
-    `INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, kind, hash, raw, to_address, data, value, gas_limit, max_fee, max_priority_fee, gas_price, broadcast_block)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    prepared(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, kind, hash, raw, to_address, data, value, gas_limit, max_fee, max_priority_fee, gas_price, broadcast_block)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`),
     [
       chainId, a.sender, a.nonce, a.metaTxnId, a.kind, a.hash, a.raw, a.to.toLowerCase(), a.data, a.value.toString(), a.gas.toString(),
       f.type === 'eip1559' ? f.maxFeePerGas.toString() : null,

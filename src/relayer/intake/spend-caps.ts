@@ -1,5 +1,5 @@
 import type { Address } from 'viem';
-import type { Db, Queryable } from '../../store/db.ts';
+import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import { budgetStop, type Cost, type RuleSpend, type Stop } from './policy.ts';
 import { toRule, type SponsorRow, type SponsorRule } from './sponsors.ts';
 
@@ -48,7 +48,7 @@ export interface Charge {
  * after it was DROPPED drops its refunded charges (history). Returns each rule as SponsorRow (totals and
  * today after the charge) with its wallets' today after it.
  */
-const CHARGE = `
+const CHARGE = prepared(`
 WITH l AS (SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
 g AS (
   UPDATE gas_sponsors g SET spent_wei = g.spent_wei + $2::numeric, spent_usd = g.spent_usd + $3::numeric FROM l WHERE g.id = l.id
@@ -76,7 +76,7 @@ c AS (
 d AS (DELETE FROM sponsor_charges WHERE chain_id = $5 AND meta_txn_id = $6 AND refunded_at IS NOT NULL)
 SELECT g.*, s.today_wei, s.today_usd,
   (SELECT json_agg(json_build_object('wallet', w.wallet, 'wei', w.wei, 'usd', w.usd)) FROM w WHERE w.sponsor_id = g.id) AS wallet_spend
-FROM g JOIN s ON s.sponsor_id = g.id ORDER BY g.id`;
+FROM g JOIN s ON s.sponsor_id = g.id ORDER BY g.id`);
 
 // A status a DROPPED meta-transaction reaches only when an earlier broadcast of it was mined after all.
 const MINED = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED']);
@@ -193,11 +193,11 @@ const byRule = (rows: ChargeRow[]) => rows.sort((a, b) => Number(a.sponsor_id) -
  */
 async function moveSpend(q: Queryable, c: ChargeRow, wei: bigint, usd: bigint): Promise<void> {
   const args = [c.sponsor_id, wei.toString(), usd.toString()];
-  await q.query('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1', args);
-  await q.query('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date', [...args, c.day]);
+  await q.query(prepared('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1'), args);
+  await q.query(prepared('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date'), [...args, c.day]);
   await q.query(
-    `UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
-      WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`,
+    prepared(`UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
+      WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`),
     [...args, c.day, c.wallets],
   );
 }
@@ -218,7 +218,7 @@ async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>
     const wei = BigInt(c.wei);
     const usd = wei > 0n ? (BigInt(c.usd) * to) / wei : 0n;
     await moveSpend(q, c, to - wei, usd - BigInt(c.usd));
-    await q.query('UPDATE sponsor_charges SET wei = $2::numeric, usd = $3::numeric WHERE id = $1', [c.id, to.toString(), usd.toString()]);
+    await q.query(prepared('UPDATE sponsor_charges SET wei = $2::numeric, usd = $3::numeric WHERE id = $1'), [c.id, to.toString(), usd.toString()]);
   }
 }
 export type SpendCaps = ReturnType<typeof spendCaps>;

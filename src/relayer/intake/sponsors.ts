@@ -1,6 +1,6 @@
 import { keccak256, toFunctionSelector, toHex, type Address } from 'viem';
 import { z } from 'zod';
-import type { Db, Queryable } from '../../store/db.ts';
+import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import { tokenMoveAbi } from '../abi.ts';
 import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
 import { EMPTY_POLICY, formatUsd, type Cap, type SponsorPolicy } from './policy.ts';
@@ -238,8 +238,8 @@ export function sponsorRepo(db: Db) {
   return {
     async list(projectId: number, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
       const r = await db.query<SponsorRow>(
-        `${SELECT} WHERE g.project_id = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
-         ORDER BY g.id OFFSET $3 LIMIT $4`,
+        prepared(`${SELECT} WHERE g.project_id = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
+         ORDER BY g.id OFFSET $3 LIMIT $4`),
         [projectId, chainId, offset, limit],
       );
       return r.rows.map(toRule);
