@@ -8,6 +8,11 @@ export const FINAL_STATUSES = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED'
  * against a caller's share of the queue, so a meta-transaction waiting on preconditions counts too.
  */
 export const LIVE_STATUSES = ['QUEUED', 'SENT', 'PENDING_PRECONDITION'];
+/**
+ * The live statuses written into the SQL, not passed as a parameter: the partial indexes over live rows
+ * (migration 0027) are usable only when the planner can see the statement's statuses are theirs.
+ */
+const LIVE_IN = `(${LIVE_STATUSES.map((x) => `'${x}'`).join(', ')})`;
 
 export interface MetaTxnRow {
   chain_id: number;
@@ -143,16 +148,19 @@ const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claim
  */
 async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
-  // Every count in one round trip (each subquery keeps its own index); refused in the order below.
+  // Every count in one round trip (each subquery keeps its own index); refused in the order below. A
+  // wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
+  // from their partial index: joined to meta_txns by status, the planner walked every live row of the
+  // chain once per bundle of the wallet's history.
   const r = await q.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
     prepared(`SELECT
-       (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status = ANY($3) LIMIT 1) AS payer_busy,
+       (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
        (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
-          SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b JOIN meta_txns x ON x.chain_id = b.chain_id AND x.id = b.meta_txn_id
-           WHERE b.chain_id = $1 AND b.wallet = ANY($4) AND x.status = ANY($3) GROUP BY b.wallet) t) AS per_wallet,
-       CASE WHEN $5::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $5 AND status = ANY($3)) END AS by_key,
-       CASE WHEN $6::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $6 AND status = ANY($3)) END AS by_ip`),
-    [m.chainId, m.feePayer?.toLowerCase() ?? null, LIVE_STATUSES, wallets, m.keyId, m.clientIp],
+          SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b
+           WHERE b.chain_id = $1 AND b.wallet = ANY($3) AND b.live GROUP BY b.wallet) t) AS per_wallet,
+       CASE WHEN $4::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $4 AND status IN ${LIVE_IN}) END AS by_key,
+       CASE WHEN $5::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $5 AND status IN ${LIVE_IN}) END AS by_ip`),
+    [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, m.clientIp],
   );
   const x = r.rows[0];
   if (x.payer_busy) {
@@ -221,8 +229,8 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
        FROM unnest($2::text[], $3::numeric[], $4::numeric[]) AS u(wallet, space, nonce)
        JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = u.wallet AND b.nonce_space = u.space AND b.nonce = u.nonce
        JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-       WHERE m.status = ANY($5) LIMIT 1`),
-      [m.chainId, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString()), LIVE_STATUSES],
+       WHERE m.status IN ${LIVE_IN} LIMIT 1`),
+      [m.chainId, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString())],
     );
     const held = h.rows[0];
     if (held) throw new NonceTaken(String(held.held_wallet), BigInt(String(held.held_space)), BigInt(String(held.held_nonce)), String(held.held_by));
@@ -315,9 +323,9 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     async liveNonces(chainId: number, wallet: Address, space: bigint, from: bigint): Promise<bigint[]> {
       const r = await db.query<{ nonce: string }>(
         `SELECT b.nonce::text AS nonce FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-         WHERE b.chain_id = $1 AND b.wallet = $2 AND b.nonce_space = $3 AND b.nonce >= $4 AND m.status = ANY($5)
+         WHERE b.chain_id = $1 AND b.wallet = $2 AND b.nonce_space = $3 AND b.nonce >= $4 AND m.status IN ${LIVE_IN}
          ORDER BY b.nonce`,
-        [chainId, wallet.toLowerCase(), space.toString(), from.toString(), LIVE_STATUSES],
+        [chainId, wallet.toLowerCase(), space.toString(), from.toString()],
       );
       return r.rows.map((x) => BigInt(x.nonce));
     },
@@ -331,8 +339,8 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
          FROM unnest($2::text[], $3::numeric[], $4::numeric[]) AS q(wallet, space, nonce)
          JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = q.wallet AND b.nonce_space = q.space AND b.nonce = q.nonce
          JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-         WHERE m.status = ANY($5)`,
-        [chainId, keys.map((k) => k.wallet), keys.map((k) => k.space), keys.map((k) => k.nonce), LIVE_STATUSES],
+         WHERE m.status IN ${LIVE_IN}`,
+        [chainId, keys.map((k) => k.wallet), keys.map((k) => k.space), keys.map((k) => k.nonce)],
       );
       for (const row of r.rows) {
         const { k, ...rest } = row;
