@@ -82,6 +82,8 @@ export class ChainRelayer {
   /** Concurrent simulations of this chain, sent to the node together. */
   private readonly probes: ProbeBatcher;
   private seenBlock = -1n;
+  /** The structural decode send() made of a request, so the checks that follow do not decode it again. */
+  private readonly decoded = new WeakMap<SendArgs, DecodedCall>();
   private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
 
   constructor(readonly deps: RelayerDeps) {
@@ -198,8 +200,15 @@ export class ChainRelayer {
    * (one batch), and only real Sequence wallets are unfolded. With `strict` (intake), the wallet a
    * wallet-form call targets must be one, and a wallet the call deploys must not exist yet.
    */
-  async recognise(walletAddress: string, contract: string, input: string, strict: boolean, auth?: Authorization | null): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
-    const first = this.decode(walletAddress, contract, input);
+  async recognise(
+    walletAddress: string,
+    contract: string,
+    input: string,
+    strict: boolean,
+    auth?: Authorization | null,
+    decoded?: DecodedCall,
+  ): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
+    const first = decoded ?? this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
     const [kinds] = await Promise.all([recogniseWallets(this.client, this.context, asked, this.wallets), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
     // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
@@ -212,7 +221,10 @@ export class ChainRelayer {
       const existing = first.deploys.find((d) => kinds.get(d) !== 'empty');
       if (existing) throw new RelayError('simulationFailed', `the call deploys wallet ${existing}, which already exists`);
     }
-    const call = this.decode(walletAddress, contract, input, (a) => kinds.get(a) === 'wallet');
+    // Decoded again only when a nested execute targets something that is not a wallet: when every one
+    // is, the wallet-aware decode unfolds exactly what the first did (a decode hashes every bundle: it
+    // was a tenth of intake's CPU done three times per SendMetaTxn).
+    const call = first.candidates.every((a) => kinds.get(a) === 'wallet') ? first : this.decode(walletAddress, contract, input, (a) => kinds.get(a) === 'wallet');
     const upgrade = unknownUpgrade(call, this.context);
     if (upgrade) throw new RelayError('invalidArgument', upgrade);
     return { call, kinds };
@@ -369,6 +381,7 @@ export class ChainRelayer {
     const c = this.deps.config;
     const conditions = args.preconditions?.length ? checkPreconditions(args.preconditions, this.chainId, c.maxPreconditions) : null;
     const first = this.decode(args.walletAddress, args.contract, args.input);
+    this.decoded.set(args, first);
     const known = await this.deps.metaTxns.find(this.chainId, bareId(first.id));
     if (known && known.status !== 'DROPPED') return { id: known.id, created: false, row: known };
     // A waiting meta-transaction is admitted later from its stored call; an authorization could not
@@ -474,7 +487,7 @@ export class ChainRelayer {
   private async checkCall(args: SendArgs) {
     const anonymous = args.projectId == null;
     const [{ call }, gasPrice] = await Promise.all([
-      this.recognise(args.walletAddress, args.contract, args.input, true, args.authorization),
+      this.recognise(args.walletAddress, args.contract, args.input, true, args.authorization, this.decoded.get(args)),
       this.isFeeRequired ? this.gasPriceNow() : Promise.resolve(0n),
     ]);
     const deployed = new Set(call.deploys);
