@@ -263,7 +263,12 @@ describe('budgets charged at intake', () => {
     expect(BigInt(g.spentTodayWei)).toBe(charges.reduce((s, c) => s + BigInt(c.wei), 0n));
   });
 
-  it('total budget: 24 concurrent sends through two API stacks on one database never charge past it, and every charge has its queued row', async () => {
+  // The charge checks the limit under the rule's lock, in the statement sent with the COMMIT: the sends
+  // decided together before any of them was charged, and only that check holds the line.
+  it.each([
+    { limit: 'total budget', field: 'totalBudgetWei', cause: /total budget/ },
+    { limit: 'daily spend cap', field: 'dailyCapWei', cause: /daily spend cap/ },
+  ])('$limit: 24 concurrent sends through two API stacks on one database never charge past it, and every charge has its queued row', async ({ field, cause }) => {
     const p = await newProject();
     const probe = await addRule(p.id);
     const first = await user();
@@ -272,7 +277,7 @@ describe('budgets charged at intake', () => {
     await env.call('RemoveGasSponsor', { projectId: p.id, id: probe.id }, admin());
     // Room for about eight of the 24.
     const budget = cost * 8n + cost / 2n;
-    const rule = await addRule(p.id, { totalBudgetWei: budget.toString() });
+    const rule = await addRule(p.id, { [field]: budget.toString() });
 
     const second = await secondStack();
     try {
@@ -284,7 +289,7 @@ describe('budgets charged at intake', () => {
       const no = answers.filter((r) => r.status !== 200);
       for (const r of no) {
         expect(r.status, JSON.stringify(r.body)).toBe(402);
-        expect(r.body.cause).toMatch(/total budget/);
+        expect(r.body.cause).toMatch(cause);
       }
       expect(ok.length).toBeGreaterThan(0);
       expect(no.length).toBeGreaterThan(0);
@@ -296,6 +301,7 @@ describe('budgets charged at intake', () => {
       expect(rows.length - before).toBe(ok.length);
       expect(new Set(charges.map((c) => c.meta_txn_id))).toEqual(new Set(ok.map((r) => r.body.txnHash)));
       expect((await ruleOf(p.id, rule.id)).spentTotalWei).toBe(charged.toString());
+      expect((await ruleOf(p.id, rule.id)).spentTodayWei).toBe(charged.toString());
       for (const r of ok) expect((await final(r.body.txnHash)).status).toBe('SUCCEEDED');
     } finally {
       await second.close();

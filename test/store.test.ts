@@ -68,6 +68,28 @@ describe(`store (${TEST_DB})`, () => {
     expect(await projectRepo(t.db).getByName('half-written')).toBeNull();
   });
 
+  it('runs a statement given to atCommit last, with the COMMIT; its failure rolls the whole transaction back and is what throws', async () => {
+    const out = await t.db.transaction(async (tx) => {
+      tx.atCommit(`UPDATE projects SET name = 'at-commit-2' WHERE name = $1`, ['at-commit-1']);
+      await tx.query(`INSERT INTO projects (name) VALUES ('at-commit-1')`);
+      expect(() => tx.atCommit('SELECT 1')).toThrow(/one statement/);
+      return 'done';
+    });
+    expect(out).toBe('done');
+    expect(await projectRepo(t.db).getByName('at-commit-1')).toBeNull();
+    expect(await projectRepo(t.db).getByName('at-commit-2')).not.toBeNull();
+
+    await expect(
+      t.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO projects (name) VALUES ('at-commit-3')`);
+        tx.atCommit(`SELECT metarelay_over_budget($1, 'totalBudget')`, [7]);
+      }),
+    ).rejects.toThrow('metarelay_over_budget:7:totalBudget');
+    expect(await projectRepo(t.db).getByName('at-commit-3')).toBeNull();
+    // The connection is usable afterwards (PostgreSQL: the pool's client was returned clean).
+    for (let i = 0; i < 12; i++) expect((await t.db.transaction((tx) => tx.query<{ x: number }>('SELECT $1::int AS x', [i]))).rows[0].x).toBe(i);
+  });
+
   it('adds batched usage counts', async () => {
     const p = await projectRepo(t.db).create('usage');
     const keys = accessKeyRepo(t.db);

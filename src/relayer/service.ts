@@ -20,7 +20,7 @@ import { decideSponsorship, type Decision } from './intake/decision.ts';
 import { weiToAttoUsd, type Cost, type Stop } from './intake/policy.ts';
 import { OverBudget, type SpendCaps } from './intake/spend-caps.ts';
 import type { BalanceHolds } from './balances/holds.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Tx } from '../store/db.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
 import { WalletCache, describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
@@ -412,8 +412,9 @@ export class ChainRelayer {
       const funded = await this.fund(args, rules, checked, sized, approve, stopped);
       try {
         return await commit({ call: checked.call, sized, funded });
-      } catch (err) {
+      } catch (caught) {
         await funded.refund();
+        const err = caught instanceof OverBudget ? caught : await this.overBudget(caught, funded);
         // Another intake spent the budget since the decision: decide again without that rule.
         if (err instanceof OverBudget && !stopped.some((s) => s.ruleId === err.stop.ruleId)) {
           stopped.push(err.stop);
@@ -424,9 +425,18 @@ export class ChainRelayer {
     }
   }
 
-  /** Charges a sponsored admission to its rules' budgets on the caller's transaction (OverBudget when another intake spent them first). */
-  async charge(tx: Queryable, metaTxnId: string, f: Funding): Promise<void> {
-    if (f.charge && this.deps.spendCaps) await this.deps.spendCaps.charge(tx, { chainId: this.chainId, metaTxnId, ...f.charge });
+  /** A failed charge as OverBudget (spend-caps.ts), or the error itself. */
+  private async overBudget(err: unknown, f: Funding): Promise<unknown> {
+    if (!f.charge || !this.deps.spendCaps) return err;
+    return (await this.deps.spendCaps.overBudget(err, { chainId: this.chainId, metaTxnId: '', ...f.charge })) ?? err;
+  }
+
+  /**
+   * Charges a sponsored admission to its rules' budgets as the last statement of the caller's
+   * transaction (the transaction throws what admit turns into OverBudget when another intake spent them first).
+   */
+  async charge(tx: Tx, metaTxnId: string, f: Funding): Promise<void> {
+    if (f.charge && this.deps.spendCaps) this.deps.spendCaps.charge(tx, { chainId: this.chainId, metaTxnId, ...f.charge });
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem';
-import { prepared, type Db, type Queryable } from '../store/db.ts';
+import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
 import type { Authorization } from './intake/authorization.ts';
 
 export const FINAL_STATUSES = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED', 'DROPPED']);
@@ -237,7 +237,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     return { dropped: rows.some((x) => x.id === m.id) };
   };
 
-  const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
+  const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
     db.transaction(async (tx) => {
       // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
       // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
@@ -272,8 +272,8 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       const row = normalise(r.rows[0]);
       await onStatus?.(tx, [row]);
       // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
-      // Last before the COMMIT: the charge locks its rules' rows, which every sponsored intake of those
-      // rules waits on, so nothing else runs while it holds them.
+      // The charge is the transaction's last statement, sent with the COMMIT (tx.atCommit): it locks its
+      // rules' rows, which every sponsored intake of those rules waits on, for the server's time only.
       await beforeCommit?.(tx, row);
       return { row, created: true };
     });
@@ -306,7 +306,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
      * NonceTaken when another live meta-transaction holds one of its nonces. `beforeCommit` runs on the
      * same transaction once the row is written.
      */
-    async insert(m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Queryable, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> {
+    async insert(m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> {
       try {
         return await insertIn(m, limits, beforeCommit);
       } catch (err) {

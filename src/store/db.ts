@@ -19,10 +19,22 @@ export interface Queryable {
 export const prepared = (sql: string): string => PREPARED_MARK + sql;
 export const PREPARED_MARK = '/*prepared*/ ';
 
+/** A transaction's connection. */
+export interface Tx extends Queryable {
+  /**
+   * Makes `sql` the transaction's last statement, run once fn has returned. On PostgreSQL it goes out
+   * with the COMMIT, with no client work between them: a row lock it takes is held for the server's
+   * time only, not for the wait of a busy event loop before the COMMIT is sent (how long a sponsorship
+   * rule stayed locked per SendMetaTxn). Its error rolls the transaction back and is what transaction()
+   * throws. At most one per transaction.
+   */
+  atCommit(sql: string, params?: unknown[]): void;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** Runs fn inside BEGIN/COMMIT; rolls back when fn throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /**
    * PostgreSQL: a pool of its own, of at most `max` connections, on the same database, so work that
    * must not wait behind a flood of requests (the relayer's dispatcher) has connections of its own.

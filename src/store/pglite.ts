@@ -41,7 +41,21 @@ export async function openPglite(location: string): Promise<Db> {
     kind: 'pglite',
     query: base.query,
     exec: base.exec,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    transaction: (fn) =>
+      pg.transaction(async (tx) => {
+        // One connection in this process: the last statement simply runs before the COMMIT.
+        let last: { sql: string; params?: unknown[] } | undefined;
+        const q = wrap(tx);
+        const out = await fn({
+          ...q,
+          atCommit(sql: string, params?: unknown[]) {
+            if (last) throw new Error('atCommit: one statement per transaction');
+            last = { sql, params };
+          },
+        });
+        if (last) await q.query(last.sql, last.params);
+        return out;
+      }),
     async close() {
       if (closed) return;
       closed = true;

@@ -89,6 +89,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     },
     async transaction(fn) {
       const client = await pool.connect();
+      let last: { sql: string; params?: unknown[] } | undefined;
       try {
         await client.query('BEGIN');
         const out = await fn({
@@ -99,8 +100,20 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
             const res = await run(client, names, sql, params, false);
             return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
           },
+          atCommit(sql: string, params?: unknown[]) {
+            if (last) throw new Error('atCommit: one statement per transaction');
+            last = { sql, params };
+          },
         });
-        await client.query('COMMIT');
+        if (last) {
+          // Both queued on the connection now: the driver sends the COMMIT as soon as the statement's
+          // answer is read. A failed statement leaves the transaction aborted; its COMMIT then rolls back.
+          const [stmt, commit] = await Promise.allSettled([run(client, names, last.sql, last.params, false), client.query('COMMIT')]);
+          if (stmt.status === 'rejected') throw stmt.reason;
+          if (commit.status === 'rejected') throw commit.reason;
+        } else {
+          await client.query('COMMIT');
+        }
         return out;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);

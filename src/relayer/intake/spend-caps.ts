@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
-import { prepared, type Db, type Queryable } from '../../store/db.ts';
+import { prepared, type Db, type Queryable, type Tx } from '../../store/db.ts';
 import { budgetStop, type Cost, type RuleSpend, type Stop } from './policy.ts';
-import { toRule, type SponsorRow, type SponsorRule } from './sponsors.ts';
+import { currentRules, toRule, type SponsorRow, type SponsorRule } from './sponsors.ts';
 
 /*
  * The spend of sponsorship rules against their budgets: today's (UTC) per rule and per wallet, and
@@ -10,11 +10,13 @@ import { toRule, type SponsorRow, type SponsorRule } from './sponsors.ts';
  * anyone pays for it. A bundle covered by several rules is charged to each of them (each rule's
  * budget holds on its own), and to each wallet whose bundle it runs.
  *
- * `charge` runs inside the transaction that queues the meta-transaction, as its last statement: both
- * commit or neither does. It locks the rules' rows (ascending) and adds the spend in one statement, then
- * checks the budgets against what was spent before it, so concurrent intakes in any process charge one
- * after the other, each sees what the one before it spent, and a rule's lock is held for one statement
- * and the COMMIT (it was the bound of intake throughput while it spanned ten: docs/performance.md). A meta-transaction DROPPED later gives its charges back
+ * `charge` runs inside the transaction that queues the meta-transaction, as its last statement, sent
+ * with the COMMIT (Tx.atCommit): both commit or neither does. It locks the rules' rows (ascending), adds
+ * the spend and checks the budgets in one statement, so concurrent intakes in any process charge one
+ * after the other, each sees what the one before it spent, and a rule's lock is held for the server's
+ * time of that statement and the COMMIT, not for the client's: it was the bound of intake throughput
+ * while it spanned ten statements, and then while the event loop of a busy process took its time to
+ * send the COMMIT (docs/performance.md). A meta-transaction DROPPED later gives its charges back
  * (`onStatus`, on the transaction that drops it).
  *
  * Once mined, a charge is settled to what the meta-transaction actually cost (its share of the
@@ -73,10 +75,25 @@ c AS (
   INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd)
   SELECT $5, $6, g.id, $4::text[], ${TODAY}, $2::numeric, $3::numeric FROM g
 ),
-d AS (DELETE FROM sponsor_charges WHERE chain_id = $5 AND meta_txn_id = $6 AND refunded_at IS NOT NULL)
-SELECT g.*, s.today_wei, s.today_usd,
-  (SELECT json_agg(json_build_object('wallet', w.wallet, 'wei', w.wei, 'usd', w.usd)) FROM w WHERE w.sponsor_id = g.id) AS wallet_spend
-FROM g JOIN s ON s.sponsor_id = g.id ORDER BY g.id`);
+d AS (DELETE FROM sponsor_charges WHERE chain_id = $5 AND meta_txn_id = $6 AND refunded_at IS NOT NULL),
+-- Each rule's first limit now exceeded, in budgetStop's order (policy.ts; USD limits only when the
+-- cost has a USD figure, $7): what was spent before plus this charge, i.e. the totals written.
+o AS (
+  SELECT g.id, CASE
+    WHEN (g.daily_cap_wei IS NOT NULL AND s.today_wei::numeric > g.daily_cap_wei::numeric)
+      OR ($7 AND g.daily_cap_usd IS NOT NULL AND s.today_usd::numeric > g.daily_cap_usd::numeric) THEN 'dailyCap'
+    WHEN EXISTS (SELECT 1 FROM w WHERE w.sponsor_id = g.id AND (
+           (g.wallet_daily_cap_wei IS NOT NULL AND w.wei::numeric > g.wallet_daily_cap_wei::numeric)
+        OR ($7 AND g.wallet_daily_cap_usd IS NOT NULL AND w.usd::numeric > g.wallet_daily_cap_usd::numeric))) THEN 'walletDailyCap'
+    WHEN (g.total_budget_wei IS NOT NULL AND g.spent_wei::numeric > g.total_budget_wei::numeric)
+      OR ($7 AND g.total_budget_usd IS NOT NULL AND g.spent_usd::numeric > g.total_budget_usd::numeric) THEN 'totalBudget'
+  END AS lim
+  FROM g JOIN s ON s.sponsor_id = g.id)
+-- Over a limit, the statement fails (migration 0028): the transaction rolls back, this charge with it.
+SELECT sum(CASE WHEN o.lim IS NULL THEN 0 ELSE metarelay_over_budget(o.id, o.lim) END) AS over FROM o`);
+
+/** The error of a charge over a rule's limit, as the database words it (migration 0028). */
+const OVER_BUDGET = /metarelay_over_budget:(\d+):(dailyCap|walletDailyCap|totalBudget)/;
 
 // A status a DROPPED meta-transaction reaches only when an earlier broadcast of it was mined after all.
 const MINED = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED']);
@@ -111,35 +128,28 @@ export function spendCaps(db: Db) {
     budgetStops: (rules: SponsorRule[], wallets: readonly Address[], cost: Cost) => stopsOf(db, rules, wallets, cost),
 
     /**
-     * Charges a meta-transaction to its rules, on `tx` (the transaction that queues it), all or none:
-     * under the rules' row locks the budgets are checked again, and a rule now over one throws OverBudget.
+     * Charges a meta-transaction to its rules as the last statement of `tx` (the transaction that
+     * queues it), sent with its COMMIT: all or none. Under the rules' row locks the budgets are checked
+     * again in that statement; a rule now over one fails it, and the transaction throws what
+     * `overBudget` turns into OverBudget.
      */
-    async charge(tx: Queryable, c: Charge): Promise<void> {
-      const wei = c.cost.wei;
-      const usd = c.cost.usd ?? 0n;
+    charge(tx: Tx, c: Charge): void {
       const wallets = [...new Set(c.wallets.map((w) => w.toLowerCase()))];
-      const r = await tx.query<SponsorRow & { wallet_spend: Array<{ wallet: string; wei: string; usd: string }> | null }>(CHARGE, [
-        [...new Set(c.ruleIds)],
-        wei.toString(),
-        usd.toString(),
-        wallets,
-        c.chainId,
-        c.metaTxnId,
-      ]);
-      // What was spent before this charge: the totals written, less it.
-      for (const row of r.rows) {
-        const rule = toRule(row);
-        const ws = new Map<string, { wei: bigint; usd: bigint }>();
-        for (const x of row.wallet_spend ?? []) ws.set(x.wallet, { wei: BigInt(x.wei) - wei, usd: BigInt(x.usd) - usd });
-        const spend: RuleSpend = {
-          today: { wei: rule.spent.todayWei - wei, usd: rule.spent.todayUsd - usd },
-          total: { wei: rule.spent.totalWei - wei, usd: rule.spent.totalUsd - usd },
-          wallets: ws,
-        };
-        // Throwing rolls the whole transaction back, this charge with it.
-        const stop = budgetStop(rule, spend, c.wallets, c.cost);
-        if (stop) throw new OverBudget(stop);
-      }
+      tx.atCommit(CHARGE, [[...new Set(c.ruleIds)], c.cost.wei.toString(), (c.cost.usd ?? 0n).toString(), wallets, c.chainId, c.metaTxnId, c.cost.usd != null]);
+    },
+
+    /**
+     * The OverBudget a failed charge stands for (null for any other error), with the stop budgetStop
+     * words for that rule as it is now (read again, without a lock: it words the reason, the charge
+     * statement was the check).
+     */
+    async overBudget(err: unknown, c: Charge): Promise<OverBudget | null> {
+      const m = OVER_BUDGET.exec(String((err as Error | undefined)?.message ?? ''));
+      if (!m) return null;
+      const ruleId = Number(m[1]);
+      const limit = m[2] as Stop['limit'];
+      const now = (await stopsOf(db, await currentRules(db, [ruleId]), c.wallets, c.cost)).find((x) => x.limit === limit);
+      return new OverBudget(now ?? { ruleId, limit, reason: `rule ${ruleId} has reached its ${limit} (spent by another meta-transaction meanwhile)` });
     },
 
     /**

@@ -230,6 +230,12 @@ export interface RulePatch {
   policy?: PolicyPatch;
 }
 
+/** Rules as they are now (their spend included), by id. */
+export async function currentRules(q: Queryable, ids: number[]): Promise<SponsorRule[]> {
+  const r = await q.query<SponsorRow>(`${SELECT} WHERE g.id = ANY($1::bigint[]) ORDER BY g.id`, [ids]);
+  return r.rows.map(toRule);
+}
+
 export function sponsorRepo(db: Db) {
   const one = async (q: Queryable, id: number) => {
     const r = await q.query<SponsorRow>(`${SELECT} WHERE g.id = $1`, [id]);
