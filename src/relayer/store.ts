@@ -139,6 +139,18 @@ export class NonceTaken extends Error {
 const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claimed_by = $3)';
 
 /**
+ * The queue limits' counts in one statement (checkLimits): exported so a test can read its plan, which
+ * must use the partial indexes over live rows whatever the table's history (migration 0027).
+ */
+export const LIMITS_SQL = prepared(`SELECT
+  (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
+  (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
+     SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b
+      WHERE b.chain_id = $1 AND b.wallet = ANY($3) AND b.live GROUP BY b.wallet) t) AS per_wallet,
+  CASE WHEN $4::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $4 AND status IN ${LIVE_IN}) END AS by_key,
+  CASE WHEN $5::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $5 AND status IN ${LIVE_IN}) END AS by_ip`);
+
+/**
  * Limits checked inside the intake transaction, which holds the advisory lock of every wallet the
  * meta-transaction touches, so concurrent sends of one wallet cannot all pass them: one fee-paying
  * meta-transaction per paying wallet at a time (each is simulated against the chain as it is, so two
@@ -153,13 +165,7 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   // from their partial index: joined to meta_txns by status, the planner walked every live row of the
   // chain once per bundle of the wallet's history.
   const r = await q.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
-    prepared(`SELECT
-       (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
-       (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
-          SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b
-           WHERE b.chain_id = $1 AND b.wallet = ANY($3) AND b.live GROUP BY b.wallet) t) AS per_wallet,
-       CASE WHEN $4::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $4 AND status IN ${LIVE_IN}) END AS by_key,
-       CASE WHEN $5::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $5 AND status IN ${LIVE_IN}) END AS by_ip`),
+    LIMITS_SQL,
     [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, m.clientIp],
   );
   const x = r.rows[0];

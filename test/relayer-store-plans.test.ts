@@ -1,0 +1,62 @@
+// The intake's queue-limit counts read the live rows only, whatever the history of the chain: their plan
+// uses the partial indexes over live statuses (migration 0027). Before it, PENDING_PRECONDITION had made
+// those indexes unusable and every SendMetaTxn counted its key's rows by reading the whole table.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIMITS_SQL } from '../src/relayer/store.ts';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { TEST_DB } from './support/env.ts';
+
+const CHAIN = 7;
+const WALLET = '0x00000000000000000000000000000000000000aa';
+const PAYER = '0x00000000000000000000000000000000000000bb';
+const IP = '203.0.113.9';
+const KEY = 42;
+
+let t: TestDb;
+beforeAll(async () => {
+  t = await createTestDb();
+  // 3 000 finished meta-transactions of the same key, address, payer and wallet, then three live ones.
+  await t.db.query(
+    `INSERT INTO meta_txns (chain_id, id, wallet, entrypoint, input, status, gas_limit, gas_estimated, key_id, client_ip, fee_payer)
+     SELECT $1, 'old' || g, $2, $2, '0x', 'SUCCEEDED', 1, 1, $3, $4, $5 FROM generate_series(1, 3000) g`,
+    [CHAIN, WALLET, KEY, IP, PAYER],
+  );
+  await t.db.query(
+    `INSERT INTO meta_txns (chain_id, id, wallet, entrypoint, input, status, gas_limit, gas_estimated, key_id, client_ip, fee_payer)
+     SELECT $1, 'live' || g, $2, $2, '0x', (ARRAY['QUEUED', 'SENT', 'PENDING_PRECONDITION'])[g], 1, 1, $3, $4, $5 FROM generate_series(1, 3) g`,
+    [CHAIN, WALLET, KEY, IP, PAYER],
+  );
+  await t.db.query(
+    `INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce, live)
+     SELECT $1, m.id, m.id, $2, 0, row_number() OVER (ORDER BY m.id), m.status IN ('QUEUED', 'SENT', 'PENDING_PRECONDITION') FROM meta_txns m WHERE m.chain_id = $1`,
+    [CHAIN, WALLET],
+  );
+  await t.db.exec('ANALYZE meta_txns; ANALYZE meta_txn_bundles');
+}, 120_000);
+afterAll(() => t?.drop());
+
+describe(`intake queue limits (${TEST_DB})`, () => {
+  const params = [CHAIN, PAYER, [WALLET], KEY, IP];
+
+  it('count the live meta-transactions of a payer, a wallet, a key and an address, not the finished ones', async () => {
+    const r = await t.db.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }>; by_key: string; by_ip: string }>(LIMITS_SQL, params);
+    const x = r.rows[0];
+    expect(x.payer_busy).toMatch(/^live[123]$/);
+    expect(x.per_wallet).toEqual([{ wallet: WALLET, n: 3 }]);
+    expect(Number(x.by_key)).toBe(3);
+    expect(Number(x.by_ip)).toBe(3);
+  });
+
+  it('read them from the partial indexes over live rows: no scan reads the 3 000 finished ones', async () => {
+    const r = await t.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${LIMITS_SQL}`, params);
+    const scans: Array<{ relation: string; index?: string; type: string }> = [];
+    const walk = (node: Record<string, unknown>) => {
+      if (node['Relation Name']) scans.push({ relation: String(node['Relation Name']), index: node['Index Name'] as string | undefined, type: String(node['Node Type']) });
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+    };
+    walk((r.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+    // The payer, the wallet's bundles, the key and the address: four scans, each of a live-rows index.
+    expect(scans).toHaveLength(4);
+    for (const scan of scans) expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
+  });
+});
