@@ -8,7 +8,7 @@
 //
 // Options: BENCH_WALLETS (50), BENCH_CONCURRENCY (16 requests in flight), BENCH_LAYOUT (spaces |
 // sequential, see below), BENCH_SETTLE_S (180: how long to wait for final statuses), BENCH_TRANSPORTS
-// (http,inject). Each round reports its node calls per relayed meta-transaction, by method
+// (http,inject), BENCH_TANK (1: the project has a limited balance, each intake holds on it). Each round reports its node calls per relayed meta-transaction, by method
 // (chainRpcDuringRound.perMetaTxnByMethod, from metarelay_chain_rpc_calls_total): issue #19's figure is
 // BENCH_WALLETS=250 BENCH_TRANSPORTS=http (1 000 bundles).
 //
@@ -49,6 +49,8 @@ const WALLETS = envNumber('BENCH_WALLETS', 50);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
 const SETTLE_MS = envNumber('BENCH_SETTLE_S', 180) * 1000;
 const LAYOUT = (process.env.BENCH_LAYOUT ?? 'spaces') as 'spaces' | 'sequential';
+// BENCH_TANK=1: the project gets a limited balance (AdjustProjectBalance), so each intake takes a hold on it.
+const TANK = process.env.BENCH_TANK === '1';
 if (LAYOUT !== 'spaces' && LAYOUT !== 'sequential') throw new Error(`BENCH_LAYOUT must be spaces or sequential, got "${LAYOUT}"`);
 const MORE_PER_WALLET = 3;
 // BENCH_TRANSPORTS=http for the HTTP round alone (BENCH_WALLETS=250: the 1 000-bundle round of issue #19).
@@ -441,6 +443,12 @@ runBench(async (cleanup) => {
     if (relayer.deps.balances) PROFILE.wrapMethods(relayer.deps.balances, ['hold']);
   }
   await sponsor(env, 'CONTRACT', env.token);
+  if (TANK) {
+    // A limited project balance (a gas tank) with plenty in it: every sponsored intake holds its cost.
+    const r = await env.call('AdjustProjectBalance', { projectId: env.project.id, amount: 1000, identifier: 'bench-tank' }, { authorization: `Bearer ${env.adminToken}` });
+    if (r.status !== 200) throw new Error(`AdjustProjectBalance failed: ${JSON.stringify(r.body)}`);
+    progress('the project has a limited balance of 1000 ETH: every intake holds against it');
+  }
 
   const warmUsers = newUsers(WARMUP_WALLETS);
   const rounds: Array<{ transport: Transport; users: User[] }> = TRANSPORTS.map((transport) => ({ transport, users: newUsers(WALLETS) }));
@@ -513,6 +521,7 @@ runBench(async (cleanup) => {
     issue: 8,
     db: TEST_DB,
     layout: LAYOUT,
+    tank: TANK,
     wallets: WALLETS,
     bundlesPerWallet: 1 + MORE_PER_WALLET,
     bundles: requests,

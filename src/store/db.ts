@@ -26,9 +26,11 @@ export interface Tx extends Queryable {
    * with the COMMIT, with no client work between them: a row lock it takes is held for the server's
    * time only, not for the wait of a busy event loop before the COMMIT is sent (how long a sponsorship
    * rule stayed locked per SendMetaTxn). Its error rolls the transaction back and is what transaction()
-   * throws. At most one per transaction.
+   * throws. At most one per transaction. The promise gives its result once the transaction has
+   * committed (undefined when it did not: transaction() throws why); awaiting it inside fn would wait
+   * forever, since the statement is sent after fn returns.
    */
-  atCommit(sql: string, params?: unknown[]): void;
+  atCommit<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined>;
 }
 
 export interface Db extends Queryable {

@@ -41,21 +41,32 @@ export async function openPglite(location: string): Promise<Db> {
     kind: 'pglite',
     query: base.query,
     exec: base.exec,
-    transaction: (fn) =>
-      pg.transaction(async (tx) => {
-        // One connection in this process: the last statement simply runs before the COMMIT.
-        let last: { sql: string; params?: unknown[] } | undefined;
-        const q = wrap(tx);
-        const out = await fn({
-          ...q,
-          atCommit(sql: string, params?: unknown[]) {
-            if (last) throw new Error('atCommit: one statement per transaction');
-            last = { sql, params };
-          },
+    async transaction(fn) {
+      // One connection in this process: the last statement simply runs before the COMMIT.
+      let last: { sql: string; params?: unknown[]; done: (r: QueryResult<unknown> | undefined) => void } | undefined;
+      let result: QueryResult<unknown> | undefined;
+      try {
+        const out = await pg.transaction(async (tx) => {
+          const q = wrap(tx);
+          const value = await fn({
+            ...q,
+            atCommit<T>(sql: string, params?: unknown[]) {
+              if (last) throw new Error('atCommit: one statement per transaction');
+              return new Promise<QueryResult<T> | undefined>((resolve) => {
+                last = { sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void };
+              });
+            },
+          });
+          if (last) result = await q.query(last.sql, last.params);
+          return value;
         });
-        if (last) await q.query(last.sql, last.params);
+        last?.done(result);
         return out;
-      }),
+      } catch (err) {
+        last?.done(undefined);
+        throw err;
+      }
+    },
     async close() {
       if (closed) return;
       closed = true;

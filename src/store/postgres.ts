@@ -89,7 +89,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     },
     async transaction(fn) {
       const client = await pool.connect();
-      let last: { sql: string; params?: unknown[] } | undefined;
+      let last: { sql: string; params?: unknown[]; done: (r: QueryResult<unknown> | undefined) => void } | undefined;
       try {
         await client.query('BEGIN');
         const out = await fn({
@@ -100,22 +100,28 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
             const res = await run(client, names, sql, params, false);
             return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
           },
-          atCommit(sql: string, params?: unknown[]) {
+          atCommit<T>(sql: string, params?: unknown[]) {
             if (last) throw new Error('atCommit: one statement per transaction');
-            last = { sql, params };
+            return new Promise<QueryResult<T> | undefined>((resolve) => {
+              last = { sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void };
+            });
           },
         });
         if (last) {
           // Both queued on the connection now: the driver sends the COMMIT as soon as the statement's
           // answer is read. A failed statement leaves the transaction aborted; its COMMIT then rolls back.
           const [stmt, commit] = await Promise.allSettled([run(client, names, last.sql, last.params, false), client.query('COMMIT')]);
-          if (stmt.status === 'rejected') throw stmt.reason;
-          if (commit.status === 'rejected') throw commit.reason;
+          if (stmt.status === 'rejected' || commit.status === 'rejected') {
+            last.done(undefined);
+            throw stmt.status === 'rejected' ? stmt.reason : (commit as PromiseRejectedResult).reason;
+          }
+          last.done({ rows: stmt.value.rows, rowCount: stmt.value.rowCount ?? 0 });
         } else {
           await client.query('COMMIT');
         }
         return out;
       } catch (err) {
+        last?.done(undefined);
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
       } finally {
