@@ -12,7 +12,7 @@ export const LIVE_STATUSES = ['QUEUED', 'SENT', 'PENDING_PRECONDITION'];
  * The live statuses written into the SQL, not passed as a parameter: the partial indexes over live rows
  * (migration 0027) are usable only when the planner can see the statement's statuses are theirs.
  */
-const LIVE_IN = `(${LIVE_STATUSES.map((x) => `'${x}'`).join(', ')})`;
+export const LIVE_IN = `(${LIVE_STATUSES.map((x) => `'${x}'`).join(', ')})`;
 
 export interface MetaTxnRow {
   chain_id: number;

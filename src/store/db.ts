@@ -11,10 +11,9 @@ export interface Queryable {
 }
 
 /**
- * Marks a statement whose plan does not depend on its values (rows looked up by key, inserts, updates
- * by key): on PostgreSQL it is prepared once per connection and runs on a generic plan, without being
- * planned again each time (planning was half of PostgreSQL's CPU per SendMetaTxn). Not for statements
- * over skewed data (search, filters), where the values choose the plan: those stay unmarked.
+ * Marks a statement run on a hot path (rows looked up by key, inserts, updates by key): on PostgreSQL
+ * it is prepared once per connection (a named statement), so it is parsed once, and still planned for
+ * its values every run (postgres.ts). Statements built per request (search, filters) stay unmarked.
  */
 export const prepared = (sql: string): string => PREPARED_MARK + sql;
 export const PREPARED_MARK = '/*prepared*/ ';
@@ -31,6 +30,28 @@ export interface Tx extends Queryable {
    * forever, since the statement is sent after fn returns.
    */
   atCommit<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined>;
+}
+
+/**
+ * For Db implementations: the one statement a transaction's atCommit registered, and the settling of
+ * the promise atCommit returned (with the statement's result once committed, undefined otherwise).
+ */
+export function commitSlot() {
+  let last: { sql: string; params?: unknown[]; done: (r: QueryResult<unknown> | undefined) => void } | undefined;
+  return {
+    atCommit<T>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined> {
+      if (last) throw new Error('atCommit: one statement per transaction');
+      return new Promise<QueryResult<T> | undefined>((resolve) => {
+        last = { sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void };
+      });
+    },
+    get statement(): { sql: string; params?: unknown[] } | undefined {
+      return last;
+    },
+    settle(r: QueryResult<unknown> | undefined) {
+      last?.done(r);
+    },
+  };
 }
 
 export interface Db extends Queryable {

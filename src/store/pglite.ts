@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
-import type { Db, QueryResult, Queryable } from './db.ts';
+import { commitSlot, type Db, type QueryResult, type Queryable } from './db.ts';
 import { lockFolder, type FolderLock } from './folder-lock.ts';
 
 function wrap(q: { query: PGlite['query']; exec: PGlite['exec'] }): Queryable {
@@ -43,27 +43,20 @@ export async function openPglite(location: string): Promise<Db> {
     exec: base.exec,
     async transaction(fn) {
       // One connection in this process: the last statement simply runs before the COMMIT.
-      let last: { sql: string; params?: unknown[]; done: (r: QueryResult<unknown> | undefined) => void } | undefined;
+      const slot = commitSlot();
       let result: QueryResult<unknown> | undefined;
       try {
         const out = await pg.transaction(async (tx) => {
           const q = wrap(tx);
-          const value = await fn({
-            ...q,
-            atCommit<T>(sql: string, params?: unknown[]) {
-              if (last) throw new Error('atCommit: one statement per transaction');
-              return new Promise<QueryResult<T> | undefined>((resolve) => {
-                last = { sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void };
-              });
-            },
-          });
+          const value = await fn({ ...q, atCommit: slot.atCommit });
+          const last = slot.statement;
           if (last) result = await q.query(last.sql, last.params);
           return value;
         });
-        last?.done(result);
+        slot.settle(result);
         return out;
       } catch (err) {
-        last?.done(undefined);
+        slot.settle(undefined);
         throw err;
       }
     },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { PREPARED_MARK, type Db, type QueryResult } from './db.ts';
+import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
 
 // BIGINT (int8) comes back as string by default; ids and counters here fit in a JS number.
 pg.types.setTypeParser(20, (v) => {
@@ -12,12 +12,12 @@ pg.types.setTypeParser(20, (v) => {
 const MAX_PREPARED = 500;
 
 /**
- * Names the statements marked `prepared()` (store/db.ts), so each connection parses them once and
- * PostgreSQL keeps a generic plan instead of planning every run: planning was half of PostgreSQL's
- * time per SendMetaTxn (pg_stat_statements, bench/relayer-intake.ts). Only marked statements: a
- * generic plan chosen while a table was small stays after it grew (naming every statement made the
- * token index's DELETE … token_id = ANY($3) scan the whole table), and only statements with
- * parameters (a text without them may hold several statements). At most MAX_PREPARED of them.
+ * Names the statements marked `prepared()` (store/db.ts), so each connection parses them once:
+ * parsing and planning were half of PostgreSQL's time per SendMetaTxn (pg_stat_statements,
+ * bench/relayer-intake.ts). They are still planned for their values (force_custom_plan below). Only
+ * marked statements (naming every one, with generic plans, made the token index's DELETE … token_id =
+ * ANY($3) scan the whole table), and only statements with parameters (a text without them may hold
+ * several statements). At most MAX_PREPARED of them.
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();
@@ -89,7 +89,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     },
     async transaction(fn) {
       const client = await pool.connect();
-      let last: { sql: string; params?: unknown[]; done: (r: QueryResult<unknown> | undefined) => void } | undefined;
+      const slot = commitSlot();
       try {
         await client.query('BEGIN');
         const out = await fn({
@@ -100,28 +100,22 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
             const res = await run(client, names, sql, params, false);
             return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
           },
-          atCommit<T>(sql: string, params?: unknown[]) {
-            if (last) throw new Error('atCommit: one statement per transaction');
-            return new Promise<QueryResult<T> | undefined>((resolve) => {
-              last = { sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void };
-            });
-          },
+          atCommit: slot.atCommit,
         });
+        const last = slot.statement;
         if (last) {
           // Both queued on the connection now: the driver sends the COMMIT as soon as the statement's
           // answer is read. A failed statement leaves the transaction aborted; its COMMIT then rolls back.
           const [stmt, commit] = await Promise.allSettled([run(client, names, last.sql, last.params, false), client.query('COMMIT')]);
-          if (stmt.status === 'rejected' || commit.status === 'rejected') {
-            last.done(undefined);
-            throw stmt.status === 'rejected' ? stmt.reason : (commit as PromiseRejectedResult).reason;
-          }
-          last.done({ rows: stmt.value.rows, rowCount: stmt.value.rowCount ?? 0 });
+          if (stmt.status === 'rejected') throw stmt.reason;
+          if (commit.status === 'rejected') throw commit.reason;
+          slot.settle({ rows: stmt.value.rows, rowCount: stmt.value.rowCount ?? 0 });
         } else {
           await client.query('COMMIT');
         }
         return out;
       } catch (err) {
-        last?.done(undefined);
+        slot.settle(undefined);
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
       } finally {

@@ -2,7 +2,7 @@ import { formatEther } from 'viem';
 import { prepared, type Db, type QueryResult } from '../../store/db.ts';
 import type { Coverage } from '../intake/sponsors.ts';
 import { applyFactor } from './amounts.ts';
-import { LIVE, heldWei, tankOfProject, type Tank } from './tanks.ts';
+import { HOLD_COUNTS, heldWei, tankOfProject, type Tank } from './tanks.ts';
 
 /*
  * Intake's side of a project balance. A sponsored bundle of a project with a limited tank is accepted
@@ -40,16 +40,12 @@ const short = (tank: Tank, held: bigint, need: bigint) =>
   `not enough for this bundle's ${formatEther(need)}: it is not sponsored until the balance is topped up (AdjustProjectBalance)`;
 
 /**
- * What the tank holds now (as heldWei counts it), holds whose meta-transaction is long gone cleared on
- * the way, and the new hold of $4 when the balance $5 covers it with what is held; its id, or null.
+ * What the tank holds now (as heldWei counts it), the holds that no longer count cleared on the way,
+ * and the new hold of $4 when the balance $5 covers it with what is held; its id, or null.
  */
 const HOLD = prepared(`WITH held AS (
-  SELECT COALESCE(SUM(h.amount_wei), 0) AS wei FROM gas_tank_holds h
-   WHERE h.tank_id = $1 AND (h.created_at > now() - interval '2 minutes'
-     OR EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN (${LIVE})))),
-gone AS (
-  DELETE FROM gas_tank_holds h WHERE h.tank_id = $1 AND h.created_at < now() - interval '2 minutes'
-     AND NOT EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN (${LIVE}))),
+  SELECT COALESCE(SUM(h.amount_wei), 0) AS wei FROM gas_tank_holds h WHERE h.tank_id = $1 AND ${HOLD_COUNTS}),
+gone AS (DELETE FROM gas_tank_holds h WHERE h.tank_id = $1 AND NOT ${HOLD_COUNTS}),
 placed AS (
   INSERT INTO gas_tank_holds (tank_id, chain_id, meta_txn_id, amount_wei)
   SELECT $1, $2, $3, $4::numeric FROM held WHERE $5::numeric - held.wei >= $4::numeric RETURNING id)

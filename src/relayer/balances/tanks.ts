@@ -1,4 +1,5 @@
 import { prepared, type Db, type Queryable } from '../../store/db.ts';
+import { LIVE_IN } from '../store.ts';
 
 /*
  * Gas tanks: a project's balance on one network, and its append-only ledger. Every write takes the
@@ -118,19 +119,16 @@ export async function post(q: Queryable, tank: Tank | null, e: Omit<LedgerEntry,
 }
 
 /**
- * Statuses of a meta-transaction that may still be mined, so its hold counts: waiting for its
- * preconditions (PENDING_PRECONDITION, where the relayer has them), queued, or sent.
+ * Whether a hold (`h`, a row of gas_tank_holds) counts: its meta-transaction may still be mined
+ * (waiting for preconditions, queued or sent: LIVE_IN), or the hold is fresh (its meta-transaction may
+ * not be written yet). A hold that does not count is left to be cleared.
  */
-export const LIVE = `'PENDING_PRECONDITION', 'QUEUED', 'SENT'`;
+export const HOLD_COUNTS = `(h.created_at > now() - interval '2 minutes'
+  OR EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN ${LIVE_IN}))`;
 
 /** Held for live sponsored meta-transactions of a tank (a hold whose meta-transaction is gone counts only while fresh). */
 export async function heldWei(q: Queryable, tankId: number): Promise<bigint> {
-  const r = await q.query<{ held: string }>(
-    `SELECT COALESCE(SUM(h.amount_wei), 0)::text AS held FROM gas_tank_holds h
-      WHERE h.tank_id = $1 AND (h.created_at > now() - interval '2 minutes'
-        OR EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = h.chain_id AND m.id = h.meta_txn_id AND m.status IN (${LIVE})))`,
-    [tankId],
-  );
+  const r = await q.query<{ held: string }>(`SELECT COALESCE(SUM(h.amount_wei), 0)::text AS held FROM gas_tank_holds h WHERE h.tank_id = $1 AND ${HOLD_COUNTS}`, [tankId]);
   return BigInt(r.rows[0].held);
 }
 

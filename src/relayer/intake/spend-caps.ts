@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import { prepared, type Db, type Queryable, type Tx } from '../../store/db.ts';
 import { budgetStop, type Cost, type RuleSpend, type Stop } from './policy.ts';
-import { currentRules, toRule, type SponsorRow, type SponsorRule } from './sponsors.ts';
+import { currentRules, type SponsorRule } from './sponsors.ts';
 
 /*
  * The spend of sponsorship rules against their budgets: today's (UTC) per rule and per wallet, and
@@ -47,29 +47,25 @@ export interface Charge {
  * One charge in one statement: the rules' rows are locked in id order (l) before anything of them is
  * written (every writer of a rule's spend locks its row first, so none can deadlock), their totals, today's
  * spend and each wallet's today are increased, the charge is recorded, and a meta-transaction sent again
- * after it was DROPPED drops its refunded charges (history). Returns each rule as SponsorRow (totals and
- * today after the charge) with its wallets' today after it.
+ * after it was DROPPED drops its refunded charges (history). Then the limits are checked against the
+ * spend written (o): over one, the statement fails and nothing of it stays.
  */
 const CHARGE = prepared(`
 WITH l AS (SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
 g AS (
   UPDATE gas_sponsors g SET spent_wei = g.spent_wei + $2::numeric, spent_usd = g.spent_usd + $3::numeric FROM l WHERE g.id = l.id
-  RETURNING g.id, g.project_id, g.chain_id, g.kind, g.address, g.name, g.active, g.max_gas, g.webhook_url, g.webhook_auth_token,
-    g.daily_cap_wei::text AS daily_cap_wei, g.daily_cap_usd::text AS daily_cap_usd, g.wallet_daily_cap_wei::text AS wallet_daily_cap_wei,
-    g.wallet_daily_cap_usd::text AS wallet_daily_cap_usd, g.txn_cap_wei::text AS txn_cap_wei, g.txn_cap_usd::text AS txn_cap_usd,
-    g.total_budget_wei::text AS total_budget_wei, g.total_budget_usd::text AS total_budget_usd, g.valid_from, g.valid_until, g.allow_wallets, g.deny_wallets,
-    g.spent_wei::text AS spent_wei, g.spent_usd::text AS spent_usd, g.created_at, g.updated_at
+  RETURNING g.id, g.daily_cap_wei, g.daily_cap_usd, g.wallet_daily_cap_wei, g.wallet_daily_cap_usd, g.total_budget_wei, g.total_budget_usd, g.spent_wei, g.spent_usd
 ),
 s AS (
   INSERT INTO sponsor_spend AS s (sponsor_id, day, spent_wei, spent_usd) SELECT g.id, ${TODAY}, $2::numeric, $3::numeric FROM g
   ON CONFLICT (sponsor_id, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
-  RETURNING s.sponsor_id, s.spent_wei::text AS today_wei, s.spent_usd::text AS today_usd
+  RETURNING s.sponsor_id, s.spent_wei AS today_wei, s.spent_usd AS today_usd
 ),
 w AS (
   INSERT INTO sponsor_wallet_spend AS s (sponsor_id, wallet, day, spent_wei, spent_usd)
   SELECT g.id, x.wallet, ${TODAY}, $2::numeric, $3::numeric FROM g CROSS JOIN unnest($4::text[]) AS x(wallet)
   ON CONFLICT (sponsor_id, wallet, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
-  RETURNING s.sponsor_id, s.wallet, s.spent_wei::text AS wei, s.spent_usd::text AS usd
+  RETURNING s.sponsor_id, s.spent_wei AS wei, s.spent_usd AS usd
 ),
 c AS (
   INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd)
@@ -77,16 +73,13 @@ c AS (
 ),
 d AS (DELETE FROM sponsor_charges WHERE chain_id = $5 AND meta_txn_id = $6 AND refunded_at IS NOT NULL),
 -- Each rule's first limit now exceeded, in budgetStop's order (policy.ts; USD limits only when the
--- cost has a USD figure, $7): what was spent before plus this charge, i.e. the totals written.
+-- cost has a USD figure, $7): what was spent before plus this charge, i.e. the totals written. A cap
+-- that is NULL (none) compares to NULL, which is not true.
 o AS (
   SELECT g.id, CASE
-    WHEN (g.daily_cap_wei IS NOT NULL AND s.today_wei::numeric > g.daily_cap_wei::numeric)
-      OR ($7 AND g.daily_cap_usd IS NOT NULL AND s.today_usd::numeric > g.daily_cap_usd::numeric) THEN 'dailyCap'
-    WHEN EXISTS (SELECT 1 FROM w WHERE w.sponsor_id = g.id AND (
-           (g.wallet_daily_cap_wei IS NOT NULL AND w.wei::numeric > g.wallet_daily_cap_wei::numeric)
-        OR ($7 AND g.wallet_daily_cap_usd IS NOT NULL AND w.usd::numeric > g.wallet_daily_cap_usd::numeric))) THEN 'walletDailyCap'
-    WHEN (g.total_budget_wei IS NOT NULL AND g.spent_wei::numeric > g.total_budget_wei::numeric)
-      OR ($7 AND g.total_budget_usd IS NOT NULL AND g.spent_usd::numeric > g.total_budget_usd::numeric) THEN 'totalBudget'
+    WHEN s.today_wei > g.daily_cap_wei OR ($7 AND s.today_usd > g.daily_cap_usd) THEN 'dailyCap'
+    WHEN EXISTS (SELECT 1 FROM w WHERE w.sponsor_id = g.id AND (w.wei > g.wallet_daily_cap_wei OR ($7 AND w.usd > g.wallet_daily_cap_usd))) THEN 'walletDailyCap'
+    WHEN g.spent_wei > g.total_budget_wei OR ($7 AND g.spent_usd > g.total_budget_usd) THEN 'totalBudget'
   END AS lim
   FROM g JOIN s ON s.sponsor_id = g.id)
 -- Over a limit, the statement fails (migration 0028): the transaction rolls back, this charge with it.
