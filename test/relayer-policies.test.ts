@@ -74,8 +74,8 @@ const update = (projectId: number, id: number, fields: Record<string, unknown>) 
 const transferData = (to: Address, amount: bigint) => encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] });
 
 /** A bundle of a wallet moving 1 FUSD (the wallet deployed by it unless `deployed`). */
-async function bundle(w: { key: Hex; wallet: SequenceTestWallet }, opts: { nonce?: bigint; deployed?: boolean } = {}) {
-  return signedBundle({ signerKey: w.key, wallet: w.wallet, chainId: env.chainId, txs: [{ to: env.token, data: transferData(newSigner().address, 1n) }], deployed: opts.deployed ?? false, nonce: { space: 0n, n: opts.nonce ?? 0n } });
+async function bundle(w: { key: Hex; wallet: SequenceTestWallet }, opts: { nonce?: bigint; deployed?: boolean; space?: bigint } = {}) {
+  return signedBundle({ signerKey: w.key, wallet: w.wallet, chainId: env.chainId, txs: [{ to: env.token, data: transferData(newSigner().address, 1n) }], deployed: opts.deployed ?? false, nonce: { space: opts.space ?? 0n, n: opts.nonce ?? 0n } });
 }
 async function user() {
   const s = newSigner();
@@ -302,6 +302,41 @@ describe('budgets charged at intake', () => {
       expect(new Set(charges.map((c) => c.meta_txn_id))).toEqual(new Set(ok.map((r) => r.body.txnHash)));
       expect((await ruleOf(p.id, rule.id)).spentTotalWei).toBe(charged.toString());
       expect((await ruleOf(p.id, rule.id)).spentTodayWei).toBe(charged.toString());
+      for (const r of ok) expect((await final(r.body.txnHash)).status).toBe('SUCCEEDED');
+    } finally {
+      await second.close();
+    }
+  }, 240_000);
+
+  it('per-wallet daily cap: 8 sends of one wallet at once (nonce spaces 2..9, two API stacks) never charge the wallet past it', async () => {
+    const p = await newProject();
+    const rule = await addRule(p.id);
+    const u = await user();
+    await accepted(p, u, await bundle(u), rule.id);
+    await accepted(p, u, await bundle(u, { space: 1n, deployed: true }), rule.id);
+    const charges0 = await chargesOf(rule.id);
+    const cost = BigInt(charges0[1].wei);
+    const walletSpent = async () =>
+      BigInt((await env.services.db.query<{ wei: string }>('SELECT spent_wei::text AS wei FROM sponsor_wallet_spend WHERE sponsor_id = $1 AND wallet = $2', [rule.id, u.wallet.address.toLowerCase()])).rows[0].wei);
+    // Room for about three more of the same cost: every send decides before any is charged, the charge's check holds the line.
+    const cap = (await walletSpent()) + cost * 3n + cost / 2n;
+    await update(p.id, rule.id, { walletDailyCapWei: cap.toString() });
+    const second = await secondStack();
+    try {
+      const bundles = await Promise.all(Array.from({ length: 8 }, (_, i) => bundle(u, { space: BigInt(i + 2), deployed: true })));
+      const answers = await Promise.all(bundles.map((b, i) => send(u, b, p.key, i % 2 ? env.call : second.call)));
+      const ok = answers.filter((r) => r.status === 200);
+      const no = answers.filter((r) => r.status !== 200);
+      for (const r of no) {
+        expect(r.status, JSON.stringify(r.body)).toBe(402);
+        expect(r.body.cause).toMatch(/daily cap for wallet/);
+      }
+      expect(ok.length).toBeGreaterThan(0);
+      expect(no.length).toBeGreaterThan(0);
+      expect(await walletSpent()).toBeLessThanOrEqual(cap);
+      const charges = await chargesOf(rule.id);
+      expect(charges).toHaveLength(2 + ok.length);
+      expect(new Set(charges.slice(2).map((c) => c.meta_txn_id))).toEqual(new Set(ok.map((r) => r.body.txnHash)));
       for (const r of ok) expect((await final(r.body.txnHash)).status).toBe('SUCCEEDED');
     } finally {
       await second.close();
