@@ -23,6 +23,8 @@ const IDS = ['1', '2', '3', '4', '5', '6'];
 const METADATA = { hotCacheTtlMs: 60_000, inlineWaitMs: 2_000, fetchTimeoutMs: 10_000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+let base: string; // the service listening on a socket: REST repeats are answered there before routing
+
 beforeAll(async () => {
   [chain, origin] = await Promise.all([startTokenChain(), startOriginServer()]);
   for (const id of IDS) origin.setDocument(`/rc/${id}`, { name: `token ${id}` });
@@ -35,6 +37,7 @@ beforeAll(async () => {
     { address: other, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [1n, `${origin.url}/other/1`] },
   ]);
   t = await startTestService({ chains: [chain.chainConfig], metadata: METADATA });
+  base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   // Resolve everything once, so the tests below read settled tokens.
   await eventually(
     () => rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: tt, tokenIDs: IDS }, { 'x-access-key': t.accessKey }),
@@ -65,6 +68,20 @@ async function served<T>(s: Services, fn: () => Promise<T>): Promise<{ value: T;
 
 const getTokens = (app: TestService['app'], key: string | undefined, contract: Address, tokenIDs: string[]) =>
   rpc(app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: contract, tokenIDs }, key ? { 'x-access-key': key } : {});
+
+type Get = (url: string, headers?: Record<string, string>) => Promise<{ status: number; headers: Record<string, unknown>; text: string; body: any }>;
+/** Through fastify's inject: every request is routed, a repeat is answered by the route's hooks. */
+const routed: Get = (url, headers) => getRest(t, url, headers);
+/** Over a real socket: a repeat the caller may have now is answered before routing (http/early-answers.ts). */
+const overSocket: Get = async (url, headers = {}) => {
+  const res = await fetch(`${base}${url}`, { headers });
+  const text = await res.text();
+  return { status: res.status, headers: Object.fromEntries(res.headers), text, body: text ? JSON.parse(text) : undefined };
+};
+const TRANSPORTS: Array<[string, () => Get]> = [
+  ['routed', () => routed],
+  ['over a socket', () => overSocket],
+];
 
 const names = (body: { tokenMetadata: WireToken[] }) => body.tokenMetadata.map((x) => x.name);
 
@@ -209,12 +226,12 @@ describe('RPC GetTokenMetadataBatch', () => {
   });
 });
 
-describe('one access check before the cache, for REST and RPC alike', () => {
+describe.each(TRANSPORTS)('one access check before the cache, for REST (%s) and RPC alike', (transport, get) => {
   it('refuses a cached request once the project loses the network, and once the key is over its rate limit', async () => {
-    const project = await t.services.projects.create('rc-held');
+    const project = await t.services.projects.create(`rc-held-${transport}`);
     const { key } = await t.services.accessKeys.create(project.id, 'held');
     const url = `/tokens/anvil/${tt}/1`;
-    const rest = () => getRest(t, url, { 'x-access-key': key });
+    const rest = () => get()(url, { 'x-access-key': key });
     for (let i = 0; i < 2; i++) {
       expect((await getTokens(t.app, key, tt, ['1'])).status).toBe(200);
       expect((await rest()).status).toBe(200);
@@ -246,18 +263,18 @@ describe('one access check before the cache, for REST and RPC alike', () => {
   });
 });
 
-describe('REST /tokens', () => {
+describe.each(TRANSPORTS)('REST /tokens (%s)', (_transport, get) => {
   it('answers a repeat from the cache with the same body and ETag, and 304 on If-None-Match', async () => {
     const url = `/tokens/anvil/${tt}/2,3`;
-    const first = await getRest(t, url);
+    const first = await get()(url);
     expect(first.status).toBe(200);
-    const again = await served(t.services, () => getRest(t, url));
+    const again = await served(t.services, () => get()(url));
     expect(again).toMatchObject({ reused: 2, assembled: 0 });
     expect(again.value.text).toBe(first.text);
     expect(again.value.headers.etag).toBe(first.headers.etag);
     expect(again.value.headers['cache-control']).toBe(first.headers['cache-control']);
     expect(again.value.headers['content-type']).toBe(first.headers['content-type']);
-    const notModified = await getRest(t, url, { 'if-none-match': String(first.headers.etag) });
+    const notModified = await get()(url, { 'if-none-match': String(first.headers.etag) });
     expect(notModified.status).toBe(304);
     expect(notModified.text).toBe('');
   });
@@ -265,38 +282,90 @@ describe('REST /tokens', () => {
   it('keys answers by caller, and refuses a revoked key before any lookup', async () => {
     const key = await newKey();
     const url = `/tokens/anvil/${tt}/5,6`;
-    const anon = await getRest(t, url);
+    const anon = await get()(url);
     expect(anon.status).toBe(200);
     // The same URL with a key in the header is that key's answer, assembled for it.
-    const withKey = await served(t.services, () => getRest(t, url, { 'x-access-key': key }));
+    const withKey = await served(t.services, () => get()(url, { 'x-access-key': key }));
     expect(withKey).toMatchObject({ reused: 0, assembled: 2 });
     expect(withKey.value.text).toBe(anon.text);
-    expect((await served(t.services, () => getRest(t, url, { 'x-access-key': key }))).reused).toBe(2);
+    expect((await served(t.services, () => get()(url, { 'x-access-key': key }))).reused).toBe(2);
 
     expect(await t.services.auth.revoke(key)).toBe(true);
-    const revoked = await getRest(t, url, { 'x-access-key': key });
+    const revoked = await get()(url, { 'x-access-key': key });
     expect(revoked.status).toBe(401);
     expect(revoked.body).toMatchObject({ error: 'Unauthorized', cause: 'invalid access key' });
-    const inQuery = await getRest(t, `${url}?accessKey=${key}`);
+    const inQuery = await get()(`${url}?accessKey=${key}`);
     expect(inQuery.status).toBe(401);
   });
 
   it('never keeps an answer holding a NOT_AVAILABLE token, and shows a re-resolved token at once', async () => {
     const url = `/tokens/anvil/${tt}/3,78`;
-    const first = await getRest(t, url);
+    const first = await get()(url);
     expect(first.body.map((x: WireToken) => x.failureReason ?? x.status)).toEqual(['AVAILABLE', 'TOKEN_NOT_FOUND']);
     expect(first.headers['cache-control']).toBe('public, max-age=5');
-    const again = await served(t.services, () => getRest(t, url));
+    const again = await served(t.services, () => get()(url));
     expect(again).toMatchObject({ reused: 0, assembled: 2 });
 
     const url3 = `/tokens/anvil/${tt}/3`;
-    await getRest(t, url3);
-    expect((await served(t.services, () => getRest(t, url3))).reused).toBe(1);
+    await get()(url3);
+    expect((await served(t.services, () => get()(url3))).reused).toBe(1);
     origin.setDocument('/rc/3', { name: 'token 3 v2' });
     await t.services.tokens.refresh(t.services.chains.get(chain.anvil.chainId)!, tt.toLowerCase() as Address, ['3']);
-    const after = await getRest(t, url3);
+    const after = await get()(url3);
     expect(after.body[0].name).toBe('token 3 v2');
     expect(after.headers.etag).not.toBe(first.headers.etag);
+  });
+});
+
+describe('REST repeats answered before routing', () => {
+  /** Headers of an answer, without those of the connection and the clock. */
+  const stable = (h: Record<string, unknown>) => Object.fromEntries(Object.entries(h).filter(([k]) => !['date', 'connection', 'keep-alive'].includes(k)));
+
+  it('sends what the route sends: same status, bytes and headers, for 200 and 304, with and without an Origin', async () => {
+    const url = `/tokens/anvil/${tt}/4`;
+    for (const origin of [undefined, 'https://app.example']) {
+      const key = await newKey();
+      const h: Record<string, string> = { 'x-access-key': key, ...(origin ? { origin } : {}) };
+      const first = await served(t.services, () => overSocket(url, h));
+      expect(first).toMatchObject({ reused: 0, assembled: 1 }); // a new caller: the route answered
+      const again = await served(t.services, () => overSocket(url, h));
+      expect(again.reused).toBe(1);
+      expect(again.value.status).toBe(200);
+      expect(again.value.text).toBe(first.value.text);
+      expect(stable(again.value.headers)).toEqual(stable(first.value.headers));
+      if (origin) expect(again.value.headers['access-control-allow-origin']).toBe(origin);
+
+      const etag = String(first.value.headers.etag);
+      const otherKey = await newKey();
+      const h304 = { ...h, 'x-access-key': otherKey, 'if-none-match': etag };
+      const routed304 = await served(t.services, () => overSocket(url, h304));
+      expect(routed304).toMatchObject({ reused: 0, assembled: 1 });
+      // A 304 is not kept; this key's 200 is, and then the key's If-None-Match is answered from it.
+      expect((await overSocket(url, { ...h, 'x-access-key': otherKey })).status).toBe(200);
+      const early304 = await served(t.services, () => overSocket(url, h304));
+      expect(early304.reused).toBe(1);
+      expect([routed304.value.status, early304.value.status]).toEqual([304, 304]);
+      expect(early304.value.text).toBe('');
+      expect(stable(early304.value.headers)).toEqual(stable(routed304.value.headers));
+    }
+  });
+
+  it('counts each answer in /metrics under the route, and spends the key\'s rate limit like any request', async () => {
+    const url = `/tokens/anvil/${tt}/6`;
+    const count = async () => (await t.services.metrics.httpRequests.get()).values.find((v) => v.labels.route === '/tokens/:network/:contract/*' && v.labels.status === '200')?.value ?? 0;
+    const project = await t.services.projects.create('rc-early-limit');
+    const { key } = await t.services.accessKeys.create(project.id, 'limited');
+    expect((await overSocket(url, { 'x-access-key': key })).status).toBe(200);
+    const before = await count();
+    for (let i = 0; i < 5; i++) expect((await served(t.services, () => overSocket(url, { 'x-access-key': key }))).reused).toBe(1);
+    expect((await count()) - before).toBe(5);
+
+    // A bucket of two: two cached answers, then 429 (the third is not answered from memory).
+    await t.services.db.query('UPDATE access_keys SET rate_per_sec = 0.01, rate_burst = 2 WHERE project_id = $1', [project.id]);
+    t.services.auth.forgetAll();
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await overSocket(url, { 'x-access-key': key })).status);
+    expect(statuses).toEqual([200, 200, 429]);
   });
 });
 

@@ -75,15 +75,25 @@ export class Authenticator {
    * `authenticate`; undefined otherwise. Lets hot paths skip a promise per request.
    */
   authenticateCached(key: string | undefined): AuthOutcome | undefined {
+    const known = this.peek(key);
+    return known?.kind === 'ok' ? this.counted(known) : known;
+  }
+
+  /**
+   * What `authenticateCached` would answer, without counting the use (`counted` does, once the
+   * request is taken): for a path that may still hand the request on to one that authenticates it.
+   */
+  peek(key: string | undefined): AuthOutcome | undefined {
     if (!key) return NONE;
     // Keys have a fixed shape; anything wildly off is refused before touching the database.
     if (key.length > 200) return INVALID;
     const found = this.lookup(key);
     if (found instanceof Promise) return undefined;
-    return found ? this.counted(found) : INVALID;
+    return found ?? INVALID;
   }
 
-  private counted(resolved: KeyOutcome): KeyOutcome {
+  /** Counts one use of a key (flushed in batches). */
+  counted<T extends KeyOutcome>(resolved: T): T {
     this.pending.set(resolved.keyId, (this.pending.get(resolved.keyId) ?? 0) + 1);
     if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);

@@ -85,6 +85,16 @@ export class RateLimiter {
   }
 
   /**
+   * Spends a token when that needs no query (no limit, or one held locally): true. False when only the
+   * database can say, and then nothing is taken (`admit` will).
+   */
+  spendNow(outcome: AuthOutcome): boolean {
+    if (outcome.kind !== 'ok') return true;
+    const limit = this.limitFor(outcome);
+    return !limit || this.spendLocal(outcome.keyId);
+  }
+
+  /**
    * Spends a token of the caller's key; resolves to the refusal when the bucket is empty. Returns
    * undefined (no promise, no query) for callers with no limit or a token held locally, to keep the
    * hot path free.

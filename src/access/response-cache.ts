@@ -63,6 +63,21 @@ export class ResponseCache {
     return e;
   }
 
+  /** `get` without counting a miss: for a lookup that hands misses on to one that counts them (`hit` counts a use). */
+  peek(key: string, now: number): ReusableAnswer | undefined {
+    const e = this.map.get(key);
+    if (!e) return undefined;
+    if (now >= e.until || !e.isCurrent()) {
+      this.remove(key, e);
+      return undefined;
+    }
+    return e;
+  }
+
+  hit(): void {
+    this.stats.hits++;
+  }
+
   set(key: string, answer: ReusableAnswer, now: number): void {
     if (!this.enabled || key.length > this.maxKeyLength) return;
     const until = Math.min(answer.until, now + this.ttlMs);

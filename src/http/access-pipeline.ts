@@ -129,6 +129,34 @@ export class AccessPipeline {
     });
   }
 
+  /**
+   * The same policy for a request looked at before it is routed (http/early-answers.ts): key →
+   * authenticate → allowed networks, the cached answer, then the rate limit, each only where it can
+   * be decided now. Nothing is counted or spent unless the answer is returned; on undefined (a key
+   * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
+   * goes on to its route, whose hooks decide it as for any other.
+   */
+  reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string): ReusableAnswer | undefined {
+    const { auth, responses, rateLimiter, metrics } = this.deps;
+    if (!responses.enabled || mode === 'admin' || reuseKey.length >= responses.maxKeyLength) return undefined;
+    let principal = PUBLIC.principal;
+    let outcome: AuthOutcome | undefined;
+    if (mode !== 'none') {
+      outcome = auth.peek(key);
+      if (!outcome || outcome.kind === 'invalid' || (outcome.kind === 'none' && mode === 'required')) return undefined;
+      if (outcome.kind === 'ok') {
+        if (outcome.project.allowedChainIds && refusedNetwork(outcome.project, this.deps.networks, networks())) return undefined;
+        principal = `k${outcome.keyId}`;
+      } else principal = ANONYMOUS.principal;
+    }
+    const hit = responses.peek(`${principal}\n${reuseKey}`, Date.now());
+    if (!hit || (outcome && !rateLimiter.spendNow(outcome))) return undefined;
+    if (outcome?.kind === 'ok') auth.counted(outcome);
+    responses.hit();
+    if (hit.tokens) metrics.metadataCache.inc({ result: 'response' }, hit.tokens);
+    return hit;
+  }
+
   private async admitAdmin(req: FastifyRequest, E: AccessErrors): Promise<Caller> {
     const bearer = readBearer(req);
     if (await this.deps.admin.verify(bearer)) return PUBLIC;

@@ -18,7 +18,9 @@ import { AccessPipeline } from './access-pipeline.ts';
 import { registerCors } from './cors.ts';
 import { lazyChildLogger } from './request-logger.ts';
 import { Tally } from '../telemetry/tally.ts';
-import { RequestLogSampler } from './request-log.ts';
+import { RequestRecorder, type RequestLine } from './request-log.ts';
+import { EarlyAnswers } from './early-answers.ts';
+import type { FastifyRequest } from 'fastify';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -27,7 +29,21 @@ export interface BuildAppOptions {
 
 /** The whole HTTP surface, without listening: tests inject, the CLI listens. */
 export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
+  // One access policy and response cache for every form (REST, webrpc, media, console).
+  const access = new AccessPipeline({
+    auth: s.auth,
+    admin: adminTokenStore(s.db, s.config.admin.tokens),
+    rateLimiter: s.rateLimiter,
+    networks: s.networks,
+    responses: s.responses,
+    metrics: s.metrics,
+  });
+  // serve logs one line per answered request (sampled, see RequestRecorder); tests do not.
+  const recorder = new RequestRecorder(new Tally(s.metrics.httpRequests), s.config.requestLog, opts.logRequests ? s.log : undefined);
+  // Cached REST token reads are answered before routing, by the same policy (early-answers.ts).
+  const early = new EarlyAnswers(access, s.config.auth.rest, recorder);
   const app = Fastify({
+    serverFactory: early.serverFactory(),
     loggerInstance: s.log as FastifyBaseLogger,
     // Fastify's own request logging writes two lines per request (in, completed); see below for ours.
     logController: new LogController({ disableRequestLogging: true }),
@@ -39,29 +55,9 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerCors(app);
 
   // One callback hook for every request: an async one costs a promise each, and each hook step is
-  // a turn of fastify's hook runner. The count is a plain number per (route, status), added to the
-  // counter when it is read.
-  const counted = new Tally(s.metrics.httpRequests);
-  const httpLabels = (route: string, status: number) => ({ route, status: String(status) });
-  // serve logs one line per request, when it is answered: what fastify's two lines said, at half the
-  // cost. The URL goes through the logger's redaction like every line (?accessKey= is masked).
-  // Written by the root logger with the request id, so the request's own child logger is never made.
-  // Successful requests are sampled (config requestLog); errors and slow ones always get their line.
-  const log = opts.logRequests ? s.log : undefined;
-  const sampler = new RequestLogSampler(s.config.requestLog);
+  // a turn of fastify's hook runner.
   app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? 'unmatched';
-    const status = reply.statusCode;
-    counted.add(`${status} ${route}`, httpLabels, route, status);
-    if (log) {
-      const ms = reply.elapsedTime;
-      const take = sampler.take(status, ms);
-      if (take.log) {
-        const line = { reqId: req.id, method: req.method, url: req.url, statusCode: status, ms: Math.round(ms * 10) / 10, remoteAddress: req.ip };
-        if (take.skipped) log.info({ ...line, unloggedBefore: take.skipped }, 'request');
-        else log.info(line, 'request');
-      }
-    }
+    recorder.record(req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime, lineOf, req);
     done();
   });
 
@@ -84,14 +80,10 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     return sendError(reply, { ...MetadataErrors.NotFound, status: 404 }, `no route for ${req.method} ${path}`);
   });
 
-  // One access policy and response cache for every form (REST, webrpc, media, console).
-  const access = new AccessPipeline({
-    auth: s.auth,
-    admin: adminTokenStore(s.db, s.config.admin.tokens),
-    rateLimiter: s.rateLimiter,
-    networks: s.networks,
-    responses: s.responses,
-    metrics: s.metrics,
+  // Closing: every request goes to fastify, which answers it as a closing server does.
+  app.addHook('preClose', (done) => {
+    early.close();
+    done();
   });
   registerDrainGuard(app, s);
   registerHealthRoutes(app, s);
@@ -108,4 +100,8 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   await registerConsole(app, s, deps);
   await app.ready();
   return app;
+}
+
+function lineOf(req: FastifyRequest): RequestLine {
+  return { reqId: req.id, method: req.method, url: req.url, remoteAddress: req.ip };
 }

@@ -5,13 +5,17 @@ import type { FastifyRequest } from 'fastify';
 export { Authenticator, type AuthOutcome } from '../access/authenticator.ts';
 
 export function readAccessKey(req: FastifyRequest, allowQuery: boolean): string | undefined {
-  const header = req.headers['x-access-key'];
+  return pickAccessKey(req.headers['x-access-key'], allowQuery ? (req.query as Record<string, unknown> | undefined)?.accessKey : undefined);
+}
+
+/**
+ * The key a request carries: the X-Access-Key header, else `?accessKey=` (where the route takes it).
+ * A query key given twice parses as an array and is no key, as a malformed one would be.
+ */
+export function pickAccessKey(header: string | string[] | undefined, query: unknown): string | undefined {
   const fromHeader = Array.isArray(header) ? header[0] : header;
   if (fromHeader && fromHeader.trim()) return fromHeader.trim();
-  if (allowQuery) {
-    const q = (req.query as Record<string, unknown> | undefined)?.accessKey;
-    if (typeof q === 'string' && q.trim()) return q.trim();
-  }
+  if (typeof query === 'string' && query.trim()) return query.trim();
   return undefined;
 }
 

@@ -13,13 +13,16 @@ const ALLOWED_HEADERS = 'Content-Type, Webrpc, X-Access-Key, Authorization';
 const EXPOSED_HEADERS = 'Webrpc, ETag, Retry-After';
 const MAX_AGE = '86400';
 
+const WITHOUT_ORIGIN: Readonly<Record<string, string>> = Object.freeze({ vary: 'Origin', 'access-control-expose-headers': EXPOSED_HEADERS });
+
+/** The CORS headers of an answer to a request from `origin` (the answer depends on Origin: caches must keep one per origin). */
+export function corsHeaders(origin: string | undefined): Readonly<Record<string, string>> {
+  return origin ? { vary: 'Origin', 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED_HEADERS } : WITHOUT_ORIGIN;
+}
+
 export function registerCors(app: FastifyInstance) {
   app.addHook('onRequest', (req, reply, done) => {
-    // The answer depends on Origin: caches must keep one per origin.
-    reply.header('Vary', 'Origin');
-    const origin = req.headers.origin;
-    if (origin) reply.header('Access-Control-Allow-Origin', origin);
-    reply.header('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+    reply.headers(corsHeaders(req.headers.origin));
     done();
   });
 

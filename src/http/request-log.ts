@@ -41,3 +41,48 @@ export class RequestLogSampler {
 }
 
 const NOT = Object.freeze({ log: false, skipped: 0 });
+
+type Tallied = { add<A, B>(key: string, labels: (a: A, b: B) => Record<string, string>, a: A, b: B): void };
+interface LineLog {
+  info(obj: object, msg: string): void;
+}
+
+export interface RequestLine {
+  reqId: string;
+  method: string | undefined;
+  url: string | undefined;
+  remoteAddress: string | undefined;
+}
+
+const httpLabels = (route: string, status: number) => ({ route, status: String(status) });
+
+/**
+ * What every answered request leaves behind, however it was answered (the router's onResponse hook,
+ * or an answer given before routing): its count per (route, status), and in serve its request line.
+ * The count is a plain number per key, added to the counter when it is read (telemetry/tally.ts).
+ * The line is written by the root logger with the request id, so the request's own child logger is
+ * never made; the URL goes through the logger's redaction like every line (?accessKey= is masked).
+ * Successful requests are sampled (config requestLog); errors and slow ones always get their line.
+ */
+export class RequestRecorder {
+  private readonly sampler: RequestLogSampler;
+
+  constructor(
+    private readonly counted: Tallied,
+    policy: RequestLogPolicy,
+    private readonly log: LineLog | undefined,
+  ) {
+    this.sampler = new RequestLogSampler(policy);
+  }
+
+  /** `line(subject)` is called only when the line is written (a function and its argument, not a closure per request). */
+  record<T>(route: string, status: number, ms: number, line: (subject: T) => RequestLine, subject: T) {
+    this.counted.add(`${status} ${route}`, httpLabels, route, status);
+    if (!this.log) return;
+    const take = this.sampler.take(status, ms);
+    if (!take.log) return;
+    const l = { ...line(subject), statusCode: status, ms: Math.round(ms * 10) / 10 };
+    if (take.skipped) this.log.info({ ...l, unloggedBefore: take.skipped }, 'request');
+    else this.log.info(l, 'request');
+  }
+}

@@ -82,12 +82,27 @@ function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T
 }
 
 function notModified(req: FastifyRequest, etag: string): boolean {
-  const inm = req.headers['if-none-match'];
+  return matchesEtag(req.headers['if-none-match'], etag);
+}
+
+function matchesEtag(inm: string | undefined, etag: string): boolean {
   if (!inm) return false;
   return inm.split(',').some((t) => t.trim() === etag || t.trim() === '*');
 }
 
 const SETTLED_CACHE_CONTROL = 'public, max-age=300, stale-while-revalidate=3600';
+
+/** The route that reads tokens: its answers are the ones given again from the response cache. */
+export const READS_ROUTE = '/tokens/:network/:contract/*';
+
+/**
+ * Status and headers of a reusable (settled) token answer with this validator, given fresh or again,
+ * by the route or before routing (early-answers.ts): one definition, so both send the same.
+ */
+export function reusedHeaders(etag: string, ifNoneMatch: string | undefined): { status: 200 | 304; headers: Record<string, string> } {
+  if (matchesEtag(ifNoneMatch, etag)) return { status: 304, headers: { 'cache-control': SETTLED_CACHE_CONTROL, etag } };
+  return { status: 200, headers: { 'cache-control': SETTLED_CACHE_CONTROL, etag, 'content-type': JSON_UTF8 } };
+}
 
 /** Settled answers can be cached by browsers and CDNs; ones still resolving must be asked again soon. */
 function sendCacheable(req: FastifyRequest, reply: FastifyReply, body: string, settled: boolean) {
@@ -100,10 +115,9 @@ function sendCacheable(req: FastifyRequest, reply: FastifyReply, body: string, s
 
 /** A reusable answer, fresh or from the response cache: only settled answers are reusable. */
 function sendReused(req: FastifyRequest, reply: FastifyReply, answer: Pick<ReusableAnswer, 'body' | 'etag'>) {
-  reply.header('Cache-Control', SETTLED_CACHE_CONTROL);
-  reply.header('ETag', answer.etag!);
-  if (notModified(req, answer.etag!)) return reply.code(304).send();
-  return reply.header('content-type', JSON_UTF8).send(answer.body);
+  const { status, headers } = reusedHeaders(answer.etag!, req.headers['if-none-match']);
+  reply.code(status).headers(headers);
+  return status === 304 ? reply.send() : reply.send(answer.body);
 }
 
 export function registerRestRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
@@ -132,7 +146,7 @@ export function registerRestRoutes(app: FastifyInstance, s: Services, access: Ac
   // The id list is a wildcard, not a `:ids` parameter: the router refuses a parameter longer than
   // 100 characters with 414, and a list of up to 100 ids is far longer than that. `:id/explain`
   // still wins for explain URLs, since the router tries parameters before the wildcard.
-  app.get('/tokens/:network/:contract/*', reads, handle(async (req, reply) => {
+  app.get(READS_ROUTE, reads, handle(async (req, reply) => {
     const { '*': ids, ...rest } = req.params as Record<string, string>;
     const p = parseOrThrow(TokenParams, { ...rest, ids });
     const chain = chainFor(s, p.network, metadataErrorMap);
