@@ -4,6 +4,7 @@
 // moment a token turns stale, never once a token was re-resolved here, and never for an answer that
 // holds an error, a NOT_AVAILABLE or a REFRESHING token.
 
+import { request } from 'node:http';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOriginServer, type OriginServer } from '../src/devchain/index.ts';
@@ -83,55 +84,67 @@ const TRANSPORTS: Array<[string, () => Get]> = [
   ['over a socket', () => overSocket],
 ];
 
+/** fastify's inject over a real socket, for `rpc` and the tests that inject: repeats are answered before routing. */
+const socketApp = {
+  async inject(o: { method: string; url: string; headers?: Record<string, string>; payload?: string }) {
+    const res = await fetch(`${base}${o.url}`, { method: o.method, headers: o.headers, body: o.payload });
+    return { statusCode: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+  },
+} as unknown as TestService['app'];
+const RPC_TRANSPORTS: Array<[string, () => TestService['app']]> = [
+  ['routed', () => t.app],
+  ['over a socket', () => socketApp],
+];
+
 const names = (body: { tokenMetadata: WireToken[] }) => body.tokenMetadata.map((x) => x.name);
 
 async function newKey(): Promise<string> {
   return (await t.services.accessKeys.create(t.project.id, 'rc')).key;
 }
 
-describe('RPC GetTokenMetadata', () => {
+describe.each(RPC_TRANSPORTS)('RPC GetTokenMetadata (%s)', (transport, app) => {
   it('answers a repeat from the cache with the same bytes, to the same key only', async () => {
     const keyA = await newKey();
-    const otherProject = await t.services.projects.create('rc-other');
+    const otherProject = await t.services.projects.create(`rc-other-${transport}`);
     const keyB = (await t.services.accessKeys.create(otherProject.id, 'b')).key;
 
-    const first = await served(t.services, () => getTokens(t.app, keyA, tt, ['1', '2']));
+    const first = await served(t.services, () => getTokens(app(), keyA, tt, ['1', '2']));
     expect(first.value.status).toBe(200);
     expect(names(first.value.body)).toEqual(['token 1', 'token 2']);
     expect(first.assembled).toBe(2);
 
-    const again = await served(t.services, () => getTokens(t.app, keyA, tt, ['1', '2']));
+    const again = await served(t.services, () => getTokens(app(), keyA, tt, ['1', '2']));
     expect(again.value.body).toEqual(first.value.body);
     expect(again.value.headers['content-type']).toBe(first.value.headers['content-type']);
     expect(again).toMatchObject({ reused: 2, assembled: 0 });
 
     // The same body from another project's key is assembled for that key, not given A's answer.
-    const fromB = await served(t.services, () => getTokens(t.app, keyB, tt, ['1', '2']));
+    const fromB = await served(t.services, () => getTokens(app(), keyB, tt, ['1', '2']));
     expect(fromB.value.body).toEqual(first.value.body);
     expect(fromB).toMatchObject({ reused: 0, assembled: 2 });
-    const bAgain = await served(t.services, () => getTokens(t.app, keyB, tt, ['1', '2']));
+    const bAgain = await served(t.services, () => getTokens(app(), keyB, tt, ['1', '2']));
     expect(bAgain).toMatchObject({ reused: 2, assembled: 0 });
 
     // Another key of the same project is another caller too.
     const keyA2 = await newKey();
-    const fromA2 = await served(t.services, () => getTokens(t.app, keyA2, tt, ['1', '2']));
+    const fromA2 = await served(t.services, () => getTokens(app(), keyA2, tt, ['1', '2']));
     expect(fromA2).toMatchObject({ reused: 0, assembled: 2 });
   });
 
   it('checks the key before any lookup: no key, an unknown key and a revoked key are refused', async () => {
     const key = await newKey();
-    expect((await getTokens(t.app, key, tt, ['3'])).status).toBe(200);
-    expect((await served(t.services, () => getTokens(t.app, key, tt, ['3']))).reused).toBe(1);
+    expect((await getTokens(app(), key, tt, ['3'])).status).toBe(200);
+    expect((await served(t.services, () => getTokens(app(), key, tt, ['3']))).reused).toBe(1);
 
-    const none = await getTokens(t.app, undefined, tt, ['3']);
+    const none = await getTokens(app(), undefined, tt, ['3']);
     expect(none.status).toBe(401);
     expect(none.body).toMatchObject({ error: 'Unauthorized', code: 1000 });
-    const unknown = await getTokens(t.app, 'mr_not-a-real-key', tt, ['3']);
+    const unknown = await getTokens(app(), 'mr_not-a-real-key', tt, ['3']);
     expect(unknown.status).toBe(401);
     expect(unknown.body.cause).toBe('invalid access key');
 
     expect(await t.services.auth.revoke(key)).toBe(true);
-    const revoked = await served(t.services, () => getTokens(t.app, key, tt, ['3']));
+    const revoked = await served(t.services, () => getTokens(app(), key, tt, ['3']));
     expect(revoked.value.status).toBe(401);
     expect(revoked.value.body).toMatchObject({ error: 'Unauthorized', code: 1000, cause: 'invalid access key' });
     expect(revoked).toMatchObject({ reused: 0, assembled: 0 });
@@ -141,7 +154,7 @@ describe('RPC GetTokenMetadata', () => {
     const key = await newKey();
     const body = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['4'] });
     const send = (payload: string, contentType = 'application/json') =>
-      t.app.inject({ method: 'POST', url: '/rpc/Metadata/GetTokenMetadata', headers: { 'content-type': contentType, 'x-access-key': key }, payload });
+      app().inject({ method: 'POST', url: '/rpc/Metadata/GetTokenMetadata', headers: { 'content-type': contentType, 'x-access-key': key }, payload });
     expect((await send(body)).statusCode).toBe(200);
     expect((await send(body)).statusCode).toBe(200);
     // The very bytes of a cached request, declared as another type, are refused as before.
@@ -155,15 +168,16 @@ describe('RPC GetTokenMetadata', () => {
 
   it('shows a token re-resolved in this process at once, well within the TTL', async () => {
     const key = await newKey();
-    expect(names((await getTokens(t.app, key, tt, ['4', '5'])).body)).toEqual(['token 4', 'token 5']);
-    expect((await served(t.services, () => getTokens(t.app, key, tt, ['4', '5']))).reused).toBe(2);
+    const before = names((await getTokens(app(), key, tt, ['4', '5'])).body);
+    expect(before[1]).toBe('token 5');
+    expect((await served(t.services, () => getTokens(app(), key, tt, ['4', '5']))).reused).toBe(2);
 
-    origin.setDocument('/rc/4', { name: 'token 4 v2' });
+    origin.setDocument('/rc/4', { name: `token 4 ${transport}` });
     // What the refresh worker runs for a task (and RefreshTokenMetadata leads to).
     await t.services.tokens.refresh(t.services.chains.get(chain.anvil.chainId)!, tt.toLowerCase() as Address, ['4']);
 
-    const after = await served(t.services, () => getTokens(t.app, key, tt, ['4', '5']));
-    expect(names(after.value.body)).toEqual(['token 4 v2', 'token 5']);
+    const after = await served(t.services, () => getTokens(app(), key, tt, ['4', '5']));
+    expect(names(after.value.body)).toEqual([`token 4 ${transport}`, 'token 5']);
     expect(after.reused).toBe(0);
   });
 
@@ -172,11 +186,11 @@ describe('RPC GetTokenMetadata', () => {
     const cache = t.services.responses;
 
     // Id 77 has no URI: the contract reverts, the token is NOT_AVAILABLE (and not retried for a while).
-    const mixed = await getTokens(t.app, key, tt, ['1', '77']);
+    const mixed = await getTokens(app(), key, tt, ['1', '77']);
     expect(mixed.body.tokenMetadata.map((x: WireToken) => x.failureReason ?? x.status)).toEqual(['AVAILABLE', 'TOKEN_NOT_FOUND']);
     const size = cache.size;
     for (let i = 0; i < 3; i++) {
-      const r = await served(t.services, () => getTokens(t.app, key, tt, ['1', '77']));
+      const r = await served(t.services, () => getTokens(app(), key, tt, ['1', '77']));
       expect(r.value.body).toEqual(mixed.body);
       expect(r).toMatchObject({ reused: 0, assembled: 2 });
     }
@@ -184,65 +198,73 @@ describe('RPC GetTokenMetadata', () => {
 
     // Errors.
     for (let i = 0; i < 2; i++) {
-      const bad = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'nosuchnet', contractAddress: tt, tokenIDs: ['1'] }, { 'x-access-key': key });
+      const bad = await rpc(app(), '/rpc/Metadata/GetTokenMetadata', { chainID: 'nosuchnet', contractAddress: tt, tokenIDs: ['1'] }, { 'x-access-key': key });
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({ error: 'ChainNotFound' });
-      const badId = await getTokens(t.app, key, tt, ['1', 'x']);
+      const badId = await getTokens(app(), key, tt, ['1', 'x']);
       expect(badId.status).toBe(400);
     }
     expect(cache.size).toBe(size);
+  });
+});
 
+describe('RPC GetTokenMetadata of a token still resolving', () => {
+  it('never keeps the NOT_AVAILABLE answer: AVAILABLE as soon as it resolves, over a socket too', async () => {
+    const key = await newKey();
+    const cache = t.services.responses;
+    const size = cache.size;
     // A token whose origin answers later than inlineWaitMs: NOT_AVAILABLE while it resolves, then
     // AVAILABLE, long before the hot cache's TTL would have let a cached NOT_AVAILABLE go.
     const pending = await getTokens(t.app, key, tt, ['8']);
     expect(pending.body.tokenMetadata[0]).toMatchObject({ status: 'NOT_AVAILABLE', queuedAt: expect.any(String) });
     expect(cache.size).toBe(size);
     await eventually(
-      () => getTokens(t.app, key, tt, ['8']),
+      () => getTokens(socketApp, key, tt, ['8']),
       (r) => expect(r.body.tokenMetadata[0]).toMatchObject({ status: 'AVAILABLE', name: 'token 8 slow' }),
       15_000,
     );
   });
 });
 
-describe('RPC GetTokenMetadataBatch', () => {
+describe.each(RPC_TRANSPORTS)('RPC GetTokenMetadataBatch (%s)', (transport, app) => {
   it('answers a repeat from the cache, and shows a re-resolved token of either contract at once', async () => {
     const key = await newKey();
     const batch = (k: string) =>
-      rpc(t.app, '/rpc/Metadata/GetTokenMetadataBatch', { chainID: 'anvil', contractTokenMap: { [tt]: ['2'], [other]: ['1'] } }, { 'x-access-key': k });
+      rpc(app(), '/rpc/Metadata/GetTokenMetadataBatch', { chainID: 'anvil', contractTokenMap: { [tt]: ['2'], [other]: ['1'] } }, { 'x-access-key': k });
     const nameOf = (body: { contractTokenMetadata: Record<string, WireToken[]> }) =>
       Object.values(body.contractTokenMetadata).flatMap((l) => l.map((x) => x.name)).sort();
-    await eventually(() => batch(key), (r) => expect(nameOf(r.body)).toEqual(['other 1', 'token 2']));
+    await eventually(() => batch(key), (r) => expect(nameOf(r.body)[1]).toEqual('token 2'));
     const first = await batch(key);
     const again = await served(t.services, () => batch(key));
     expect(again.value.body).toEqual(first.body);
     expect(again).toMatchObject({ reused: 2, assembled: 0 });
 
-    origin.setDocument('/other/1', { name: 'other 1 v2' });
+    origin.setDocument('/other/1', { name: `other 1 ${transport}` });
     await t.services.tokens.refresh(t.services.chains.get(chain.anvil.chainId)!, other.toLowerCase() as Address, ['1']);
     const after = await served(t.services, () => batch(key));
-    expect(nameOf(after.value.body)).toEqual(['other 1 v2', 'token 2']);
+    expect(nameOf(after.value.body)).toEqual([`other 1 ${transport}`, 'token 2']);
     expect(after.reused).toBe(0);
   });
 });
 
-describe.each(TRANSPORTS)('one access check before the cache, for REST (%s) and RPC alike', (transport, get) => {
+describe.each(TRANSPORTS)('one access check before the cache, for REST and RPC alike (%s)', (transport, get) => {
+  const app = () => (transport === 'routed' ? t.app : socketApp);
   it('refuses a cached request once the project loses the network, and once the key is over its rate limit', async () => {
     const project = await t.services.projects.create(`rc-held-${transport}`);
     const { key } = await t.services.accessKeys.create(project.id, 'held');
     const url = `/tokens/anvil/${tt}/1`;
     const rest = () => get()(url, { 'x-access-key': key });
     for (let i = 0; i < 2; i++) {
-      expect((await getTokens(t.app, key, tt, ['1'])).status).toBe(200);
+      expect((await getTokens(app(), key, tt, ['1'])).status).toBe(200);
       expect((await rest()).status).toBe(200);
     }
-    expect((await served(t.services, () => getTokens(t.app, key, tt, ['1']))).reused).toBe(1);
+    expect((await served(t.services, () => getTokens(app(), key, tt, ['1']))).reused).toBe(1);
     expect((await served(t.services, () => rest())).reused).toBe(1);
 
     // Held to mainnet only: the very requests whose answers are cached are refused, nothing reused.
     await t.services.db.query('UPDATE projects SET allowed_chain_ids = $2 WHERE id = $1', [project.id, [1]]);
     t.services.auth.forgetAll();
-    const rpcHeld = await served(t.services, () => getTokens(t.app, key, tt, ['1']));
+    const rpcHeld = await served(t.services, () => getTokens(app(), key, tt, ['1']));
     expect(rpcHeld.value.status).toBe(403);
     expect(rpcHeld.value.body).toMatchObject({ error: 'PermissionDenied' });
     const restHeld = await served(t.services, () => rest());
@@ -256,7 +278,7 @@ describe.each(TRANSPORTS)('one access check before the cache, for REST (%s) and 
     const spent = await served(t.services, () => rest());
     expect(spent.value.status).toBe(200);
     expect(spent.reused).toBe(1);
-    const limited = await served(t.services, () => getTokens(t.app, key, tt, ['1']));
+    const limited = await served(t.services, () => getTokens(app(), key, tt, ['1']));
     expect(limited.value.status).toBe(429);
     expect(limited.value.body).toMatchObject({ error: 'RateLimited' });
     expect(limited.reused).toBe(0);
@@ -366,6 +388,60 @@ describe('REST repeats answered before routing', () => {
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await overSocket(url, { 'x-access-key': key })).status);
     expect(statuses).toEqual([200, 200, 429]);
+  });
+});
+
+describe('RPC repeats answered before routing', () => {
+  const stable = (h: Record<string, unknown>) => Object.fromEntries(Object.entries(h).filter(([k]) => !['date', 'connection', 'keep-alive'].includes(k)));
+  const call = (key: string, body: string, headers: Record<string, string> = {}) =>
+    socketApp.inject({ method: 'POST', url: '/rpc/Metadata/GetTokenMetadata', headers: { 'content-type': 'application/json', 'x-access-key': key, ...headers }, payload: body });
+
+  it('sends what the router sends, and counts it per method', async () => {
+    const key = await newKey();
+    const body = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['2', '6'] });
+    const h = { origin: 'https://app.example' };
+    const first = await served(t.services, () => call(key, body, h));
+    expect(first).toMatchObject({ reused: 0, assembled: 2 });
+    const counted = async () => (await t.services.metrics.rpcRequests.get()).values.find((v) => v.labels.method === 'GetTokenMetadata' && v.labels.code === '0')?.value ?? 0;
+    const before = await counted();
+    const again = await served(t.services, () => call(key, body, h));
+    expect(again.reused).toBe(2);
+    expect(again.value.body).toBe(first.value.body);
+    expect(stable(again.value.headers)).toEqual(stable(first.value.headers));
+    expect(again.value.headers.webrpc).toMatch(/^webrpc@/);
+    expect((await counted()) - before).toBe(1);
+  });
+
+  it('reads a body sent in pieces, and hands what it cannot answer to the router with the body intact', async () => {
+    const key = await newKey();
+    const body = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['2', '5'] });
+    const inPieces = () =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(`${base}/rpc/Metadata/GetTokenMetadata`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-access-key': key } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, text }));
+        });
+        req.on('error', reject);
+        req.write(body.slice(0, 10));
+        setTimeout(() => req.end(body.slice(10)), 50);
+      });
+    // The key known in memory (another call), so the next call's body is read before routing...
+    expect((await call(key, JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['6'] }))).statusCode).toBe(200);
+    // ...and, a miss, handed to the router, whose parser gets the body read here.
+    const first = await served(t.services, inPieces);
+    expect(first.value.status).toBe(200);
+    expect(names(JSON.parse(first.value.text))).toEqual(['token 2', 'token 5']);
+    expect(first.assembled).toBe(2);
+    const again = await served(t.services, inPieces);
+    expect(again).toMatchObject({ reused: 2, assembled: 0 });
+    expect(again.value.text).toBe(first.value.text);
+    // Longer than any cache key: never read here, answered by the router as always.
+    const long = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['2'], padding: 'x'.repeat(20_000) });
+    const r = await call(key, long);
+    expect(r.statusCode).toBe(200);
+    expect(names(JSON.parse(r.body))).toEqual(['token 2']);
   });
 });
 

@@ -136,6 +136,22 @@ export class AccessPipeline {
    * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
    * goes on to its route, whose hooks decide it as for any other.
    */
+  /**
+   * Whether a request of this caller could be answered from the cache now (the key known in memory,
+   * nothing to refuse): whether its body is worth reading before routing.
+   */
+  mayReuse(mode: AuthMode, key: string | undefined): boolean {
+    if (!this.deps.responses.enabled || mode === 'admin') return false;
+    if (mode === 'none') return true;
+    const o = this.deps.auth.peek(key);
+    return o !== undefined && o.kind !== 'invalid' && !(o.kind === 'none' && mode === 'required');
+  }
+
+  /** Longer response-cache keys are never stored (ResponseCache.maxKeyLength). */
+  get maxReuseKeyLength(): number {
+    return this.deps.responses.maxKeyLength;
+  }
+
   reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string): ReusableAnswer | undefined {
     const { auth, responses, rateLimiter, metrics } = this.deps;
     if (!responses.enabled || mode === 'admin' || reuseKey.length >= responses.maxKeyLength) return undefined;

@@ -92,7 +92,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerEventStream(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
-  const deps = { access, metrics: s.metrics };
+  const deps = { access, metrics: s.metrics, early };
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);

@@ -1,12 +1,35 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { FastifyServerFactory } from 'fastify';
+import { Readable } from 'node:stream';
+import type { FastifyServerFactory, preParsingHookHandler } from 'fastify';
 import type { AccessPipeline, AuthMode } from './access-pipeline.ts';
 import { pickAccessKey } from './auth.ts';
 import { corsHeaders } from './cors.ts';
 import type { RequestRecorder } from './request-log.ts';
 import { READS_ROUTE, reusedHeaders } from './rest.ts';
+import { networksNamed } from '../access/allowed-networks.ts';
 
 const PREFIX = '/tokens/';
+const JSON_UTF8 = 'application/json; charset=utf-8';
+
+/** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
+export interface EarlyRpcMethod {
+  mode: AuthMode;
+  /** The response-cache key of a call is this followed by the body as sent (webrpc.ts describe). */
+  reusePrefix: string;
+  /** The headers the router adds to every answer of the service (Webrpc). */
+  headers: Readonly<Record<string, string>>;
+  /** Its route, for the request count. */
+  route: string;
+  /** Counts an answer as the router's onResponse would (per method and code, duration). */
+  answered(name: string, seconds: number): void;
+}
+
+/** The methods of one webrpc service mounted at a fixed prefix: undefined for a name that is not reusable. */
+export type EarlyRpc = (name: string) => EarlyRpcMethod | undefined;
+
+/** A request body read here and handed on: the router's preParsing hook (`replayBody`) gives it to its parser. */
+const READ_BODY = Symbol('metarelay.earlyBody');
+type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
 
 /**
  * Cached REST token reads answered before the router sees the request.
@@ -35,10 +58,28 @@ export class EarlyAnswers {
     this.open = false;
   }
 
+  /** Webrpc services with reusable methods, by their fixed route prefix (e.g. /rpc/Metadata/). */
+  private readonly rpcs = new Map<string, EarlyRpc>();
+
+  addRpc(prefix: string, rpc: EarlyRpc) {
+    this.rpcs.set(prefix, rpc);
+  }
+
+  /**
+   * Takes the request if it may be a cached answer this caller may have now (true: it is answered,
+   * or handed to `next` once its body is read); false: not touched, the caller routes it.
+   */
+  take(req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean {
+    if (!this.open) return false;
+    if (req.method === 'GET') return this.answerRest(req, res);
+    if (req.method === 'POST') return this.takeRpc(req, res, next);
+    return false;
+  }
+
   /** Answers the request if it is a cached REST read this caller may have now; false: not touched. */
-  answer(req: IncomingMessage, res: ServerResponse): boolean {
+  private answerRest(req: IncomingMessage, res: ServerResponse): boolean {
     const url = req.url;
-    if (!this.open || req.method !== 'GET' || url === undefined || !url.startsWith(PREFIX)) return false;
+    if (url === undefined || !url.startsWith(PREFIX)) return false;
     const start = performance.now();
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -66,12 +107,59 @@ export class EarlyAnswers {
     return true;
   }
 
+  /**
+   * A call of a reusable webrpc method: the caller's key is checked from the headers first (a body is
+   * read here only for a caller the cache could answer), then the body, at most what a cache key may
+   * hold, is read; a cached answer is sent, anything else goes to the router with the body handed on.
+   */
+  private takeRpc(req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean {
+    const url = req.url;
+    if (url === undefined || url.includes('?')) return false;
+    const slash = url.lastIndexOf('/') + 1;
+    const rpc = this.rpcs.get(url.slice(0, slash));
+    const name = url.slice(slash);
+    const m = rpc?.(name);
+    if (!m) return false;
+    const length = Number(req.headers['content-length']);
+    // Only a JSON body of known, cacheable size can be a stored call (webrpc.ts describe).
+    if (!(length > 0) || length + m.reusePrefix.length >= this.access.maxReuseKeyLength || req.headers['transfer-encoding'] !== undefined) return false;
+    if (String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() !== 'application/json') return false;
+    if (!this.access.mayReuse(m.mode, pickAccessKey(req.headers['x-access-key'], undefined))) return false;
+    const start = performance.now();
+    const chunks: Buffer[] = [];
+    let got = 0;
+    req.on('data', (c: Buffer) => {
+      chunks.push(c);
+      got += c.length;
+    });
+    req.once('end', () => {
+      const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, got);
+      const key = pickAccessKey(req.headers['x-access-key'], undefined);
+      const hit = got === length ? this.access.reuseNow(m.mode, key, () => networksOf(body), `${m.reusePrefix}${body.toString('latin1')}`) : undefined;
+      if (!hit) {
+        (req as WithBody)[READ_BODY] = body;
+        return next(req, res);
+      }
+      res.statusCode = 200;
+      const cors = corsHeaders(req.headers.origin);
+      for (const h in cors) res.setHeader(h, cors[h]);
+      for (const h in m.headers) res.setHeader(h, m.headers[h]);
+      res.setHeader('content-type', JSON_UTF8);
+      res.setHeader('content-length', hit.body.length);
+      res.end(hit.body);
+      const ms = performance.now() - start;
+      m.answered(name, ms / 1000);
+      this.recorder.record(m.route, 200, ms, lineOf, { req, id: ++this.seq });
+    });
+    return true;
+  }
+
   /** fastify's serverFactory: the http server fastify would make, with these answers in front of its handler. */
   serverFactory(): FastifyServerFactory {
     return (handler, opts) => {
       const o = opts as typeof opts & { keepAliveTimeout?: number; requestTimeout?: number; connectionTimeout?: number; maxRequestsPerSocket?: number; http?: object };
       const server: Server = createServer(o.http ?? {}, (req, res) => {
-        if (!this.answer(req, res)) handler(req, res);
+        if (!this.take(req, res, handler)) handler(req, res);
       });
       // What fastify sets on the server it makes itself (lib/server.js getServerInstance).
       if (o.keepAliveTimeout !== undefined) server.keepAliveTimeout = o.keepAliveTimeout;
@@ -93,3 +181,21 @@ function queryKey(query: string): string | undefined {
 function lineOf(x: { req: IncomingMessage; id: number }) {
   return { reqId: `early-${x.id.toString(36)}`, method: x.req.method, url: x.req.url, remoteAddress: x.req.socket.remoteAddress };
 }
+
+/** The networks a call's body names (chainID, chainIDs), read only for a project held to some networks. */
+function networksOf(body: Buffer): string[] {
+  try {
+    return networksNamed({}, JSON.parse(body.toString('utf8')));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The router's preParsing hook for routes whose calls may be taken here: a body read here is what its
+ * parser reads (the request's own stream has been consumed).
+ */
+export const replayBody: preParsingHookHandler = (req, _reply, payload, done) => {
+  const body = (req.raw as WithBody)[READ_BODY];
+  done(null, body ? Readable.from([body], { objectMode: false }) : payload);
+};

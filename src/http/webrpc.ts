@@ -7,6 +7,7 @@ import { Tally } from '../telemetry/tally.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
+import { replayBody, type EarlyAnswers } from './early-answers.ts';
 
 export type { AuthMode };
 
@@ -73,6 +74,8 @@ export interface WebrpcDeps {
   /** Who may call what, and what may be answered from the response cache (shared with REST). */
   access: AccessPipeline;
   metrics: Metrics;
+  /** Where calls of reusable methods are answered from the cache before routing (early-answers.ts). */
+  early?: EarlyAnswers;
 }
 
 /** Go clients send null for absent optionals: a null and a missing key mean the same. */
@@ -216,12 +219,26 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       done();
       const st = (req as RpcRequest)[RPC];
       if (!st) return;
-      const label = st.def ? st.name : 'unknown';
-      counted.add(`${label} ${st.code}`, rpcLabels, label, st.code);
+      observe(st.def ? st.name : 'unknown', st.code, Number(process.hrtime.bigint() - st.started) / 1e9);
+    });
+
+    const observe = (label: string, code: number, seconds: number) => {
+      counted.add(`${label} ${code}`, rpcLabels, label, code);
       let t = timers.get(label);
       if (!t) timers.set(label, (t = deps.metrics.rpcDuration.labels(service.name, label)));
-      t.observe(Number(process.hrtime.bigint() - st.started) / 1e9);
-    });
+      t.observe(seconds);
+    };
+    // Calls of reusable methods may be answered before routing, from the same cache and by the same
+    // policy; what is not answered there reaches this router with its body already read.
+    if (deps.early && cacheable && !routePrefix.includes(':')) {
+      const webrpcHeader = Object.freeze({ webrpc: headerValue });
+      deps.early.addRpc(routePrefix, (name) => {
+        const def = Object.hasOwn(service.methods, name) ? service.methods[name] : undefined;
+        if (!def?.reusable) return undefined;
+        return { mode: def.auth ?? service.defaultAuth(name), reusePrefix: `${service.name}/${name}\n`, headers: webrpcHeader, route: url, answered: (n, seconds) => observe(n, 0, seconds) };
+      });
+      scope.addHook('preParsing', replayBody);
+    }
 
     scope.route({
       method: ['GET', 'PUT', 'DELETE', 'PATCH'],
