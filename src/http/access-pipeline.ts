@@ -7,6 +7,7 @@ import type { ResponseCache, ReusableAnswer } from '../access/response-cache.ts'
 import type { NetworkRegistry } from '../chain/registry.ts';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { Tally } from '../telemetry/tally.ts';
 import { readAccessKey, readBearer } from './auth.ts';
 import { RpcError, type ErrorDef } from './errors.ts';
 
@@ -65,6 +66,8 @@ export interface Reusable {
   etag?: string;
 }
 
+const REUSED_LABELS = () => ({ result: 'response' });
+
 const PUBLIC: Caller = Object.freeze({ project: null, keyId: null, principal: '-' });
 const ANONYMOUS: Caller = Object.freeze({ project: null, keyId: null, principal: 'anon' });
 
@@ -90,7 +93,16 @@ export function etagOf(body: string | Buffer): string {
  * see it. A cached answer is still a request: it spends from the key's bucket like any other.
  */
 export class AccessPipeline {
-  constructor(private readonly deps: AccessDeps) {}
+  /** Tokens answered from the response cache, added to the lookup counter when it is read (a count per hit, not a labelled inc). */
+  private readonly reused: Tally<'result'>;
+
+  constructor(private readonly deps: AccessDeps) {
+    this.reused = new Tally(deps.metrics.metadataCache);
+  }
+
+  private countReused(tokens: number) {
+    if (tokens) this.reused.add('response', REUSED_LABELS, undefined, undefined, tokens);
+  }
 
   /**
    * key → authenticate → allowed networks → rate limit; throws RpcError in the route's words.
@@ -153,7 +165,7 @@ export class AccessPipeline {
   }
 
   reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string): ReusableAnswer | undefined {
-    const { auth, responses, rateLimiter, metrics } = this.deps;
+    const { auth, responses, rateLimiter } = this.deps;
     if (!responses.enabled || mode === 'admin' || reuseKey.length >= responses.maxKeyLength) return undefined;
     let principal = PUBLIC.principal;
     let outcome: AuthOutcome | undefined;
@@ -169,7 +181,7 @@ export class AccessPipeline {
     if (!hit || (outcome && !rateLimiter.spendNow(outcome))) return undefined;
     if (outcome?.kind === 'ok') auth.counted(outcome);
     responses.hit();
-    if (hit.tokens) metrics.metadataCache.inc({ result: 'response' }, hit.tokens);
+    this.countReused(hit.tokens);
     return hit;
   }
 
@@ -187,7 +199,7 @@ export class AccessPipeline {
    * with `callerOf(req)`.
    */
   hooks(describe: (req: FastifyRequest) => AccessRequest, refuse: (reply: FastifyReply, err: RpcError) => FastifyReply): { preHandler: preHandlerHookHandler; onSend: onSendHookHandler } {
-    const { responses, metrics } = this.deps;
+    const { responses } = this.deps;
     const cacheOn = responses.enabled;
     /** After the caller is admitted: a cache hit answers now (true), a miss notes the key for onSend. */
     const lookup = (req: FastifyRequest, reply: FastifyReply, a: AccessRequest, caller: Caller): boolean => {
@@ -199,7 +211,7 @@ export class AccessPipeline {
         (req as Tagged)[REUSE_KEY] = key;
         return false;
       }
-      if (hit.tokens) metrics.metadataCache.inc({ result: 'response' }, hit.tokens);
+      this.countReused(hit.tokens);
       a.sendReused(req, reply, hit);
       return true;
     };

@@ -173,7 +173,14 @@ export class EarlyAnswers {
 
 /** `?accessKey=` as the router's query parser reads it: given twice, it is no key. */
 function queryKey(query: string): string | undefined {
-  if (!query.includes('accessKey=')) return undefined;
+  const NAME = 'accessKey=';
+  const amp = query.startsWith(NAME) ? -1 : query.indexOf(`&${NAME}`);
+  if (amp < 0 && !query.startsWith(NAME)) return undefined;
+  const from = amp + 1 + NAME.length;
+  const end = query.indexOf('&', from);
+  const value = end < 0 ? query.slice(from) : query.slice(from, end);
+  // The plain case (one key, nothing encoded) read as is; anything else as the parser reads it.
+  if (!value.includes('%') && !value.includes('+') && !query.includes('accessKey=', from)) return value;
   const all = new URLSearchParams(query).getAll('accessKey');
   return all.length === 1 ? all[0] : undefined;
 }

@@ -30,9 +30,9 @@ export class Tally<L extends string> {
    * Counts one under `key`; `labels(a, b)` is called only the first time a key is seen (a function
    * and its arguments, not a closure, so a count allocates nothing).
    */
-  add<A, B>(key: string, labels: (a: A, b: B) => Partial<Record<L, string>>, a: A, b: B): void {
+  add<A, B>(key: string, labels: (a: A, b: B) => Partial<Record<L, string>>, a: A, b: B, n = 1): void {
     const e = this.pending.get(key);
-    if (e) e.n++;
-    else this.pending.set(key, { labels: labels(a, b), n: 1 });
+    if (e) e.n += n;
+    else this.pending.set(key, { labels: labels(a, b), n });
   }
 }
