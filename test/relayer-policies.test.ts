@@ -266,18 +266,23 @@ describe('budgets charged at intake', () => {
   // The charge checks the limit under the rule's lock, in the statement sent with the COMMIT: the sends
   // decided together before any of them was charged, and only that check holds the line.
   it.each([
-    { limit: 'total budget', field: 'totalBudgetWei', cause: /total budget/ },
-    { limit: 'daily spend cap', field: 'dailyCapWei', cause: /daily spend cap/ },
-  ])('$limit: 24 concurrent sends through two API stacks on one database never charge past it, and every charge has its queued row', async ({ field, cause }) => {
+    { limit: 'total budget', field: 'totalBudgetWei', unit: 'wei' as const, cause: /total budget/ },
+    { limit: 'daily spend cap', field: 'dailyCapWei', unit: 'wei' as const, cause: /daily spend cap/ },
+    // The same checks in USD (the charge statement's $7, the cost at the feed's price), under the same race.
+    { limit: 'total budget in USD', field: 'totalBudgetUsd', unit: 'usd' as const, cause: /total budget/ },
+    { limit: 'daily spend cap in USD', field: 'dailyCapUsd', unit: 'usd' as const, cause: /daily spend cap/ },
+  ])('$limit: 24 concurrent sends through two API stacks on one database never charge past it, and every charge has its queued row', async ({ field, unit, cause }) => {
     const p = await newProject();
     const probe = await addRule(p.id);
     const first = await user();
     await accepted(p, first, await bundle(first), probe.id);
-    const cost = BigInt((await chargesOf(probe.id))[0].wei);
+    const cost = BigInt((await chargesOf(probe.id))[0][unit]);
     await env.call('RemoveGasSponsor', { projectId: p.id, id: probe.id }, admin());
     // Room for about eight of the 24.
     const budget = cost * 8n + cost / 2n;
-    const rule = await addRule(p.id, { [field]: budget.toString() });
+    // USD caps are written in dollars (18 decimals kept), charges are kept in atto-USD.
+    const asText = unit === 'wei' ? budget.toString() : `${budget / 10n ** 18n}.${(budget % 10n ** 18n).toString().padStart(18, '0')}`;
+    const rule = await addRule(p.id, { [field]: asText });
 
     const second = await secondStack();
     try {
@@ -294,14 +299,20 @@ describe('budgets charged at intake', () => {
       expect(ok.length).toBeGreaterThan(0);
       expect(no.length).toBeGreaterThan(0);
       const charges = await chargesOf(rule.id);
-      const charged = charges.reduce((s, c) => s + BigInt(c.wei), 0n);
+      const charged = charges.reduce((s, c) => s + BigInt(c[unit]), 0n);
       expect(charged).toBeLessThanOrEqual(budget);
       expect(charges).toHaveLength(ok.length);
       const rows = (await rowsOf(p.id)).filter((r) => r.sponsored);
       expect(rows.length - before).toBe(ok.length);
       expect(new Set(charges.map((c) => c.meta_txn_id))).toEqual(new Set(ok.map((r) => r.body.txnHash)));
-      expect((await ruleOf(p.id, rule.id)).spentTotalWei).toBe(charged.toString());
-      expect((await ruleOf(p.id, rule.id)).spentTodayWei).toBe(charged.toString());
+      const g = await ruleOf(p.id, rule.id);
+      if (unit === 'wei') {
+        expect(g.spentTotalWei).toBe(charged.toString());
+        expect(g.spentTodayWei).toBe(charged.toString());
+      } else {
+        expect(Number(g.spentTotalUsd)).toBeCloseTo(Number(charged) / 1e18, 12);
+        expect(Number(g.spentTodayUsd)).toBeCloseTo(Number(charged) / 1e18, 12);
+      }
       for (const r of ok) expect((await final(r.body.txnHash)).status).toBe('SUCCEEDED');
     } finally {
       await second.close();
