@@ -111,15 +111,15 @@ function overrides(probe: Address, nonces: NonceOverride[], codes: CodeOverride[
     const value = padHex(toHex(n.nonce), { size: 32 });
     entry(n.wallet).stateDiff.push({ slot: nonceSlot(n.space), value }, { slot: delegatedNonceSlot(n.space), value });
   }
-  for (const c of codes) entry(c.address).code = c.code;
   if (slotReads.length) {
     const code = probeAwareProxyCode(probe);
-    for (const a of slotReads) {
-      const e = entry(a);
-      // Other code there would answer the slot read with something else, taken for the slot.
-      if (e.code) throw new Error(`probe: ${a} has placed code and a slot read in one call`);
-      e.code = code;
-    }
+    for (const a of slotReads) entry(a).code = code;
+  }
+  const read = new Set(slotReads.map((a) => a.toLowerCase()));
+  for (const c of codes) {
+    // Other code there would answer the slot read with something else, taken for the slot.
+    if (read.has(c.address.toLowerCase())) throw new Error(`probe: ${c.address} has placed code and a slot read in one call`);
+    entry(c.address).code = c.code;
   }
   return [
     { address: probe, code: RELAY_PROBE_CODE as Hex },
