@@ -1,10 +1,11 @@
 // The relayer's money path, tried as an attacker would, judged by the chain: the payment address's
 // balance, the senders' nonces (what they sent and paid gas for), and the stored rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, maxUint256, parseAbi, type Address, type Hex } from 'viem';
+import { createWalletClient, encodeFunctionData, http, maxUint256, pad, parseAbi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { SEQUENCE_V2_CONTEXT } from '../src/devchain/sequence.ts';
 import { queueRow } from './support/meta-rows.ts';
+import { waitFor } from './support/relay-load.ts';
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, sequenceFactoryAbi, sequenceWalletAbi, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
 
@@ -295,6 +296,63 @@ describe('nobody stalls the queue', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect((await final(b.id)).status).toBe('SUCCEEDED');
     expect(await env.public.getCode({ address: victim.wallet.address })).not.toBeUndefined();
+  });
+});
+
+describe('a wallet that leaves the main module', () => {
+  /** anvil account 7: funded, not a relayer sender. */
+  const OWNER_KEY: Hex = '0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356';
+  const updateAbi = parseAbi(['function updateImplementation(address _implementation)']);
+
+  it('is refused once its implementation is not a main module, although its proxy code is known: nothing is queued, nothing sent', async () => {
+    const r = env.services.relayers.get(env.chainId)!;
+    const u = user();
+    const w = u.wallet.address;
+    await sponsor(env, 'WALLET', w);
+    const pay = tokenCall('transfer', PAYEE, 0n);
+    // Deployed by a relayed bundle, then one more relayed: the relayer has seen its proxy code.
+    for (const [space, deployed] of [[0n, false], [1n, true]] as const) {
+      const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [pay], nonce: { space, n: 0n }, deployed });
+      const ok = await send(w, b.entrypoint, b.input, key());
+      expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+      expect((await final(b.id)).status).toBe('SUCCEEDED');
+    }
+    // Its owner switches it to the cheat (not a main module) with a signed self-call, sent directly.
+    const sw = await signedBundle({
+      signerKey: u.key,
+      wallet: u.wallet,
+      chainId: env.chainId,
+      txs: [{ to: w, data: encodeFunctionData({ abi: updateAbi, functionName: 'updateImplementation', args: [cheat] }) }],
+      nonce: { space: 2n, n: 0n },
+      deployed: true,
+    });
+    const owner = createWalletClient({ account: privateKeyToAccount(OWNER_KEY), transport: http(env.rpcUrl) });
+    const hash = await owner.sendTransaction({ to: w, data: sw.walletInput, chain: null });
+    const receipt = await env.public.waitForTransactionReceipt({ hash });
+    expect(receipt.status).toBe('success');
+    expect(await env.public.getStorageAt({ address: w, slot: pad(w) })).toBe(pad(cheat.toLowerCase() as Hex));
+    // The relayer has seen that block (the dispatcher's head): a known proxy whose slot it has not read
+    // there, so intake reads it in the simulation itself.
+    await waitFor('the relayer to observe the switch', async () => r.wallets.observed >= receipt.blockNumber);
+    expect(r.wallets.slotUnknown(w.toLowerCase() as Address)).toBe(true);
+
+    // Sponsored, and the cheat's execute runs fine in simulation: only the slot check refuses it.
+    const before = { sent: await sent(), payee: await balance(PAYEE) };
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [pay], nonce: { space: 3n, n: 0n }, deployed: true });
+    const refused = await send(w, b.entrypoint, b.input, key());
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body).toMatchObject({ error: 'SimulationFailed' });
+    expect(refused.body.cause).toMatch(/is not a Sequence v2 wallet of this relayer/);
+    expect(await stored(b.id)).toBeUndefined();
+    const rows = await env.services.db.query('SELECT id FROM meta_txns WHERE chain_id = $1 AND wallet = $2', [env.chainId, w.toLowerCase()]);
+    expect(rows.rows).toHaveLength(2);
+    // And stays refused in that block: the slot read is remembered, not read again.
+    expect(r.wallets.slotUnknown(w.toLowerCase() as Address)).toBe(false);
+    const again = await send(w, b.entrypoint, b.input, key());
+    expect(again.body.cause).toMatch(/is not a Sequence v2 wallet of this relayer/);
+    expect(await stored(b.id)).toBeUndefined();
+    expect(await sent()).toBe(before.sent);
+    expect(await balance(PAYEE)).toBe(before.payee);
   });
 });
 

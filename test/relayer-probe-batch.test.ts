@@ -4,7 +4,8 @@
 // relayer soak bench (issue #19), where the dispatcher DROPPED such a bundle with "BadNonce(13, 0, 1)"
 // although it had never run, and its successor then waited for a nonce that could not come.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, type Address } from 'viem';
+import { encodeFunctionData, pad, type Address } from 'viem';
+import { SEQUENCE_V2_CONTEXT } from '../src/relayer/context.ts';
 import { erc20, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, type User } from './support/relay-load.ts';
 import { signedBundle, type SignedBundle } from './support/sequence-wallet.ts';
@@ -85,5 +86,28 @@ describe('probe batching with nonce overrides', () => {
     ]);
     expect([a.ok, b.ok]).toEqual([true, true]);
     expect(await ethCalls()).toBe(before + 1);
+  });
+
+  it('shares one eth_call between jobs that read the implementation slot of one wallet (twice) and a job that reads none; each gets its slot, 47 gas dearer per call into the wallet', async () => {
+    const [u1, u2] = users;
+    const r = relayer();
+    const w1 = u1.wallet.address.toLowerCase() as Address;
+    const w2 = u2.wallet.address.toLowerCase() as Address;
+    const [a, b, c] = await Promise.all([bundle(u1, 10n, 0n), bundle(u1, 11n, 0n), bundle(u2, 10n, 1n)]);
+    const job = (wallet: Address, input: `0x${string}`) => ({ sender: r.senders[0], entrypoint: wallet, input, nonces: [], gasCap: 3_000_000n, wallets: [wallet] });
+    const alone = await r.probe(job(w1, a.input));
+    const before = await ethCalls();
+    const [x, y, z] = await Promise.all([
+      r.probe({ ...job(w1, a.input), slotReads: [w1], reads: [{ wallet: w1, space: 10n }] }),
+      r.probe({ ...job(w1, b.input), slotReads: [w1] }),
+      r.probe({ ...job(w2, c.input), nonces: [{ wallet: w2, space: 10n, nonce: 1n }] }),
+    ]);
+    expect(await ethCalls()).toBe(before + 1);
+    expect([x.ok, y.ok, z.ok, x.reason, y.reason, z.reason]).toEqual([true, true, true, undefined, undefined, undefined]);
+    expect([x.slots, y.slots, z.slots]).toEqual([[pad(SEQUENCE_V2_CONTEXT.mainModule.toLowerCase() as Address)], [pad(SEQUENCE_V2_CONTEXT.mainModule.toLowerCase() as Address)], []]);
+    // The slot read is not taken for a nonce read: the job's own read comes first, as asked.
+    expect(x.chainNonces).toEqual([0n]);
+    expect(x.gasUsed - alone.gasUsed).toBe(47n);
+    expect(x.trial).toBe('passed');
   });
 });

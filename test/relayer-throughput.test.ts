@@ -9,6 +9,7 @@ import { queueRow } from './support/meta-rows.ts';
 import { intrinsicGas } from '../src/relayer/intake/simulate.ts';
 import { ceilMul } from '../src/relayer/intake/fees.ts';
 import { NonceTaken } from '../src/relayer/store.ts';
+import { mine } from './support/anvil-control.ts';
 
 let env: RelayerEnv;
 
@@ -159,6 +160,44 @@ describe('intake node calls', () => {
     // what arrives together: without sharing they would be at least four per bundle. How many arrive
     // together depends on timing (the first test proves one call for many, deterministically).
     expect(used.eth_call, JSON.stringify(used)).toBeLessThan(2 * bundles.length);
+  });
+});
+
+describe('intake node calls, one send at a time', () => {
+  it("costs a wallet already known ONE eth_call per send, each in a block of its own: its implementation slot is read in the simulation's own call", async () => {
+    const u = await deployedUser(100n);
+    const w = u.wallet.address.toLowerCase() as Address;
+    const r = relayer();
+    const bundle = (space: bigint) => signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(newSigner().address, 1n)], nonce: { space, n: 0n }, deployed: true });
+    const sendOne = (b: { entrypoint: Address; input: Hex }) => env.call('SendMetaTxn', { call: { walletAddress: w, contract: b.entrypoint, input: b.input } }, headers());
+    // Relayed once more as a deployed wallet: its proxy code is known from now on.
+    const known = await bundle(1n);
+    expect((await sendOne(known)).status).toBe(200);
+    expect((await final(known.id.slice(2))).status).toBe('SUCCEEDED');
+    // The dispatcher's own calls would mix with intake's; stopped, blocks are mined and observed here instead.
+    const dispatcher = env.services.dispatchers.find((d) => d.chainId === env.chainId)!;
+    await dispatcher.stop();
+    const sent: Hex[] = [];
+    try {
+      for (const space of [2n, 3n, 4n, 5n]) {
+        await mine(env.rpcUrl);
+        r.observeBlock(await env.public.getBlockNumber());
+        expect(r.wallets.slotUnknown(w)).toBe(true);
+        const b = await bundle(space);
+        const before = await calls();
+        const answer = await sendOne(b);
+        const used = diff(before, await calls());
+        expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+        expect({ space, eth_call: used.eth_call }).toEqual({ space, eth_call: 1 });
+        expect(Object.keys(used).filter((m) => !['eth_call', 'eth_gasPrice'].includes(m)), JSON.stringify(used)).toEqual([]);
+        // The slot the simulation read is remembered for the block.
+        expect(r.wallets.slotUnknown(w)).toBe(false);
+        sent.push(b.id);
+      }
+    } finally {
+      dispatcher.start();
+    }
+    for (const id of sent) expect((await final(id.slice(2))).status).toBe('SUCCEEDED');
   });
 });
 

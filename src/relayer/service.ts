@@ -22,7 +22,7 @@ import { OverBudget, type SpendCaps } from './intake/spend-caps.ts';
 import type { BalanceHolds } from './balances/holds.ts';
 import type { Tx } from '../store/db.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
-import { WalletCache, describeKind, recogniseWallets, type WalletKind } from './intake/wallets.ts';
+import { WalletCache, describeKind, recogniseDeferring, slotKind, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
 import type { WaitRepo } from './preconditions/store.ts';
 import { AUTHORIZATION_GAS, checkAuthorization, designator, type Authorization } from './intake/authorization.ts';
@@ -198,7 +198,10 @@ export class ChainRelayer {
   /**
    * Decodes a call against the chain: every address the call treats as a wallet is asked for its code
    * (one batch), and only real Sequence wallets are unfolded. With `strict` (intake), the wallet a
-   * wallet-form call targets must be one, and a wallet the call deploys must not exist yet.
+   * wallet-form call targets must be one, and a wallet the call deploys must not exist yet. With
+   * `deferSlot`, the wallet a wallet-form call targets, a proxy already known, may come back 'wallet'
+   * before its implementation slot is read: it is then in `unverified`, for the caller's probe to read
+   * and check (checkCall). Nested wallets and deploys never are: their kinds decide how the call decodes.
    */
   async recognise(
     walletAddress: string,
@@ -207,10 +210,15 @@ export class ChainRelayer {
     strict: boolean,
     auth?: Authorization | null,
     decoded?: DecodedCall,
-  ): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind> }> {
+    deferSlot = false,
+  ): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind>; unverified: Address[] }> {
     const first = decoded ?? this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
-    const [kinds] = await Promise.all([recogniseWallets(this.client, this.context, asked, this.wallets), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
+    const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
+    const [{ kinds, unverified }] = await Promise.all([
+      recogniseDeferring(this.client, this.context, asked, this.wallets, defer),
+      auth ? this.checkDelegation(auth, walletAddress, first) : undefined,
+    ]);
     // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
     if (auth) kinds.set(first.entrypoint, 'wallet');
     if (strict) {
@@ -227,7 +235,7 @@ export class ChainRelayer {
     const call = first.candidates.every((a) => kinds.get(a) === 'wallet') ? first : this.decode(walletAddress, contract, input, (a) => kinds.get(a) === 'wallet');
     const upgrade = unknownUpgrade(call, this.context);
     if (upgrade) throw new RelayError('invalidArgument', upgrade);
-    return { call, kinds };
+    return { call, kinds, unverified };
   }
 
   private async rulesOf(projectId: number | null) {
@@ -493,18 +501,30 @@ export class ChainRelayer {
     return { call: pre.call, sim, gasPrice: pre.gasPrice, anonymous: pre.anonymous };
   }
 
-  /** Wallets by their code and nonces within the window (no simulation). */
+  /**
+   * Wallets by their code and nonces within the window, and the first simulation. A known wallet proxy's
+   * implementation slot is read by that simulation's own eth_call (slotReads) rather than in a call
+   * before it, and checked before anything else is: nothing is accepted for a proxy whose
+   * implementation is not a known main module, judged on the state the bundle was simulated on.
+   */
   private async checkCall(args: SendArgs) {
     const anonymous = args.projectId == null;
-    const [{ call }, gasPrice] = await Promise.all([
-      this.recognise(args.walletAddress, args.contract, args.input, true, args.authorization, this.decoded.get(args)),
+    const [{ call, unverified }, gasPrice] = await Promise.all([
+      this.recognise(args.walletAddress, args.contract, args.input, true, args.authorization, this.decoded.get(args), true),
       this.isFeeRequired ? this.gasPriceNow() : Promise.resolve(0n),
     ]);
     const deployed = new Set(call.deploys);
     // Simulated with the delegation applied, as the type-4 transaction will have it when its call runs.
     const codes = args.authorization ? [{ address: call.entrypoint, code: designator(args.authorization.implementation) }] : undefined;
     const job = { sender: this.senders[0], entrypoint: call.entrypoint, input: args.input as Hex, gasCap: this.gasCap(anonymous), codes, wallets: call.bundles.map((b) => b.wallet) };
-    const sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })) });
+    // The slot reads make this run's gas a few gas per call into the wallet dearer (probe-proxy.ts):
+    // conservative. The dispatcher simulates again without them before signing.
+    const sim = await this.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })), slotReads: unverified });
+    for (const [i, w] of unverified.entries()) {
+      // Remembered for this block either way: other sends of the wallet need no read.
+      this.wallets.learn(w, sim.slots[i], sim.block);
+      if (slotKind(this.context, sim.slots[i]) !== 'wallet') throw new RelayError('simulationFailed', describeKind(w, 'other'));
+    }
     const chainNonces = sim.chainNonces;
     const window = BigInt(this.deps.config.maxNonceAhead);
     for (const [i, b] of call.bundles.entries()) {

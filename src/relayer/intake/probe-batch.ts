@@ -31,7 +31,9 @@ class Group {
 
   fits(job: ProbeJob): boolean {
     if (job.sender !== this.sender || this.items.length >= MAX_JOBS) return false;
-    // Placed code changes what every other job of the call would see at that address: alone.
+    // Placed code changes what every other job of the call would see at that address: alone. Not so
+    // slotReads (merged over the call, same code on each): the probe-aware proxy answers every call
+    // but the probe's own slot read as the wallet does, a few gas dearer.
     if (job.codes?.length || this.items.some((p) => p.job.codes?.length)) return this.items.length === 0;
     for (const n of job.nonces) {
       const v = this.slots.get(`${n.wallet}:${n.space}`);
@@ -77,7 +79,10 @@ function overridesByWallet(nonces: ProbeJob['nonces']): Map<Address, string> {
   return new Map([...by].map(([w, set]) => [w, [...set].sort().join(',')]));
 }
 
-/** Wallets a job runs (its `wallets`, else its entrypoint) or reads. */
+/**
+ * Wallets a job runs (its `wallets`, else its entrypoint) or reads the nonces of. Not its slotReads: a
+ * nonce override never changes the implementation slot (another storage key), so they add no constraint.
+ */
 function touches(job: ProbeJob): Address[] {
   const ws = [...(job.wallets ?? [job.entrypoint]), ...(job.reads ?? []).map((r) => r.wallet)];
   return [...new Set(ws.map((w) => w.toLowerCase() as Address))];

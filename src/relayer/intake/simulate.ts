@@ -15,6 +15,7 @@ import { estimationAbi, probeAbi, walletErrorsAbi } from '../abi.ts';
 import { sequenceCreationCode } from '../artifacts.ts';
 import type { WalletTransaction } from './bundle.ts';
 import { RELAY_PROBE_CODE } from './probe-code.ts';
+import { SLOT_MAGIC_SPACE, probeAwareProxyCode } from './probe-proxy.ts';
 
 /**
  * Where the probe's code is placed by state override: a fresh random address per simulation, so no
@@ -98,7 +99,7 @@ export interface CodeOverride {
  * both layouts (the v2 wallet's slot and DelegatedWallet's ERC-7201 slot): each wallet reads only its
  * own, the other is an unused hashed slot, so no wallet-kind lookup is needed here.
  */
-function overrides(probe: Address, nonces: NonceOverride[], codes: CodeOverride[] = []) {
+function overrides(probe: Address, nonces: NonceOverride[], codes: CodeOverride[] = [], slotReads: Address[] = []) {
   const byWallet = new Map<Address, { code?: Hex; stateDiff: { slot: Hex; value: Hex }[] }>();
   const entry = (a: Address) => {
     const k = a.toLowerCase() as Address;
@@ -110,7 +111,16 @@ function overrides(probe: Address, nonces: NonceOverride[], codes: CodeOverride[
     const value = padHex(toHex(n.nonce), { size: 32 });
     entry(n.wallet).stateDiff.push({ slot: nonceSlot(n.space), value }, { slot: delegatedNonceSlot(n.space), value });
   }
-  for (const c of codes) entry(c.address).code = c.code;
+  if (slotReads.length) {
+    const code = probeAwareProxyCode(probe);
+    for (const a of slotReads) entry(a).code = code;
+  }
+  const read = new Set(slotReads.map((a) => a.toLowerCase()));
+  for (const c of codes) {
+    // Other code there would answer the slot read with something else, taken for the slot.
+    if (read.has(c.address.toLowerCase())) throw new Error(`probe: ${c.address} has placed code and a slot read in one call`);
+    entry(c.address).code = c.code;
+  }
   return [
     { address: probe, code: RELAY_PROBE_CODE as Hex },
     ...[...byWallet].map(([address, e]) => ({ address, ...(e.code ? { code: e.code } : {}), ...(e.stateDiff.length ? { stateDiff: e.stateDiff } : {}) })),
@@ -163,6 +173,12 @@ export interface ProbeJob {
   wallets?: Address[];
   /** Wallet nonces to read at the same state (never of a wallet whose slot a job of the call overrides). */
   reads?: { wallet: Address; space: bigint }[];
+  /**
+   * Wallet proxies (code known) whose implementation slot to read at the same state: each gets the
+   * probe-aware proxy (probe-proxy.ts), transparent to every call but the probe's read, so unlike
+   * `codes` such a job may share its eth_call.
+   */
+  slotReads?: Address[];
 }
 
 export interface ProbeResult extends ExactSimulation {
@@ -172,6 +188,8 @@ export interface ProbeResult extends ExactSimulation {
   trial: 'passed' | 'failed' | 'untried';
   /** The job's `reads`, in order. */
   chainNonces: bigint[];
+  /** The implementation slots of the job's `slotReads`, in order. */
+  slots: Hex[];
 }
 
 export interface ProbeSettings {
@@ -190,7 +208,8 @@ export interface ProbeSettings {
 export async function probeMany(client: PublicClient, settings: ProbeSettings, jobs: ProbeJob[]): Promise<ProbeResult[]> {
   if (jobs.length === 0) return [];
   const probe = probeAddress();
-  const reads = jobs.flatMap((j) => j.reads ?? []);
+  // A slot read is a nonce read of space SLOT_MAGIC, answered by the probe-aware proxy with the slot.
+  const reads = jobs.flatMap((j) => [...(j.reads ?? []), ...(j.slotReads ?? []).map((wallet) => ({ wallet, space: SLOT_MAGIC_SPACE }))]);
   const data = encodeFunctionData({
     abi: probeAbi,
     functionName: 'probeMany',
@@ -203,21 +222,27 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       settings.trialBps,
     ],
   });
-  const r = await client.call({ account: jobs[0].sender, to: probe, data, stateOverride: overrides(probe, jobs.flatMap((j) => j.nonces), jobs.flatMap((j) => j.codes ?? [])) });
+  const r = await client.call({
+    account: jobs[0].sender,
+    to: probe,
+    data,
+    stateOverride: overrides(probe, jobs.flatMap((j) => j.nonces), jobs.flatMap((j) => j.codes ?? []), jobs.flatMap((j) => j.slotReads ?? [])),
+  });
   const [block, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
   let k = 0;
   const out = await Promise.all(
     jobs.map(async (job, i): Promise<ProbeResult> => {
       const chainNonces = nonces.slice(k, (k += job.reads?.length ?? 0));
+      const slots = nonces.slice(k, (k += job.slotReads?.length ?? 0)).map((v) => padHex(toHex(v), { size: 32 }));
       const x = results[i];
       if (!x.ran) {
         // Not judged within this call's gas (a heavy neighbour): alone, it has the whole call.
-        if (jobs.length === 1) return { ok: false, reason: 'the bundle needs more gas than the node gives one eth_call', gasUsed: 0n, paid: [], block, trial: 'untried', chainNonces };
+        if (jobs.length === 1) return { ok: false, reason: 'the bundle needs more gas than the node gives one eth_call', gasUsed: 0n, paid: [], block, trial: 'untried', chainNonces, slots };
         const [alone] = await probeMany(client, settings, [job]);
-        return { ...alone, chainNonces: alone.chainNonces.length ? alone.chainNonces : chainNonces };
+        return { ...alone, chainNonces: alone.chainNonces.length ? alone.chainNonces : chainNonces, slots: alone.slots.length ? alone.slots : slots };
       }
       const trial = x.trial === 1 ? 'passed' : x.trial === 2 ? 'failed' : 'untried';
-      const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, chainNonces };
+      const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, chainNonces, slots };
       // Only a bundle the trial did not prove costs an eth_estimateGas (deep gas forwarding, a gasLimit
       // of its own): the node's binary search then decides, as before.
       if (x.ok && trial !== 'passed') {

@@ -112,6 +112,34 @@ export class WalletCache {
   forget(a: Address) {
     this.slots.delete(a);
   }
+
+  /** The newest block observed: slots remembered are of it. */
+  get observed(): bigint {
+    return this.block;
+  }
+
+  /** Whether `a` is a known wallet proxy whose slot this block has neither read nor is reading: recognise may leave it to the probe. */
+  slotUnknown(a: Address): boolean {
+    return this.proxies.has(a) && !this.slots.has(a);
+  }
+
+  /** A slot a simulation read at `block` (folded into its probe): remembered when that is still the block observed. */
+  learn(a: Address, slot: Hex, block: bigint) {
+    this.observe(block);
+    if (block === this.block && !this.slots.has(a)) this.slots.set(a, Promise.resolve(slot));
+  }
+}
+
+/** Whether an implementation slot names the context's main module (or its upgradable form). */
+export function slotKind(context: SequenceContext, slot: Hex): WalletKind {
+  const modules = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
+  return modules.has(`0x${slot.slice(-40)}`.toLowerCase()) ? 'wallet' : 'other';
+}
+
+export interface Recognised {
+  kinds: Map<Address, WalletKind>;
+  /** Taken for 'wallet' on their proxy code alone: the caller reads and checks their slot (slotKind) before relying on it. */
+  unverified: Address[];
 }
 
 /**
@@ -122,21 +150,34 @@ export class WalletCache {
  * from the same code-hash call.
  */
 export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[], cache?: WalletCache): Promise<Map<Address, WalletKind>> {
+  return (await recogniseDeferring(client, context, addresses, cache)).kinds;
+}
+
+/**
+ * recogniseWallets, except for `defer`: when it is a known wallet proxy whose slot this block has not
+ * read, it is 'wallet' provisionally and listed in `unverified`, with no slot read awaited. Intake reads
+ * that slot in its simulation's own eth_call instead (ProbeJob.slotReads) and checks it there.
+ */
+export async function recogniseDeferring(client: PublicClient, context: SequenceContext, addresses: readonly Address[], cache?: WalletCache, defer?: Address): Promise<Recognised> {
   const c = cache ?? new WalletCache(client);
-  const modules = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
   const unique = [...new Set(addresses.map((a) => a.toLowerCase() as Address))];
+  const later = defer?.toLowerCase() as Address | undefined;
+  const unverified: Address[] = [];
   const kinds = await Promise.all(
     unique.map(async (address): Promise<WalletKind> => {
+      if (address === later && c.slotUnknown(address)) {
+        unverified.push(address);
+        return 'wallet';
+      }
       const [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
       if (code !== 'proxy') {
         c.forget(address);
         return code === 'delegated' ? 'wallet' : code === 'empty' ? 'empty' : 'other';
       }
-      const implementation = (`0x${slot.slice(-40)}` as Address).toLowerCase();
-      return modules.has(implementation) ? 'wallet' : 'other';
+      return slotKind(context, slot);
     }),
   );
-  return new Map(unique.map((a, i) => [a, kinds[i]]));
+  return { kinds: new Map(unique.map((a, i) => [a, kinds[i]])), unverified };
 }
 
 export function describeKind(address: Address, kind: WalletKind): string {
