@@ -1,6 +1,6 @@
 // Servers measured in processes of their own, as users run them: metarelay through its binary
 // (`node bin/metarelay.mjs dev|serve`, what `npm start` / `npm run serve` run) and the bare anchor.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +33,21 @@ async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * BENCH_PIN=1: every server process (and what it starts after this, e.g. dev's anvil) runs on CPU 0
+ * and this process (the load generator) on CPU 1, so a server gets exactly one core whether it is the
+ * bare anchor or metarelay, and never competes with the load for it. PostgreSQL is not pinned.
+ */
+export function pinServer(pid: number): void {
+  if (process.env.BENCH_PIN !== '1') return;
+  for (const [cpus, target] of [['0', pid], ['1', process.pid]] as const) {
+    const r = spawnSync('taskset', ['-a', '-cp', cpus, String(target)], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`BENCH_PIN: taskset failed: ${r.stderr || r.error}`);
+  }
+}
+
 function handle(child: ChildProcess, baseUrl: string): ServerProcess {
+  pinServer(child.pid!);
   return { pid: child.pid!, baseUrl, cpuUs: () => processCpuUs(child.pid!), stop: () => stopChild(child) };
 }
 
@@ -81,6 +95,8 @@ function spawnMetarelay(args: string[], env: Record<string, string | undefined>,
     // stdout and stderr go to a file, as a service's logs go to its collector.
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Pinned before it starts anything of its own (dev's anvil inherits the CPU).
+  pinServer(child.pid!);
   const chunks: Buffer[] = [];
   let size = 0;
   // Only the first 64 KB are kept, for error messages; the rest is read and dropped.
