@@ -45,7 +45,6 @@ type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
  */
 export class EarlyAnswers {
   private open = true;
-  private seq = 0;
 
   constructor(
     private readonly access: AccessPipeline,
@@ -103,7 +102,7 @@ export class EarlyAnswers {
       res.setHeader('content-length', hit.body.length);
       res.end(hit.body);
     }
-    this.recorder.record(READS_ROUTE, status, performance.now() - start, lineOf, { req, id: ++this.seq });
+    this.recorder.record(READS_ROUTE, status, performance.now() - start, lineOf, req);
     return true;
   }
 
@@ -149,7 +148,7 @@ export class EarlyAnswers {
       res.end(hit.body);
       const ms = performance.now() - start;
       m.answered(name, ms / 1000);
-      this.recorder.record(m.route, 200, ms, lineOf, { req, id: ++this.seq });
+      this.recorder.record(m.route, 200, ms, lineOf, req);
     });
     return true;
   }
@@ -185,8 +184,11 @@ function queryKey(query: string): string | undefined {
   return all.length === 1 ? all[0] : undefined;
 }
 
-function lineOf(x: { req: IncomingMessage; id: number }) {
-  return { reqId: `early-${x.id.toString(36)}`, method: x.req.method, url: x.req.url, remoteAddress: x.req.socket.remoteAddress };
+/** Request ids of answers given here (only a logged line needs one). */
+let lines = 0;
+
+function lineOf(req: IncomingMessage) {
+  return { reqId: `early-${(++lines).toString(36)}`, method: req.method, url: req.url, remoteAddress: req.socket.remoteAddress };
 }
 
 /** The networks a call's body names (chainID, chainIDs), read only for a project held to some networks. */

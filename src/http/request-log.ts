@@ -67,6 +67,17 @@ const httpLabels = (route: string, status: number) => ({ route, status: String(s
 export class RequestRecorder {
   private readonly sampler: RequestLogSampler;
 
+  /** The count's key per route and status, made once (a template string per request showed in profiles). */
+  private readonly keys = new Map<string, Map<number, string>>();
+
+  private keyOf(route: string, status: number): string {
+    let byStatus = this.keys.get(route);
+    if (!byStatus) this.keys.set(route, (byStatus = new Map()));
+    let key = byStatus.get(status);
+    if (key === undefined) byStatus.set(status, (key = `${status} ${route}`));
+    return key;
+  }
+
   constructor(
     private readonly counted: Tallied,
     policy: RequestLogPolicy,
@@ -77,7 +88,7 @@ export class RequestRecorder {
 
   /** `line(subject)` is called only when the line is written (a function and its argument, not a closure per request). */
   record<T>(route: string, status: number, ms: number, line: (subject: T) => RequestLine, subject: T) {
-    this.counted.add(`${status} ${route}`, httpLabels, route, status);
+    this.counted.add(this.keyOf(route, status), httpLabels, route, status);
     if (!this.log) return;
     const take = this.sampler.take(status, ms);
     if (!take.log) return;
