@@ -437,6 +437,13 @@ describe('RPC repeats answered before routing', () => {
     const again = await served(t.services, inPieces);
     expect(again).toMatchObject({ reused: 2, assembled: 0 });
     expect(again.value.text).toBe(first.value.text);
+    // A client that goes away half-way through its body costs nothing: the next call is answered.
+    await new Promise<void>((resolve) => {
+      const req = request(`${base}/rpc/Metadata/GetTokenMetadata`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-access-key': key } });
+      req.on('error', () => resolve());
+      req.write(body.slice(0, 10), () => setTimeout(() => (req.destroy(), resolve()), 50));
+    });
+    expect((await served(t.services, inPieces)).reused).toBe(2);
     // Longer than any cache key: never read here, answered by the router as always.
     const long = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['2'], padding: 'x'.repeat(20_000) });
     const r = await call(key, long);

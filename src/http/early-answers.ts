@@ -45,6 +45,8 @@ type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
  */
 export class EarlyAnswers {
   private open = true;
+  /** Webrpc services with reusable methods, by their fixed route prefix (e.g. /rpc/Metadata/). */
+  private readonly rpcs = new Map<string, EarlyRpc>();
 
   constructor(
     private readonly access: AccessPipeline,
@@ -56,9 +58,6 @@ export class EarlyAnswers {
   close() {
     this.open = false;
   }
-
-  /** Webrpc services with reusable methods, by their fixed route prefix (e.g. /rpc/Metadata/). */
-  private readonly rpcs = new Map<string, EarlyRpc>();
 
   addRpc(prefix: string, rpc: EarlyRpc) {
     this.rpcs.set(prefix, rpc);
@@ -127,6 +126,9 @@ export class EarlyAnswers {
     const start = performance.now();
     const chunks: Buffer[] = [];
     let got = 0;
+    // A client gone before its body ended gets nothing, here as on the router's path (its 'end'
+    // never comes); the abort is expected, not an error to report.
+    req.on('error', () => undefined);
     req.on('data', (c: Buffer) => {
       chunks.push(c);
       got += c.length;
