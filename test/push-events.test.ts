@@ -91,7 +91,18 @@ describe('metatxn.status for replaced and reorged transactions', () => {
     // Priced out: the next blocks' base fee is far above the first attempt's cap, so it waits and is replaced after 3 blocks.
     await setNextBaseFee(env.rpcUrl, BigInt(attempt.rows[0].max_fee) * 3n);
     for (let i = 0; i < 6 && !statusEvents(id).some((d) => d.cause === 'replaced'); i++) await mineAndSweep();
-    const replaced = await eventually(async () => statusEvents(id).find((d) => d.cause === 'replaced'), (d) => expect(d).toBeTruthy());
+    // On failure, say what happened instead: the events pushed, the attempts and why the slot stalled.
+    const story = async () => {
+      const rows = await env.services.db.query(
+        `SELECT t.hash, t.status, t.broadcast_block, t.max_fee::text AS max_fee, m.status AS meta_status, m.stalled FROM meta_txns m
+         JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce WHERE m.chain_id = $1 AND m.id = $2 ORDER BY t.id`,
+        [env.chainId, id],
+      );
+      return JSON.stringify({ head: await head(), events: statusEvents(id).map((d) => [d.status, d.cause]), attempts: rows.rows });
+    };
+    const replaced = await eventually(async () => statusEvents(id).find((d) => d.cause === 'replaced'), (d) => expect(d).toBeTruthy()).catch(async (err) => {
+      throw new Error(`no "replaced" event: ${await story()}`, { cause: err });
+    });
     expect(replaced).toMatchObject({ status: 'SENT', cause: 'replaced' });
     expect(replaced!.txnHash).not.toBe(first!.txnHash);
     expect(replaced!.receipt.txnReceipt ?? replaced!.receipt).toBeTruthy();
