@@ -142,21 +142,24 @@ export class AccessPipeline {
   }
 
   /**
-   * The same policy for a request looked at before it is routed (http/early-answers.ts): key →
-   * authenticate → allowed networks, the cached answer, then the rate limit, each only where it can
-   * be decided now. Nothing is counted or spent unless the answer is returned; on undefined (a key
-   * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
-   * goes on to its route, whose hooks decide it as for any other.
+   * Who is calling, when that can be decided now with nothing to refuse (the key known in memory, or
+   * no key where none is needed): the key's outcome and its principal; undefined otherwise. Counts
+   * nothing. The first half of `reuseNow`, and what `mayReuse` asks.
    */
+  private callerNow(mode: AuthMode, key: string | undefined): { outcome?: AuthOutcome; principal: string } | undefined {
+    if (!this.deps.responses.enabled || mode === 'admin') return undefined;
+    if (mode === 'none') return { principal: PUBLIC.principal };
+    const outcome = this.deps.auth.peek(key);
+    if (!outcome || outcome.kind === 'invalid' || (outcome.kind === 'none' && mode === 'required')) return undefined;
+    return { outcome, principal: outcome.kind === 'ok' ? `k${outcome.keyId}` : ANONYMOUS.principal };
+  }
+
   /**
    * Whether a request of this caller could be answered from the cache now (the key known in memory,
    * nothing to refuse): whether its body is worth reading before routing.
    */
   mayReuse(mode: AuthMode, key: string | undefined): boolean {
-    if (!this.deps.responses.enabled || mode === 'admin') return false;
-    if (mode === 'none') return true;
-    const o = this.deps.auth.peek(key);
-    return o !== undefined && o.kind !== 'invalid' && !(o.kind === 'none' && mode === 'required');
+    return this.callerNow(mode, key) !== undefined;
   }
 
   /** Longer response-cache keys are never stored (ResponseCache.maxKeyLength). */
@@ -164,19 +167,20 @@ export class AccessPipeline {
     return this.deps.responses.maxKeyLength;
   }
 
+  /**
+   * The same policy for a request looked at before it is routed (http/early-answers.ts): key →
+   * authenticate → allowed networks, the cached answer, then the rate limit, each only where it can
+   * be decided now. Nothing is counted or spent unless the answer is returned; on undefined (a key
+   * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
+   * goes on to its route, whose hooks decide it as for any other.
+   */
   reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string): ReusableAnswer | undefined {
     const { auth, responses, rateLimiter } = this.deps;
-    if (!responses.enabled || mode === 'admin' || reuseKey.length >= responses.maxKeyLength) return undefined;
-    let principal = PUBLIC.principal;
-    let outcome: AuthOutcome | undefined;
-    if (mode !== 'none') {
-      outcome = auth.peek(key);
-      if (!outcome || outcome.kind === 'invalid' || (outcome.kind === 'none' && mode === 'required')) return undefined;
-      if (outcome.kind === 'ok') {
-        if (outcome.project.allowedChainIds && refusedNetwork(outcome.project, this.deps.networks, networks())) return undefined;
-        principal = `k${outcome.keyId}`;
-      } else principal = ANONYMOUS.principal;
-    }
+    if (reuseKey.length >= responses.maxKeyLength) return undefined;
+    const caller = this.callerNow(mode, key);
+    if (!caller) return undefined;
+    const { outcome, principal } = caller;
+    if (outcome?.kind === 'ok' && outcome.project.allowedChainIds && refusedNetwork(outcome.project, this.deps.networks, networks())) return undefined;
     const hit = responses.peek(`${principal}\n${reuseKey}`, Date.now());
     if (!hit || (outcome && !rateLimiter.spendNow(outcome))) return undefined;
     if (outcome?.kind === 'ok') auth.counted(outcome);

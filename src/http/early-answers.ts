@@ -5,11 +5,11 @@ import type { AccessPipeline, AuthMode } from './access-pipeline.ts';
 import { pickAccessKey } from './auth.ts';
 import { corsHeaders } from './cors.ts';
 import type { RequestRecorder } from './request-log.ts';
-import { READS_ROUTE, reusedHeaders } from './rest.ts';
+import { READS_ROUTE, restReuseKey, reusedHeaders } from './rest.ts';
+import { JSON_UTF8, mediaTypeOf } from './webrpc.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 
 const PREFIX = '/tokens/';
-const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
 export interface EarlyRpcMethod {
@@ -21,18 +21,19 @@ export interface EarlyRpcMethod {
   /** Its route, for the request count. */
   route: string;
   /** Counts an answer as the router's onResponse would (per method and code, duration). */
-  answered(name: string, seconds: number): void;
+  answered(seconds: number): void;
 }
 
-/** The methods of one webrpc service mounted at a fixed prefix: undefined for a name that is not reusable. */
-export type EarlyRpc = (name: string) => EarlyRpcMethod | undefined;
+/** The reusable methods of one webrpc service mounted at a fixed prefix, by name. */
+export type EarlyRpc = ReadonlyMap<string, EarlyRpcMethod>;
 
 /** A request body read here and handed on: the router's preParsing hook (`replayBody`) gives it to its parser. */
 const READ_BODY = Symbol('metarelay.earlyBody');
 type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
 
 /**
- * Cached REST token reads answered before the router sees the request.
+ * Cached token reads (REST, and calls of reusable webrpc methods) answered before the router sees
+ * the request.
  *
  * A cached read does almost nothing of its own: a few map look-ups and a write of bytes it already
  * has. Through fastify it also paid the router, the request and reply objects, the hook runner's
@@ -64,6 +65,15 @@ export class EarlyAnswers {
   }
 
   /**
+   * The router's preParsing hook for routes whose calls may be taken here: a body read here is what its
+   * parser reads (the request's own stream has been consumed).
+   */
+  readonly replayBody: preParsingHookHandler = (req, _reply, payload, done) => {
+    const body = (req.raw as WithBody)[READ_BODY];
+    done(null, body ? Readable.from([body], { objectMode: false }) : payload);
+  };
+
+  /**
    * Takes the request if it may be a cached answer this caller may have now (true: it is answered,
    * or handed to `next` once its body is read); false: not touched, the caller routes it.
    */
@@ -87,7 +97,7 @@ export class EarlyAnswers {
     if (c < 0 || c === path.length - 1 || path.indexOf('/', c + 1) >= 0 || path.includes('%')) return false;
     const network = path.slice(PREFIX.length, n);
     const key = pickAccessKey(req.headers['x-access-key'], q < 0 ? undefined : queryKey(url.slice(q + 1)));
-    const hit = this.access.reuseNow(this.restMode, key, () => [network], `GET ${url}`);
+    const hit = this.access.reuseNow(this.restMode, key, () => [network], restReuseKey(url));
     if (!hit) return false;
     const origin = req.headers.origin;
     const inm = req.headers['if-none-match'];
@@ -114,15 +124,14 @@ export class EarlyAnswers {
     const url = req.url;
     if (url === undefined || url.includes('?')) return false;
     const slash = url.lastIndexOf('/') + 1;
-    const rpc = this.rpcs.get(url.slice(0, slash));
-    const name = url.slice(slash);
-    const m = rpc?.(name);
+    const m = this.rpcs.get(url.slice(0, slash))?.get(url.slice(slash));
     if (!m) return false;
     const length = Number(req.headers['content-length']);
     // Only a JSON body of known, cacheable size can be a stored call (webrpc.ts describe).
     if (!(length > 0) || length + m.reusePrefix.length >= this.access.maxReuseKeyLength || req.headers['transfer-encoding'] !== undefined) return false;
-    if (String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() !== 'application/json') return false;
-    if (!this.access.mayReuse(m.mode, pickAccessKey(req.headers['x-access-key'], undefined))) return false;
+    if (mediaTypeOf(req.headers['content-type']) !== 'application/json') return false;
+    const key = pickAccessKey(req.headers['x-access-key'], undefined);
+    if (!this.access.mayReuse(m.mode, key)) return false;
     const start = performance.now();
     const chunks: Buffer[] = [];
     let got = 0;
@@ -135,7 +144,6 @@ export class EarlyAnswers {
     });
     req.once('end', () => {
       const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, got);
-      const key = pickAccessKey(req.headers['x-access-key'], undefined);
       const hit = got === length ? this.access.reuseNow(m.mode, key, () => networksOf(body), `${m.reusePrefix}${body.toString('latin1')}`) : undefined;
       if (!hit) {
         (req as WithBody)[READ_BODY] = body;
@@ -149,7 +157,7 @@ export class EarlyAnswers {
       res.setHeader('content-length', hit.body.length);
       res.end(hit.body);
       const ms = performance.now() - start;
-      m.answered(name, ms / 1000);
+      m.answered(ms / 1000);
       this.recorder.record(m.route, 200, ms, lineOf, req);
     });
     return true;
@@ -202,11 +210,3 @@ function networksOf(body: Buffer): string[] {
   }
 }
 
-/**
- * The router's preParsing hook for routes whose calls may be taken here: a body read here is what its
- * parser reads (the request's own stream has been consumed).
- */
-export const replayBody: preParsingHookHandler = (req, _reply, payload, done) => {
-  const body = (req.raw as WithBody)[READ_BODY];
-  done(null, body ? Readable.from([body], { objectMode: false }) : payload);
-};

@@ -95,6 +95,11 @@ const SETTLED_CACHE_CONTROL = 'public, max-age=300, stale-while-revalidate=3600'
 /** The route that reads tokens: its answers are the ones given again from the response cache. */
 export const READS_ROUTE = '/tokens/:network/:contract/*';
 
+/** A token read in response-cache keys: the URL (path and query) is all a GET says; the pipeline adds the caller. */
+export function restReuseKey(url: string): string {
+  return `GET ${url}`;
+}
+
 /**
  * Status and headers of a reusable (settled) token answer with this validator, given fresh or again,
  * by the route or before routing (early-answers.ts): one definition, so both send the same.
@@ -128,8 +133,7 @@ export function registerRestRoutes(app: FastifyInstance, s: Services, access: Ac
     errors,
     queryKey: true,
     networks: () => networksNamed(req.params as Record<string, string>, undefined),
-    // The URL (path and query) is all a GET says; the pipeline adds the caller.
-    reuseKey: reusable ? `GET ${req.url}` : undefined,
+    reuseKey: reusable ? restReuseKey(req.url) : undefined,
     sendReused,
   });
   const reads = access.hooks(describe(true), refuse);

@@ -7,7 +7,7 @@ import { Tally } from '../telemetry/tally.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
-import { replayBody, type EarlyAnswers } from './early-answers.ts';
+import type { EarlyAnswers, EarlyRpcMethod } from './early-answers.ts';
 
 export type { AuthMode };
 
@@ -118,7 +118,12 @@ export function sendError(reply: FastifyReply, def: ErrorDef, cause?: string, he
 }
 
 function mediaType(req: FastifyRequest): string {
-  return String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  return mediaTypeOf(req.headers['content-type']);
+}
+
+/** A Content-Type header's media type, lower case, without parameters. */
+export function mediaTypeOf(contentType: string | undefined): string {
+  return String(contentType ?? '').split(';')[0].trim().toLowerCase();
 }
 
 function parseBody(req: FastifyRequest): unknown {
@@ -184,6 +189,8 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       return sendError(reply, err.def, err.detail, err.headers);
     };
 
+    // A call in response-cache keys: the method and the body as sent (the pipeline adds the caller).
+    const reusePrefix = (name: string) => `${service.name}/${name}\n`;
     const describe = (req: FastifyRequest): AccessRequest => {
       const params = req.params as Record<string, string>;
       const name = params.method;
@@ -199,7 +206,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         networks: () => networksNamed(params, bodyOf(req)),
         reuseKey:
           cacheable && def.reusable && mode !== 'admin' && raw && raw.length && mediaType(req) === 'application/json'
-            ? `${service.name}/${name}\n${raw.toString('latin1')}`
+            ? `${reusePrefix(name)}${raw.toString('latin1')}`
             : undefined,
         sendReused,
       };
@@ -231,13 +238,17 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
     // Calls of reusable methods may be answered before routing, from the same cache and by the same
     // policy; what is not answered there reaches this router with its body already read.
     if (deps.early && cacheable && !routePrefix.includes(':')) {
-      const webrpcHeader = Object.freeze({ webrpc: headerValue });
-      deps.early.addRpc(routePrefix, (name) => {
-        const def = Object.hasOwn(service.methods, name) ? service.methods[name] : undefined;
-        if (!def?.reusable) return undefined;
-        return { mode: def.auth ?? service.defaultAuth(name), reusePrefix: `${service.name}/${name}\n`, headers: webrpcHeader, route: url, answered: (n, seconds) => observe(n, 0, seconds) };
-      });
-      scope.addHook('preParsing', replayBody);
+      const headers = Object.freeze({ webrpc: headerValue });
+      // Described once per method, not per call.
+      const reusable = new Map<string, EarlyRpcMethod>();
+      for (const [name, def] of Object.entries(service.methods)) {
+        const mode = def.auth ?? service.defaultAuth(name);
+        if (def.reusable && mode !== 'admin') reusable.set(name, { mode, reusePrefix: reusePrefix(name), headers, route: url, answered: (seconds) => observe(name, 0, seconds) });
+      }
+      if (reusable.size) {
+        deps.early.addRpc(routePrefix, reusable);
+        scope.addHook('preParsing', deps.early.replayBody);
+      }
     }
 
     scope.route({
