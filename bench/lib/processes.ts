@@ -47,7 +47,6 @@ export function pinServer(pid: number): void {
 }
 
 function handle(child: ChildProcess, baseUrl: string): ServerProcess {
-  pinServer(child.pid!);
   return { pid: child.pid!, baseUrl, cpuUs: () => processCpuUs(child.pid!), stop: () => stopChild(child) };
 }
 
@@ -57,6 +56,7 @@ export async function startBare(answers: { get: Record<string, string>; post: Re
   writeFileSync(file, JSON.stringify(answers));
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--cpu-prof') && !a.startsWith('--heap-prof'));
   const child = fork(fileURLToPath(new URL('./bare-server.ts', import.meta.url)), [file], { execArgv, stdio: ['ignore', 2, 2, 'ipc'] });
+  pinServer(child.pid!);
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m: { port: number }) => resolve(m.port));
     child.once('exit', (code) => reject(new Error(`bare server exited (${code})`)));
