@@ -5,12 +5,20 @@
  * SearchTokenMetadata with 1, 2 and 4 property filters, with text, and GetTokenMetadataPropertyFilters.
  * Usage: npx tsx bench/token-search.ts   (BENCH_TOKENS=100000 BENCH_BACKENDS=pglite,postgres)
  * BENCH_KEEP=1 keeps the databases (their location is logged); BENCH_EXPLAIN=<location> then prints
- * EXPLAIN (ANALYZE, BUFFERS) of every search on a kept database instead of measuring.
+ * EXPLAIN (ANALYZE, BUFFERS) of every search on a kept database instead of measuring; BENCH_REUSE=<location>
+ * measures a kept database again without building it. Each search is measured both ways a process answers
+ * it: from the posting lists it holds in memory (postings), and in SQL (sql; a process without them).
+ * BENCH_SAMPLES per search (200).
  */
 import type { TokenFilter } from '../src/metadata/search/filter.ts';
+import { TokenFinder } from '../src/metadata/search/finder.ts';
+import { PostingsCache } from '../src/metadata/search/postings-cache.ts';
+import { postingsStore } from '../src/metadata/search/postings-store.ts';
 import { searchStore } from '../src/metadata/search/search-store.ts';
 import { tokenStore, type Resolution } from '../src/metadata/tokens/token-store.ts';
 import { openDb, type Queryable } from '../src/store/db.ts';
+import { migrate } from '../src/store/migrate.ts';
+import type { Logger } from '../src/telemetry/logger.ts';
 import { benchDb, log, summarize } from './support.ts';
 
 const N = Number(process.env.BENCH_TOKENS ?? 100_000);
@@ -90,52 +98,80 @@ if (process.env.BENCH_EXPLAIN) {
   process.exit(0);
 }
 
-const out: Record<string, unknown> = { tokens: N, traitsPerToken: 8 };
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
+const silent = { info: () => {}, warn: () => {} } as unknown as Logger;
+
+/** Runs `fn` SAMPLES times after a warm-up and summarises the durations. */
+async function measure(fn: () => Promise<number>): Promise<ReturnType<typeof summarize> & { firstPage: number }> {
+  for (let i = 0; i < 5; i++) await fn();
+  const samples: number[] = [];
+  let hits = 0;
+  for (let i = 0; i < SAMPLES; i++) {
+    const s = performance.now();
+    hits = await fn();
+    samples.push(performance.now() - s);
+  }
+  return { ...summarize(samples), firstPage: hits };
+}
+
+const out: Record<string, unknown> = { tokens: N, traitsPerToken: 8, samples: SAMPLES };
 for (const backend of backends) {
-  const { db, drop, location } = await benchDb(backend);
+  // BENCH_REUSE=<location> measures a database kept by BENCH_KEEP (migrated first) instead of building one.
+  const reuse = process.env.BENCH_REUSE;
+  const { db, drop, location } = reuse ? { db: await openDb(reuse), drop: async () => {}, location: reuse } : await benchDb(backend);
   try {
+    if (reuse) await migrate(db);
     const tokens = tokenStore(db);
     const search = searchStore(db);
-    const batches = collection(N);
-    log(`${backend}: saving ${N} tokens in ${batches.length} batches (indexing their traits)…`);
-    const t0 = performance.now();
-    let done = 0;
-    for (const batch of batches) {
-      await tokens.save(CHAIN, CONTRACT, batch, new Date());
-      done += batch.size;
-      if (done % 20_000 === 0) log(`${backend}: ${done}/${N}`);
-    }
-    const buildSec = (performance.now() - t0) / 1000;
-    await db.query('ANALYZE token_metadata');
-    await db.query('ANALYZE token_properties');
-    const perSearch: Record<string, unknown> = {};
-    const all: number[] = [];
-    for (const { label, filter } of searches) {
-      const run = () => search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false);
-      for (let i = 0; i < 3; i++) await run();
-      const samples: number[] = [];
-      let hits = 0;
-      for (let i = 0; i < 40; i++) {
-        const s = performance.now();
-        hits = (await run()).rows.length;
-        samples.push(performance.now() - s);
+    let buildSec: number | null = null;
+    if (!reuse) {
+      const batches = collection(N);
+      log(`${backend}: saving ${N} tokens in ${batches.length} batches (indexing their traits)…`);
+      const t0 = performance.now();
+      let done = 0;
+      for (const batch of batches) {
+        await tokens.save(CHAIN, CONTRACT, batch, new Date());
+        done += batch.size;
+        if (done % 20_000 === 0) log(`${backend}: ${done}/${N}`);
       }
-      all.push(...samples);
-      perSearch[label] = { ...summarize(samples), firstPage: hits };
-      log(`${backend}: ${label} ${JSON.stringify(perSearch[label])}`);
+      buildSec = (performance.now() - t0) / 1000;
+      await db.query('ANALYZE token_metadata');
+      await db.query('ANALYZE token_properties');
     }
-    const filterSamples: number[] = [];
-    for (let i = 0; i < 10; i++) {
-      const s = performance.now();
-      await search.propertyStats(CHAIN, CONTRACT, [], 1000, 500);
-      filterSamples.push(performance.now() - s);
+    // The posting lists as a serving process holds them: loaded by the first search, then kept at the database's version.
+    const cache = new PostingsCache({ store: postingsStore(db), log: silent, budgetBytes: 256 * 1024 * 1024 });
+    const finder = new TokenFinder(search, cache, postingsStore(db));
+    const t1 = performance.now();
+    await finder.find(CHAIN, CONTRACT, searches[0]!.filter, { page: 0, pageSize: 100 }, false);
+    while (!(await cache.view(CHAIN, CONTRACT))) await new Promise((r) => setTimeout(r, 50));
+    const loadMs = Math.round(performance.now() - t1);
+    log(`${backend}: posting lists loaded in ${loadMs} ms (${JSON.stringify(cache.stats())})`);
+    const perSearch: Record<string, unknown> = {};
+    const all: Record<'sql' | 'postings', number[]> = { sql: [], postings: [] };
+    for (const { label, filter } of searches) {
+      const row: Record<string, unknown> = {};
+      for (const path of ['postings', 'sql'] as const) {
+        const run = async () =>
+          (path === 'sql'
+            ? await search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false)
+            : await finder.find(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false)
+          ).rows.length;
+        const m = await measure(run);
+        row[path] = m;
+        all[path].push(m.p99Ms);
+      }
+      perSearch[label] = row;
+      log(`${backend}: ${label} ${JSON.stringify(row)}`);
     }
+    const filters = await measure(async () => (await search.propertyStats(CHAIN, CONTRACT, [], 1000, 500)).length);
     out[backend] = {
-      indexBuildSeconds: Math.round(buildSec * 10) / 10,
-      indexBuildTokensPerSecond: Math.round(N / buildSec),
+      indexBuildSeconds: buildSec === null ? null : Math.round(buildSec * 10) / 10,
+      indexBuildTokensPerSecond: buildSec === null ? null : Math.round(N / buildSec),
+      postingsLoadMs: loadMs,
+      postingsHeld: cache.stats(),
       searches: perSearch,
-      allSearches: summarize(all),
-      propertyFilters: summarize(filterSamples),
+      worstP99Ms: { postings: Math.max(...all.postings), sql: Math.max(...all.sql) },
+      propertyFilters: filters,
     };
   } finally {
     if (process.env.BENCH_KEEP) log(`${backend}: kept ${location} (BENCH_KEEP)`);

@@ -20,6 +20,8 @@ import { directoryStore } from './metadata/contracts/directory-store.ts';
 import { RefreshService } from './metadata/refresh/refresh.ts';
 import { taskStore, type TaskStore } from './metadata/refresh/task-store.ts';
 import { TaskWorker } from './metadata/refresh/worker.ts';
+import { PostingsCache } from './metadata/search/postings-cache.ts';
+import { postingsStore } from './metadata/search/postings-store.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
@@ -200,7 +202,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     media: contractMedia,
     learn: (chain, addresses) => contracts.learn(chain, addresses),
   });
-  const tokenSearch = new TokenSearchService({ store: searchStore(db), refresh, log, onEnqueued: () => worker.nudge() });
+  const postings = new PostingsCache({ store: postingsStore(db), log, budgetBytes: config.metadata.searchMemoryMB * 1024 * 1024, metrics });
+  const tokenSearch = new TokenSearchService({ store: searchStore(db), postings, postingsStore: postingsStore(db), refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));

@@ -218,6 +218,11 @@ export const AppConfigSchema = z
         /** Tokens held in each process's hot cache in front of the database, and for how long. */
         hotCacheSize: z.number().int().min(0).default(50_000),
         hotCacheTtlMs: z.number().int().min(0).default(5_000),
+        /**
+         * Memory each process may give to token search's posting lists (MB): searched contracts are
+         * held in memory, kept at the database's version, and searched there; 0 searches in SQL only.
+         */
+        searchMemoryMB: z.number().int().min(0).max(65_536).default(256),
       })
       .prefault({}),
     refresh: z

@@ -159,6 +159,12 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    searchPostings: new Gauge({
+      name: 'metarelay_search_postings',
+      help: 'token search posting lists this process holds in memory: contracts, tokens and bytes (of metadata.searchMemoryMB)',
+      labelNames: ['measure'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -3,6 +3,9 @@ import type { Queryable } from '../../store/db.ts';
 /** The class of the advisory lock that serialises the count updates of one contract (two-key form). */
 const COUNTS_LOCK = 727_025;
 
+/** Changes kept per contract for processes catching up their posting lists (migration 0029); one holding less reloads. */
+export const KEPT_CHANGES = 256;
+
 /**
  * Replaces the indexed (name, value) pairs of tokens with those of their stored documents, and
  * keeps the per-value and per-property token counts (migration 0025) in step. Runs in the
@@ -52,6 +55,34 @@ export async function reindexTokens(tx: Queryable, chainId: number, contract: st
   await tx.query('DELETE FROM token_property_values WHERE chain_id = $1 AND contract_address = $2 AND tokens <= 0', [chainId, contract]);
   await tx.query('DELETE FROM token_property_names WHERE chain_id = $1 AND contract_address = $2 AND tokens <= 0', [chainId, contract]);
   await reindexWords(tx, chainId, contract, tokenIds);
+  await bumpVersion(tx, chainId, contract, tokenIds);
+}
+
+/**
+ * A new version of the contract's index, listing the tokens it changed (migration 0029), and the
+ * oldest changes pruned. Under the counts lock: versions of one contract commit in their order.
+ */
+async function bumpVersion(tx: Queryable, chainId: number, contract: string, tokenIds: string[]): Promise<void> {
+  await tx.query(
+    `WITH n AS (SELECT nextval('token_index_version_seq') AS v), ver AS (
+       INSERT INTO token_index_versions AS c (chain_id, contract_address, version, floor)
+       SELECT $1, $2, v, v FROM n
+       ON CONFLICT (chain_id, contract_address) DO UPDATE SET version = EXCLUDED.version
+     )
+     INSERT INTO token_index_changes (chain_id, contract_address, version, token_ids) SELECT $1, $2, v, $3 FROM n`,
+    [chainId, contract, tokenIds],
+  );
+  await tx.query(
+    `WITH gone AS (
+       DELETE FROM token_index_changes WHERE chain_id = $1 AND contract_address = $2
+          AND version <= (SELECT version FROM token_index_changes WHERE chain_id = $1 AND contract_address = $2
+                           ORDER BY version DESC OFFSET ${KEPT_CHANGES} LIMIT 1)
+       RETURNING version
+     )
+     UPDATE token_index_versions SET floor = greatest(floor, (SELECT max(version) FROM gone))
+      WHERE chain_id = $1 AND contract_address = $2 AND EXISTS (SELECT 1 FROM gone)`,
+    [chainId, contract],
+  );
 }
 
 /**

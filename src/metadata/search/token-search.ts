@@ -4,10 +4,16 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { RefreshLimitError, type RefreshService } from '../refresh/refresh.ts';
 import type { TokenRecord } from '../tokens/token-store.ts';
 import { SEARCH_LIMITS, type TokenFilter } from './filter.ts';
+import { TokenFinder } from './finder.ts';
+import type { PostingsCache } from './postings-cache.ts';
+import type { PostingsStore } from './postings-store.ts';
 import type { PropertyStat, SearchPage, SearchStore } from './search-store.ts';
 
 export interface TokenSearchDeps {
   store: SearchStore;
+  /** Posting lists held in memory (searched when held), and their reads. */
+  postings: PostingsCache;
+  postingsStore: PostingsStore;
   refresh: RefreshService;
   log: Logger;
   /** Called when a refresh task was queued, so a worker of this process picks it up at once. */
@@ -28,16 +34,20 @@ export interface IndexState {
  * enumerated answers what is indexed so far and gets a refreshAll in the background.
  */
 export class TokenSearchService {
-  constructor(private readonly d: TokenSearchDeps) {}
+  private readonly finder: TokenFinder;
+
+  constructor(private readonly d: TokenSearchDeps) {
+    this.finder = new TokenFinder(d.store, d.postings, d.postingsStore);
+  }
 
   /** `cursor` starts the next page (SearchPage.after): a token id, or a rank cursor when there is text. */
   async search(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokens: TokenRecord[]; more: boolean; cursor: string | null; index: IndexState }> {
-    const [r, index] = await Promise.all([this.d.store.byFilter(chain.chainId, contract, filter, page, false), this.ensureEnumerated(chain, contract, projectId)]);
+    const [r, index] = await Promise.all([this.finder.find(chain.chainId, contract, filter, page, false), this.ensureEnumerated(chain, contract, projectId)]);
     return { tokens: r.rows as TokenRecord[], more: r.more, cursor: r.cursor, index };
   }
 
   async searchIds(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokenIds: string[]; more: boolean; cursor: string | null; index: IndexState }> {
-    const [r, index] = await Promise.all([this.d.store.byFilter(chain.chainId, contract, filter, page, true), this.ensureEnumerated(chain, contract, projectId)]);
+    const [r, index] = await Promise.all([this.finder.find(chain.chainId, contract, filter, page, true), this.ensureEnumerated(chain, contract, projectId)]);
     return { tokenIds: r.rows as string[], more: r.more, cursor: r.cursor, index };
   }
 

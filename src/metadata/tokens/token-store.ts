@@ -279,6 +279,9 @@ export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = 
       await db.query('DELETE FROM token_property_names WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM token_words WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM token_text_words WHERE chain_id = $1', [chainId]);
+      // Processes holding this chain's posting lists drop them when the version is gone (migration 0029).
+      await db.query('DELETE FROM token_index_changes WHERE chain_id = $1', [chainId]);
+      await db.query('DELETE FROM token_index_versions WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM contracts WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM token_directory WHERE chain_id = $1', [chainId]);
       await db.query('DELETE FROM tasks WHERE chain_id = $1', [chainId]);

@@ -1,0 +1,33 @@
+import type { TokenRecord } from '../tokens/token-store.ts';
+import type { TokenFilter } from './filter.ts';
+import type { PostingsCache } from './postings-cache.ts';
+import { searchPostings, type TypoReader } from './postings-search.ts';
+import type { PostingsStore } from './postings-store.ts';
+import type { SearchPage, SearchStore } from './search-store.ts';
+
+/**
+ * Finds a page of one contract's tokens matching a filter: from the contract's posting lists when
+ * this process holds them (or loads them now), else in SQL; the same answer either way.
+ */
+export class TokenFinder {
+  constructor(
+    private readonly store: SearchStore,
+    private readonly postings: PostingsCache,
+    private readonly postingsStore: PostingsStore,
+  ) {}
+
+  async find(chainId: number, contract: string, filter: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenRecord[] | string[]; more: boolean; cursor: string | null }> {
+    const view = await this.postings.view(chainId, contract);
+    if (!view) return this.store.byFilter(chainId, contract, filter, page, idsOnly);
+    const r = await searchPostings(view, filter, page, this.typoReader(chainId, contract));
+    return { rows: idsOnly ? r.ids : await this.postingsStore.rows(chainId, contract, r.ids), more: r.more, cursor: r.cursor };
+  }
+
+  private typoReader(chainId: number, contract: string): TypoReader {
+    return {
+      nearestWords: (words) => this.store.nearestWords(chainId, contract, words),
+      words: (words) => this.postingsStore.words(chainId, contract, words),
+      similarity: (q, candidates) => this.postingsStore.similarity(q, candidates),
+    };
+  }
+}
