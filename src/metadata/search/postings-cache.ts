@@ -16,6 +16,8 @@ export interface PostingsCacheDeps {
   /** Bytes of posting lists a process holds at most (metadata.searchMemoryMB); 0 holds none. */
   budgetBytes: number;
   metrics?: Pick<Metrics, 'searchPostings'>;
+  /** Contracts up to this many tokens load while their first search waits (INLINE_LOAD_TOKENS). */
+  inlineLoadTokens?: number;
 }
 
 /**
@@ -45,7 +47,12 @@ export class PostingsCache {
       return null;
     }
     for (;;) {
-      const ix = this.held.get(key);
+      let ix = this.held.get(key);
+      // A holder older than the changes kept cannot catch up: it is reloaded like a first load.
+      if (ix && ix.version < v.floor && !this.jobs.has(key)) {
+        this.drop(key);
+        ix = undefined;
+      }
       if (ix && ix.version >= v.version) {
         this.held.delete(key);
         this.held.set(key, ix);
@@ -58,7 +65,7 @@ export class PostingsCache {
         this.jobs.set(key, job);
       }
       // A holder catching up, or a small contract, is waited for; a large first load is not.
-      if (!ix && v.tokens > INLINE_LOAD_TOKENS) {
+      if (!ix && v.tokens > (this.d.inlineLoadTokens ?? INLINE_LOAD_TOKENS)) {
         job.catch(() => {});
         return null;
       }

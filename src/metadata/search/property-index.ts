@@ -3,8 +3,11 @@ import type { Queryable } from '../../store/db.ts';
 /** The class of the advisory lock that serialises the count updates of one contract (two-key form). */
 const COUNTS_LOCK = 727_025;
 
-/** Changes kept per contract for processes catching up their posting lists (migration 0029); one holding less reloads. */
-export const KEPT_CHANGES = 256;
+/**
+ * Changes kept per contract for processes catching up their posting lists (migration 0029); one
+ * further behind reloads the contract, which costs about what reading that many changes would.
+ */
+export const KEPT_CHANGES = 64;
 
 /**
  * Replaces the indexed (name, value) pairs of tokens with those of their stored documents, and
