@@ -13,7 +13,7 @@ import { PostingsCache } from '../src/metadata/search/postings-cache.ts';
 import { byTokenOrder } from '../src/metadata/search/postings.ts';
 import { postingsStore } from '../src/metadata/search/postings-store.ts';
 import { searchStore } from '../src/metadata/search/search-store.ts';
-import { tokenStore, type Resolution, type TokenRecord } from '../src/metadata/tokens/token-store.ts';
+import { tokenStore, type Resolution, type TokenSummary } from '../src/metadata/tokens/token-store.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { mulberry32 } from './support/random.ts';
@@ -87,7 +87,7 @@ function process_(opts: { budgetBytes?: number; inlineLoadTokens?: number } = {}
 }
 
 type Page = { ids: string[]; more: boolean; cursor: string | null };
-const idsOf = (rows: TokenRecord[] | string[]) => rows.map((r) => (typeof r === 'string' ? r : r.tokenId));
+const idsOf = (rows: TokenSummary[] | string[]) => rows.map((r) => (typeof r === 'string' ? r : r.tokenId));
 
 /** Every page of a search, by cursor or by page number. */
 async function allPages(f: TokenFinder, filter: TokenFilter, pageSize: number, byCursor: boolean, idsOnly: boolean): Promise<Page[]> {

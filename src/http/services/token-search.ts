@@ -5,7 +5,7 @@ import { parseRankCursor } from '../../metadata/search/cursor.ts';
 import { SEARCH_LIMITS as L, type TokenFilter } from '../../metadata/search/filter.ts';
 import type { IndexState } from '../../metadata/search/token-search.ts';
 import type { PropertyStat } from '../../metadata/search/search-store.ts';
-import type { TokenRecord } from '../../metadata/tokens/token-store.ts';
+import type { TokenSummary } from '../../metadata/tokens/token-store.ts';
 import { storedStatus, toWire } from '../../metadata/tokens/token-view.ts';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
@@ -135,7 +135,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
    * Each token with its real status (a stale one is REFRESHING, as GetTokenMetadata says); the stale
    * ones are re-read in the background, as a GetTokenMetadata of them would.
    */
-  const tokensWire = (rows: TokenRecord[]) => {
+  const tokensWire = (rows: TokenSummary[]) => {
     const now = Date.now();
     const stale = new Map<string, { chainId: number; contract: string; ids: string[] }>();
     const out = rows.map((r) => {

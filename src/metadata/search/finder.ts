@@ -1,4 +1,4 @@
-import type { TokenRecord } from '../tokens/token-store.ts';
+import type { TokenSummary } from '../tokens/token-store.ts';
 import type { TokenFilter } from './filter.ts';
 import type { PostingsCache } from './postings-cache.ts';
 import { searchPostings, type TypoReader } from './postings-search.ts';
@@ -16,7 +16,7 @@ export class TokenFinder {
     private readonly postingsStore: PostingsStore,
   ) {}
 
-  async find(chainId: number, contract: string, filter: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenRecord[] | string[]; more: boolean; cursor: string | null }> {
+  async find(chainId: number, contract: string, filter: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenSummary[] | string[]; more: boolean; cursor: string | null }> {
     const view = await this.postings.view(chainId, contract);
     if (!view) return this.store.byFilter(chainId, contract, filter, page, idsOnly);
     const r = await searchPostings(view, filter, page, this.typoReader(chainId, contract));

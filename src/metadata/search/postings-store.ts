@@ -1,5 +1,5 @@
 import type { Queryable } from '../../store/db.ts';
-import { toRecord, type TokenRecord } from '../tokens/token-store.ts';
+import { summaryColumns, toSummary, type TokenSummary } from '../tokens/token-store.ts';
 import type { PostingToken } from './postings.ts';
 
 export interface IndexVersion {
@@ -78,17 +78,17 @@ export function postingsStore(db: Queryable) {
       return new Map(res.rows.map((r) => [r.id, Number(r.sim)]));
     },
 
-    /** The stored tokens of `ids` (those still resolved), in the order given. */
-    async rows(chainId: number, contract: string, ids: string[]): Promise<TokenRecord[]> {
+    /** The stored tokens of `ids` (those still resolved), in the order given, without raw documents and traces. */
+    async rows(chainId: number, contract: string, ids: string[]): Promise<TokenSummary[]> {
       if (ids.length === 0) return [];
       const res = await db.query<Record<string, unknown>>(
-        'SELECT t.* FROM token_metadata t WHERE t.chain_id = $1 AND t.contract_address = $2 AND t.token_id = ANY($3::text[]) AND t.metadata IS NOT NULL',
+        `SELECT ${summaryColumns('t')} FROM token_metadata t WHERE t.chain_id = $1 AND t.contract_address = $2 AND t.token_id = ANY($3::text[]) AND t.metadata IS NOT NULL`,
         [chainId, contract, ids],
       );
       const byId = new Map(res.rows.map((r) => [String(r.token_id), r]));
       return ids.flatMap((id) => {
         const r = byId.get(id);
-        return r ? [toRecord(r)] : [];
+        return r ? [toSummary(r)] : [];
       });
     },
   };

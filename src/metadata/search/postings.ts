@@ -16,7 +16,8 @@ export const byTokenOrder = (a: string, b: string) => a.length - b.length || (a 
 interface Held {
   name: string | null;
   description: string | null;
-  pairs: Int32Array;
+  /** Pair ids: a plain array of small integers, which the garbage collector does not trace (a typed array per token would be 100 000 more objects). */
+  pairs: number[];
 }
 
 interface PairInfo {
@@ -35,7 +36,7 @@ export class ContractPostings {
   private readonly tokens = new Map<string, Held>();
   private readonly pairIds = new Map<string, number>();
   private readonly pairs: PairInfo[] = [];
-  /** Identical descriptions (and names) share one string: generated collections repeat them. */
+  /** Identical descriptions share one string: generated collections repeat them (names are mostly unique). */
   private readonly strings = new Map<string, string>();
   private built: PostingsView | null = null;
   private order: string[] = [];
@@ -57,7 +58,7 @@ export class ContractPostings {
         continue;
       }
       if (!this.tokens.has(id)) this.orderDirty = true;
-      this.tokens.set(id, { name: this.intern(t.name), description: this.intern(t.description), pairs: Int32Array.from(t.pairs, (p) => this.pairId(p)) });
+      this.tokens.set(id, { name: t.name, description: this.intern(t.description), pairs: t.pairs.map((p) => this.pairId(p)) });
     }
     this.built = null;
   }
@@ -70,12 +71,16 @@ export class ContractPostings {
     );
   }
 
-  /** Bytes held, roughly: what the cache's memory budget counts. */
+  /**
+   * Bytes held, roughly, with the view and its text index built: what the cache's memory budget
+   * counts. Per token: its entry and id, its name twice (the string and the text index), 8 bytes per
+   * pair in its list and 4 in a posting list, and the view's slots; shared descriptions once.
+   */
   bytes(): number {
     let n = 200 + this.pairs.length * 120;
-    for (const s of this.strings.keys()) n += 40 + s.length * 2;
-    for (const [id, t] of this.tokens) n += 120 + id.length * 2 + t.pairs.length * 8;
-    return n + (this.built ? this.tokens.size * 40 : 0);
+    for (const s of this.strings.keys()) n += 80 + s.length * 4;
+    for (const [id, t] of this.tokens) n += 200 + id.length * 2 + (t.name?.length ?? 0) * 4 + t.pairs.length * 12;
+    return n;
   }
 
   private intern(s: string | null): string | null {

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../store/db.ts';
-import { toRecord, type TokenRecord } from '../tokens/token-store.ts';
+import { summaryColumns, toRecord, toSummary, type TokenRecord, type TokenSummary } from '../tokens/token-store.ts';
 import { formatRankCursor, parseRankCursor } from './cursor.ts';
 import type { PropertyCondition, TokenFilter } from './filter.ts';
 
@@ -179,7 +179,7 @@ export function searchStore(db: Queryable) {
      * Tokens of one contract matching the filter, ranked when there is text, in token order
      * otherwise; `cursor` starts the next page (see SearchPage.after).
      */
-    async byFilter(chainId: number, contract: string, f: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenRecord[] | string[]; more: boolean; cursor: string | null }> {
+    async byFilter(chainId: number, contract: string, f: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenSummary[] | string[]; more: boolean; cursor: string | null }> {
       // The properties, rarest first: the first decides where a search starts, and each token is
       // tested against the rarest first (most tokens fail there).
       let props = f.properties;
@@ -195,7 +195,7 @@ export function searchStore(db: Queryable) {
       const p = new Params();
       const $chain = p.add(chainId);
       const $contract = p.add(contract);
-      const cols = idsOnly ? 't.token_id' : 't.*';
+      const cols = idsOnly ? 't.token_id' : summaryColumns('t');
       const rank = f.text !== null && page.after != null ? parseRankCursor(page.after) : null;
       const $after = f.text === null && page.after != null ? p.add(page.after) : null;
       const cursorAt = rank !== null || $after !== null;
@@ -297,7 +297,7 @@ export function searchStore(db: Queryable) {
         : f.text === null
           ? String(last.token_id)
           : formatRankCursor({ tier: Number(last.rank_tier), sim: Number(last.rank_sim), tokenId: String(last.token_id) });
-      return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toRecord), more, cursor };
+      return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toSummary), more, cursor };
     },
 
     /**

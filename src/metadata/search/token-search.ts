@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { RefreshLimitError, type RefreshService } from '../refresh/refresh.ts';
-import type { TokenRecord } from '../tokens/token-store.ts';
+import type { TokenRecord, TokenSummary } from '../tokens/token-store.ts';
 import { SEARCH_LIMITS, type TokenFilter } from './filter.ts';
 import { TokenFinder } from './finder.ts';
 import type { PostingsCache } from './postings-cache.ts';
@@ -41,9 +41,9 @@ export class TokenSearchService {
   }
 
   /** `cursor` starts the next page (SearchPage.after): a token id, or a rank cursor when there is text. */
-  async search(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokens: TokenRecord[]; more: boolean; cursor: string | null; index: IndexState }> {
+  async search(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokens: TokenSummary[]; more: boolean; cursor: string | null; index: IndexState }> {
     const [r, index] = await Promise.all([this.finder.find(chain.chainId, contract, filter, page, false), this.ensureEnumerated(chain, contract, projectId)]);
-    return { tokens: r.rows as TokenRecord[], more: r.more, cursor: r.cursor, index };
+    return { tokens: r.rows as TokenSummary[], more: r.more, cursor: r.cursor, index };
   }
 
   async searchIds(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokenIds: string[]; more: boolean; cursor: string | null; index: IndexState }> {

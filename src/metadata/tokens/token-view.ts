@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { TokenRecord } from './token-store.ts';
+import type { TokenRecord, TokenSummary } from './token-store.ts';
 
 export type ResourceStatus = 'NOT_AVAILABLE' | 'REFRESHING' | 'AVAILABLE';
 
@@ -66,7 +66,7 @@ export function toWire(
   chainId: number,
   contract: string,
   tokenId: string,
-  rec: TokenRecord | undefined,
+  rec: TokenSummary | undefined,
   status: ResourceStatus,
   queuedAt: Date | null,
 ): TokenMetadataWire {
