@@ -108,7 +108,7 @@ export class PostingsCache {
         this.d.log.info({ chainId, contract, tokens: fresh.size, ms: Math.round(performance.now() - started) }, 'token search: posting lists loaded');
         ix = fresh;
       }
-      this.hold(key, ix);
+      this.hold(key, ix, v.tokens);
     } catch (err) {
       this.drop(key);
       this.d.log.warn({ chainId, contract, err }, 'token search: posting lists not loaded; searches go to SQL');
@@ -116,11 +116,12 @@ export class PostingsCache {
     }
   }
 
-  private hold(key: string, ix: ContractPostings): void {
+  /** `estimate`: the version's token estimate, which the next search compares with to decide whether to try again. */
+  private hold(key: string, ix: ContractPostings, estimate: number): void {
     this.drop(key);
     const size = ix.bytes();
     if (size > this.d.budgetBytes) {
-      this.tooBig.set(key, ix.size);
+      this.tooBig.set(key, estimate);
       this.d.log.info({ key, bytes: size, budget: this.d.budgetBytes }, 'token search: contract over the memory budget; its searches go to SQL');
       return;
     }

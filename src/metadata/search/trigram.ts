@@ -23,6 +23,9 @@ for (let c = 65; c <= 90; c++) SYMBOL[c] = c - 54;
 
 /** Scratch space reused by every measure (one thread): trigrams of the current text, and marks per trigram code. */
 let buf = new Int32Array(256);
+/** wordSimilarity's per-text arrays (trg2indexes and lastpos), reused: a typo tier measures 1 000 texts a search. */
+let trg2 = new Int32Array(256);
+let lastpos = new Int32Array(256);
 const mark = new Int32Array(CODES);
 const slot = new Int32Array(CODES);
 let generation = 0;
@@ -109,7 +112,7 @@ export class TrigramQuery {
     // Trigrams q does not have are numbered from ulen1 on: found[j] is j < ulen1.
     const g = nextGeneration();
     let next = ulen1;
-    const trg2 = new Int32Array(len2);
+    if (trg2.length < len2) trg2 = new Int32Array(2 * len2);
     for (let i = 0; i < len2; i++) {
       const t = buf[i]!;
       const j = this.index.get(t);
@@ -122,7 +125,8 @@ export class TrigramQuery {
         trg2[i] = slot[t]!;
       }
     }
-    const lastpos = new Int32Array(next).fill(-1);
+    if (lastpos.length < next) lastpos = new Int32Array(2 * next);
+    lastpos.fill(-1, 0, next);
     let ulen2 = 0;
     let count = 0;
     let lower = -1;
