@@ -10,6 +10,13 @@ import type { IndexVersion, PostingsStore } from './postings-store.ts';
  */
 export const INLINE_LOAD_TOKENS = 5_000;
 
+/**
+ * How long a search waits for a catch-up or an inline load before it answers from SQL instead (the
+ * work goes on): a holder far behind, e.g. while a collection is re-read, never delays a search by
+ * more than this.
+ */
+export const WAIT_MS = 200;
+
 export interface PostingsCacheDeps {
   store: PostingsStore;
   log: Logger;
@@ -69,12 +76,13 @@ export class PostingsCache {
         job.catch(() => {});
         return null;
       }
-      try {
-        await job;
-      } catch {
-        return null;
-      }
-      if (!this.held.has(key)) return null;
+      job.catch(() => {});
+      let timer: NodeJS.Timeout | undefined;
+      const done = await Promise.race([
+        job.then(() => true, () => false),
+        new Promise<false>((r) => (timer = setTimeout(() => r(false), WAIT_MS))),
+      ]).finally(() => clearTimeout(timer));
+      if (!done || !this.held.has(key)) return null;
     }
   }
 
