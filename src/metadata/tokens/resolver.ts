@@ -158,7 +158,7 @@ export class TokenMetadataService {
       }
     }
 
-    const toResolve: string[] = [];
+    let toResolve: string[] = [];
     const refreshing = new Set<string>();
     for (const id of unique) {
       const r = records.get(id);
@@ -181,6 +181,18 @@ export class TokenMetadataService {
     }
     for (const [result, n] of Object.entries(counts)) if (n) this.d.metrics.metadataCache.inc({ result }, n);
     if (refreshing.size) void this.resolve(chain, contract, [...refreshing]).catch(() => undefined);
+
+    // A resolution of this contract that ended while the store was read (its flight over, so no
+    // longer joinable) restamped it: the tokens it saved are read again instead of fetched twice.
+    if (toResolve.length && this.stampOf(scope) !== stamp) {
+      const again = await this.d.store.get(chain.chainId, contract, toResolve);
+      toResolve = toResolve.filter((id) => {
+        const r = again.get(id);
+        if (!r || (!r.metadata && (!r.retryAfter || r.retryAfter.getTime() <= now))) return true;
+        records.set(id, r);
+        return false;
+      });
+    }
 
     const pending = new Set<string>();
     if (toResolve.length) {
