@@ -7,6 +7,13 @@ export interface PropertyCondition {
   max: number | null;
 }
 
+/** The keys a condition's values match (value_key): compared case-insensitively and trimmed. */
+export const valueKeysOf = (c: PropertyCondition): string[] => (c.values ?? []).map((v) => String(v).trim().toLowerCase());
+
+/** The condition's values that are numbers (or numeric strings), as decimal text: they also match by value (value_num). */
+export const numbersOf = (c: PropertyCondition): string[] =>
+  (c.values ?? []).flatMap((v) => (typeof v === 'number' ? [String(v)] : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? [v.trim()] : []));
+
 /** `text` matches name and description (ranked, typo-tolerant); properties are ANDed. */
 export interface TokenFilter {
   text: string | null;

@@ -1,5 +1,5 @@
 import { compareDecimal, parseDecimal } from './decimal.ts';
-import type { PropertyCondition } from './filter.ts';
+import { numbersOf, valueKeysOf, type PropertyCondition } from './filter.ts';
 
 /** One token as the posting lists need it: its pairs and its lower-cased name and description. */
 export interface PostingToken {
@@ -108,7 +108,7 @@ export class ContractPostings {
    */
   view(): PostingsView {
     if (this.built) return this.built;
-    if (this.orderDirty || this.order.length !== this.tokens.size) {
+    if (this.orderDirty) {
       this.order = [...this.tokens.keys()].sort(byTokenOrder);
       this.orderDirty = false;
     }
@@ -175,11 +175,8 @@ export class PostingsView {
     // hits[ord] counts the properties the token has met so far, each at most once.
     const hits = new Uint8Array(this.ids.length);
     for (const [i, c] of props.entries()) {
-      const keys = c.values ? new Set(c.values.map((v) => String(v).trim().toLowerCase())) : null;
-      const nums = (c.values ?? []).flatMap((v) => {
-        const d = typeof v === 'number' || (typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v)) ? parseDecimal(String(v)) : null;
-        return d ? [d] : [];
-      });
+      const keys = c.values ? new Set(valueKeysOf(c)) : null;
+      const nums = numbersOf(c).flatMap((n) => parseDecimal(n) ?? []);
       const min = c.min === null ? null : parseDecimal(String(c.min));
       const max = c.max === null ? null : parseDecimal(String(c.max));
       for (const id of this.byName.get(c.name.toLowerCase()) ?? []) {

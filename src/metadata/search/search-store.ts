@@ -1,7 +1,7 @@
 import type { Queryable } from '../../store/db.ts';
 import { summaryColumns, toRecord, toSummary, type TokenRecord, type TokenSummary } from '../tokens/token-store.ts';
 import { formatRankCursor, parseRankCursor } from './cursor.ts';
-import type { PropertyCondition, TokenFilter } from './filter.ts';
+import { numbersOf, valueKeysOf, type PropertyCondition, type TokenFilter } from './filter.ts';
 
 /** Collects positional parameters while a statement is assembled; values never enter the SQL text. */
 class Params {
@@ -93,7 +93,7 @@ export const TYPO_CANDIDATES = 1000;
 function pairSql(c: PropertyCondition, p: Params, a: string): string {
   const parts = [`${a}.name_key = ${p.add(c.name.toLowerCase())}`];
   if (c.values) {
-    const keys = c.values.map((v) => String(v).trim().toLowerCase());
+    const keys = valueKeysOf(c);
     const nums = numbersOf(c);
     parts.push(`(${a}.value_key = ANY(${p.add(keys)}::text[])${nums.length ? ` OR ${a}.value_num = ANY(${p.add(nums)}::numeric[])` : ''})`);
   }
@@ -102,8 +102,6 @@ function pairSql(c: PropertyCondition, p: Params, a: string): string {
   return parts.join(' AND ');
 }
 
-const numbersOf = (c: PropertyCondition) =>
-  (c.values ?? []).flatMap((v) => (typeof v === 'number' ? [String(v)] : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? [v.trim()] : []));
 
 /**
  * A test of one token (its id in `idCol`) against a property: one descent of the probe index
@@ -336,7 +334,7 @@ export function searchStore(db: Queryable) {
         const parts = [`v.chain_id = ${$chain}`, `v.contract_address = ${$contract}`, `v.name_key = ${$name}`];
         if (c.values) {
           const nums = numbersOf(c);
-          parts.push(`(v.value_key = ANY(${p.add(c.values.map((x) => String(x).trim().toLowerCase()))}::text[])${nums.length ? ` OR ${num} = ANY(${p.add(nums)}::numeric[])` : ''})`);
+          parts.push(`(v.value_key = ANY(${p.add(valueKeysOf(c))}::text[])${nums.length ? ` OR ${num} = ANY(${p.add(nums)}::numeric[])` : ''})`);
         }
         if (c.min !== null) parts.push(`${num} >= ${p.add(String(c.min))}::numeric`);
         if (c.max !== null) parts.push(`${num} <= ${p.add(String(c.max))}::numeric`);
