@@ -140,7 +140,7 @@ for (const backend of backends) {
     }
     // The posting lists as a serving process holds them: loaded by the first search, then kept at the database's version.
     const cache = new PostingsCache({ store: postingsStore(db), log: silent, budgetBytes: 256 * 1024 * 1024 });
-    const finder = new TokenFinder(search, cache, postingsStore(db));
+    const finder = new TokenFinder(search, cache);
     const t1 = performance.now();
     await finder.find(CHAIN, CONTRACT, searches[0]!.filter, { page: 0, pageSize: 100 }, false);
     while (!(await cache.view(CHAIN, CONTRACT))) await new Promise((r) => setTimeout(r, 50));

@@ -203,7 +203,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     learn: (chain, addresses) => contracts.learn(chain, addresses),
   });
   const postings = new PostingsCache({ store: postingsStore(db), log, budgetBytes: config.metadata.searchMemoryMB * 1024 * 1024, metrics });
-  const tokenSearch = new TokenSearchService({ store: searchStore(db), postings, postingsStore: postingsStore(db), refresh, log, onEnqueued: () => worker.nudge() });
+  const tokenSearch = new TokenSearchService({ store: searchStore(db), postings, refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
     .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));

@@ -83,7 +83,7 @@ const search = () => searchStore(t.db);
 /** A finder holding posting lists in its own cache: one serving process. */
 function process_(opts: { budgetBytes?: number; inlineLoadTokens?: number } = {}) {
   const cache = new PostingsCache({ store: postingsStore(t.db), log: silent, budgetBytes: opts.budgetBytes ?? 64 * 1024 * 1024, inlineLoadTokens: opts.inlineLoadTokens });
-  return { cache, finder: new TokenFinder(search(), cache, postingsStore(t.db)) };
+  return { cache, finder: new TokenFinder(search(), cache) };
 }
 
 type Page = { ids: string[]; more: boolean; cursor: string | null };
@@ -127,7 +127,7 @@ beforeAll(async () => {
   // Planner statistics, as autovacuum would have gathered them on PostgreSQL (PGlite runs no
   // autovacuum): without them the SQL search with text takes seconds a page on PGlite.
   await t.db.query('ANALYZE');
-  sqlOnly = new TokenFinder(search(), new PostingsCache({ store: postingsStore(t.db), log: silent, budgetBytes: 0 }), postingsStore(t.db));
+  sqlOnly = new TokenFinder(search(), new PostingsCache({ store: postingsStore(t.db), log: silent, budgetBytes: 0 }));
 }, 120_000);
 
 afterAll(async () => {

@@ -2,7 +2,6 @@ import type { TokenSummary } from '../tokens/token-store.ts';
 import type { TokenFilter } from './filter.ts';
 import type { PostingsCache } from './postings-cache.ts';
 import { searchPostings, type TypoReader } from './postings-search.ts';
-import type { PostingsStore } from './postings-store.ts';
 import type { SearchPage, SearchStore } from './search-store.ts';
 
 /**
@@ -13,21 +12,20 @@ export class TokenFinder {
   constructor(
     private readonly store: SearchStore,
     private readonly postings: PostingsCache,
-    private readonly postingsStore: PostingsStore,
   ) {}
 
   async find(chainId: number, contract: string, filter: TokenFilter, page: SearchPage, idsOnly: boolean): Promise<{ rows: TokenSummary[] | string[]; more: boolean; cursor: string | null }> {
     const view = await this.postings.view(chainId, contract);
     if (!view) return this.store.byFilter(chainId, contract, filter, page, idsOnly);
     const r = await searchPostings(view, filter, page, this.typoReader(chainId, contract));
-    return { rows: idsOnly ? r.ids : await this.postingsStore.rows(chainId, contract, r.ids), more: r.more, cursor: r.cursor };
+    return { rows: idsOnly ? r.ids : await this.postings.store.rows(chainId, contract, r.ids), more: r.more, cursor: r.cursor };
   }
 
   private typoReader(chainId: number, contract: string): TypoReader {
     return {
       nearestWords: (words) => this.store.nearestWords(chainId, contract, words),
-      words: (words) => this.postingsStore.words(chainId, contract, words),
-      similarity: (q, candidates) => this.postingsStore.similarity(q, candidates),
+      words: (words) => this.postings.store.words(chainId, contract, words),
+      similarity: (q, candidates) => this.postings.store.similarity(q, candidates),
     };
   }
 }

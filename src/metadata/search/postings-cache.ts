@@ -44,6 +44,11 @@ export class PostingsCache {
 
   constructor(private readonly d: PostingsCacheDeps) {}
 
+  /** The database side of the lists (what a search reads besides them: rows, word postings). */
+  get store(): PostingsStore {
+    return this.d.store;
+  }
+
   /** The contract's posting lists at the database's current version, or null (the search goes to SQL). */
   async view(chainId: number, contract: string): Promise<PostingsView | null> {
     if (this.d.budgetBytes <= 0) return null;

@@ -6,14 +6,12 @@ import type { TokenRecord, TokenSummary } from '../tokens/token-store.ts';
 import { SEARCH_LIMITS, type TokenFilter } from './filter.ts';
 import { TokenFinder } from './finder.ts';
 import type { PostingsCache } from './postings-cache.ts';
-import type { PostingsStore } from './postings-store.ts';
 import type { PropertyStat, SearchPage, SearchStore } from './search-store.ts';
 
 export interface TokenSearchDeps {
   store: SearchStore;
-  /** Posting lists held in memory (searched when held), and their reads. */
+  /** Posting lists held in memory (searched when held). */
   postings: PostingsCache;
-  postingsStore: PostingsStore;
   refresh: RefreshService;
   log: Logger;
   /** Called when a refresh task was queued, so a worker of this process picks it up at once. */
@@ -37,7 +35,7 @@ export class TokenSearchService {
   private readonly finder: TokenFinder;
 
   constructor(private readonly d: TokenSearchDeps) {
-    this.finder = new TokenFinder(d.store, d.postings, d.postingsStore);
+    this.finder = new TokenFinder(d.store, d.postings);
   }
 
   /** `cursor` starts the next page (SearchPage.after): a token id, or a rank cursor when there is text. */
