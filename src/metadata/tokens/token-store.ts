@@ -49,7 +49,7 @@ export interface TokenRecord {
  * (searches) need, read with SUMMARY_COLUMNS at half the parsing of whole rows.
  */
 export type TokenSummary = Omit<TokenRecord, 'raw' | 'trace'>;
-export const SUMMARY_COLUMNS = ['chain_id', 'contract_address', 'token_id', 'source', 'token_uri', 'metadata', 'failure_reason', 'failure_message', 'retry_after', 'fetch_count', 'last_fetched', 'last_attempt', 'updated_at'];
+const SUMMARY_COLUMNS = ['chain_id', 'contract_address', 'token_id', 'source', 'token_uri', 'metadata', 'failure_reason', 'failure_message', 'retry_after', 'fetch_count', 'last_fetched', 'last_attempt', 'updated_at'];
 /** SUMMARY_COLUMNS of the table aliased `alias`, for a select list. */
 export const summaryColumns = (alias: string) => SUMMARY_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 const when = (v: unknown): Date | null => (v === null || v === undefined ? null : v instanceof Date ? v : new Date(String(v)));
@@ -80,25 +80,10 @@ export function toSummary(row: Record<string, unknown>): TokenSummary {
   };
 }
 
+/** A whole stored token, its row checked by TokenRowSchema; the fields are toSummary's, with the raw document and trace. */
 export function toRecord(row: unknown): TokenRecord {
   const r = TokenRowSchema.parse(row);
-  return {
-    chainId: r.chain_id,
-    contract: r.contract_address,
-    tokenId: r.token_id,
-    source: r.source,
-    tokenUri: r.token_uri,
-    metadata: r.metadata,
-    raw: r.raw,
-    failureReason: r.failure_reason,
-    failureMessage: r.failure_message,
-    retryAfter: r.retry_after,
-    trace: r.trace,
-    fetchCount: r.fetch_count,
-    lastFetched: r.last_fetched,
-    lastAttempt: r.last_attempt,
-    updatedAt: r.updated_at,
-  };
+  return { ...toSummary(r), raw: r.raw, trace: r.trace };
 }
 
 /** The outcome of one resolution attempt of one token. */
