@@ -160,9 +160,11 @@ export class TokenMetadataService {
 
     let toResolve: string[] = [];
     const refreshing = new Set<string>();
+    // A stored outcome is tried again once its retryAfter has passed.
+    const dueOf = (r: TokenRecord | undefined) => !r?.retryAfter || r.retryAfter.getTime() <= now;
     for (const id of unique) {
       const r = records.get(id);
-      const due = !r?.retryAfter || r.retryAfter.getTime() <= now;
+      const due = dueOf(r);
       if (!r) {
         toResolve.push(id);
         counts.miss++;
@@ -188,7 +190,7 @@ export class TokenMetadataService {
       const again = await this.d.store.get(chain.chainId, contract, toResolve);
       toResolve = toResolve.filter((id) => {
         const r = again.get(id);
-        if (!r || (!r.metadata && (!r.retryAfter || r.retryAfter.getTime() <= now))) return true;
+        if (!r || (!r.metadata && dueOf(r))) return true;
         records.set(id, r);
         return false;
       });
