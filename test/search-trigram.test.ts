@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareDecimal, parseDecimal } from '../src/metadata/search/decimal.ts';
-import { asPgFloat4, similarity, typoMeasure, wordSimilarity } from '../src/metadata/search/trigram.ts';
+import { MEASURED_CHARS, asPgFloat4, similarity, typoMeasure, wordSimilarity } from '../src/metadata/search/trigram.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { mulberry32 } from './support/random.ts';
 
@@ -46,7 +46,7 @@ describe('pg_trgm in the process', () => {
     expect(r.rows.filter((x) => Number(x.w) > 0.5).length).toBeGreaterThan(500);
   });
 
-  it("the typo tier's measure equals the SQL search's (greatest of three, a missing name left out), and declines text outside ASCII", async () => {
+  it("the typo tier's measure equals the SQL search's (greatest of three, a missing name left out), and declines text outside ASCII or too long", async () => {
     const rows: Array<{ q: string; name: string | null; description: string | null }> = [];
     for (let i = 0; i < 1500; i++) rows.push({ q: misspell(phrase()).toLowerCase(), name: rand() < 0.1 ? null : phrase().toLowerCase(), description: rand() < 0.1 ? null : phrase().toLowerCase() });
     const r = await t.db.query<{ sim: number }>(
@@ -59,6 +59,9 @@ describe('pg_trgm in the process', () => {
     expect(typoMeasure('drachë')('drache', null)).toBeNull();
     expect(typoMeasure('drache')('drachë #5', null)).toBeNull();
     expect(typoMeasure('drache')('drache', 'ünïcode')).toBeNull();
+    // A description too long to measure without holding the event loop goes to the database.
+    expect(typoMeasure('drache')('drache', 'dragon '.repeat(MEASURED_CHARS / 7 + 1))).toBeNull();
+    expect(typoMeasure('drache')('drache', 'dragon '.repeat(MEASURED_CHARS / 7 - 1))).not.toBeNull();
   });
 });
 

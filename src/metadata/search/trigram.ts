@@ -205,18 +205,27 @@ export function asPgFloat4(f: number): number {
 const printed = new Map<number, number>();
 
 /**
+ * Texts measured in the process: ASCII, and short enough that word_similarity's extent search (up
+ * to quadratic in the text's trigrams) cannot hold the event loop; a longer description (a stranger's
+ * collection may have megabytes of them) is measured by the database, as before.
+ */
+export const MEASURED_CHARS = 4_000;
+const local = (s: string) => s.length <= MEASURED_CHARS && isAscii(s);
+
+/**
  * The typo tier's measure of tokens against one text (search-store.ts textTiers' `sim`); null for a
- * token whose text is not ASCII. A description many tokens share is measured once.
+ * token whose text is not measured here (outside ASCII, or longer than MEASURED_CHARS). A
+ * description many tokens share is measured once.
  */
 export function typoMeasure(q: string): (name: string | null, description: string | null) => number | null {
-  if (!isAscii(q)) return () => null;
+  if (!local(q)) return () => null;
   const query = new TrigramQuery(q);
   const byDescription = new Map<string, number | null>();
   return (name, description) => {
     const d = description ?? '';
     let ds = byDescription.get(d);
-    if (ds === undefined) byDescription.set(d, (ds = isAscii(d) ? query.wordSimilarity(d) : null));
-    if (ds === null || (name !== null && !isAscii(name))) return null;
+    if (ds === undefined) byDescription.set(d, (ds = local(d) ? query.wordSimilarity(d) : null));
+    if (ds === null || (name !== null && !local(name))) return null;
     // greatest() leaves out NULLs: a token without a name is measured by its description only.
     return asPgFloat4(name === null ? ds : Math.max(query.similarity(name), query.wordSimilarity(name), ds));
   };
