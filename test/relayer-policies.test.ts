@@ -246,12 +246,16 @@ describe('budgets charged at intake', () => {
     const p = await newProject();
     const rule = await addRule(p.id);
     const a = await user();
-    await accepted(p, a, await bundle(a), rule.id);
+    const first = await accepted(p, a, await bundle(a), rule.id);
     const [charge] = await chargesOf(rule.id);
     const cost = BigInt(charge.wei);
     expect(cost).toBeGreaterThan(0n);
-    // Room for one bundle like the first per wallet, not for a second one of the same wallet.
-    await update(p.id, rule.id, { walletDailyCapWei: ((cost * 6n) / 5n).toString() });
+    // A send is charged its worst case (its gas limit at the gas price then) until it is mined and settled
+    // to its cost: room for one bundle like the first per wallet, not for a second one of the same wallet.
+    const row = (await env.services.db.query<{ gas_limit: string; gas_price_priced: string }>('SELECT gas_limit::text AS gas_limit, gas_price_priced::text AS gas_price_priced FROM meta_txns WHERE id = $1', [first.replace(/^0x/, '')])).rows[0];
+    const worst = BigInt(row.gas_limit) * BigInt(row.gas_price_priced);
+    expect(worst).toBeGreaterThan(cost);
+    await update(p.id, rule.id, { walletDailyCapWei: ((worst * 21n) / 20n).toString() });
     const stop = await refused(p, a, await bundle(a, { nonce: 1n, deployed: true }), 'walletDailyCap');
     expect(stop.reason).toContain(a.wallet.address.toLowerCase());
     const b = await user();

@@ -258,7 +258,7 @@ describe('live fee prices', () => {
     const cheap = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(R, to, 1n), transfer(R, PAYEE, quoted)], deployed: false });
     const refused = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: cheap.entrypoint, input: cheap.input }, quote: q.quote });
     expect(refused.status).toBe(402);
-    expect(refused.body.cause).toMatch(/too low \(RUSD: paid \d+ as quoted, but the gas alone now costs \d+ at the current price/);
+    expect(refused.body.cause).toMatch(/too low \(RUSD: paid \d+ as quoted, but its gas limit of \d+ alone now costs \d+ at the current price/);
     // Paying at the new price goes through; the payee's RUSD covers the gas the sender paid, at the new price.
     const fresh = await feeOptions(u, [transfer(R, to, 1n)]);
     const fee = BigInt(bySymbol(fresh).RUSD.value);

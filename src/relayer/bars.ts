@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../store/db.ts';
 
 /** Who a bar applies to: a wallet address, an access key id, or a client (IP) address. */
-export type BarKind = 'wallet' | 'key' | 'ip';
+export type BarKind = 'wallet' | 'key' | 'ip' | 'contract';
 
 export interface Bar {
   kind: BarKind;
@@ -14,7 +14,10 @@ export interface Bar {
   createdAt: Date;
 }
 
-/** A fee that did not arrive: who to bar, and the meta-transaction that proved it. */
+/**
+ * A fee that did not arrive, or gas burnt beyond what the fee covered (feeToken null, owed = the cost in
+ * wei, received = the cover in wei): who to bar, and the meta-transaction that proved it.
+ */
 export interface Shortfall {
   chainId: number;
   metaTxnId: string;
@@ -24,6 +27,8 @@ export interface Shortfall {
   feeToken: string | null;
   owed: bigint;
   received: bigint;
+  /** The contracts it called (a gas shortfall bars them too: the next caller of the burner pays or is sponsored). */
+  contracts?: string[];
 }
 
 interface BarRow {
@@ -62,6 +67,7 @@ export function barRepo(db: Db) {
           ['wallet', s.wallet?.toLowerCase() ?? null],
           ['key', s.keyId == null ? null : String(s.keyId)],
           ['ip', s.clientIp],
+          ...(s.contracts ?? []).map((c): [BarKind, string] => ['contract', c.toLowerCase()]),
         ];
         for (const [kind, value] of who) {
           if (value == null) continue;
@@ -84,6 +90,13 @@ export function barRepo(db: Db) {
       return r.rows[0] ? toBar(r.rows[0]) : undefined;
     },
 
+    /** The first bar on any of these contracts, if any. */
+    async findContract(contracts: string[]): Promise<Bar | undefined> {
+      if (contracts.length === 0) return undefined;
+      const r = await db.query<BarRow>(`SELECT * FROM relay_bars WHERE kind = 'contract' AND value = ANY($1) ORDER BY created_at LIMIT 1`, [contracts.map((c) => c.toLowerCase())]);
+      return r.rows[0] ? toBar(r.rows[0]) : undefined;
+    },
+
     async list(limit = 100): Promise<Bar[]> {
       const r = await db.query<BarRow>('SELECT * FROM relay_bars ORDER BY created_at DESC LIMIT $1', [limit]);
       return r.rows.map(toBar);
@@ -99,6 +112,7 @@ export function barRepo(db: Db) {
 export type BarRepo = ReturnType<typeof barRepo>;
 
 export function describeBar(b: Bar): string {
-  const who = b.kind === 'wallet' ? `wallet ${b.value}` : b.kind === 'key' ? 'this access key' : `client address ${b.value}`;
-  return `${who} is barred from fee-paid relaying: meta-transaction ${b.metaTxnId} on chain ${b.chainId} was mined without its fee (owed ${b.owed}, received ${b.received})`;
+  const who = b.kind === 'wallet' ? `wallet ${b.value}` : b.kind === 'key' ? 'this access key' : b.kind === 'contract' ? `contract ${b.value}` : `client address ${b.value}`;
+  const why = b.feeToken == null ? `burnt more gas than its fee covered (cost ${b.owed} wei, covered ${b.received} wei)` : `was mined without its fee (owed ${b.owed}, received ${b.received})`;
+  return `${who} is barred from fee-paid relaying: meta-transaction ${b.metaTxnId} on chain ${b.chainId} ${why}`;
 }

@@ -63,12 +63,15 @@ export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
 
 /** Fee-paying meta-transactions mined without their fee, and who is barred for it. */
 async function unpaidFees(d: HealthDeps, r: ChainRelayer) {
-  const [count, bars] = await Promise.all([
+  const [count, costs, bars] = await Promise.all([
     d.db.query<{ n: string }>('SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND fee_received < fee_value', [r.chainId]),
+    // What mined meta-transactions cost beyond their fee's worth or their sponsor's hold (docs/relayer-worst-case.md).
+    d.db.query<{ n: string; wei: string }>('SELECT count(*)::text AS n, COALESCE(sum(shortfall_wei), 0)::text AS wei FROM meta_txns WHERE chain_id = $1 AND shortfall_wei > 0', [r.chainId]),
     d.bars.list(50),
   ]);
   return {
     shortfalls: Number(count.rows[0].n),
+    costShortfalls: { count: Number(costs.rows[0].n), wei: costs.rows[0].wei },
     bars: bars.filter((b) => b.chainId === r.chainId).map((b) => ({ ...b, createdAt: b.createdAt.toISOString() })),
   };
 }

@@ -7,7 +7,7 @@ import { describeBar, type BarRepo } from './bars.ts';
 import { BundleError, bareId, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
-import { ceilMul, feeTotals, fractionToDecimal, gasCost, probeTokens, structuralFees, tokenKey, weiToToken, type FeePayment, type FeeTokenConfig, type PriceResult, type PriceSource } from './intake/fees.ts';
+import { calledContracts, ceilMul, feeTotals, fractionToDecimal, probeTokens, requiredWei, structuralFees, tokenKey, tokenToWei, weiToToken, type FeePayment, type FeeTokenConfig, type PriceResult, type PriceSource } from './intake/fees.ts';
 import { PriceBook, priceWire } from './intake/prices/book.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
@@ -19,7 +19,7 @@ import { askOnce, type SponsorApprover } from './intake/approval.ts';
 import { decideSponsorship, type Decision } from './intake/decision.ts';
 import { weiToAttoUsd, type Cost, type Stop } from './intake/policy.ts';
 import { OverBudget, type SpendCaps } from './intake/spend-caps.ts';
-import type { BalanceHolds } from './balances/holds.ts';
+import { HOLD_PRICE_FACTOR, type BalanceHolds } from './balances/holds.ts';
 import type { Tx } from '../store/db.ts';
 import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaTxn } from './store.ts';
 import { WalletCache, describeKind, recogniseDeferring, slotKind, type WalletKind } from './intake/wallets.ts';
@@ -109,6 +109,8 @@ export class ChainRelayer {
       tokens: probeTokens(this.feeTokens),
       // The trial run gets gasUsed × gasMargin: what the gas limit sized from it leaves the entrypoint at least.
       trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
+      // Simulated at the chain's gas price, as the transaction will run (simulate.ts).
+      gasPrice: () => this.gasPriceNow(),
     });
   }
 
@@ -317,7 +319,8 @@ export class ChainRelayer {
   async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null) {
     const { call, kinds } = await this.recognise(wallet, to, data, false, auth);
     const gasCap = BigInt(this.deps.config.maxGasLimit);
-    const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.client, this.chainId, b.wallet, b.txs, gasCap)));
+    const simPrice = await this.gasPriceNow();
+    const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.client, this.chainId, b.wallet, b.txs, gasCap, simPrice)));
     sims.forEach((results, i) => {
       const failed = results.findIndex((r, j) => r.executed && !r.succeeded && call.bundles[i].txs[j].revertOnError);
       if (failed >= 0) throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${call.bundles[i].wallet} reverts: ${results[failed].reason}`);
@@ -330,12 +333,14 @@ export class ChainRelayer {
       for (const r of results) gas += r.gasUsed;
     });
     const gasPrice = await this.gasPriceNow();
-    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas, gasPrice, costWei: gas * gasPrice }, 'feeOptions');
+    // The gas limit a send of this bundle would be signed with (size): what fees, holds and caps are priced on.
+    const limit = this.limitFor(gas);
+    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas: limit, gasPrice, costWei: limit * gasPrice }, 'feeOptions');
     // A project's limited balance that cannot cover the bundle stops its sponsorship (balances/holds.ts).
-    if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chainId, cover, gas, gasPrice));
+    if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chainId, cover, limit, gasPrice));
     const sponsorship = sponsorshipWire(cover);
     if (!this.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], sponsorship };
-    const wei = gasCost(gas, gasPrice, this.deps.config.feeMarkup);
+    const wei = requiredWei(gas, limit, gasPrice, this.deps.config.feeMarkup);
     const board = await this.prices.prices(this.chainId, this.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
@@ -365,6 +370,7 @@ export class ChainRelayer {
       w: call.bundles[0].wallet,
       k: bundleKey(call, structuralFees(call, this.payee(), this.feeTokens)),
       g: gas.toString(),
+      l: limit.toString(),
       o: quoted,
       p: used,
       ...(block !== null ? { b: block.toString() } : {}),
@@ -484,6 +490,14 @@ export class ChainRelayer {
     if (payments.length > 0 && rules.length === 0) await this.refuseBarred(args, payments[0].wallet);
   }
 
+  /** A fee-paid bundle that calls a contract barred for burning gas it did not pay for is not relayed on the relayer's credit. */
+  private async refuseBarredContracts(call: DecodedCall, payments: FeePayment[]) {
+    const bars = this.deps.bars;
+    if (!bars) return;
+    const bar = await bars.findContract(calledContracts(call, payments));
+    if (bar) throw new RelayError('barred', describeBar(bar));
+  }
+
   private async refuseBarred(args: SendArgs, payer: Address) {
     const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp: args.clientIp ?? null });
     if (bar) throw new RelayError('barred', describeBar(bar));
@@ -554,6 +568,11 @@ export class ChainRelayer {
     return BigInt(anonymous ? Math.min(c.anonymousMaxGasLimit, c.maxGasLimit) : c.maxGasLimit);
   }
 
+  /** The gas limit sized from a gas figure that includes the intrinsic cost: room for 63/64 forwarding, times the margin. */
+  private limitFor(gas: bigint): bigint {
+    return ceilMul((gas * 64n) / 63n + 1n, this.deps.config.gasMargin);
+  }
+
   private size(args: SendArgs, { sim, anonymous }: Checked) {
     const intrinsic = intrinsicGas(args.input as Hex) + (args.authorization ? AUTHORIZATION_GAS : 0n);
     const used = intrinsic + sim.gasUsed;
@@ -576,7 +595,10 @@ export class ChainRelayer {
   private async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized, approve: SponsorApprover, stopped: Stop[]): Promise<Funding> {
     const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, charge: null, refund: async () => {} };
     if (!this.isFeeRequired) return none;
-    let cover = await this.sponsorship(args.projectId, rules, call, { gas: gasLimit, gasPrice, costWei: used * gasPrice }, 'send', approve, stopped);
+    // Caps, holds and charges are on the gas limit that will be signed (the worst case), not on what the
+    // simulation used: the charge is settled to the real cost once mined (spend-caps.ts).
+    const worst = gasLimit * gasPrice;
+    let cover = await this.sponsorship(args.projectId, rules, call, { gas: gasLimit, gasPrice, costWei: worst }, 'send', approve, stopped);
     let refund = async () => {};
     // A project's limited balance holds what the bundle may cost, or it is not sponsored (balances/holds.ts).
     if (this.deps.balances && cover.sponsored) {
@@ -585,15 +607,18 @@ export class ChainRelayer {
       refund = held.refund;
     }
     if (cover.sponsored) {
-      const cost = await this.costOf(used * gasPrice);
-      return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, charge: { ruleIds: cover.ruleIds, wallets: cover.wallets, cost }, refund };
+      const cost = await this.costOf(worst);
+      // Covered up to the hold's price room (balances/holds.ts): beyond it, what it cost is a shortfall.
+      const coverWei = worst * HOLD_PRICE_FACTOR;
+      return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, charge: { ruleIds: cover.ruleIds, wallets: cover.wallets, cost }, refund, gasPricePriced: gasPrice, coverWei };
     }
     const payments = structuralFees(call, this.payee(), this.feeTokens);
     const payers = [...new Set(payments.map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
     if (payers[0]) await this.refuseBarred(args, payers[0]);
-    const paid = await this.checkPayment(call, payments, sim.paid, used, gasPrice, args.quote, cover.reason);
-    return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0] };
+    await this.refuseBarredContracts(call, payments);
+    const paid = await this.checkPayment(call, payments, sim.paid, used, gasLimit, gasPrice, args.quote, cover.reason);
+    return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0], gasPricePriced: gasPrice, coverWei: paid.coverWei };
   }
 
   private async enqueue(args: SendArgs, call: DecodedCall, { used, gasLimit }: Sized, f: Funding, extra: Pick<NewMetaTxn, 'status' | 'also'> = {}): Promise<SendResult> {
@@ -614,6 +639,8 @@ export class ChainRelayer {
           feeToken: f.feeToken,
           feeValue: f.feeValue,
           feePayer: f.feePayer,
+          gasPricePriced: f.gasPricePriced ?? null,
+          coverWei: f.coverWei ?? null,
           keyId: args.keyId ?? null,
           clientIp: args.clientIp ?? null,
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
@@ -638,7 +665,7 @@ export class ChainRelayer {
    * The fee the calldata pays must cover the quote it brings, or the current price when it brings none;
    * and the simulation must see it arrive (a fee token whose transfer does not move what it says is not paid).
    */
-  private async checkPayment(call: DecodedCall, payments: FeePayment[], simPaid: bigint[], gasUsed: bigint, gasPrice: bigint, quote: string | undefined, whyNotSponsored?: string) {
+  private async checkPayment(call: DecodedCall, payments: FeePayment[], simPaid: bigint[], gasUsed: bigint, gasLimit: bigint, gasPrice: bigint, quote: string | undefined, whyNotSponsored?: string) {
     const totals = feeTotals(payments);
     const offers = this.feeTokens.map((t, i) => ({ token: t, key: tokenKey(t), paid: totals.get(tokenKey(t)) ?? 0n, arrived: simPaid[i] ?? 0n })).filter((o) => o.paid > 0n);
     const unsponsored = whyNotSponsored ? ` (not sponsored: ${whyNotSponsored})` : '';
@@ -653,10 +680,10 @@ export class ChainRelayer {
       if (q.c !== this.chainId) throw new RelayError('insufficientFee', `the quote is for chain ${q.c}`);
       if (q.w !== call.bundles[0].wallet) throw new RelayError('insufficientFee', `the quote is for wallet ${q.w}, not ${call.bundles[0].wallet}`);
       if (q.k !== bundleKey(call, payments)) throw new RelayError('insufficientFee', 'the quote was issued for different transactions');
-      // A bundle that turns out to burn more gas than quoted is priced now instead.
-      if (gasUsed <= BigInt(q.g)) quoted = q.o;
+      // A bundle that turns out to need a larger gas limit than quoted is priced now instead.
+      if (gasLimit <= BigInt(q.l ?? q.g)) quoted = q.o;
     }
-    const wei = gasCost(gasUsed, gasPrice, this.deps.config.feeMarkup);
+    const wei = requiredWei(gasUsed, gasLimit, gasPrice, this.deps.config.feeMarkup);
     const board = await this.prices.prices(this.chainId, this.feeTokens);
     let best = '';
     for (const o of offers) {
@@ -671,15 +698,15 @@ export class ChainRelayer {
         best = `${o.token.symbol}: paid ${o.paid}, required ${required}`;
         continue;
       }
-      // A quote never buys gas below its cost at the current price (a token that fell more than the
-      // markup since the quote, or gas that rose as much): the relayer does not relay at a loss.
-      const cost = weiToToken(gasUsed * gasPrice, o.token, now.price);
+      // A quote never buys the gas limit below its cost at the current price (a token that fell more than
+      // the markup since the quote, or gas that rose as much): the relayer does not sign at a loss.
+      const cost = weiToToken(gasLimit * gasPrice, o.token, now.price);
       if (o.paid < cost) {
-        best = `${o.token.symbol}: paid ${o.paid} as quoted, but the gas alone now costs ${cost} at the current price`;
+        best = `${o.token.symbol}: paid ${o.paid} as quoted, but its gas limit of ${gasLimit} alone now costs ${cost} at the current price`;
         continue;
       }
       if (o.arrived < o.paid) throw new RelayError('insufficientFee', `the ${o.token.symbol} fee of ${o.paid} does not arrive in simulation (${o.arrived} did)`);
-      return { token: o.key, value: o.paid };
+      return { token: o.key, value: o.paid, coverWei: tokenToWei(o.paid, o.token, now.price) };
     }
     throw new RelayError('insufficientFee', best.includes(' is not accepted now') ? `the fee is not accepted: ${best}${unsponsored}` : `the fee paid is too low (${best})${unsponsored}`);
   }
@@ -696,6 +723,9 @@ export interface Funding {
   feePayer: Address | null;
   /** What to charge the covering rules when it is queued; null when not sponsored. */
   charge: { ruleIds: number[]; wallets: Address[]; cost: Cost } | null;
+  /** The gas price it was priced at and what its fee (or its sponsor's hold) covers, in wei: reconciled once mined. */
+  gasPricePriced?: bigint;
+  coverWei?: bigint;
   /** Gives back what was held of a project balance when it is not queued after all. */
   refund: () => Promise<void>;
 }
@@ -736,6 +766,8 @@ export interface SendArgs {
 }
 
 const UPDATE_IMPLEMENTATION = '0x025b22bc';
+
+
 
 /**
  * A wallet switching its own implementation to code this relayer does not know: every later bundle of

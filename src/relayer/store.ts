@@ -44,6 +44,12 @@ export interface MetaTxnRow {
   client_ip: string | null;
   fee_payer: string | null;
   fee_received: string | null;
+  /** The gas price intake priced it at (docs/relayer-worst-case.md). */
+  gas_price_priced: string | null;
+  /** What its fee was worth (fee-paid) or its sponsor was held for (sponsored), in wei, at intake. */
+  cover_wei: string | null;
+  /** Once mined: what it cost beyond its cover, in wei (null when nothing). */
+  shortfall_wei: string | null;
   /** EIP-7702: the authorization the meta-transaction brought (carried while the EOA is not yet delegated). */
   authorization: Authorization | null;
   queued_at: Date;
@@ -68,6 +74,7 @@ export function normalise(r: Record<string, unknown>): MetaTxnRow {
   for (const k of ['queued_at', 'sent_at', 'mined_at', 'updated_at']) if (r[k] != null) r[k] = new Date(r[k] as string);
   if (r.fee_value != null) r.fee_value = String(r.fee_value);
   if (r.fee_received != null) r.fee_received = String(r.fee_received);
+  for (const k of ['gas_price_priced', 'cover_wei', 'shortfall_wei'] as const) if (r[k] != null) r[k] = String(r[k]);
   if (r.gas_price != null) r.gas_price = String(r.gas_price);
   r.authorization = typeof r.authorization === 'string' ? (JSON.parse(r.authorization) as Authorization) : null;
   return r as unknown as MetaTxnRow;
@@ -86,6 +93,8 @@ export interface SettledMeta {
   confirmed: boolean;
   /** What the payment address received, from the receipt; null when no fee was due. */
   feeReceived: string | null;
+  /** What it cost beyond its cover (gasUsed × effectiveGasPrice − cover_wei), in wei; null when nothing. */
+  shortfallWei: string | null;
 }
 
 export interface NewMetaTxn {
@@ -103,6 +112,9 @@ export interface NewMetaTxn {
   feeValue: bigint | null;
   /** The wallet paying the fee (null when sponsored or gasless). */
   feePayer: Address | null;
+  /** The gas price it was priced at, and what its fee or its sponsor's hold covers in wei (the worst case it was admitted with). */
+  gasPricePriced?: bigint | null;
+  coverWei?: bigint | null;
   keyId: number | null;
   clientIp: string | null;
   bundles: { id: string; wallet: Address; space: bigint; nonce: bigint }[];
@@ -144,6 +156,8 @@ const CLAIMABLE_BY_3 = '(claimed_until IS NULL OR claimed_until < now() OR claim
  */
 export const LIMITS_SQL = prepared(`SELECT
   (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
+  (SELECT b.meta_txn_id FROM meta_txn_bundles b WHERE b.chain_id = $1 AND $2::text IS NOT NULL AND b.wallet = $2 AND b.live LIMIT 1) AS payer_moved,
+  (SELECT m.fee_payer || ' ' || m.id FROM meta_txns m WHERE m.chain_id = $1 AND m.fee_payer = ANY($3) AND m.status IN ${LIVE_IN} LIMIT 1) AS wallet_paying,
   (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
      SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b
       WHERE b.chain_id = $1 AND b.wallet = ANY($3) AND b.live GROUP BY b.wallet) t) AS per_wallet,
@@ -164,7 +178,7 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   // wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
   // from their partial index: joined to meta_txns by status, the planner walked every live row of the
   // chain once per bundle of the wallet's history.
-  const r = await q.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
+  const r = await q.query<{ payer_busy: string | null; payer_moved: string | null; wallet_paying: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
     LIMITS_SQL,
     [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, m.clientIp],
   );
@@ -172,6 +186,20 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   if (x.payer_busy) {
     throw new QueueFull(
       `wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${x.payer_busy}); one balance pays one fee at a time: send the next once it is mined`,
+    );
+  }
+  // The fee of a live fee-paying meta-transaction was judged on its wallet's balance as it was: any other
+  // bundle of that wallet (sponsored, another nonce space, a successor) could move that balance before it
+  // runs, and the relayer would pay for a bundle whose fee no longer arrives. Both orders are refused.
+  if (x.payer_moved) {
+    throw new QueueFull(
+      `wallet ${m.feePayer} has another meta-transaction in flight (${x.payer_moved}) that runs a bundle of it; a fee-paying meta-transaction waits until it is mined, so nothing can move the balance its fee was judged on`,
+    );
+  }
+  if (x.wallet_paying) {
+    const [payer, id] = x.wallet_paying.split(' ');
+    throw new QueueFull(
+      `wallet ${payer} has a fee-paying meta-transaction in flight (${id}); one balance pays one fee at a time, and no other bundle of the wallet is relayed until it is mined`,
     );
   }
   const full = (x.per_wallet ?? []).find((w) => Number(w.n) >= limits.perWallet);
@@ -258,12 +286,14 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       }
       const r = await tx.query<Record<string, unknown>>(
         prepared(`INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
-           fee_payer, key_id, client_ip, "authorization")
-         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17) RETURNING *`),
+           fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
+         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19) RETURNING *`),
         [
           m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
           m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
           m.authorization ? JSON.stringify(m.authorization) : null,
+          m.gasPricePriced?.toString() ?? null,
+          m.coverWei?.toString() ?? null,
         ],
       );
       await m.also?.(tx);
@@ -372,11 +402,12 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       const col = <K extends keyof SettledMeta>(k: K) => items.map((x) => x[k]);
       const r = await q.query<Record<string, unknown>>(
         `UPDATE meta_txns m SET status = u.status, revert_reason = u.reason, txn_hash = u.hash, block_number = u.block, gas_used = u.gas_used,
-           gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, fee_received = u.fee_received, mined_at = now(), stalled = NULL, updated_at = now()
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[], $11::numeric[])
-           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed, fee_received)
+           gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, fee_received = u.fee_received, shortfall_wei = u.shortfall_wei,
+           mined_at = now(), stalled = NULL, updated_at = now()
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[], $11::numeric[], $12::numeric[])
+           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed, fee_received, shortfall_wei)
          WHERE m.chain_id = $1 AND m.id = u.id RETURNING m.*`,
-        [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed'), col('feeReceived')],
+        [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed'), col('feeReceived'), col('shortfallWei')],
       );
       await onStatus?.(q, r.rows.map(normalise));
     },

@@ -99,6 +99,18 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    relayCostShortfalls: new Counter({
+      name: 'metarelay_relayer_cost_shortfalls_total',
+      help: 'mined meta-transactions that cost more than their fee or sponsor hold covered (kind="gas": burnt more gas than priced, which bars its callers and contracts; kind="price": the gas price rose past the margin), by chain',
+      labelNames: ['chain', 'kind'] as const,
+      registers: [registry],
+    }),
+    relayCostShortfallWei: new Counter({
+      name: 'metarelay_relayer_cost_shortfall_wei_total',
+      help: 'wei the relayer paid beyond what fees and sponsor holds covered, by chain',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     relayFeeShortfalls: new Counter({
       name: 'metarelay_relayer_fee_shortfalls_total',
       help: 'mined fee-paying meta-transactions whose fee did not reach the payment address (each bars its wallet, key and client address), by chain',

@@ -67,7 +67,7 @@ interface HealthNetwork {
     senders: SenderRow[];
     queue: { queued: number; sent: number };
     inclusion: { mined: number; within: number; blocks: number; windowSec: number };
-    unpaid: { shortfalls: number; bars: RelayBar[] };
+    unpaid: { shortfalls: number; costShortfalls?: { count: number; wei: string }; bars: RelayBar[] };
     prices?: { symbol: string; ok: boolean; nativePrice?: string; source?: string; reason?: string }[];
   } | null;
 }
@@ -162,6 +162,9 @@ export function Health() {
               )}
               <p data-testid="unpaid">
                 Mined without their fee: <strong>{n.relayer.unpaid.shortfalls}</strong> meta-transactions.
+                {n.relayer.unpaid.costShortfalls && (
+                  <> Cost more than their fee or hold covered: <strong>{n.relayer.unpaid.costShortfalls.count}</strong> ({n.relayer.unpaid.costShortfalls.wei} wei).</>
+                )}
                 {n.relayer.unpaid.bars.length > 0 && ' Barred from fee-paid relaying:'}
               </p>
               {n.relayer.unpaid.bars.length > 0 && (

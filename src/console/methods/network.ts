@@ -67,7 +67,7 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
     StartSender: method({ input: SenderSwitch, handler: async (a) => (await relayerCall(() => switchSender(s.db, relayerOf(a.chainID), a.index, true)), {}) }),
     /** Lets a barred wallet, key or client address have fee-paid meta-transactions relayed again. */
     LiftRelayBar: method({
-      input: z.object({ kind: z.enum(['wallet', 'key', 'ip']), value: z.string().min(1).max(200) }),
+      input: z.object({ kind: z.enum(['wallet', 'key', 'ip', 'contract']), value: z.string().min(1).max(200) }),
       handler: async (a) => {
         if (!(await s.bars.lift(a.kind, a.value))) throw new RpcError(MetadataErrors.NotFound, `no bar on ${a.kind} ${a.value}`);
         return {};

@@ -410,12 +410,12 @@ export class Dispatcher {
         return false;
       }
     }
-    if (sim.estimate != null && sim.estimate > BigInt(row.gas_limit)) {
-      if (sim.estimate > BigInt(this.config.maxGasLimit)) {
-        await this.drop(row, `it needs ${sim.estimate} gas, over this relayer's limit of ${this.config.maxGasLimit}`);
-        return false;
-      }
-      row.gas_limit = Number(sim.estimate);
+    // The gas limit is what its fee, its sponsor's caps and hold were priced on: never raised here. A bundle
+    // that no longer runs within it is dropped, and sent again it is priced again through the whole of intake.
+    if (sim.trial === 'failed' || (sim.estimate != null && sim.estimate > BigInt(row.gas_limit))) {
+      const needs = sim.estimate != null ? `${sim.estimate} gas` : 'more gas';
+      await this.drop(row, `it now needs ${needs}, more than the gas limit of ${row.gas_limit} it was accepted and priced with; send it again to have it priced anew`);
+      return false;
     }
     return true;
   }
@@ -430,18 +430,26 @@ export class Dispatcher {
     if (size < 2) return plans.map((p) => single(p.row, p.carry));
     // One carrying an authorization goes alone: its type-4 transaction is its own, and a void
     // authorization (a race lost to the EOA) then costs only its own call, not a batch's.
-    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet && !p.carry);
+    // Only sponsored meta-transactions of one project share a transaction: a member's gas is known only as
+    // a share of the batch's (by estimate), so a member that burns more than it was simulated to would
+    // make the others pay for it. Within one project that is the project's own money; across payers it
+    // would not be. Fee-paying ones go alone, each bounded by the gas limit its fee was priced on.
+    const payerOf = (r: MetaTxnRow) => (r.sponsored && r.project_id != null ? `project:${r.project_id}` : null);
+    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet && !p.carry && payerOf(p.row) != null);
     const units = plans.filter((p) => !batchable.includes(p)).map((p) => single(p.row, p.carry));
-    const seen = new Set<string>();
-    const groups: MetaTxnRow[][] = [[]];
+    const groups: MetaTxnRow[][] = [];
+    const open = new Map<string, { rows: MetaTxnRow[]; wallets: Set<string> }>();
     for (const p of batchable) {
+      const payer = payerOf(p.row)!;
+      let g = open.get(payer);
       // One wallet once per batch: two bundles of one wallet would race on its nonces.
-      if (seen.has(p.row.wallet) || groups.at(-1)!.length >= size) {
-        groups.push([]);
-        seen.clear();
+      if (!g || g.wallets.has(p.row.wallet) || g.rows.length >= size) {
+        g = { rows: [], wallets: new Set() };
+        open.set(payer, g);
+        groups.push(g.rows);
       }
-      groups.at(-1)!.push(p.row);
-      seen.add(p.row.wallet);
+      g.rows.push(p.row);
+      g.wallets.add(p.row.wallet);
     }
     // Every batch is simulated at once (one JSON-RPC batch), not one after the other.
     const built = await Promise.all(

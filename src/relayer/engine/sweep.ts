@@ -8,6 +8,7 @@ import { outcomeOf, type RawReceipt } from '../receipts.ts';
 import type { SettledMeta } from '../store.ts';
 import type { Shortfall } from '../bars.ts';
 import { feeReceived } from './fee-check.ts';
+import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
 import { announceBalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
 
@@ -207,6 +208,15 @@ export class Sweeper {
       if (received != null && received < BigInt(m.fee_value ?? '0')) {
         shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: m.fee_token, owed: BigInt(m.fee_value ?? '0'), received });
       }
+      // What it cost against what it was admitted with (engine/reconcile.ts).
+      const effective = h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice) : null;
+      const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective);
+      if (costCheck.kind) {
+        d.deps.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
+        d.deps.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
+        d.deps.log.warn({ chainId: d.chainId, id: m.id, kind: costCheck.kind, shortfallWei: costCheck.shortfallWei!.toString(), cover: m.cover_wei }, 'a meta-transaction cost more than its fee or sponsor hold covered');
+        if (costCheck.kind === 'gas' && !m.sponsored) shortfalls.push(gasShortfall(m, d.chainId, costCheck.shortfallWei!, contractsToBar(m, feeCtx)));
+      }
       out.push({
         id: m.id,
         status: outcome.status,
@@ -218,12 +228,13 @@ export class Sweeper {
         receipt: JSON.stringify(h.receipt),
         confirmed: h.final,
         feeReceived: received?.toString() ?? null,
+        shortfallWei: costCheck.shortfallWei?.toString() ?? null,
       });
     }
     await d.deps.metaTxns.settleMany(tx, d.chainId, out);
     if (shortfalls.length) {
       await d.deps.bars?.record(tx, shortfalls);
-      for (const f of shortfalls) {
+      for (const f of shortfalls.filter((x) => x.feeToken != null)) {
         d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
         d.deps.log.warn({ chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() }, 'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying');
       }

@@ -82,6 +82,24 @@ export const ceilMul = (v: bigint, factor: number) => ceilDiv(v * BigInt(Math.ro
 /** gas × price × markup, rounded up. */
 export const gasCost = (gas: bigint, gasPrice: bigint, markup: number): bigint => ceilMul(gas * gasPrice, markup);
 
+/**
+ * What a fee-paying bundle must be worth, in wei: the gas it is expected to use with the markup, and never
+ * less than its whole gas limit at the gas price. A simulation is evidence, not a guarantee: a contract can
+ * behave one way when simulated and another when mined (or be switched between the two by its owner), and
+ * what it can then burn is bounded only by the signed gas limit. Pricing that limit is what makes the
+ * relayer's worst case a paid one.
+ */
+export function requiredWei(used: bigint, gasLimit: bigint, gasPrice: bigint, markup: number): bigint {
+  const expected = gasCost(used, gasPrice, markup);
+  const worst = gasLimit * gasPrice;
+  return expected > worst ? expected : worst;
+}
+
+/** An amount of `token`'s base units in wei at `price`, rounded down (what it is worth to the relayer). */
+export function tokenToWei(amount: bigint, token: FeeTokenConfig, price: Fraction): bigint {
+  return (amount * price.num * 10n ** 18n) / (price.den * 10n ** BigInt(token.decimals));
+}
+
 /** The key a token goes by in quotes and fee records: its lower-case address, or "native". */
 export const tokenKey = (t: Pick<FeeTokenConfig, 'address'>) => (t.address ? t.address.toLowerCase() : 'native');
 
@@ -153,4 +171,16 @@ export function feeTotals(payments: readonly FeePayment[]): Map<string, bigint> 
   const out = new Map<string, bigint>();
   for (const p of payments) out.set(p.token, (out.get(p.token) ?? 0n) + p.value);
   return out;
+}
+
+/** The contracts a bundle calls, other than its own wallets and its fee transfers (what a gas shortfall bars). */
+export function calledContracts(call: DecodedCall, payments: FeePayment[] = []): Address[] {
+  const wallets = new Set(call.bundles.map((b) => b.wallet));
+  const fees = new Set(payments.map((p) => `${p.bundle}:${p.index}`));
+  const out = new Set<Address>();
+  for (const l of call.leaves) {
+    if (wallets.has(l.target) || (l.bundle !== undefined && fees.has(`${l.bundle}:${l.index}`))) continue;
+    out.add(l.target);
+  }
+  return [...out];
 }

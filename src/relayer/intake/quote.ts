@@ -8,6 +8,8 @@ export const QuotePayload = z.object({
   w: z.string(),
   k: z.string(),
   g: z.string().regex(/^\d+$/),
+  /** The gas limit the fees were priced on (the worst case); a bundle that needs a larger limit is priced again. Absent in quotes from before it was: `g` stands in. */
+  l: z.string().regex(/^\d+$/).optional(),
   o: z.record(z.string(), z.string().regex(/^\d+$/)),
   /** The price each token was quoted at (native per whole token, "num/den"), and the block it was read at. */
   p: z.record(z.string(), z.string().regex(/^\d+\/\d+$/)).optional(),

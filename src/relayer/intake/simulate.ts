@@ -197,6 +197,22 @@ export interface ProbeSettings {
   tokens: Address[];
   /** The gas margin in basis points: a bundle is tried again with gasUsed × trialBps / 10 000. */
   trialBps: bigint;
+  /**
+   * The gas price simulations run at (the chain's price now). A simulation at gas price 0 is one a
+   * contract can tell from the mined run (`tx.gasprice == 0`); run like the real transaction, that
+   * trivial tell is gone. Other tells remain: worst-case pricing, not simulation, bounds what the
+   * relayer can be made to pay (docs/relayer-worst-case.md).
+   */
+  gasPrice?: () => Promise<bigint>;
+}
+
+/** The simulating sender's balance by state override: a priced simulation needs gas × price of it, whatever the sender holds. */
+const SIMULATION_BALANCE = 10n ** 24n;
+
+/** The fee fields and the sender's funding for a simulation run at `gasPrice` (nothing at 0: as before). */
+function priced(sender: Address, gasPrice: bigint | undefined) {
+  if (!gasPrice) return { fee: {}, funding: [] };
+  return { fee: { gasPrice }, funding: [{ address: sender, balance: SIMULATION_BALANCE }] };
 }
 
 /**
@@ -208,6 +224,7 @@ export interface ProbeSettings {
 export async function probeMany(client: PublicClient, settings: ProbeSettings, jobs: ProbeJob[]): Promise<ProbeResult[]> {
   if (jobs.length === 0) return [];
   const probe = probeAddress();
+  const { fee, funding } = priced(jobs[0].sender, await settings.gasPrice?.());
   // A slot read is a nonce read of space SLOT_MAGIC, answered by the probe-aware proxy with the slot.
   const reads = jobs.flatMap((j) => [...(j.reads ?? []), ...(j.slotReads ?? []).map((wallet) => ({ wallet, space: SLOT_MAGIC_SPACE }))]);
   const data = encodeFunctionData({
@@ -226,7 +243,8 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
     account: jobs[0].sender,
     to: probe,
     data,
-    stateOverride: overrides(probe, jobs.flatMap((j) => j.nonces), jobs.flatMap((j) => j.codes ?? []), jobs.flatMap((j) => j.slotReads ?? [])),
+    stateOverride: [...overrides(probe, jobs.flatMap((j) => j.nonces), jobs.flatMap((j) => j.codes ?? []), jobs.flatMap((j) => j.slotReads ?? [])), ...funding],
+    ...fee,
   });
   const [block, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
   let k = 0;
@@ -247,7 +265,7 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       // of its own): the node's binary search then decides, as before.
       if (x.ok && trial !== 'passed') {
         res.estimate = await client
-          .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: overrides(probe, job.nonces, job.codes).slice(1) })
+          .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: [...overrides(probe, job.nonces, job.codes).slice(1), ...funding], ...fee })
           .catch(() => undefined);
       }
       return res;
@@ -265,6 +283,8 @@ export interface TxSimulation {
 }
 
 const moduleCode = new Map<number, Promise<Hex>>();
+/** Who an unsigned simulation is sent from when it is priced (an account with no code, funded by override). */
+const SIMULATION_CALLER: Address = '0x000000000000000000000000000000000000dEaD';
 
 /** The gas-estimation module's runtime code, produced by the node itself from the creation code. */
 function estimationModuleCode(client: PublicClient, chainId: number): Promise<Hex> {
@@ -285,10 +305,13 @@ function estimationModuleCode(client: PublicClient, chainId: number): Promise<He
  * Sequence's gas-estimation module (by state override), which executes each one and reports its gas.
  * This is what FeeOptions and Simulate use, since they receive unsigned bundles.
  */
-export async function simulateUnsigned(client: PublicClient, chainId: number, wallet: Address, txs: readonly WalletTransaction[], gasCap: bigint): Promise<TxSimulation[]> {
+export async function simulateUnsigned(client: PublicClient, chainId: number, wallet: Address, txs: readonly WalletTransaction[], gasCap: bigint, gasPrice?: bigint): Promise<TxSimulation[]> {
   const code = await estimationModuleCode(client, chainId);
   const data = encodeFunctionData({ abi: estimationAbi, functionName: 'simulateExecute', args: [txs] });
-  const r = await client.call({ to: wallet, data, gas: gasCap, stateOverride: [{ address: wallet, code }] });
+  // Run at the real gas price (from a funded stand-in caller) like the probe: see ProbeSettings.gasPrice.
+  const from = SIMULATION_CALLER;
+  const { fee, funding } = priced(from, gasPrice);
+  const r = await client.call({ account: gasPrice ? from : undefined, to: wallet, data, gas: gasCap, stateOverride: [{ address: wallet, code }, ...funding], ...fee });
   const results = decodeFunctionResult({ abi: estimationAbi, functionName: 'simulateExecute', data: r.data ?? '0x' });
   return results.map((x) => ({
     executed: x.executed,
