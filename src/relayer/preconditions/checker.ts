@@ -120,6 +120,8 @@ export class PreconditionChecker {
                 fee_token: funded.feeToken,
                 fee_value: funded.feeValue?.toString() ?? null,
                 fee_payer: funded.feePayer?.toLowerCase() ?? null,
+                gas_price_priced: funded.gasPricePriced?.toString() ?? null,
+                cover_wei: funded.coverWei?.toString() ?? null,
                 // Queued from now: the dispatcher's wait for a predecessor nonce counts from here.
                 queued_at: now,
                 next_attempt_at: now,
