@@ -350,6 +350,9 @@ export class ChainRelayer {
     // Without a key, each bundle runs with at most the keyless gas limit (as SendMetaTxn's), not maxGasLimit.
     const anonymous = projectId == null;
     const gasCap = this.simulationGasCap(projectId);
+    const overCap = (gas: bigint) => new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
+    // Its calldata alone over the limit: refused unsimulated (the node would refuse the eth_call anyway).
+    if (intrinsicGas(data as Hex) > gasCap) throw overCap(intrinsicGas(data as Hex));
     const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.client, this.chainId, b.wallet, b.txs, gasCap)));
     sims.forEach((results, i) => {
       const failed = results.findIndex((r, j) => r.executed && !r.succeeded && call.bundles[i].txs[j].revertOnError);
@@ -362,9 +365,7 @@ export class ChainRelayer {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
-    if (gas > gasCap) {
-      throw new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
-    }
+    if (gas > gasCap) throw overCap(gas);
     const gasPrice = await this.gasPriceNow();
     let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas, gasPrice, costWei: gas * gasPrice }, 'feeOptions');
     // A project's limited balance that cannot cover the bundle stops its sponsorship (balances/holds.ts).
