@@ -13,6 +13,8 @@ type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Resp
 
 /** Members re-sent at once after a refused batch: enough to finish soon, few enough not to look like a flood. */
 const DEFAULT_CONCURRENCY = 8;
+/** An ok array answer longer than this is taken as the batch's answers without checking every member is there. */
+const ANSWER_BYTES = 65_536;
 
 interface Member {
   id?: unknown;
@@ -62,10 +64,14 @@ export function batchSplittingFetch(opts: BatchSplitOptions = {}): Fetch {
   };
 
   return async (url, init) => {
-    const members = typeof init?.body === 'string' && init.body.startsWith('[') ? (parseArray(init.body) as Member[] | null) : null;
-    if (!members || members.length < 2) return base(url, init);
+    if (typeof init?.body !== 'string' || !init.body.startsWith('[')) return base(url, init);
     const res = await base(url, init);
     const text = await res.text();
+    // A refusal is small (an error object); a large array is the batch's answers, left to viem unparsed
+    // rather than parsed twice (eth_getLogs batches run to megabytes).
+    if (res.ok && text.length > ANSWER_BYTES && text.trimStart().startsWith('[')) return new Response(text, { status: res.status, headers: res.headers });
+    const members = parseArray(init.body) as Member[] | null;
+    if (!members?.length) return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
     const answers = res.ok ? parseArray(text) : null;
     const byId = new Map<unknown, unknown>();
     for (const a of answers ?? []) if (a && typeof a === 'object' && 'id' in a && (a as Member).id != null) byId.set((a as Member).id, a);
@@ -78,7 +84,7 @@ export function batchSplittingFetch(opts: BatchSplitOptions = {}): Fetch {
       while (next < missing.length) {
         const i = next++;
         try {
-          results[i] = await sendOne(url, init!, missing[i]);
+          results[i] = await sendOne(url, init, missing[i]);
         } catch (err) {
           // Aborted (viem's timeout) or unreachable: nothing to gain from the other members either.
           thrown = err;
