@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPublicClient, encodeAbiParameters, encodeFunctionData, http, parseAbiParameters, type Address, type Hex } from 'viem';
 import { createChainClient } from '../src/chain/client.ts';
+import { createMetrics } from '../src/telemetry/metrics.ts';
 import { SEQUENCE_V2_CONTEXT } from '../src/devchain/sequence.ts';
 import { TRANSACTION_TUPLE, estimationAbi } from '../src/relayer/abi.ts';
 import { sequenceCreationCode } from '../src/relayer/artifacts.ts';
@@ -78,7 +79,8 @@ async function receipt(id: string) {
 
 describe('a batch the node refuses as a whole', () => {
   it.each(['error', 'http'] as const)('is sent again member by member (refusal as %s); only the member that itself fails, fails', async (answer) => {
-    const client = createChainClient({ chainId: env.chainId, name: 'isolation', rpcUrls: [proxy.url], rpcBatchSize: 200 });
+    const metrics = createMetrics();
+    const client = createChainClient({ chainId: env.chainId, name: 'isolation', rpcUrls: [proxy.url], rpcBatchSize: 200 }, { metrics });
     const accounts = Array.from({ length: 10 }, () => newSigner().address.toLowerCase() as Address);
     const truth = accounts.map((_, i) => BigInt(i + 1) * 10n ** 18n);
     for (const [i, a] of accounts.entries()) await env.public.request({ method: 'anvil_setBalance' as never, params: [a, `0x${truth[i].toString(16)}`] as never });
@@ -96,6 +98,9 @@ describe('a batch the node refuses as a whole', () => {
       // One batch of all ten (refused), then each member alone (the service's own traffic left out).
       const ours = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
       expect(ours.map((r) => r.length)).toEqual([accounts.length, ...accounts.map(() => 1)]);
+      // Operators see it: one split, eleven round trips.
+      expect((await metrics.chainRpcBatchSplits.get()).values[0].value).toBe(1);
+      expect((await metrics.chainRpcRequests.get()).values[0].value).toBe(1 + accounts.length);
     } finally {
       unrule();
       proxy.refuseBatchesOver(null);

@@ -22,6 +22,8 @@ interface Member {
 
 export interface BatchSplitOptions {
   concurrency?: number;
+  /** Told of every batch re-sent member by member, with how many members are re-sent (for metrics). */
+  onSplit?: (members: number) => void;
   /** Told of every member re-sent alone (for metrics). */
   onResend?: (member: unknown) => void;
   fetchFn?: Fetch;
@@ -77,6 +79,7 @@ export function batchSplittingFetch(opts: BatchSplitOptions = {}): Fetch {
     for (const a of answers ?? []) if (a && typeof a === 'object' && 'id' in a && (a as Member).id != null) byId.set((a as Member).id, a);
     const missing = members.filter((m) => !byId.has(m.id));
     if (missing.length === 0) return new Response(text, { status: res.status, headers: res.headers });
+    opts.onSplit?.(missing.length);
     const results: unknown[] = new Array(missing.length);
     let next = 0;
     let thrown: unknown;

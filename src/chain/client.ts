@@ -41,7 +41,10 @@ export function createChainClient(
   opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number } = {},
 ): ChainClient {
   // Re-sent members of a refused batch are HTTP requests of their own; their calls were counted with the batch.
-  const fetchFn = batchSplittingFetch({ onResend: () => opts.metrics?.chainRpcRequests.inc({ chain: chain.name }) });
+  const fetchFn = batchSplittingFetch({
+    onSplit: () => opts.metrics?.chainRpcBatchSplits.inc({ chain: chain.name }),
+    onResend: () => opts.metrics?.chainRpcRequests.inc({ chain: chain.name }),
+  });
   const make = (): PublicClient => {
     // Separate http() instances: viem queues batches per instance, so each client batches only its own calls.
     const transports = chain.rpcUrls.map((url) =>
