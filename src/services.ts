@@ -1,5 +1,5 @@
 import { NetworkRegistry } from './chain/registry.ts';
-import { createChainClient, type ChainClient } from './chain/client.ts';
+import { createChainClient, withRole, type ChainClient } from './chain/client.ts';
 import type { AppConfig } from './config/schema.ts';
 import { Authenticator } from './access/authenticator.ts';
 import { RateLimiter } from './access/rate-limiter.ts';
@@ -251,7 +251,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   for (const c of relayed) {
     const relayer: ChainRelayer = new ChainRelayer({
-      chain: chains.get(c.chainId)!,
+      // Intake's node calls batch only with other intake calls; the dispatcher takes the engine client (forRole).
+      chain: withRole(chains.get(c.chainId)!, 'intake'),
       config: c.relayer!,
       quoteSecret: quoteSecret!,
       metaTxns,
@@ -269,7 +270,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       waits,
     });
     const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
-    const refill = c.relayer!.refill ? new SenderRefill(chains.get(c.chainId)!, engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics) : undefined;
+    const refill = c.relayer!.refill ? new SenderRefill(withRole(chains.get(c.chainId)!, 'engine'), engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics) : undefined;
     const dispatcher = new Dispatcher(relayer, { db: engineDb, metaTxns: engineMetaTxns, bars: engineBars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill, onSenderBalance: senderBalanceEvents(bell) });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
@@ -279,7 +280,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     if (!c.indexer || c.indexer.scope === 'off') continue;
     // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.
     const onBalances = c.indexer.scope === 'watchlist' ? balanceEvents(bell) : undefined;
-    indexers.set(c.chainId, new ChainIndexer(chains.get(c.chainId)!, { ...c.indexer, scope: c.indexer.scope }, db, log, metrics, onBalances));
+    indexers.set(c.chainId, new ChainIndexer(withRole(chains.get(c.chainId)!, 'indexer'), { ...c.indexer, scope: c.indexer.scope }, db, log, metrics, onBalances));
   }
   // A poll every 2 s is two small statements; a new backfill wakes it at once.
   const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;

@@ -1,6 +1,18 @@
 import { createPublicClient, fallback, http, type PublicClient } from 'viem';
 import type { ChainConfig } from '../config/schema.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { batchSplittingFetch } from './batch-split.ts';
+
+/**
+ * Who is calling the node. Each role has its own viem client (same URLs, its own transports), so its
+ * calls are batched only with its own: a caller's FeeOptions with many bundles can no longer share, and
+ * sink, a JSON-RPC batch with the dispatcher's, the indexer's or the watcher's reads.
+ * - intake: user-triggered relayer work (FeeOptions, Simulate, SendMetaTxn's probes, nonce reads)
+ * - engine: the dispatcher, its sweeps and sender refills
+ * - indexer: the chain indexer
+ * `public` serves everything else (metadata reads, the watcher, health).
+ */
+export type NodeRole = 'intake' | 'engine' | 'indexer';
 
 /** What domain code needs from a chain; wired once in createServices. */
 export interface ChainClient {
@@ -8,6 +20,13 @@ export interface ChainClient {
   readonly name: string;
   readonly rpcUrls: readonly string[];
   readonly public: PublicClient;
+  /** The client of one role (made on first use, then kept). */
+  forRole(role: NodeRole): PublicClient;
+}
+
+/** The same chain, whose `public` is the client of `role`: for a component that should only call the node as that role. */
+export function withRole(chain: ChainClient, role: NodeRole): ChainClient {
+  return { chainId: chain.chainId, name: chain.name, rpcUrls: chain.rpcUrls, public: chain.forRole(role), forRole: (r) => chain.forRole(r) };
 }
 
 /** The JSON-RPC methods in a request body (one, or several for a batch). */
@@ -21,31 +40,51 @@ export function createChainClient(
   chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'> & { rpcTimeoutMs?: number },
   opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number } = {},
 ): ChainClient {
-  const transports = chain.rpcUrls.map((url) =>
-    http(url, {
-      timeout: opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000,
-      retryCount: 1,
-      // Requests issued in the same tick share one HTTP round trip.
-      batch: chain.rpcBatchSize > 1 ? { batchSize: chain.rpcBatchSize, wait: 0 } : false,
-      onFetchRequest: (_req, init) => {
-        if (!opts.metrics) return;
-        opts.metrics.chainRpcRequests.inc({ chain: chain.name });
-        for (const method of methodsOf(init.body)) opts.metrics.chainRpcCalls.inc({ chain: chain.name, method });
-      },
-    }),
-  );
-  const transport = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 1 });
-  const client = createPublicClient({
-    chain: {
-      id: chain.chainId,
-      name: chain.name,
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [...chain.rpcUrls] } },
-    },
-    transport,
-    // Local chains mine every second: viem's 4 s default polling would look stuck.
-    pollingInterval: opts.pollingIntervalMs ?? 1_000,
-    cacheTime: 0,
+  // Re-sent members of a refused batch are HTTP requests of their own; their calls were counted with the batch.
+  const fetchFn = batchSplittingFetch({
+    onSplit: () => opts.metrics?.chainRpcBatchSplits.inc({ chain: chain.name }),
+    onResend: () => opts.metrics?.chainRpcRequests.inc({ chain: chain.name }),
   });
-  return { chainId: chain.chainId, name: chain.name, rpcUrls: chain.rpcUrls, public: client as PublicClient };
+  const make = (): PublicClient => {
+    // Separate http() instances: viem queues batches per instance, so each client batches only its own calls.
+    const transports = chain.rpcUrls.map((url) =>
+      http(url, {
+        timeout: opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000,
+        retryCount: 1,
+        // Requests issued in the same tick share one HTTP round trip.
+        batch: chain.rpcBatchSize > 1 ? { batchSize: chain.rpcBatchSize, wait: 0 } : false,
+        fetchFn,
+        onFetchRequest: (_req, init) => {
+          if (!opts.metrics) return;
+          opts.metrics.chainRpcRequests.inc({ chain: chain.name });
+          for (const method of methodsOf(init.body)) opts.metrics.chainRpcCalls.inc({ chain: chain.name, method });
+        },
+      }),
+    );
+    const transport = transports.length === 1 ? transports[0] : fallback(transports, { retryCount: 1 });
+    return createPublicClient({
+      chain: {
+        id: chain.chainId,
+        name: chain.name,
+        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+        rpcUrls: { default: { http: [...chain.rpcUrls] } },
+      },
+      transport,
+      // Local chains mine every second: viem's 4 s default polling would look stuck.
+      pollingInterval: opts.pollingIntervalMs ?? 1_000,
+      cacheTime: 0,
+    }) as PublicClient;
+  };
+  const roles = new Map<NodeRole, PublicClient>();
+  return {
+    chainId: chain.chainId,
+    name: chain.name,
+    rpcUrls: chain.rpcUrls,
+    public: make(),
+    forRole(role) {
+      let c = roles.get(role);
+      if (!c) roles.set(role, (c = make()));
+      return c;
+    },
+  };
 }

@@ -106,8 +106,12 @@ export const RelayerChainConfigSchema = z.object({
   maxQueuedPerKey: z.number().int().min(1).default(5_000),
   /** ... one client address (IP). */
   maxQueuedPerAddress: z.number().int().min(1).default(200),
-  /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this. */
+  /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this; so is each bundle FeeOptions and Simulate run for such a caller. */
   anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
+  /** Bundles one FeeOptions call may carry: each is a simulation of its own on the node. */
+  maxFeeOptionsBundles: z.number().int().min(1).max(256).default(16),
+  /** State-override bytes (code placed for simulation) one FeeOptions call may send the node, over all its bundles. */
+  maxOverrideBytes: z.number().int().min(1_024).max(16_777_216).default(262_144),
   /** A transaction not included within this many blocks is replaced at the same nonce with higher fees. */
   resubmitAfterBlocks: z.number().int().min(1).default(3),
   /** How much a replacement raises both fees over the last broadcast; nodes refuse less than 10. */

@@ -18,15 +18,19 @@ export class IpBuckets {
     this.buckets = new LruCache(MAX_TRACKED, Math.ceil((burst / ratePerSec) * 1000) + 1_000);
   }
 
-  /** Takes one token for `ip`; says how long to wait when there is none. */
-  take(ip: string, now = Date.now()): { ok: true } | { ok: false; retryAfterSec: number } {
+  /**
+   * Takes `cost` tokens for `ip` (work, e.g. bundles simulated, not requests); says how long to wait when
+   * there are not enough. A cost over the burst is charged as the burst, or it could never be admitted.
+   */
+  take(ip: string, now = Date.now(), cost = 1): { ok: true } | { ok: false; retryAfterSec: number } {
+    const need = Math.min(Math.max(cost, 0), this.burst);
     const b = this.buckets.get(ip, now) ?? { tokens: this.burst, at: now };
     const tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec);
-    if (tokens < 1) {
+    if (tokens < need) {
       this.buckets.set(ip, { tokens, at: now }, now);
-      return { ok: false, retryAfterSec: Math.max(1, Math.ceil((1 - tokens) / this.ratePerSec)) };
+      return { ok: false, retryAfterSec: Math.max(1, Math.ceil((need - tokens) / this.ratePerSec)) };
     }
-    this.buckets.set(ip, { tokens: tokens - 1, at: now }, now);
+    this.buckets.set(ip, { tokens: tokens - need, at: now }, now);
     return { ok: true };
   }
 }

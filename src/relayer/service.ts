@@ -12,7 +12,7 @@ import { PriceBook, priceWire } from './intake/prices/book.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { signQuote, verifyQuote } from './intake/quote.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
-import { simulateUnsigned, intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
+import { simulateUnsigned, estimationCodeBytes, intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
 import { bundleKey, type Coverage, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 import { askOnce, type SponsorApprover } from './intake/approval.ts';
@@ -81,6 +81,8 @@ export class ChainRelayer {
   readonly delegates: readonly Address[];
   /** Concurrent simulations of this chain, sent to the node together. */
   private readonly probes: ProbeBatcher;
+  /** ... those of the dispatcher, apart from intake's. */
+  private readonly engineProbes: ProbeBatcher;
   private seenBlock = -1n;
   /** The structural decode send() made of a request, so the checks that follow do not decode it again. */
   private readonly decoded = new WeakMap<SendArgs, DecodedCall>();
@@ -104,14 +106,17 @@ export class ChainRelayer {
     this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
     this.delegates = c.delegatedWallets.map((a) => a.toLowerCase() as Address);
     this.wallets = new WalletCache(deps.chain.public, this.delegates);
-    this.probes = new ProbeBatcher(deps.chain.public, {
+    const probeSettings = {
       payee: this.paymentAddress.toLowerCase() as Address,
       tokens: probeTokens(this.feeTokens),
       // The trial run gets gasUsed × gasMargin: what the gas limit sized from it leaves the entrypoint at least.
       trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
       // Simulated at the chain's gas price, as the transaction will run (simulate.ts).
       gasPrice: () => this.gasPriceNow(),
-    });
+    };
+    this.probes = new ProbeBatcher(deps.chain.public, probeSettings);
+    // The dispatcher's runs before signing go out on the engine's own client (chain/client.ts NodeRole).
+    this.engineProbes = new ProbeBatcher(deps.chain.forRole('engine'), probeSettings);
   }
 
   /** A block seen by a simulation or the dispatcher: per-block caches (gas price, wallet slots) move on. */
@@ -135,8 +140,8 @@ export class ChainRelayer {
   }
 
   /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */
-  async probe(job: ProbeJob): Promise<ProbeResult> {
-    const r = await this.probes.run(job);
+  async probe(job: ProbeJob, probes = this.probes): Promise<ProbeResult> {
+    const r = await probes.run(job);
     this.observeBlock(r.block);
     return r;
   }
@@ -155,10 +160,11 @@ export class ChainRelayer {
 
   /**
    * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
-   * gas it burns and what each fee token pays the payment address (intake, and again before signing).
+   * gas it burns and what each fee token pays the payment address (the dispatcher's run before signing;
+   * intake probes in checkCall).
    */
   simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint, wallets?: Address[], codes?: CodeOverride[]) {
-    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes, wallets });
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes, wallets }, this.engineProbes);
   }
 
   /**
@@ -316,9 +322,39 @@ export class ChainRelayer {
     return next;
   }
 
-  async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null) {
-    const { call, kinds } = await this.recognise(wallet, to, data, false, auth);
-    const gasCap = BigInt(this.deps.config.maxGasLimit);
+  /**
+   * The bundles a FeeOptions call would simulate, each one eth_call with placed code: refused past
+   * maxFeeOptionsBundles and maxOverrideBytes before any node call (an upper bound: this decode unfolds
+   * every nested execute, the chain's answer only some).
+   */
+  feeOptionsWork(decoded: DecodedCall, codeBytes = 0): number {
+    const c = this.deps.config;
+    const n = decoded.bundles.length;
+    if (n > c.maxFeeOptionsBundles) {
+      throw new RelayError('invalidArgument', `the call carries ${n} bundles; FeeOptions simulates at most ${c.maxFeeOptionsBundles} (maxFeeOptionsBundles): send fewer at once`);
+    }
+    if (n * codeBytes > c.maxOverrideBytes) {
+      throw new RelayError('invalidArgument', `simulating the call's ${n} bundles places ${n * codeBytes} bytes of code, over this relayer's ${c.maxOverrideBytes} (maxOverrideBytes): send fewer bundles at once`);
+    }
+    return n;
+  }
+
+  /** The gas each simulation of a caller's FeeOptions or Simulate may burn: less without an access key. */
+  simulationGasCap(projectId: number | null): bigint {
+    return this.gasCap(projectId == null);
+  }
+
+  async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null, decoded?: DecodedCall) {
+    const first = decoded ?? this.decode(wallet, to, data);
+    this.feeOptionsWork(first);
+    this.feeOptionsWork(first, await estimationCodeBytes(this.client, this.chainId));
+    const { call, kinds } = await this.recognise(wallet, to, data, false, auth, first);
+    // Without a key, each bundle runs with at most the keyless gas limit (as SendMetaTxn's), not maxGasLimit.
+    const anonymous = projectId == null;
+    const gasCap = this.simulationGasCap(projectId);
+    const overCap = (gas: bigint) => new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
+    // Its calldata alone over the limit: refused unsimulated (the node would refuse the eth_call anyway).
+    if (intrinsicGas(data as Hex) > gasCap) throw overCap(intrinsicGas(data as Hex));
     const simPrice = await this.gasPriceNow();
     const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.client, this.chainId, b.wallet, b.txs, gasCap, simPrice)));
     sims.forEach((results, i) => {
@@ -332,6 +368,7 @@ export class ChainRelayer {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
     });
+    if (gas > gasCap) throw overCap(gas);
     const gasPrice = await this.gasPriceNow();
     // The gas limit a send of this bundle would be signed with (size): what fees, holds and caps are priced on.
     const limit = this.limitFor(gas);

@@ -31,6 +31,12 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    chainRpcBatchSplits: new Counter({
+      name: 'metarelay_chain_rpc_batch_splits_total',
+      help: 'JSON-RPC batches a node refused as a whole (or answered short), re-sent member by member',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     chainRpcCalls: new Counter({
       name: 'metarelay_chain_rpc_calls_total',
       help: 'JSON-RPC calls sent to chain nodes, by chain and method',

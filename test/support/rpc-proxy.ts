@@ -40,6 +40,15 @@ export interface RpcProxy {
   calls: RpcCall[];
   /** How many calls of `method` are in `calls`. */
   count(method: string): number;
+  /** Every HTTP request seen, as its calls (a batch's members; one for a single call). Clear with `requests.length = 0`. */
+  requests: RpcCall[][];
+  /**
+   * Refuse every batch of more than `max` members as a whole, as providers do ("batch too large"):
+   * 'error' answers one JSON-RPC error object (HTTP 200), 'http' answers HTTP 413. null: none refused.
+   */
+  refuseBatchesOver(max: number | null, answer?: 'error' | 'http'): void;
+  /** Batches refused that way so far. */
+  readonly refusedBatches: number;
   /** Stops listening, destroys every client connection (keep-alive, held or delayed) and in-flight upstream request. */
   close(): Promise<void>;
 }
@@ -75,6 +84,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   let upstreamUrl = upstream;
   const rules: RpcRule[] = [];
   const calls: RpcCall[] = [];
+  const requests: RpcCall[][] = [];
+  let batchLimit: { max: number; answer: 'error' | 'http' } | null = null;
+  let refusedBatches = 0;
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstreamRequests = new Set<http.ClientRequest>();
@@ -142,14 +154,18 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       return { status: 200, body: JSON.stringify(jsonRpcError(null, -32600, 'Invalid Request: empty batch')) };
     }
 
-    const faults = elements.map((el) => {
-      const call: RpcCall = {
-        method: typeof el?.method === 'string' ? el.method : '',
-        params: Array.isArray(el?.params) ? el.params : [],
-      };
-      calls.push(call);
-      return faultFor(call);
-    });
+    const seen: RpcCall[] = elements.map((el) => ({
+      method: typeof el?.method === 'string' ? el.method : '',
+      params: Array.isArray(el?.params) ? el.params : [],
+    }));
+    calls.push(...seen);
+    requests.push(seen);
+    if (isBatch && batchLimit && elements.length > batchLimit.max) {
+      refusedBatches++;
+      if (batchLimit.answer === 'http') return { status: 413, body: `rpc-proxy: batch of ${elements.length} over ${batchLimit.max}` };
+      return { status: 200, body: JSON.stringify(jsonRpcError(null, -32600, `rpc-proxy: batch of ${elements.length} is over the limit of ${batchLimit.max}`)) };
+    }
+    const faults = seen.map((call) => faultFor(call));
 
     // A fault on the HTTP exchange itself decides for the whole batch. drop and http mean nothing
     // reached the node, so they take precedence over timeoutAfterForward; otherwise the first wins.
@@ -264,6 +280,13 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     calls,
     count(method) {
       return calls.filter((c) => c.method === method).length;
+    },
+    requests,
+    refuseBatchesOver(max, answer = 'error') {
+      batchLimit = max === null ? null : { max, answer };
+    },
+    get refusedBatches() {
+      return refusedBatches;
     },
     close() {
       if (closed) return Promise.resolve();

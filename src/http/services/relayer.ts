@@ -164,6 +164,15 @@ export function relayerService(s: Services): ServiceDef {
   const PUBLIC = new Set(['Ping', 'Version', 'RuntimeStatus', 'GetSequenceContext', 'GetChainID', 'FeeTokens', 'FeeOptions', 'GetMetaTxnNonce', 'GetMetaTxnReceipt', 'GetMetaTxnStatus', 'Simulate', 'SendMetaTxn']);
   const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS]);
 
+  /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
+  const chargeKeyless = (ctx: RpcContext, cost: number) => {
+    if (ctx.project || cost <= 0) return;
+    const took = anonymous.take(ctx.request.ip, Date.now(), cost);
+    if (!took.ok) {
+      ctx.reply.header('Retry-After', String(took.retryAfterSec));
+      throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls without an access key from ${ctx.request.ip}: retry in ${took.retryAfterSec} s, or send an access key`);
+    }
+  };
   const load = async (r: ChainRelayer, id: string) => {
     const row = await s.metaTxns.find(r.chainId, id);
     if (!row) throw new RpcError(RelayerErrors.NotFound, `no meta-transaction ${id} on ${r.deps.chain.name}`);
@@ -182,13 +191,7 @@ export function relayerService(s: Services): ServiceDef {
     defaultAuth: (name) => (ADMIN.has(name) ? 'admin' : PUBLIC.has(name) ? 'optional' : 'required'),
     prepare: (ctx) => {
       relayerFor(s, ctx);
-      // Callers without a key have no bucket of their own: they share one per client address.
-      if (ctx.project) return;
-      const took = anonymous.take(ctx.request.ip);
-      if (!took.ok) {
-        ctx.reply.header('Retry-After', String(took.retryAfterSec));
-        throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls without an access key from ${ctx.request.ip}: retry in ${took.retryAfterSec} s, or send an access key`);
-      }
+      chargeKeyless(ctx, 1);
     },
     methods: {
       // Project balances and gas tanks (admin token): relayer-balances.ts.
@@ -225,7 +228,10 @@ export function relayerService(s: Services): ServiceDef {
           run(async () => {
             const auth = authorizationArg({ authorization: a.authorization });
             const r = relayerFor(s, ctx);
-            const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data, auth);
+            const decoded = r.decode(a.wallet, a.to, a.data);
+            // Each bundle is a simulation of its own: a keyless caller pays for the rest of them (prepare took one).
+            chargeKeyless(ctx, r.feeOptionsWork(decoded) - 1);
+            const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data, auth, decoded);
             return {
               // metarelay extras: the price each option was computed at, and the tokens withdrawn for want of one.
               options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit, price: o.price })),
@@ -305,7 +311,7 @@ export function relayerService(s: Services): ServiceDef {
             } catch {
               throw new RelayError('invalidArgument', `transactions must be ABI-encoded ${TRANSACTION_TUPLE}[]`);
             }
-            const results = await simulateUnsigned(r.client, r.chainId, a.wallet, txs, BigInt(r.deps.config.maxGasLimit));
+            const results = await simulateUnsigned(r.client, r.chainId, a.wallet, txs, r.simulationGasCap(ctx.project?.id ?? null), await r.gasPriceNow());
             return {
               results: results.map((x, i) => ({
                 executed: x.executed,

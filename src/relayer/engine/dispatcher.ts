@@ -121,8 +121,9 @@ export class Dispatcher {
   get chainName() {
     return this.relayer.deps.chain.name;
   }
+  /** The engine's own client: its reads and broadcasts never share a JSON-RPC batch with intake's simulations. */
   get client() {
-    return this.relayer.client;
+    return this.relayer.deps.chain.forRole('engine');
   }
   get config() {
     return this.relayer.deps.config;

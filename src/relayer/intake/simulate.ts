@@ -305,6 +305,11 @@ function estimationModuleCode(client: PublicClient, chainId: number): Promise<He
  * Sequence's gas-estimation module (by state override), which executes each one and reports its gas.
  * This is what FeeOptions and Simulate use, since they receive unsigned bundles.
  */
+/** Bytes of code simulateUnsigned places on each wallet it runs (what a FeeOptions bundle costs in state overrides). */
+export async function estimationCodeBytes(client: PublicClient, chainId: number): Promise<number> {
+  return (await estimationModuleCode(client, chainId)).length / 2 - 1;
+}
+
 export async function simulateUnsigned(client: PublicClient, chainId: number, wallet: Address, txs: readonly WalletTransaction[], gasCap: bigint, gasPrice?: bigint): Promise<TxSimulation[]> {
   const code = await estimationModuleCode(client, chainId);
   const data = encodeFunctionData({ abi: estimationAbi, functionName: 'simulateExecute', args: [txs] });
