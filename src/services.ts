@@ -28,7 +28,7 @@ import { ChainWatcher } from './metadata/refresh/watcher.ts';
 import { MediaOrphanSweep, createMediaService, mediaMetrics, type MediaService } from './media/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
-import { ChainRelayer } from './relayer/service.ts';
+import { ChainRelayer } from './relayer/chain-relayer.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
 import { SenderRefill } from './relayer/engine/refill.ts';
 import { RelayEvents } from './relayer/events.ts';

@@ -6,7 +6,7 @@ import { inclusionStats } from './engine/attempts.ts';
 import type { BarRepo } from './bars.ts';
 import { RelayError } from './errors.ts';
 import { setSenderStopped } from './engine/sender-pool.ts';
-import type { ChainRelayer } from './service.ts';
+import type { ChainRelayer } from './chain-relayer.ts';
 import type { MetaTxnRepo } from './store.ts';
 import { waitingCount } from './preconditions/store.ts';
 

@@ -1,5 +1,5 @@
 // The relayer's public entry point: what the HTTP layer, the console, the CLI and the wiring use.
-export { ChainRelayer, type RelayerDeps, type SendArgs, type SendResult } from './service.ts';
+export { ChainRelayer, type RelayerDeps, type SendArgs, type SendResult } from './chain-relayer.ts';
 export { Dispatcher } from './engine/dispatcher.ts';
 export { RelayError, type RelayErrorKind } from './errors.ts';
 export { RelayEvents } from './events.ts';

@@ -13,7 +13,7 @@ import type { BarRepo } from '../bars.ts';
 import { readNonces } from '../nonces.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
-import type { ChainRelayer } from '../service.ts';
+import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Address, Hex } from 'viem';
 import { mnemonicToAccount, privateKeyToAccount, type HDAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Db } from '../../store/db.ts';
-import type { RelayerChainConfig } from '../service.ts';
+import type { RelayerChainConfig } from '../config.ts';
 
 export type SenderAccount = PrivateKeyAccount | HDAccount;
 

@@ -5,7 +5,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { RelayError } from '../errors.ts';
 import type { RelayEvents } from '../events.ts';
 import { verifyQuote } from '../intake/quote.ts';
-import type { ChainRelayer } from '../service.ts';
+import type { ChainRelayer } from '../chain-relayer.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { describe, holds, readsOf, type Precondition } from './conditions.ts';
 import type { WaitRepo, Waiting } from './store.ts';

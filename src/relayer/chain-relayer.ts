@@ -1,0 +1,280 @@
+import { getAddress, isAddress, type Address, type Hex } from 'viem';
+import type { Tx } from '../store/db.ts';
+import type { RelayerChain, RelayerDeps } from './chain-view.ts';
+import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
+import { senderAccounts } from './engine/sender-pool.ts';
+import { RelayError } from './errors.ts';
+import { checkAuthorization, type Authorization } from './intake/authorization.ts';
+import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
+import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
+import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
+import { PriceBook } from './intake/prices/book.ts';
+import { Pricing, type Admission, type Funding } from './intake/pricing.ts';
+import { ProbeBatcher } from './intake/probe-batch.ts';
+import type { CodeOverride, NonceOverride, ProbeJob, ProbeResult } from './intake/simulate.ts';
+import type { SponsorRule } from './intake/sponsors.ts';
+import { WalletCache, describeKind, recogniseDeferring, type WalletKind } from './intake/wallets.ts';
+import { readNonces } from './nonces.ts';
+
+export type { RelayerDeps } from './chain-view.ts';
+export type { SendArgs, SendResult } from './intake/intake.ts';
+export type { Admission, Funding } from './intake/pricing.ts';
+export { sponsorshipWire } from './intake/pricing.ts';
+
+/** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
+const GAS_PRICE_MAX_AGE_MS = 2_000;
+
+/**
+ * One relayer per configured network: the per-chain context both stages use (addresses, fee tokens,
+ * the node, simulations, wallet recognition, nonces), and the doors to intake (intake/intake.ts) and
+ * pricing (intake/pricing.ts). Sending is the dispatcher's job (engine/).
+ */
+export class ChainRelayer implements RelayerChain {
+  readonly chainId: number;
+  readonly context: SequenceContext;
+  readonly senders: Address[];
+  readonly paymentAddress: Address;
+  readonly feeTokens: readonly FeeTokenConfig[];
+  readonly prices: PriceSource;
+
+  /** Wallet proxies seen (their code never changes) and implementation slots of the current block. */
+  readonly wallets: WalletCache;
+  /** Wallet implementations an EOA may delegate to (EIP-7702), lower case. */
+  readonly delegates: readonly Address[];
+  /** Concurrent simulations of this chain, sent to the node together. */
+  private readonly probes: ProbeBatcher;
+  /** ... those of the dispatcher, apart from intake's. */
+  private readonly engineProbes: ProbeBatcher;
+  /** The stages: a SendMetaTxn from request to queue, and what a bundle costs and who pays it. */
+  readonly pricing: Pricing;
+  readonly intake: Intake;
+  private seenBlock = -1n;
+
+  private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
+
+  constructor(readonly deps: RelayerDeps) {
+    const c = deps.config;
+    this.chainId = deps.chain.chainId;
+    this.context = c.context
+      ? {
+          factory: getAddress(c.context.factory),
+          mainModule: getAddress(c.context.mainModule),
+          mainModuleUpgradable: getAddress(c.context.mainModuleUpgradable),
+          guestModule: getAddress(c.context.guestModule),
+          utils: getAddress(c.context.utils),
+        }
+      : SEQUENCE_V2_CONTEXT;
+    this.senders = senderAccounts(c).map((a) => a.address);
+    this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
+    this.feeTokens = c.feeTokens;
+    this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
+    this.delegates = c.delegatedWallets.map((a) => a.toLowerCase() as Address);
+    this.wallets = new WalletCache(deps.chain.public, this.delegates);
+    const probeSettings = {
+      payee: this.paymentAddress.toLowerCase() as Address,
+      tokens: probeTokens(this.feeTokens),
+      // The trial run gets gasUsed × gasMargin: what the gas limit sized from it leaves the entrypoint at least.
+      trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
+      // Simulated at the chain's gas price, as the transaction will run (simulate.ts).
+      gasPrice: () => this.gasPriceNow(),
+    };
+    this.probes = new ProbeBatcher(deps.chain.public, probeSettings);
+    // The dispatcher's runs before signing go out on the engine's own client (chain/client.ts NodeRole).
+    this.engineProbes = new ProbeBatcher(deps.chain.forRole('engine'), probeSettings);
+    this.pricing = new Pricing(this, deps);
+    this.intake = new Intake(this, this.pricing, deps);
+  }
+
+  /** A block seen by a simulation or the dispatcher: per-block caches (gas price, wallet slots) move on. */
+  observeBlock(block: bigint | number) {
+    const b = BigInt(block);
+    if (b > this.seenBlock) this.seenBlock = b;
+    this.wallets.observe(b);
+  }
+
+  /** The node's gas price, read at most once per block seen (and per GAS_PRICE_MAX_AGE_MS), not per request. */
+  gasPriceNow(): Promise<bigint> {
+    const m = this.gasPriceMemo;
+    if (m && m.block >= this.seenBlock && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
+    const value = this.client.getGasPrice();
+    const memo = { block: this.seenBlock, at: Date.now(), value };
+    value.catch(() => {
+      if (this.gasPriceMemo === memo) this.gasPriceMemo = undefined;
+    });
+    this.gasPriceMemo = memo;
+    return value;
+  }
+
+  /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */
+  async probe(job: ProbeJob, probes = this.probes): Promise<ProbeResult> {
+    const r = await probes.run(job);
+    this.observeBlock(r.block);
+    return r;
+  }
+
+  get client() {
+    return this.deps.chain.public;
+  }
+
+  get isFeeRequired() {
+    return !this.deps.config.gasless;
+  }
+
+  payee(): Address {
+    return this.paymentAddress.toLowerCase() as Address;
+  }
+
+  /**
+   * Runs a signed bundle exactly as a sender would send it, through the probe: whether it executes, the
+   * gas it burns and what each fee token pays the payment address (the dispatcher's run before signing;
+   * intake probes in checkCall).
+   */
+  simulate(sender: Address, entrypoint: Address, input: Hex, nonces: NonceOverride[] = [], trialGas?: bigint, wallets?: Address[], codes?: CodeOverride[]) {
+    return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes, wallets }, this.engineProbes);
+  }
+
+  /**
+   * An EIP-7702 authorization a call brings, checked before anything is accepted: this chain, an accepted
+   * implementation, signed by the wallet itself, for the EOA's next account nonce (pending included: a
+   * transaction of its own in the pool would void it first), and only with a call of the wallet itself.
+   */
+  async checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    const w = wallet.toLowerCase() as Address;
+    await this.checkDelegationShape(auth, w, call);
+    const next = await this.client.getTransactionCount({ address: w, blockTag: 'pending' });
+    if (next !== auth.nonce) {
+      throw new RelayError('invalidArgument', `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(w)} (${next}); sign the authorization for its next nonce`);
+    }
+  }
+
+  /** What an authorization must be, known without the chain: with a call of the wallet itself, for this chain, an accepted implementation, signed by the wallet. */
+  async checkDelegationShape(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    const w = wallet.toLowerCase() as Address;
+    if (call.kind !== 'wallet' || call.entrypoint !== w) {
+      throw new RelayError('invalidArgument', 'authorization: only with a call of the delegating wallet itself (contract = walletAddress, its execute)');
+    }
+    await checkAuthorization(auth, { field: 'authorization', chainId: this.chainId, wallet: w, accepted: this.delegates });
+  }
+
+  /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
+  decode(walletAddress: string, contract: string, input: string, isWallet?: (a: Address) => boolean): DecodedCall {
+    if (!isAddress(walletAddress, { strict: false })) throw new RelayError('invalidArgument', `walletAddress "${walletAddress}" is not an address`);
+    if (!isAddress(contract, { strict: false })) throw new RelayError('invalidArgument', `contract "${contract}" is not an address`);
+    if (!/^0x([0-9a-fA-F]{2})*$/.test(input)) throw new RelayError('invalidArgument', 'input is not 0x-prefixed hex bytes');
+    try {
+      return decodeCall(this.chainId, this.context, walletAddress.toLowerCase() as Address, contract.toLowerCase() as Address, input as Hex, { isWallet });
+    } catch (err) {
+      if (err instanceof BundleError) throw new RelayError('invalidArgument', err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * Decodes a call against the chain: every address the call treats as a wallet is asked for its code
+   * (one batch), and only real Sequence wallets are unfolded. With `strict` (intake), the wallet a
+   * wallet-form call targets must be one, and a wallet the call deploys must not exist yet. With
+   * `deferSlot`, the wallet a wallet-form call targets, a proxy already known, may come back 'wallet'
+   * before its implementation slot is read: it is then in `unverified`, for the caller's probe to read
+   * and check (checkCall). Nested wallets and deploys never are: their kinds decide how the call decodes.
+   */
+  async recognise(
+    walletAddress: string,
+    contract: string,
+    input: string,
+    strict: boolean,
+    auth?: Authorization | null,
+    decoded?: DecodedCall,
+    deferSlot = false,
+  ): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind>; unverified: Address[] }> {
+    const first = decoded ?? this.decode(walletAddress, contract, input);
+    const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
+    const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
+    const [{ kinds, unverified }] = await Promise.all([
+      recogniseDeferring(this.client, this.context, asked, this.wallets, defer),
+      auth ? this.checkDelegation(auth, walletAddress, first) : undefined,
+    ]);
+    // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
+    if (auth) kinds.set(first.entrypoint, 'wallet');
+    if (strict) {
+      if (first.kind === 'wallet' && kinds.get(first.entrypoint) !== 'wallet') {
+        const kind = kinds.get(first.entrypoint)!;
+        throw new RelayError('simulationFailed', kind === 'empty' ? `wallet ${describeKind(first.entrypoint, kind)}` : describeKind(first.entrypoint, kind));
+      }
+      const existing = first.deploys.find((d) => kinds.get(d) !== 'empty');
+      if (existing) throw new RelayError('simulationFailed', `the call deploys wallet ${existing}, which already exists`);
+    }
+    // Decoded again only when a nested execute targets something that is not a wallet: when every one
+    // is, the wallet-aware decode unfolds exactly what the first did (a decode hashes every bundle: it
+    // was a tenth of intake's CPU done three times per SendMetaTxn).
+    const call = first.candidates.every((a) => kinds.get(a) === 'wallet') ? first : this.decode(walletAddress, contract, input, (a) => kinds.get(a) === 'wallet');
+    const upgrade = unknownUpgrade(call, this.context);
+    if (upgrade) throw new RelayError('invalidArgument', upgrade);
+    return { call, kinds, unverified };
+  }
+
+  /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
+  async nextNonce(wallet: Address, space: bigint): Promise<bigint> {
+    const [onChain] = await readNonces(this.client, [{ wallet, space }]);
+    return joinNonce(space, await this.nextAfterQueued(wallet, space, onChain));
+  }
+
+  async nextAfterQueued(wallet: Address, space: bigint, onChain: bigint): Promise<bigint> {
+    let next = onChain;
+    for (const n of await this.deps.metaTxns.liveNonces(this.chainId, wallet, space, onChain)) {
+      if (n === next) next++;
+      else if (n > next) break;
+    }
+    return next;
+  }
+
+  /** The gas each simulation of a caller's FeeOptions or Simulate may burn: less without an access key. */
+  simulationGasCap(projectId: number | null): bigint {
+    return this.gasCap(projectId == null);
+  }
+
+  gasCap(anonymous: boolean): bigint {
+    const c = this.deps.config;
+    return BigInt(anonymous ? Math.min(c.anonymousMaxGasLimit, c.maxGasLimit) : c.maxGasLimit);
+  }
+
+  // The stages' doors (kept here so callers hold one object per chain).
+  feeOptions(...a: Parameters<Pricing['feeOptions']>) {
+    return this.pricing.feeOptions(...a);
+  }
+  feeOptionsWork(...a: Parameters<Pricing['feeOptionsWork']>) {
+    return this.pricing.feeOptionsWork(...a);
+  }
+  priceStatus() {
+    return this.pricing.priceStatus();
+  }
+  checkSponsorship(...a: Parameters<Pricing['checkSponsorship']>) {
+    return this.pricing.checkSponsorship(...a);
+  }
+  send(args: SendArgs): Promise<SendResult> {
+    return this.intake.send(args);
+  }
+  admit<T>(args: SendArgs, rules: SponsorRule[] | undefined, commit: (a: Admission) => Promise<T>): Promise<T> {
+    return this.intake.admit(args, rules, commit);
+  }
+  charge(tx: Tx, metaTxnId: string, f: Funding): Promise<void> {
+    return this.intake.charge(tx, metaTxnId, f);
+  }
+}
+
+const UPDATE_IMPLEMENTATION = '0x025b22bc';
+
+
+
+/**
+ * A wallet switching its own implementation to code this relayer does not know: every later bundle of
+ * it would run that code, which no longer has to honour signatures, nonces or fees. Not relayed.
+ */
+function unknownUpgrade(call: DecodedCall, context: SequenceContext): string | null {
+  const known = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
+  for (const l of call.leaves) {
+    if (l.delegateCall || l.target !== l.executor || selectorOf(l.data) !== UPDATE_IMPLEMENTATION) continue;
+    const to = `0x${l.data.slice(-40)}`.toLowerCase();
+    if (!known.has(to)) return `wallet ${l.executor} switches its implementation to ${to}, which is not a Sequence main module this relayer knows`;
+  }
+  return null;
+}
