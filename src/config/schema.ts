@@ -98,6 +98,12 @@ export const RelayerChainConfigSchema = z.object({
   maxPreconditions: z.number().int().min(1).max(64).default(8),
   /** Meta-transactions of the chain waiting on preconditions at once (all are read every block); past it, new ones are refused. */
   maxPendingPreconditions: z.number().int().min(1).max(20_000).default(2_000),
+  /** ... of them one project may hold (each keyed project has its own share of the pool). */
+  maxPendingPreconditionsPerProject: z.number().int().min(1).max(20_000).default(500),
+  /** The share of maxPendingPreconditions (percent, rounded up) that callers without an access key may hold together; 0: none. */
+  anonymousPendingPreconditionsPercent: z.number().int().min(0).max(100).default(10),
+  /** preconditionTimeoutSec for a meta-transaction sent without an access key (the shorter of the two applies). */
+  anonymousPreconditionTimeoutSec: z.number().int().positive().max(7 * 86_400).default(600),
   /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
   maxNonceAhead: z.number().int().min(0).max(1024).default(8),
   /** Meta-transactions one wallet may have queued or in flight at once. */

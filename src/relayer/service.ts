@@ -25,6 +25,7 @@ import { NonceTaken, QueueFull, type MetaTxnRepo, type MetaTxnRow, type NewMetaT
 import { WalletCache, describeKind, recogniseDeferring, slotKind, type WalletKind } from './intake/wallets.ts';
 import { checkPreconditions, type Precondition, type PreconditionInput } from './preconditions/conditions.ts';
 import type { WaitRepo } from './preconditions/store.ts';
+import { checkWaitingFee } from './preconditions/fee-floor.ts';
 import { AUTHORIZATION_GAS, checkAuthorization, designator, type Authorization } from './intake/authorization.ts';
 
 export type RelayerChainConfig = NonNullable<ChainConfig['relayer']>;
@@ -441,7 +442,7 @@ export class ChainRelayer {
     if (args.authorization) await this.checkDelegationShape(args.authorization, args.walletAddress, first);
     const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
-    if (conditions) return this.acceptWaiting(args, conditions);
+    if (conditions) return this.acceptWaiting(args, conditions, rules);
     return this.admit(args, rules, ({ call, sized, funded }) => this.enqueue(args, call, sized, funded));
   }
 
@@ -496,7 +497,7 @@ export class ChainRelayer {
    * depend on them: the structure, bars, wallets, nonces, and a signature that verifies. It holds its
    * nonces and counts against its callers' share of the queue from now on.
    */
-  private async acceptWaiting(args: SendArgs, conditions: Precondition[]): Promise<SendResult> {
+  private async acceptWaiting(args: SendArgs, conditions: Precondition[], rules: SponsorRule[]): Promise<SendResult> {
     const waits = this.deps.waits;
     if (!waits) throw new RelayError('invalidArgument', 'preconditions: not supported by this relayer');
     const pre = await this.checkCall(args);
@@ -504,6 +505,12 @@ export class ChainRelayer {
     if (!sim.ok && /InvalidSignature|BadNonce/.test(sim.reason ?? '')) throw new RelayError('simulationFailed', sim.reason!);
     const payers = [...new Set(structuralFees(pre.call, this.payee(), this.feeTokens).map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
+    // Unless a sponsorship may cover it, a place in the pool takes a real fee its payer holds now.
+    if (this.isFeeRequired && payers[0] && rules.length === 0) {
+      const fees = structuralFees(pre.call, this.payee(), this.feeTokens);
+      const deps = { client: this.client, prices: this.prices, chainId: this.chainId, feeTokens: this.feeTokens, feeMarkup: this.deps.config.feeMarkup };
+      await checkWaitingFee(deps, payers[0], fees, intrinsicGas(args.input as Hex) + FEE_TRANSFER_ALLOWANCE, pre.gasPrice);
+    }
     // The paying wallet is recorded now, so its one fee-paying meta-transaction at a time includes this one.
     const funding: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: payers[0] ?? null, charge: null, refund: async () => {} };
     const id = bareId(pre.call.id);
@@ -511,7 +518,10 @@ export class ChainRelayer {
       status: 'PENDING_PRECONDITION',
       also: (q) => {
         const c = this.deps.config;
-        return waits.insert(q, this.chainId, id, { conditions, deadline: new Date(Date.now() + c.preconditionTimeoutSec * 1000), quote: args.quote ?? null }, c.maxPendingPreconditions);
+        const keyless = args.projectId == null;
+        const waitSec = keyless ? Math.min(c.preconditionTimeoutSec, c.anonymousPreconditionTimeoutSec) : c.preconditionTimeoutSec;
+        const caps = { max: c.maxPendingPreconditions, projectId: args.projectId ?? null, perProject: c.maxPendingPreconditionsPerProject, anonymous: Math.ceil((c.maxPendingPreconditions * c.anonymousPendingPreconditionsPercent) / 100) };
+        return waits.insert(q, this.chainId, id, { conditions, deadline: new Date(Date.now() + waitSec * 1000), quote: args.quote ?? null }, caps);
       },
     });
   }
