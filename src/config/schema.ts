@@ -359,6 +359,10 @@ export const AppConfigSchema = z
         allowedPrivateHosts: z.array(z.string().min(1)).default([]),
         /** Outbox events are kept this long (SSE resumes and redelivery reach back this far). */
         retentionSec: z.number().int().positive().default(604_800),
+        /** `GET /events` streams open at once: per process, per access key, per client address; past one, 429 with Retry-After. */
+        maxStreams: z.number().int().min(1).max(100_000).default(2_000),
+        maxStreamsPerKey: z.number().int().min(1).max(100_000).default(100),
+        maxStreamsPerAddress: z.number().int().min(1).max(100_000).default(50),
         /** The sponsorship approval webhook must answer within this, or the rule does not sponsor. */
         approvalDeadlineMs: z.number().int().positive().max(30_000).default(2_000),
       })
