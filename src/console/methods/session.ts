@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { NoArgs } from '../../http/services/common.ts';
+import { readBearer } from '../../http/auth.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { SESSION_COOKIE, clearedSessionCookie, readCookie, sessionCookie } from '../cookie.ts';
 import type { ConsoleDeps } from '../deps.ts';
@@ -20,7 +21,7 @@ export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<str
           throttle.fail(ip);
           throw new RpcError(MetadataErrors.Unauthorized, 'invalid admin token');
         }
-        const { secret, expiresAt } = await sessions.create();
+        const { secret, expiresAt } = await sessions.create(a.token);
         ctx.reply.header('Set-Cookie', sessionCookie(secret, sessionTtlSec, secureCookie));
         return { ok: true, expiresAt: expiresAt.toISOString() };
       },
@@ -31,6 +32,18 @@ export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<str
         await sessions.end(readCookie(ctx.request, SESSION_COOKIE));
         ctx.reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
         return { ok: true };
+      },
+    }),
+    /**
+     * Ends every console session signed in with the caller's admin token (this browser's included): for
+     * a cookie that may have leaked, or a shared machine left signed in.
+     */
+    SignOutEverywhere: method({
+      input: NoArgs,
+      handler: async (_a, ctx) => {
+        const ended = await sessions.endEverywhere({ session: readCookie(ctx.request, SESSION_COOKIE), adminToken: readBearer(ctx.request) });
+        ctx.reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
+        return { ok: true, ended };
       },
     }),
     Session: method({
