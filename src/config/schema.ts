@@ -186,6 +186,11 @@ export const AppConfigSchema = z
     arweaveGateway: httpUrl.default('https://arweave.net/'),
     /** Metadata fetching refuses loopback/private/link-local targets unless this is true (dev and tests). */
     allowPrivateNetworks: z.boolean().default(false),
+    /**
+     * Per-client limits and bars count an IPv6 caller by its network of this prefix length (one
+     * subscriber usually holds a whole /64); 128: the exact address. IPv4 addresses are always exact.
+     */
+    clientIpv6Prefix: z.number().int().min(16).max(128).default(64),
     auth: z
       .object({
         rpc: AccessMode.default('required'),

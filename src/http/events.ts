@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { EVENT_TYPES, envelope, type StoredEvent, type StreamFilter } from '../events/outbox.ts';
 import { StreamSlots } from '../events/stream-slots.ts';
+import { clientAddress } from './client-address.ts';
 import { readAccessKey } from './auth.ts';
 import { MetadataErrors, RpcError, type ErrorDef } from './errors.ts';
 import { sendError } from './webrpc.ts';
@@ -57,7 +58,7 @@ export function registerEventStream(app: FastifyInstance, s: Services) {
         after = Number(p.data);
       }
       filter = { projectId: outcome.project.id, types: q.data.types, chainIds };
-      const slot = slots.take(outcome.keyId, req.ip);
+      const slot = slots.take(outcome.keyId, clientAddress(req.ip, s.config.clientIpv6Prefix));
       if (!slot.ok) throw new RpcError(MetadataErrors.RateLimited, `${slot.reason}: close one, or retry later`, { 'Retry-After': String(RETRY_AFTER_SEC) });
       release = slot.release;
     } catch (err) {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { NoArgs } from '../../http/services/common.ts';
 import { readBearer } from '../../http/auth.ts';
+import { clientAddress } from '../../http/client-address.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { SESSION_COOKIE, clearedSessionCookie, readCookie, sessionCookie } from '../cookie.ts';
 import type { ConsoleDeps } from '../deps.ts';
@@ -14,7 +15,7 @@ export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<str
     SignIn: method({
       input: z.object({ token: z.string().min(1).max(200) }),
       handler: async (a, ctx) => {
-        const ip = ctx.request.ip;
+        const ip = clientAddress(ctx.request.ip, s.config.clientIpv6Prefix);
         const wait = throttle.retryAfterSec(ip);
         if (wait > 0) throw new RpcError(MetadataErrors.RateLimited, `too many failed sign-ins from this address; retry in ${wait}s`, { 'Retry-After': String(wait) });
         if (!(await tokens.verify(a.token))) {
