@@ -110,7 +110,7 @@ export const RelayerChainConfigSchema = z.object({
   maxQueuedPerWallet: z.number().int().min(1).default(16),
   /** ... one access key (every caller of a browser dapp shares its key). */
   maxQueuedPerKey: z.number().int().min(1).default(5_000),
-  /** ... one client address (IP). */
+  /** ... one client address (IP), sent without an access key (keyed sends are bounded by maxQueuedPerKey instead). */
   maxQueuedPerAddress: z.number().int().min(1).default(200),
   /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this; so is each bundle FeeOptions and Simulate run for such a caller. */
   anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
