@@ -3,7 +3,7 @@ import type { ChainClient } from '../chain/client.ts';
 import type { ChainConfig } from '../config/schema.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { readNonces } from './nonces.ts';
-import { describeBar, type BarRepo } from './bars.ts';
+import { LOST_DELEGATION, describeBar, type BarRepo } from './bars.ts';
 import { BundleError, bareId, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { RelayError } from './errors.ts';
@@ -439,7 +439,12 @@ export class ChainRelayer {
     // A waiting meta-transaction is admitted later from its stored call; an authorization could not
     // outlive the wait anyway (any transaction of the EOA voids it).
     if (conditions && args.authorization) throw new RelayError('invalidArgument', 'authorization: not accepted together with preconditions; delegate first, then send bundles that wait');
-    if (args.authorization) await this.checkDelegationShape(args.authorization, args.walletAddress, first);
+    if (args.authorization) {
+      await this.checkDelegationShape(args.authorization, args.walletAddress, first);
+      // A signer whose delegated call already failed on chain is not relayed another, sponsored or not.
+      const bar = await this.deps.bars?.find({ wallet: args.walletAddress, keyId: null, clientIp: null });
+      if (bar?.feeToken === LOST_DELEGATION) throw new RelayError('barred', describeBar(bar));
+    }
     const rules = await this.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
     if (conditions) return this.acceptWaiting(args, conditions, rules);
