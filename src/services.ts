@@ -44,6 +44,7 @@ import { BackfillRunner, ChainIndexer, ContractInfoCache, backfillWorkerFor, typ
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
 import { DeliveryWorker } from './events/delivery.ts';
+import { EventStreamHub } from './events/stream-hub.ts';
 import { createPoster, type Poster } from './events/post.ts';
 import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
@@ -101,7 +102,7 @@ export interface Services {
   /** Works running backfills (those a watchlist addition schedules) in the background; none without indexed chains. */
   indexerBackfills: BackfillRunner | undefined;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
-  events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster };
+  events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster; streams: EventStreamHub };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -211,8 +212,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const w = config.webhooks;
   // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
   const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
-  const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker };
+  const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker, streams: undefined as unknown as EventStreamHub };
   events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
+  events.streams = new EventStreamHub({ outbox: events.outbox, bell, log });
   // Every status the relayer writes records a metatxn.status event on the same transaction; a sponsored
   // one's project balance is debited (or reversed, or its hold released) and a DROPPED one's sponsorship
   // charges are given back there too.
@@ -373,6 +375,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       }
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       await events.delivery.stop();
+      await events.streams.close();
       post.close();
       await auth.flush();
       await media?.close();

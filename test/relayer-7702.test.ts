@@ -383,3 +383,60 @@ describe('a type-4 attempt priced out is replaced by a type-4 attempt with the s
     expect(await balance(to)).toBe(7n);
   }, 120_000);
 });
+
+describe('a race lost to the EOA after the last check (automine off)', () => {
+  it('an EOA re-delegating to gas-burning code in the same block costs the relayer the whole gas limit; the signer is barred from further delegated calls', async () => {
+    const u = eoa();
+    await mint(u.address, 10n);
+    await fund(u, parseEther('1'));
+    await sponsor(env, 'WALLET', u.address);
+    // Code that burns every gas it is given (INVALID), for the EOA to delegate to.
+    const burner = eoa().address;
+    await env.public.request({ method: 'anvil_setCode' as never, params: [burner, '0xfe'] as never });
+    const b = await bundle(u, [transfer(eoa().address, 1n)]);
+    const head = async () => Number(await env.public.getBlockNumber({ cacheTime: 0 }));
+    const dispatcher = env.services.dispatchers[0];
+    await setAutomine(env.rpcUrl, false);
+    let id: string;
+    let raw: Hex;
+    try {
+      const r = await send(u, b.input, await authorize(u));
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      id = r.body.txnHash;
+      raw = await waitFor('the broadcast', async () => {
+        const a = await env.services.db.query<{ raw: Hex }>(
+          'SELECT t.raw FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce WHERE m.chain_id = $1 AND m.id = $2',
+          [env.chainId, id],
+        );
+        return a.rows[0]?.raw;
+      });
+      // The EOA's own type-4 transaction, tipped to go first in the block: it re-delegates to the burner
+      // (its authorization nonce is its transaction's + 1), which also voids the relayer's authorization.
+      const account = privateKeyToAccount(u.privateKey);
+      const w = createWalletClient({ account, transport: http(env.rpcUrl) });
+      const auth = await w.signAuthorization({ account, contractAddress: burner, chainId: env.chainId, nonce: 1 });
+      await w.sendTransaction({ to: u.address, data: '0x', authorizationList: [auth], gas: 100_000n, maxFeePerGas: parseEther('0.0000001'), maxPriorityFeePerGas: parseEther('0.00000005'), chain: null });
+      for (let i = 0; i < 6 && (await stored(id))!.status !== 'FAILED'; i++) {
+        await mine(env.rpcUrl, 1);
+        const h = await head();
+        await waitFor(`the sweep of block ${h}`, async () => dispatcher.head >= h, 20_000, 10);
+      }
+    } finally {
+      await setAutomine(env.rpcUrl, true);
+    }
+    await waitFor('FAILED', async () => (await stored(id))?.status === 'FAILED', 30_000);
+    // On chain: the EOA delegates to the burner, and the relayer's transaction burned its whole gas limit.
+    expect(await code(u.address)).toBe(designatorOf(burner));
+    const tx = parseTransaction(raw);
+    const receipt = await env.public.getTransactionReceipt({ hash: (await env.services.db.query<{ hash: Hex }>(`SELECT hash FROM relay_txs WHERE raw = $1`, [raw])).rows[0].hash });
+    expect(receipt.gasUsed).toBe(tx.gas);
+    expect(receipt.gasUsed).toBeGreaterThan(46_000n);
+    // Counted against its signer: a wallet bar with what it cost, and its next delegated call is refused.
+    const bars = await env.services.db.query<{ kind: string; value: string; fee_token: string | null; owed: string }>('SELECT kind, value, fee_token, owed::text AS owed FROM relay_bars WHERE meta_txn_id = $1', [id]);
+    expect(bars.rows).toEqual([{ kind: 'wallet', value: u.address.toLowerCase(), fee_token: 'eip7702', owed: (receipt.gasUsed * receipt.effectiveGasPrice).toString() }]);
+    const again = await bundle(u, [transfer(eoa().address, 1n)], 1n);
+    const refused = await send(u, again.input, await authorize(u));
+    expect(refused.status).toBe(403);
+    expect(refused.body.cause).toMatch(/barred from relaying: its EIP-7702 call .* reached no wallet/);
+  }, 120_000);
+});

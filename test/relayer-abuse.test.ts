@@ -407,4 +407,24 @@ describe('keyless callers share a bucket per client address', () => {
     expect(Number(limited[0].headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect((await small.call('GetChainID', {}, { 'x-access-key': small.accessKey })).status).toBe(200);
   });
+
+  it('counts an IPv6 caller by its /64: addresses of one network share a bucket, another network has its own, and its queued row records the network', async () => {
+    const from = async (remoteAddress: string, method: string, body: unknown = {}) => {
+      const r = await small.app.inject({ method: 'POST', url: `${new URL(small.relayerUrl).pathname}/rpc/Relayer/${method}`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body), remoteAddress });
+      return { status: r.statusCode, body: r.json() };
+    };
+    // Five different addresses of 2001:db8:1:2::/64 spend its burst of 5; a sixth is refused.
+    for (let i = 1; i <= 5; i++) expect((await from(`2001:db8:1:2:${i}::1`, 'GetChainID')).status).toBe(200);
+    const over = await from('2001:db8:1:2:ffff:ffff:ffff:ffff', 'GetChainID');
+    expect(over.status).toBe(429);
+    expect(over.body.cause).toMatch(/from 2001:db8:1:2::\/64:/);
+    // Another /64 has its own bucket; the queue's per-address share and the bars count the network.
+    const u = user();
+    await small.public.request({ method: 'anvil_setBalance' as never, params: [u.wallet.address, '0xde0b6b3a7640000'] as never });
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: small.chainId, txs: [{ to: PAYEE, value: 10n ** 16n }], deployed: false });
+    const r = await from('2001:db8:1:3:abcd::7', 'SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const row = await small.services.db.query<{ client_ip: string }>('SELECT client_ip FROM meta_txns WHERE id = $1', [b.id.slice(2).toLowerCase()]);
+    expect(row.rows[0].client_ip).toBe('2001:db8:1:3::/64');
+  });
 });

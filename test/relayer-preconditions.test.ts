@@ -282,6 +282,91 @@ describe('preconditions that come true later', () => {
   });
 });
 
+describe('the precondition pool under abuse (issue 29): real fees, and shares per project and for keyless callers', () => {
+  let env: RelayerEnv;
+  let other: Address;
+  const FEE = 10_000_000n; // 10 FUSD: well over what the smallest bundle costs at the test price
+
+  beforeAll(async () => {
+    env = await startRelayerEnv({
+      relayer: { maxPendingPreconditions: 10, maxPendingPreconditionsPerProject: 3, anonymousPendingPreconditionsPercent: 20, anonymousPreconditionTimeoutSec: 60, preconditionTimeoutSec: 600 },
+    });
+    [other] = await env.chain.deploy([{ contract: 'DevERC20', args: ['Other', 'OTH'] }]);
+    await sponsor(env, 'CONTRACT', other);
+  }, 120_000);
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  /** A bundle that waits for a balance that never comes, paying `fee` FUSD unless sponsored. */
+  const waiter = async (fee: bigint | null, headers: Record<string, string> = {}) => {
+    const u = user();
+    const txs = [tokenCall(other, 'approve', DEPLOYER, 1n), ...(fee === null ? [] : [tokenCall(env.token, 'transfer', PAYEE, fee)])];
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs, deployed: false });
+    const send = () => env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 10n ** 30n)] }, headers);
+    return { u, b, send };
+  };
+
+  it('refuses a keyless waiting bundle whose fee is a token unit, or that its wallet cannot pay now; stores nothing', async () => {
+    const dust = await waiter(1n);
+    await mint(env, env.token, dust.u.wallet.address, 1n);
+    const r1 = await dust.send();
+    expect(r1.status).toBe(402);
+    expect(r1.body.cause).toMatch(/FUSD: paid 1, and even the smallest bundle costs \d+ now/);
+    expect(await stored(env, dust.b.id)).toBeUndefined();
+
+    const broke = await waiter(FEE);
+    const r2 = await broke.send();
+    expect(r2.status).toBe(402);
+    expect(r2.body.cause).toMatch(/holds 0, less than the fee of 10000000/);
+    expect(await stored(env, broke.b.id)).toBeUndefined();
+
+    // The same bundle once its wallet holds the fee: accepted, and it waits the keyless (shorter) time.
+    await mint(env, env.token, broke.u.wallet.address, FEE);
+    const r3 = await broke.send();
+    expect(r3.status, JSON.stringify(r3.body)).toBe(200);
+    const w = await env.services.db.query<{ secs: number }>(
+      `SELECT extract(epoch FROM w.deadline - m.queued_at)::float8 AS secs FROM meta_txn_waits w JOIN meta_txns m ON m.chain_id = w.chain_id AND m.id = w.meta_txn_id WHERE w.meta_txn_id = $1`,
+      [broke.b.id.slice(2).toLowerCase()],
+    );
+    expect(w.rows[0].secs).toBeGreaterThan(50);
+    expect(w.rows[0].secs).toBeLessThan(70);
+  });
+
+  it('keeps keyless callers to their share of the pool, and each project to its own: a full share leaves the others room', async () => {
+    const waitingOf = async (projectId: number | null) =>
+      Number((await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE status = 'PENDING_PRECONDITION' AND project_id IS NOT DISTINCT FROM $1::bigint`, [projectId])).rows[0].n);
+    // The keyless share is 20 % of 10: 2 (one is held by the test above).
+    for (let n = await waitingOf(null); n < 2; n++) {
+      const k = await waiter(FEE);
+      await mint(env, env.token, k.u.wallet.address, FEE);
+      expect((await k.send()).status).toBe(200);
+    }
+    const overKeyless = await waiter(FEE);
+    await mint(env, env.token, overKeyless.u.wallet.address, FEE);
+    const r = await overKeyless.send();
+    expect(r.status).toBe(409);
+    expect(r.body.cause).toMatch(/callers without an access key already have 2 meta-transactions waiting/);
+    expect(await stored(env, overKeyless.b.id)).toBeUndefined();
+
+    // A project still gets its 3, sponsored; the fourth is refused; another project still gets room.
+    for (let i = 0; i < 3; i++) expect((await (await waiter(null, key(env))).send()).status).toBe(200);
+    const overProject = await waiter(null, key(env));
+    const r4 = await overProject.send();
+    expect(r4.status).toBe(409);
+    expect(r4.body.cause).toMatch(/the project already has 3 meta-transactions waiting/);
+    expect(await stored(env, overProject.b.id)).toBeUndefined();
+
+    const second = await env.services.projects.create(`second-${Math.random().toString(36).slice(2, 8)}`);
+    const { key: secondKey } = await env.services.accessKeys.create(second.id, 'test');
+    await sponsor(env, 'CONTRACT', other, second.id);
+    const s = await waiter(null, { 'x-access-key': secondKey });
+    expect((await s.send()).status).toBe(200);
+    expect((await stored(env, s.b.id)).project_id).toBe(second.id);
+    expect([await waitingOf(null), await waitingOf(env.project.id), await waitingOf(second.id)]).toEqual([2, 3, 1]);
+  });
+});
+
 describe('every precondition type, read with one Multicall3 call on a real chain', () => {
   let env: RelayerEnv;
   let nft: Address;

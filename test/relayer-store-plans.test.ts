@@ -2,7 +2,9 @@
 // uses the partial indexes over live statuses (migration 0027). Before it, PENDING_PRECONDITION had made
 // those indexes unusable and every SendMetaTxn counted its key's rows by reading the whole table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LIMITS_SQL } from '../src/relayer/store.ts';
+import type { Address } from 'viem';
+import { LIMITS_SQL, metaTxnRepo } from '../src/relayer/store.ts';
+import { queueRow } from './support/meta-rows.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 
@@ -42,6 +44,9 @@ describe(`intake queue limits (${TEST_DB})`, () => {
     const r = await t.db.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }>; by_key: string; by_ip: string }>(LIMITS_SQL, params);
     const x = r.rows[0];
     expect(x.payer_busy).toMatch(/^live[123]$/);
+    // The payer runs no bundle of its own here, and the wallet pays no fee: neither moves a live fee's balance.
+    expect((x as Record<string, unknown>).payer_moved).toBeNull();
+    expect((x as Record<string, unknown>).wallet_paying).toBeNull();
     expect(x.per_wallet).toEqual([{ wallet: WALLET, n: 3 }]);
     expect(Number(x.by_key)).toBe(3);
     expect(Number(x.by_ip)).toBe(3);
@@ -55,8 +60,37 @@ describe(`intake queue limits (${TEST_DB})`, () => {
       for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
     };
     walk((r.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
-    // The payer, the wallet's bundles, the key and the address: four scans, each of a live-rows index.
-    expect(scans).toHaveLength(4);
+    // The payer, the payer's own bundles, the wallets' fee-paying rows, the wallet's bundles, the key and
+    // the address: six scans, each of a live-rows index.
+    expect(scans).toHaveLength(6);
     for (const scan of scans) expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
+  });
+});
+
+// Issue 29: a keyed backend relaying for many users from one address was refused past the 200-per-address
+// share (68 of a burst of 300 got 409). The per-address share is for keyless callers; a key has its own.
+describe(`intake queue shares per address and per key (${TEST_DB})`, () => {
+  const SHARES = { perWallet: 16, perKey: 5, perAddress: 2 };
+  const BACKEND = '198.51.100.7';
+  const live = async (where: string, arg: unknown) =>
+    Number((await t.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = 8 AND status = 'QUEUED' AND ${where}`, [arg])).rows[0].n);
+  let n = 0;
+  const put = (who: { keyId?: number; clientIp: string }) => {
+    n++;
+    return queueRow(metaTxnRepo(t.db), 8, { id: `share${n}`, wallet: `0x${n.toString(16).padStart(40, '0')}` as Address, nonce: 0n, ...who }, SHARES);
+  };
+
+  it('bounds a keyed caller by its key\'s share, not by its address\'s; keyless callers of an address share its', async () => {
+    for (let i = 0; i < 5; i++) await put({ keyId: 7, clientIp: BACKEND });
+    await expect(put({ keyId: 7, clientIp: BACKEND })).rejects.toThrow(/this access key already has 5 meta-transactions queued/);
+    // Another key of the same backend address has its own share.
+    for (let i = 0; i < 3; i++) await put({ keyId: 8, clientIp: BACKEND });
+    expect(await live('client_ip = $1', BACKEND)).toBe(8);
+
+    const PHONE = '192.0.2.44';
+    await put({ clientIp: PHONE });
+    await put({ clientIp: PHONE });
+    await expect(put({ clientIp: PHONE })).rejects.toThrow(/client address 192\.0\.2\.44 already has 2 meta-transactions queued/);
+    expect(await live('client_ip = $1', PHONE)).toBe(2);
   });
 });

@@ -75,8 +75,8 @@ function App() {
   }, []);
   if (state === 'loading') return <main>Loading…</main>;
   if (state !== 'signed-in') return <SignIn expired={state === 'expired'} onDone={() => setState('signed-in')} />;
-  const signOut = async () => {
-    await api('SignOut').catch(() => undefined);
+  const signOut = async (everywhere = false) => {
+    await api(everywhere ? 'SignOutEverywhere' : 'SignOut').catch(() => undefined);
     setState('signed-out');
   };
   return (
@@ -90,7 +90,8 @@ function App() {
             </a>
           ))}
         </nav>
-        <button class="link" data-testid="sign-out" onClick={signOut}>Sign out</button>
+        <button class="link" data-testid="sign-out" onClick={() => signOut()}>Sign out</button>
+        <button class="link" data-testid="sign-out-everywhere" title="End every session of this admin token" onClick={() => signOut(true)}>Sign out everywhere</button>
       </header>
       <main>
         <Page route={route} />

@@ -98,13 +98,19 @@ export const RelayerChainConfigSchema = z.object({
   maxPreconditions: z.number().int().min(1).max(64).default(8),
   /** Meta-transactions of the chain waiting on preconditions at once (all are read every block); past it, new ones are refused. */
   maxPendingPreconditions: z.number().int().min(1).max(20_000).default(2_000),
+  /** ... of them one project may hold (each keyed project has its own share of the pool). */
+  maxPendingPreconditionsPerProject: z.number().int().min(1).max(20_000).default(500),
+  /** The share of maxPendingPreconditions (percent, rounded up) that callers without an access key may hold together; 0: none. */
+  anonymousPendingPreconditionsPercent: z.number().int().min(0).max(100).default(10),
+  /** preconditionTimeoutSec for a meta-transaction sent without an access key (the shorter of the two applies). */
+  anonymousPreconditionTimeoutSec: z.number().int().positive().max(7 * 86_400).default(600),
   /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
   maxNonceAhead: z.number().int().min(0).max(1024).default(8),
   /** Meta-transactions one wallet may have queued or in flight at once. */
   maxQueuedPerWallet: z.number().int().min(1).default(16),
   /** ... one access key (every caller of a browser dapp shares its key). */
   maxQueuedPerKey: z.number().int().min(1).default(5_000),
-  /** ... one client address (IP). */
+  /** ... one client address (IP), sent without an access key (keyed sends are bounded by maxQueuedPerKey instead). */
   maxQueuedPerAddress: z.number().int().min(1).default(200),
   /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this; so is each bundle FeeOptions and Simulate run for such a caller. */
   anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
@@ -180,6 +186,11 @@ export const AppConfigSchema = z
     arweaveGateway: httpUrl.default('https://arweave.net/'),
     /** Metadata fetching refuses loopback/private/link-local targets unless this is true (dev and tests). */
     allowPrivateNetworks: z.boolean().default(false),
+    /**
+     * Per-client limits and bars count an IPv6 caller by its network of this prefix length (one
+     * subscriber usually holds a whole /64); 128: the exact address. IPv4 addresses are always exact.
+     */
+    clientIpv6Prefix: z.number().int().min(16).max(128).default(64),
     auth: z
       .object({
         rpc: AccessMode.default('required'),
@@ -353,6 +364,10 @@ export const AppConfigSchema = z
         allowedPrivateHosts: z.array(z.string().min(1)).default([]),
         /** Outbox events are kept this long (SSE resumes and redelivery reach back this far). */
         retentionSec: z.number().int().positive().default(604_800),
+        /** `GET /events` streams open at once: per process, per access key, per client address; past one, 429 with Retry-After. */
+        maxStreams: z.number().int().min(1).max(100_000).default(2_000),
+        maxStreamsPerKey: z.number().int().min(1).max(100_000).default(100),
+        maxStreamsPerAddress: z.number().int().min(1).max(100_000).default(50),
         /** The sponsorship approval webhook must answer within this, or the rule does not sponsor. */
         approvalDeadlineMs: z.number().int().positive().max(30_000).default(2_000),
       })

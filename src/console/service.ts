@@ -15,6 +15,7 @@ import { sponsorMethods } from './methods/sponsors.ts';
 import { webhookMethods } from './methods/webhooks.ts';
 import { consoleQueries } from './queries.ts';
 import { sessionStore } from './sessions.ts';
+import { secretDigest } from '../store/digest.ts';
 
 export const CONSOLE_SCHEMA = 'metarelay-console@v0.1.0';
 
@@ -23,7 +24,7 @@ export function consoleService(s: Services): ServiceDef {
   const deps: ConsoleDeps = {
     s,
     q: consoleQueries(s.db),
-    sessions: sessionStore(s.db, s.config.console.sessionTtlSec),
+    sessions: sessionStore(s.db, s.config.console.sessionTtlSec, new Set(s.config.admin.tokens.map(secretDigest))),
     tokens: adminTokenStore(s.db, s.config.admin.tokens),
   };
   return {

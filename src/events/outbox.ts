@@ -106,6 +106,20 @@ export const toEvent = (r: EventRow): StoredEvent => ({
   createdAt: new Date(r.created_at),
 });
 
+/** What one project's stream reads: `since`'s SQL filter, for events read once for every stream (keep the two alike). */
+export interface StreamFilter {
+  projectId: number;
+  types?: string[];
+  chainIds?: number[];
+}
+
+export function streamMatches(e: StoredEvent, f: StreamFilter): boolean {
+  if (e.type === 'webhook.test') return false;
+  if (e.projectId !== f.projectId && !(e.projectId === null && !e.type.startsWith('metatxn.'))) return false;
+  if (f.types && !f.types.includes(e.type)) return false;
+  return !f.chainIds || e.chainId === null || f.chainIds.includes(e.chainId);
+}
+
 // An arbitrary constant: the one sequencer at a time, across processes.
 const SEQUENCER_LOCK = 727_015;
 
@@ -127,14 +141,17 @@ export function outbox(db: Db) {
       });
     },
 
-    /** Sequenced events after `afterSeq`, in order, filtered for one project's reader. */
-    async since(afterSeq: number, f: { projectId: number | null; types?: string[]; chainIds?: number[]; limit: number }): Promise<StoredEvent[]> {
+    /**
+     * Sequenced events after `afterSeq` (and at most `upTo`), in order, filtered for one project's reader
+     * (null: every event, for the shared stream reader, which filters with `streamMatches`).
+     */
+    async since(afterSeq: number, f: { projectId: number | null; types?: string[]; chainIds?: number[]; upTo?: number; limit: number }): Promise<StoredEvent[]> {
       const r = await db.query<EventRow>(
-        `SELECT * FROM events WHERE seq > $1 AND type <> 'webhook.test'
+        `SELECT * FROM events WHERE seq > $1 AND ($6::bigint IS NULL OR seq <= $6) AND type <> 'webhook.test'
            AND ($2::bigint IS NULL OR project_id = $2 OR (project_id IS NULL AND type NOT LIKE 'metatxn.%'))
            AND ($3::text[] IS NULL OR type = ANY($3)) AND ($4::bigint[] IS NULL OR chain_id IS NULL OR chain_id = ANY($4))
          ORDER BY seq LIMIT $5`,
-        [afterSeq, f.projectId, f.types ?? null, f.chainIds ?? null, f.limit],
+        [afterSeq, f.projectId, f.types ?? null, f.chainIds ?? null, f.limit, f.upTo ?? null],
       );
       return r.rows.map(toEvent);
     },

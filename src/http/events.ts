@@ -1,14 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../services.ts';
-import { EVENT_TYPES, envelope } from '../events/outbox.ts';
+import { EVENT_TYPES, envelope, type StoredEvent, type StreamFilter } from '../events/outbox.ts';
+import { StreamSlots } from '../events/stream-slots.ts';
+import { clientAddress } from './client-address.ts';
 import { readAccessKey } from './auth.ts';
 import { MetadataErrors, RpcError, type ErrorDef } from './errors.ts';
 import { sendError } from './webrpc.ts';
 
-const POLL_MS = 500;
 const HEARTBEAT_MS = 15_000;
-const BATCH = 500;
+/** A client this far behind in reading (bytes buffered) is cut off; it resumes with Last-Event-ID. */
+const MAX_BUFFERED = 4 * 1024 * 1024;
+/** When a refused stream may try again: streams end when their clients go. */
+const RETRY_AFTER_SEC = 30;
 
 const List = z
   .string()
@@ -25,12 +29,15 @@ const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event 
 export function registerEventStream(app: FastifyInstance, s: Services) {
   // Open streams end when the server closes, or they would hold its close open forever.
   const streams = new Set<() => void>();
+  const w = s.config.webhooks;
+  const slots = new StreamSlots({ total: w.maxStreams, perKey: w.maxStreamsPerKey, perAddress: w.maxStreamsPerAddress });
   app.addHook('preClose', async () => {
     for (const end of streams) end();
   });
   app.get('/events', async (req, reply) => {
-    let filter: { projectId: number; types?: string[]; chainIds?: number[] };
-    let after: number;
+    let filter: StreamFilter;
+    let after: number | null = null;
+    let release: () => void;
     try {
       const outcome = await s.auth.authenticate(readAccessKey(req, true));
       if (outcome.kind !== 'ok') throw new RpcError(MetadataErrors.Unauthorized, outcome.kind === 'none' ? 'access key required: X-Access-Key header or ?accessKey=' : 'invalid access key');
@@ -49,11 +56,11 @@ export function registerEventStream(app: FastifyInstance, s: Services) {
         const p = Position.safeParse(resume.trim());
         if (!p.success) throw new RpcError(MetadataErrors.InvalidArgument, p.error.issues[0].message);
         after = Number(p.data);
-      } else {
-        await s.events.outbox.sequence();
-        after = await s.events.outbox.head();
       }
       filter = { projectId: outcome.project.id, types: q.data.types, chainIds };
+      const slot = slots.take(outcome.keyId, clientAddress(req.ip, s.config.clientIpv6Prefix));
+      if (!slot.ok) throw new RpcError(MetadataErrors.RateLimited, `${slot.reason}: close one, or retry later`, { 'Retry-After': String(RETRY_AFTER_SEC) });
+      release = slot.release;
     } catch (err) {
       if (err instanceof RpcError) return sendError(reply, err.def as ErrorDef, err.detail, err.headers);
       throw err;
@@ -63,44 +70,39 @@ export function registerEventStream(app: FastifyInstance, s: Services) {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.write(`retry: 2000\n\n`);
+    let beat = Date.now();
+    let detach: (() => void) | undefined;
     let open = true;
-    let wake: (() => void) | undefined;
-    const offBell = s.events.bell.on(() => setTimeout(() => wake?.(), 5).unref());
     const end = () => {
+      if (!open) return;
       open = false;
-      wake?.();
+      detach?.();
+      release();
+      streams.delete(end);
+      res.end();
     };
     streams.add(end);
     req.raw.on('close', end);
-    let beat = Date.now();
+    const sink = {
+      filter,
+      write(e: StoredEvent) {
+        if (!open) return;
+        res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(envelope(e))}\n\n`);
+        if (res.writableLength > MAX_BUFFERED) end();
+      },
+      idle() {
+        if (!open || Date.now() - beat <= HEARTBEAT_MS) return;
+        res.write(': keep-alive\n\n');
+        beat = Date.now();
+      },
+    };
     try {
-      while (open) {
-        await s.events.outbox.sequence();
-        const batch = await s.events.outbox.since(after, { ...filter, limit: BATCH });
-        for (const e of batch) {
-          res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(envelope(e))}\n\n`);
-          after = e.seq!;
-        }
-        if (batch.length === BATCH) continue;
-        if (Date.now() - beat > HEARTBEAT_MS) {
-          res.write(': keep-alive\n\n');
-          beat = Date.now();
-        }
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, POLL_MS);
-          wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-        wake = undefined;
-      }
+      const off = await s.events.streams.subscribe(sink, after);
+      if (open) detach = off;
+      else off();
     } catch (err) {
       req.log.warn({ err }, 'event stream ended by an error');
-    } finally {
-      offBell();
-      streams.delete(end);
-      res.end();
+      end();
     }
   });
 }

@@ -31,6 +31,13 @@ export interface Shortfall {
   contracts?: string[];
 }
 
+/**
+ * The fee_token of a signer's bar for an EIP-7702 call that reached no wallet (engine/sweep.ts): no fee
+ * token is involved (owed = what the call cost, in wei). Such a signer gets no further delegated call,
+ * sponsored or not (service.ts).
+ */
+export const LOST_DELEGATION = 'eip7702';
+
 interface BarRow {
   kind: BarKind;
   value: string;
@@ -113,6 +120,9 @@ export type BarRepo = ReturnType<typeof barRepo>;
 
 export function describeBar(b: Bar): string {
   const who = b.kind === 'wallet' ? `wallet ${b.value}` : b.kind === 'key' ? 'this access key' : b.kind === 'contract' ? `contract ${b.value}` : `client address ${b.value}`;
+  if (b.feeToken === LOST_DELEGATION) {
+    return `${who} is barred from relaying: its EIP-7702 call in meta-transaction ${b.metaTxnId} on chain ${b.chainId} reached no wallet (its delegation was voided or changed after the relayer's last check), costing the relayer ${b.owed} wei`;
+  }
   const why = b.feeToken == null ? `burnt more gas than its fee covered (cost ${b.owed} wei, covered ${b.received} wei)` : `was mined without its fee (owed ${b.owed}, received ${b.received})`;
   return `${who} is barred from fee-paid relaying: meta-transaction ${b.metaTxnId} on chain ${b.chainId} ${why}`;
 }

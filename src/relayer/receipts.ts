@@ -31,6 +31,8 @@ export interface Outcome {
   status: 'SUCCEEDED' | 'PARTIALLY_FAILED' | 'FAILED';
   reason: string | null;
   bundles: BundleOutcome[];
+  /** FAILED with no wallet run at all (reverted, or no wallet event): the call never reached a wallet's code. */
+  noWallet?: boolean;
 }
 
 /** A bundle's status from its wallet events: all ran, some failed, or all failed. */
@@ -60,7 +62,7 @@ export function outcomeOf(receipt: RawReceipt, metaId: string, bundles: Pick<Bun
   const top = ids.get(`0x${metaId}`)!;
   const inner = bundles.filter((b) => b.bundle_id !== metaId).map((b) => ids.get(`0x${b.bundle_id}`)!);
   if (receipt.status === '0x0') {
-    return { status: 'FAILED', reason: 'the transaction reverted on chain', bundles: inner };
+    return { status: 'FAILED', reason: 'the transaction reverted on chain', bundles: inner, noWallet: true };
   }
   // A wrapper's own calls succeeding says little: the wallets' inner transactions decide.
   const counted = inner.length ? [...inner, { ...top, executed: 0 }] : [top];
@@ -69,7 +71,7 @@ export function outcomeOf(receipt: RawReceipt, metaId: string, bundles: Pick<Bun
   const reason = counted.find((o) => o.reason)?.reason ?? null;
   // No wallet event at all means no wallet ran: that is not a success.
   if (failed === 0 && executed === 0 && counted.every((o) => o.logs.length === 0)) {
-    return { status: 'FAILED', reason: 'no wallet executed the bundle (no TxExecuted event)', bundles: inner };
+    return { status: 'FAILED', reason: 'no wallet executed the bundle (no TxExecuted event)', bundles: inner, noWallet: true };
   }
   return { status: statusOf(executed, failed), reason, bundles: inner };
 }

@@ -178,9 +178,12 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   // wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
   // from their partial index: joined to meta_txns by status, the planner walked every live row of the
   // chain once per bundle of the wallet's history.
+  // The per-address share bounds callers without a key; a keyed backend relaying for many users from one
+  // address is bounded by its key's share instead (it was refused past 200 however its project was set).
+  const perAddressIp = m.keyId == null ? m.clientIp : null;
   const r = await q.query<{ payer_busy: string | null; payer_moved: string | null; wallet_paying: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
     LIMITS_SQL,
-    [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, m.clientIp],
+    [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, perAddressIp],
   );
   const x = r.rows[0];
   if (x.payer_busy) {
@@ -207,7 +210,7 @@ async function checkLimits(q: Queryable, m: NewMetaTxn, limits: QueueLimits) {
   if (m.keyId != null && Number(x.by_key) >= limits.perKey) {
     throw new QueueFull(`this access key already has ${limits.perKey} meta-transactions queued or in flight`);
   }
-  if (m.clientIp != null && Number(x.by_ip) >= limits.perAddress) {
+  if (perAddressIp != null && Number(x.by_ip) >= limits.perAddress) {
     throw new QueueFull(`client address ${m.clientIp} already has ${limits.perAddress} meta-transactions queued or in flight`);
   }
 }

@@ -85,8 +85,31 @@ describe('console: who may call the admin API', () => {
     expect((await admin()).status).toBe(200);
     await tokens.revoke(id);
     refused(await call('ListProjects', {}, bearer(token)), 401, 'Unauthorized');
+    // The session it signed in ends with it (issue 29: it used to live out its 12 hours).
+    refused(await call('ListProjects', {}, { cookie }), 401, 'Unauthorized');
+    expect((await call('Session', {}, { cookie })).body).toEqual({ state: 'none' });
     refused(await call('SignIn', { token }), 401, 'Unauthorized');
     expect((await admin()).status).toBe(401);
+  });
+
+  it('signs out everywhere: every session of the caller\'s admin token ends, another token\'s does not', async () => {
+    const { token } = await adminTokenStore(t.services.db, []).create('other operator');
+    const [a, b, other] = [await signIn(call, ADMIN), await signIn(call, ADMIN), await signIn(call, token)];
+    const live = async () => Number((await t.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM console_sessions WHERE ended_at IS NULL')).rows[0].n);
+    const before = await live();
+    const r = await call('SignOutEverywhere', {}, { cookie: a.cookie });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.ended).toBeGreaterThanOrEqual(2);
+    expect(String(r.headers['set-cookie'])).toMatch(/Max-Age=0/);
+    expect(await live()).toBe(before - r.body.ended);
+    refused(await call('ListProjects', {}, { cookie: a.cookie }), 401, 'Unauthorized');
+    refused(await call('ListProjects', {}, { cookie: b.cookie }), 401, 'Unauthorized');
+    expect((await call('ListProjects', {}, { cookie: other.cookie })).status).toBe(200);
+    // As a bearer (a script): the sessions of that token.
+    expect((await call('SignOutEverywhere', {}, bearer(token))).body).toMatchObject({ ok: true, ended: 1 });
+    refused(await call('ListProjects', {}, { cookie: other.cookie }), 401, 'Unauthorized');
+    // Not signed in at all: nothing to end, and no answer but Unauthorized.
+    refused(await call('SignOutEverywhere', {}), 401, 'Unauthorized');
   });
 
   it('after 10 failed sign-ins from one address, that address waits (RateLimited + Retry-After), even with the right token; others do not', async () => {

@@ -293,5 +293,12 @@ describe('console: unpaid fees', () => {
     expect(again.body.cause).toMatch(/no bar on wallet/);
     expect((await call('LiftRelayBar', { kind: 'ip', value: '203.0.113.9' })).status).toBe(401);
     for (const kind of ['ip', 'key'] as const) await env.services.bars.lift(kind, kind === 'ip' ? '203.0.113.9' : '4242');
+
+    // An IPv6 client is barred as its /64: any address of it names the bar to lift.
+    await env.services.bars.record(env.services.db, [
+      { chainId: env.chainId, metaTxnId: 'cd'.repeat(32), wallet: null, keyId: null, clientIp: '2001:db8:7:8::/64', feeToken: env.token.toLowerCase(), owed: 500n, received: 0n },
+    ]);
+    expect((await admin('LiftRelayBar', { kind: 'ip', value: '2001:db8:7:8:1234::9' })).status).toBe(200);
+    expect((await env.services.db.query(`SELECT 1 FROM relay_bars WHERE kind = 'ip'`)).rows).toEqual([]);
   });
 });

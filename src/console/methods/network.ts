@@ -5,6 +5,7 @@ import { method, type MethodDef } from '../../http/webrpc.ts';
 import { RelayError, feeTokenWire, relayerHealth, switchSender } from '../../relayer/index.ts';
 import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import { clientAddress } from '../../http/client-address.ts';
 
 const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
 
@@ -69,7 +70,9 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
     LiftRelayBar: method({
       input: z.object({ kind: z.enum(['wallet', 'key', 'ip', 'contract']), value: z.string().min(1).max(200) }),
       handler: async (a) => {
-        if (!(await s.bars.lift(a.kind, a.value))) throw new RpcError(MetadataErrors.NotFound, `no bar on ${a.kind} ${a.value}`);
+        // An IPv6 client is barred as its network (clientIpv6Prefix): any address in it, or the network, lifts it.
+        const value = a.kind === 'ip' ? clientAddress(a.value, s.config.clientIpv6Prefix) : a.value;
+        if (!(await s.bars.lift(a.kind, value))) throw new RpcError(MetadataErrors.NotFound, `no bar on ${a.kind} ${value}`);
         return {};
       },
     }),

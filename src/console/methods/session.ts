@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { NoArgs } from '../../http/services/common.ts';
+import { readBearer } from '../../http/auth.ts';
+import { clientAddress } from '../../http/client-address.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { SESSION_COOKIE, clearedSessionCookie, readCookie, sessionCookie } from '../cookie.ts';
 import type { ConsoleDeps } from '../deps.ts';
@@ -13,14 +15,14 @@ export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<str
     SignIn: method({
       input: z.object({ token: z.string().min(1).max(200) }),
       handler: async (a, ctx) => {
-        const ip = ctx.request.ip;
+        const ip = clientAddress(ctx.request.ip, s.config.clientIpv6Prefix);
         const wait = throttle.retryAfterSec(ip);
         if (wait > 0) throw new RpcError(MetadataErrors.RateLimited, `too many failed sign-ins from this address; retry in ${wait}s`, { 'Retry-After': String(wait) });
         if (!(await tokens.verify(a.token))) {
           throttle.fail(ip);
           throw new RpcError(MetadataErrors.Unauthorized, 'invalid admin token');
         }
-        const { secret, expiresAt } = await sessions.create();
+        const { secret, expiresAt } = await sessions.create(a.token);
         ctx.reply.header('Set-Cookie', sessionCookie(secret, sessionTtlSec, secureCookie));
         return { ok: true, expiresAt: expiresAt.toISOString() };
       },
@@ -31,6 +33,18 @@ export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<str
         await sessions.end(readCookie(ctx.request, SESSION_COOKIE));
         ctx.reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
         return { ok: true };
+      },
+    }),
+    /**
+     * Ends every console session signed in with the caller's admin token (this browser's included): for
+     * a cookie that may have leaked, or a shared machine left signed in.
+     */
+    SignOutEverywhere: method({
+      input: NoArgs,
+      handler: async (_a, ctx) => {
+        const ended = await sessions.endEverywhere({ session: readCookie(ctx.request, SESSION_COOKIE), adminToken: readBearer(ctx.request) });
+        ctx.reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
+        return { ok: true, ended };
       },
     }),
     Session: method({

@@ -29,6 +29,7 @@ import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { targetProblem } from '../../events/post.ts';
 import { Preconditions, authorizationArg } from './relayer-args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
+import { clientAddress } from '../client-address.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -167,10 +168,11 @@ export function relayerService(s: Services): ServiceDef {
   /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
   const chargeKeyless = (ctx: RpcContext, cost: number) => {
     if (ctx.project || cost <= 0) return;
-    const took = anonymous.take(ctx.request.ip, Date.now(), cost);
+    const client = clientAddress(ctx.request.ip, s.config.clientIpv6Prefix);
+    const took = anonymous.take(client, Date.now(), cost);
     if (!took.ok) {
       ctx.reply.header('Retry-After', String(took.retryAfterSec));
-      throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls without an access key from ${ctx.request.ip}: retry in ${took.retryAfterSec} s, or send an access key`);
+      throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls without an access key from ${client}: retry in ${took.retryAfterSec} s, or send an access key`);
     }
   };
   const load = async (r: ChainRelayer, id: string) => {
@@ -263,7 +265,7 @@ export function relayerService(s: Services): ServiceDef {
             const res = await r.send({
               projectId: ctx.project?.id ?? null,
               keyId: ctx.keyId,
-              clientIp: ctx.request.ip,
+              clientIp: clientAddress(ctx.request.ip, s.config.clientIpv6Prefix),
               walletAddress: a.call.walletAddress,
               contract: a.call.contract,
               input: a.call.input,
@@ -288,7 +290,7 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
           // Held until the status is final (or the wait is over), so pollers need not hammer.
-          const row = await s.receiptWaiters.wait(r.chainId, await load(r, a.metaTxID), ctx.request.ip, r.deps.config.receiptWaitMs);
+          const row = await s.receiptWaiters.wait(r.chainId, await load(r, a.metaTxID), clientAddress(ctx.request.ip, s.config.clientIpv6Prefix), r.deps.config.receiptWaitMs);
           return { receipt: await receiptOf(r, row), metaTxnEnqueued: true };
         },
       }),

@@ -6,7 +6,7 @@ import type { Dispatcher } from './dispatcher.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
 import { outcomeOf, type RawReceipt } from '../receipts.ts';
 import type { SettledMeta } from '../store.ts';
-import type { Shortfall } from '../bars.ts';
+import { LOST_DELEGATION, type Shortfall } from '../bars.ts';
 import { feeReceived } from './fee-check.ts';
 import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
 import { announceBalanceLevel } from './balance-level.ts';
@@ -207,6 +207,12 @@ export class Sweeper {
       const received = m.fee_token ? feeReceived(h.receipt, m, feeCtx) : null;
       if (received != null && received < BigInt(m.fee_value ?? '0')) {
         shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: m.fee_token, owed: BigInt(m.fee_value ?? '0'), received });
+      } else if (m.authorization && outcome.noWallet) {
+        // EIP-7702: a carried authorization whose call ran no wallet lost a race to its EOA (voided or
+        // re-delegated after the last check), and the relayer paid up to the whole gas limit: it counts
+        // against the signer, sponsored or not (owed: what it cost, in wei).
+        const cost = BigInt(h.receipt.gasUsed ?? '0') * BigInt(h.receipt.effectiveGasPrice ?? '0');
+        shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.wallet, keyId: null, clientIp: null, feeToken: LOST_DELEGATION, owed: cost, received: 0n });
       }
       // What it cost against what it was admitted with (engine/reconcile.ts).
       const effective = h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice) : null;
@@ -234,7 +240,7 @@ export class Sweeper {
     await d.deps.metaTxns.settleMany(tx, d.chainId, out);
     if (shortfalls.length) {
       await d.deps.bars?.record(tx, shortfalls);
-      for (const f of shortfalls.filter((x) => x.feeToken != null)) {
+      for (const f of shortfalls.filter((x) => x.feeToken != null && x.feeToken !== LOST_DELEGATION)) {
         d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
         d.deps.log.warn({ chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() }, 'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying');
       }

@@ -1,7 +1,9 @@
 import type { Address, Hex } from 'viem';
 import type { Tx } from '../../store/db.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
+import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
+import { checkWaitingFee } from '../preconditions/fee-floor.ts';
 import { AUTHORIZATION_GAS, designator } from './authorization.ts';
 import { askOnce, } from './approval.ts';
 import { bareId, type DecodedCall } from './bundle.ts';
@@ -13,7 +15,7 @@ import { intrinsicGas, type NonceOverride } from './simulate.ts';
 import { describeKind, slotKind } from './wallets.ts';
 import { checkPreconditions, type Precondition, } from '../preconditions/conditions.ts';
 import { NonceTaken, QueueFull, type NewMetaTxn } from '../store.ts';
-import type { Admission, Checked, Funding, Pricing, Sized } from './pricing.ts';
+import { FEE_TRANSFER_ALLOWANCE, type Admission, type Checked, type Funding, type Pricing, type Sized } from './pricing.ts';
 import type { SendArgs, SendResult } from './request.ts';
 
 export type { SendArgs, SendResult } from './request.ts';
@@ -44,10 +46,15 @@ export class Intake {
     // A waiting meta-transaction is admitted later from its stored call; an authorization could not
     // outlive the wait anyway (any transaction of the EOA voids it).
     if (conditions && args.authorization) throw new RelayError('invalidArgument', 'authorization: not accepted together with preconditions; delegate first, then send bundles that wait');
-    if (args.authorization) await this.chain.checkDelegationShape(args.authorization, args.walletAddress, first);
+    if (args.authorization) {
+      await this.chain.checkDelegationShape(args.authorization, args.walletAddress, first);
+      // A signer whose delegated call already failed on chain is not relayed another, sponsored or not.
+      const bar = await this.deps.bars?.find({ wallet: args.walletAddress, keyId: null, clientIp: null });
+      if (bar?.feeToken === LOST_DELEGATION) throw new RelayError('barred', describeBar(bar));
+    }
     const rules = await this.pricing.rulesOf(args.projectId);
     await this.precheck(args, first, rules);
-    if (conditions) return this.acceptWaiting(args, conditions);
+    if (conditions) return this.acceptWaiting(args, conditions, rules);
     return this.admit(args, rules, ({ call, sized, funded }) => this.enqueue(args, call, sized, funded));
   }
 
@@ -102,7 +109,7 @@ export class Intake {
    * depend on them: the structure, bars, wallets, nonces, and a signature that verifies. It holds its
    * nonces and counts against its callers' share of the queue from now on.
    */
-  private async acceptWaiting(args: SendArgs, conditions: Precondition[]): Promise<SendResult> {
+  private async acceptWaiting(args: SendArgs, conditions: Precondition[], rules: SponsorRule[]): Promise<SendResult> {
     const waits = this.deps.waits;
     if (!waits) throw new RelayError('invalidArgument', 'preconditions: not supported by this relayer');
     const pre = await this.checkCall(args);
@@ -110,6 +117,12 @@ export class Intake {
     if (!sim.ok && /InvalidSignature|BadNonce/.test(sim.reason ?? '')) throw new RelayError('simulationFailed', sim.reason!);
     const payers = [...new Set(structuralFees(pre.call, this.chain.payee(), this.chain.feeTokens).map((p) => p.wallet))];
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
+    // Unless a sponsorship may cover it, a place in the pool takes a real fee its payer holds now.
+    if (this.chain.isFeeRequired && payers[0] && rules.length === 0) {
+      const fees = structuralFees(pre.call, this.chain.payee(), this.chain.feeTokens);
+      const deps = { client: this.chain.client, prices: this.chain.prices, chainId: this.chain.chainId, feeTokens: this.chain.feeTokens, feeMarkup: this.deps.config.feeMarkup };
+      await checkWaitingFee(deps, payers[0], fees, intrinsicGas(args.input as Hex) + FEE_TRANSFER_ALLOWANCE, pre.gasPrice);
+    }
     // The paying wallet is recorded now, so its one fee-paying meta-transaction at a time includes this one.
     const funding: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: payers[0] ?? null, charge: null, refund: async () => {} };
     const id = bareId(pre.call.id);
@@ -117,7 +130,10 @@ export class Intake {
       status: 'PENDING_PRECONDITION',
       also: (q) => {
         const c = this.deps.config;
-        return waits.insert(q, this.chain.chainId, id, { conditions, deadline: new Date(Date.now() + c.preconditionTimeoutSec * 1000), quote: args.quote ?? null }, c.maxPendingPreconditions);
+        const keyless = args.projectId == null;
+        const waitSec = keyless ? Math.min(c.preconditionTimeoutSec, c.anonymousPreconditionTimeoutSec) : c.preconditionTimeoutSec;
+        const caps = { max: c.maxPendingPreconditions, projectId: args.projectId ?? null, perProject: c.maxPendingPreconditionsPerProject, anonymous: Math.ceil((c.maxPendingPreconditions * c.anonymousPendingPreconditionsPercent) / 100) };
+        return waits.insert(q, this.chain.chainId, id, { conditions, deadline: new Date(Date.now() + waitSec * 1000), quote: args.quote ?? null }, caps);
       },
     });
   }

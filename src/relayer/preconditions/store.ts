@@ -9,6 +9,16 @@ export interface NewWait {
   quote: string | null;
 }
 
+/** The precondition pool of a chain and the shares in it (config: maxPendingPreconditions and the two below it). */
+export interface WaitCaps {
+  max: number;
+  /** The sender's project; null without an access key. */
+  projectId: number | null;
+  perProject: number;
+  /** What every keyless caller together may hold. */
+  anonymous: number;
+}
+
 export interface Waiting {
   row: MetaTxnRow;
   conditions: Precondition[];
@@ -27,12 +37,26 @@ export function waitRepo(db: Db) {
   return {
     /**
      * Called inside the intake transaction that inserts the PENDING_PRECONDITION row (which holds the
-     * chain's intake lock, so concurrent sends cannot all pass the cap); throws QueueFull past `max`.
+     * chain's intake lock, so concurrent sends cannot all pass the caps); throws QueueFull past the chain's
+     * pool, the caller's project share, or — without an access key — the keyless share. Keyless callers
+     * share one small part of the pool, so they can never crowd out the projects (issue 29).
      */
-    async insert(q: Queryable, chainId: number, metaTxnId: string, w: NewWait, max: number) {
-      const n = Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status = 'PENDING_PRECONDITION'`, [chainId])).rows[0].n);
+    async insert(q: Queryable, chainId: number, metaTxnId: string, w: NewWait, caps: WaitCaps) {
+      const r = await q.query<{ total: string; mine: string }>(
+        `SELECT count(*)::text AS total, count(*) FILTER (WHERE project_id IS NOT DISTINCT FROM $2::bigint)::text AS mine
+         FROM meta_txns WHERE chain_id = $1 AND status = 'PENDING_PRECONDITION'`,
+        [chainId, caps.projectId],
+      );
       // The row being inserted is counted already.
-      if (n > max) throw new QueueFull(`the relayer already has ${max} meta-transactions waiting on preconditions on this chain; send it once they hold, or later`);
+      const total = Number(r.rows[0].total);
+      const mine = Number(r.rows[0].mine);
+      if (total > caps.max) throw new QueueFull(`the relayer already has ${caps.max} meta-transactions waiting on preconditions on this chain; send it once they hold, or later`);
+      if (caps.projectId == null && mine > caps.anonymous) {
+        throw new QueueFull(`callers without an access key already have ${caps.anonymous} meta-transactions waiting on preconditions on this chain (their share); send it once they hold, with an access key, or later`);
+      }
+      if (caps.projectId != null && mine > caps.perProject) {
+        throw new QueueFull(`the project already has ${caps.perProject} meta-transactions waiting on preconditions on this chain (its share); send it once they hold, or later`);
+      }
       // A DROPPED meta-transaction sent again starts over under the same id.
       await q.query('DELETE FROM meta_txn_waits WHERE chain_id = $1 AND meta_txn_id = $2', [chainId, metaTxnId]);
       await q.query('INSERT INTO meta_txn_waits (chain_id, meta_txn_id, conditions, deadline, quote) VALUES ($1, $2, $3, $4, $5)', [
