@@ -1,17 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { applySecretSources, envSecret } from './secrets.ts';
+import { ConfigError } from './errors.ts';
 import { AppConfigSchema, type AppConfig, type AppConfigInput } from './schema.ts';
 
-export class ConfigError extends Error {
-  constructor(
-    message: string,
-    readonly problems: string[] = [],
-  ) {
-    super(problems.length ? `${message}\n  - ${problems.join('\n  - ')}` : message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError } from './errors.ts';
 
 function deepFreeze<T>(v: T): T {
   if (v && typeof v === 'object' && !Object.isFrozen(v)) {

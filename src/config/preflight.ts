@@ -1,5 +1,5 @@
 import type { Services } from '../services.ts';
-import { ConfigError } from './load.ts';
+import { ConfigError } from './errors.ts';
 
 /**
  * Boot-time checks: a configured chain whose node answers with another chain id is a config

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { ConfigError } from './load.ts';
+import { ConfigError } from './errors.ts';
 
 /**
  * Secrets kept out of the config file: environment variables, files the config names

@@ -63,20 +63,16 @@ export async function recordBalanceLevel(
   });
 }
 
-// The level each dispatcher last recorded per sender: the database is asked only when it seems to change.
-const seenBy = new WeakMap<object, Map<string, BalanceLevel>>();
-
 /** The sweep's call, once per sender and head: cheap unless the level moves. */
 export async function announceBalanceLevel(
   d: { chainId: number; config: { minSenderBalance: string; warnSenderBalance?: string }; deps: { db: Db; onSenderBalance?: BalanceHook } },
   sender: Address,
   balance: bigint,
+  seen: Map<string, BalanceLevel>,
 ): Promise<void> {
   const floor = parseEther(d.config.minSenderBalance);
   const warn = d.config.warnSenderBalance ? parseEther(d.config.warnSenderBalance) : null;
   const key = sender.toLowerCase();
-  let seen = seenBy.get(d);
-  if (!seen) seenBy.set(d, (seen = new Map()));
   const level = levelOf(balance, floor, warn);
   if (seen.get(key) === level) return;
   await recordBalanceLevel(d.deps.db, { chainId: d.chainId, sender, balance, minSenderBalance: floor, warnSenderBalance: warn }, d.deps.onSenderBalance);

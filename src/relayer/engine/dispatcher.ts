@@ -17,6 +17,9 @@ import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
+import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
+
+export type { DispatcherDeps, SenderState } from './context.ts';
 import { recogniseWallets, type WalletKind } from '../intake/wallets.ts';
 import { AUTHORIZATION_GAS, delegatedTo, designator, type Authorization } from '../intake/authorization.ts';
 
@@ -28,21 +31,6 @@ const CLAIM_SEC = 15;
 const IDLE_SWEEP_MS = 3_000;
 /** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
 const UNREADY_DEFER_MS = 1_000;
-
-export interface DispatcherDeps {
-  db: Db;
-  metaTxns: MetaTxnRepo;
-  bars?: BarRepo;
-  events: RelayEvents;
-  log: Logger;
-  metrics?: Metrics;
-  /** Runs every tick with the current head, before ready work is sent (the preconditions checker; it decides what is due). */
-  onHead?: (head: number) => Promise<void>;
-  /** Tops senders below their floor up from a treasury (engine/refill.ts); without it, none is. */
-  refill?: { check(senders: { address: Address; balance: bigint }[]): Promise<void> };
-  /** Called once per crossing of a sender's balance level, on the transaction that records it (balance-level.ts). */
-  onSenderBalance?: BalanceHook;
-}
 
 interface Plan {
   row: MetaTxnRow;
@@ -66,16 +54,6 @@ interface Unit {
   authorization?: Authorization;
 }
 
-/** What the sweep knows of a sender after reading the chain at the current head. */
-export interface SenderState {
-  latest: number;
-  pending: number;
-  balance: bigint;
-  belowFloor: boolean;
-  /** Slots signed and not mined yet (what maxInFlightPerSender bounds). */
-  open: number;
-}
-
 export class LostLease extends Error {}
 
 /**
@@ -84,7 +62,7 @@ export class LostLease extends Error {}
  * after N blocks, re-broadcasts, gap fills, reorgs), and (3) signs ready meta-transactions across the
  * senders. Every signed transaction is in the database before it is broadcast.
  */
-export class Dispatcher {
+export class Dispatcher implements EngineContext {
   readonly owner = newOwner();
   readonly accounts: Map<Address, SenderAccount>;
   readonly policy: FeePolicy;
@@ -184,7 +162,9 @@ export class Dispatcher {
       // Before the sweep settles anything: a client that sees its receipt and sends again at once must
       // meet this block's wallet slots and gas price, not the last block's.
       this.relayer.observeBlock(head);
-      await this.sweeper.sweep(head);
+      const swept = await this.sweeper.sweep(head, this.held, this.stopped);
+      for (const [address, state] of swept.senders) this.senders.set(address, state);
+      if (swept.again) this.dirty = true;
       this.head = head;
       this.headHash = block.hash;
     }

@@ -2,14 +2,14 @@ import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import { authorizationsOf, broadcast, failAttempt, insertAttempt, markBroadcast, openAttempts, sign, type Attempt } from './attempts.ts';
 import { memberFailure, shareGas } from './batch.ts';
-import type { Dispatcher } from './dispatcher.ts';
+import type { EngineContext, SenderState } from './context.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
 import { outcomeOf, type RawReceipt } from '../receipts.ts';
 import type { SettledMeta } from '../store.ts';
 import { LOST_DELEGATION, type Shortfall } from '../bars.ts';
 import { feeReceived } from './fee-check.ts';
 import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
-import { announceBalanceLevel } from './balance-level.ts';
+import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
@@ -39,8 +39,12 @@ export class Sweeper {
   private readonly missingSince = new Map<string, number>();
   private market?: Fees;
   private readonly receipts: BlockReceipts;
+  /** The balance level last recorded per sender: the database is asked only when it seems to change. */
+  private readonly levels = new Map<string, BalanceLevel>();
+  /** Set when something changed that must be looked at again before the next block (a reorg). */
+  private again = false;
 
-  constructor(private readonly d: Dispatcher) {
+  constructor(private readonly d: EngineContext) {
     this.receipts = new BlockReceipts(d.client);
   }
 
@@ -48,9 +52,12 @@ export class Sweeper {
     return this.d.deps.db;
   }
 
-  async sweep(head: number) {
+  /** Reconciles the held senders' slots at `head`; returns what it learnt of each sender and whether to sweep again at once. */
+  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>): Promise<{ senders: Map<Address, SenderState>; again: boolean }> {
     const d = this.d;
-    const senders = [...d.held];
+    const senders = [...held];
+    const states = new Map<Address, SenderState>();
+    this.again = false;
     this.market = undefined;
     const reads = await Promise.all(
       senders.map(async (address) => {
@@ -88,10 +95,10 @@ export class Sweeper {
       const belowFloor = floor > 0n && r.balance < floor;
       const waiting = mine.filter((s) => s.nonce >= r.latest && s.attempts.every((a) => a.status === 'PENDING'));
       // In flight = not mined yet; mined slots awaiting confirmations do not hold a sender back.
-      d.senders.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length });
+      states.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length });
       d.deps.metrics?.relaySenderBalance.set({ chain: d.chainName, sender: r.address }, Number(r.balance));
       d.deps.metrics?.relaySenderBelowFloor.set({ chain: d.chainName, sender: r.address }, belowFloor ? 1 : 0);
-      d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, d.stopped.has(r.address) ? 1 : 0);
+      d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, stopped.has(r.address) ? 1 : 0);
       let stalled: string | null = null;
       for (const s of waiting) {
         const why = await this.nudgeSlot(s, head, r.pending);
@@ -105,7 +112,7 @@ export class Sweeper {
         'UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2',
         [d.chainId, r.address, r.balance.toString(), belowFloor, r.latest, r.pending, stalled],
       );
-      await announceBalanceLevel(d, r.address, r.balance);
+      await announceBalanceLevel(d, r.address, r.balance, this.levels);
     }
     d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
     // Senders below their floor are topped up from the treasury, when one is configured (refill.ts).
@@ -115,6 +122,7 @@ export class Sweeper {
       d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
       d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'SENT' }, depth.sent);
     }
+    return { senders: states, again: this.again };
   }
 
   private async fees(): Promise<Fees> {
@@ -297,7 +305,7 @@ export class Sweeper {
       });
       for (const id of ids) d.emit(id);
       // Sweep again at once: the transaction is likely missing from the pool and must be re-broadcast.
-      d.dirty = true;
+      this.again = true;
     }
     await this.confirm(confirmable);
   }

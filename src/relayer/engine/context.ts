@@ -1,0 +1,60 @@
+import type { Address, PublicClient } from 'viem';
+import type { Db, Queryable } from '../../store/db.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import type { BarRepo } from '../bars.ts';
+import type { RelayerChain } from '../chain-view.ts';
+import type { RelayerChainConfig } from '../config.ts';
+import type { RelayEvents } from '../events.ts';
+import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
+import type { BalanceHook } from './balance-level.ts';
+import type { FeePolicy } from './gas-price.ts';
+import type { SenderAccount } from './sender-pool.ts';
+
+/*
+ * What the engine's stages are given: the Dispatcher (which sends) and the Sweeper (which settles) both
+ * work from this context, explicitly; the Sweeper never reads or writes the Dispatcher's own state, it
+ * returns what it learnt of each sender (SenderState) and whether to look again before the next block.
+ */
+
+export interface DispatcherDeps {
+  db: Db;
+  metaTxns: MetaTxnRepo;
+  bars?: BarRepo;
+  events: RelayEvents;
+  log: Logger;
+  metrics?: Metrics;
+  /** Runs every tick with the current head, before ready work is sent (the preconditions checker; it decides what is due). */
+  onHead?: (head: number) => Promise<void>;
+  /** Tops senders below their floor up from a treasury (engine/refill.ts); without it, none is. */
+  refill?: { check(senders: { address: Address; balance: bigint }[]): Promise<void> };
+  /** Called once per crossing of a sender's balance level, on the transaction that records it (balance-level.ts). */
+  onSenderBalance?: BalanceHook;
+}
+
+/** What the sweep knows of a sender after reading the chain at the current head. */
+export interface SenderState {
+  latest: number;
+  pending: number;
+  balance: bigint;
+  belowFloor: boolean;
+  /** Slots signed and not mined yet (what maxInFlightPerSender bounds). */
+  open: number;
+}
+
+/** The chain, the senders' keys, the fee policy and the stores an engine stage works with. */
+export interface EngineContext {
+  readonly chainId: number;
+  readonly chainName: string;
+  readonly client: PublicClient;
+  readonly config: RelayerChainConfig;
+  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens'>;
+  readonly deps: DispatcherDeps;
+  /** This process's lease owner id on relay_senders. */
+  readonly owner: string;
+  readonly policy: FeePolicy;
+  readonly accounts: Map<Address, SenderAccount>;
+  /** Tells the meta-transaction's listeners its status changed. */
+  emit(id: string): void;
+  requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string): Promise<void>;
+}
