@@ -6,23 +6,12 @@ import { pickAccessKey } from './auth.ts';
 import { corsHeaders } from './cors.ts';
 import type { RequestRecorder } from './request-log.ts';
 import { READS_ROUTE, restReuseKey, reusedHeaders } from './rest.ts';
-import { JSON_UTF8, mediaTypeOf } from './webrpc.ts';
+import { JSON_UTF8, mediaTypeOf, type EarlyRpcMethod } from './webrpc.ts';
+
+export type { EarlyRpcMethod } from './webrpc.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 
 const PREFIX = '/tokens/';
-
-/** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
-export interface EarlyRpcMethod {
-  mode: AuthMode;
-  /** The response-cache key of a call is this followed by the body as sent (webrpc.ts describe). */
-  reusePrefix: string;
-  /** The headers the router adds to every answer of the service (Webrpc). */
-  headers: Readonly<Record<string, string>>;
-  /** Its route, for the request count. */
-  route: string;
-  /** Counts an answer as the router's onResponse would (per method and code, duration). */
-  answered(seconds: number): void;
-}
 
 /** The reusable methods of one webrpc service mounted at a fixed prefix, by name. */
 export type EarlyRpc = ReadonlyMap<string, EarlyRpcMethod>;

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -7,7 +7,28 @@ import { Tally } from '../telemetry/tally.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
-import type { EarlyAnswers, EarlyRpcMethod } from './early-answers.ts';
+
+/** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
+export interface EarlyRpcMethod {
+  mode: AuthMode;
+  /** The response-cache key of a call is this followed by the body as sent (webrpc.ts describe). */
+  reusePrefix: string;
+  /** The headers the router adds to every answer of the service (Webrpc). */
+  headers: Readonly<Record<string, string>>;
+  /** Its route, for the request count. */
+  route: string;
+  /** Counts an answer as the router's onResponse would (per method and code, duration). */
+  answered(seconds: number): void;
+}
+
+/**
+ * Where calls of reusable methods are answered from the cache before routing (early-answers.ts
+ * EarlyAnswers): the router registers its reusable methods there and hands bodies read early back.
+ */
+export interface EarlyRegistry {
+  addRpc(prefix: string, methods: Map<string, EarlyRpcMethod>): void;
+  readonly replayBody: preParsingHookHandler;
+}
 
 export type { AuthMode };
 
@@ -75,7 +96,7 @@ export interface WebrpcDeps {
   access: AccessPipeline;
   metrics: Metrics;
   /** Where calls of reusable methods are answered from the cache before routing (early-answers.ts). */
-  early?: EarlyAnswers;
+  early?: EarlyRegistry;
 }
 
 /** Go clients send null for absent optionals: a null and a missing key mean the same. */
