@@ -389,6 +389,26 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     },
 
     /** Meta-transactions carried by the given sender slots (several per slot when batched). */
+    /** The meta-transactions of these slots are final (past the confirmation depth). */
+    async confirmAtSlots(q: Queryable, chainId: number, slots: { sender: string; nonce: number }[]) {
+      await q.query(
+        `UPDATE meta_txns m SET confirmed = true, updated_at = now() FROM unnest($2::text[], $3::bigint[]) AS u(sender, nonce)
+         WHERE m.chain_id = $1 AND m.sender = u.sender AND m.txn_nonce = u.nonce`,
+        [chainId, slots.map((x) => x.sender), slots.map((x) => x.nonce)],
+      );
+    },
+
+    /** Why the meta-transactions of a slot cannot be replaced now (the fee cap), as RuntimeStatus shows them. */
+    async setStalledAtSlot(chainId: number, sender: string, nonce: number, reason: string) {
+      await db.query('UPDATE meta_txns SET stalled = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND stalled IS DISTINCT FROM $4', [chainId, sender, nonce, reason]);
+    },
+
+    /** Locks these meta-transactions for signing (in one order, so two processes cannot deadlock); the ids of those still QUEUED. */
+    async lockQueued(tx: Tx, chainId: number, ids: string[]): Promise<Set<string>> {
+      const r = await tx.query<{ id: string }>(`SELECT id FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' ORDER BY id FOR UPDATE`, [chainId, ids]);
+      return new Set(r.rows.map((x) => x.id));
+    },
+
     async atSlots(q: Queryable, chainId: number, slots: { sender: string; nonce: number }[]): Promise<MetaTxnRow[]> {
       if (slots.length === 0) return [];
       const r = await q.query<Record<string, unknown>>(

@@ -198,3 +198,38 @@ export async function inclusionStats(db: Queryable, chainId: number, blocks = 3,
   );
   return { mined: Number(r.rows[0].mined), within: Number(r.rows[0].within), blocks, windowSec };
 }
+
+/** A slot's winner mined: the slot's other pending attempts were replaced by it, and it is MINED (CONFIRMED when already final). */
+export async function markMined(q: Queryable, chainId: number, rows: { sender: Address; nonce: number; winner: string; final: boolean; block: number; blockHash: string }[]) {
+  await q.query(
+    `UPDATE relay_txs t SET status = 'REPLACED' FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(sender, nonce, winner)
+     WHERE t.chain_id = $1 AND t.sender = u.sender AND t.nonce = u.nonce AND t.status = 'PENDING' AND t.hash <> u.winner`,
+    [chainId, rows.map((x) => x.sender), rows.map((x) => x.nonce), rows.map((x) => x.winner)],
+  );
+  await q.query(
+    `UPDATE relay_txs t SET status = u.status, mined_block = u.block, mined_block_hash = u.bhash
+     FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[]) AS u(hash, status, block, bhash) WHERE t.chain_id = $1 AND t.hash = u.hash`,
+    [chainId, rows.map((x) => x.winner), rows.map((x) => (x.final ? 'CONFIRMED' : 'MINED')), rows.map((x) => x.block), rows.map((x) => x.blockHash)],
+  );
+}
+
+/** Another transaction used the slot's nonce: its pending attempts never ran. */
+export async function failTaken(q: Queryable, chainId: number, sender: Address, nonce: number) {
+  await q.query(`UPDATE relay_txs SET status = 'FAILED', error = 'nonce used by another transaction' WHERE chain_id = $1 AND sender = $2 AND nonce = $3 AND status = 'PENDING'`, [chainId, sender, nonce]);
+}
+
+/** A reorg took the attempt's block away: it waits again as if broadcast at `head`. */
+export async function unmine(q: Queryable, chainId: number, hash: string, head: number) {
+  await q.query(`UPDATE relay_txs SET status = 'PENDING', mined_block = NULL, mined_block_hash = NULL, broadcast_block = $3 WHERE chain_id = $1 AND hash = $2`, [chainId, hash, head]);
+}
+
+/** Final: past the confirmation depth. */
+export async function confirmAttempts(q: Queryable, chainId: number, hashes: string[]) {
+  await q.query(`UPDATE relay_txs SET status = 'CONFIRMED' WHERE chain_id = $1 AND hash = ANY($2)`, [chainId, hashes]);
+}
+
+/** A re-broadcast the node took: the attempt has been broadcast (if it was not recorded so yet). */
+export async function noteBroadcast(q: Queryable, chainId: number, hash: string) {
+  await q.query('UPDATE relay_txs SET broadcast_at = COALESCE(broadcast_at, now()) WHERE chain_id = $1 AND hash = $2', [chainId, hash]);
+}
+

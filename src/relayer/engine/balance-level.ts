@@ -6,8 +6,9 @@
 
 import { parseEther, type Address } from 'viem';
 import type { Db, Queryable } from '../../store/db.ts';
+import { lockBalanceLevel, setBalanceLevel, type BalanceLevel } from './ledger.ts';
 
-export type BalanceLevel = 'ok' | 'warning' | 'low';
+export type { BalanceLevel } from './ledger.ts';
 
 export interface BalanceCrossing {
   chainId: number;
@@ -48,15 +49,10 @@ export async function recordBalanceLevel(
 ): Promise<BalanceCrossing | null> {
   const to = levelOf(t.balance, t.minSenderBalance, t.warnSenderBalance);
   return db.transaction(async (tx) => {
-    // Locked: a second process waits here, then reads the level the first one wrote.
-    const cur = await tx.query<{ balance_level: BalanceLevel | null }>(
-      'SELECT balance_level FROM relay_senders WHERE chain_id = $1 AND address = $2 FOR UPDATE',
-      [t.chainId, t.sender.toLowerCase()],
-    );
-    if (cur.rows.length === 0) return null;
-    const from = cur.rows[0].balance_level;
+    const from = await lockBalanceLevel(tx, t.chainId, t.sender);
+    if (from === undefined) return null;
     if (from === to) return null;
-    await tx.query('UPDATE relay_senders SET balance_level = $3 WHERE chain_id = $1 AND address = $2', [t.chainId, t.sender.toLowerCase(), to]);
+    await setBalanceLevel(tx, t.chainId, t.sender, to);
     const crossing: BalanceCrossing = { ...t, sender: t.sender.toLowerCase() as Address, from, to };
     if (hook && crossingKind(crossing)) await hook(tx, crossing);
     return crossing;

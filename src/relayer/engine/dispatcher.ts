@@ -12,7 +12,8 @@ import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts
 import type { BarRepo } from '../bars.ts';
 import { readNonces } from '../nonces.ts';
 import { errorText } from './rpc-errors.ts';
-import { claimSenders, newOwner, releaseSenders, senderAccounts, type SenderAccount } from './sender-pool.ts';
+import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
+import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
@@ -459,17 +460,13 @@ export class Dispatcher implements EngineContext {
     const account = this.accounts.get(sender)!;
     try {
       return await this.deps.db.transaction(async (tx) => {
-        const led = await tx.query<{ next_nonce: string }>(
-          'SELECT next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND address = $2 AND owner = $3 FOR UPDATE',
-          [this.chainId, sender, this.owner],
-        );
-        if (!led.rows[0] || led.rows[0].next_nonce == null) throw new LostLease();
+        const next = await lockNextNonce(tx, this.chainId, sender, this.owner);
+        if (next == null) throw new LostLease();
         // Another process may have planned the same meta-transactions from the same queue: lock them (in
         // one order, so two processes cannot deadlock) and sign only units whose every one is still queued.
         const ids = [...new Set(units.flatMap((u) => u.metas.map((m) => m.id)))].sort();
-        const queued = await tx.query<{ id: string }>(`SELECT id FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' ORDER BY id FOR UPDATE`, [this.chainId, ids]);
-        const free = new Set(queued.rows.map((r) => r.id));
-        let nonce = Number(led.rows[0].next_nonce);
+        const free = await this.deps.metaTxns.lockQueued(tx, this.chainId, ids);
+        let nonce = next;
         const out: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }[] = [];
         for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
           const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees, authorization: unit.authorization };
@@ -489,7 +486,7 @@ export class Dispatcher implements EngineContext {
           out.push({ sender, unit, nonce, raw, hash });
           nonce++;
         }
-        await tx.query('UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2', [this.chainId, sender, nonce]);
+        await setNextNonce(tx, this.chainId, sender, nonce);
         const s = this.senders.get(sender);
         if (s) s.open += out.length;
         return out;

@@ -1,6 +1,7 @@
 import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
-import { authorizationsOf, broadcast, failAttempt, insertAttempt, markBroadcast, openAttempts, sign, type Attempt } from './attempts.ts';
+import { authorizationsOf, broadcast, confirmAttempts, failAttempt, failTaken, insertAttempt, markBroadcast, markMined, noteBroadcast, openAttempts, sign, unmine, type Attempt } from './attempts.ts';
+import { ownedNextNonces, recordSenderRead, setNextNonce } from './ledger.ts';
 import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext, SenderState } from './context.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
@@ -77,11 +78,7 @@ export class Sweeper {
       if (!slots.has(k)) slots.set(k, { sender: a.sender, nonce: a.nonce, attempts: [] });
       slots.get(k)!.attempts.push(a);
     }
-    const ledger = await this.db.query<{ address: Address; next_nonce: string | null }>(
-      'SELECT address, next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND owner = $2',
-      [d.chainId, d.owner],
-    );
-    const next = new Map(ledger.rows.map((r) => [r.address, r.next_nonce == null ? null : Number(r.next_nonce)]));
+    const next = await ownedNextNonces(this.db, d.chainId, d.owner);
 
     // Settle first, for every sender at once (one database transaction each), then the waiting slots.
     const bySender = new Map(reads.map((r) => [r.address, [...slots.values()].filter((s) => s.sender === r.address).sort((a, b) => a.nonce - b.nonce)]));
@@ -108,10 +105,7 @@ export class Sweeper {
         }
       }
       await this.mendLedger(r.address, r.pending, next.get(r.address) ?? null, mine, head);
-      await this.db.query(
-        'UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2',
-        [d.chainId, r.address, r.balance.toString(), belowFloor, r.latest, r.pending, stalled],
-      );
+      await recordSenderRead(this.db, d.chainId, r.address, { balance: r.balance, belowFloor, latest: r.latest, pending: r.pending, stalled });
       await announceBalanceLevel(d, r.address, r.balance, this.levels);
     }
     d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
@@ -168,15 +162,10 @@ export class Sweeper {
       return { ...h, block, final: head - block + 1 >= d.config.confirmations };
     });
     const ids = await this.db.transaction(async (tx) => {
-      await tx.query(
-        `UPDATE relay_txs t SET status = 'REPLACED' FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(sender, nonce, winner)
-         WHERE t.chain_id = $1 AND t.sender = u.sender AND t.nonce = u.nonce AND t.status = 'PENDING' AND t.hash <> u.winner`,
-        [d.chainId, rows.map((x) => x.slot.sender), rows.map((x) => x.slot.nonce), rows.map((x) => x.winner.hash)],
-      );
-      await tx.query(
-        `UPDATE relay_txs t SET status = u.status, mined_block = u.block, mined_block_hash = u.bhash
-         FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[]) AS u(hash, status, block, bhash) WHERE t.chain_id = $1 AND t.hash = u.hash`,
-        [d.chainId, rows.map((x) => x.winner.hash), rows.map((x) => (x.final ? 'CONFIRMED' : 'MINED')), rows.map((x) => x.block), rows.map((x) => x.receipt.blockHash)],
+      await markMined(
+        tx,
+        d.chainId,
+        rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce, winner: x.winner.hash, final: x.final, block: x.block, blockHash: x.receipt.blockHash })),
       );
       return this.settle(tx, rows);
     });
@@ -261,7 +250,7 @@ export class Sweeper {
     const d = this.d;
     d.deps.log.warn({ chainId: d.chainId, sender: s.sender, nonce: s.nonce }, 'a slot was taken by a transaction this relayer did not sign');
     const ids = await this.db.transaction(async (tx) => {
-      await tx.query(`UPDATE relay_txs SET status = 'FAILED', error = 'nonce used by another transaction' WHERE chain_id = $1 AND sender = $2 AND nonce = $3 AND status = 'PENDING'`, [d.chainId, s.sender, s.nonce]);
+      await failTaken(tx, d.chainId, s.sender, s.nonce);
       const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
       for (const m of metas.filter((x) => x.status === 'SENT')) await d.requeueOrDrop(tx, m, 'its transaction slot was taken by another transaction');
       return metas.map((m) => m.id);
@@ -296,7 +285,7 @@ export class Sweeper {
       d.deps.log.warn({ chainId: d.chainId, hash: winner.hash, block: winner.mined_block }, 'reorg removed a relay transaction; it goes back to SENT');
       const ids = await this.db.transaction(async (tx) => {
         // It waits again as if broadcast now: the next sweeps re-broadcast it and start its block count afresh.
-        await tx.query(`UPDATE relay_txs SET status = 'PENDING', mined_block = NULL, mined_block_hash = NULL, broadcast_block = $3 WHERE chain_id = $1 AND hash = $2`, [d.chainId, winner.hash, head]);
+        await unmine(tx, d.chainId, winner.hash, head);
         const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
         for (const m of metas) {
           await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash }, undefined, 'reorged');
@@ -315,12 +304,8 @@ export class Sweeper {
     const d = this.d;
     if (items.length === 0) return;
     await this.db.transaction(async (tx) => {
-      await tx.query(`UPDATE relay_txs SET status = 'CONFIRMED' WHERE chain_id = $1 AND hash = ANY($2)`, [d.chainId, items.map((x) => x.winner.hash)]);
-      await tx.query(
-        `UPDATE meta_txns m SET confirmed = true, updated_at = now() FROM unnest($2::text[], $3::bigint[]) AS u(sender, nonce)
-         WHERE m.chain_id = $1 AND m.sender = u.sender AND m.txn_nonce = u.nonce`,
-        [d.chainId, items.map((x) => x.slot.sender), items.map((x) => x.slot.nonce)],
-      );
+      await confirmAttempts(tx, d.chainId, items.map((x) => x.winner.hash));
+      await d.deps.metaTxns.confirmAtSlots(tx, d.chainId, items.map((x) => x.slot));
     });
   }
 
@@ -337,7 +322,7 @@ export class Sweeper {
         await this.replace(s, last, rep.fees, head);
         return null;
       }
-      await this.db.query('UPDATE meta_txns SET stalled = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND stalled IS DISTINCT FROM $4', [d.chainId, s.sender, s.nonce, rep.reason]);
+      await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, rep.reason);
       if (s.nonce >= pending) await this.rebroadcast(last);
       return rep.reason;
     }
@@ -352,7 +337,7 @@ export class Sweeper {
     if (res.ok) {
       d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'rebroadcast' });
       if (!res.uncertain) d.deps.log.info({ chainId: d.chainId, hash: a.hash, nonce: a.nonce }, 're-broadcast a transaction missing from the pool');
-      await this.db.query('UPDATE relay_txs SET broadcast_at = COALESCE(broadcast_at, now()) WHERE chain_id = $1 AND hash = $2', [d.chainId, a.hash]);
+      await noteBroadcast(this.db, d.chainId, a.hash);
     } else {
       // "nonce too low": it (or a sibling) was just mined; the next sweep finds the receipt.
       d.deps.log.debug({ chainId: d.chainId, hash: a.hash, kind: res.kind, err: res.message }, 're-broadcast refused');
@@ -408,7 +393,7 @@ export class Sweeper {
   }
 
   private async setLedger(sender: Address, n: number) {
-    await this.db.query('UPDATE relay_senders SET next_nonce = $3, updated_at = now() WHERE chain_id = $1 AND address = $2 AND owner = $4', [this.d.chainId, sender, n, this.d.owner]);
+    await setNextNonce(this.db, this.d.chainId, sender, n, this.d.owner);
   }
 
   private async fill(sender: Address, nonce: number, head: number) {
