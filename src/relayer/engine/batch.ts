@@ -2,6 +2,7 @@ import { decodeEventLog, encodeFunctionData, type Address, type Hex } from 'viem
 import { walletAbi } from '../abi.ts';
 import { describeRevert } from '../intake/simulate.ts';
 import type { RawReceipt } from '../receipts.ts';
+import type { MetaTxnRow } from '../store.ts';
 
 /** Room for the guest module's loop, events and the outer call around the members' own limits. */
 const BATCH_OVERHEAD = 40_000n;
@@ -52,3 +53,35 @@ export function shareGas(total: bigint, weights: bigint[]): bigint[] {
   parts[parts.length - 1] += total - parts.reduce((a, p) => a + p, 0n);
   return parts;
 }
+
+/**
+ * Which ready meta-transactions may share a guest-module transaction, in groups of at most `size`; the
+ * rest go alone (a group of one too):
+ * - one carrying an EIP-7702 authorization goes alone: its type-4 transaction is its own, and a void
+ *   authorization (a race lost to the EOA) then costs only its own call, not a batch's;
+ * - one riding a predecessor's nonce override, or calling through the guest module, goes alone;
+ * - only sponsored meta-transactions of one project share a transaction: a member's gas is known only as
+ *   a share of the batch's (by estimate), so a member that burns more than it was simulated to would
+ *   make the others pay for it. Within one project that is the project's own money; across payers it
+ *   would not be. Fee-paying ones go alone, each bounded by the gas limit its fee was priced on;
+ * - one wallet once per batch: two bundles of one wallet would race on its nonces.
+ */
+export function batchGroups<P extends { row: MetaTxnRow; overrides: readonly unknown[]; carry?: unknown }>(plans: P[], size: number): { alone: P[]; groups: MetaTxnRow[][] } {
+  const payerOf = (r: MetaTxnRow) => (r.sponsored && r.project_id != null ? `project:${r.project_id}` : null);
+  const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet && !p.carry && payerOf(p.row) != null);
+  const groups: MetaTxnRow[][] = [];
+  const open = new Map<string, { rows: MetaTxnRow[]; wallets: Set<string> }>();
+  for (const p of batchable) {
+    const payer = payerOf(p.row)!;
+    let g = open.get(payer);
+    if (!g || g.wallets.has(p.row.wallet) || g.rows.length >= size) {
+      g = { rows: [], wallets: new Set() };
+      open.set(payer, g);
+      groups.push(g.rows);
+    }
+    g.rows.push(p.row);
+    g.wallets.add(p.row.wallet);
+  }
+  return { alone: plans.filter((p) => !batchable.includes(p)), groups };
+}
+

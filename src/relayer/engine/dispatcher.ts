@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
-import { batchCall } from './batch.ts';
+import { batchCall, batchGroups } from './batch.ts';
 import { crashPoint } from './crash-points.ts';
 import type { RelayEvents } from '../events.ts';
 import { tokenKey } from '../intake/fees.ts';
@@ -18,6 +18,7 @@ import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
+import { PollLoop } from '../../util/poll-loop.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
 
 export type { DispatcherDeps, SenderState } from './context.ts';
@@ -80,9 +81,11 @@ export class Dispatcher implements EngineContext {
   private feeMemo?: { head: number; fees: Promise<Fees> };
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
-  private running = false;
-  private loop?: Promise<void>;
-  private wake?: () => void;
+  private readonly loop = new PollLoop(
+    () => this.tick(),
+    () => this.config.pollMs,
+    (err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed'),
+  );
 
   constructor(
     readonly relayer: ChainRelayer,
@@ -109,35 +112,15 @@ export class Dispatcher implements EngineContext {
   }
 
   start() {
-    if (this.running) return;
-    this.running = true;
-    this.loop = (async () => {
-      while (this.running) {
-        try {
-          await this.tick();
-        } catch (err) {
-          this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed');
-        }
-        if (!this.running) break;
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.config.pollMs);
-          this.wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-      }
-    })();
+    this.loop.start();
   }
 
   nudge() {
-    this.wake?.();
+    this.loop.wake();
   }
 
   async stop() {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.loop.stop();
     // Hand the senders back at once so another process can take over without waiting out the lease.
     await releaseSenders(this.deps.db, this.chainId, this.owner).catch(() => undefined);
   }
@@ -410,29 +393,8 @@ export class Dispatcher implements EngineContext {
     const single = (row: MetaTxnRow, carry?: Authorization): Unit => ({ kind: 'meta', metas: [row], to: row.entrypoint as Address, data: row.input as Hex, gas: BigInt(row.gas_limit), authorization: carry });
     const size = this.config.batchSize;
     if (size < 2) return plans.map((p) => single(p.row, p.carry));
-    // One carrying an authorization goes alone: its type-4 transaction is its own, and a void
-    // authorization (a race lost to the EOA) then costs only its own call, not a batch's.
-    // Only sponsored meta-transactions of one project share a transaction: a member's gas is known only as
-    // a share of the batch's (by estimate), so a member that burns more than it was simulated to would
-    // make the others pay for it. Within one project that is the project's own money; across payers it
-    // would not be. Fee-paying ones go alone, each bounded by the gas limit its fee was priced on.
-    const payerOf = (r: MetaTxnRow) => (r.sponsored && r.project_id != null ? `project:${r.project_id}` : null);
-    const batchable = plans.filter((p) => p.overrides.length === 0 && p.row.entrypoint === p.row.wallet && !p.carry && payerOf(p.row) != null);
-    const units = plans.filter((p) => !batchable.includes(p)).map((p) => single(p.row, p.carry));
-    const groups: MetaTxnRow[][] = [];
-    const open = new Map<string, { rows: MetaTxnRow[]; wallets: Set<string> }>();
-    for (const p of batchable) {
-      const payer = payerOf(p.row)!;
-      let g = open.get(payer);
-      // One wallet once per batch: two bundles of one wallet would race on its nonces.
-      if (!g || g.wallets.has(p.row.wallet) || g.rows.length >= size) {
-        g = { rows: [], wallets: new Set() };
-        open.set(payer, g);
-        groups.push(g.rows);
-      }
-      g.rows.push(p.row);
-      g.wallets.add(p.row.wallet);
-    }
+    const { alone, groups } = batchGroups(plans, size);
+    const units = alone.map((p) => single(p.row, p.carry));
     // Every batch is simulated at once (one JSON-RPC batch), not one after the other.
     const built = await Promise.all(
       groups.map(async (g): Promise<Unit[]> => {

@@ -1,0 +1,93 @@
+import { prepared, type Queryable } from '../store/db.ts';
+import type { Address } from 'viem';
+import { LIVE_IN } from './live.ts';
+
+/*
+ * The caller's share of the queue, checked inside the intake transaction (store.ts insert): one
+ * fee-paying meta-transaction per paying wallet, nothing else of that wallet meanwhile, and bounded
+ * shares per wallet, key and address. Reads only; meta_txns is written by store.ts.
+ */
+
+/** What of a new meta-transaction its share of the queue depends on (store.ts NewMetaTxn has it). */
+export interface LimitedMetaTxn {
+  chainId: number;
+  feePayer: Address | null;
+  bundles: { wallet: Address }[];
+  keyId: number | null;
+  clientIp: string | null;
+}
+
+/** How much of the queue one caller may hold (live = queued or sent, not mined yet). */
+export interface QueueLimits {
+  perWallet: number;
+  perKey: number;
+  perAddress: number;
+}
+
+/** The caller already holds as much of the queue as it may. */
+export class QueueFull extends Error {}
+
+/**
+ * The queue limits' counts in one statement (checkLimits): exported so a test can read its plan, which
+ * must use the partial indexes over live rows whatever the table's history (migration 0027).
+ */
+export const LIMITS_SQL = prepared(`SELECT
+  (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
+  (SELECT b.meta_txn_id FROM meta_txn_bundles b WHERE b.chain_id = $1 AND $2::text IS NOT NULL AND b.wallet = $2 AND b.live LIMIT 1) AS payer_moved,
+  (SELECT m.fee_payer || ' ' || m.id FROM meta_txns m WHERE m.chain_id = $1 AND m.fee_payer = ANY($3) AND m.status IN ${LIVE_IN} LIMIT 1) AS wallet_paying,
+  (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
+     SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b
+      WHERE b.chain_id = $1 AND b.wallet = ANY($3) AND b.live GROUP BY b.wallet) t) AS per_wallet,
+  CASE WHEN $4::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $4 AND status IN ${LIVE_IN}) END AS by_key,
+  CASE WHEN $5::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $5 AND status IN ${LIVE_IN}) END AS by_ip`);
+
+/**
+ * Limits checked inside the intake transaction, which holds the advisory lock of every wallet the
+ * meta-transaction touches, so concurrent sends of one wallet cannot all pass them: one fee-paying
+ * meta-transaction per paying wallet at a time (each is simulated against the chain as it is, so two
+ * would both count one balance) and a bounded share of the queue per wallet, exactly. The shares per
+ * access key and per client address are counted without a lock (a key's sends would otherwise be serial
+ * again): concurrent sends of one key may pass the count together, by at most the number in flight.
+ */
+export async function checkLimits(q: Queryable, m: LimitedMetaTxn, limits: QueueLimits) {
+  const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
+  // Every count in one round trip (each subquery keeps its own index); refused in the order below. A
+  // wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
+  // from their partial index: joined to meta_txns by status, the planner walked every live row of the
+  // chain once per bundle of the wallet's history.
+  // The per-address share bounds callers without a key; a keyed backend relaying for many users from one
+  // address is bounded by its key's share instead (it was refused past 200 however its project was set).
+  const perAddressIp = m.keyId == null ? m.clientIp : null;
+  const r = await q.query<{ payer_busy: string | null; payer_moved: string | null; wallet_paying: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
+    LIMITS_SQL,
+    [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, perAddressIp],
+  );
+  const x = r.rows[0];
+  if (x.payer_busy) {
+    throw new QueueFull(
+      `wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${x.payer_busy}); one balance pays one fee at a time: send the next once it is mined`,
+    );
+  }
+  // The fee of a live fee-paying meta-transaction was judged on its wallet's balance as it was: any other
+  // bundle of that wallet (sponsored, another nonce space, a successor) could move that balance before it
+  // runs, and the relayer would pay for a bundle whose fee no longer arrives. Both orders are refused.
+  if (x.payer_moved) {
+    throw new QueueFull(
+      `wallet ${m.feePayer} has another meta-transaction in flight (${x.payer_moved}) that runs a bundle of it; a fee-paying meta-transaction waits until it is mined, so nothing can move the balance its fee was judged on`,
+    );
+  }
+  if (x.wallet_paying) {
+    const [payer, id] = x.wallet_paying.split(' ');
+    throw new QueueFull(
+      `wallet ${payer} has a fee-paying meta-transaction in flight (${id}); one balance pays one fee at a time, and no other bundle of the wallet is relayed until it is mined`,
+    );
+  }
+  const full = (x.per_wallet ?? []).find((w) => Number(w.n) >= limits.perWallet);
+  if (full) throw new QueueFull(`wallet ${full.wallet} already has ${full.n} meta-transactions queued or in flight (the limit is ${limits.perWallet})`);
+  if (m.keyId != null && Number(x.by_key) >= limits.perKey) {
+    throw new QueueFull(`this access key already has ${limits.perKey} meta-transactions queued or in flight`);
+  }
+  if (perAddressIp != null && Number(x.by_ip) >= limits.perAddress) {
+    throw new QueueFull(`client address ${m.clientIp} already has ${limits.perAddress} meta-transactions queued or in flight`);
+  }
+}
