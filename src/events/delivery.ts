@@ -1,10 +1,10 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Logger } from '../telemetry/logger.ts';
 import { envelope, type EventBell, type Outbox } from './outbox.ts';
 import type { Poster } from './post.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.ts';
 import type { ClaimedDelivery, WebhookStore } from './webhook-store.ts';
+import { PollLoop } from '../util/poll-loop.ts';
+import { ownerId } from '../util/owner-id.ts';
 
 export interface DeliverySettings {
   deadlineMs: number;
@@ -32,62 +32,40 @@ export function nextAttemptAt(attempts: number, firstAt: Date, s: Pick<DeliveryS
  * Also sequences the outbox for SSE readers and prunes it.
  */
 export class DeliveryWorker {
-  readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private pending = false;
+  readonly owner = ownerId();
+  private readonly loop: PollLoop;
   private prunedAt = 0;
   private offBell: (() => void) | undefined;
 
   constructor(
     private readonly deps: { store: WebhookStore; outbox: Outbox; post: Poster; bell: EventBell; log: Logger; settings: DeliverySettings },
-  ) {}
+  ) {
+    // A full batch means more may be due: the next pass runs at once.
+    this.loop = new PollLoop(
+      () => this.pass(),
+      () => this.deps.settings.pollMs,
+      (err) => this.deps.log.error({ err }, 'webhook delivery pass failed'),
+    );
+  }
 
   start() {
-    if (this.running) return;
-    this.running = true;
+    if (this.loop.active) return;
     // The bell rings as an event is written, before its transaction commits: look a moment later too.
     this.offBell = this.deps.bell.on(() => {
       this.nudge();
       setTimeout(() => this.nudge(), 5).unref();
     });
-    this.loop = this.run();
+    this.loop.start();
   }
 
   async stop() {
-    if (!this.running) return;
-    this.running = false;
+    if (!this.loop.active) return;
     this.offBell?.();
-    this.nudge();
-    await this.loop;
+    await this.loop.stop();
   }
 
   nudge() {
-    this.pending = true;
-    this.wake?.();
-  }
-
-  private async run() {
-    while (this.running) {
-      this.pending = false;
-      let busy = false;
-      try {
-        busy = await this.pass();
-      } catch (err) {
-        this.deps.log.error({ err }, 'webhook delivery pass failed');
-      }
-      if (!this.running) break;
-      if (busy || this.pending) continue;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.deps.settings.pollMs);
-        this.wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      this.wake = undefined;
-    }
+    this.loop.wake();
   }
 
   /** One batch; true when it was full (more may be due). */
@@ -108,7 +86,7 @@ export class DeliveryWorker {
     // event of a subject in flight is not claimed (it is still pending), so per-subject order holds.
     let refilling: Promise<void> | undefined;
     const refill = () => {
-      if (!full || refilling || !this.running) return;
+      if (!full || refilling || !this.loop.active) return;
       // SSE readers follow `seq`: a long run of refills sequences new events as a new pass would.
       refilling = this.deps.outbox
         .sequence()

@@ -1,12 +1,15 @@
 /**
  * The loop every background poller runs: call `tick`, sleep `intervalMs` (unless the tick says more
- * work is waiting), wake early on `wake()`, stop cleanly on `stop()` after the tick in progress.
+ * work is waiting, or `wake()` was called while it ran: that wake-up is not lost), wake early on
+ * `wake()`, stop cleanly on `stop()` after the tick in progress.
  * A tick that throws is reported and the loop goes on.
  */
 export class PollLoop {
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** Woken while a tick ran: the next tick runs at once. */
+  private pending = false;
 
   constructor(
     private readonly tick: () => Promise<boolean | void>,
@@ -24,13 +27,14 @@ export class PollLoop {
     this.loop = (async () => {
       while (this.running) {
         let more = false;
+        this.pending = false;
         try {
           more = (await this.tick()) === true;
         } catch (err) {
           this.onError(err);
         }
         if (!this.running) break;
-        if (more) continue;
+        if (more || this.pending) continue;
         await new Promise<void>((r) => {
           const t = setTimeout(r, this.intervalMs());
           this.wakeUp = () => {
@@ -38,11 +42,13 @@ export class PollLoop {
             r();
           };
         });
+        this.wakeUp = undefined;
       }
     })();
   }
 
   wake(): void {
+    this.pending = true;
     this.wakeUp?.();
   }
 

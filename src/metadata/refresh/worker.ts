@@ -1,5 +1,3 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import type { AppConfig } from '../../config/schema.ts';
@@ -12,6 +10,7 @@ import { isRetryable, type FetchFailureReason } from '../errors.ts';
 import type { TokenMetadataService } from '../tokens/resolver.ts';
 import type { ItemOutcome, TaskItem, TaskStore } from './task-store.ts';
 import type { TokenStore } from '../tokens/token-store.ts';
+import { ownerId } from '../../util/owner-id.ts';
 
 export interface WorkerDeps {
   tasks: TaskStore;
@@ -31,7 +30,7 @@ const isContractItem = (item: string) => /^0x[0-9a-f]{40}$/.test(item);
  * rows others hold, and a dead worker's leases run out so its items are taken over.
  */
 export class TaskWorker {
-  readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  readonly owner = ownerId();
   private readonly loop = new PollLoop(
     async () => (await this.tick()) > 0,
     () => this.d.config.refresh.pollMs,

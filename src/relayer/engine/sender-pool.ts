@@ -1,5 +1,3 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Address, Hex } from 'viem';
 import { mnemonicToAccount, privateKeyToAccount, type HDAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { RelayerChainConfig } from '../config.ts';
@@ -14,10 +12,8 @@ export function senderAccounts(c: Pick<RelayerChainConfig, 'senderKeys' | 'sende
   return out.filter((a) => !seen.has(a.address.toLowerCase()) && seen.add(a.address.toLowerCase()));
 }
 
-/** host:pid:random, so a process restarted on the same host can tell a dead predecessor's lease. */
-export function newOwner(): string {
-  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-}
+/** This process's lease owner id (util/owner-id.ts). */
+export { ownerId as newOwner } from '../../util/owner-id.ts';
 
 // The senders' ledger rows (leases, stops) are written by engine/ledger.ts; re-exported for the callers that lease.
 export { LEASE_SEC, claimSenders, fairShare, releaseSenders, setSenderStopped, type LeaseRow } from './ledger.ts';
