@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import { decodeChunk } from './chunk.ts';
-import { LogReader } from './log-reader.ts';
+import { LogReader } from '../chain/logs.ts';
+import { TRANSFER_TOPICS } from './decode.ts';
 import { applyTransfers, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
@@ -98,6 +99,12 @@ export function backfillStore(db: Db) {
   };
 }
 
+/** A log reader (its span learned per chain and scope) and the contracts it reads (undefined: every one). */
+interface ScopedReader {
+  reader: LogReader;
+  addresses: (() => Promise<string[]>) | undefined;
+}
+
 interface Claimed {
   backfillId: number;
   chainId: number;
@@ -134,7 +141,7 @@ export interface BackfillWorkerDeps {
  */
 export class BackfillWorker {
   readonly owner = `bf-${process.pid}-${randomBytes(4).toString('hex')}`;
-  private readonly readers = new Map<string, LogReader>();
+  private readonly readers = new Map<string, ScopedReader>();
   private halting = false;
 
   constructor(private readonly d: BackfillWorkerDeps) {}
@@ -176,12 +183,13 @@ export class BackfillWorker {
     return this.d.db.kind === 'pglite' ? claimIn(this.d.db) : this.d.db.transaction((tx) => claimIn(tx));
   }
 
-  private readerFor(chain: ChainClient, scope: IndexScope, contracts: string[] | null): LogReader {
+  private readerFor(chain: ChainClient, scope: IndexScope, contracts: string[] | null): ScopedReader {
     const k = `${chain.chainId}:${scope}:${contracts?.join(',') ?? ''}`;
     let r = this.readers.get(k);
     if (!r) {
       const span = typeof this.d.chunkBlocks === 'number' ? this.d.chunkBlocks : this.d.chunkBlocks(chain.chainId);
-      r = new LogReader(chain, span, contracts ? async () => contracts : this.d.addresses(chain.chainId, scope));
+      const addresses = contracts ? async () => contracts : this.d.addresses(chain.chainId, scope);
+      r = { reader: new LogReader(chain, span, TRANSFER_TOPICS), addresses };
       this.readers.set(k, r);
     }
     return r;
@@ -203,10 +211,10 @@ export class BackfillWorker {
   private async work(c: Claimed): Promise<void> {
     const chain = this.d.chains.get(c.chainId);
     if (!chain) throw new Error(`backfill ${c.backfillId}: chain ${c.chainId} is not configured here`);
-    const reader = this.readerFor(chain, c.scope, c.contracts);
+    const { reader, addresses } = this.readerFor(chain, c.scope, c.contracts);
     let next = c.next;
     while (next <= c.rangeTo && !this.halting) {
-      const { to, logs } = await reader.read(next, c.rangeTo);
+      const { to, logs } = await reader.read(next, c.rangeTo, addresses ? await addresses() : undefined);
       const chunk = await decodeChunk(chain, logs);
       const kept = await this.d.db.transaction(async (tx) => {
         // The lease is checked and extended in the transaction that applies the chunk: a worker

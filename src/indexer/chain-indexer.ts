@@ -1,4 +1,5 @@
 import type { ChainClient } from '../chain/client.ts';
+import type { UnreadBlocksConfig } from '../chain/unread-blocks.ts';
 import type { IndexerChainConfig } from '../config/schema.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -31,7 +32,7 @@ export class ChainIndexer {
 
   constructor(
     readonly chain: ChainClient,
-    readonly cfg: IndexerChainConfig & { scope: IndexScope },
+    readonly cfg: IndexerChainConfig & { scope: IndexScope; logReads: UnreadBlocksConfig },
     readonly db: Db,
     log: Logger,
     metrics?: Metrics,

@@ -1,0 +1,186 @@
+import type { Hex } from 'viem';
+import type { ChainClient } from './client.ts';
+
+/** A log as eth_getLogs (or a receipt) gives it, with numbers decoded. */
+export interface ChainLog {
+  address: string;
+  topics: readonly Hex[];
+  data: Hex;
+  blockNumber: bigint;
+  blockHash: Hex;
+  transactionHash: Hex;
+  transactionIndex: number;
+  logIndex: number;
+  /** Sent by some nodes (anvil, geth ≥ 1.14); otherwise the reader's caller reads the block. */
+  blockTimestamp?: bigint;
+}
+
+interface WireLog {
+  address: string;
+  topics: Hex[];
+  data: Hex;
+  blockNumber: Hex;
+  blockHash: Hex;
+  transactionHash: Hex;
+  transactionIndex: Hex;
+  logIndex: Hex;
+  blockTimestamp?: Hex | null;
+  removed?: boolean;
+}
+
+/** What is read: logs whose topic0 is one of `topics`, of `address` (undefined: every contract). */
+export interface LogFilter {
+  topics: readonly Hex[];
+  address?: readonly string[];
+}
+
+/** One block whose logs could not be read, however the read was split: the caller counts and flags it. */
+export class UnreadableBlockError extends Error {
+  constructor(
+    readonly block: bigint,
+    cause: unknown,
+  ) {
+    super(`block ${block}: its logs could not be read (${String((cause as Error)?.message ?? cause).split('\n')[0]})`, { cause });
+    this.name = 'UnreadableBlockError';
+  }
+}
+
+const hex = (n: bigint) => `0x${n.toString(16)}`;
+/** Receipts asked for at once when a block is read transaction by transaction (the transport batches them). */
+const RECEIPTS_AT_ONCE = 16;
+
+/**
+ * eth_getLogs over block ranges the node accepts. The span starts at `maxSpan`; a refused request
+ * (too many results, range too wide, a timeout: nodes word these differently, so any failure of a
+ * range wider than one block counts) halves it and retries; each success lets it grow back towards
+ * `maxSpan`. A single block still refused is read split (readBlock); one that cannot be read even
+ * so throws UnreadableBlockError. One reader per chain and worker: the span it learned is kept.
+ */
+export class LogReader {
+  private span: bigint;
+
+  constructor(
+    private readonly chain: ChainClient,
+    private readonly maxSpan: number,
+    private readonly topics: readonly Hex[],
+  ) {
+    this.span = BigInt(maxSpan);
+  }
+
+  get currentSpan(): number {
+    return Number(this.span);
+  }
+
+  /** Logs of blocks [from, to'] for some to' ≤ to (as far as the current span reaches), and to'. */
+  async read(from: bigint, to: bigint, address?: readonly string[]): Promise<{ to: bigint; logs: ChainLog[] }> {
+    if (address && address.length === 0) {
+      const end = from + this.span - 1n < to ? from + this.span - 1n : to;
+      return { to: end, logs: [] };
+    }
+    for (;;) {
+      const end = from + this.span - 1n < to ? from + this.span - 1n : to;
+      if (end === from) return { to: end, logs: await this.readBlock(from, address) };
+      try {
+        const logs = await getLogs(this.chain, from, end, { topics: this.topics, address });
+        if (this.span < BigInt(this.maxSpan)) {
+          const grown = this.span * 2n;
+          this.span = grown > BigInt(this.maxSpan) ? BigInt(this.maxSpan) : grown;
+        }
+        return { to: end, logs };
+      } catch {
+        const half = (end - from + 1n) / 2n;
+        this.span = half < 1n ? 1n : half;
+      }
+    }
+  }
+
+  /**
+   * One block's logs, however large: asked whole, then (when refused: a node caps a response at
+   * some number of logs or bytes) split by halves of the address set, then of the topics, and at
+   * the last by the block's receipts one transaction at a time. Throws UnreadableBlockError.
+   */
+  async readBlock(block: bigint, address?: readonly string[]): Promise<ChainLog[]> {
+    const receipts: ReceiptCache = {};
+    try {
+      const logs = await readSplit(this.chain, block, { topics: this.topics, address }, receipts);
+      return logs.sort((a, b) => a.logIndex - b.logIndex);
+    } catch (err) {
+      throw new UnreadableBlockError(block, err);
+    }
+  }
+}
+
+async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilter): Promise<ChainLog[]> {
+  const raw = (await chain.public.request({
+    method: 'eth_getLogs',
+    params: [{ fromBlock: hex(from), toBlock: hex(to), topics: [f.topics], ...(f.address ? { address: f.address } : {}) }],
+  } as never)) as WireLog[];
+  return raw.filter((l) => !l.removed).map(toChainLog);
+}
+
+const halves = <T>(xs: readonly T[]): [T[], T[]] => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
+
+async function readSplit(chain: ChainClient, block: bigint, f: LogFilter, receipts: ReceiptCache): Promise<ChainLog[]> {
+  try {
+    return await getLogs(chain, block, block, f);
+  } catch {
+    // Refused: ask for less per request. Sub-filters are disjoint, so their logs just add up.
+  }
+  if (f.address && f.address.length > 1) {
+    const [a, b] = halves(f.address);
+    return [...(await readSplit(chain, block, { ...f, address: a }, receipts)), ...(await readSplit(chain, block, { ...f, address: b }, receipts))];
+  }
+  if (f.topics.length > 1) {
+    const [a, b] = halves(f.topics);
+    return [...(await readSplit(chain, block, { ...f, topics: a }, receipts)), ...(await readSplit(chain, block, { ...f, topics: b }, receipts))];
+  }
+  const all = await (receipts.logs ??= blockLogsFromReceipts(chain, block));
+  const addresses = f.address ? new Set(f.address.map((a) => a.toLowerCase())) : undefined;
+  const topic0 = new Set(f.topics.map((t) => t.toLowerCase()));
+  return all.filter((l) => topic0.has(l.topics[0]?.toLowerCase() ?? '') && (!addresses || addresses.has(l.address.toLowerCase())));
+}
+
+/** A block's receipts are read once per readBlock, however many sub-filters fall back to them. */
+interface ReceiptCache {
+  logs?: Promise<ChainLog[]>;
+}
+
+/**
+ * Every log of a block from its transactions' receipts, each answer one transaction's logs (bounded
+ * by what one transaction can emit, unlike eth_getLogs or eth_getBlockReceipts over a whole block).
+ */
+async function blockLogsFromReceipts(chain: ChainClient, block: bigint): Promise<ChainLog[]> {
+  const b = (await chain.public.request({ method: 'eth_getBlockByNumber', params: [hex(block), false] } as never)) as {
+    hash: Hex;
+    timestamp: Hex;
+    transactions: Hex[];
+  } | null;
+  if (!b) throw new Error(`block ${block} not found`);
+  const out: ChainLog[] = [];
+  for (let i = 0; i < b.transactions.length; i += RECEIPTS_AT_ONCE) {
+    const group = b.transactions.slice(i, i + RECEIPTS_AT_ONCE);
+    const got = (await Promise.all(
+      group.map((hash) => chain.public.request({ method: 'eth_getTransactionReceipt', params: [hash] } as never)),
+    )) as Array<{ blockHash: Hex; logs: WireLog[] } | null>;
+    for (const [k, r] of got.entries()) {
+      // A receipt of another fork than the block read above: the chain moved; the caller reads again.
+      if (!r || r.blockHash.toLowerCase() !== b.hash.toLowerCase()) throw new Error(`receipt of ${group[k]} is not in block ${b.hash}`);
+      for (const l of r.logs) if (!l.removed) out.push({ ...toChainLog(l), blockTimestamp: BigInt(b.timestamp) });
+    }
+  }
+  return out;
+}
+
+function toChainLog(l: WireLog): ChainLog {
+  return {
+    address: l.address,
+    topics: l.topics,
+    data: l.data,
+    blockNumber: BigInt(l.blockNumber),
+    blockHash: l.blockHash,
+    transactionHash: l.transactionHash,
+    transactionIndex: Number(l.transactionIndex),
+    logIndex: Number(l.logIndex),
+    blockTimestamp: l.blockTimestamp !== undefined && l.blockTimestamp !== null ? BigInt(l.blockTimestamp) : undefined,
+  };
+}
