@@ -29,7 +29,13 @@ const RETRIES_PER_POLL = 4;
 /** Unread blocks the console and status lists show per chain. */
 const LISTED = 50;
 
-const firstLine = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 500);
+/** What the node said (viem keeps it in `details`, its message being a generic title), on one line. */
+function reason(err: unknown): string {
+  const e = err instanceof UnreadableBlockError ? err.cause : err;
+  const details = (e as { details?: unknown })?.details;
+  const text = typeof details === 'string' && details ? details : String((e as Error)?.message ?? e);
+  return text.split('\n')[0]!.slice(0, 500);
+}
 
 /** The unread blocks of every reader (of one chain, or all), oldest first: what operators are shown. */
 export async function listUnreadBlocks(db: Queryable, chainId?: number): Promise<UnreadBlock[]> {
@@ -91,7 +97,7 @@ export class UnreadBlocks {
        VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
        ON CONFLICT (chain_id, reader, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash, error = EXCLUDED.error,
          retries = 0, flagged_at = now(), next_retry_at = EXCLUDED.next_retry_at, resolved_at = NULL`,
-      [this.d.chain.chainId, this.d.reader, err.block.toString(), hash, firstLine(err.cause ?? err), this.d.cfg.retrySec],
+      [this.d.chain.chainId, this.d.reader, err.block.toString(), hash, reason(err), this.d.cfg.retrySec],
     );
   }
 
@@ -105,7 +111,7 @@ export class UnreadBlocks {
     this.failing = null;
     this.d.metrics?.logBlocksSkipped.inc(this.labels);
     this.d.log.warn(
-      { ...this.labels, block: err.block.toString(), attempts: this.d.cfg.blockAttempts, err: firstLine(err.cause ?? err), retrySec: this.d.cfg.retrySec },
+      { ...this.labels, block: err.block.toString(), attempts: this.d.cfg.blockAttempts, err: reason(err), retrySec: this.d.cfg.retrySec },
       'block logs unreadable: passed over, flagged for a later retry',
     );
     await this.gauge();
@@ -143,9 +149,9 @@ export class UnreadBlocks {
           `UPDATE unread_blocks SET retries = retries + 1, error = $4,
                   next_retry_at = now() + make_interval(secs => $5 * power(2, LEAST(retries + 1, $6)))
             WHERE chain_id = $1 AND reader = $2 AND block_number = $3 AND resolved_at IS NULL`,
-          [this.d.chain.chainId, this.d.reader, row.b, firstLine((err as Error).cause ?? err), this.d.cfg.retrySec, Math.log2(MAX_BACKOFF)],
+          [this.d.chain.chainId, this.d.reader, row.b, reason(err), this.d.cfg.retrySec, Math.log2(MAX_BACKOFF)],
         );
-        this.d.log.warn({ ...this.labels, block: row.b, err: firstLine((err as Error).cause ?? err) }, 'block logs still unreadable: retried later');
+        this.d.log.warn({ ...this.labels, block: row.b, err: reason(err) }, 'block logs still unreadable: retried later');
         continue;
       }
       // Marked read on the transaction that records its logs: of two processes retrying it, one records.

@@ -1,0 +1,232 @@
+// Issue 29, finding 6: a block with more Transfer logs than the node answers at once must not halt
+// the indexer or the metadata watcher. A real anvil behind an rpc-proxy that refuses any eth_getLogs
+// answer over LIMIT logs (as hosted nodes cap results): the big block is read split, and a block no
+// read can get is passed over, flagged (row, metric) and read on a later retry. Ground truth: the
+// chain's own logs and balanceOf, read from anvil directly.
+import { parseAbi, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { devPublicClient } from '../src/devchain/index.ts';
+import { mine, setAutomine, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
+import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
+import { rpc, startTestService, type TestService } from './support/service.ts';
+import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+
+/** Most logs the proxied node puts in one eth_getLogs answer. */
+const LIMIT = 200;
+const ADMIN = 'log-reads-test-admin-token-01';
+const abi = parseAbi(['function balanceOf(address) view returns (uint256)']);
+const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
+const A = someone();
+const B = someone();
+
+let chain: TokenChain;
+let pub: ReturnType<typeof devPublicClient>;
+let proxy: RpcProxy;
+let t: TestService;
+let c: { coinA: Address; coinB: Address; nftA: Address; nftB: Address };
+/** The block with more logs than one answer holds, and the one no read can get (until the test allows it). */
+let big: bigint;
+let unreadable: bigint;
+let unreadableTxs: Set<string>;
+let last: bigint;
+
+const call = (address: Address, contract: string, functionName: string, args: unknown[]): ContractCall => ({ address, contract, functionName, args });
+
+/** Sends the calls with automine off and mines them in one block; returns its number. */
+async function inOneBlock(calls: ContractCall[]): Promise<bigint> {
+  const url = chain.anvil.rpcUrl;
+  await setAutomine(url, false);
+  try {
+    const sent = chain.send(calls);
+    for (let i = 0; (txpoolHashes(await txpoolContent(url))).length < calls.length; i++) {
+      if (i > 200) throw new Error('transactions never reached the pool');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await mine(url, 1);
+    await sent;
+  } finally {
+    await setAutomine(url, true);
+  }
+  const n = await pub.getBlockNumber();
+  expect((await pub.getBlock({ blockNumber: n })).transactions).toHaveLength(calls.length);
+  return n;
+}
+
+const chainLogs = async (block: bigint) => pub.getLogs({ fromBlock: block, toBlock: block });
+
+async function indexedRows(block: bigint): Promise<number> {
+  const res = await t.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM indexer_transfers WHERE chain_id = $1 AND block_number = $2', [
+    chain.anvil.chainId,
+    block.toString(),
+  ]);
+  return Number(res.rows[0]!.n);
+}
+
+async function indexedBalance(contract: Address, account: Address): Promise<bigint> {
+  const res = await t.services.db.query<{ b: string }>('SELECT balance::text AS b FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND account = $3', [
+    chain.anvil.chainId,
+    contract,
+    account,
+  ]);
+  return BigInt(res.rows[0]?.b ?? '0');
+}
+
+const onChain = (contract: Address, account: Address) => pub.readContract({ address: contract, abi, functionName: 'balanceOf', args: [account] });
+
+async function unreadRows(reader: string) {
+  const res = await t.services.db.query<{ b: string; resolved: boolean; error: string }>(
+    'SELECT block_number::text AS b, resolved_at IS NOT NULL AS resolved, error FROM unread_blocks WHERE chain_id = $1 AND reader = $2 ORDER BY block_number',
+    [chain.anvil.chainId, reader],
+  );
+  return res.rows.map((r) => ({ block: BigInt(r.b), resolved: r.resolved, error: r.error }));
+}
+
+/** The metric's value for a reader, from the service's own registry (what /metrics serves). */
+async function metric(name: string, reader: string): Promise<number> {
+  const m = await t.services.metrics.registry.getSingleMetric(name)!.get();
+  return m.values.find((v) => v.labels.reader === reader)?.value ?? 0;
+}
+
+/** Every token id the watcher queued a refresh for, per contract. */
+async function watcherItems(): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  for (const task of await t.services.tasks.list(null)) {
+    if (task.source !== 'watcher' || !task.contract_address) continue;
+    const set = out.get(task.contract_address) ?? new Set<string>();
+    for (const i of await t.services.tasks.items(task.id)) set.add(i.item);
+    out.set(task.contract_address, set);
+  }
+  return out;
+}
+
+const ids = (first: number, n: number) => Array.from({ length: n }, (_, k) => String(first + k));
+
+/** Polls until the cursor reaches the head; throws (with the last error) if it never does. */
+async function follow(poll: () => Promise<unknown>, at: () => Promise<bigint | null | undefined>, maxPolls = 30): Promise<number> {
+  let lastErr: unknown;
+  for (let i = 1; i <= maxPolls; i++) {
+    try {
+      await poll();
+    } catch (err) {
+      lastErr = err;
+    }
+    if ((await at()) === last) return i;
+  }
+  throw new Error(`stuck at block ${await at()} of ${last}: ${(lastErr as Error)?.message?.split('\n')[0]}`);
+}
+
+beforeAll(async () => {
+  chain = await startTokenChain();
+  pub = devPublicClient(chain.anvil.rpcUrl, chain.anvil.chainId);
+  const [coinA, coinB, nftA, nftB] = await chain.deploy([
+    { contract: 'TestFloodERC20' },
+    { contract: 'TestFloodERC20' },
+    { contract: 'TestFloodERC721' },
+    { contract: 'TestFloodERC721' },
+  ]);
+  c = { coinA: coinA!.toLowerCase() as Address, coinB: coinB!.toLowerCase() as Address, nftA: nftA!.toLowerCase() as Address, nftB: nftB!.toLowerCase() as Address };
+  const first = (await pub.getBlockNumber()) + 1n;
+  // 900 logs in one block: every read of it is refused whole. Each NFT's 150 fit one answer, each coin's 300 do not.
+  big = await inOneBlock([
+    call(c.coinA, 'TestFloodERC20', 'flood', [A, 300n]),
+    call(c.coinB, 'TestFloodERC20', 'flood', [B, 300n]),
+    call(c.nftA, 'TestFloodERC721', 'floodMint', [A, 1n, 150n]),
+    call(c.nftB, 'TestFloodERC721', 'floodMint', [B, 1n, 150n]),
+  ]);
+  unreadable = await inOneBlock([call(c.coinA, 'TestFloodERC20', 'flood', [A, 5n]), call(c.nftA, 'TestFloodERC721', 'floodMint', [A, 1000n, 3n])]);
+  unreadableTxs = new Set((await pub.getBlock({ blockNumber: unreadable })).transactions.map((h) => h.toLowerCase()));
+  await chain.send([call(c.coinB, 'TestFloodERC20', 'flood', [A, 7n]), call(c.nftB, 'TestFloodERC721', 'floodMint', [A, 2000n, 2n])]);
+  last = await pub.getBlockNumber();
+  expect((await chainLogs(big)).length).toBe(900);
+
+  proxy = await startRpcProxy(chain.anvil.rpcUrl);
+  proxy.addAnswerRule((q, result) =>
+    q.method === 'eth_getLogs' && Array.isArray(result) && result.length > LIMIT ? `query returned more than ${LIMIT} results` : undefined,
+  );
+  t = await startTestService({
+    chains: [
+      {
+        chainId: chain.anvil.chainId,
+        name: 'anvil',
+        rpcUrls: [proxy.url],
+        watch: true,
+        watchFromBlock: Number(first),
+        indexer: { scope: 'all', fromBlock: Number(first), confirmations: 0, chunkBlocks: 50 },
+      },
+    ],
+    watcher: { confirmations: 0, maxBlocksPerPoll: 50 },
+    logReads: { blockAttempts: 3, retrySec: 0 },
+    admin: { tokens: [ADMIN] },
+  });
+  // The watcher reads the contracts the service knows.
+  for (const nft of [c.nftA, c.nftB]) {
+    await t.services.db.query(`INSERT INTO contracts (chain_id, address, type, type_checked_at) VALUES ($1, $2, 'ERC721', now())`, [chain.anvil.chainId, nft]);
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await t?.close();
+  await proxy?.close();
+  await chain?.stop();
+});
+
+/** Makes `unreadable` unreadable in every way the reader could try: its logs and its receipts. */
+function refuseUnreadable(): () => void {
+  return proxy.addRule((q) => {
+    if (q.method === 'eth_getLogs') {
+      const f = q.params[0] as { fromBlock: Hex; toBlock: Hex };
+      return BigInt(f.fromBlock) <= unreadable && unreadable <= BigInt(f.toBlock) ? { kind: 'fail', message: 'response size exceeded' } : undefined;
+    }
+    if (q.method === 'eth_getTransactionReceipt') return unreadableTxs.has(String(q.params[0]).toLowerCase()) ? { kind: 'fail', message: 'response size exceeded' } : undefined;
+    return undefined;
+  });
+}
+
+describe('log reads of blocks too big for one answer', () => {
+  it('the indexer reads a big block split, passes over one it cannot read (flagged, counted, retried later) and goes on', async () => {
+    const ix = t.services.indexers.get(chain.anvil.chainId)!;
+    const allow = refuseUnreadable();
+    await follow(() => ix.follower.poll(), async () => (await ix.cursor())?.block);
+
+    // The big block is indexed whole: a row per log, as the chain has them, and balanceOf agrees.
+    expect(await indexedRows(big)).toBe((await chainLogs(big)).length);
+    expect(await indexedBalance(c.coinB, B)).toBe(await onChain(c.coinB, B));
+    // The block no read could get is flagged, not retried in silence; later blocks are indexed.
+    expect(await unreadRows('indexer:all')).toEqual([{ block: unreadable, resolved: false, error: expect.stringMatching(/response size exceeded/) }]);
+    expect(await metric('metarelay_log_blocks_skipped_total', 'indexer:all')).toBe(1);
+    expect(await metric('metarelay_log_blocks_unread', 'indexer:all')).toBe(1);
+    expect(await indexedRows(unreadable)).toBe(0);
+    expect(await indexedRows(last)).toBe((await chainLogs(last)).length);
+    expect(await indexedBalance(c.coinA, A)).toBe((await onChain(c.coinA, A)) - 5n);
+    expect(await indexedBalance(c.coinB, A)).toBe(await onChain(c.coinB, A));
+    const status = await rpc(t.app, '/rpc/Console/IndexerStatus', {}, { authorization: `Bearer ${ADMIN}` });
+    expect(status.body.unreadBlocks).toEqual([expect.objectContaining({ reader: 'indexer:all', block: Number(unreadable), retries: expect.any(Number) })]);
+
+    // Still refused: a retry fails and the row stays. Once the node answers, a retry reads it.
+    await ix.follower.poll();
+    expect((await unreadRows('indexer:all'))[0]).toMatchObject({ resolved: false });
+    allow();
+    await ix.follower.poll();
+    expect(await unreadRows('indexer:all')).toEqual([expect.objectContaining({ block: unreadable, resolved: true })]);
+    expect(await metric('metarelay_log_blocks_unread', 'indexer:all')).toBe(0);
+    expect(await indexedRows(unreadable)).toBe((await chainLogs(unreadable)).length);
+    expect(await indexedBalance(c.coinA, A)).toBe(await onChain(c.coinA, A));
+  });
+
+  it('the metadata watcher reads a big block split, passes over one it cannot read and queues its refreshes on a retry', async () => {
+    const [watcher] = t.services.watchers;
+    const allow = refuseUnreadable();
+    await follow(() => watcher!.poll(), async () => watcher!.lastProcessed);
+
+    // Every mint of the big block and of the later one is queued; the unreadable block's are not yet.
+    expect(await watcherItems()).toEqual(new Map([[c.nftA, new Set(ids(1, 150))], [c.nftB, new Set([...ids(1, 150), ...ids(2000, 2)])]]));
+    expect(await unreadRows('watcher')).toEqual([{ block: unreadable, resolved: false, error: expect.stringMatching(/response size exceeded/) }]);
+    expect(await metric('metarelay_log_blocks_skipped_total', 'watcher')).toBe(1);
+
+    allow();
+    await watcher!.poll();
+    expect(await unreadRows('watcher')).toEqual([expect.objectContaining({ block: unreadable, resolved: true })]);
+    expect((await watcherItems()).get(c.nftA)).toEqual(new Set([...ids(1, 150), ...ids(1000, 3)]));
+  });
+});
