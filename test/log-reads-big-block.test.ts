@@ -7,6 +7,7 @@ import { parseAbi, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
+import { backfillStore, backfillWorkerFor } from '../src/indexer/index.ts';
 import { mine, setAutomine, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
@@ -29,6 +30,8 @@ let c: { coinA: Address; coinB: Address; nftA: Address; nftB: Address };
 let big: bigint;
 let unreadable: bigint;
 let unreadableTxs: Set<string>;
+/** The first and last block of the test's transactions. */
+let first: bigint;
 let last: bigint;
 
 const call = (address: Address, contract: string, functionName: string, args: unknown[]): ContractCall => ({ address, contract, functionName, args });
@@ -126,7 +129,7 @@ beforeAll(async () => {
     { contract: 'TestFloodERC721' },
   ]);
   c = { coinA: coinA!.toLowerCase() as Address, coinB: coinB!.toLowerCase() as Address, nftA: nftA!.toLowerCase() as Address, nftB: nftB!.toLowerCase() as Address };
-  const first = (await pub.getBlockNumber()) + 1n;
+  first = (await pub.getBlockNumber()) + 1n;
   // 900 logs in one block: every read of it is refused whole. Each NFT's 150 fit one answer, each coin's 300 do not.
   big = await inOneBlock([
     call(c.coinA, 'TestFloodERC20', 'flood', [A, 300n]),
@@ -228,5 +231,23 @@ describe('log reads of blocks too big for one answer', () => {
     await watcher!.poll();
     expect(await unreadRows('watcher')).toEqual([expect.objectContaining({ block: unreadable, resolved: true })]);
     expect((await watcherItems()).get(c.nftA)).toEqual(new Set([...ids(1, 150), ...ids(1000, 3)]));
+  });
+
+  it('a backfill reads the big block split and passes over the unreadable one (flagged for the follower to retry) instead of failing its range', async () => {
+    const s = t.services;
+    const skippedBefore = await metric('metarelay_log_blocks_skipped_total', 'indexer:all');
+    const allow = refuseUnreadable();
+    const id = await backfillStore(s.db).create(chain.anvil.chainId, 'all', first, last, { rangeBlocks: 100 });
+    await backfillWorkerFor(s.db, s.indexers, 60).runUntilIdle(id);
+    const done = (await backfillStore(s.db).progress(id))!;
+    expect(done).toMatchObject({ status: 'DONE', done: done.blocks });
+    // Every log but the unreadable block's was read: the big block's 900 too.
+    const logs = async (from: bigint, to: bigint) => (await pub.getLogs({ fromBlock: from, toBlock: to })).length;
+    expect(done.logs).toBe((await logs(first, last)) - (await logs(unreadable, unreadable)));
+    expect(await unreadRows('indexer:all')).toEqual([expect.objectContaining({ block: unreadable, resolved: false })]);
+    expect(await metric('metarelay_log_blocks_skipped_total', 'indexer:all')).toBe(skippedBefore + 1);
+    allow();
+    await s.indexers.get(chain.anvil.chainId)!.follower.poll();
+    expect(await unreadRows('indexer:all')).toEqual([expect.objectContaining({ block: unreadable, resolved: true })]);
   });
 });

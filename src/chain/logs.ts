@@ -40,7 +40,9 @@ export class UnreadableBlockError extends Error {
     readonly block: bigint,
     cause: unknown,
   ) {
-    super(`block ${block}: its logs could not be read (${String((cause as Error)?.message ?? cause).split('\n')[0]})`, { cause });
+    // viem keeps what the node said in `details`; its message is a generic title.
+    const said = (cause as { details?: unknown })?.details;
+    super(`block ${block}: its logs could not be read (${String(typeof said === 'string' && said ? said : ((cause as Error)?.message ?? cause)).split('\n')[0]})`, { cause });
     this.name = 'UnreadableBlockError';
   }
 }

@@ -71,6 +71,11 @@ export class UnreadBlocks {
     private readonly d: { db: Db; chain: ChainClient; reader: string; cfg: UnreadBlocksConfig; log: Logger; metrics?: Metrics },
   ) {}
 
+  /** Tries of one block before it is passed over (logReads.blockAttempts). */
+  get attempts(): number {
+    return this.d.cfg.blockAttempts;
+  }
+
   private get labels() {
     return { chain: this.d.chain.name, reader: this.d.reader };
   }
@@ -108,7 +113,6 @@ export class UnreadBlocks {
 
   /** After the transaction that flagged the block committed: the warning and the metrics. */
   async flagged(err: UnreadableBlockError): Promise<void> {
-    this.failing = null;
     this.d.metrics?.logBlocksSkipped.inc(this.labels);
     this.d.log.warn(
       { ...this.labels, block: err.block.toString(), attempts: this.d.cfg.blockAttempts, err: reason(err), retrySec: this.d.cfg.retrySec },

@@ -62,6 +62,8 @@ export function backfillWorkerFor(db: Db, indexers: ReadonlyMap<number, ChainInd
     chunkBlocks: (chainId) => indexers.get(chainId)?.cfg.chunkBlocks ?? 2_000,
     leaseSec,
     onChunk,
+    // Blocks a backfill passes over are the follower's to retry (its reads cover the backfill's contracts).
+    unread: (chainId) => indexers.get(chainId)?.follower.unread,
     // Each chain's own hook: a backfill's balances are told as its follower's are.
     onBalances: (q, chainId, changes) => indexers.get(chainId)?.onBalances?.(q, chainId, changes) ?? Promise.resolve(),
   });
