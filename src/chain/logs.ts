@@ -113,10 +113,15 @@ export class LogReader {
 }
 
 async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilter): Promise<ChainLog[]> {
-  const raw = (await chain.public.request({
-    method: 'eth_getLogs',
-    params: [{ fromBlock: hex(from), toBlock: hex(to), topics: [f.topics], ...(f.address ? { address: f.address } : {}) }],
-  } as never)) as WireLog[];
+  const raw = (await chain.public.request(
+    {
+      method: 'eth_getLogs',
+      params: [{ fromBlock: hex(from), toBlock: hex(to), topics: [f.topics], ...(f.address ? { address: f.address } : {}) }],
+    } as never,
+    // Not asked again as is: a refusal (too many results, too big, too slow) is answered by asking
+    // for less, and the same big request repeated only loads the node and the batch it shares.
+    { retryCount: 0 },
+  )) as WireLog[];
   return raw.filter((l) => !l.removed).map(toChainLog);
 }
 
