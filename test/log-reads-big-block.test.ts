@@ -1,11 +1,12 @@
 // Issue 29, finding 6: a block with more Transfer logs than the node answers at once must not halt
-// the indexer or the metadata watcher. A real anvil behind an rpc-proxy that refuses any eth_getLogs
-// answer over LIMIT logs (as hosted nodes cap results): the big block is read split, and a block no
-// read can get is passed over, flagged (row, metric) and read on a later retry. Ground truth: the
-// chain's own logs and balanceOf, read from anvil directly.
+// the indexer or the metadata watcher. A real anvil behind an rpc-proxy that refuses any answer
+// holding over LIMIT logs (eth_getLogs, a block's receipts, a receipt: as nodes cap results or
+// bytes): the big block is read split, and a block no read can get is passed over, flagged (row,
+// metric) and read on a later retry. Ground truth: the chain's own logs and balanceOf, read from
+// anvil directly.
 import { parseAbi, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
 import { backfillStore, backfillWorkerFor } from '../src/indexer/index.ts';
 import { mine, setAutomine, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
@@ -30,6 +31,9 @@ let c: { coinA: Address; coinB: Address; nftA: Address; nftB: Address };
 let big: bigint;
 let unreadable: bigint;
 let unreadableTxs: Set<string>;
+let bigTxs: Set<string>;
+/** Whether the node's cap covers receipts too, or only eth_getLogs (as hosted nodes cap its result count). */
+let capReceipts = true;
 /** The first and last block of the test's transactions. */
 let first: bigint;
 let last: bigint;
@@ -130,13 +134,17 @@ beforeAll(async () => {
   ]);
   c = { coinA: coinA!.toLowerCase() as Address, coinB: coinB!.toLowerCase() as Address, nftA: nftA!.toLowerCase() as Address, nftB: nftB!.toLowerCase() as Address };
   first = (await pub.getBlockNumber()) + 1n;
-  // 900 logs in one block: every read of it is refused whole. Each NFT's 150 fit one answer, each coin's 300 do not.
+  // 900 logs in one block, 150 per transaction: the block's logs, a coin's logs and its receipts do
+  // not fit one answer; an NFT's logs and one transaction's receipt do.
   big = await inOneBlock([
-    call(c.coinA, 'TestFloodERC20', 'flood', [A, 300n]),
-    call(c.coinB, 'TestFloodERC20', 'flood', [B, 300n]),
+    call(c.coinA, 'TestFloodERC20', 'flood', [A, 150n]),
+    call(c.coinA, 'TestFloodERC20', 'flood', [A, 150n]),
+    call(c.coinB, 'TestFloodERC20', 'flood', [B, 150n]),
+    call(c.coinB, 'TestFloodERC20', 'flood', [B, 150n]),
     call(c.nftA, 'TestFloodERC721', 'floodMint', [A, 1n, 150n]),
     call(c.nftB, 'TestFloodERC721', 'floodMint', [B, 1n, 150n]),
   ]);
+  bigTxs = new Set((await pub.getBlock({ blockNumber: big })).transactions.map((h) => h.toLowerCase()));
   unreadable = await inOneBlock([call(c.coinA, 'TestFloodERC20', 'flood', [A, 5n]), call(c.nftA, 'TestFloodERC721', 'floodMint', [A, 1000n, 3n])]);
   unreadableTxs = new Set((await pub.getBlock({ blockNumber: unreadable })).transactions.map((h) => h.toLowerCase()));
   await chain.send([call(c.coinB, 'TestFloodERC20', 'flood', [A, 7n]), call(c.nftB, 'TestFloodERC721', 'floodMint', [A, 2000n, 2n])]);
@@ -144,9 +152,19 @@ beforeAll(async () => {
   expect((await chainLogs(big)).length).toBe(900);
 
   proxy = await startRpcProxy(chain.anvil.rpcUrl);
-  proxy.addAnswerRule((q, result) =>
-    q.method === 'eth_getLogs' && Array.isArray(result) && result.length > LIMIT ? `query returned more than ${LIMIT} results` : undefined,
-  );
+  proxy.addAnswerRule((q, result) => {
+    const logs =
+      q.method === 'eth_getLogs'
+        ? (result as unknown[]).length
+        : !capReceipts
+          ? 0
+          : q.method === 'eth_getBlockReceipts'
+            ? (result as Array<{ logs: unknown[] }>).reduce((n, r) => n + r.logs.length, 0)
+            : q.method === 'eth_getTransactionReceipt'
+              ? ((result as { logs?: unknown[] } | null)?.logs?.length ?? 0)
+              : 0;
+    return logs > LIMIT ? `response size exceeded: more than ${LIMIT} logs` : undefined;
+  });
   t = await startTestService({
     chains: [
       {
@@ -174,16 +192,21 @@ afterAll(async () => {
   await chain?.stop();
 });
 
+let allowUnreadable: (() => void) | undefined;
+// A test that failed before allowing it again leaves no refusal to the next.
+afterEach(() => allowUnreadable?.());
+
 /** Makes `unreadable` unreadable in every way the reader could try: its logs and its receipts. */
 function refuseUnreadable(): () => void {
-  return proxy.addRule((q) => {
+  return (allowUnreadable = proxy.addRule((q) => {
     if (q.method === 'eth_getLogs') {
       const f = q.params[0] as { fromBlock: Hex; toBlock: Hex };
       return BigInt(f.fromBlock) <= unreadable && unreadable <= BigInt(f.toBlock) ? { kind: 'fail', message: 'response size exceeded' } : undefined;
     }
     if (q.method === 'eth_getTransactionReceipt') return unreadableTxs.has(String(q.params[0]).toLowerCase()) ? { kind: 'fail', message: 'response size exceeded' } : undefined;
+    if (q.method === 'eth_getBlockReceipts') return BigInt(q.params[0] as Hex) === unreadable ? { kind: 'fail', message: 'response size exceeded' } : undefined;
     return undefined;
-  });
+  }));
 }
 
 describe('log reads of blocks too big for one answer', () => {
@@ -220,7 +243,12 @@ describe('log reads of blocks too big for one answer', () => {
   it('the metadata watcher reads a big block split, passes over one it cannot read and queues its refreshes on a retry', async () => {
     const [watcher] = t.services.watchers;
     const allow = refuseUnreadable();
+    proxy.calls.length = 0;
     await follow(() => watcher!.poll(), async () => watcher!.lastProcessed);
+    // Asked contract by contract (each NFT's 150 logs fit an answer), never through the block's receipts.
+    const receiptsOfBig = (x: { method: string; params: unknown[] }) =>
+      (x.method === 'eth_getBlockReceipts' && BigInt(x.params[0] as Hex) === big) || (x.method === 'eth_getTransactionReceipt' && bigTxs.has(String(x.params[0]).toLowerCase()));
+    expect(proxy.calls.filter(receiptsOfBig)).toEqual([]);
 
     // Every mint of the big block and of the later one is queued; the unreadable block's are not yet.
     expect(await watcherItems()).toEqual(new Map([[c.nftA, new Set(ids(1, 150))], [c.nftB, new Set([...ids(1, 150), ...ids(2000, 2)])]]));
@@ -233,12 +261,21 @@ describe('log reads of blocks too big for one answer', () => {
     expect((await watcherItems()).get(c.nftA)).toEqual(new Set([...ids(1, 150), ...ids(1000, 3)]));
   });
 
-  it('a backfill reads the big block split and passes over the unreadable one (flagged for the follower to retry) instead of failing its range', async () => {
+  it('a backfill reads the big block from its receipts in one answer and passes over the unreadable one (flagged for the follower to retry) instead of failing its range', async () => {
     const s = t.services;
     const skippedBefore = await metric('metarelay_log_blocks_skipped_total', 'indexer:all');
     const allow = refuseUnreadable();
+    // The node caps eth_getLogs only: the big block's receipts come in one eth_getBlockReceipts.
+    capReceipts = false;
+    proxy.calls.length = 0;
     const id = await backfillStore(s.db).create(chain.anvil.chainId, 'all', first, last, { rangeBlocks: 100 });
-    await backfillWorkerFor(s.db, s.indexers, 60).runUntilIdle(id);
+    try {
+      await backfillWorkerFor(s.db, s.indexers, 60).runUntilIdle(id);
+    } finally {
+      capReceipts = true;
+    }
+    expect(proxy.calls.filter((x) => x.method === 'eth_getBlockReceipts' && BigInt(x.params[0] as Hex) === big)).toHaveLength(1);
+    expect(proxy.calls.filter((x) => x.method === 'eth_getTransactionReceipt' && bigTxs.has(String(x.params[0]).toLowerCase()))).toEqual([]);
     const done = (await backfillStore(s.db).progress(id))!;
     expect(done).toMatchObject({ status: 'DONE', done: done.blocks });
     // Every log but the unreadable block's was read: the big block's 900 too.
@@ -249,5 +286,23 @@ describe('log reads of blocks too big for one answer', () => {
     allow();
     await s.indexers.get(chain.anvil.chainId)!.follower.poll();
     expect(await unreadRows('indexer:all')).toEqual([expect.objectContaining({ block: unreadable, resolved: true })]);
+  });
+
+  it('a rate limit (HTTP 429) on log reads is waited out, never counted towards passing a block over', async () => {
+    const ix = t.services.indexers.get(chain.anvil.chainId)!;
+    await follow(() => ix.follower.poll(), async () => (await ix.cursor())?.block);
+    await chain.send([call(c.coinB, 'TestFloodERC20', 'flood', [B, 2n])]);
+    const head = await pub.getBlockNumber();
+    const limited = proxy.addRule((q) => (q.method === 'eth_getLogs' ? { kind: 'http', status: 429 } : undefined));
+    try {
+      for (let i = 0; i < 5; i++) await expect(ix.follower.poll()).rejects.toThrow();
+      expect((await ix.cursor())!.block).toBe(head - 1n);
+      expect((await unreadRows('indexer:all')).filter((r) => r.block === head)).toEqual([]);
+    } finally {
+      limited();
+    }
+    await ix.follower.poll();
+    expect((await ix.cursor())!.block).toBe(head);
+    expect(await indexedBalance(c.coinB, B)).toBe(await onChain(c.coinB, B));
   });
 });

@@ -56,7 +56,7 @@ const RECEIPTS_AT_ONCE = 16;
  * (too many results, range too wide, a timeout: nodes word these differently, so any failure of a
  * range wider than one block counts) halves it and retries; each success lets it grow back towards
  * `maxSpan`. A single block still refused is read split (readBlock); one that cannot be read even
- * so throws UnreadableBlockError. One reader per chain and worker: the span it learned is kept.
+ * so throws UnreadableBlockError (a rate limit, HTTP 429, is thrown as is). One reader per chain and worker: the span it learned is kept.
  */
 export class LogReader {
   private span: bigint;
@@ -99,7 +99,7 @@ export class LogReader {
   /**
    * One block's logs, however large: asked whole, then (when refused: a node caps a response at
    * some number of logs or bytes) split by halves of the address set, then of the topics, and at
-   * the last by the block's receipts one transaction at a time. Throws UnreadableBlockError.
+   * the last from the block's receipts. Throws UnreadableBlockError.
    */
   async readBlock(block: bigint, address?: readonly string[]): Promise<ChainLog[]> {
     const receipts: ReceiptCache = {};
@@ -107,7 +107,8 @@ export class LogReader {
       const logs = await readSplit(this.chain, block, { topics: this.topics, address }, receipts);
       return logs.sort((a, b) => a.logIndex - b.logIndex);
     } catch (err) {
-      throw new UnreadableBlockError(block, err);
+      // A rate limit says nothing about the block: it is not counted towards passing over it.
+      throw rateLimited(err) ? err : new UnreadableBlockError(block, err);
     }
   }
 }
@@ -127,10 +128,19 @@ async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilte
 
 const halves = <T>(xs: readonly T[]): [T[], T[]] => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
 
+/** HTTP 429: the node limits how often it is asked, not how much; more, smaller requests make it worse. */
+function rateLimited(err: unknown): boolean {
+  for (let e = err as { status?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
+    if (e.status === 429) return true;
+  }
+  return false;
+}
+
 async function readSplit(chain: ChainClient, block: bigint, f: LogFilter, receipts: ReceiptCache): Promise<ChainLog[]> {
   try {
     return await getLogs(chain, block, block, f);
-  } catch {
+  } catch (err) {
+    if (rateLimited(err)) throw err;
     // Refused: ask for less per request. Sub-filters are disjoint, so their logs just add up.
   }
   if (f.address && f.address.length > 1) {
@@ -152,28 +162,53 @@ interface ReceiptCache {
   logs?: Promise<ChainLog[]>;
 }
 
+interface WireReceipt {
+  transactionHash: Hex;
+  blockHash: Hex;
+  logs: WireLog[];
+}
+
+interface WireBlock {
+  number: Hex;
+  hash: Hex;
+  timestamp: Hex;
+  transactions: Hex[];
+}
+
 /**
- * Every log of a block from its transactions' receipts, each answer one transaction's logs (bounded
- * by what one transaction can emit, unlike eth_getLogs or eth_getBlockReceipts over a whole block).
+ * Every log of a block from its receipts: all in one eth_getBlockReceipts (nodes cap eth_getLogs by
+ * result count, seldom this), else one eth_getTransactionReceipt per transaction, each answer then
+ * holding one transaction's logs however many the block has.
  */
 async function blockLogsFromReceipts(chain: ChainClient, block: bigint): Promise<ChainLog[]> {
-  const b = (await chain.public.request({ method: 'eth_getBlockByNumber', params: [hex(block), false] } as never)) as {
-    hash: Hex;
-    timestamp: Hex;
-    transactions: Hex[];
-  } | null;
+  const b = (await chain.public.request({ method: 'eth_getBlockByNumber', params: [hex(block), false] } as never)) as WireBlock | null;
   if (!b) throw new Error(`block ${block} not found`);
+  const receipts = (await wholeBlockReceipts(chain, b)) ?? (await receiptsOneByOne(chain, b));
   const out: ChainLog[] = [];
+  for (const [k, r] of receipts.entries()) {
+    // A receipt of another fork than the block read above: the chain moved; the caller reads again.
+    if (!r || r.blockHash.toLowerCase() !== b.hash.toLowerCase()) throw new Error(`receipt of ${b.transactions[k]} is not in block ${b.hash}`);
+    for (const l of r.logs) if (!l.removed) out.push({ ...toChainLog(l), blockTimestamp: BigInt(b.timestamp) });
+  }
+  return out;
+}
+
+/** The block's receipts in one answer, or null when the node refuses it or answers something else. */
+async function wholeBlockReceipts(chain: ChainClient, b: WireBlock): Promise<Array<WireReceipt | null> | null> {
+  const got: unknown = await chain.public
+    .request({ method: 'eth_getBlockReceipts', params: [hex(BigInt(b.number))] } as never, { retryCount: 0 })
+    .catch(() => null);
+  // Every transaction's, in order: anything less is not this block's whole list.
+  if (!Array.isArray(got) || got.length !== b.transactions.length) return null;
+  const receipts = got as WireReceipt[];
+  return receipts.every((r, i) => r?.transactionHash?.toLowerCase() === b.transactions[i]!.toLowerCase()) ? receipts : null;
+}
+
+async function receiptsOneByOne(chain: ChainClient, b: WireBlock): Promise<Array<WireReceipt | null>> {
+  const out: Array<WireReceipt | null> = [];
   for (let i = 0; i < b.transactions.length; i += RECEIPTS_AT_ONCE) {
     const group = b.transactions.slice(i, i + RECEIPTS_AT_ONCE);
-    const got = (await Promise.all(
-      group.map((hash) => chain.public.request({ method: 'eth_getTransactionReceipt', params: [hash] } as never)),
-    )) as Array<{ blockHash: Hex; logs: WireLog[] } | null>;
-    for (const [k, r] of got.entries()) {
-      // A receipt of another fork than the block read above: the chain moved; the caller reads again.
-      if (!r || r.blockHash.toLowerCase() !== b.hash.toLowerCase()) throw new Error(`receipt of ${group[k]} is not in block ${b.hash}`);
-      for (const l of r.logs) if (!l.removed) out.push({ ...toChainLog(l), blockTimestamp: BigInt(b.timestamp) });
-    }
+    out.push(...((await Promise.all(group.map((hash) => chain.public.request({ method: 'eth_getTransactionReceipt', params: [hash] } as never)))) as Array<WireReceipt | null>));
   }
   return out;
 }

@@ -173,7 +173,8 @@ export class UnreadBlocks {
         this.d.log.info({ ...this.labels, block: row.b }, 'passed-over block read on retry');
       }
     }
-    if (due.rows.length) await this.gauge();
+    // Each look-up also sets the gauge: rows another process flagged or read count here too.
+    await this.gauge();
     return resolved;
   }
 }

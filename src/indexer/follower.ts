@@ -213,9 +213,8 @@ export class IndexFollower {
 
   /** Reads again the blocks passed over whose retry is due and applies their transfers. */
   private async retryUnread(): Promise<void> {
-    const address = this.d.addresses ? await this.d.addresses() : undefined;
     await this.unread.retryDue(
-      async (block) => decodeChunk(this.chain, await this.reader.readBlock(block, address)),
+      async (block) => decodeChunk(this.chain, await this.reader.readBlock(block, this.d.addresses ? await this.d.addresses() : undefined)),
       async (tx, _block, chunk) => {
         await applyTransfers(tx, this.chain.chainId, chunk.entries, this.d.onBalances);
         this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
