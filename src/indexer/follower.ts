@@ -6,10 +6,9 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { LogReader, type UnreadableBlockError } from '../chain/logs.ts';
 import { UnreadBlocks, type UnreadBlocksConfig } from '../chain/unread-blocks.ts';
 import { decodeChunk } from './chunk.ts';
-import { TRANSFER_TOPICS } from './decode.ts';
+import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
 import { applyTransfers, rollbackAbove, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
-import type { RawLog } from './decode.ts';
 
 export interface FollowerConfig {
   scope: IndexScope;

@@ -3,10 +3,9 @@ import { decodeAbiParameters, parseAbiItem, toEventSelector, type Address, type 
 import type { ChainClient } from '../../chain/client.ts';
 import { LogReader, type ChainLog, type UnreadableBlockError } from '../../chain/logs.ts';
 import { UnreadBlocks } from '../../chain/unread-blocks.ts';
-import type { Queryable } from '../../store/db.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { AppConfig, ChainConfig } from '../../config/schema.ts';
-import type { Db } from '../../store/db.ts';
+import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { RefreshService } from './refresh.ts';
 import { taskStore } from './task-store.ts';
