@@ -106,9 +106,13 @@ export class UnreadBlocks {
     );
   }
 
-  /** A reorg took the reader's cursor back to `block`: what it passed over above is read again from there. */
+  /** A reorg took the reader's cursor back to `block`: what it passed over above, still unread, is read again from there. */
   async forgetAbove(q: Queryable, block: bigint): Promise<void> {
-    await q.query('DELETE FROM unread_blocks WHERE chain_id = $1 AND reader = $2 AND block_number > $3', [this.d.chain.chainId, this.d.reader, block.toString()]);
+    await q.query('DELETE FROM unread_blocks WHERE chain_id = $1 AND reader = $2 AND block_number > $3 AND resolved_at IS NULL', [
+      this.d.chain.chainId,
+      this.d.reader,
+      block.toString(),
+    ]);
   }
 
   /** After the transaction that flagged the block committed: the warning and the metrics. */
