@@ -8,7 +8,11 @@ import { parseAbi, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
+import { LogReader } from '../src/chain/logs.ts';
 import { backfillStore, backfillWorkerFor } from '../src/indexer/index.ts';
+import { TRANSFER_TOPICS } from '../src/indexer/decode.ts';
+import { IndexFollower, readCursor } from '../src/indexer/follower.ts';
+import { createLogger } from '../src/telemetry/logger.ts';
 import { mine, setAutomine, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
@@ -210,6 +214,23 @@ function refuseUnreadable(): () => void {
 }
 
 describe('log reads of blocks too big for one answer', () => {
+  it('the shared reader gives every log of a range holding the big block, in order, and its span grows back past it', async () => {
+    const reader = new LogReader(t.services.chains.get(chain.anvil.chainId)!, 50, TRANSFER_TOPICS);
+    const got: Array<{ block: bigint; index: number; tx: string }> = [];
+    let spanAfterBig = 0;
+    for (let from = first; from <= last; ) {
+      const { to, logs } = await reader.read(from, last);
+      got.push(...logs.map((l) => ({ block: l.blockNumber, index: l.logIndex, tx: l.transactionHash.toLowerCase() })));
+      if (from <= big && big <= to) spanAfterBig = reader.currentSpan;
+      from = to + 1n;
+    }
+    const truth = (await pub.getLogs({ fromBlock: first, toBlock: last })).map((l) => ({ block: l.blockNumber, index: l.logIndex, tx: l.transactionHash.toLowerCase() }));
+    expect(got).toEqual(truth);
+    // Cut to the one block, then doubled by each later read answered: not stuck at a block a request.
+    expect(spanAfterBig).toBe(1);
+    expect(reader.currentSpan).toBeGreaterThan(2);
+  });
+
   it('the indexer reads a big block split, passes over one it cannot read (flagged, counted, retried later) and goes on', async () => {
     const ix = t.services.indexers.get(chain.anvil.chainId)!;
     const allow = refuseUnreadable();
@@ -304,5 +325,34 @@ describe('log reads of blocks too big for one answer', () => {
     await ix.follower.poll();
     expect((await ix.cursor())!.block).toBe(head);
     expect(await indexedBalance(c.coinB, B)).toBe(await onChain(c.coinB, B));
+  });
+
+  it('a follower on a node that caps eth_getLogs at 2 blocks reaches the head (a cut span is asked again as cut, then grows)', async () => {
+    // Enough blocks past the big one for the span to grow past the cap again.
+    await mine(chain.anvil.rpcUrl, 8);
+    // A scope of its own (watchlist: its own cursor), over the same blocks as the others.
+    const follower = new IndexFollower(
+      t.services.chains.get(chain.anvil.chainId)!,
+      { scope: 'watchlist', fromBlock: Number(first), confirmations: 0, chunkBlocks: 8, pollMs: 50, reorgWindow: 128, logReads: { blockAttempts: 3, retrySec: 0 } },
+      { db: t.services.db, log: createLogger('silent'), addresses: async () => [c.coinA, c.coinB] },
+    );
+    let budget = 300;
+    const capped = proxy.addRule((q) => {
+      if (q.method !== 'eth_getLogs') return undefined;
+      // A follower asking the same refused range again and again runs out of calls instead of hanging the test.
+      if (--budget < 0) return { kind: 'fail', message: 'call budget spent' };
+      const f = q.params[0] as { fromBlock: Hex; toBlock: Hex };
+      return BigInt(f.toBlock) - BigInt(f.fromBlock) + 1n > 2n ? { kind: 'fail', message: 'block range is too wide: at most 2' } : undefined;
+    });
+    try {
+      const head = await pub.getBlockNumber();
+      for (let i = 0; (await readCursor(t.services.db, chain.anvil.chainId, 'watchlist'))?.block !== head; i++) {
+        if (i > 20) throw new Error(`stuck at ${(await readCursor(t.services.db, chain.anvil.chainId, 'watchlist'))?.block} of ${head}`);
+        await follower.poll();
+      }
+    } finally {
+      capped();
+    }
+    expect(budget).toBeGreaterThan(0);
   });
 });

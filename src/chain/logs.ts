@@ -56,7 +56,8 @@ const RECEIPTS_AT_ONCE = 16;
  * (too many results, range too wide, a timeout: nodes word these differently, so any failure of a
  * range wider than one block counts) halves it and retries; each success lets it grow back towards
  * `maxSpan`. A single block still refused is read split (readBlock); one that cannot be read even
- * so throws UnreadableBlockError (a rate limit, HTTP 429, is thrown as is). One reader per chain and worker: the span it learned is kept.
+ * so throws UnreadableBlockError (a rate limit, HTTP 429, is thrown as is). One reader per chain
+ * and worker: the span it learned is kept.
  */
 export class LogReader {
   private span: bigint;
@@ -79,21 +80,33 @@ export class LogReader {
       const end = from + this.span - 1n < to ? from + this.span - 1n : to;
       return { to: end, logs: [] };
     }
+    // The span grows only when it was not cut in this call: a caller that plans its range by the
+    // span (the follower) then gets the range it planned with the span it asks again with.
+    let cut = false;
     for (;;) {
       const end = from + this.span - 1n < to ? from + this.span - 1n : to;
-      if (end === from) return { to: end, logs: await this.readBlock(from, address) };
+      if (end === from) {
+        const logs = await this.readBlock(from, address);
+        if (!cut) this.grow();
+        return { to: end, logs };
+      }
       try {
         const logs = await getLogs(this.chain, from, end, { topics: this.topics, address });
-        if (this.span < BigInt(this.maxSpan)) {
-          const grown = this.span * 2n;
-          this.span = grown > BigInt(this.maxSpan) ? BigInt(this.maxSpan) : grown;
-        }
+        if (!cut) this.grow();
         return { to: end, logs };
       } catch {
         const half = (end - from + 1n) / 2n;
         this.span = half < 1n ? 1n : half;
+        cut = true;
       }
     }
+  }
+
+  /** After a read the node answered at the span: it doubles back towards maxSpan (one big block leaves it small only for a while). */
+  private grow(): void {
+    if (this.span >= BigInt(this.maxSpan)) return;
+    const grown = this.span * 2n;
+    this.span = grown > BigInt(this.maxSpan) ? BigInt(this.maxSpan) : grown;
   }
 
   /**
