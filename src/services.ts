@@ -207,7 +207,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const tokenSearch = new TokenSearchService({ store: searchStore(db), postings, refresh, log, onEnqueued: () => worker.nudge() });
   const watchers = config.chains
     .filter((c) => c.watch)
-    .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, onEnqueued: () => worker.nudge() }));
+    .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, metrics, onEnqueued: () => worker.nudge() }));
   const relayEvents = new RelayEvents();
   const w = config.webhooks;
   // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
@@ -282,7 +282,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     if (!c.indexer || c.indexer.scope === 'off') continue;
     // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.
     const onBalances = c.indexer.scope === 'watchlist' ? balanceEvents(bell) : undefined;
-    indexers.set(c.chainId, new ChainIndexer(withRole(chains.get(c.chainId)!, 'indexer'), { ...c.indexer, scope: c.indexer.scope }, db, log, metrics, onBalances));
+    indexers.set(c.chainId, new ChainIndexer(withRole(chains.get(c.chainId)!, 'indexer'), { ...c.indexer, scope: c.indexer.scope, logReads: config.logReads }, db, log, metrics, onBalances));
   }
   // A poll every 2 s is two small statements; a new backfill wakes it at once.
   const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;

@@ -316,6 +316,15 @@ export const AppConfigSchema = z
           .default({ type: 'folder' }),
       })
       .prefault({}),
+    /** Log reads of the indexer and the metadata watcher (docs/indexer.md, "Blocks too big to read"). */
+    logReads: z
+      .object({
+        /** Polls in a row a single block's logs may fail to be read (even split) before it is flagged and passed over. */
+        blockAttempts: z.number().int().min(1).max(1_000).default(5),
+        /** A passed-over block is read again after this long, then after twice as long each time it fails (up to 64×). */
+        retrySec: z.number().int().min(0).default(300),
+      })
+      .prefault({}),
     indexer: z
       .object({
         /** Blocks per backfill range: the unit worker processes lease and share. */

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import { decodeChunk } from './chunk.ts';
-import { LogReader } from './log-reader.ts';
+import { LogReader, UnreadableBlockError } from '../chain/logs.ts';
+import type { UnreadBlocks } from '../chain/unread-blocks.ts';
+import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
 import { applyTransfers, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
@@ -98,6 +100,12 @@ export function backfillStore(db: Db) {
   };
 }
 
+/** A log reader (its span learned per chain and scope) and the contracts it reads (undefined: every one). */
+interface ScopedReader {
+  reader: LogReader;
+  addresses: (() => Promise<string[]>) | undefined;
+}
+
 interface Claimed {
   backfillId: number;
   chainId: number;
@@ -119,6 +127,11 @@ export interface BackfillWorkerDeps {
   /** Told the balances each chunk changed, on its transaction. */
   onBalances?: BalanceHook;
   /**
+   * Where a block no read can get is recorded when passed over (the chain's follower's, whose
+   * retries read it later); without it such a block fails the range, retried when its lease runs out.
+   */
+  unread?: (chainId: number) => UnreadBlocks | undefined;
+  /**
    * Called after each chunk is committed (the CLI draws its progress bar from it). What it throws
    * stops the worker as a crash would: the committed chunks stay, the range's lease runs out.
    */
@@ -134,7 +147,7 @@ export interface BackfillWorkerDeps {
  */
 export class BackfillWorker {
   readonly owner = `bf-${process.pid}-${randomBytes(4).toString('hex')}`;
-  private readonly readers = new Map<string, LogReader>();
+  private readonly readers = new Map<string, ScopedReader>();
   private halting = false;
 
   constructor(private readonly d: BackfillWorkerDeps) {}
@@ -176,12 +189,13 @@ export class BackfillWorker {
     return this.d.db.kind === 'pglite' ? claimIn(this.d.db) : this.d.db.transaction((tx) => claimIn(tx));
   }
 
-  private readerFor(chain: ChainClient, scope: IndexScope, contracts: string[] | null): LogReader {
+  private readerFor(chain: ChainClient, scope: IndexScope, contracts: string[] | null): ScopedReader {
     const k = `${chain.chainId}:${scope}:${contracts?.join(',') ?? ''}`;
     let r = this.readers.get(k);
     if (!r) {
       const span = typeof this.d.chunkBlocks === 'number' ? this.d.chunkBlocks : this.d.chunkBlocks(chain.chainId);
-      r = new LogReader(chain, span, contracts ? async () => contracts : this.d.addresses(chain.chainId, scope));
+      const addresses = contracts ? async () => contracts : this.d.addresses(chain.chainId, scope);
+      r = { reader: new LogReader(chain, span, TRANSFER_TOPICS), addresses };
       this.readers.set(k, r);
     }
     return r;
@@ -203,10 +217,12 @@ export class BackfillWorker {
   private async work(c: Claimed): Promise<void> {
     const chain = this.d.chains.get(c.chainId);
     if (!chain) throw new Error(`backfill ${c.backfillId}: chain ${c.chainId} is not configured here`);
-    const reader = this.readerFor(chain, c.scope, c.contracts);
+    const scoped = this.readerFor(chain, c.scope, c.contracts);
+    const unread = this.d.unread?.(c.chainId);
     let next = c.next;
     while (next <= c.rangeTo && !this.halting) {
-      const { to, logs } = await reader.read(next, c.rangeTo);
+      const { to, logs, passed } = await this.readOrPassOver(scoped, next, c.rangeTo, unread);
+      const passedHash = passed ? (await chain.public.getBlock({ blockNumber: passed.block })).hash : undefined;
       const chunk = await decodeChunk(chain, logs);
       const kept = await this.d.db.transaction(async (tx) => {
         // The lease is checked and extended in the transaction that applies the chunk: a worker
@@ -219,9 +235,11 @@ export class BackfillWorker {
         );
         if (!own.rows.length) return false;
         await applyTransfers(tx, c.chainId, chunk.entries, this.d.onBalances);
+        if (passed) await unread!.flag(tx, passed, passedHash!.toLowerCase());
         return true;
       });
       if (!kept) return;
+      if (passed) await unread!.flagged(passed);
       await this.d.onChunk?.({ backfillId: c.backfillId, from: next, to, logs: chunk.logs, malformed: chunk.malformed });
       next = to + 1n;
     }
@@ -229,6 +247,27 @@ export class BackfillWorker {
       'UPDATE indexer_backfill_ranges SET lease_owner = NULL, lease_until = NULL WHERE backfill_id = $1 AND range_from = $2 AND lease_owner = $3',
       [c.backfillId, c.rangeFrom.toString(), this.owner],
     );
+  }
+
+  /**
+   * Logs of [from, to'] as LogReader.read gives them. A single block no read can get is tried
+   * `blockAttempts` times in a row, then passed over: [block, block] with no logs, and `passed` to
+   * record it (read later by the follower's retries; transfers are recorded once, in any order).
+   */
+  private async readOrPassOver(
+    s: ScopedReader,
+    from: bigint,
+    to: bigint,
+    unread: UnreadBlocks | undefined,
+  ): Promise<{ to: bigint; logs: RawLog[]; passed?: UnreadableBlockError }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await s.reader.read(from, to, s.addresses ? await s.addresses() : undefined);
+      } catch (err) {
+        if (!(err instanceof UnreadableBlockError) || !unread) throw err;
+        if (attempt >= unread.attempts) return { to: err.block, logs: [], passed: err };
+      }
+    }
   }
 
   /** Marks backfills whose every range is read as DONE. */

@@ -1,4 +1,5 @@
 import type { ChainClient } from '../chain/client.ts';
+import type { UnreadBlocksConfig } from '../chain/unread-blocks.ts';
 import type { IndexerChainConfig } from '../config/schema.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -31,7 +32,7 @@ export class ChainIndexer {
 
   constructor(
     readonly chain: ChainClient,
-    readonly cfg: IndexerChainConfig & { scope: IndexScope },
+    readonly cfg: IndexerChainConfig & { scope: IndexScope; logReads: UnreadBlocksConfig },
     readonly db: Db,
     log: Logger,
     metrics?: Metrics,
@@ -61,6 +62,8 @@ export function backfillWorkerFor(db: Db, indexers: ReadonlyMap<number, ChainInd
     chunkBlocks: (chainId) => indexers.get(chainId)?.cfg.chunkBlocks ?? 2_000,
     leaseSec,
     onChunk,
+    // Blocks a backfill passes over are the follower's to retry (its reads cover the backfill's contracts).
+    unread: (chainId) => indexers.get(chainId)?.follower.unread,
     // Each chain's own hook: a backfill's balances are told as its follower's are.
     onBalances: (q, chainId, changes) => indexers.get(chainId)?.onBalances?.(q, chainId, changes) ?? Promise.resolve(),
   });

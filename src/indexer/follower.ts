@@ -3,8 +3,10 @@ import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { LogReader, type UnreadableBlockError } from '../chain/logs.ts';
+import { UnreadBlocks, type UnreadBlocksConfig } from '../chain/unread-blocks.ts';
 import { decodeChunk } from './chunk.ts';
-import { LogReader } from './log-reader.ts';
+import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
 import { applyTransfers, rollbackAbove, type BalanceHook } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
@@ -17,6 +19,8 @@ export interface FollowerConfig {
   pollMs: number;
   /** Recent block hashes kept to find where a reorg forked. */
   reorgWindow: number;
+  /** When a block's logs cannot be read, how often before passing over it, and when to retry (logReads). */
+  logReads: UnreadBlocksConfig;
 }
 
 export interface Cursor {
@@ -49,13 +53,16 @@ export class IndexFollower {
     (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'indexer poll failed'),
   );
   private readonly reader: LogReader;
+  /** Blocks this scope's follower passed over for their logs being unreadable, and their retries. */
+  readonly unread: UnreadBlocks;
 
   constructor(
     readonly chain: ChainClient,
     private readonly cfg: FollowerConfig,
     private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]>; onBalances?: BalanceHook },
   ) {
-    this.reader = new LogReader(chain, cfg.chunkBlocks, d.addresses);
+    this.reader = new LogReader(chain, cfg.chunkBlocks, TRANSFER_TOPICS);
+    this.unread = new UnreadBlocks({ db: d.db, chain, reader: `indexer:${cfg.scope}`, cfg: cfg.logReads, log: d.log, metrics: d.metrics });
   }
 
   get scope(): IndexScope {
@@ -106,15 +113,26 @@ export class IndexFollower {
       await this.unwind(cur);
       return true;
     }
+    await this.retryUnread();
     if (cur.block >= target) return false;
     const from = cur.block + 1n;
+    const address = this.d.addresses ? await this.d.addresses() : undefined;
     for (;;) {
       const planned = from + BigInt(this.reader.currentSpan) - 1n < target ? from + BigInt(this.reader.currentSpan) - 1n : target;
       // The end block's hash is read before its logs: if a reorg lands in between, the next step
       // sees the cursor's hash gone from the chain and reads the range again.
       const endHash = await this.hashOf(planned);
       if (!endHash) return false;
-      const { to, logs } = await this.reader.read(from, planned);
+      let read: { to: bigint; logs: RawLog[] };
+      try {
+        read = await this.reader.read(from, planned, address);
+      } catch (err) {
+        // One block no read could get: after a few polls in a row, pass over it rather than hold up the chain.
+        if (this.unread.shouldPassOver(err)) return this.passOver(cur, err, target);
+        throw err;
+      }
+      this.unread.succeeded();
+      const { to, logs } = read;
       if (to !== planned) continue; // the node refused the span: plan again with the smaller one
       const chunk = await decodeChunk(this.chain, logs);
       // A log of the end block from another fork than its header: the chain moved under us.
@@ -159,6 +177,50 @@ export class IndexFollower {
     }
   }
 
+  /**
+   * Moves the cursor past a block whose logs could not be read, recording it (unread_blocks) on the
+   * same transaction: its transfers are applied when a retry reads it (retryUnread).
+   */
+  private async passOver(cur: Cursor, err: UnreadableBlockError, target: bigint): Promise<boolean> {
+    const chainId = this.chain.chainId;
+    const hash = await this.hashOf(err.block);
+    if (!hash) return false;
+    const moved = await this.d.db.transaction(async (tx) => {
+      const now = await tx.query<{ b: string; block_hash: string }>(
+        'SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE',
+        [chainId, this.cfg.scope],
+      );
+      const row = now.rows[0];
+      if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash || err.block !== cur.block + 1n) return false;
+      await this.unread.flag(tx, err, hash);
+      await tx.query(
+        `INSERT INTO indexer_blocks (chain_id, block_number, block_hash) VALUES ($1, $2, $3)
+         ON CONFLICT (chain_id, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`,
+        [chainId, err.block.toString(), hash],
+      );
+      await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [
+        chainId,
+        this.cfg.scope,
+        err.block.toString(),
+        hash,
+      ]);
+      return true;
+    });
+    if (moved) await this.unread.flagged(err);
+    return moved && err.block < target;
+  }
+
+  /** Reads again the blocks passed over whose retry is due and applies their transfers. */
+  private async retryUnread(): Promise<void> {
+    await this.unread.retryDue(
+      async (block) => decodeChunk(this.chain, await this.reader.readBlock(block, this.d.addresses ? await this.d.addresses() : undefined)),
+      async (tx, _block, chunk) => {
+        await applyTransfers(tx, this.chain.chainId, chunk.entries, this.d.onBalances);
+        this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
+      },
+    );
+  }
+
   /** The cursor's block left the chain: undo down to the last remembered block still on it. */
   private async unwind(cur: Cursor): Promise<void> {
     const { db } = this.d;
@@ -191,6 +253,8 @@ export class IndexFollower {
       const row = now.rows[0];
       if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return null;
       const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash, this.d.onBalances);
+      // Blocks passed over above the fork are read again by the cursor (and passed over again if need be).
+      await this.unread.forgetAbove(tx, ancestor);
       await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [
         chainId,
         this.cfg.scope,

@@ -6,5 +6,6 @@ export async function forgetIndexedChain(db: Db, chainId: number): Promise<void>
     for (const table of ['indexer_transfers', 'indexer_balances', 'indexer_cursors', 'indexer_blocks', 'indexer_backfills']) {
       await tx.query(`DELETE FROM ${table} WHERE chain_id = $1`, [chainId]);
     }
+    await tx.query(`DELETE FROM unread_blocks WHERE chain_id = $1 AND reader LIKE 'indexer:%'`, [chainId]);
   });
 }

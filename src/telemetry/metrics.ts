@@ -99,6 +99,18 @@ export function createMetrics() {
       labelNames: ['chain', 'outcome'] as const,
       registers: [registry],
     }),
+    logBlocksSkipped: new Counter({
+      name: 'metarelay_log_blocks_skipped_total',
+      help: 'blocks whose logs could not be read after repeated tries, flagged and passed over (retried later), by chain and reader (indexer:<scope>, watcher)',
+      labelNames: ['chain', 'reader'] as const,
+      registers: [registry],
+    }),
+    logBlocksUnread: new Gauge({
+      name: 'metarelay_log_blocks_unread',
+      help: 'blocks passed over whose logs are still unread (waiting for a retry), by chain and reader: alert on > 0',
+      labelNames: ['chain', 'reader'] as const,
+      registers: [registry],
+    }),
     indexerReorgs: new Counter({
       name: 'metarelay_indexer_reorgs_total',
       help: 'reorgs the indexer rolled back, by chain',

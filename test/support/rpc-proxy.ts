@@ -27,6 +27,12 @@ export interface RpcCall {
 
 export type RpcRule = (call: RpcCall) => Fault | undefined;
 
+/**
+ * Asked about each node answer that has a result, before the caller gets it: a message refuses it
+ * (a JSON-RPC error -32005 with that message instead), as a node caps what one answer may hold.
+ */
+export type AnswerRule = (call: RpcCall, result: unknown) => string | undefined;
+
 export interface RpcProxy {
   /** http://127.0.0.1:<port> */
   url: string;
@@ -35,6 +41,8 @@ export interface RpcProxy {
   setUpstream(url: string): void;
   /** Rules are asked in the order added; the first returning a fault for a call wins. Returns a function removing the rule. */
   addRule(rule: RpcRule): () => void;
+  /** Answer rules are asked in the order added; the first refusing wins. Returns a function removing the rule. */
+  addAnswerRule(rule: AnswerRule): () => void;
   clearRules(): void;
   /** Every call seen (batch elements one by one, in arrival order), faulted or not. Clear with `calls.length = 0`. */
   calls: RpcCall[];
@@ -83,6 +91,7 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   let upstreamUrl = upstream;
   const rules: RpcRule[] = [];
+  const answerRules: AnswerRule[] = [];
   const calls: RpcCall[] = [];
   const requests: RpcCall[][] = [];
   let batchLimit: { max: number; answer: 'error' | 'http' } | null = null;
@@ -166,6 +175,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       return { status: 200, body: JSON.stringify(jsonRpcError(null, -32600, `rpc-proxy: batch of ${elements.length} is over the limit of ${batchLimit.max}`)) };
     }
     const faults = seen.map((call) => faultFor(call));
+    const asked = seen;
 
     // A fault on the HTTP exchange itself decides for the whole batch. drop and http mean nothing
     // reached the node, so they take precedence over timeoutAfterForward; otherwise the first wins.
@@ -218,6 +228,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       let answer: unknown;
       if (f?.kind === 'fail') answer = jsonRpcError(el?.id, f.code ?? -32000, f.message ?? 'rpc-proxy: injected fault');
       else answer = answers.get(i) ?? jsonRpcError(el?.id, -32603, 'rpc-proxy: no answer from upstream');
+      const result = (answer as { result?: unknown }).result;
+      const refusal = result !== undefined ? answerRules.map((rule) => rule(asked[i]!, result)).find((m) => m !== undefined) : undefined;
+      if (refusal !== undefined) answer = jsonRpcError(el?.id, -32005, refusal);
       if (!hasId && isBatch) return; // a notification gets no answer
       out.push({ ...(answer as object), id: hasId ? el.id : null });
     });
@@ -274,8 +287,16 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         if (i >= 0) rules.splice(i, 1);
       };
     },
+    addAnswerRule(rule) {
+      answerRules.push(rule);
+      return () => {
+        const i = answerRules.indexOf(rule);
+        if (i >= 0) answerRules.splice(i, 1);
+      };
+    },
     clearRules() {
       rules.length = 0;
+      answerRules.length = 0;
     },
     calls,
     count(method) {

@@ -28,9 +28,21 @@ interface IndexedChain {
   watchlist: string[];
 }
 
+/** A block whose logs no read could get: passed over, retried at nextRetryAt (docs/indexer.md). */
+interface UnreadBlock {
+  chainId: number;
+  reader: string;
+  block: number;
+  hash: string;
+  error: string;
+  retries: number;
+  flaggedAt: string;
+  nextRetryAt: string;
+}
+
 /** The indexed chains and the backfill tasks (`metarelay indexer backfill` starts them). */
 export function Indexer() {
-  const st = useApi<{ chains: IndexedChain[]; backfills: Backfill[] }>('IndexerStatus', {});
+  const st = useApi<{ chains: IndexedChain[]; backfills: Backfill[]; unreadBlocks: UnreadBlock[] }>('IndexerStatus', {});
   const [network, setNetwork] = useState('');
   const [contract, setContract] = useState('');
   const a = useAction();
@@ -97,6 +109,30 @@ export function Indexer() {
           ))}
         </tbody>
       </table>
+      {(st.data?.unreadBlocks.length ?? 0) > 0 && (
+        <>
+          <h3>Unread blocks</h3>
+          <p class="error">Their transfers (indexer) or refreshes (watcher) are missing until a retry reads them.</p>
+          <table data-testid="unread-blocks">
+            <thead>
+              <tr><th>Chain</th><th>Reader</th><th>Block</th><th>Error</th><th>Retries</th><th>Flagged</th><th>Next retry</th></tr>
+            </thead>
+            <tbody>
+              {st.data?.unreadBlocks.map((u) => (
+                <tr key={`${u.chainId}:${u.reader}:${u.block}`}>
+                  <td>{u.chainId}</td>
+                  <td>{u.reader}</td>
+                  <td title={u.hash}>{u.block}</td>
+                  <td>{u.error}</td>
+                  <td>{u.retries}</td>
+                  <td>{when(u.flaggedAt)}</td>
+                  <td>{when(u.nextRetryAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
       <p class="hint">Updated {when(new Date().toISOString())}. Start a backfill with <code>metarelay indexer backfill --chain NAME --from N</code>; a watched contract gets its own, worked in the background.</p>
     </section>
   );

@@ -5,9 +5,13 @@ import { NoArgs } from '../../http/services/common.ts';
 import { ProjectId, chainIdArg } from '../args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { backfillStore, watchContract } from '../../indexer/index.ts';
+import { listUnreadBlocks } from '../../chain/unread-blocks.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
-/** The indexed chains (cursor, head, malformed logs) and the backfill tasks with their progress. */
+/**
+ * The indexed chains (cursor, head, malformed logs), the backfill tasks with their progress, and the
+ * blocks the indexer or the metadata watcher passed over for their logs being unreadable.
+ */
 export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
   return {
     IndexerStatus: method({
@@ -28,6 +32,7 @@ export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
           }),
         ),
         backfills: await backfillStore(s.db).list(),
+        unreadBlocks: await listUnreadBlocks(s.db),
       }),
     }),
     /**

@@ -1,7 +1,8 @@
 import { encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { LogReader } from '../../chain/logs.ts';
 import { multicall } from '../../chain/multicall.ts';
-import { MINT_EVENTS, mintedIds } from './mint-logs.ts';
+import { MINT_EVENT_BY_TOPIC, mintedIds } from './mint-logs.ts';
 
 const abi = parseAbi([
   'function supportsInterface(bytes4) view returns (bool)',
@@ -40,23 +41,24 @@ async function viaEnumerable(chain: ChainClient, address: Address): Promise<stri
   return res.filter((r) => r.ok && r.data.length === 66).map((r) => BigInt(r.data).toString());
 }
 
-/** Every token id ever minted, read from mint logs in block ranges that halve when a node refuses one. */
+/**
+ * Every token id ever minted, read from mint logs by the shared reader (block ranges that halve when
+ * a node refuses one, a block too big for one answer read split). A block it cannot read at all
+ * fails the task, which its own attempts and backoff retry.
+ */
 async function viaLogs(chain: ChainClient, address: Address, opts: EnumerateOptions): Promise<string[]> {
   const head = await chain.public.getBlockNumber();
   const ids = new Set<string>();
+  const reader = new LogReader(chain, opts.logChunkBlocks, [...MINT_EVENT_BY_TOPIC.keys()]);
   let from = await deploymentBlock(chain, address, head);
-  let span = BigInt(opts.logChunkBlocks);
   while (from <= head) {
-    const to = from + span - 1n > head ? head : from + span - 1n;
-    try {
-      const logs = await chain.public.getLogs({ address, events: MINT_EVENTS, fromBlock: from, toBlock: to, strict: false });
-      for (const log of logs) for (const id of mintedIds({ eventName: log.eventName, topics: log.topics as Hex[], data: log.data })) ids.add(id);
-      opts.onProgress?.(ids.size);
-      from = to + 1n;
-    } catch (err) {
-      if (span <= 1n) throw err;
-      span /= 2n;
+    const { to, logs } = await reader.read(from, head, [address]);
+    for (const log of logs) {
+      const topics = log.topics as Hex[];
+      for (const id of mintedIds({ eventName: MINT_EVENT_BY_TOPIC.get(topics[0]?.toLowerCase() as Hex), topics, data: log.data })) ids.add(id);
     }
+    opts.onProgress?.(ids.size);
+    from = to + 1n;
   }
   return [...ids];
 }

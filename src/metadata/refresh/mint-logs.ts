@@ -1,4 +1,4 @@
-import { decodeAbiParameters, parseAbiItem, type Hex } from 'viem';
+import { decodeAbiParameters, parseAbiItem, toEventSelector, type Hex } from 'viem';
 
 /** The transfer events of ERC721 and ERC1155; a transfer from the zero address is a mint. */
 export const MINT_EVENTS = [
@@ -6,6 +6,9 @@ export const MINT_EVENTS = [
   parseAbiItem('event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value)'),
   parseAbiItem('event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values)'),
 ] as const;
+
+/** Their names by topic0, for raw logs (ERC20 and ERC721 share Transfer's). */
+export const MINT_EVENT_BY_TOPIC: ReadonlyMap<Hex, string> = new Map(MINT_EVENTS.map((e) => [toEventSelector(e), e.name]));
 
 const ZERO_TOPIC: Hex = `0x${'0'.repeat(64)}`;
 

@@ -1,8 +1,11 @@
 import { PollLoop } from '../../util/poll-loop.ts';
-import { decodeAbiParameters, parseAbiItem, type Address, type Hex } from 'viem';
+import { decodeAbiParameters, parseAbiItem, toEventSelector, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { LogReader, type ChainLog, type UnreadableBlockError } from '../../chain/logs.ts';
+import { UnreadBlocks } from '../../chain/unread-blocks.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
 import type { AppConfig, ChainConfig } from '../../config/schema.ts';
-import type { Db } from '../../store/db.ts';
+import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { RefreshService } from './refresh.ts';
 import { taskStore } from './task-store.ts';
@@ -14,6 +17,7 @@ const EVENTS = [
   parseAbiItem('event URI(string value, uint256 indexed id)'),
   ...MINT_EVENTS,
 ] as const;
+const EVENT_BY_TOPIC = new Map(EVENTS.map((e) => [toEventSelector(e), e.name]));
 /** A BatchMetadataUpdate wider than this refreshes the tokens the service has seen, not the whole range. */
 const MAX_RANGE = 10_000n;
 const ADDRESSES_PER_QUERY = 500;
@@ -35,12 +39,18 @@ export class ChainWatcher {
   );
   /** Blocks processed so far, for metrics and tests. */
   lastProcessed: bigint | null = null;
+  private readonly reader: LogReader;
+  /** Blocks passed over for their logs being unreadable, and their retries. */
+  readonly unread: UnreadBlocks;
 
   constructor(
     private readonly chain: ChainClient,
     private readonly chainConfig: ChainConfig,
-    private readonly d: { db: Db; refresh: RefreshService; config: AppConfig; log: Logger; onEnqueued?: () => void },
-  ) {}
+    private readonly d: { db: Db; refresh: RefreshService; config: AppConfig; log: Logger; metrics?: Metrics; onEnqueued?: () => void },
+  ) {
+    this.reader = new LogReader(chain, d.config.watcher.maxBlocksPerPoll, [...EVENT_BY_TOPIC.keys()]);
+    this.unread = new UnreadBlocks({ db: d.db, chain, reader: 'watcher', cfg: d.config.logReads, log: d.log, metrics: d.metrics });
+  }
 
   start(): void {
     this.loop.start();
@@ -91,12 +101,24 @@ export class ChainWatcher {
       const back = cur.block > BigInt(w.confirmations + 10) ? cur.block - BigInt(w.confirmations + 10) : 0n;
       this.d.log.warn({ chain: this.chain.name, at: cur.block.toString(), back: back.toString() }, 'reorg noticed, re-reading');
       await this.saveCursor(back, (await this.hashOf(back)) ?? '0x');
+      // What was passed over above `back` is read again from there (and passed over again if need be).
+      await this.unread.forgetAbove(this.d.db, back);
       return;
     }
+    await this.retryUnread();
     if (cur.block >= target) return;
     const from = cur.block + 1n;
-    const to = from + BigInt(w.maxBlocksPerPoll) - 1n > target ? target : from + BigInt(w.maxBlocksPerPoll) - 1n;
-    const found = await this.scan(from, to);
+    const upTo = from + BigInt(w.maxBlocksPerPoll) - 1n > target ? target : from + BigInt(w.maxBlocksPerPoll) - 1n;
+    let scanned: { to: bigint; found: Map<Address, Set<string>> };
+    try {
+      scanned = await this.scan(from, upTo);
+    } catch (err) {
+      // One block no read could get: after a few polls in a row, pass over it rather than hold up the chain.
+      if (this.unread.shouldPassOver(err)) return this.passOver(cur, err);
+      throw err;
+    }
+    this.unread.succeeded();
+    const { to, found } = scanned;
     const toHash = (await this.hashOf(to)) ?? '0x';
     // Watchers of several processes share the cursor. The refreshes and the cursor's move are one
     // transaction that first locks the cursor and checks it is still where this scan began: of two
@@ -108,12 +130,7 @@ export class ChainWatcher {
       );
       const row = now.rows[0];
       if (!row || BigInt(row.block_number) !== cur.block || row.block_hash !== cur.hash) return null;
-      const refresh = this.d.refresh.withTasks(taskStore(tx));
-      const tasks: Array<{ contract: Address; tokens: number; taskId: number }> = [];
-      for (const [contract, ids] of found) {
-        const { taskId } = await refresh.enqueueTokens(null, this.chain, contract, [...ids], { source: 'watcher' });
-        tasks.push({ contract, tokens: ids.size, taskId });
-      }
+      const tasks = await this.enqueue(tx, found);
       await tx.query('UPDATE chain_cursors SET block_number = $2, block_hash = $3, updated_at = now() WHERE chain_id = $1', [this.chain.chainId, to.toString(), toHash]);
       return tasks;
     });
@@ -121,6 +138,56 @@ export class ChainWatcher {
     this.lastProcessed = to;
     for (const q of queued) this.d.log.info({ chain: this.chain.name, ...q }, 'refresh queued from chain events');
     if (queued.length) this.d.onEnqueued?.();
+  }
+
+  /** Queues the refreshes found, on the caller's transaction. */
+  private async enqueue(tx: Queryable, found: Map<Address, Set<string>>): Promise<Array<{ contract: Address; tokens: number; taskId: number }>> {
+    const refresh = this.d.refresh.withTasks(taskStore(tx));
+    const tasks: Array<{ contract: Address; tokens: number; taskId: number }> = [];
+    for (const [contract, ids] of found) {
+      const { taskId } = await refresh.enqueueTokens(null, this.chain, contract, [...ids], { source: 'watcher' });
+      tasks.push({ contract, tokens: ids.size, taskId });
+    }
+    return tasks;
+  }
+
+  /**
+   * Moves the cursor past a block whose logs could not be read, recording it (unread_blocks) on the
+   * same transaction: its refreshes are queued when a retry reads it (retryUnread).
+   */
+  private async passOver(cur: Cursor, err: UnreadableBlockError): Promise<void> {
+    const hash = (await this.hashOf(err.block)) ?? '0x';
+    const moved = await this.d.db.transaction(async (tx) => {
+      const now = await tx.query<{ block_number: string | number; block_hash: string }>(
+        'SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE',
+        [this.chain.chainId],
+      );
+      const row = now.rows[0];
+      if (!row || BigInt(row.block_number) !== cur.block || row.block_hash !== cur.hash || err.block !== cur.block + 1n) return false;
+      await this.unread.flag(tx, err, hash);
+      await tx.query('UPDATE chain_cursors SET block_number = $2, block_hash = $3, updated_at = now() WHERE chain_id = $1', [this.chain.chainId, err.block.toString(), hash]);
+      return true;
+    });
+    if (!moved) return;
+    this.lastProcessed = err.block;
+    await this.unread.flagged(err);
+  }
+
+  /** Reads again the blocks passed over whose retry is due and queues their refreshes. */
+  private async retryUnread(): Promise<void> {
+    let queued = false;
+    await this.unread.retryDue(
+      async (block) => {
+        const contracts = await this.knownContracts();
+        const logs: ChainLog[] = [];
+        for (let i = 0; i < contracts.length; i += ADDRESSES_PER_QUERY) logs.push(...(await this.reader.readBlock(block, contracts.slice(i, i + ADDRESSES_PER_QUERY))));
+        return this.collect(logs);
+      },
+      async (tx, _block, found) => {
+        queued = (await this.enqueue(tx, found)).length > 0 || queued;
+      },
+    );
+    if (queued) this.d.onEnqueued?.();
   }
 
   private async knownContracts(): Promise<Address[]> {
@@ -133,41 +200,54 @@ export class ChainWatcher {
     return res.rows.map((r) => r.token_id);
   }
 
-  /** The tokens to refresh, per contract, for the events in these blocks. */
-  private async scan(fromBlock: bigint, toBlock: bigint): Promise<Map<Address, Set<string>>> {
-    const perContract = new Map<Address, Set<string>>();
+  /**
+   * The tokens to refresh, per contract, for the events in blocks [from, to'], to' ≤ to as far as
+   * the node answered (the reader shrinks its span when refused).
+   */
+  private async scan(fromBlock: bigint, toBlock: bigint): Promise<{ to: bigint; found: Map<Address, Set<string>> }> {
     const contracts = await this.knownContracts();
-    if (!contracts.length) return perContract;
+    let to = toBlock;
+    const logs: ChainLog[] = [];
+    for (let i = 0; i < contracts.length; i += ADDRESSES_PER_QUERY) {
+      const got = await this.reader.read(fromBlock, to, contracts.slice(i, i + ADDRESSES_PER_QUERY));
+      to = got.to;
+      logs.push(...got.logs);
+    }
+    // An earlier group of contracts may have been read further than a later one reached.
+    return { to, found: await this.collect(logs.filter((l) => l.blockNumber <= to)) };
+  }
+
+  /** The tokens to refresh, per contract, for these logs. */
+  private async collect(logs: ChainLog[]): Promise<Map<Address, Set<string>>> {
+    const perContract = new Map<Address, Set<string>>();
     const add = (c: Address, ids: string[]) => {
       const set = perContract.get(c) ?? new Set<string>();
       for (const id of ids) set.add(id);
       perContract.set(c, set);
     };
-    for (let i = 0; i < contracts.length; i += ADDRESSES_PER_QUERY) {
-      const logs = await this.chain.public.getLogs({ address: contracts.slice(i, i + ADDRESSES_PER_QUERY), events: EVENTS, fromBlock, toBlock, strict: false });
-      for (const log of logs) {
-        const c = log.address.toLowerCase() as Address;
-        const topics = log.topics as Hex[];
-        try {
-          switch (log.eventName) {
-            case 'MetadataUpdate':
-              add(c, [BigInt(decodeAbiParameters([{ type: 'uint256' }], log.data)[0]).toString()]);
-              break;
-            case 'BatchMetadataUpdate': {
-              const [lo, hi] = decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], log.data);
-              if (hi >= lo && hi - lo < MAX_RANGE) add(c, Array.from({ length: Number(hi - lo + 1n) }, (_, k) => (lo + BigInt(k)).toString()));
-              else add(c, await this.knownTokens(c));
-              break;
-            }
-            case 'URI':
-              if (topics[1]) add(c, [BigInt(topics[1]).toString()]);
-              break;
-            default:
-              add(c, mintedIds({ eventName: log.eventName, topics, data: log.data }));
+    for (const log of logs) {
+      const c = log.address.toLowerCase() as Address;
+      const topics = log.topics as Hex[];
+      const eventName = EVENT_BY_TOPIC.get(topics[0]?.toLowerCase() as Hex);
+      try {
+        switch (eventName) {
+          case 'MetadataUpdate':
+            add(c, [BigInt(decodeAbiParameters([{ type: 'uint256' }], log.data)[0]).toString()]);
+            break;
+          case 'BatchMetadataUpdate': {
+            const [lo, hi] = decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], log.data);
+            if (hi >= lo && hi - lo < MAX_RANGE) add(c, Array.from({ length: Number(hi - lo + 1n) }, (_, k) => (lo + BigInt(k)).toString()));
+            else add(c, await this.knownTokens(c));
+            break;
           }
-        } catch {
-          /* a log that does not decode as the standard says is not ours to act on */
+          case 'URI':
+            if (topics[1]) add(c, [BigInt(topics[1]).toString()]);
+            break;
+          default:
+            add(c, mintedIds({ eventName, topics, data: log.data }));
         }
+      } catch {
+        /* a log that does not decode as the standard says is not ours to act on */
       }
     }
     for (const [contract, ids] of perContract) if (!ids.size) perContract.delete(contract);
