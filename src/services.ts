@@ -141,7 +141,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   const chains = new Map<number, ChainClient>();
   for (const c of config.chains) {
-    chains.set(c.chainId, createChainClient(c, { metrics, pollingIntervalMs: opts.pollingIntervalMs }));
+    chains.set(c.chainId, createChainClient(c, { metrics, log, pollingIntervalMs: opts.pollingIntervalMs }));
   }
   const accessKeys = accessKeyRepo(db);
   const auth = new Authenticator(accessKeys, log, { cacheMs: config.auth.keyCacheMs });

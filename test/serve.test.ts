@@ -37,13 +37,26 @@ describe('readiness with chains', () => {
     }
   });
 
-  it('is not ready (503) when a chain does not answer, and RuntimeStatus says which', async () => {
+  it('stays ready when a chain is down, reports its state (since when, cause), and answers 503 for that chain alone', async () => {
     const dead = `http://127.0.0.1:${await freePort()}`;
-    const t = await startTestService({ chains: [{ chainId: 1, name: 'mainnet', rpcUrls: [dead] }] });
+    const t = await startTestService({ chains: [{ chainId: 1, name: 'mainnet', rpcUrls: [dead] }, { chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }] });
     try {
+      // The database answers and the process can serve: one dead node does not take the instance out.
       const res = await t.app.inject({ method: 'GET', url: '/ready' });
-      expect(res.statusCode).toBe(503);
-      expect(res.json().checks).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'chain:mainnet', ok: false })]));
+      expect(res.statusCode).toBe(200);
+      const byName = Object.fromEntries(res.json().chains.map((c: { name: string }) => [c.name, c]));
+      expect(byName.mainnet).toMatchObject({ ok: false, head: null, downSince: expect.any(String), cause: expect.stringMatching(/ECONNREFUSED/) });
+      expect(byName.anvil).toMatchObject({ ok: true, head: expect.any(Number), downSince: null });
+      expect(res.json().database).toMatchObject({ ok: true });
+
+      const down = await t.app.inject({ method: 'GET', url: '/ready?chain=mainnet' });
+      expect(down.statusCode).toBe(503);
+      expect(down.json().chains).toEqual([expect.objectContaining({ name: 'mainnet', ok: false })]);
+      expect((await t.app.inject({ method: 'GET', url: '/ready?chain=anvil' })).statusCode).toBe(200);
+      const unknown = await t.app.inject({ method: 'GET', url: '/ready?chain=nope' });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json().cause).toContain('configured: mainnet, anvil');
+
       const status = await rpc(t.app, '/rpc/Metadata/RuntimeStatus', {}, { 'x-access-key': t.accessKey });
       expect(status.body.status.healthOK).toBe(false);
       expect(status.body.status.runnable['chain:mainnet'].running).toBe(false);
