@@ -8,6 +8,7 @@ import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } f
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
 import type { EarlyAnswers, EarlyRpcMethod } from './early-answers.ts';
+import type { ChainOutage } from '../chain/outage.ts';
 
 export type { AuthMode };
 
@@ -76,6 +77,8 @@ export interface WebrpcDeps {
   metrics: Metrics;
   /** Where calls of reusable methods are answered from the cache before routing (early-answers.ts). */
   early?: EarlyAnswers;
+  /** A handler's failure that is a chain's node being unreachable: answered 503 naming the chain, not 500. */
+  outage?: (err: unknown) => ChainOutage | undefined;
 }
 
 /** Go clients send null for absent optionals: a null and a missing key mean the same. */
@@ -281,12 +284,20 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         return reply.code(200).type('application/json').send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
       } catch (err) {
         if (err instanceof RpcError) return refuse(reply, err);
+        const outage = deps.outage?.(err);
+        // Logged once per outage by the chain's health, not here per request.
+        if (outage) return refuse(reply, unavailableError(E.chainUnavailable, outage));
         st.code = WebrpcErrors.WebrpcInternalError.code;
         req.log.error({ err, method: st.name }, 'unhandled error in rpc method');
         return sendError(reply, WebrpcErrors.WebrpcInternalError, `internal error (request ${req.id})`);
       }
     });
   });
+}
+
+function unavailableError(def: ErrorDef, o: ChainOutage): RpcError {
+  const what = o.rateLimited ? 'is rate-limiting us' : 'cannot be reached';
+  return new RpcError(def, `chain ${o.chain} (${o.chainId}): its node ${what} (${o.cause}); retry in ${o.retryAfterS} s`, { 'Retry-After': String(o.retryAfterS) });
 }
 
 /** What fastify sends for a JSON string, set directly: bytes skip the content-type parse and re-encoding. */
