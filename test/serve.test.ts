@@ -7,7 +7,7 @@ import { preflight } from '../src/config/preflight.ts';
 import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
 import { createServices } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
-import { startCli } from './support/cli.ts';
+import { spawn } from 'node:child_process';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { rpc, startTestService } from './support/service.ts';
@@ -86,20 +86,48 @@ describe(`metarelay serve (${TEST_DB})`, () => {
   });
   afterAll(() => testDb?.drop().catch(() => undefined));
 
-  it('serves from a config file and shuts down cleanly on SIGTERM', async () => {
+  it('serves from a config file under `npm run serve`, and SIGTERM to npm drains the server and frees the port', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'metarelay-serve-'));
     const port = await freePort();
     const cfg = join(dir, 'metarelay.json');
     writeFileSync(cfg, JSON.stringify({ port, database: testDb.location, chains: [{ chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }], logLevel: 'info' }));
-    const srv = startCli(['serve', '--config', cfg]);
+    // A nested npm must not inherit the settings of an npm that started the tests.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
+    const npm = spawn('npm', ['run', '--silent', 'serve', '--', '--config', cfg], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let out = '';
+    npm.stdout.on('data', (d) => (out += d));
+    npm.stderr.on('data', (d) => (out += d));
+    // The pipe closes when every process holding it has exited: npm and the server it started.
+    const allExited = new Promise((r) => npm.stdout.on('close', r));
     try {
-      await srv.waitFor(/Server listening at/);
-      const res = await fetch(`http://127.0.0.1:${port}/rpc/Metadata/Ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const base = `http://127.0.0.1:${port}`;
+      await waitUntil(async () => (await fetch(`${base}/ready`).catch(() => undefined))?.status === 200, () => out);
+      const res = await fetch(`${base}/rpc/Metadata/Ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(await res.json()).toEqual({ status: true });
-      expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(200);
-      expect(await srv.stop('SIGTERM')).toBe(0);
+      npm.kill('SIGTERM');
+      await within(allExited, 20_000, () => `the server still runs 20 s after SIGTERM to npm (an orphan holds port ${port}):\n${out}`);
+      expect(out).toMatch(/"signal":"SIGTERM".*shutting down: draining[\s\S]*shut down cleanly/);
+      await expect(fetch(`${base}/health`)).rejects.toThrow();
     } finally {
-      await srv.stop('SIGKILL');
+      // Its own process group: whatever it left behind goes too.
+      try {
+        process.kill(-npm.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
     }
   });
 });
+
+async function waitUntil(ok: () => Promise<boolean>, output: () => string, timeoutMs = 90_000) {
+  const t0 = Date.now();
+  while (!(await ok())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`not ready in ${timeoutMs} ms:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what())), ms)))]).finally(() => clearTimeout(timer));
+}
