@@ -357,6 +357,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     },
     async drain() {
       draining = true;
+      // Open receipt long polls answer now with the current status; the client polls again elsewhere.
+      receiptWaiters.release();
       // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       dispatching = false;

@@ -5,6 +5,8 @@ import { createServices } from '../services.ts';
 import { parse, portFlag } from './args.ts';
 import { onShutdown } from './shutdown.ts';
 
+const CLOSE_CUT_MS = 500;
+
 export async function runServe(argv: string[]) {
   const { values } = parse(argv, { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } });
   const port = portFlag(values.port);
@@ -22,7 +24,13 @@ export async function runServe(argv: string[]) {
     drain: () => services.drain(),
     graceMs: config.shutdown.graceMs,
     close: async () => {
+      // Requests have had graceMs to finish and held long polls were answered at the drain; a
+      // keep-alive connection that is neither idle nor finishing (one opened as the listener closed)
+      // must not hold the exit until the deadline, so what is left is cut after half a second.
+      const cut = setTimeout(() => app.server.closeAllConnections(), CLOSE_CUT_MS);
+      cut.unref();
       await app.close();
+      clearTimeout(cut);
       await services.close();
     },
     deadlineMs: config.shutdown.deadlineMs,

@@ -1,11 +1,15 @@
-// A chain whose node cannot be reached, behind a real proxy in front of anvil: calls that need the
-// node answer 503 with Retry-After naming the chain (never 500), the outage is logged once with its
-// cause, and a provider's 429 is retryable the same way.
+// What an operator meets in a fault, on one relayer service behind a real proxy in front of anvil:
+// - a chain whose node cannot be reached: calls that need the node answer 503 with Retry-After naming
+//   the chain (never 500), the outage is logged once with its cause, and a provider's 429 is retryable
+//   the same way;
+// - a drain with receipt long polls open: they are answered at once with the current status (last:
+//   the drain stops this service's dispatchers).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, mintBundles, sendVia, type LoadItem } from './support/relay-load.ts';
 import { TEST_DB } from './support/env.ts';
+import { queueRow } from './support/meta-rows.ts';
 
 let env: RelayerEnv;
 let item: LoadItem;
@@ -13,7 +17,7 @@ const lines: { msg: string; chain?: string; cause?: string }[] = [];
 
 beforeAll(async () => {
   const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
-  env = await startRelayerEnv({ proxy: true, rpcTimeoutMs: 1_000, log });
+  env = await startRelayerEnv({ proxy: true, rpcTimeoutMs: 1_000, log, relayer: { receiptWaitMs: 60_000 } });
   await sponsor(env, 'CONTRACT', env.token);
   const [user] = await deployWallets(env, 1);
   [item] = await mintBundles(env, [user], 1);
@@ -67,5 +71,23 @@ describe(`a chain whose node is down (${TEST_DB})`, () => {
     } finally {
       limit();
     }
+  });
+});
+
+describe(`drain with receipt long polls open (${TEST_DB})`, () => {
+  // The bound is far below receiptWaitMs (60 s): the polls pass only if the drain answers them.
+  it('answers every held GetMetaTxnReceipt at once with the current status, and holds no new one', { timeout: 20_000 }, async () => {
+    const id = 'd0a1'.padEnd(64, '0');
+    await queueRow(env.services.metaTxns, env.chainId, { id, wallet: '0x00000000000000000000000000000000000d0a11', nonce: 1n });
+    const polls = Array.from({ length: 3 }, () => env.call('GetMetaTxnReceipt', { metaTxID: id }, key()));
+    while (env.services.receiptWaiters.size < 3) await new Promise((r) => setTimeout(r, 20));
+    await env.services.drain();
+    for (const r of await Promise.all(polls)) {
+      expect(r.status).toBe(200);
+      expect(r.body.receipt.status).toBe('QUEUED');
+    }
+    expect(env.services.receiptWaiters.size).toBe(0);
+    const late = await env.call('GetMetaTxnReceipt', { metaTxID: id }, key());
+    expect(late.body.receipt.status).toBe('QUEUED');
   });
 });
