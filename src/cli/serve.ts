@@ -4,11 +4,15 @@ import { preflight } from '../config/preflight.ts';
 import { createServices } from '../services.ts';
 import { parse, portFlag } from './args.ts';
 import { onShutdown } from './shutdown.ts';
+import { UsageError } from './main.ts';
 
 const CLOSE_CUT_MS = 500;
 
 export async function runServe(argv: string[]) {
   const { values } = parse(argv, { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } });
+  // Without a file there are no chains (the environment sets only database, port and log level):
+  // a server that starts on :4000 serving nothing looks like it works and does not.
+  if (!values.config) throw new UsageError('serve needs a config: metarelay serve --config metarelay.json (copy metarelay.example.json to start), or metarelay dev for a local chain');
   const port = portFlag(values.port);
   const config = loadConfig({
     file: values.config,

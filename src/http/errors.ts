@@ -78,7 +78,9 @@ export const RelayerErrors = table({
   InvalidArgument: [2001, 400, 'Invalid argument'],
   Unavailable: [2002, 400, 'Unavailable resource'],
   QueryFailed: [2003, 400, 'Query failed'],
-  NotFound: [3000, 400, 'Resource not found'],
+  // Sequence's schema answers 400; a missing meta-transaction or sponsor is no malformed request, and
+  // clients (and balancers' error rates) read the status: 404. The code, which clients match on, is kept.
+  NotFound: [3000, 404, 'Resource not found'],
   InsufficientFee: [3004, 402, 'Insufficient fee'],
   NotEnoughBalance: [3005, 402, 'Not enough balance'],
   SimulationFailed: [3006, 400, 'Simulation failed'],

@@ -101,15 +101,26 @@ function valueAt(obj: unknown, path: PropertyKey[]): unknown {
   return cur;
 }
 
+/** `chainId` sent for `chainID`: names are case-sensitive, and "required" alone does not say why. */
+function spellingHint(input: unknown, path: PropertyKey[]): string {
+  const key = path.at(-1);
+  const parent = valueAt(input, path.slice(0, -1));
+  if (typeof key !== 'string' || !parent || typeof parent !== 'object') return '';
+  const near = Object.keys(parent).find((k) => k !== key && k.toLowerCase() === key.toLowerCase());
+  return near ? ` (the body has "${near}": field names are case-sensitive, send "${key}")` : '';
+}
+
 export function describeIssues(error: z.ZodError, input: unknown): { missing: boolean; text: string } {
   let missing = false;
   const parts = error.issues.slice(0, 5).map((i) => {
     const path = i.path.map(String).join('.') || '(body)';
-    if (i.code === 'invalid_type' && valueAt(input, i.path) === undefined) {
+    const absent = i.path.length > 0 && valueAt(input, i.path) === undefined;
+    if (i.code === 'invalid_type' && absent) {
       missing = true;
-      return `${path}: required`;
+      return `${path}: required${spellingHint(input, i.path)}`;
     }
-    return `${path}: ${i.message}`;
+    // Some fields (a union, a preprocessed chain name) report an absent value as "Invalid input".
+    return `${path}: ${i.message}${absent ? spellingHint(input, i.path) : ''}`;
   });
   return { missing, text: parts.join('; ') };
 }
