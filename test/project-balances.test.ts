@@ -148,7 +148,7 @@ describe('project balances: admin methods', () => {
     const upd = await env.call('UpdateGasTank', { id, unlimited: true, name: 'renamed' }, admin());
     expect(upd.body.gasTank).toMatchObject({ unlimited: true, name: 'renamed', feeMarkupFactor: 1.5 });
     expect((await env.call('GetGasTank', { id }, admin())).body.gasTank).toMatchObject({ id, currentBalance: 1.5, unlimited: true });
-    expect((await env.call('GetGasTank', { id: 987_654 }, admin())).status).toBe(400);
+    expect((await env.call('GetGasTank', { id: 987_654 }, admin())).status).toBe(404);
   });
 });
 
