@@ -8,6 +8,8 @@ import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
 import { createServices } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { spawn } from 'node:child_process';
+import { pino } from 'pino';
+import { createChainClient } from '../src/chain/client.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { rpc, startTestService } from './support/service.ts';
@@ -63,6 +65,19 @@ describe('readiness with chains', () => {
     } finally {
       await t.close();
     }
+  });
+
+  it('a chain with a dead and a live RPC URL stays up and logs no outage; with every URL dead it is down, logged once', async () => {
+    const lines: { msg: string; chain?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const mixed = createChainClient({ chainId: 31337, name: 'mixed', rpcUrls: [dead, anvil.rpcUrl], rpcBatchSize: 1 }, { log });
+    for (let i = 0; i < 3; i++) await mixed.public.getBlockNumber();
+    expect(mixed.health.state()).toMatchObject({ ok: true, downSince: null });
+    const gone = createChainClient({ chainId: 31337, name: 'gone', rpcUrls: [dead, `http://127.0.0.1:${await freePort()}`], rpcBatchSize: 1 }, { log });
+    for (let i = 0; i < 3; i++) await expect(gone.public.getBlockNumber()).rejects.toThrow();
+    expect(gone.health.state()).toMatchObject({ ok: false, cause: expect.stringMatching(/ECONNREFUSED/) });
+    expect(lines.map((l) => [l.msg, l.chain])).toEqual([['chain node unreachable', 'gone']]);
   });
 
   it('preflight refuses a chain whose node reports another chain id', async () => {

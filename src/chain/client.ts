@@ -45,7 +45,7 @@ export function createChainClient(
   opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number; log?: Logger } = {},
 ): ChainClient {
   const timeoutMs = opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000;
-  const health = new ChainHealth(chain.chainId, chain.name, opts.log);
+  const health = new ChainHealth(chain.chainId, chain.name, opts.log, chain.rpcUrls);
   // Re-sent members of a refused batch are HTTP requests of their own; their calls were counted with the batch.
   // Health sees what the split made of a batch: a refusal it recovered from is not an outage.
   const fetchFn = observedFetch(

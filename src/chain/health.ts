@@ -30,11 +30,15 @@ export class ChainHealth {
   private cause: string | null = null;
   private rateLimited = false;
   private retryAfterS = DEFAULT_RETRY_AFTER_S;
+  /** Each RPC URL's last failure, cleared by its next answer; a URL not yet tried counts as up. */
+  private readonly failing = new Map<string, string>();
 
   constructor(
     readonly chainId: number,
     readonly name: string,
     private readonly log?: Logger,
+    /** The chain's RPC URLs: with a fallback, the chain is down only when every one of them fails. */
+    private readonly urls: readonly string[] = [],
   ) {}
 
   get ok(): boolean {
@@ -46,7 +50,8 @@ export class ChainHealth {
     return this.retryAfterS;
   }
 
-  reached(): void {
+  reached(url?: string): void {
+    if (url !== undefined) this.failing.delete(normalUrl(url));
     if (this.downSince === null) return;
     this.log?.info({ chain: this.name, chainId: this.chainId, downMs: Date.now() - this.downSince.getTime(), cause: this.cause }, 'chain node reachable again');
     this.downSince = null;
@@ -55,7 +60,10 @@ export class ChainHealth {
     this.retryAfterS = DEFAULT_RETRY_AFTER_S;
   }
 
-  failed(cause: string, opts: { rateLimited?: boolean; retryAfterS?: number } = {}): void {
+  failed(cause: string, opts: { rateLimited?: boolean; retryAfterS?: number; url?: string } = {}): void {
+    if (opts.url !== undefined) this.failing.set(normalUrl(opts.url), cause);
+    // One URL failing while a fallback URL still answers is no outage of the chain.
+    if (opts.url !== undefined && this.urls.some((u) => !this.failing.has(normalUrl(u)))) return;
     this.cause = cause;
     this.rateLimited = opts.rateLimited ?? false;
     this.retryAfterS = opts.retryAfterS ?? DEFAULT_RETRY_AFTER_S;
@@ -84,6 +92,15 @@ export class ChainHealth {
   }
 }
 
+/** A URL as fetch reports it (`http://host:port` gains its `/`). */
+export function normalUrl(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
+  }
+}
+
 /** A Retry-After header's seconds (delta form; a date is read as the default). */
 function retryAfterOf(header: string | null): number | undefined {
   if (!header) return undefined;
@@ -104,16 +121,17 @@ type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Resp
 /** A fetch that tells `health` of every answer and failure; it answers and fails exactly as `base` does. */
 export function observedFetch(base: Fetch, health: ChainHealth, timeoutMs: number): Fetch {
   return async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
     let res: Response;
     try {
       res = await base(input, init);
     } catch (err) {
-      health.failed(describeFailure(err, timeoutMs));
+      health.failed(describeFailure(err, timeoutMs), { url });
       throw err;
     }
-    if (res.status === 429) health.failed('rate-limited by the node (HTTP 429)', { rateLimited: true, retryAfterS: retryAfterOf(res.headers.get('retry-after')) });
-    else if (res.status >= 500) health.failed(`the node answered HTTP ${res.status}`);
-    else health.reached();
+    if (res.status === 429) health.failed('rate-limited by the node (HTTP 429)', { url, rateLimited: true, retryAfterS: retryAfterOf(res.headers.get('retry-after')) });
+    else if (res.status >= 500) health.failed(`the node answered HTTP ${res.status}`, { url });
+    else health.reached(url);
     return res;
   };
 }

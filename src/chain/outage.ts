@@ -1,4 +1,5 @@
 import type { ChainClient } from './client.ts';
+import { normalUrl as normal } from './health.ts';
 
 /** A call that failed because a chain's node could not be reached (or refused us with 429). */
 export interface ChainOutage {
@@ -20,15 +21,6 @@ interface TransportError {
 // viem's transport failures: the node did not answer (refused, reset, timed out) or answered an HTTP
 // error. A JSON-RPC error (a revert, a bad nonce) is an answer, not an outage, and is not matched.
 const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError']);
-
-/** A URL as fetch reports it (`http://host:port` gains its `/`). */
-function normal(url: string): string {
-  try {
-    return new URL(url).href;
-  } catch {
-    return url;
-  }
-}
 
 /** The outage behind `err`, if it is one: found by the failing URL among the chains' RPC URLs. */
 export function chainOutageOf(err: unknown, chains: Iterable<ChainClient>): ChainOutage | undefined {
