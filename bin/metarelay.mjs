@@ -17,6 +17,22 @@ function resolvable(name) {
   }
 }
 
+// npm runs a package's bin (`npx metarelay serve`) through `sh -c`, and forwards SIGTERM/SIGINT to that
+// shell only; dash dies of it without passing it on, npm exits 143, and the server, re-parented, would
+// keep the port and relay with no drain. So a long-running command started by npm takes the loss of
+// its parent as the signal it never got. (`npm run serve` execs node, so npm signals it directly.)
+const LONG_RUNNING = new Set(['serve', 'relayer', 'worker', 'dev']);
+if ((process.env.npm_lifecycle_event || process.env.npm_command) && LONG_RUNNING.has(process.argv[2])) {
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    process.kill(process.pid, 'SIGTERM');
+  }, 200);
+  // It must not keep a finished command alive.
+  watch.unref();
+}
+
 let main;
 if (fromSource) {
   const { register } = await import('tsx/esm/api');

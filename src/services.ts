@@ -142,7 +142,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   const chains = new Map<number, ChainClient>();
   for (const c of config.chains) {
-    chains.set(c.chainId, createChainClient(c, { metrics, pollingIntervalMs: opts.pollingIntervalMs }));
+    chains.set(c.chainId, createChainClient(c, { metrics, log, pollingIntervalMs: opts.pollingIntervalMs }));
   }
   const accessKeys = accessKeyRepo(db);
   const auth = new Authenticator(accessKeys, log, { cacheMs: config.auth.keyCacheMs });
@@ -359,6 +359,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     },
     async drain() {
       draining = true;
+      // Open receipt long polls answer now with the current status; the client polls again elsewhere.
+      receiptWaiters.release();
       // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       dispatching = false;

@@ -32,7 +32,7 @@ const RELAYER: [string, number, number][] = [
   ['InvalidService', 1104, 403], ['UnauthorizedUser', 1105, 403], ['InvalidChain', 1106, 403], ['QuotaExceeded', 1200, 429],
   ['QuotaRateLimit', 1201, 429], ['NoDefaultKey', 1300, 403], ['MaxAccessKeys', 1301, 403], ['AtLeastOneKey', 1302, 403],
   ['Timeout', 1900, 408], ['InvalidArgument', 2001, 400], ['Unavailable', 2002, 400], ['QueryFailed', 2003, 400],
-  ['NotFound', 3000, 400], ['InsufficientFee', 3004, 402], ['NotEnoughBalance', 3005, 402], ['SimulationFailed', 3006, 400],
+  ['NotFound', 3000, 404], ['InsufficientFee', 3004, 402], ['NotEnoughBalance', 3005, 402], ['SimulationFailed', 3006, 400],
 ];
 
 const tables: [string, Record<string, ErrorDef>, [string, number, number][]][] = [

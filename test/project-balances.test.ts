@@ -141,14 +141,14 @@ describe('project balances: admin methods', () => {
     expect((await ledger(p.id)).map((e) => e.amount_wei)).toEqual([parseEther('2').toString(), parseEther('-0.5').toString()]);
 
     expect((await env.call('GetGasTankBalanceAdjustment', { id, nonce: 1 }, admin())).body.adjustment).toMatchObject({ nonce: 1, amount: -0.5 });
-    expect((await env.call('GetGasTankBalanceAdjustment', { id, nonce: 9 }, admin())).status).toBe(400); // NotFound 3000 is HTTP 400
+    expect((await env.call('GetGasTankBalanceAdjustment', { id, nonce: 9 }, admin())).status).toBe(404); // NotFound 3000 is HTTP 404
     const list = await env.call('ListGasTankBalanceAdjustments', { id, page: { pageSize: 1 } }, admin());
     expect(list.body.adjustments.map((x: { nonce: number }) => x.nonce)).toEqual([1]);
     expect(list.body.page.more).toBe(true);
     const upd = await env.call('UpdateGasTank', { id, unlimited: true, name: 'renamed' }, admin());
     expect(upd.body.gasTank).toMatchObject({ unlimited: true, name: 'renamed', feeMarkupFactor: 1.5 });
     expect((await env.call('GetGasTank', { id }, admin())).body.gasTank).toMatchObject({ id, currentBalance: 1.5, unlimited: true });
-    expect((await env.call('GetGasTank', { id: 987_654 }, admin())).status).toBe(400);
+    expect((await env.call('GetGasTank', { id: 987_654 }, admin())).status).toBe(404);
   });
 });
 

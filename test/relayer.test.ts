@@ -367,7 +367,7 @@ describe('relayer: sponsorship rules, each with its negative', () => {
     expect(listed.body.gasSponsors.map((g: { id: number }) => g.id)).toContain(rule.id);
     expect((await env.call('RemoveGasSponsor', { projectId, id: rule.id }, admin)).body.status).toBe(true);
     expect((await attempt(u, [{ to: '0x00000000000000000000000000000000000c0de0', data: '0x' }])).status).toBe(402);
-    expect((await env.call('GetGasSponsor', { projectId, id: rule.id }, admin)).status).toBe(400);
+    expect((await env.call('GetGasSponsor', { projectId, id: rule.id }, admin)).status).toBe(404);
   });
 });
 

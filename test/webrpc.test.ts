@@ -144,6 +144,14 @@ describe('access keys on RPC', () => {
   });
 });
 
+describe('argument names', () => {
+  it('hints at the spelling when chainId is sent for chainID', async () => {
+    const r = await rpc(t.app, '/rpc/Metadata/GetContractInfo', { chainId: 'mainnet', contractAddress: '0x0000000000000000000000000000000000000001' }, { 'x-access-key': t.accessKey });
+    expect(r.status).toBe(400);
+    expect(r.body.cause).toMatch(/^chainID: .*\(the body has "chainId": field names are case-sensitive, send "chainID"\)/);
+  });
+});
+
 describe('health, readiness and metrics', () => {
   it('GET /health answers ok', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/health' });

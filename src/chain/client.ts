@@ -2,6 +2,8 @@ import { createPublicClient, fallback, http, type PublicClient } from 'viem';
 import type { ChainConfig } from '../config/schema.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { batchSplittingFetch } from './batch-split.ts';
+import { ChainHealth, observedFetch } from './health.ts';
+import type { Logger } from '../telemetry/logger.ts';
 
 /**
  * Who is calling the node. Each role has its own viem client (same URLs, its own transports), so its
@@ -20,13 +22,15 @@ export interface ChainClient {
   readonly name: string;
   readonly rpcUrls: readonly string[];
   readonly public: PublicClient;
+  /** The node's state as every role's calls see it (one per chain, shared by the roles). */
+  readonly health: ChainHealth;
   /** The client of one role (made on first use, then kept). */
   forRole(role: NodeRole): PublicClient;
 }
 
 /** The same chain, whose `public` is the client of `role`: for a component that should only call the node as that role. */
 export function withRole(chain: ChainClient, role: NodeRole): ChainClient {
-  return { chainId: chain.chainId, name: chain.name, rpcUrls: chain.rpcUrls, public: chain.forRole(role), forRole: (r) => chain.forRole(r) };
+  return { chainId: chain.chainId, name: chain.name, rpcUrls: chain.rpcUrls, public: chain.forRole(role), health: chain.health, forRole: (r) => chain.forRole(r) };
 }
 
 /** The JSON-RPC methods in a request body (one, or several for a batch). */
@@ -38,18 +42,25 @@ function methodsOf(body: unknown): string[] {
 
 export function createChainClient(
   chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'> & { rpcTimeoutMs?: number },
-  opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number } = {},
+  opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number; log?: Logger } = {},
 ): ChainClient {
+  const timeoutMs = opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000;
+  const health = new ChainHealth(chain.chainId, chain.name, opts.log, chain.rpcUrls);
   // Re-sent members of a refused batch are HTTP requests of their own; their calls were counted with the batch.
-  const fetchFn = batchSplittingFetch({
-    onSplit: () => opts.metrics?.chainRpcBatchSplits.inc({ chain: chain.name }),
-    onResend: () => opts.metrics?.chainRpcRequests.inc({ chain: chain.name }),
-  });
+  // Health sees what the split made of a batch: a refusal it recovered from is not an outage.
+  const fetchFn = observedFetch(
+    batchSplittingFetch({
+      onSplit: () => opts.metrics?.chainRpcBatchSplits.inc({ chain: chain.name }),
+      onResend: () => opts.metrics?.chainRpcRequests.inc({ chain: chain.name }),
+    }),
+    health,
+    timeoutMs,
+  );
   const make = (): PublicClient => {
     // Separate http() instances: viem queues batches per instance, so each client batches only its own calls.
     const transports = chain.rpcUrls.map((url) =>
       http(url, {
-        timeout: opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000,
+        timeout: timeoutMs,
         retryCount: 1,
         // Requests issued in the same tick share one HTTP round trip.
         batch: chain.rpcBatchSize > 1 ? { batchSize: chain.rpcBatchSize, wait: 0 } : false,
@@ -81,6 +92,7 @@ export function createChainClient(
     name: chain.name,
     rpcUrls: chain.rpcUrls,
     public: make(),
+    health,
     forRole(role) {
       let c = roles.get(role);
       if (!c) roles.set(role, (c = make()));

@@ -20,10 +20,11 @@ export async function runMigrate(argv: string[]) {
 export async function runProjects(argv: string[]) {
   const { values, positionals } = parse(argv, common);
   const [sub, name] = positionals;
+  // Usage mistakes are answered before the database is opened (opening creates and migrates it).
+  if (sub === 'create' && !name) throw new UsageError('usage: metarelay projects create NAME');
   await withDb(values, async (db) => {
     const projects = projectRepo(db);
     if (sub === 'create') {
-      if (!name) throw new UsageError('usage: metarelay projects create NAME');
       try {
         const p = await projects.create(name);
         console.log(JSON.stringify(p));
@@ -32,7 +33,10 @@ export async function runProjects(argv: string[]) {
         throw err;
       }
     } else if (sub === 'list') {
-      for (const p of await projects.list()) console.log(JSON.stringify(p));
+      const all = await projects.list();
+      // The list goes to stdout as JSON lines; the note that it is empty to stderr, so scripts see nothing.
+      if (!all.length) console.error('no projects yet: metarelay projects create NAME');
+      for (const p of all) console.log(JSON.stringify(p));
     } else {
       throw new UsageError('usage: metarelay projects create NAME | projects list');
     }
@@ -42,6 +46,8 @@ export async function runProjects(argv: string[]) {
 export async function runKeys(argv: string[]) {
   const { values, positionals } = parse(argv, { ...common, project: { type: 'string' }, label: { type: 'string' } });
   const [sub, arg] = positionals;
+  if ((sub === 'create' || sub === 'list') && !values.project) throw new UsageError(`usage: metarelay keys ${sub} --project NAME`);
+  if (sub === 'revoke' && !arg) throw new UsageError('usage: metarelay keys revoke KEY');
   await withDb(values, async (db) => {
     const projects = projectRepo(db);
     const keys = accessKeyRepo(db);
@@ -57,7 +63,10 @@ export async function runKeys(argv: string[]) {
       console.log(JSON.stringify({ project: p.name, accessKey: key, id: info.id, label: info.label }));
       console.error('Store this key now: it is kept only as a hash and cannot be shown again.');
     } else if (sub === 'list') {
-      for (const k of await keys.list((await project()).id)) console.log(JSON.stringify(k));
+      const p = await project();
+      const all = await keys.list(p.id);
+      if (!all.length) console.error(`no access keys in project ${p.name}: metarelay keys create --project ${p.name}`);
+      for (const k of all) console.log(JSON.stringify(k));
     } else if (sub === 'revoke') {
       if (!arg) throw new UsageError('usage: metarelay keys revoke KEY');
       if (!(await keys.revoke(arg))) throw new UsageError('no live key matches');

@@ -34,8 +34,48 @@ Usage:
 
 The database is config.database, or DATABASE_URL (postgres://… or a PGlite folder).`;
 
+/**
+ * The verbs of each command that has them: a command given none answers its usage before anything
+ * opens (a database opened first would be created and migrated in the current folder).
+ */
+const VERBS: Record<string, readonly string[]> = {
+  projects: ['create', 'list'],
+  keys: ['create', 'list', 'revoke'],
+  admin: ['create', 'revoke'],
+  sponsors: ['add', 'set', 'list', 'enable', 'disable', 'remove'],
+  webhooks: ['add', 'list', 'remove'],
+  indexer: ['backfill', 'work', 'status', 'watch'],
+  tokenlist: ['import'],
+  contracts: ['override'],
+};
+
+/** USAGE's lines for one command (with their continuation lines), or undefined for an unknown one. */
+export function usageOf(cmd: string): string | undefined {
+  const lines = USAGE.split('\n');
+  const out: string[] = [];
+  let inside = false;
+  for (const line of lines) {
+    if (line.startsWith('  metarelay ')) inside = line.startsWith(`  metarelay ${cmd} `) || line === `  metarelay ${cmd}`;
+    else if (!/^ {20,}/.test(line)) inside = false;
+    if (inside) out.push(line);
+  }
+  return out.length ? `Usage:\n${out.join('\n')}` : undefined;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
+  // `metarelay <cmd> --help` anywhere on the line: the usage, and nothing opened or run.
+  const help = cmd !== undefined && (rest.includes('--help') || rest.includes('-h')) ? usageOf(cmd) : undefined;
+  if (help) {
+    console.log(help);
+    return;
+  }
+  const verbs = cmd !== undefined ? VERBS[cmd] : undefined;
+  if (verbs && !rest.some((a) => verbs.includes(a))) {
+    console.error(`metarelay ${cmd}: give one of ${verbs.join(', ')}\n${usageOf(cmd)}`);
+    process.exitCode = 2;
+    return;
+  }
   try {
     switch (cmd) {
       case 'dev':

@@ -117,7 +117,11 @@ export async function runSponsors(argv: string[]) {
         return;
       }
       case 'list':
-        for (const r of await sponsors.list(project.id, chainId(values.chain))) print(r);
+        {
+          const all = await sponsors.list(project.id, chainId(values.chain));
+          if (!all.length) console.error(`no sponsorships in project ${project.name}${values.chain ? ` on ${values.chain}` : ''}: metarelay sponsors add --project ${project.name} …`);
+          for (const r of all) print(r);
+        }
         return;
       case 'set': {
         const current = await sponsors.get(project.id, id());

@@ -4,9 +4,15 @@ import { preflight } from '../config/preflight.ts';
 import { createServices } from '../services.ts';
 import { parse, portFlag } from './args.ts';
 import { onShutdown } from './shutdown.ts';
+import { UsageError } from './main.ts';
+
+const CLOSE_CUT_MS = 500;
 
 export async function runServe(argv: string[]) {
   const { values } = parse(argv, { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } });
+  // Without a file there are no chains (the environment sets only database, port and log level):
+  // a server that starts on :4000 serving nothing looks like it works and does not.
+  if (!values.config) throw new UsageError('serve needs a config: metarelay serve --config metarelay.json (copy metarelay.example.json to start), or metarelay dev for a local chain');
   const port = portFlag(values.port);
   const config = loadConfig({
     file: values.config,
@@ -22,7 +28,13 @@ export async function runServe(argv: string[]) {
     drain: () => services.drain(),
     graceMs: config.shutdown.graceMs,
     close: async () => {
+      // Requests have had graceMs to finish and held long polls were answered at the drain; a
+      // keep-alive connection that is neither idle nor finishing (one opened as the listener closed)
+      // must not hold the exit until the deadline, so what is left is cut after half a second.
+      const cut = setTimeout(() => app.server.closeAllConnections(), CLOSE_CUT_MS);
+      cut.unref();
       await app.close();
+      clearTimeout(cut);
       await services.close();
     },
     deadlineMs: config.shutdown.deadlineMs,

@@ -50,7 +50,9 @@ export async function runWebhooks(argv: string[]) {
       console.log(JSON.stringify({ ...webhook, secret }));
       console.error('Store the signing secret now: it is not shown again.');
     } else if (sub === 'list') {
-      for (const w of await hooks.list((await project()).id)) console.log(JSON.stringify(w));
+      const all = await hooks.list((await project()).id);
+      if (!all.length) console.error(`no webhooks in project ${values.project}: metarelay webhooks add --project ${values.project} --url URL`);
+      for (const w of all) console.log(JSON.stringify(w));
     } else if (sub === 'remove') {
       const id = Number(arg);
       if (!Number.isSafeInteger(id) || id <= 0) throw new UsageError(USAGE);

@@ -21,6 +21,7 @@ import { Tally } from '../telemetry/tally.ts';
 import { RequestRecorder, type RequestLine } from './request-log.ts';
 import { EarlyAnswers } from './early-answers.ts';
 import type { FastifyRequest } from 'fastify';
+import { chainOutageOf } from '../chain/outage.ts';
 
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
@@ -92,7 +93,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerEventStream(app, s);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
-  const deps = { access, metrics: s.metrics, early };
+  const deps = { access, metrics: s.metrics, early, outage: (err: unknown) => chainOutageOf(err, s.chains.values()) };
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);

@@ -78,7 +78,9 @@ export const RelayerErrors = table({
   InvalidArgument: [2001, 400, 'Invalid argument'],
   Unavailable: [2002, 400, 'Unavailable resource'],
   QueryFailed: [2003, 400, 'Query failed'],
-  NotFound: [3000, 400, 'Resource not found'],
+  // Sequence's schema answers 400; a missing meta-transaction or sponsor is no malformed request, and
+  // clients (and balancers' error rates) read the status: 404. The code, which clients match on, is kept.
+  NotFound: [3000, 404, 'Resource not found'],
   InsufficientFee: [3004, 402, 'Insufficient fee'],
   NotEnoughBalance: [3005, 402, 'Not enough balance'],
   SimulationFailed: [3006, 400, 'Simulation failed'],
@@ -126,7 +128,13 @@ export interface ServiceErrorMap {
   timeout: ErrorDef;
   /** A network the caller's project is not enabled for. */
   networkNotAllowed: ErrorDef;
+  /** The chain's node cannot be reached (or rate-limits us): transient, HTTP 503 with Retry-After. */
+  chainUnavailable: ErrorDef;
 }
+
+// The Sequence tables have no "retry later" status: their closest code, answered as 503 so clients
+// and balancers see a transient failure rather than a client mistake.
+const unavailable = (def: ErrorDef, message: string): ErrorDef => Object.freeze({ ...def, status: 503, message });
 
 export const metadataErrorMap: ServiceErrorMap = {
   unauthorized: MetadataErrors.Unauthorized,
@@ -138,6 +146,7 @@ export const metadataErrorMap: ServiceErrorMap = {
   rateLimited: MetadataErrors.RateLimited,
   timeout: MetadataErrors.Timeout,
   networkNotAllowed: MetadataErrors.PermissionDenied,
+  chainUnavailable: unavailable(MetadataErrors.Fail, 'Chain node unavailable'),
 };
 
 export const relayerErrorMap: ServiceErrorMap = {
@@ -151,6 +160,7 @@ export const relayerErrorMap: ServiceErrorMap = {
   rateLimited: RelayerErrors.RateLimited,
   timeout: RelayerErrors.Timeout,
   networkNotAllowed: RelayerErrors.InvalidChain,
+  chainUnavailable: unavailable(RelayerErrors.Unavailable, 'Chain node unavailable'),
 };
 
 export const indexerErrorMap: ServiceErrorMap = {
@@ -165,6 +175,7 @@ export const indexerErrorMap: ServiceErrorMap = {
   rateLimited: IndexerErrors.RateLimited,
   timeout: IndexerErrors.Timeout,
   networkNotAllowed: IndexerErrors.InvalidService,
+  chainUnavailable: unavailable(IndexerErrors.Unavailable, 'Chain node unavailable'),
 };
 
 export class RpcError extends Error {

@@ -1,5 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
+import type { ChainClient } from '../chain/client.ts';
+import type { ChainState } from '../chain/health.ts';
+import { MetadataErrors } from './errors.ts';
+import { sendError } from './webrpc.ts';
 
 export interface CheckResult {
   name: string;
@@ -26,27 +30,56 @@ async function timed(name: string, fn: () => Promise<string | undefined>, timeou
   }
 }
 
+/** One chain's node asked for its head, bounded; what it answers (or not) is kept in its health. */
+async function probeChain(c: ChainClient, timeoutMs: number): Promise<CheckResult> {
+  const check = await timed(`chain:${c.name}`, async () => {
+    const block = await c.public.getBlockNumber();
+    c.health.sawHead(block);
+    return `block ${block}`;
+  }, timeoutMs);
+  // A node slower than the bound has not failed at the transport yet: for readiness it is down now.
+  if (!check.ok && c.health.ok) c.health.failed(check.detail ?? 'failed');
+  return check;
+}
+
+function checkDatabase(s: Services, timeoutMs: number): Promise<CheckResult> {
+  return timed('database', async () => {
+    await s.db.query('SELECT 1');
+    return s.db.kind;
+  }, timeoutMs);
+}
+
 /** Database and every configured chain, checked concurrently with a bound on each. */
 export async function runReadinessChecks(s: Services, timeoutMs = 2_000): Promise<CheckResult[]> {
-  return Promise.all([
-    timed('database', async () => {
-      await s.db.query('SELECT 1');
-      return s.db.kind;
-    }, timeoutMs),
-    ...[...s.chains.values()].map((c) =>
-      timed(`chain:${c.name}`, async () => `block ${await c.public.getBlockNumber()}`, timeoutMs),
-    ),
-  ]);
+  return Promise.all([checkDatabase(s, timeoutMs), ...[...s.chains.values()].map((c) => probeChain(c, timeoutMs))]);
+}
+
+function chainNamed(s: Services, name: string): ChainClient | undefined {
+  for (const c of s.chains.values()) if (c.name === name || String(c.chainId) === name) return c;
+  return undefined;
 }
 
 export function registerHealthRoutes(app: FastifyInstance, s: Services) {
   app.get('/health', async () => ({ status: 'ok', uptime: Math.round((Date.now() - s.startedAt.getTime()) / 1000) }));
-  app.get('/ready', async (_req, reply) => {
+  // Ready means this process can serve: the database answers and it is not draining. A chain that is
+  // down does not take the instance out of the balancer (metadata for the other chains, receipts and
+  // reads from the database still work; calls that need that node answer 503 naming it). Its state is
+  // in the body, and `?chain=<name>` answers for that chain alone, for routing per chain.
+  app.get('/ready', async (req, reply) => {
+    const only = (req.query as Record<string, unknown>).chain;
+    if (only !== undefined && typeof only !== 'string') return sendError(reply, MetadataErrors.InvalidArgument, 'chain: give one chain name or chainId');
+    const chain = only === undefined ? undefined : chainNamed(s, only);
+    if (only !== undefined && !chain) {
+      const names = [...s.chains.values()].map((c) => c.name).join(', ') || 'none';
+      return sendError(reply, { ...MetadataErrors.ChainNotFound, status: 404 }, `no chain named "${only}" is configured (configured: ${names})`);
+    }
     // A draining process is alive but should get no new traffic.
-    if (s.draining) return reply.code(503).send({ ready: false, draining: true, checks: [] });
-    const checks = await runReadinessChecks(s);
-    const ok = checks.every((c) => c.ok);
-    return reply.code(ok ? 200 : 503).send({ ready: ok, checks });
+    if (s.draining) return reply.code(503).send({ ready: false, draining: true, checks: [], chains: [] });
+    const checks = await Promise.all([checkDatabase(s, 2_000), ...(chain ? [chain] : [...s.chains.values()]).map((c) => probeChain(c, 2_000))]);
+    const database = checks[0];
+    const chains: ChainState[] = (chain ? [chain] : [...s.chains.values()]).map((c) => c.health.state());
+    const ready = database.ok && (!chain || chains[0].ok);
+    return reply.code(ready ? 200 : 503).send({ ready, database, chains, checks });
   });
   app.get('/metrics', async (_req, reply) => {
     reply.type(s.metrics.registry.contentType);

@@ -7,6 +7,7 @@ import { Tally } from '../telemetry/tally.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } from './errors.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
+import type { ChainOutage } from '../chain/outage.ts';
 
 /** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
 export interface EarlyRpcMethod {
@@ -97,6 +98,8 @@ export interface WebrpcDeps {
   metrics: Metrics;
   /** Where calls of reusable methods are answered from the cache before routing (early-answers.ts). */
   early?: EarlyRegistry;
+  /** A handler's failure that is a chain's node being unreachable: answered 503 naming the chain, not 500. */
+  outage?: (err: unknown) => ChainOutage | undefined;
 }
 
 /** Go clients send null for absent optionals: a null and a missing key mean the same. */
@@ -119,15 +122,26 @@ function valueAt(obj: unknown, path: PropertyKey[]): unknown {
   return cur;
 }
 
+/** `chainId` sent for `chainID`: names are case-sensitive, and "required" alone does not say why. */
+function spellingHint(input: unknown, path: PropertyKey[]): string {
+  const key = path.at(-1);
+  const parent = valueAt(input, path.slice(0, -1));
+  if (typeof key !== 'string' || !parent || typeof parent !== 'object') return '';
+  const near = Object.keys(parent).find((k) => k !== key && k.toLowerCase() === key.toLowerCase());
+  return near ? ` (the body has "${near}": field names are case-sensitive, send "${key}")` : '';
+}
+
 export function describeIssues(error: z.ZodError, input: unknown): { missing: boolean; text: string } {
   let missing = false;
   const parts = error.issues.slice(0, 5).map((i) => {
     const path = i.path.map(String).join('.') || '(body)';
-    if (i.code === 'invalid_type' && valueAt(input, i.path) === undefined) {
+    const absent = i.path.length > 0 && valueAt(input, i.path) === undefined;
+    if (i.code === 'invalid_type' && absent) {
       missing = true;
-      return `${path}: required`;
+      return `${path}: required${spellingHint(input, i.path)}`;
     }
-    return `${path}: ${i.message}`;
+    // Some fields (a union, a preprocessed chain name) report an absent value as "Invalid input".
+    return `${path}: ${i.message}${absent ? spellingHint(input, i.path) : ''}`;
   });
   return { missing, text: parts.join('; ') };
 }
@@ -302,12 +316,20 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         return reply.code(200).type('application/json').send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
       } catch (err) {
         if (err instanceof RpcError) return refuse(reply, err);
+        const outage = deps.outage?.(err);
+        // Logged once per outage by the chain's health, not here per request.
+        if (outage) return refuse(reply, unavailableError(E.chainUnavailable, outage));
         st.code = WebrpcErrors.WebrpcInternalError.code;
         req.log.error({ err, method: st.name }, 'unhandled error in rpc method');
         return sendError(reply, WebrpcErrors.WebrpcInternalError, `internal error (request ${req.id})`);
       }
     });
   });
+}
+
+function unavailableError(def: ErrorDef, o: ChainOutage): RpcError {
+  const what = o.rateLimited ? 'is rate-limiting us' : 'cannot be reached';
+  return new RpcError(def, `chain ${o.chain} (${o.chainId}): its node ${what} (${o.cause}); retry in ${o.retryAfterS} s`, { 'Retry-After': String(o.retryAfterS) });
 }
 
 /** What fastify sends for a JSON string, set directly: bytes skip the content-type parse and re-encoding. */

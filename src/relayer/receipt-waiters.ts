@@ -20,6 +20,9 @@ export class ReceiptWaiters {
   private readonly watches = new Map<string, Watch>();
   private readonly perAddress = new Map<string, number>();
   private total = 0;
+  /** Set by release(): a draining process holds no long poll (it would hold the shutdown open). */
+  private released = false;
+  private readonly held = new Set<() => void>();
 
   constructor(
     private readonly events: RelayEvents,
@@ -32,9 +35,18 @@ export class ReceiptWaiters {
     return this.total;
   }
 
-  /** The row once its status is final, or as it is after `ms`; at once when the caps are reached. */
+  /**
+   * Answers every held waiter now, with the status as last read, and every later wait at once: at
+   * shutdown the open long polls would otherwise keep the process up for up to receiptWaitMs.
+   */
+  release(): void {
+    this.released = true;
+    for (const done of [...this.held]) done();
+  }
+
+  /** The row once its status is final, or as it is after `ms`; at once when the caps are reached or after release(). */
   async wait(chainId: number, row: MetaTxnRow, address: string, ms: number): Promise<MetaTxnRow> {
-    if (FINAL_STATUSES.has(row.status) || ms <= 0) return row;
+    if (FINAL_STATUSES.has(row.status) || ms <= 0 || this.released) return row;
     const mine = this.perAddress.get(address) ?? 0;
     if (this.total >= this.limits.max || mine >= this.limits.perAddress) return row;
     this.total++;
@@ -53,6 +65,7 @@ export class ReceiptWaiters {
         const done = () => {
           clearTimeout(timer);
           watch.listeners.delete(check);
+          this.held.delete(done);
           resolve();
         };
         const check = () => {
@@ -60,6 +73,7 @@ export class ReceiptWaiters {
         };
         const timer = setTimeout(done, ms);
         watch.listeners.add(check);
+        this.held.add(done);
       });
       return watch.row;
     } finally {

@@ -9,7 +9,7 @@ import { parseConfig } from '../../src/config/load.ts';
 import type { AppConfigInput } from '../../src/config/schema.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
-import { createLogger } from '../../src/telemetry/logger.ts';
+import { createLogger, type Logger } from '../../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './db.ts';
 import { rpc } from './service.ts';
 import { startTokenChain, type TokenChain } from './token-chain.ts';
@@ -67,6 +67,8 @@ export interface RelayerEnvOptions {
   service?: Partial<NonNullable<AppConfigInput['relayer']>>;
   /** Webhook and approval-webhook settings. */
   webhooks?: AppConfigInput['webhooks'];
+  /** The services' logger (default: silent, or TEST_LOG's level). */
+  log?: Logger;
 }
 
 export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
@@ -103,7 +105,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
       },
     ],
   });
-  const services = await createServices(cfg, { db: testDb.db, log: createLogger((process.env.TEST_LOG as 'silent' | undefined) ?? 'silent'), pollingIntervalMs: 50 });
+  const services = await createServices(cfg, { db: testDb.db, log: opts.log ?? createLogger((process.env.TEST_LOG as 'silent' | undefined) ?? 'silent'), pollingIntervalMs: 50 });
   const app = await buildApp(services);
   await app.listen({ port: 0, host: '127.0.0.1' });
   services.startDispatchers();

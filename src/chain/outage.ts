@@ -1,0 +1,46 @@
+import type { ChainClient } from './client.ts';
+import { normalUrl as normal } from './health.ts';
+
+/** A call that failed because a chain's node could not be reached (or refused us with 429). */
+export interface ChainOutage {
+  chain: string;
+  chainId: number;
+  cause: string;
+  rateLimited: boolean;
+  retryAfterS: number;
+}
+
+interface TransportError {
+  name?: string;
+  url?: string;
+  status?: number;
+  shortMessage?: string;
+  cause?: unknown;
+}
+
+// viem's transport failures: the node did not answer (refused, reset, timed out) or answered an HTTP
+// error. A JSON-RPC error (a revert, a bad nonce) is an answer, not an outage, and is not matched.
+const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError']);
+
+/** The outage behind `err`, if it is one: found by the failing URL among the chains' RPC URLs. */
+export function chainOutageOf(err: unknown, chains: Iterable<ChainClient>): ChainOutage | undefined {
+  let e = err as TransportError | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 8; depth++, e = e.cause as TransportError | undefined) {
+    if (!e.name || !TRANSPORT.has(e.name) || !e.url) continue;
+    const url = normal(e.url);
+    for (const c of chains) {
+      if (!c.rpcUrls.some((u) => normal(u) === url)) continue;
+      const st = c.health.state();
+      const rateLimited = e.status === 429 || st.rateLimited;
+      return {
+        chain: c.name,
+        chainId: c.chainId,
+        cause: st.cause ?? (rateLimited ? 'rate-limited by the node (HTTP 429)' : (e.shortMessage ?? e.name)),
+        rateLimited,
+        retryAfterS: c.health.retryAfterSeconds,
+      };
+    }
+    return undefined;
+  }
+  return undefined;
+}
