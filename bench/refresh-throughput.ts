@@ -39,7 +39,6 @@ import {
   installMulticall3,
   rpcCall,
   startAnvil,
-  startOriginServer,
   type OriginServer,
 } from '../src/devchain/index.ts';
 import { buildApp } from '../src/http/app.ts';

@@ -380,7 +380,7 @@ function countBy(xs: string[]): Record<string, number> {
 }
 
 /** Everything measured of one round's meta-transactions. */
-async function analyse(env: RelayerEnv, heads: HeadWatch, samples: Sample[], rows: Map<string, MetaRow>, txs: RelayTx[], opts: { dispatchStartedAt?: number; headAtDispatchStart?: number }) {
+async function analyse(_env: RelayerEnv, heads: HeadWatch, samples: Sample[], rows: Map<string, MetaRow>, txs: RelayTx[], opts: { dispatchStartedAt?: number; headAtDispatchStart?: number }) {
   await heads.refresh();
   const slots = new Map<string, RelayTx[]>();
   for (const t of txs) slots.set(`${t.sender}:${t.nonce}`, [...(slots.get(`${t.sender}:${t.nonce}`) ?? []), t]);
@@ -402,7 +402,7 @@ async function analyse(env: RelayerEnv, heads: HeadWatch, samples: Sample[], row
     const row = s.id ? rows.get(s.id) : undefined;
     const status = row?.status ?? (s.id ? 'MISSING' : 'REFUSED');
     statuses[status] = (statuses[status] ?? 0) + 1;
-    if (!row || row.status !== 'SUCCEEDED' || row.block_number == null) {
+    if (row?.status !== 'SUCCEEDED' || row.block_number == null) {
       bad.push({ wallet: s.job.user.wallet.address, space: s.job.space.toString(), id: s.id, status, reason: row?.revert_reason ?? s.error, sender: row?.sender, txnNonce: row?.txn_nonce, txnHash: row?.txn_hash, attempts: row?.attempts });
       continue;
     }

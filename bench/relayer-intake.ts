@@ -40,7 +40,7 @@ import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from '../test/suppor
 import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type SignedBundle } from '../test/support/sequence-wallet.ts';
 import { startTokenChain } from '../test/support/token-chain.ts';
 import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
-import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
+import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, } from './lib/harness.ts';
 import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
 import { callRelayer, type Answer } from './lib/relayer-load.ts';
 import { cpuPerUnit, cpuSnapshot } from './lib/processes.ts';
@@ -233,7 +233,7 @@ function outcomes(list: Outcome[], rows: Map<string, MetaRow>, heads: HeadWatch)
     const status = row?.status ?? (o.id ? 'MISSING' : 'REFUSED');
     statuses[status] = (statuses[status] ?? 0) + 1;
     if (row && row.attempts > 0) requeued.push({ id: row.id, attempts: row.attempts, status: row.status });
-    if (!row || row.status !== 'SUCCEEDED' || row.block_number == null) {
+    if (row?.status !== 'SUCCEEDED' || row.block_number == null) {
       notSucceeded.push({
         phase: o.job.phase,
         wallet: o.job.user.wallet.address,

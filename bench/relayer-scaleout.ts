@@ -131,7 +131,7 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
   const procs: Record<string, ServerProcess & { relayerUrl?: string }> = {};
   const apis: Array<ServerProcess & { relayerUrl: string }> = [];
   if (config === 'single') {
-    apis.push((procs['serve'] = await cluster.serve('single-serve', true)));
+    apis.push((procs.serve = await cluster.serve('single-serve', true)));
   } else {
     apis.push((procs['serve-1'] = await cluster.serve('scaled-serve-1', false)));
     apis.push((procs['serve-2'] = await cluster.serve('scaled-serve-2', false)));
@@ -184,8 +184,8 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
   const lastMined = Math.max(...[...rows.values()].map((r) => r.mined_at ?? 0));
   const senders = new Set([...rows.values()].map((r) => r.sender));
   const intakeRpc = diffCounts(
-    rpc1.reduce((acc, c) => ({ ...acc, ...Object.fromEntries(Object.entries(c).map(([k, v]) => [k, (acc[k] ?? 0) + v])) }), {} as Record<string, number>),
-    rpc0.reduce((acc, c) => ({ ...acc, ...Object.fromEntries(Object.entries(c).map(([k, v]) => [k, (acc[k] ?? 0) + v])) }), {} as Record<string, number>),
+    sumCounts(rpc1),
+    sumCounts(rpc0),
   );
   for (const p of Object.values(procs)) await p.stop();
   const logs = Object.keys(procs).map((name) => {
@@ -291,3 +291,10 @@ runBench(async (cleanup) => {
     results,
   };
 });
+
+/** Per-method counts added up over processes. */
+function sumCounts(list: Record<string, number>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of list) for (const [k, v] of Object.entries(c)) out[k] = (out[k] ?? 0) + v;
+  return out;
+}

@@ -24,13 +24,13 @@ async function rpcAnswers(rpcUrl: string): Promise<boolean> {
 describe(`metarelay CLI (${TEST_DB})`, () => {
   let testDb: TestDb;
   let dbArgs: string[];
-  let dbEnv: Record<string, string>;
+  let _dbEnv: Record<string, string>;
   beforeAll(async () => {
     testDb = await createTestDb();
     // PGlite is single-process: release our handle so the CLI process can open the folder.
     if (TEST_DB === 'pglite') await testDb.db.close();
     dbArgs = ['--database', testDb.location];
-    dbEnv = TEST_DB === 'postgres' ? { DATABASE_URL: testDb.location } : {};
+    _dbEnv = TEST_DB === 'postgres' ? { DATABASE_URL: testDb.location } : {};
   });
   afterAll(async () => {
     await testDb?.drop().catch(() => undefined);

@@ -31,7 +31,7 @@ let testDb: TestDb;
 let fetcher: Fetcher;
 const slow = { open: 0, peak: 0 };
 
-function serve(req: http.IncomingMessage, res: http.ServerResponse, url: URL) {
+function serve(_req: http.IncomingMessage, res: http.ServerResponse, url: URL) {
   if (url.pathname === '/drip') {
     // One byte every 200 ms, forever: only the deadline ends it.
     res.writeHead(200, { 'content-type': 'image/png' });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Hex } from 'viem';
 import { mine, revert, setAutomine, snapshot, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
-import { allFinal, deployWallets, mintBundles, sendVia, waitFor, type LoadItem, type User } from './support/relay-load.ts';
+import { allFinal, deployWallets, mintBundles, waitFor, type LoadItem, type User } from './support/relay-load.ts';
 import { holdAmount } from '../src/relayer/balances/index.ts';
 import { balanceHolds } from '../src/relayer/balances/holds.ts';
 import { openDb } from '../src/store/db.ts';

@@ -3,7 +3,7 @@
 // refreshAll lists a contract's tokens from mint logs (ERC721 without Enumerable, ERC1155) or with
 // ERC721Enumerable. Real anvil (automine), real origin.
 
-import { createWalletClient, http, type Address } from 'viem';
+import { createWalletClient, http, } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfigInput } from '../src/config/schema.ts';

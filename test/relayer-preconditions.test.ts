@@ -2,7 +2,7 @@
 // conditions hold, then is admitted as if sent at that moment — or is dropped. Judged by the chain (the
 // recipients' balances, the senders' nonces, the payment address) and the stored rows and events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, parseAbi, parseEther, zeroAddress, type Address, type Hex } from 'viem';
+import { encodeFunctionData, parseEther, zeroAddress, type Address, } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { proto } from '@0xsequence/relayer';
 import { ANVIL_DEPLOYER_KEY } from '../src/devchain/index.ts';

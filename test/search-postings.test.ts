@@ -58,6 +58,7 @@ const FILTERS: Array<{ what: string; filter: TokenFilter }> = [
   { what: 'a number equal to its text ("3.50" = 3.5)', filter: { text: null, properties: [prop('Weight', [3.5])] } },
   { what: 'a range', filter: { text: null, properties: [prop('Level', null, 10, 30)] } },
   { what: 'a range past 2^53, exactly', filter: { text: null, properties: [prop('Supply', null, null, 9007199254740992)] } },
+  // biome-ignore lint/correctness/noPrecisionLoss: the bound is the float a JSON client would send
   { what: 'a negative decimal bound', filter: { text: null, properties: [prop('Supply', null, -12345678901234567890, 50)] } },
   { what: 'a property only', filter: { text: null, properties: [prop('Edition', null)] } },
   { what: 'a property nobody has', filter: { text: null, properties: [prop('Nope', ['x'])] } },

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BaseError,
+  type BaseError,
   decodeErrorResult,
   decodeFunctionData,
   encodeFunctionData,

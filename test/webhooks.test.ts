@@ -13,7 +13,7 @@ import { EventBell } from '../src/events/outbox.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { consoleClient, bearer, type Call } from './console/support.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { eventually, startRawServer, type RawServer } from './support/token-chain.ts';
+import { eventually, startRawServer, } from './support/token-chain.ts';
 
 const ADMIN = 'webhooks-admin-token-0123456789';
 const FAST = { deadlineMs: 400, retryBaseMs: 100, pollMs: 50, retryHorizonSec: 60 };

@@ -28,15 +28,15 @@ describe('webrpc conventions', () => {
 
   it('puts a Webrpc header on every response, errors included', async () => {
     const ok = await rpc(t.app, '/rpc/Metadata/Ping', {});
-    expect(ok.headers['webrpc']).toMatch(/^webrpc@v[\d.]+;.*sequence-metadata@v0\.4\.0$/);
+    expect(ok.headers.webrpc).toMatch(/^webrpc@v[\d.]+;.*sequence-metadata@v0\.4\.0$/);
     const bad = await t.app.inject({ method: 'GET', url: '/rpc/Metadata/Ping' });
-    expect(bad.headers['webrpc']).toBeDefined();
+    expect(bad.headers.webrpc).toBeDefined();
   });
 
   it('refuses GET with 405 WebrpcBadMethod and Allow: POST', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/rpc/Metadata/Ping' });
     expect(res.statusCode).toBe(405);
-    expect(res.headers['allow']).toBe('POST');
+    expect(res.headers.allow).toBe('POST');
     expectWireError(res.json(), 'WebrpcBadMethod', -3, 405);
   });
 

@@ -151,7 +151,7 @@ export class HeadWatch {
   async setBaseFees(weis: string[] | null) {
     await new Promise((resolve) => {
       const on = (m: { ack?: boolean }) => {
-        if (m && m.ack) {
+        if (m?.ack) {
           this.worker.off('message', on);
           resolve(undefined);
         }
@@ -165,7 +165,7 @@ export class HeadWatch {
   async refresh() {
     const r = await new Promise<{ seen: Array<{ block: number; at: number }>; feeLog: HeadWatch['feeLog'] }>((resolve) => {
       const on = (m: { seen?: unknown }) => {
-        if (m && m.seen) {
+        if (m?.seen) {
           this.worker.off('message', on);
           resolve(m as never);
         }

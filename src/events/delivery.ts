@@ -163,10 +163,8 @@ export class DeliveryWorker {
     const retryAt = ok ? null : nextAttemptAt(d.attempts, d.firstAt, s);
     if (ok) return this.recordDelivered({ id: d.id, webhookId: d.webhookId, status: res.status, ms: res.ms, snippet: res.body.slice(0, 500) });
     const out = await this.deps.store.record(this.owner, { id: d.id, webhookId: d.webhookId, subject: d.event.subject }, { ok, status: res.status, error, ms: res.ms, snippet: res.body.slice(0, 500), retryAt, disableAfterSec: s.disableAfterSec });
-    {
       // The URL may carry a token in its path or query: log the endpoint by id only.
       this.deps.log.info({ webhookId: d.webhookId, deliveryId: d.id, attempt: d.attempts, status: res.status, error, deadLettered: retryAt == null }, 'webhook delivery failed');
-    }
     if (out.disabled) this.deps.log.warn({ webhookId: d.webhookId }, `webhook endpoint disabled: every delivery failed for ${s.disableAfterSec} s`);
   }
 }

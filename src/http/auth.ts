@@ -14,7 +14,7 @@ export function readAccessKey(req: FastifyRequest, allowQuery: boolean): string 
  */
 export function pickAccessKey(header: string | string[] | undefined, query: unknown): string | undefined {
   const fromHeader = Array.isArray(header) ? header[0] : header;
-  if (fromHeader && fromHeader.trim()) return fromHeader.trim();
+  if (fromHeader?.trim()) return fromHeader.trim();
   if (typeof query === 'string' && query.trim()) return query.trim();
   return undefined;
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Project } from '../store/projects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { redactSecrets } from '../telemetry/redact.ts';
@@ -163,7 +163,7 @@ export function mediaTypeOf(contentType: string | undefined): string {
 
 function parseBody(req: FastifyRequest): unknown {
   const raw = req.body as Buffer | undefined;
-  const text = raw && raw.length ? raw.toString('utf8').trim() : '';
+  const text = raw?.length ? raw.toString('utf8').trim() : '';
   if (text === '' || text === 'null') return {};
   const ctype = mediaType(req);
   if (ctype !== 'application/json') {
@@ -240,7 +240,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         queryKey: false,
         networks: () => networksNamed(params, bodyOf(req)),
         reuseKey:
-          cacheable && def.reusable && mode !== 'admin' && raw && raw.length && mediaType(req) === 'application/json'
+          cacheable && def.reusable && mode !== 'admin' && raw?.length && mediaType(req) === 'application/json'
             ? `${reusePrefix(name)}${raw.toString('latin1')}`
             : undefined,
         sendReused,

@@ -12,6 +12,7 @@ export class PollLoop {
   private pending = false;
 
   constructor(
+    // biome-ignore lint/suspicious/noConfusingVoidType: a tick that returns nothing (Promise<void>) is one that says nothing more waits
     private readonly tick: () => Promise<boolean | void>,
     private readonly intervalMs: () => number,
     private readonly onError: (err: unknown) => void,

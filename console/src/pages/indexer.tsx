@@ -97,7 +97,7 @@ export function Indexer() {
             <tr key={b.id}>
               <td>{b.id}</td>
               <td>
-                {b.chainId} ({b.scope}){b.contracts && b.contracts.map((c) => <code title={c}> {short(c)}</code>)}
+                {b.chainId} ({b.scope}){b.contracts?.map((c) => <code title={c}> {short(c)}</code>)}
               </td>
               <td>{b.fromBlock}…{b.toBlock}</td>
               <td>{b.status}</td>

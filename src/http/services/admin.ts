@@ -5,7 +5,7 @@ import type { ContractRow } from '../../metadata/contracts/contract-store.ts';
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';
-import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor } from './args.ts';
+import { AddressArg, ChainArg, PageArg, chainIdsFor } from './args.ts';
 import { METADATA_SCHEMA } from './metadata.ts';
 import { directoryAdminMethods } from './directory.ts';
 

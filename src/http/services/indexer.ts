@@ -57,7 +57,7 @@ function raw(members: Record<string, unknown>, lists: Record<string, string[]>):
   return new RawJson(`{${parts.join(',')}}`);
 }
 
-const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a && a.length ? a : undefined);
+const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a?.length ? a : undefined);
 const merge = (one: string | undefined, many: string[] | undefined) => nonEmpty([...(one ? [one] : []), ...(many ?? [])]);
 
 export function indexerService(s: Services): ServiceDef {

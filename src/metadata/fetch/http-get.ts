@@ -136,7 +136,10 @@ export function getOnce(req: HopRequest): Promise<HopOutcome> {
     const collect = (chunk: Buffer): void => {
       if (settled) return;
       decoded += chunk.length;
-      if (decoded > maxBytes) return fail('TOO_LARGE', `body exceeds ${maxBytes} bytes`);
+      if (decoded > maxBytes) {
+        fail('TOO_LARGE', `body exceeds ${maxBytes} bytes`);
+        return;
+      }
       chunks.push(chunk);
     };
 

@@ -43,7 +43,7 @@ const YOUTUBE_KEYS = ['youtube_url', 'youtubeUrl'];
 const SVG_DATA_URI = /^data:image\/svg\+xml[;,]/i;
 
 function own(doc: TokenDocument, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(doc, key) ? doc[key] : undefined;
+  return  Object.hasOwn(doc, key) ? doc[key] : undefined;
 }
 
 function asText(value: unknown): string {

@@ -1,22 +1,18 @@
-import type { BalanceHook } from './balance-level.ts';
+
 import type { Address, Hex } from 'viem';
-import type { Db, Queryable } from '../../store/db.ts';
-import type { Logger } from '../../telemetry/logger.ts';
-import type { Metrics } from '../../telemetry/metrics.ts';
+import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
 import { batchCall, batchGroups } from './batch.ts';
 import { crashPoint } from './crash-points.ts';
-import type { RelayEvents } from '../events.ts';
 import { tokenKey } from '../intake/fees.ts';
 import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
-import type { BarRepo } from '../bars.ts';
 import { readNonces } from '../nonces.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
 import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
-import type { MetaTxnRepo, MetaTxnRow } from '../store.ts';
+import type { MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';

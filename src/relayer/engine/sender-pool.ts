@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem';
+import type { Hex } from 'viem';
 import { mnemonicToAccount, privateKeyToAccount, type HDAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { RelayerChainConfig } from '../config.ts';
 

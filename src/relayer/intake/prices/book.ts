@@ -209,7 +209,7 @@ export class PriceBook implements PriceSource {
       if (!((t0 === mine && t1 === wrapped) || (t0 === wrapped && t1 === mine))) {
         return { ok: false, reason: `pool ${src.pool} pairs ${t0}/${t1}, not ${token.symbol} with the wrapped native ${wrapped}` };
       }
-      if (!obs || obs[0].length !== 2) return { ok: false, reason: `pool ${src.pool} has no ${src.windowSec} s of price history (observe reverted)` };
+      if (obs?.[0].length !== 2) return { ok: false, reason: `pool ${src.pool} has no ${src.windowSec} s of price history (observe reverted)` };
       const tick = averageTick(obs[0][0], obs[0][1], src.windowSec);
       if (tick < MIN_TICK || tick > MAX_TICK) return { ok: false, reason: `pool ${src.pool}: average tick ${tick} is out of range` };
       const sq = sqrtRatioAtTick(tick);
