@@ -1,8 +1,35 @@
-import { relative } from 'node:path';
-import type { DevManifest } from './dev.ts';
+
+
+/** What `metarelay dev` writes to its manifest file: the running service, the dev chain and its samples (devchain DevManifest is the chain part). */
+export interface DevServiceManifest {
+  baseUrl: string;
+  accessKey: string;
+  project: string;
+  chain: { chainId: number; name: string; rpcUrl: string };
+  contracts: Record<string, string>;
+  tokens: Record<string, string[]>;
+  originUrl: string;
+  /** The relayer of the dev chain; `new RpcRelayer({ url: relayerUrl, ... })` works against it. */
+  relayerUrl: string;
+  /** The indexer of the dev chain; `new SequenceIndexer(indexerUrl, accessKey)` works against it. */
+  indexerUrl: string;
+  /** The address that holds the sample tokens (the deployer). */
+  holder: string;
+  sequenceContext: Record<string, string>;
+  /** The EIP-7702 wallet implementation EOAs may delegate to (docs/relayer-7702.md). */
+  delegatedWallet: string;
+  feeToken: { address: string; symbol: string; decimals: number };
+  /** Live prices of DUSD (docs/fee-prices.md): Chainlink feeds and a Uniswap v3 pool, moved with `adminKey`. */
+  priceFeeds: { ethUsd: string; dusdUsd: string; pool: string; wrappedNative: string; poolHelper: string; adminKey: string };
+  /** EOAs to own test wallets with (anvil's well-known keys: never use them on a real network). */
+  testSigners: { privateKey: string; address: string }[];
+  /** The project console, and an admin token to sign in to it with. */
+  consoleUrl: string;
+  adminToken: string;
+}import { relative } from 'node:path';
 
 /** What a developer copies from: the URLs, the key, and requests that work as printed. */
-export function devBanner(o: { manifest: DevManifest; manifestPath: string; database: string; seconds: number }): string {
+export function devBanner(o: { manifest: DevServiceManifest; manifestPath: string; database: string; seconds: number }): string {
   const m = o.manifest;
   const rel = (p: string) => (p.startsWith('/') ? relative(process.cwd(), p) || p : p);
   const post = (method: string, body: string, withKey: boolean) =>

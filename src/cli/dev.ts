@@ -14,36 +14,12 @@ import { randomBytes } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
 import { parse, portFlag } from './args.ts';
-import { devBanner } from './dev-banner.ts';
+import { devBanner, type DevServiceManifest } from './dev-banner.ts';
+
+export type { DevServiceManifest } from './dev-banner.ts';
 import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
 
-export interface DevManifest {
-  baseUrl: string;
-  accessKey: string;
-  project: string;
-  chain: { chainId: number; name: string; rpcUrl: string };
-  contracts: Record<string, string>;
-  tokens: Record<string, string[]>;
-  originUrl: string;
-  /** The relayer of the dev chain; `new RpcRelayer({ url: relayerUrl, ... })` works against it. */
-  relayerUrl: string;
-  /** The indexer of the dev chain; `new SequenceIndexer(indexerUrl, accessKey)` works against it. */
-  indexerUrl: string;
-  /** The address that holds the sample tokens (the deployer). */
-  holder: string;
-  sequenceContext: Record<string, string>;
-  /** The EIP-7702 wallet implementation EOAs may delegate to (docs/relayer-7702.md). */
-  delegatedWallet: string;
-  feeToken: { address: string; symbol: string; decimals: number };
-  /** Live prices of DUSD (docs/fee-prices.md): Chainlink feeds and a Uniswap v3 pool, moved with `adminKey`. */
-  priceFeeds: { ethUsd: string; dusdUsd: string; pool: string; wrappedNative: string; poolHelper: string; adminKey: string };
-  /** EOAs to own test wallets with (anvil's well-known keys: never use them on a real network). */
-  testSigners: { privateKey: string; address: string }[];
-  /** The project console, and an admin token to sign in to it with. */
-  consoleUrl: string;
-  adminToken: string;
-}
 
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
 const ANVIL_KEYS = {
@@ -70,10 +46,10 @@ async function sponsorSamples(s: Services, projectId: number, chainId: number, c
 }
 
 /** The last run's manifest, for the secrets it handed out; nothing when there is none or it is unreadable. */
-function previousManifest(manifestPath: string): Partial<DevManifest> {
+function previousManifest(manifestPath: string): Partial<DevServiceManifest> {
   if (!existsSync(manifestPath)) return {};
   try {
-    return JSON.parse(readFileSync(manifestPath, 'utf8')) as Partial<DevManifest>;
+    return JSON.parse(readFileSync(manifestPath, 'utf8')) as Partial<DevServiceManifest>;
   } catch {
     return {};
   }
@@ -192,7 +168,7 @@ export async function runDev(argv: string[]) {
     const bound = (app.server.address() as AddressInfo).port;
     const baseUrl = `http://${config.host}:${bound}`;
 
-    const manifest: DevManifest = {
+    const manifest: DevServiceManifest = {
       baseUrl,
       accessKey: key,
       project,

@@ -99,7 +99,7 @@ export async function main(argv: string[]): Promise<void> {
       case 'keys':
         return await (await import('./admin.ts')).runKeys(rest);
       case 'admin':
-        return await (await import('../console/cli.ts')).runAdmin(rest);
+        return await (await import('./admin-tokens.ts')).runAdmin(rest);
       case 'relayer':
         return await (await import('./relayer.ts')).runRelayer(rest);
       case 'sponsors':

@@ -1,11 +1,12 @@
-import type { Services } from '../services.ts';
+import type { ChainClient } from '../chain/client.ts';
+import type { Logger } from '../telemetry/logger.ts';
 import { ConfigError } from './errors.ts';
 
 /**
  * Boot-time checks: a configured chain whose node answers with another chain id is a config
  * mistake worth refusing; an unreachable node is only logged (it may come back).
  */
-export async function preflight(s: Services): Promise<void> {
+export async function preflight(s: { chains: ReadonlyMap<number, ChainClient>; log: Logger }): Promise<void> {
   const problems: string[] = [];
   await Promise.all(
     [...s.chains.values()].map(async (c) => {

@@ -1,7 +1,7 @@
-import { parse } from '../cli/args.ts';
-import { DB_FLAGS, withDb } from '../cli/db.ts';
-import { UsageError } from '../cli/main.ts';
-import { adminTokenStore } from './admin-tokens.ts';
+import { parse } from './args.ts';
+import { DB_FLAGS, withDb } from './db.ts';
+import { UsageError } from './main.ts';
+import { adminTokenStore } from '../console/admin-tokens.ts';
 
 /** `metarelay admin create [--label L]` prints a new admin token once; `admin revoke ID` ends one. */
 export async function runAdmin(argv: string[]) {
