@@ -47,7 +47,15 @@ try {
   // Naive: each field its own eth_call, plus eth_getCode, 8 contracts at a time.
   const naiveMetrics = createMetrics();
   const naive = createChainClient({ ...chainCfg, rpcBatchSize: 1 }, { metrics: naiveMetrics });
-  const abi = parseAbi(['function name() view returns (string)', 'function symbol() view returns (string)', 'function decimals() view returns (uint8)', 'function totalSupply() view returns (uint256)', 'function supportsInterface(bytes4) view returns (bool)', 'function contractURI() view returns (string)', 'function balanceOf(address) view returns (uint256)']);
+  const abi = parseAbi([
+    'function name() view returns (string)',
+    'function symbol() view returns (string)',
+    'function decimals() view returns (uint8)',
+    'function totalSupply() view returns (uint256)',
+    'function supportsInterface(bytes4) view returns (bool)',
+    'function contractURI() view returns (string)',
+    'function balanceOf(address) view returns (uint256)',
+  ]);
   const fields: Hex[] = [
     encodeFunctionData({ abi, functionName: 'name' }),
     encodeFunctionData({ abi, functionName: 'symbol' }),
@@ -60,22 +68,30 @@ try {
   ];
   const t1 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < addresses.length) {
-      const a = addresses[next++];
-      await naive.public.getCode({ address: a });
-      for (const data of fields) await naive.public.call({ to: a, data }).catch(() => undefined);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < addresses.length) {
+        const a = addresses[next++];
+        await naive.public.getCode({ address: a });
+        for (const data of fields) await naive.public.call({ to: a, data }).catch(() => undefined);
+      }
+    }),
+  );
   const naiveMs = performance.now() - t1;
   const naiveTrips = (await naiveMetrics.chainRpcRequests.get()).values[0]?.value ?? 0;
 
-  console.log(JSON.stringify({
-    contracts: N,
-    metarelay: { roundTrips, jsonRpcCalls: Object.fromEntries(calls.values.map((v) => [v.labels.method, v.value])), wallMs: Math.round(metarelayMs), allDecodedAsErc20: allErc20 },
-    naive: { roundTrips: naiveTrips, wallMs: Math.round(naiveMs) },
-    speedup: Math.round((naiveMs / metarelayMs) * 10) / 10,
-  }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        contracts: N,
+        metarelay: { roundTrips, jsonRpcCalls: Object.fromEntries(calls.values.map((v) => [v.labels.method, v.value])), wallMs: Math.round(metarelayMs), allDecodedAsErc20: allErc20 },
+        naive: { roundTrips: naiveTrips, wallMs: Math.round(naiveMs) },
+        speedup: Math.round((naiveMs / metarelayMs) * 10) / 10,
+      },
+      null,
+      2,
+    ),
+  );
 } finally {
   await drop();
   await anvil.stop();

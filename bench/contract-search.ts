@@ -8,12 +8,43 @@ import { benchDb, log, summarize } from './support.ts';
 
 const N = Number(process.env.BENCH_CONTRACTS ?? 100_000);
 const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',') as ('pglite' | 'postgres')[];
-const syllables = ['ba', 'ko', 'ri', 'zen', 'lu', 'mar', 'tio', 'pex', 'do', 'shi', 'fra', 'qua', 'vo', 'nel', 'ard', 'gro', 'sy', 'tum', 'wex', 'lio', 'cha', 'mo', 'ru', 'pi', 'der', 'fin', 'sol', 'ka', 'nu', 'ven'];
+const syllables = [
+  'ba',
+  'ko',
+  'ri',
+  'zen',
+  'lu',
+  'mar',
+  'tio',
+  'pex',
+  'do',
+  'shi',
+  'fra',
+  'qua',
+  'vo',
+  'nel',
+  'ard',
+  'gro',
+  'sy',
+  'tum',
+  'wex',
+  'lio',
+  'cha',
+  'mo',
+  'ru',
+  'pi',
+  'der',
+  'fin',
+  'sol',
+  'ka',
+  'nu',
+  'ven',
+];
 const suffixes = ['', '', '', ' Token', ' Finance', ' Protocol', ' Coin', ' Network', ' DAO', ' Labs'];
 
 function list(n: number) {
   let seed = 42;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const chains = [1, 137, 42161, 10, 8453];
   const tokens = [];
   for (let i = 0; i < n; i++) {

@@ -36,7 +36,13 @@ const testDb = await benchDb(TEST_DB);
 const project = await projectRepo(testDb.db).create('drain-bench');
 const accessKey = (await accessKeyRepo(testDb.db).create(project.id, 'bench')).key;
 await sponsorRepo(testDb.db).add({ projectId: project.id, chainId: chain.chainConfig.chainId, kind: 'CONTRACT', address: token!.toLowerCase() as Address, name: 'token', active: true });
-const env = { rpcUrl: chain.anvil.rpcUrl, public: createPublicClient({ transport: http(chain.anvil.rpcUrl), cacheTime: 0 }), chainId: chain.chainConfig.chainId, token, services: { db: testDb.db } } as unknown as RelayerEnv;
+const env = {
+  rpcUrl: chain.anvil.rpcUrl,
+  public: createPublicClient({ transport: http(chain.anvil.rpcUrl), cacheTime: 0 }),
+  chainId: chain.chainConfig.chainId,
+  token,
+  services: { db: testDb.db },
+} as unknown as RelayerEnv;
 const users = await deployWallets(env, WALLETS);
 const items = await mintBundles(env, users, 1);
 await setAutomine(chain.anvil.rpcUrl, false);
@@ -53,7 +59,13 @@ writeFileSync(
     logLevel: 'info',
     inProcessWorker: false,
     relayer: { quoteSecret: QUOTE_SECRET },
-    chains: [{ ...chain.chainConfig, watch: false, relayer: { senderKeys: SENDER_KEYS, paymentAddress: PAYEE, feeTokens: [{ address: token, name: 'Fee USD', symbol: 'FUSD', decimals: 6, nativePrice: '0.0004' }], pollMs: 50 } }],
+    chains: [
+      {
+        ...chain.chainConfig,
+        watch: false,
+        relayer: { senderKeys: SENDER_KEYS, paymentAddress: PAYEE, feeTokens: [{ address: token, name: 'Fee USD', symbol: 'FUSD', decimals: 6, nativePrice: '0.0004' }], pollMs: 50 },
+      },
+    ],
   }),
 );
 const srv = startCli(['serve', '--config', cfg]);
@@ -62,7 +74,10 @@ try {
   await srv.waitFor(/Server listening at/);
   const base = `http://127.0.0.1:${port}/relayer/${chain.chainConfig.name}/rpc/Relayer/`;
   const post = (method: string, body: unknown) =>
-    fetch(base + method, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-key': accessKey }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    fetch(base + method, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-key': accessKey }, body: JSON.stringify(body) }).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as any,
+    }));
   const ids = await sendAll((item) => post('SendMetaTxn', { call: { walletAddress: item.user.wallet.address, contract: item.bundle.entrypoint, input: item.bundle.input } }), items, 16);
   // Wait until the dispatcher has broadcast them (nothing is mined), so the polls are held.
   for (;;) {
@@ -72,7 +87,11 @@ try {
   }
   let signalAt = 0;
   const pollAnswers: number[] = [];
-  const polls = ids.slice(0, POLLS).map((id) => post('GetMetaTxnReceipt', { metaTxID: id }).then((r) => pollAnswers.push(performance.now() - signalAt)).catch(() => undefined));
+  const polls = ids.slice(0, POLLS).map((id) =>
+    post('GetMetaTxnReceipt', { metaTxID: id })
+      .then((r) => pollAnswers.push(performance.now() - signalAt))
+      .catch(() => undefined),
+  );
   await new Promise((r) => setTimeout(r, 500));
   let reading = true;
   let reads = 0;
@@ -90,7 +109,15 @@ try {
   const exitMs = performance.now() - signalAt;
   reading = false;
   await Promise.all([...polls, ...readers]);
-  if (code !== 0 || process.env.BENCH_SHOW_LOG) console.log(srv.output().split('\n').filter((l) => !l.includes('"msg":"request"')).slice(-15).join('\n'));
+  if (code !== 0 || process.env.BENCH_SHOW_LOG)
+    console.log(
+      srv
+        .output()
+        .split('\n')
+        .filter((l) => !l.includes('"msg":"request"'))
+        .slice(-15)
+        .join('\n'),
+    );
   const sorted = pollAnswers.sort((a, b) => a - b);
   console.log(
     `drain (${TEST_DB}): SIGTERM to exit ${Math.round(exitMs)} ms, exit code ${code}; ${sorted.length}/${POLLS} long polls answered, ` +

@@ -14,19 +14,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { ANVIL_DEPLOYER_KEY, devPublicClient, erc721Document, erc721Path, rpcCall } from '../src/devchain/index.ts';
 import { backfillStore, backfillWorkerFor } from '../src/indexer/index.ts';
 import type { Db } from '../src/store/db.ts';
-import {
-  dbKindFromEnv,
-  deployErc721WithTokens,
-  envNumber,
-  machineInfo,
-  openBenchDb,
-  progress,
-  runBench,
-  startChain,
-  startMetarelay,
-  type BenchChain,
-  type Cleanup,
-} from './lib/harness.ts';
+import { dbKindFromEnv, deployErc721WithTokens, envNumber, machineInfo, openBenchDb, progress, runBench, startChain, startMetarelay, type BenchChain, type Cleanup } from './lib/harness.ts';
 import { summarize } from './support.ts';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -75,7 +63,9 @@ async function headLag(chain: BenchChain, cleanup: Cleanup, rate: number, second
   const bdb = await openBenchDb(dbKindFromEnv(), cleanup);
   const head = BigInt(await rpcCall<Hex>(chain.anvil.rpcUrl, 'eth_blockNumber'));
   const svc = await startMetarelay(chain, bdb, cleanup, {
-    config: { chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, pollMs: 200, fromBlock: Number(head) + 1 } }] },
+    config: {
+      chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, pollMs: 200, fromBlock: Number(head) + 1 } }],
+    },
   });
   const ix = svc.services.indexers.get(chain.anvil.chainId)!;
   const spray = await sprayer(chain);
@@ -111,20 +101,27 @@ async function backfillProcesses(chain: BenchChain, cleanup: Cleanup, n: number,
   const dir = mkdtempSync(join(tmpdir(), 'metarelay-bench-ix-'));
   cleanup.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'metarelay.json');
-  writeFileSync(file, JSON.stringify({
-    database: bdb.location,
-    logLevel: 'silent',
-    chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 10 } }],
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      database: bdb.location,
+      logLevel: 'silent',
+      chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 10 } }],
+    }),
+  );
   const id = await backfillStore(bdb.db).create(chain.anvil.chainId, 'all', 0n, head, { rangeBlocks: 20 });
   const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: n }, () => new Promise<void>((ok, fail) => {
-      const child = spawn(process.execPath, [resolve('bin/metarelay.mjs'), 'indexer', 'work', '--backfill', String(id), '--config', file], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let err = '';
-      child.stderr.on('data', (d) => (err += d));
-      child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`indexer work exited ${code}: ${err.slice(-500)}`))));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<void>((ok, fail) => {
+          const child = spawn(process.execPath, [resolve('bin/metarelay.mjs'), 'indexer', 'work', '--backfill', String(id), '--config', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+          let err = '';
+          child.stderr.on('data', (d) => (err += d));
+          child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`indexer work exited ${code}: ${err.slice(-500)}`))));
+        }),
+    ),
   );
   const secs = (performance.now() - t0) / 1000;
   const p = (await backfillStore(bdb.db).progress(id))!;

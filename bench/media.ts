@@ -41,11 +41,27 @@ async function makeImage(i: number): Promise<[string, Buffer]> {
     case 2:
       return ['image/webp', await base().webp().toBuffer()];
     case 3: {
-      const frames = await Promise.all([0, 1, 2, 3].map((f) => sharp({ create: { width: 320, height: 240, channels: 3, background: { ...color, r: (color.r + f * 60) % 256 } } }).png().toBuffer()));
-      return ['image/gif', await sharp(frames, { join: { animated: true } }).gif().toBuffer()];
+      const frames = await Promise.all(
+        [0, 1, 2, 3].map((f) =>
+          sharp({ create: { width: 320, height: 240, channels: 3, background: { ...color, r: (color.r + f * 60) % 256 } } })
+            .png()
+            .toBuffer(),
+        ),
+      );
+      return [
+        'image/gif',
+        await sharp(frames, { join: { animated: true } })
+          .gif()
+          .toBuffer(),
+      ];
     }
     default:
-      return ['image/svg+xml', Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><circle cx="${width / 2}" cy="${height / 2}" r="${Math.min(width, height) / 3}" fill="rgb(${color.r},${color.g},${color.b})"/><text x="10" y="40" font-size="30">#${i}</text></svg>`)];
+      return [
+        'image/svg+xml',
+        Buffer.from(
+          `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><circle cx="${width / 2}" cy="${height / 2}" r="${Math.min(width, height) / 3}" fill="rgb(${color.r},${color.g},${color.b})"/><text x="10" y="40" font-size="30">#${i}</text></svg>`,
+        ),
+      ];
   }
 }
 
@@ -150,7 +166,10 @@ runBench(async (cleanup) => {
   const load = startLoadGenerator();
   cleanup.add('stop load generator', () => load.stop());
   const serve: Record<string, unknown> = {};
-  for (const [name, target] of [['metarelay', url], ['bare', bareUrl]] as const) {
+  for (const [name, target] of [
+    ['metarelay', url],
+    ['bare', bareUrl],
+  ] as const) {
     await load.run({ url: target, method: 'GET' }, { connections, seconds: 2 });
     const s = await load.run({ url: target, method: 'GET' }, { connections, seconds });
     if (s.non2xx || s.errors) throw new Error(`${name}: ${s.non2xx} non-2xx, ${s.errors} errors`);

@@ -24,7 +24,10 @@ interface Profile {
 // First match from the leaf up wins; order matters only among rules that can match the same frame.
 const RULES: Array<[string, (f: Node['callFrame']) => boolean]> = [
   ['child logger per request', (f) => f.url.includes('request-logger') || (f.url.includes('/pino/') && f.functionName === 'child')],
-  ['logging (pino, redaction, request line)', (f) => /\/(pino|sonic-boom|fast-redact|@pinojs|pino-std-serializers)\//.test(f.url) || f.url.includes('telemetry/redact') || f.url.includes('telemetry/logger')],
+  [
+    'logging (pino, redaction, request line)',
+    (f) => /\/(pino|sonic-boom|fast-redact|@pinojs|pino-std-serializers)\//.test(f.url) || f.url.includes('telemetry/redact') || f.url.includes('telemetry/logger'),
+  ],
   ['metrics (prom-client)', (f) => f.url.includes('/prom-client/') || f.url.includes('telemetry/metrics')],
   ['CORS', (f) => f.url.includes('/@fastify/cors/') || f.url.endsWith('/http/cors.ts')],
   ['drain guard', (f) => f.url.endsWith('/http/drain.ts')],
@@ -86,7 +89,10 @@ for (const s of samples) {
   if (s.c !== 'idle') e.busy++;
   bins.set(b, e);
 }
-const busyBins = [...bins.entries()].filter(([, e]) => e.busy / e.all > 0.4).map(([b]) => b).sort((a, b) => a - b);
+const busyBins = [...bins.entries()]
+  .filter(([, e]) => e.busy / e.all > 0.4)
+  .map(([b]) => b)
+  .sort((a, b) => a - b);
 const windows: Array<[number, number]> = [];
 for (const b of busyBins) {
   const last = windows.at(-1);

@@ -30,17 +30,7 @@ import { encodeDeployData, encodeFunctionData, getContractAddress, type Abi, typ
 import { privateKeyToAccount } from 'viem/accounts';
 import { parseConfig } from '../src/config/load.ts';
 import type { AppConfigInput } from '../src/config/schema.ts';
-import {
-  ANVIL_DEPLOYER_KEY,
-  REPO_ROOT,
-  compileContracts,
-  devPublicClient,
-  devWalletClient,
-  installMulticall3,
-  rpcCall,
-  startAnvil,
-  type OriginServer,
-} from '../src/devchain/index.ts';
+import { ANVIL_DEPLOYER_KEY, REPO_ROOT, compileContracts, devPublicClient, devWalletClient, installMulticall3, rpcCall, startAnvil, type OriginServer } from '../src/devchain/index.ts';
 import { buildApp } from '../src/http/app.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
@@ -51,7 +41,10 @@ const TOKENS = envNumber('BENCH_TOKENS', 10_000);
 const ORIGIN_DELAY_MS = Number(process.env.BENCH_ORIGIN_DELAY_MS ?? 0);
 const CLAIM_BATCH = envNumber('BENCH_CLAIM_BATCH', 50);
 const EVENT_SAMPLES = envNumber('BENCH_EVENT_SAMPLES', 10);
-const DBS = (process.env.BENCH_DBS ?? 'pglite,postgres').split(',').map((s) => s.trim()).filter(Boolean) as DbKind[];
+const DBS = (process.env.BENCH_DBS ?? 'pglite,postgres')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as DbKind[];
 for (const d of DBS) if (d !== 'pglite' && d !== 'postgres') throw new Error(`BENCH_DBS: unknown backend "${d}"`);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -318,9 +311,9 @@ async function mintMany(chain: BenchChain, baseUri: string, ids: string[]): Prom
   try {
     for (let i = 0; i < ids.length; i += 500) {
       const raws = await Promise.all(
-        ids.slice(i, i + 500).map((id) =>
-          account.signTransaction({ ...common, to: contract, nonce: nonce++, data: encodeFunctionData({ abi, functionName: 'mint', args: [account.address, BigInt(id)] }) }),
-        ),
+        ids
+          .slice(i, i + 500)
+          .map((id) => account.signTransaction({ ...common, to: contract, nonce: nonce++, data: encodeFunctionData({ abi, functionName: 'mint', args: [account.address, BigInt(id)] }) })),
       );
       await sendRawBatch(anvil.rpcUrl, raws);
     }
@@ -341,7 +334,8 @@ async function mintMany(chain: BenchChain, baseUri: string, ids: string[]): Prom
 runBench(async (cleanup) => {
   const chain = await startChain(cleanup);
   const ids = Array.from({ length: TOKENS }, (_, i) => String(i + 1));
-  for (const id of ids) chain.origin.setDocument(`/r/${id}`, { name: `Refresh #${id}`, image: `${chain.origin.url}/img/${id}.png`, attributes: [{ trait_type: 'n', value: Number(id) }] }, { delayMs: ORIGIN_DELAY_MS });
+  for (const id of ids)
+    chain.origin.setDocument(`/r/${id}`, { name: `Refresh #${id}`, image: `${chain.origin.url}/img/${id}.png`, attributes: [{ trait_type: 'n', value: Number(id) }] }, { delayMs: ORIGIN_DELAY_MS });
   const mintStarted = performance.now();
   const contract = await mintMany(chain, `${chain.origin.url}/r/`, ids);
   progress(`minted ${TOKENS} tokens in ${((performance.now() - mintStarted) / 1000).toFixed(1)} s`);

@@ -37,7 +37,14 @@ async function eoaBundle(env: RelayerEnv, privateKey: Hex, nonce: bigint): Promi
   const transactions = [{ to: env.token, value: 0n, data: encodeFunctionData({ abi: erc20, functionName: 'mint', args: [address, 1n] }), gasLimit: 0n, delegateCall: false, revertOnError: true }];
   const subdigest = commons.transaction.subdigestOfTransactions(address, env.chainId, nonce, transactions) as Hex;
   const signature = await sign({ hash: subdigest, privateKey, to: 'hex' });
-  const input = commons.transaction.encodeBundleExecData({ entrypoint: address, transactions, nonce, signature, chainId: BigInt(env.chainId), intent: { id: subdigest, wallet: address } } as never) as Hex;
+  const input = commons.transaction.encodeBundleExecData({
+    entrypoint: address,
+    transactions,
+    nonce,
+    signature,
+    chainId: BigInt(env.chainId),
+    intent: { id: subdigest, wallet: address },
+  } as never) as Hex;
   return { wallet: address, contract: address, input };
 }
 

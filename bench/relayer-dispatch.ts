@@ -151,14 +151,21 @@ async function deployWallets(chain: TokenChain, users: User[]) {
       }),
     );
   }
-  for (let i = 0; i < raws.length; i += 50) await rpcBatch(url, raws.slice(i, i + 50).map((r) => ({ method: 'eth_sendRawTransaction', params: [r] })));
+  for (let i = 0; i < raws.length; i += 50)
+    await rpcBatch(
+      url,
+      raws.slice(i, i + 50).map((r) => ({ method: 'eth_sendRawTransaction', params: [r] })),
+    );
   for (let t = 0; ; t++) {
     const n = Number(BigInt((await rpcCall<Hex>(url, 'eth_getTransactionCount', [account.address, 'latest'])) ?? '0x0'));
     if (n >= raws.length) break;
     if (t > 600) throw new Error(`wallet deployments: ${n} of ${raws.length} mined`);
     await sleep(50);
   }
-  const codes = (await rpcBatch(url, users.map((u) => ({ method: 'eth_getCode', params: [u.wallet.address, 'latest'] })))) as Hex[];
+  const codes = (await rpcBatch(
+    url,
+    users.map((u) => ({ method: 'eth_getCode', params: [u.wallet.address, 'latest'] })),
+  )) as Hex[];
   const missing = codes.filter((c) => !c || c === '0x').length;
   if (missing) throw new Error(`${missing} of ${users.length} wallets have no code after deployment`);
 }
@@ -403,7 +410,17 @@ async function analyse(_env: RelayerEnv, heads: HeadWatch, samples: Sample[], ro
     const status = row?.status ?? (s.id ? 'MISSING' : 'REFUSED');
     statuses[status] = (statuses[status] ?? 0) + 1;
     if (row?.status !== 'SUCCEEDED' || row.block_number == null) {
-      bad.push({ wallet: s.job.user.wallet.address, space: s.job.space.toString(), id: s.id, status, reason: row?.revert_reason ?? s.error, sender: row?.sender, txnNonce: row?.txn_nonce, txnHash: row?.txn_hash, attempts: row?.attempts });
+      bad.push({
+        wallet: s.job.user.wallet.address,
+        space: s.job.space.toString(),
+        id: s.id,
+        status,
+        reason: row?.revert_reason ?? s.error,
+        sender: row?.sender,
+        txnNonce: row?.txn_nonce,
+        txnHash: row?.txn_hash,
+        attempts: row?.attempts,
+      });
       continue;
     }
     const slotKey = `${row.sender}:${row.txn_nonce}`;
@@ -499,7 +516,9 @@ async function analyse(_env: RelayerEnv, heads: HeadWatch, samples: Sample[], ro
           // Every attempt of these slots: sender, nonce, kind, status, broadcast_block (engine), head by the
           // poller at created_at and at broadcast_at, mined block.
           attemptsDump: [...mySlots].flatMap((k) =>
-            (slots.get(k) ?? []).map((a) => [a.sender.slice(0, 8), a.nonce, a.kind, a.status, a.broadcast_block, heads.at(a.created_at), a.broadcast_at == null ? null : heads.at(a.broadcast_at), a.mined_block].join(' ')),
+            (slots.get(k) ?? []).map((a) =>
+              [a.sender.slice(0, 8), a.nonce, a.kind, a.status, a.broadcast_block, heads.at(a.created_at), a.broadcast_at == null ? null : heads.at(a.broadcast_at), a.mined_block].join(' '),
+            ),
           ),
         }
       : {}),
@@ -570,7 +589,11 @@ async function withRelayer<T>(chain: TokenChain, heads: HeadWatch, users: User[]
     const sent = await drive(env, heads, warm, CONCURRENCY);
     const badWarm = sent.samples.filter((s) => !s.id);
     if (badWarm.length) throw new Error(`warm-up: ${badWarm.length} refused, e.g. ${badWarm[0].error}`);
-    const w = await settle(env, sent.samples.map((s) => s.id!), 'warm-up');
+    const w = await settle(
+      env,
+      sent.samples.map((s) => s.id!),
+      'warm-up',
+    );
     const notOk = [...w.rows.values()].filter((r) => r.status !== 'SUCCEEDED');
     if (notOk.length || w.rows.size !== warm.length) throw new Error(`warm-up: not all SUCCEEDED: ${JSON.stringify(notOk.map((r) => [r.status, r.revert_reason]))}`);
     return await fn(env);
@@ -622,7 +645,10 @@ async function throughputRound(env: RelayerEnv, heads: HeadWatch, users: User[],
     intake: {
       accepted: ok.length,
       refused: jobs.length - ok.length,
-      refusals: intake.samples.filter((s) => !s.id).slice(0, 5).map((s) => s.error),
+      refusals: intake.samples
+        .filter((s) => !s.id)
+        .slice(0, 5)
+        .map((s) => s.error),
       wallMs: intake.wallMs,
       perSec: round3((ok.length / intake.wallMs) * 1000),
       latencyMs: dist(intake.samples.map((s) => (s.answeredAt ?? s.startedAt) - s.startedAt)),
@@ -673,11 +699,17 @@ async function rampRound(env: RelayerEnv, heads: HeadWatch, users: User[], RAMP_
   await heads.waitFor(startHead + 1);
   const firstSetBlock = heads.head + 1 + RAMP_PRE;
   await heads.waitFor(firstSetBlock - 1);
-  progress(`ramp: base fee ${RAMP_BASE_GWEI} gwei from block ${firstSetBlock}, +${RAMP_PERCENT}%/block from block ${firstSetBlock + RAMP_LEAD} for ${RAMP_BLOCKS} blocks, then held; ${n} meta-transactions at ${RAMP_RATE}/s`);
+  progress(
+    `ramp: base fee ${RAMP_BASE_GWEI} gwei from block ${firstSetBlock}, +${RAMP_PERCENT}%/block from block ${firstSetBlock + RAMP_LEAD} for ${RAMP_BLOCKS} blocks, then held; ${n} meta-transactions at ${RAMP_RATE}/s`,
+  );
   const { value: intake, eventLoopDelayMs } = await withLoopDelay(() => paced(env, heads, jobs, RAMP_RATE));
   const ok = intake.samples.filter((s) => s.id);
   progress(`ramp: ${ok.length}/${jobs.length} accepted in ${intake.wallMs} ms`);
-  const settled = await settle(env, ok.map((s) => s.id!), 'ramp').finally(async () => {
+  const settled = await settle(
+    env,
+    ok.map((s) => s.id!),
+    'ramp',
+  ).finally(async () => {
     // Back to the base fee from before the ramp, so setup transactions priced at today's fees (the token
     // chain helper's are fixed at its start) are accepted again.
     await heads.setBaseFees(null);
@@ -713,8 +745,19 @@ async function rampRound(env: RelayerEnv, heads: HeadWatch, users: User[], RAMP_
   // The chain as it was: base fee and how many of our transactions each block carried.
   const span = Array.from({ length: Math.max(0, lastBlock - startHead + 1) }, (_, i) => startHead + i);
   const gweiOf = (wei: string | null) => (wei == null ? null : round3(Number(BigInt(wei)) / 1e9));
-  const minFee = (xs: RelayTx[]) => (xs.length ? gweiOf(xs.map((t) => BigInt(t.max_fee ?? '0')).reduce((x, y) => (y < x ? y : x)).toString()) : null);
-  const blockInfo = (await rpcBatch(env.rpcUrl, span.map((b) => ({ method: 'eth_getBlockByNumber', params: [hex(b), false] })))) as Array<{ baseFeePerGas: Hex; transactions: Hex[]; gasUsed: Hex }>;
+  const minFee = (xs: RelayTx[]) =>
+    xs.length
+      ? gweiOf(
+          xs
+            .map((t) => BigInt(t.max_fee ?? '0'))
+            .reduce((x, y) => (y < x ? y : x))
+            .toString(),
+        )
+      : null;
+  const blockInfo = (await rpcBatch(
+    env.rpcUrl,
+    span.map((b) => ({ method: 'eth_getBlockByNumber', params: [hex(b), false] })),
+  )) as Array<{ baseFeePerGas: Hex; transactions: Hex[]; gasUsed: Hex }>;
   const perSlot = new Map<string, number>();
   for (const t of txs.filter((x) => x.kind !== 'filler')) perSlot.set(`${t.sender}:${t.nonce}`, (perSlot.get(`${t.sender}:${t.nonce}`) ?? 0) + 1);
   const result = {
@@ -742,10 +785,21 @@ async function rampRound(env: RelayerEnv, heads: HeadWatch, users: User[], RAMP_
     byPhaseOfSend: Object.fromEntries(
       Object.entries(byPhase).map(([k, v]) => [k, { n: v.n, includedWithin3: v.within, share: round3(v.within / v.n), slotsReplaced: v.replaced, blocksFromFirstBroadcast: dist(v.fromBroadcast) }]),
     ),
-    intake: { accepted: ok.length, refused: jobs.length - ok.length, refusals: intake.samples.filter((s) => !s.id).slice(0, 5).map((s) => s.error), wallMs: intake.wallMs },
+    intake: {
+      accepted: ok.length,
+      refused: jobs.length - ok.length,
+      refusals: intake.samples
+        .filter((s) => !s.id)
+        .slice(0, 5)
+        .map((s) => s.error),
+      wallMs: intake.wallMs,
+    },
     ...a,
     stalled: txs.filter((t) => t.status === 'PENDING').length,
-    failedAttempts: txs.filter((t) => t.status === 'FAILED').slice(0, 10).map((t) => ({ sender: t.sender, nonce: t.nonce, kind: t.kind, error: t.error })),
+    failedAttempts: txs
+      .filter((t) => t.status === 'FAILED')
+      .slice(0, 10)
+      .map((t) => ({ sender: t.sender, nonce: t.nonce, kind: t.kind, error: t.error })),
     chain: span.map((b, i) => ({
       block: b,
       baseFeeGwei: round3(Number(BigInt(blockInfo[i].baseFeePerGas)) / 1e9),
@@ -775,7 +829,10 @@ runBench(async (cleanup) => {
   const maxSenders = Math.max(...SENDER_COUNTS, RAMP ? RAMP_SENDERS : 1);
   const keys = senderKeys(maxSenders);
   const senderAddresses = keys.map((k) => privateKeyToAccount(k).address);
-  await rpcBatch(chain.anvil.rpcUrl, senderAddresses.map((a) => ({ method: 'anvil_setBalance', params: [a, hex(SENDER_BALANCE)] })));
+  await rpcBatch(
+    chain.anvil.rpcUrl,
+    senderAddresses.map((a) => ({ method: 'anvil_setBalance', params: [a, hex(SENDER_BALANCE)] })),
+  );
   const users: User[] = Array.from({ length: WALLETS }, () => {
     const s = newSigner();
     return { key: s.privateKey, wallet: walletFor(s.address) };
@@ -867,26 +924,47 @@ runBench(async (cleanup) => {
       concurrency: CONCURRENCY,
       blockTimeS: BLOCK_TIME_S,
       senders: `anvil mnemonic accounts 1..N as senderKeys (${senderAddresses.length} funded with 10000 ETH)`,
-      relayer: { pollMs: POLL_MS, receiptWaitMs: 3000, resubmitAfterBlocks: 3, replacementBumpPercent: 10, feeCapGwei: 500, confirmations: 3, maxInFlightPerSender: 64, minPriorityFeeGwei: 0.001, note: 'schema defaults except pollMs/receiptWaitMs (test env) and senderKeys/batchSize' },
+      relayer: {
+        pollMs: POLL_MS,
+        receiptWaitMs: 3000,
+        resubmitAfterBlocks: 3,
+        replacementBumpPercent: 10,
+        feeCapGwei: 500,
+        confirmations: 3,
+        maxInFlightPerSender: 64,
+        minPriorityFeeGwei: 0.001,
+        note: 'schema defaults except pollMs/receiptWaitMs (test env) and senderKeys/batchSize',
+      },
       warmupPerRelayer: WARMUP,
       settleS: SETTLE_MS / 1000,
     },
     definitions: {
-      endToEndPerSec: 'succeeded meta-transactions / (block of the last inclusion, first seen by the 20 ms head poller − first SendMetaTxn issued); in backlog mode this includes the intake while the dispatcher was stopped',
+      endToEndPerSec:
+        'succeeded meta-transactions / (block of the last inclusion, first seen by the 20 ms head poller − first SendMetaTxn issued); in backlog mode this includes the intake while the dispatcher was stopped',
       dispatchOnlyPerSec: 'succeeded / (same last block − first relay_txs.broadcast_at of the round); a round drained within one block gives a large, block-quantised figure',
       fromDispatcherStartPerSec: 'backlog mode: succeeded / (same last block − dispatcher start, which is right after a block)',
       blocksToDrain: 'backlog mode: last inclusion block − head when the dispatcher was started',
       blocksFromSendMetaTxn: 'receipt block − head when SendMetaTxn was issued (1 = the next block)',
-      blocksFromFirstBroadcast: 'receipt block − relay_txs.broadcast_block of the slot\'s first attempt (what the engine records as the head at signing)',
-      blocksFromFirstBroadcastByClock: 'receipt block − head the poller had seen at the first attempt\'s broadcast_at',
+      blocksFromFirstBroadcast: "receipt block − relay_txs.broadcast_block of the slot's first attempt (what the engine records as the head at signing)",
+      blocksFromFirstBroadcastByClock: "receipt block − head the poller had seen at the first attempt's broadcast_at",
       signedHeadLag: 'per attempt: head seen by the poller at relay_txs.created_at − relay_txs.broadcast_block',
       gasPerMetaTxn: 'sum of gasUsed of the mined relay transactions / meta-transactions they carried',
       replacedSlots: '(sender, nonce) slots of the round with more than one relay_txs row',
       dispatcherSteps: 'wall time of Sweeper.sweep (once per head) and of Dispatcher.sendReady passes that took >= 5 ms, wrapped from the bench',
     },
     summary: {
-      throughput: configs.map((c: Record<string, any>) => ({ senders: c.senders, batchSize: c.batchSize, stream: pick(c, 'stream'), backlog: pick(c, 'backlog'), noncesOk: c.nonces?.ok, ...(c.error ? { error: c.error } : {}) })),
-      baseFeeRamps: ramps.map((r) => r.error ? r : ({
+      throughput: configs.map((c: Record<string, any>) => ({
+        senders: c.senders,
+        batchSize: c.batchSize,
+        stream: pick(c, 'stream'),
+        backlog: pick(c, 'backlog'),
+        noncesOk: c.nonces?.ok,
+        ...(c.error ? { error: c.error } : {}),
+      })),
+      baseFeeRamps: ramps.map((r) =>
+        r.error
+          ? r
+          : {
               ramp: `+${r.settings.rampPercentPerBlock}%/block x ${r.settings.rampBlocks} blocks from ${r.settings.baseFeeGwei} gwei, held at ${r.settings.heldBaseFeeGwei} gwei for ${r.settings.holdBlocks}`,
               includedWithin3BlocksOfFirstBroadcast: r.includedWithin3BlocksOfFirstBroadcast,
               slotsWithReplacement: r.slotsWithReplacement,
@@ -895,7 +973,8 @@ runBench(async (cleanup) => {
               blocksFromFirstBroadcast: { p50: r.blocksFromFirstBroadcast.p50, p95: r.blocksFromFirstBroadcast.p95, max: r.blocksFromFirstBroadcast.max },
               succeeded: `${r.succeeded}/${r.metaTxns}`,
               noncesOk: r.nonces.ok,
-            })),
+            },
+      ),
     },
     configs,
     ramps,

@@ -40,7 +40,7 @@ import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from '../test/suppor
 import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type SignedBundle } from '../test/support/sequence-wallet.ts';
 import { startTokenChain } from '../test/support/token-chain.ts';
 import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
-import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench, } from './lib/harness.ts';
+import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench } from './lib/harness.ts';
 import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
 import { callRelayer, type Answer } from './lib/relayer-load.ts';
 import { cpuPerUnit, cpuSnapshot } from './lib/processes.ts';
@@ -260,10 +260,12 @@ function outcomes(list: Outcome[], rows: Map<string, MetaRow>, heads: HeadWatch)
     if (row.mined_at) msToSucceeded.push(row.mined_at.getTime() - o.sample.startedAt);
   }
   // How fast the dispatcher signed and recorded them (sent_at is set just before the broadcast).
-  const sentAt = list.flatMap((o) => {
-    const t = o.id ? rows.get(o.id)?.sent_at?.getTime() : undefined;
-    return t ? [t] : [];
-  }).sort((x, y) => x - y);
+  const sentAt = list
+    .flatMap((o) => {
+      const t = o.id ? rows.get(o.id)?.sent_at?.getTime() : undefined;
+      return t ? [t] : [];
+    })
+    .sort((x, y) => x - y);
   const spanMs = sentAt.length > 1 ? sentAt[sentAt.length - 1] - sentAt[0] : NaN;
   return {
     metaTxns: list.length,
@@ -343,10 +345,10 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
   const accepted = a.intake.ok + b.intake.ok;
   const intakeMs = a.intake.wallMs + b.intake.wallMs;
   const ids = all.flatMap((o) => (o.id ? [o.id] : []));
-  const relayTxs = await env.services.db.query<{ status: string; n: string }>(
-    'SELECT status, count(*)::text AS n FROM relay_txs WHERE chain_id = $1 AND meta_txn_id = ANY($2) GROUP BY status',
-    [env.chainId, ids],
-  );
+  const relayTxs = await env.services.db.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM relay_txs WHERE chain_id = $1 AND meta_txn_id = ANY($2) GROUP BY status', [
+    env.chainId,
+    ids,
+  ]);
   const failedBroadcasts = await env.services.db.query<{ meta_txn_id: string; nonce: string; error: string | null }>(
     `SELECT meta_txn_id, nonce::text AS nonce, error FROM relay_txs WHERE chain_id = $1 AND meta_txn_id = ANY($2) AND status <> 'MINED' ORDER BY id LIMIT 10`,
     [env.chainId, ids],
@@ -389,7 +391,11 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
       callsByMethod: chainRpc,
       // Per relayed (accepted) meta-transaction: the issue #19 figure (target: 3 or fewer, amortised).
       perMetaTxn: round3(Object.values(chainRpc).reduce((x, y) => x + y, 0) / Math.max(1, accepted)),
-      perMetaTxnByMethod: Object.fromEntries(Object.entries(chainRpc).sort((x, y) => y[1] - x[1]).map(([m, v]) => [m, round3(v / Math.max(1, accepted))])),
+      perMetaTxnByMethod: Object.fromEntries(
+        Object.entries(chainRpc)
+          .sort((x, y) => y[1] - x[1])
+          .map(([m, v]) => [m, round3(v / Math.max(1, accepted))]),
+      ),
     },
     blockIntervalMs: heads.intervalMs(roundStart, roundEnd),
   };
@@ -473,12 +479,14 @@ runBench(async (cleanup) => {
   {
     const jobs = await signJobs(env, warmUsers);
     const half = Math.ceil(jobs.a.length / 2);
-    const sent = await Promise.all(
-      jobs.a.map((job, i) => caller(env, i < half ? 'http' : 'inject')('SendMetaTxn', sendBody(job))),
-    );
+    const sent = await Promise.all(jobs.a.map((job, i) => caller(env, i < half ? 'http' : 'inject')('SendMetaTxn', sendBody(job))));
     const bad = sent.filter((s) => s.status !== 200);
     if (bad.length) throw new Error(`warm-up: ${bad.length} refused, e.g. ${JSON.stringify(bad[0].body)}`);
-    const settled = await settle(env, sent.map((s) => String(s.body.txnHash)), 'warm-up');
+    const settled = await settle(
+      env,
+      sent.map((s) => String(s.body.txnHash)),
+      'warm-up',
+    );
     if ([...settled.rows.values()].some((r) => r.status !== 'SUCCEEDED')) throw new Error(`warm-up: not all SUCCEEDED: ${JSON.stringify([...settled.rows.values()].map((r) => r.status))}`);
     progress('warm-up done');
   }

@@ -55,7 +55,14 @@ runBench(async (cleanup) => {
   const serve = await cluster.serve('serve', true);
   const heap: Array<[number, Record<string, number>]> = [];
   const t0 = Date.now();
-  const heapTimer = setInterval(() => void heapOf(serve.baseUrl).then((h) => heap.push([Math.round((Date.now() - t0) / 1000), h]), () => {}), 5_000);
+  const heapTimer = setInterval(
+    () =>
+      void heapOf(serve.baseUrl).then(
+        (h) => heap.push([Math.round((Date.now() - t0) / 1000), h]),
+        () => {},
+      ),
+    5_000,
+  );
   cleanup.add('heap sampler', () => clearInterval(heapTimer));
   let load: Promise<unknown> = Promise.resolve();
   if (RATE > 0) {

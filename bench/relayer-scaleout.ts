@@ -154,10 +154,9 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
     const done = await waitAllFinal(cluster.bdb.db, cluster.chainId, ids, `${config} warm-up`, 120_000);
     if (done.timedOut) throw new Error(`${config} warm-up did not finish`);
   }
-  const leaseOwners = await cluster.bdb.db.query<{ owner: string; n: string }>(
-    'SELECT owner, count(*)::text AS n FROM relay_senders WHERE chain_id = $1 AND lease_until > now() GROUP BY owner',
-    [cluster.chainId],
-  );
+  const leaseOwners = await cluster.bdb.db.query<{ owner: string; n: string }>('SELECT owner, count(*)::text AS n FROM relay_senders WHERE chain_id = $1 AND lease_until > now() GROUP BY owner', [
+    cluster.chainId,
+  ]);
 
   await cluster.switchSenders(apis[0].relayerUrl, false);
   await new Promise((r) => setTimeout(r, 1_000)); // every holder's next pass sees it
@@ -168,10 +167,10 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
   const summary = intakeSummary(intake.value.samples);
   progress(`${config}: ${summary.accepted}/${jobs.length} accepted, ${summary.acceptedPerSec}/s`);
   const ids = intake.value.samples.flatMap((s) => (s.id ? [s.id] : []));
-  const backlog = await cluster.bdb.db.query<{ status: string; n: string }>(
-    'SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) GROUP BY status',
-    [cluster.chainId, ids],
-  );
+  const backlog = await cluster.bdb.db.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) GROUP BY status', [
+    cluster.chainId,
+    ids,
+  ]);
 
   progress(`${config}: dispatch of the backlog`);
   const dispatchStart = Date.now();
@@ -183,10 +182,7 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
   const rate = dispatchRate(rows.values());
   const lastMined = Math.max(...[...rows.values()].map((r) => r.mined_at ?? 0));
   const senders = new Set([...rows.values()].map((r) => r.sender));
-  const intakeRpc = diffCounts(
-    sumCounts(rpc1),
-    sumCounts(rpc0),
-  );
+  const intakeRpc = diffCounts(sumCounts(rpc1), sumCounts(rpc0));
   for (const p of Object.values(procs)) await p.stop();
   const logs = Object.keys(procs).map((name) => {
     try {
@@ -197,8 +193,7 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
     }
   });
   const cpuPer = (s: number) => round3((s * 1000) / Math.max(1, ids.length));
-  const roleCpu = (phase: typeof intake.cpu, names: string[]) =>
-    names.reduce((a, n) => a + ((phase.perProcess[n] as { cpuS?: number } | undefined)?.cpuS ?? 0), 0);
+  const roleCpu = (phase: typeof intake.cpu, names: string[]) => names.reduce((a, n) => a + ((phase.perProcess[n] as { cpuS?: number } | undefined)?.cpuS ?? 0), 0);
   const apiNames = config === 'single' ? ['serve'] : ['serve-1', 'serve-2'];
   const dispNames = config === 'single' ? ['serve'] : ['relayer-1', 'relayer-2'];
   return {
@@ -248,7 +243,11 @@ runBench(async (cleanup) => {
   const jobs: Record<Config, Job[]> = { single: [], scaled: [] };
   const warm: Record<Config, Job[]> = { single: [], scaled: [] };
   for (const [c, config] of configs.entries()) {
-    warm[config] = await signJobs(cluster.chainId, cluster.token, users.slice(0, WARMUP).map((user) => ({ user, space: BigInt(c), n: 0n })));
+    warm[config] = await signJobs(
+      cluster.chainId,
+      cluster.token,
+      users.slice(0, WARMUP).map((user) => ({ user, space: BigInt(c), n: 0n })),
+    );
     const base = 2 + c * perWallet;
     jobs[config] = await signJobs(
       cluster.chainId,

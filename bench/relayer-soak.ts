@@ -107,7 +107,10 @@ runBench(async (cleanup) => {
   // B0: nothing of ours is in flight yet (no warm-up: the soak starts cold, as a fresh deployment does).
   const b0 = heads.head;
   const before = await balancesAt(rpcUrl, [...senders, RECIPIENT], b0);
-  const tokenBefore = (await rpcCall<string>(rpcUrl, 'eth_call', [{ to: cluster.token, data: encodeFunctionData({ abi: erc20, functionName: 'balanceOf', args: [RECIPIENT] }) }, `0x${b0.toString(16)}`]));
+  const tokenBefore = await rpcCall<string>(rpcUrl, 'eth_call', [
+    { to: cluster.token, data: encodeFunctionData({ abi: erc20, functionName: 'balanceOf', args: [RECIPIENT] }) },
+    `0x${b0.toString(16)}`,
+  ]);
 
   const rss = sampleProcesses(Object.fromEntries(Object.entries(procs).map(([k, p]) => [k, p.pid])), 2_000);
   const queue = sampleQueue(cluster.bdb.db, chainId, 2_000);

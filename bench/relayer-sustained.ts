@@ -78,14 +78,18 @@ runBench(async (cleanup) => {
     env.app.server.closeAllConnections();
     await closing;
   });
-  progress(`relayer ${env.relayerUrl}, anvil ${env.rpcUrl}, database ${TEST_DB}, ${SENDERS} senders, batchSize ${BATCH_SIZE ?? "default"}`);
+  progress(`relayer ${env.relayerUrl}, anvil ${env.rpcUrl}, database ${TEST_DB}, ${SENDERS} senders, batchSize ${BATCH_SIZE ?? 'default'}`);
   await sponsor(env, 'CONTRACT', env.token);
 
   const total = Math.round(RATE * SECONDS);
   const users = newUsers(WALLETS);
   await readyWallets(env.rpcUrl, env.chainId, env.token, users);
   // Space 0 for the warm-up, 1.. for the measured stream; job k belongs to wallet k mod W.
-  const warm = await signJobs(env.chainId, env.token, users.slice(0, WARMUP).map((user) => ({ user, space: 0n, n: 0n })));
+  const warm = await signJobs(
+    env.chainId,
+    env.token,
+    users.slice(0, WARMUP).map((user) => ({ user, space: 0n, n: 0n })),
+  );
   const slots = Array.from({ length: total }, (_, k) => ({ user: users[k % WALLETS], space: BigInt(1 + Math.floor(k / WALLETS)), n: 0n }));
   const signStart = Date.now();
   const jobs = await signJobs(env.chainId, env.token, slots);

@@ -23,7 +23,14 @@ export async function benchDb(kind: 'pglite' | 'postgres'): Promise<{ db: Db; lo
     const dir = mkdtempSync(join(tmpdir(), 'metarelay-bench-'));
     const db = await openDb(dir);
     await migrate(db);
-    return { db, location: dir, drop: async () => { await db.close(); rmSync(dir, { recursive: true, force: true }); } };
+    return {
+      db,
+      location: dir,
+      drop: async () => {
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
   const base = process.env.METARELAY_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const name = `metarelay_bench_${process.pid}_${Date.now().toString(36)}`;

@@ -8,18 +8,7 @@
 import { createPublicClient, http, parseAbi, type Address } from 'viem';
 import { CONTRACT_DOCUMENT_PATH, contractDocument, erc721Document, erc721Path } from '../src/devchain/index.ts';
 import type { Services } from '../src/services.ts';
-import {
-  dbKindFromEnv,
-  deployErc721WithTokens,
-  machineInfo,
-  openBenchDb,
-  progress,
-  runBench,
-  startChain,
-  startMetarelay,
-  type BenchChain,
-  type Cleanup,
-} from './lib/harness.ts';
+import { dbKindFromEnv, deployErc721WithTokens, machineInfo, openBenchDb, progress, runBench, startChain, startMetarelay, type BenchChain, type Cleanup } from './lib/harness.ts';
 import { startRpcRecorder, type RpcRecorder } from './lib/rpc-recorder.ts';
 
 const TOKENS = 500;

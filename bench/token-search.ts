@@ -36,7 +36,7 @@ const TRAITS: Record<string, string[]> = {
 
 function collection(n: number): Map<string, Resolution>[] {
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   // Zipf-like: value i is picked with weight 1/(i+1), so the first values are common, the last rare.
   const pick = (values: string[]) => {
     const weights = values.map((_, i) => 1 / (i + 1));
@@ -79,7 +79,7 @@ if (process.env.BENCH_EXPLAIN) {
   // statement to write the next); the plans of all of them are printed.
   const explaining: Queryable = {
     exec: (sql) => db.exec(sql),
-    query: async <T,>(sql: string, params?: unknown[]) => {
+    query: async <T>(sql: string, params?: unknown[]) => {
       const r = await db.query<Record<string, string>>(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
       plan.push('--', ...r.rows.map((x) => x['QUERY PLAN']!));
       return db.query<T>(sql, params);
@@ -152,10 +152,8 @@ for (const backend of backends) {
       const row: Record<string, unknown> = {};
       for (const path of ['postings', 'sql'] as const) {
         const run = async () =>
-          (path === 'sql'
-            ? await search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false)
-            : await finder.find(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false)
-          ).rows.length;
+          (path === 'sql' ? await search.byFilter(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false) : await finder.find(CHAIN, CONTRACT, filter, { page: 0, pageSize: 100 }, false)).rows
+            .length;
         // SQL, the comparison, is sampled less: on PGlite a search with text takes up to a second there.
         const m = await measure(run, path === 'sql' ? Math.min(SAMPLES, 40) : SAMPLES);
         row[path] = m;

@@ -40,10 +40,18 @@ const receiver = await startRawServer((req, res) => {
 });
 await sponsor(env, 'CONTRACT', env.token);
 const users = await deployWallets(env, W);
-log(`${W} wallets deployed; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+log(
+  `${W} wallets deployed; load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
 
 async function console_(method: string, body: unknown) {
-  const r = await fetch(`${env.baseUrl}/rpc/Console/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${env.adminToken}` }, body: JSON.stringify(body) });
+  const r = await fetch(`${env.baseUrl}/rpc/Console/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${env.adminToken}` },
+    body: JSON.stringify(body),
+  });
   const json = await r.json();
   if (r.status !== 200) throw new Error(`${method}: ${JSON.stringify(json)}`);
   return json;
@@ -75,7 +83,14 @@ for (let round = 0; round < ROUNDS; round++) {
   const t0 = performance.now();
   await sendAll(sendVia(env), items, CONC);
   const seconds = (performance.now() - t0) / 1000;
-  const r = { round, webhooks: on ? ('on' as const) : ('off' as const), bundles: items.length, seconds: Math.round(seconds * 100) / 100, perSec: Math.round(items.length / seconds), load1: Math.round(loadavg()[0] * 10) / 10 };
+  const r = {
+    round,
+    webhooks: on ? ('on' as const) : ('off' as const),
+    bundles: items.length,
+    seconds: Math.round(seconds * 100) / 100,
+    perSec: Math.round(items.length / seconds),
+    load1: Math.round(loadavg()[0] * 10) / 10,
+  };
   results.push(r);
   log(`round ${round} webhooks ${r.webhooks}: ${r.bundles} accepted in ${r.seconds} s = ${r.perSec}/s (load ${r.load1}); delivered so far ${delivered}`);
   // Let the round's transactions be mined and its deliveries go before the next round is timed.
@@ -95,5 +110,17 @@ const on = mean('on');
 await env.close();
 await receiver.stop();
 await cleanup.run();
-console.log(JSON.stringify({ db: process.env.METARELAY_TEST_DB ?? 'pglite', wallets: W, perWallet: PER, concurrency: CONC, rounds: results, offPerSec: off, onPerSec: on, cost: `${Math.round((1 - on / off) * 1000) / 10}%`, delivered }));
+console.log(
+  JSON.stringify({
+    db: process.env.METARELAY_TEST_DB ?? 'pglite',
+    wallets: W,
+    perWallet: PER,
+    concurrency: CONC,
+    rounds: results,
+    offPerSec: off,
+    onPerSec: on,
+    cost: `${Math.round((1 - on / off) * 1000) / 10}%`,
+    delivered,
+  }),
+);
 process.exit(0);

@@ -56,7 +56,12 @@ const payload = (i: number) => ({ chainId: 1, metaTxnId: i.toString(16).padStart
 
 // Throughput.
 for (let i = 0; i < N; i += 100) {
-  await db.transaction((tx) => appendEvents(tx, Array.from({ length: Math.min(100, N - i) }, (_, j) => ({ type: 'metatxn.status' as const, chainId: 1, projectId: project.id, subject: `m${i + j}`, data: payload(i + j) }))));
+  await db.transaction((tx) =>
+    appendEvents(
+      tx,
+      Array.from({ length: Math.min(100, N - i) }, (_, j) => ({ type: 'metatxn.status' as const, chainId: 1, projectId: project.id, subject: `m${i + j}`, data: payload(i + j) })),
+    ),
+  );
 }
 const done = waitFor(N);
 const t0 = performance.now();

@@ -159,8 +159,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     arweaveGateway: config.arweaveGateway,
   });
   const media = config.media.enabled ? createMediaService(config, { db, fetcher, log, metrics: mediaMetrics(metrics.registry) }) : undefined;
-  const mediaSweep =
-    media && config.media.orphanSweepSec > 0 ? new MediaOrphanSweep(media, { intervalSec: config.media.orphanSweepSec, graceSec: config.media.orphanGraceSec }, log) : undefined;
+  const mediaSweep = media && config.media.orphanSweepSec > 0 ? new MediaOrphanSweep(media, { intervalSec: config.media.orphanSweepSec, graceSec: config.media.orphanGraceSec }, log) : undefined;
   const mediaHooks: TokenMediaHooks | undefined = media && {
     onResolved: (chainId, contract, list, via) => {
       const mode = via === 'read' && config.media.eager ? 'eager' : 'recheck';
@@ -205,9 +204,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   });
   const postings = new PostingsCache({ store: postingsStore(db), log, budgetBytes: config.metadata.searchMemoryMB * 1024 * 1024, metrics });
   const tokenSearch = new TokenSearchService({ store: searchStore(db), postings, refresh, log, onEnqueued: () => worker.nudge() });
-  const watchers = config.chains
-    .filter((c) => c.watch)
-    .map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, metrics, onEnqueued: () => worker.nudge() }));
+  const watchers = config.chains.filter((c) => c.watch).map((c) => new ChainWatcher(chains.get(c.chainId)!, c, { db, refresh, config, log, metrics, onEnqueued: () => worker.nudge() }));
   const relayEvents = new RelayEvents();
   const w = config.webhooks;
   // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
@@ -272,8 +269,20 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       waits,
     });
     const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
-    const refill = c.relayer!.refill ? new SenderRefill(withRole(chains.get(c.chainId)!, 'engine'), engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics) : undefined;
-    const dispatcher = new Dispatcher(relayer, { db: engineDb, metaTxns: engineMetaTxns, bars: engineBars, events: relayEvents, log, metrics, onHead: (head) => preconditions.check(head), refill, onSenderBalance: senderBalanceEvents(bell) });
+    const refill = c.relayer!.refill
+      ? new SenderRefill(withRole(chains.get(c.chainId)!, 'engine'), engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics)
+      : undefined;
+    const dispatcher = new Dispatcher(relayer, {
+      db: engineDb,
+      metaTxns: engineMetaTxns,
+      bars: engineBars,
+      events: relayEvents,
+      log,
+      metrics,
+      onHead: (head) => preconditions.check(head),
+      refill,
+      onSenderBalance: senderBalanceEvents(bell),
+    });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
   }

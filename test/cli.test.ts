@@ -14,7 +14,12 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 
 async function rpcAnswers(rpcUrl: string): Promise<boolean> {
   try {
-    const res = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}', signal: AbortSignal.timeout(1000) });
+    const res = await fetch(rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+      signal: AbortSignal.timeout(1000),
+    });
     return res.ok;
   } catch {
     return false;
@@ -65,7 +70,12 @@ describe(`metarelay CLI (${TEST_DB})`, () => {
     expect(usd.code).toBe(2);
     expect(usd.stderr).toContain('need a native/USD price');
     const list = await runCli(['sponsors', 'list', '--project', 'sponsoring', ...dbArgs]);
-    expect(list.stdout.trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([rule.id]);
+    expect(
+      list.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+    ).toEqual([rule.id]);
     expect((await runCli(['sponsors', 'remove', String(rule.id), '--project', 'sponsoring', ...dbArgs])).stdout).toContain('removed');
     expect((await runCli(['sponsors', 'list', '--project', 'sponsoring', ...dbArgs])).stdout.trim()).toBe('');
   });
@@ -157,7 +167,11 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       const rest = await fetch(restLine![1]);
       expect(rest.status).toBe(200);
       const restBody = await rest.json();
-      expect(restBody.map((t: { tokenId: string; status: string }) => [t.tokenId, t.status])).toEqual([['1', 'AVAILABLE'], ['2', 'AVAILABLE'], ['3', 'AVAILABLE']]);
+      expect(restBody.map((t: { tokenId: string; status: string }) => [t.tokenId, t.status])).toEqual([
+        ['1', 'AVAILABLE'],
+        ['2', 'AVAILABLE'],
+        ['3', 'AVAILABLE'],
+      ]);
       expect(restBody[0].name).toBe('Dev ERC721 #1');
       const rpcLine = dev.output().match(/GetTokenMetadata .*-H 'X-Access-Key: (\S+)' -d '(\{"chainID".*\})'/);
       expect(rpcLine).not.toBeNull();
@@ -179,7 +193,12 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect(implCode.body.result.length).toBeGreaterThan(2_000);
       const stranger = `0x${'77'.repeat(20)}`;
       const refused = await post(`${m.relayerUrl}/rpc/Relayer/SendMetaTxn`, {
-        call: { walletAddress: stranger, contract: stranger, input: '0x7a9a1628' + '60'.padStart(64, '0') + '0'.repeat(64) + '80'.padStart(64, '0') + '0'.repeat(128), authorization: { chainId: 31337, implementation: stranger, nonce: 0, signature: `0x${'11'.repeat(65)}` } },
+        call: {
+          walletAddress: stranger,
+          contract: stranger,
+          input: '0x7a9a1628' + '60'.padStart(64, '0') + '0'.repeat(64) + '80'.padStart(64, '0') + '0'.repeat(128),
+          authorization: { chainId: 31337, implementation: stranger, nonce: 0, signature: `0x${'11'.repeat(65)}` },
+        },
       });
       expect(refused.body.cause).toContain(`accepted: ${m.delegatedWallet}`);
 

@@ -25,8 +25,7 @@ describe('config', () => {
   });
 
   it('names the key and the problem when the config is wrong', () => {
-    const bad = () =>
-      parseConfig({ port: 'eighty', chains: [{ chainId: 1, name: 'Main Net', rpcUrls: [] }], allowPrivateNetwork: true });
+    const bad = () => parseConfig({ port: 'eighty', chains: [{ chainId: 1, name: 'Main Net', rpcUrls: [] }], allowPrivateNetwork: true });
     expect(bad).toThrow(ConfigError);
     try {
       bad();

@@ -27,10 +27,7 @@ const DATA_DOC = {
 let chain: TokenChain;
 let origin: OriginServer;
 let t: TestService;
-const c = {} as Record<
-  'erc20' | 'mkr' | 'erc721' | 'erc1155' | 'hybrid' | 'nameless' | 'legacyImpl' | 'proxy' | 'dataDoc' | 'originDoc' | 'learned',
-  Address
->;
+const c = {} as Record<'erc20' | 'mkr' | 'erc721' | 'erc1155' | 'hybrid' | 'nameless' | 'legacyImpl' | 'proxy' | 'dataDoc' | 'originDoc' | 'learned', Address>;
 let cold: Address[];
 
 beforeAll(async () => {

@@ -37,7 +37,12 @@ beforeAll(async () => {
   files.set('/og.png', ['image/png', await solidPng(600, 315, '#0033aa')]);
   files.set('/logo.svg', ['image/svg+xml', Buffer.from(HOSTILE_SVG)]);
   // Noise does not compress: well over the cap.
-  files.set('/huge.png', ['image/png', await sharp({ create: { width: 800, height: 800, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer()]);
+  files.set('/huge.png', [
+    'image/png',
+    await sharp({ create: { width: 800, height: 800, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } })
+      .png()
+      .toBuffer(),
+  ]);
   // The SSRF guard is on: only the origin is allowed among private addresses.
   t = await startTestService({
     allowPrivateNetworks: false,
@@ -65,7 +70,12 @@ async function contractWith(logoURI: string, ogImage?: string): Promise<Address>
 }
 
 async function contractInfo(address: Address) {
-  const r = await t.app.inject({ method: 'POST', url: '/rpc/Metadata/GetContractInfo', headers: { 'content-type': 'application/json', 'x-access-key': t.accessKey }, payload: { chainID: network(), contractAddress: address } });
+  const r = await t.app.inject({
+    method: 'POST',
+    url: '/rpc/Metadata/GetContractInfo',
+    headers: { 'content-type': 'application/json', 'x-access-key': t.accessKey },
+    payload: { chainID: network(), contractAddress: address },
+  });
   expect(r.statusCode, r.body).toBe(200);
   return r.json().contractInfo;
 }
@@ -76,7 +86,7 @@ function expectMediaHeaders(h: Record<string, unknown>) {
 }
 
 describe('contract logo and og:image', () => {
-  it('are fetched after a contract answer, stored once, and carried as cachedMedia; the Sequence fields stay the source\'s', async () => {
+  it("are fetched after a contract answer, stored once, and carried as cachedMedia; the Sequence fields stay the source's", async () => {
     const logo = `${origin.url}/logo.png`;
     const og = `${origin.url}/og.png`;
     const address = await contractWith(logo, og);
@@ -150,7 +160,7 @@ describe('contract logo and og:image', () => {
     expect(Number(after.n)).toBe(Number(before.n));
   });
 
-  it('the console\'s directory lists the cached logo (same-origin, which the console page can load) beside the source\'s logoURI', async () => {
+  it("the console's directory lists the cached logo (same-origin, which the console page can load) beside the source's logoURI", async () => {
     const address = await contractWith(`${origin.url}/logo.png`);
     const call = consoleClient(t.app);
     expect((await call('AddToDirectory', { chainID: network(), contractAddress: address }, bearer(ADMIN))).status).toBe(200);

@@ -33,7 +33,43 @@ const rand = mulberry32(20240611);
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
 const randomAddress = (): Address => `0x${Array.from({ length: 40 }, () => Math.floor(rand() * 16).toString(16)).join('')}` as Address;
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'ra', 'ven', 'tor', 'zen', 'qua', 'pix', 'dor', 'bel', 'fi', 'gar', 'hol', 'jun', 'ke', 'lux', 'mor', 'nex', 'ox', 'pol', 'quin', 'rho', 'sol', 'tal', 'vy', 'wex', 'xen', 'yor', 'zal', 'bri', 'cor', 'dex', 'fen', 'glo'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ra',
+  'ven',
+  'tor',
+  'zen',
+  'qua',
+  'pix',
+  'dor',
+  'bel',
+  'fi',
+  'gar',
+  'hol',
+  'jun',
+  'ke',
+  'lux',
+  'mor',
+  'nex',
+  'ox',
+  'pol',
+  'quin',
+  'rho',
+  'sol',
+  'tal',
+  'vy',
+  'wex',
+  'xen',
+  'yor',
+  'zal',
+  'bri',
+  'cor',
+  'dex',
+  'fen',
+  'glo',
+];
 // Words that would collide with the queries under test are not generated.
 const RESERVED = /aave|uni|usd|swa|wra|eth|coin|dai|sta|bri|teth|lant|adm|pin|list|chain|gall/i;
 const WORDS: { word: string; sym: string }[] = [];
@@ -220,8 +256,26 @@ beforeAll(async () => {
   badRuns = { notList: nl, notJson: nj };
   if (importRun.code !== 0) throw new Error(`import failed: ${importRun.stderr}`);
   overrideRun = await runCli(
-    ['contracts', 'override', '--chain', 'anvil', '--address', c.pinned, '--name', 'Pinned Dollar', '--symbol', 'PIN', '--decimals', '2',
-      '--logo', 'https://logos.example/pin.png', '--description', 'Pinned by the operator', '--verified', ...db()],
+    [
+      'contracts',
+      'override',
+      '--chain',
+      'anvil',
+      '--address',
+      c.pinned,
+      '--name',
+      'Pinned Dollar',
+      '--symbol',
+      'PIN',
+      '--decimals',
+      '2',
+      '--logo',
+      'https://logos.example/pin.png',
+      '--description',
+      'Pinned by the operator',
+      '--verified',
+      ...db(),
+    ],
     cliEnv(),
   );
   api = await serve();
@@ -239,8 +293,7 @@ afterAll(async () => {
 });
 
 const call = (method: string, body: unknown) => rpc(api.app, `/rpc/Metadata/${method}`, body, { 'x-access-key': api.accessKey });
-const admin = (method: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` }) =>
-  rpc(api.app, `/rpc/Admin/${method}`, body, headers);
+const admin = (method: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` }) => rpc(api.app, `/rpc/Admin/${method}`, body, headers);
 
 async function search(body: Record<string, unknown>): Promise<{ items: ContractInfoWire[]; nextPage: { page: number; pageSize: number; more: boolean } }> {
   const res = await call('SearchContracts', body);
@@ -320,7 +373,12 @@ describe('SearchContracts ranking', () => {
   it('orders exact symbol, then name prefix, then full-text word matches: "aave"', async () => {
     const { items } = await search({ q: 'aave' });
     expect(items[0]!.symbol).toBe('AAVE');
-    expect(items.slice(1, 3).map((i) => i.name).sort()).toEqual(['Aave Interest Bearing USDC', 'Aavegotchi']);
+    expect(
+      items
+        .slice(1, 3)
+        .map((i) => i.name)
+        .sort(),
+    ).toEqual(['Aave Interest Bearing USDC', 'Aavegotchi']);
     expect(items[3]!.name).toBe('Staked Aave');
   });
 
@@ -519,9 +577,7 @@ describe('overrides', () => {
     });
     const list = await admin('GetContractInfoOverrides', { chainID: 'anvil', page: { pageSize: 100 } });
     expect(list.status).toBe(200);
-    expect(list.body.contractInfoOverrides.map((o: { contractAddress: string }) => o.contractAddress).sort()).toEqual(
-      [c.adminTarget, c.pinned].map((a) => a.toLowerCase()).sort(),
-    );
+    expect(list.body.contractInfoOverrides.map((o: { contractAddress: string }) => o.contractAddress).sort()).toEqual([c.adminTarget, c.pinned].map((a) => a.toLowerCase()).sort());
 
     // Update replaces the override: the name falls back to the list, the type is pinned.
     const upd = await admin('UpdateContractInfoOverride', { ...target, contractInfoOverride: { symbol: 'ADMN', type: 'ERC721' } });

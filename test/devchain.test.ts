@@ -86,9 +86,7 @@ describe('Multicall3', () => {
       args: [[{ ...failing, allowFailure: true }]],
     });
     expect(result[0]!.success).toBe(false);
-    await expect(
-      client.simulateContract({ address: MULTICALL3_ADDRESS, abi, functionName: 'aggregate3', args: [[{ ...failing, allowFailure: false }]] }),
-    ).rejects.toThrow(/Multicall3: call failed/);
+    await expect(client.simulateContract({ address: MULTICALL3_ADDRESS, abi, functionName: 'aggregate3', args: [[{ ...failing, allowFailure: false }]] })).rejects.toThrow(/Multicall3: call failed/);
   });
 });
 

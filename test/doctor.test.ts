@@ -87,7 +87,10 @@ describe(`metarelay doctor (${TEST_DB})`, () => {
       new RegExp(`^ok {4}sequence context ${name}: all 5 contracts deployed$`),
       /^ok {4}ipfs gateway: http:\/\/127\.0\.0\.1:\d+\/ipfs\/ answers \(HTTP 200\)$/,
     ]) {
-      expect(out.filter((l) => re.test(l)), `${re}\n${r.stdout}`).toHaveLength(1);
+      expect(
+        out.filter((l) => re.test(l)),
+        `${re}\n${r.stdout}`,
+      ).toHaveLength(1);
     }
     expect(out.filter((l) => l.startsWith(`ok    sender ${name}: 0x`))).toHaveLength(SENDER_KEYS.length);
   });
@@ -116,7 +119,10 @@ describe(`metarelay doctor (${TEST_DB})`, () => {
       // A shared database needs the quote secret; PGlite is one process's, so only a warning there.
       TEST_DB === 'postgres' ? /^FAIL  quote secret: unset on a database several processes can share/ : /^warn  quote secret: unset/,
     ]) {
-      expect(out.filter((l) => re.test(l)), `${re}\n${r.stdout}`).toHaveLength(1);
+      expect(
+        out.filter((l) => re.test(l)),
+        `${re}\n${r.stdout}`,
+      ).toHaveLength(1);
     }
     expect(out.at(-1)).toMatch(/^\d+ check\(s\) failed$/);
   });

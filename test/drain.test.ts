@@ -96,8 +96,7 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
 }
 
 /** Waits for the process to end by itself (stop() would signal it again: a second signal exits at once). */
-const exitOf = (p: LongRunning) =>
-  p.child.exitCode !== null ? Promise.resolve(p.child.exitCode) : new Promise<number | null>((r) => p.child.once('exit', (code) => r(code)));
+const exitOf = (p: LongRunning) => (p.child.exitCode !== null ? Promise.resolve(p.child.exitCode) : new Promise<number | null>((r) => p.child.once('exit', (code) => r(code))));
 
 const sendersOf = (db: Db, pid: number) =>
   db
@@ -130,11 +129,16 @@ describe(`graceful drain (${TEST_DB})`, () => {
     const send = (item: LoadItem) => post(baseA, 'SendMetaTxn', { call: { walletAddress: item.user.wallet.address, contract: item.bundle.entrypoint, input: item.bundle.input } });
     const ids = await sendAll(send, items, 8);
     // Mid-stream: some relayed, some not yet.
-    await waitFor('the stream under way', async () => {
-      const s = await Promise.all(ids.map((id) => post(baseA, 'GetMetaTxnStatus', { metaTxID: id }).then((r) => r.body.status as string)));
-      const done = s.filter((x) => FINAL_STATUSES.has(x)).length;
-      return done > 0 && done < ids.length && s.some((x) => x === 'SENT');
-    }, 60_000, 100);
+    await waitFor(
+      'the stream under way',
+      async () => {
+        const s = await Promise.all(ids.map((id) => post(baseA, 'GetMetaTxnStatus', { metaTxID: id }).then((r) => r.body.status as string)));
+        const done = s.filter((x) => FINAL_STATUSES.has(x)).length;
+        return done > 0 && done < ids.length && s.some((x) => x === 'SENT');
+      },
+      60_000,
+      100,
+    );
     // The lease A holds now would, without a hand-back, keep its senders from B until it ran out.
     const leaseEnds = TEST_DB === 'postgres' ? Math.max(...(await sendersOf(testDb.db, a.child.pid!)).map((r) => new Date(r.lease_until).getTime())) : 0;
     if (TEST_DB === 'postgres') expect(leaseEnds).toBeGreaterThan(0);
@@ -163,10 +167,15 @@ describe(`graceful drain (${TEST_DB})`, () => {
       console.log(`drain: B held all ${SENDER_KEYS.length} senders ${tookOverMs} ms after A exited (A's lease had ${leaseEnds - exitedAt} ms left)`);
     }
     const baseB = `http://127.0.0.1:${portB}`;
-    await waitFor('every meta-transaction final through B', async () => {
-      const s = await Promise.all(ids.map((id) => post(baseB, 'GetMetaTxnStatus', { metaTxID: id }).then((r) => r.body.status as string)));
-      return s.every((x) => FINAL_STATUSES.has(x));
-    }, 180_000, 500);
+    await waitFor(
+      'every meta-transaction final through B',
+      async () => {
+        const s = await Promise.all(ids.map((id) => post(baseB, 'GetMetaTxnStatus', { metaTxID: id }).then((r) => r.body.status as string)));
+        return s.every((x) => FINAL_STATUSES.has(x));
+      },
+      180_000,
+      500,
+    );
     // A second signal during the drain does not wait for the grace period: it exits at once.
     b!.child.kill('SIGTERM');
     await b!.waitFor(/shutting down: draining/);

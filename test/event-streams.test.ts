@@ -44,7 +44,10 @@ function stream(key: string, from = '127.0.0.1'): Promise<Stream> {
         buf += chunk;
         let i: number;
         while ((i = buf.indexOf('\n\n')) >= 0) {
-          const data = buf.slice(0, i).split('\n').find((l) => l.startsWith('data:'));
+          const data = buf
+            .slice(0, i)
+            .split('\n')
+            .find((l) => l.startsWith('data:'));
           buf = buf.slice(i + 2);
           if (data) got.push(JSON.parse(data.slice(5)).data);
         }
@@ -79,7 +82,7 @@ describe('GET /events', () => {
   let other: { id: number };
   let mine: Stream[];
 
-  it('delivers a new event to every open stream (only its project\'s) with a handful of reads, not one per stream', async () => {
+  it("delivers a new event to every open stream (only its project's) with a handful of reads, not one per stream", async () => {
     other = await t.services.projects.create(`streams-other-${Math.random()}`);
     const otherKey = await keyOf(other.id);
     mine = await Promise.all(Array.from({ length: 20 }, () => stream(t.accessKey)));

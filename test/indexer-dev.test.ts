@@ -12,11 +12,7 @@ import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { eventually } from './support/token-chain.ts';
 
-const abi = parseAbi([
-  'function balanceOf(address) view returns (uint256)',
-  'function balanceOf(address, uint256) view returns (uint256)',
-  'function ownerOf(uint256) view returns (address)',
-]);
+const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function balanceOf(address, uint256) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 const dir = mkdtempSync(join(tmpdir(), 'metarelay-ix-dev-'));
 let testDb: TestDb | undefined;
 let env: Record<string, string> = {};
@@ -32,7 +28,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it('dev mode indexes the samples: the official client reads the holder\'s balances with metadata, as the banner shows', async () => {
+it("dev mode indexes the samples: the official client reads the holder's balances with metadata, as the banner shows", async () => {
   const manifestPath = join(dir, 'manifest.json');
   const dev = startCli(['dev', '--port', '0', '--data', join(dir, 'data'), '--manifest', manifestPath], env);
   try {
@@ -67,7 +63,9 @@ it('dev mode indexes the samples: the official client reads the holder\'s balanc
         b.contractType === 'ERC1155'
           ? await pub.readContract({ address, abi, functionName: 'balanceOf', args: [holder, id] })
           : b.contractType === 'ERC721'
-            ? ((await pub.readContract({ address, abi, functionName: 'ownerOf', args: [id] })).toLowerCase() === holder ? 1n : 0n)
+            ? (await pub.readContract({ address, abi, functionName: 'ownerOf', args: [id] })).toLowerCase() === holder
+              ? 1n
+              : 0n
             : await pub.readContract({ address, abi, functionName: 'balanceOf', args: [holder] });
       expect(b.balance).toBe(String(onChain));
       expect(b.contractInfo?.address).toBe(b.contractAddress);

@@ -11,11 +11,7 @@ import type { ChainIndexer } from '../src/indexer/index.ts';
 import { countingDb, startTestService, type TestService } from './support/service.ts';
 import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
 
-const abi = parseAbi([
-  'function balanceOf(address) view returns (uint256)',
-  'function balanceOf(address, uint256) view returns (uint256)',
-  'function ownerOf(uint256) view returns (address)',
-]);
+const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function balanceOf(address, uint256) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
 const call = (address: Address, contract: string, functionName: string, args: unknown[]): ContractCall => ({ address, contract, functionName, args });
 const IDS = Array.from({ length: 60 }, (_, i) => BigInt(i + 1));
@@ -55,11 +51,7 @@ beforeAll(async () => {
   [chain, origin] = await Promise.all([startTokenChain(), startOriginServer()]);
   pub = devPublicClient(chain.anvil.rpcUrl, chain.anvil.chainId);
   for (const id of IDS) origin.setDocument(erc1155Path(String(id)), erc1155Document(origin.url, String(id)));
-  const [erc20, nft, multi] = await chain.deploy([
-    { contract: 'TestIndexERC20' },
-    { contract: 'TestIndexERC721' },
-    { contract: 'TestIndexERC1155', args: [`${origin.url}/erc1155/{id}.json`] },
-  ]);
+  const [erc20, nft, multi] = await chain.deploy([{ contract: 'TestIndexERC20' }, { contract: 'TestIndexERC721' }, { contract: 'TestIndexERC1155', args: [`${origin.url}/erc1155/{id}.json`] }]);
   c = { erc20: erc20!.toLowerCase() as Address, nft: nft!.toLowerCase() as Address, multi: multi!.toLowerCase() as Address };
   await chain.send([
     call(c.erc20, 'TestIndexERC20', 'mint', [H, 500n]),
@@ -97,11 +89,7 @@ describe('indexer read path', () => {
     // Settled: every token AVAILABLE and two answers in a row alike (no resolution still writing).
     let prev = await ask();
     let res = await ask();
-    for (
-      let i = 0;
-      i < 400 && (res.balances.some((b) => b.contractType === 'ERC1155' && b.tokenMetadata?.status !== 'AVAILABLE') || JSON.stringify(res) !== JSON.stringify(prev));
-      i++
-    ) {
+    for (let i = 0; i < 400 && (res.balances.some((b) => b.contractType === 'ERC1155' && b.tokenMetadata?.status !== 'AVAILABLE') || JSON.stringify(res) !== JSON.stringify(prev)); i++) {
       await new Promise((r) => setTimeout(r, 50));
       [prev, res] = [res, await ask()];
     }
@@ -130,7 +118,10 @@ describe('indexer read path', () => {
     const by = Object.fromEntries(rows.map((r) => [r.contractAddress, r]));
     expect(by[c.erc20]).toMatchObject({ contractType: 'ERC20', isSummary: false, balance: String(await chainBalance(by[c.erc20]!)) });
     // A summary's balance is the sum of the holder's tokens and uniqueCollectibles how many it holds, as the chain says.
-    for (const [contract, type, ids] of [[c.nft, 'ERC721', [7n, 8n, 9n]], [c.multi, 'ERC1155', IDS]] as const) {
+    for (const [contract, type, ids] of [
+      [c.nft, 'ERC721', [7n, 8n, 9n]],
+      [c.multi, 'ERC1155', IDS],
+    ] as const) {
       const held = (await Promise.all(ids.map((id) => chainBalance({ contractType: type, contractAddress: contract, accountAddress: H, tokenID: String(id) } as TokenBalance)))).filter((b) => b > 0n);
       expect(by[contract]).toMatchObject({ contractType: type, isSummary: true, uniqueCollectibles: String(held.length), balance: String(held.reduce((x, y) => x + y, 0n)) });
       expect(by[contract]!.contractInfo?.address).toBe(contract);
@@ -138,7 +129,10 @@ describe('indexer read path', () => {
     }
     expect(by[c.multi]!.uniqueCollectibles).toBe('59');
     const tokens = (await client.getTokenBalances({ accountAddress: H, contractAddress: c.nft, includeCollectionTokens: true, includeMetadata: true })).balances;
-    expect(tokens.map((r) => [r.tokenID, r.isSummary, r.tokenMetadata?.tokenId])).toEqual([['7', false, '7'], ['8', false, '8']]);
+    expect(tokens.map((r) => [r.tokenID, r.isSummary, r.tokenMetadata?.tokenId])).toEqual([
+      ['7', false, '7'],
+      ['8', false, '8'],
+    ]);
   });
 
   it('contractStatus and metadataOptions grade contracts by the token directory', async () => {

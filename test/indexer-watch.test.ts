@@ -82,8 +82,7 @@ describe('watchlist additions', () => {
     await chain.send([call(erc20!, 'TestIndexERC20', 'move', [C, A, 20n]), call(erc20!, 'TestIndexERC20', 'mint', [C, 7n])]);
     t.services.indexerBackfills!.start();
     await catchUp(ix);
-    const status = async () =>
-      ((await rpc(t.app, '/rpc/Console/IndexerStatus', {}, { authorization: `Bearer ${ADMIN}` })).body as { backfills: Array<Record<string, unknown>> }).backfills;
+    const status = async () => ((await rpc(t.app, '/rpc/Console/IndexerStatus', {}, { authorization: `Bearer ${ADMIN}` })).body as { backfills: Array<Record<string, unknown>> }).backfills;
     for (let i = 0; i < 400 && (await status()).find((b) => b.id === backfill.id)?.status !== 'DONE'; i++) await new Promise((r) => setTimeout(r, 50));
     const done = (await status()).find((b) => b.id === backfill.id)!;
     expect(done).toMatchObject({ status: 'DONE', contracts: [erc20], done: done.blocks, malformed: 0 });

@@ -45,7 +45,7 @@ const touch = (contract: Address, account: Address, id: number | bigint = 0) => 
 
 async function onChain(key: string): Promise<bigint> {
   const [contract, account, id] = key.split(':') as [Address, Address, string];
-  
+
   switch (kinds.get(contract)) {
     case 'ERC20':
       return pub.readContract({ address: contract, abi, functionName: 'balanceOf', args: [account] });
@@ -175,9 +175,7 @@ describe('indexer', () => {
       rows.push(...res.balances);
       page = res.page.more ? (res.page as Record<string, unknown>) : undefined;
     }
-    expect(rows.map((r) => `${r.contractAddress}:${r.tokenID}:${r.balance}`).sort()).toEqual(
-      [`${erc20}:0:300`, `${fee}:0:350`, `${nft}:2:1`, `${multi}:1:4`, `${multi}:2:4`].sort(),
-    );
+    expect(rows.map((r) => `${r.contractAddress}:${r.tokenID}:${r.balance}`).sort()).toEqual([`${erc20}:0:300`, `${fee}:0:350`, `${nft}:2:1`, `${multi}:1:4`, `${multi}:2:4`].sort());
     for (const r of rows) {
       expect(r.accountAddress).toBe(B);
       expect(r.contractInfo?.address).toBe(r.contractAddress);
@@ -240,7 +238,7 @@ describe('indexer', () => {
     expect((await client.getChainID()).chainID).toBe(chain.anvil.chainId);
   });
 
-  it('the error table is the client\'s: every code, HTTP status and message of indexer.gen.ts', () => {
+  it("the error table is the client's: every code, HTTP status and message of indexer.gen.ts", () => {
     const theirs = Object.entries(webrpcErrorByCode as Record<string, new () => { name: string; code: number; status: number; message: string }>)
       .filter(([code]) => Number(code) > 0)
       .map(([, E]) => new E())
@@ -357,10 +355,12 @@ describe('indexer', () => {
       expect(done).toMatchObject({ status: 'DONE', done: done.blocks, malformed: 6 });
       expect(done.ranges.finished).toBe(done.ranges.total);
       // Refused ranges were cut down; every answered read spanned at most 4 blocks.
-      const spans = proxy.calls.filter((x) => x.method === 'eth_getLogs').map((x) => {
-        const q = x.params[0] as { fromBlock: string; toBlock: string };
-        return Number(q.toBlock) - Number(q.fromBlock) + 1;
-      });
+      const spans = proxy.calls
+        .filter((x) => x.method === 'eth_getLogs')
+        .map((x) => {
+          const q = x.params[0] as { fromBlock: string; toBlock: string };
+          return Number(q.toBlock) - Number(q.fromBlock) + 1;
+        });
       expect(Math.max(...spans)).toBeGreaterThan(4);
       // The same rows as the follower recorded on the first database: nothing counted twice.
       const count = async (db: typeof s.db) => Number((await db.query<{ n: string }>('SELECT count(*)::text AS n FROM indexer_transfers')).rows[0]!.n);
@@ -428,12 +428,15 @@ describe('indexer', () => {
       // One process per PGlite folder: the CLI gets the database to itself.
       if (testDb.db.kind === 'pglite') await testDb.db.close();
       const file = join(dir, 'metarelay.json');
-      writeFileSync(file, JSON.stringify({
-        database: testDb.location,
-        logLevel: 'silent',
-        chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 8 } }],
-        indexer: { backfillRangeBlocks: 16 },
-      }));
+      writeFileSync(
+        file,
+        JSON.stringify({
+          database: testDb.location,
+          logLevel: 'silent',
+          chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [chain.anvil.rpcUrl], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 8 } }],
+          indexer: { backfillRangeBlocks: 16 },
+        }),
+      );
       const head = Number(await pub.getBlockNumber());
       const r = await runCli(['indexer', 'backfill', '--chain', 'anvil', '--from', '0', '--config', file]);
       expect(r.stderr).toContain('backfill 1: blocks 0..');

@@ -50,7 +50,7 @@ async function inOneBlock(calls: ContractCall[]): Promise<bigint> {
   await setAutomine(url, false);
   try {
     const sent = chain.send(calls);
-    for (let i = 0; (txpoolHashes(await txpoolContent(url))).length < calls.length; i++) {
+    for (let i = 0; txpoolHashes(await txpoolContent(url)).length < calls.length; i++) {
       if (i > 200) throw new Error('transactions never reached the pool');
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -67,10 +67,7 @@ async function inOneBlock(calls: ContractCall[]): Promise<bigint> {
 const chainLogs = async (block: bigint) => pub.getLogs({ fromBlock: block, toBlock: block });
 
 async function indexedRows(block: bigint): Promise<number> {
-  const res = await t.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM indexer_transfers WHERE chain_id = $1 AND block_number = $2', [
-    chain.anvil.chainId,
-    block.toString(),
-  ]);
+  const res = await t.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM indexer_transfers WHERE chain_id = $1 AND block_number = $2', [chain.anvil.chainId, block.toString()]);
   return Number(res.rows[0]!.n);
 }
 
@@ -130,12 +127,7 @@ async function follow(poll: () => Promise<unknown>, at: () => Promise<bigint | n
 beforeAll(async () => {
   chain = await startTokenChain();
   pub = devPublicClient(chain.anvil.rpcUrl, chain.anvil.chainId);
-  const [coinA, coinB, nftA, nftB] = await chain.deploy([
-    { contract: 'TestFloodERC20' },
-    { contract: 'TestFloodERC20' },
-    { contract: 'TestFloodERC721' },
-    { contract: 'TestFloodERC721' },
-  ]);
+  const [coinA, coinB, nftA, nftB] = await chain.deploy([{ contract: 'TestFloodERC20' }, { contract: 'TestFloodERC20' }, { contract: 'TestFloodERC721' }, { contract: 'TestFloodERC721' }]);
   c = { coinA: coinA!.toLowerCase() as Address, coinB: coinB!.toLowerCase() as Address, nftA: nftA!.toLowerCase() as Address, nftB: nftB!.toLowerCase() as Address };
   first = (await pub.getBlockNumber()) + 1n;
   // 900 logs in one block, 150 per transaction: the block's logs, a coin's logs and its receipts do
@@ -234,7 +226,10 @@ describe('log reads of blocks too big for one answer', () => {
   it('the indexer reads a big block split, passes over one it cannot read (flagged, counted, retried later) and goes on', async () => {
     const ix = t.services.indexers.get(chain.anvil.chainId)!;
     const allow = refuseUnreadable();
-    await follow(() => ix.follower.poll(), async () => (await ix.cursor())?.block);
+    await follow(
+      () => ix.follower.poll(),
+      async () => (await ix.cursor())?.block,
+    );
 
     // The big block is indexed whole: a row per log, as the chain has them, and balanceOf agrees.
     expect(await indexedRows(big)).toBe((await chainLogs(big)).length);
@@ -265,14 +260,22 @@ describe('log reads of blocks too big for one answer', () => {
     const [watcher] = t.services.watchers;
     const allow = refuseUnreadable();
     proxy.calls.length = 0;
-    await follow(() => watcher!.poll(), async () => watcher!.lastProcessed);
+    await follow(
+      () => watcher!.poll(),
+      async () => watcher!.lastProcessed,
+    );
     // Asked contract by contract (each NFT's 150 logs fit an answer), never through the block's receipts.
     const receiptsOfBig = (x: { method: string; params: unknown[] }) =>
       (x.method === 'eth_getBlockReceipts' && BigInt(x.params[0] as Hex) === big) || (x.method === 'eth_getTransactionReceipt' && bigTxs.has(String(x.params[0]).toLowerCase()));
     expect(proxy.calls.filter(receiptsOfBig)).toEqual([]);
 
     // Every mint of the big block and of the later one is queued; the unreadable block's are not yet.
-    expect(await watcherItems()).toEqual(new Map([[c.nftA, new Set(ids(1, 150))], [c.nftB, new Set([...ids(1, 150), ...ids(2000, 2)])]]));
+    expect(await watcherItems()).toEqual(
+      new Map([
+        [c.nftA, new Set(ids(1, 150))],
+        [c.nftB, new Set([...ids(1, 150), ...ids(2000, 2)])],
+      ]),
+    );
     expect(await unreadRows('watcher')).toEqual([{ block: unreadable, resolved: false, error: expect.stringMatching(/response size exceeded/) }]);
     expect(await metric('metarelay_log_blocks_skipped_total', 'watcher')).toBe(1);
 
@@ -311,7 +314,10 @@ describe('log reads of blocks too big for one answer', () => {
 
   it('a rate limit (HTTP 429) on log reads is waited out, never counted towards passing a block over', async () => {
     const ix = t.services.indexers.get(chain.anvil.chainId)!;
-    await follow(() => ix.follower.poll(), async () => (await ix.cursor())?.block);
+    await follow(
+      () => ix.follower.poll(),
+      async () => (await ix.cursor())?.block,
+    );
     await chain.send([call(c.coinB, 'TestFloodERC20', 'flood', [B, 2n])]);
     const head = await pub.getBlockNumber();
     const limited = proxy.addRule((q) => (q.method === 'eth_getLogs' ? { kind: 'http', status: 429 } : undefined));

@@ -65,7 +65,15 @@ describe('assets of TokenMetadata', () => {
     const png = files.get('/img/1.png')![1];
     const mp4 = files.get('/clip.mp4')![1];
     expect(assets.map((a) => a.metadataField)).toEqual(['animation_url', 'image']);
-    expect(assets[1]).toMatchObject({ url: `${media().publicUrl}/media/b/${sha(png)}/original`, mimeType: 'image/png', filesize: png.length, width: 600, height: 400, filename: '1.png', name: '1.png' });
+    expect(assets[1]).toMatchObject({
+      url: `${media().publicUrl}/media/b/${sha(png)}/original`,
+      mimeType: 'image/png',
+      filesize: png.length,
+      width: 600,
+      height: 400,
+      filename: '1.png',
+      name: '1.png',
+    });
     expect(assets[0]).toMatchObject({ url: `${media().publicUrl}/media/b/${sha(mp4)}/original`, mimeType: 'video/mp4', filesize: mp4.length });
     expect(assets[0].width).toBeUndefined();
     // The HTML "image" is no asset; the SVG is offered rasterised only.

@@ -87,7 +87,7 @@ const CONTRACT = '0x00000000000000000000000000000000000000bb';
 const blobRow = async (sha: string) => (await testDb.db.query('SELECT 1 FROM media_blobs WHERE sha256 = $1', [sha])).rows.length;
 
 describe('blob collection racing an ingest of the same bytes', () => {
-  it('collected between the ingest\'s first look and its commit: the bytes are put back and the blob row made again', async () => {
+  it("collected between the ingest's first look and its commit: the bytes are put back and the blob row made again", async () => {
     const g = gated(backend.store);
     const media = pipeline(g.store);
     const a = await media.ensure({ chainId: 101, contract: CONTRACT, tokenId: '1', field: 'image' }, `${origin.url}/a.png`);

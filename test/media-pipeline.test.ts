@@ -77,11 +77,7 @@ function serve(_req: http.IncomingMessage, res: http.ServerResponse, url: URL) {
 }
 
 beforeAll(async () => {
-  [origin, privateTarget, testDb] = await Promise.all([
-    startRawServer(serve),
-    startRawServer((_req, res) => res.end('private')),
-    createTestDb(),
-  ]);
+  [origin, privateTarget, testDb] = await Promise.all([startRawServer(serve), startRawServer((_req, res) => res.end('private')), createTestDb()]);
   // The guard is on: only the origin is allowed, so a redirect elsewhere on loopback is refused.
   fetcher = createFetcher({ allowPrivateNetworks: false, allowedPrivateHosts: [`127.0.0.1:${origin.port}`], ipfsGateways: ['https://ipfs.io/ipfs/'] });
   const png = await solidPng(800, 600);
@@ -160,7 +156,11 @@ for (const makeBackend of [folderBackend, s3Backend]) {
       expect(await backend.store.get(originalKey(sha))).toEqual(png);
       expect(await blobRows()).toEqual([sha]);
 
-      for (const [name, mime, width] of [['64.webp', 'image/webp', 64], ['256.png', 'image/png', 256], ['512.jpg', 'image/jpeg', 512]] as const) {
+      for (const [name, mime, width] of [
+        ['64.webp', 'image/webp', 64],
+        ['256.png', 'image/png', 256],
+        ['512.jpg', 'image/jpeg', 512],
+      ] as const) {
         const r = await media.rendition(a.blob!, parseRendition(name)!);
         if (!r.ok) throw new Error(r.message);
         expect((await fileTypeFromBuffer(r.bytes))?.mime).toBe(mime);
@@ -221,7 +221,18 @@ describe('config', () => {
       await store.put('o/' + 'a'.repeat(64), Buffer.from('hello'), 'text/plain');
       // Ground truth through the other client: the object sits under the configured prefix.
       expect(await backend.store.list('')).toEqual([]);
-      expect((await s3BlobStore({ bucket: 'metarelay-media', region: 'us-east-1', endpoint: backend.endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, prefix: 'cfg/' }).get('o/' + 'a'.repeat(64)))?.toString()).toBe('hello');
+      expect(
+        (
+          await s3BlobStore({
+            bucket: 'metarelay-media',
+            region: 'us-east-1',
+            endpoint: backend.endpoint,
+            forcePathStyle: true,
+            credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+            prefix: 'cfg/',
+          }).get('o/' + 'a'.repeat(64))
+        )?.toString(),
+      ).toBe('hello');
       store.close();
     } finally {
       process.env.AWS_ACCESS_KEY_ID = saved.id;

@@ -123,11 +123,7 @@ const routes: Record<string, Handler> = {
   '/encoded': (_req, res, url) => {
     const encoding = url.searchParams.get('e')!;
     const body = Buffer.from(JSON.stringify({ name: `encoded ${encoding}` }));
-    const encoded =
-      encoding === 'gzip' ? zlib.gzipSync(body)
-      : encoding === 'br' ? zlib.brotliCompressSync(body)
-      : encoding === 'deflate' ? zlib.deflateSync(body)
-      : zlib.deflateRawSync(body);
+    const encoded = encoding === 'gzip' ? zlib.gzipSync(body) : encoding === 'br' ? zlib.brotliCompressSync(body) : encoding === 'deflate' ? zlib.deflateSync(body) : zlib.deflateRawSync(body);
     res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': encoding === 'raw' ? 'deflate' : encoding });
     res.end(encoded);
   },
@@ -307,10 +303,7 @@ describe('SSRF guard', () => {
       const target = `${other.origin}/secret`;
       const result = expectFailure(await guarded.fetchJson(`${web.origin}/redirect?to=${encodeURIComponent(target)}`));
       expect(result.reason).toBe('BLOCKED_ADDRESS');
-      expect(result.trace).toEqual([
-        expect.objectContaining({ status: 307, redirectedTo: target }),
-        expect.objectContaining({ url: target, error: 'BLOCKED_ADDRESS', bytes: 0 }),
-      ]);
+      expect(result.trace).toEqual([expect.objectContaining({ status: 307, redirectedTo: target }), expect.objectContaining({ url: target, error: 'BLOCKED_ADDRESS', bytes: 0 })]);
     } finally {
       await other.close();
     }
@@ -320,9 +313,7 @@ describe('SSRF guard', () => {
     const guarded = makeFetcher({ allowPrivateNetworks: false, allowedPrivateHosts: ['localhost'] });
     expect(expectOk(await guarded.fetchJson(`http://localhost:${web.port}/doc.json`)).document).toEqual(JSON_DOC);
 
-    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) =>
-      guardedLookup('localhost', { all: true }, (err) => resolve(err)),
-    );
+    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => guardedLookup('localhost', { all: true }, (err) => resolve(err)));
     expect(error).toMatchObject({ code: 'EBLOCKEDADDRESS' });
   });
 });

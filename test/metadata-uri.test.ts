@@ -306,7 +306,10 @@ describe('normalizeTokenDocument', () => {
   });
 
   it('passes attributes and properties through exactly', () => {
-    const attributes = [{ trait_type: 'Eyes', value: 'Blue' }, { display_type: 'number', trait_type: 'Level', value: '5' }];
+    const attributes = [
+      { trait_type: 'Eyes', value: 'Blue' },
+      { display_type: 'number', trait_type: 'Level', value: '5' },
+    ];
     const properties = { rarity: { name: 'Rarity', value: 'rare' } };
     expect(normalizeTokenDocument({ attributes }, opts).metadata).toMatchObject({ attributes, properties: null });
     expect(normalizeTokenDocument({ attributes }, opts).metadata.attributes).toBe(attributes);
@@ -320,10 +323,7 @@ describe('normalizeTokenDocument', () => {
 
   it('sanitises inline SVG and SVG data URIs', () => {
     const evil = '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script><rect width="1"/></svg>';
-    const { metadata } = normalizeTokenDocument(
-      { image_data: evil, image: `data:image/svg+xml;base64,${b64(evil)}`, animation_url: `data:image/svg+xml;utf8,${evil}` },
-      opts,
-    );
+    const { metadata } = normalizeTokenDocument({ image_data: evil, image: `data:image/svg+xml;base64,${b64(evil)}`, animation_url: `data:image/svg+xml;utf8,${evil}` }, opts);
     expect(metadata.imageData).toBe('<svg xmlns="http://www.w3.org/2000/svg"><rect width="1"/></svg>');
     for (const uri of [metadata.image!, metadata.animationUrl!]) {
       const svg = Buffer.from(uri.replace('data:image/svg+xml;base64,', ''), 'base64').toString('utf8');

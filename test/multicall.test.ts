@@ -20,8 +20,7 @@ async function deployWithUris(anvil: AnvilHandle, artifacts: Artifacts, count: n
   return address;
 }
 
-const uriCalls = (target: Address, ids: number[]) =>
-  ids.map((id) => ({ target, data: encodeFunctionData({ abi, functionName: 'tokenURI', args: [BigInt(id)] }) }));
+const uriCalls = (target: Address, ids: number[]) => ids.map((id) => ({ target, data: encodeFunctionData({ abi, functionName: 'tokenURI', args: [BigInt(id)] }) }));
 
 let artifacts: Artifacts;
 beforeAll(async () => {
@@ -51,7 +50,14 @@ describe('multicall', () => {
       const target = await deployWithUris(small, artifacts, 150);
       const metrics = createMetrics();
       const chain = createChainClient({ chainId: small.chainId, name: 'anvil', rpcUrls: [small.rpcUrl], rpcBatchSize: 1 }, { metrics });
-      const res = await multicall(chain, uriCalls(target, Array.from({ length: 150 }, (_, i) => i + 1)), { chunkSize: 150 });
+      const res = await multicall(
+        chain,
+        uriCalls(
+          target,
+          Array.from({ length: 150 }, (_, i) => i + 1),
+        ),
+        { chunkSize: 150 },
+      );
       expect(res).toHaveLength(150);
       expect(res.every((r) => r.ok)).toBe(true);
       const trips = (await metrics.chainRpcRequests.get()).values[0].value;

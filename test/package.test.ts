@@ -20,7 +20,21 @@ function sh(cmd: string, args: string[], cwd: string, env: Record<string, string
 
 // What `npm pack` needs of the checkout. The pack builds (prepack) in a copy, so this test never
 // empties the checkout's dist/ under another test serving the console page from it.
-const PACK_INPUTS = ['bin', 'console', 'contracts', 'scripts', 'src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', 'LICENSE', 'metarelay.example.json'];
+const PACK_INPUTS = [
+  'bin',
+  'console',
+  'contracts',
+  'scripts',
+  'src',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'README.md',
+  'docs',
+  'LICENSE',
+  'metarelay.example.json',
+];
 
 let anvil: AnvilHandle;
 let testDb: TestDb;
@@ -45,8 +59,22 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
     const tgz = sh('npm', ['pack', '--silent', '--pack-destination', work], src).trim().split('\n').pop()!;
 
     const packMs = Math.round(performance.now() - tPack);
-    const files = sh('tar', ['-tzf', join(work, tgz)], work).trim().split('\n').map((f) => f.replace(/^package\//, ''));
-    for (const f of ['bin/metarelay.mjs', 'dist/cli/main.js', 'dist/cli/main.js.map', 'dist/store/migrations/0001_projects_and_keys.sql', 'dist/console-page/index.html', 'dist/relayer/sequence-v2-bytecode.json', 'contracts/Multicall3.sol', 'README.md', 'docs/api.md', 'LICENSE']) {
+    const files = sh('tar', ['-tzf', join(work, tgz)], work)
+      .trim()
+      .split('\n')
+      .map((f) => f.replace(/^package\//, ''));
+    for (const f of [
+      'bin/metarelay.mjs',
+      'dist/cli/main.js',
+      'dist/cli/main.js.map',
+      'dist/store/migrations/0001_projects_and_keys.sql',
+      'dist/console-page/index.html',
+      'dist/relayer/sequence-v2-bytecode.json',
+      'contracts/Multicall3.sol',
+      'README.md',
+      'docs/api.md',
+      'LICENSE',
+    ]) {
       expect(files, f).toContain(f);
     }
     expect(files.filter((f) => /^(test|bench|src|console|scripts)\/|\.test\.|\.ts$/.test(f))).toEqual([]);
@@ -145,7 +173,9 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
         }
       }
       // Figures, not assertions: what an operator installs and waits for.
-      console.log(`package: ${readdirSync(join(app, 'node_modules')).length} top-level modules, ${Math.round(kb / 1024)} MB installed; serve cold start to /ready ${readyMs} ms (npm pack with the build ${packMs} ms, install ${installMs} ms)`);
+      console.log(
+        `package: ${readdirSync(join(app, 'node_modules')).length} top-level modules, ${Math.round(kb / 1024)} MB installed; serve cold start to /ready ${readyMs} ms (npm pack with the build ${packMs} ms, install ${installMs} ms)`,
+      );
     } finally {
       if (srv.exitCode === null) srv.kill('SIGKILL');
       rmSync(work, { recursive: true, force: true });

@@ -38,7 +38,16 @@ const take = (n: number) => {
 };
 
 async function ledger(projectId = env.project.id) {
-  const r = await env.services.db.query<{ id: string; kind: string; amount_wei: string; balance_wei: string | null; meta_txn_id: string | null; cost_wei: string | null; txn_hash: string | null; reverses: string | null }>(
+  const r = await env.services.db.query<{
+    id: string;
+    kind: string;
+    amount_wei: string;
+    balance_wei: string | null;
+    meta_txn_id: string | null;
+    cost_wei: string | null;
+    txn_hash: string | null;
+    reverses: string | null;
+  }>(
     `SELECT id::text AS id, kind, amount_wei::text AS amount_wei, balance_wei::text AS balance_wei, meta_txn_id, cost_wei::text AS cost_wei, txn_hash, reverses::text AS reverses
        FROM gas_tank_ledger l WHERE project_id = $1 AND chain_id = $2 ORDER BY l.id`,
     [projectId, env.chainId],
@@ -47,7 +56,10 @@ async function ledger(projectId = env.project.id) {
 }
 
 async function tankRow(projectId = env.project.id) {
-  const r = await env.services.db.query<{ id: string; balance_wei: string; unlimited: boolean }>('SELECT id::text AS id, balance_wei::text AS balance_wei, unlimited FROM gas_tanks WHERE project_id = $1 AND chain_id = $2', [projectId, env.chainId]);
+  const r = await env.services.db.query<{ id: string; balance_wei: string; unlimited: boolean }>(
+    'SELECT id::text AS id, balance_wei::text AS balance_wei, unlimited FROM gas_tanks WHERE project_id = $1 AND chain_id = $2',
+    [projectId, env.chainId],
+  );
   return r.rows[0];
 }
 
@@ -175,7 +187,7 @@ describe('project balances: sponsorship', () => {
     expect(after).toEqual(before);
   }, 60_000);
 
-  it('50 concurrent sponsored bundles never overdraw, and the debits are exactly the receipts\' gasUsed share × effectiveGasPrice', async () => {
+  it("50 concurrent sponsored bundles never overdraw, and the debits are exactly the receipts' gasUsed share × effectiveGasPrice", async () => {
     const started = new Date(Date.now() - 1000);
     const items = await mintBundles(env, take(50), 1);
     // No blocks during intake: the gas price, and so each bundle's hold, stays put.
@@ -203,7 +215,8 @@ describe('project balances: sponsorship', () => {
     // Intake never held more than the balance: the accepted bundles' holds (gas limit at twice the gas
     // price, which no block moved during intake) add up to at most the funding.
     const limits = await env.services.db.query<{ gas_limit: string }>('SELECT gas_limit::text AS gas_limit FROM meta_txns WHERE chain_id = $1 AND id = ANY($2)', [
-      env.chainId, accepted.map((x) => x.replace(/^0x/, '')),
+      env.chainId,
+      accepted.map((x) => x.replace(/^0x/, '')),
     ]);
     expect(limits.rows).toHaveLength(accepted.length);
     const heldAtIntake = limits.rows.reduce((a, r) => a + holdAmount(BigInt(r.gas_limit), gasPrice, { feeMarkupFactor: '1' }), 0n);
@@ -300,7 +313,10 @@ describe('project balances: sponsorship', () => {
       await revert(env.rpcUrl, snap);
       await waitFor('the reorg seen (back to SENT)', async () => (await meta()).status === 'SENT', 20_000);
       const reversed = (await ledger()).filter((e) => e.meta_txn_id === id);
-      expect(reversed.map((e) => [e.kind, e.amount_wei])).toEqual([['debit', (-cost).toString()], ['reversal', cost.toString()]]);
+      expect(reversed.map((e) => [e.kind, e.amount_wei])).toEqual([
+        ['debit', (-cost).toString()],
+        ['reversal', cost.toString()],
+      ]);
       expect(reversed[1].reverses).toBe(reversed[0].id);
       expect(BigInt((await tankRow()).balance_wei)).toBe(afterDebit + cost);
       // While it waits to be mined again, what it cost stays held.

@@ -76,12 +76,19 @@ async function sendOne(): Promise<string> {
   return r.body.txnHash.replace(/^0x/, '');
 }
 
-const statusEvents = (id: string) => ofType('metatxn.status').map((r) => r.json.data).filter((d) => d.metaTxnId === id);
+const statusEvents = (id: string) =>
+  ofType('metatxn.status')
+    .map((r) => r.json.data)
+    .filter((d) => d.metaTxnId === id);
 
 describe('metatxn.status for replaced and reorged transactions', () => {
   it('a fee-bumped replacement is pushed as SENT with cause "replaced" and the new txnHash, before SUCCEEDED', async () => {
     const id = await sendOne();
-    const first = await eventually(async () => statusEvents(id).find((d) => d.status === 'SENT'), (d) => expect(d).toBeTruthy(), 20_000);
+    const first = await eventually(
+      async () => statusEvents(id).find((d) => d.status === 'SENT'),
+      (d) => expect(d).toBeTruthy(),
+      20_000,
+    );
     expect(first!.cause).toBeNull();
     const attempt = await env.services.db.query<{ hash: Hex; max_fee: string }>(
       `SELECT t.hash, t.max_fee::text AS max_fee FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce
@@ -100,14 +107,21 @@ describe('metatxn.status for replaced and reorged transactions', () => {
       );
       return JSON.stringify({ head: await head(), events: statusEvents(id).map((d) => [d.status, d.cause]), attempts: rows.rows });
     };
-    const replaced = await eventually(async () => statusEvents(id).find((d) => d.cause === 'replaced'), (d) => expect(d).toBeTruthy()).catch(async (err) => {
+    const replaced = await eventually(
+      async () => statusEvents(id).find((d) => d.cause === 'replaced'),
+      (d) => expect(d).toBeTruthy(),
+    ).catch(async (err) => {
       throw new Error(`no "replaced" event: ${await story()}`, { cause: err });
     });
     expect(replaced).toMatchObject({ status: 'SENT', cause: 'replaced' });
     expect(replaced!.txnHash).not.toBe(first!.txnHash);
     expect(replaced!.receipt.txnReceipt ?? replaced!.receipt).toBeTruthy();
     await mineAndSweep();
-    const done = await eventually(async () => statusEvents(id), (e) => expect(e.at(-1)?.status).toBe('SUCCEEDED'), 20_000);
+    const done = await eventually(
+      async () => statusEvents(id),
+      (e) => expect(e.at(-1)?.status).toBe('SUCCEEDED'),
+      20_000,
+    );
     const stored = await env.services.metaTxns.find(env.chainId, id);
     expect(done.at(-1)!.txnHash).toBe(stored!.txn_hash);
     expect(done.at(-1)!.txnHash).toBe(replaced!.txnHash);
@@ -116,16 +130,32 @@ describe('metatxn.status for replaced and reorged transactions', () => {
   it('a reorg that drops the mined transaction is pushed as SENT with cause "reorged", then SUCCEEDED again', async () => {
     const snap = await snapshot(env.rpcUrl);
     const id = await sendOne();
-    await eventually(async () => statusEvents(id).find((d) => d.status === 'SENT'), (d) => expect(d).toBeTruthy(), 20_000);
+    await eventually(
+      async () => statusEvents(id).find((d) => d.status === 'SENT'),
+      (d) => expect(d).toBeTruthy(),
+      20_000,
+    );
     await mineAndSweep();
-    await eventually(async () => statusEvents(id), (e) => expect(e.at(-1)?.status).toBe('SUCCEEDED'), 20_000);
+    await eventually(
+      async () => statusEvents(id),
+      (e) => expect(e.at(-1)?.status).toBe('SUCCEEDED'),
+      20_000,
+    );
     await revert(env.rpcUrl, snap);
     // A chain of the same height again, without the transaction: the sweep sees the block hash change.
     await mineAndSweep(2);
-    const reorged = await eventually(async () => statusEvents(id).find((d) => d.cause === 'reorged'), (d) => expect(d).toBeTruthy(), 20_000);
+    const reorged = await eventually(
+      async () => statusEvents(id).find((d) => d.cause === 'reorged'),
+      (d) => expect(d).toBeTruthy(),
+      20_000,
+    );
     expect(reorged).toMatchObject({ status: 'SENT', cause: 'reorged', minedAt: null });
     for (let i = 0; i < 5 && statusEvents(id).at(-1)?.status !== 'SUCCEEDED'; i++) await mineAndSweep();
-    const all = await eventually(async () => statusEvents(id), (e) => expect(e.at(-1)?.status).toBe('SUCCEEDED'), 20_000);
+    const all = await eventually(
+      async () => statusEvents(id),
+      (e) => expect(e.at(-1)?.status).toBe('SUCCEEDED'),
+      20_000,
+    );
     expect(all.map((d) => d.status)).toEqual(['QUEUED', 'SENT', 'SUCCEEDED', 'SENT', 'SUCCEEDED']);
   }, 90_000);
 });
@@ -139,19 +169,40 @@ describe('sender.low_balance and sender.recovered', () => {
     const before = senderEvents().length;
     await setBalance('3');
     await mineAndSweep();
-    const warned = await eventually(async () => senderEvents().slice(before), (e) => expect(e.length).toBe(1));
-    expect(warned[0]).toMatchObject({ type: 'sender.low_balance', chainId: env.chainId, projectId: null, data: { level: 'warning', previousLevel: 'ok', takesWork: true, balance: parseEther('3').toString(), minSenderBalance: parseEther(FLOOR).toString(), warnSenderBalance: parseEther(WARN).toString() } });
+    const warned = await eventually(
+      async () => senderEvents().slice(before),
+      (e) => expect(e.length).toBe(1),
+    );
+    expect(warned[0]).toMatchObject({
+      type: 'sender.low_balance',
+      chainId: env.chainId,
+      projectId: null,
+      data: {
+        level: 'warning',
+        previousLevel: 'ok',
+        takesWork: true,
+        balance: parseEther('3').toString(),
+        minSenderBalance: parseEther(FLOOR).toString(),
+        warnSenderBalance: parseEther(WARN).toString(),
+      },
+    });
     // More sweeps at the same level: nothing new.
     await mineAndSweep(1);
     await mineAndSweep(1);
     await setBalance('0.5');
     await mineAndSweep();
-    const low = await eventually(async () => senderEvents().slice(before), (e) => expect(e.length).toBe(2));
+    const low = await eventually(
+      async () => senderEvents().slice(before),
+      (e) => expect(e.length).toBe(2),
+    );
     expect(low[1]).toMatchObject({ type: 'sender.low_balance', data: { level: 'low', previousLevel: 'warning', takesWork: false } });
     await mineAndSweep();
     await setBalance('100');
     await mineAndSweep();
-    const all = await eventually(async () => senderEvents().slice(before), (e) => expect(e.length).toBe(3));
+    const all = await eventually(
+      async () => senderEvents().slice(before),
+      (e) => expect(e.length).toBe(3),
+    );
     expect(all[2]).toMatchObject({ type: 'sender.recovered', data: { level: 'ok', previousLevel: 'low', takesWork: true } });
     await mineAndSweep();
     await new Promise((r) => setTimeout(r, 300));
@@ -167,7 +218,8 @@ describe('sender.low_balance and sender.recovered', () => {
     try {
       const hook = senderBalanceEvents(env.services.events.bell);
       const crossing = { chainId: env.chainId, sender, balance: 1n, minSenderBalance: parseEther(FLOOR), warnSenderBalance: parseEther(WARN) };
-      const count = async () => Number((await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM events WHERE type LIKE 'sender.%' AND subject = $1`, [`sender:${env.chainId}:${sender}`])).rows[0].n);
+      const count = async () =>
+        Number((await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM events WHERE type LIKE 'sender.%' AND subject = $1`, [`sender:${env.chainId}:${sender}`])).rows[0].n);
       const n0 = await count();
       const results = await Promise.all([recordBalanceLevel(env.testDb.db, crossing, hook), recordBalanceLevel(other, crossing, hook)]);
       expect(results.filter(Boolean).length).toBe(1);
@@ -187,18 +239,32 @@ describe('refresh.task_finished', () => {
     const claimed = await tasks.claim(owner, 10, 30);
     const mine_ = claimed.filter((c) => c.task_id === t.id);
     expect(mine_.length).toBe(3);
-    await tasks.complete(owner, env.chainId, mine_.slice(0, 2).map((c) => ({ taskId: t.id, item: c.item, contract, ok: true })));
+    await tasks.complete(
+      owner,
+      env.chainId,
+      mine_.slice(0, 2).map((c) => ({ taskId: t.id, item: c.item, contract, ok: true })),
+    );
     await tasks.complete(owner, env.chainId, [{ taskId: t.id, item: mine_[2].item, contract, ok: false, reason: 'HTTP_404' }]);
     // Settling again (a repair pass) must not announce it twice.
     await tasks.settle([t.id]);
     const cancelled = await tasks.create({ projectId: env.project.id, kind: 'tokens', chainId: env.chainId, contract, items: [{ item: '9', contract }], priority: 5 });
     expect(await tasks.cancel(cancelled.id)).toBe(true);
     const empty = await tasks.create({ projectId: env.project.id, kind: 'tokens', chainId: env.chainId, contract, items: [], priority: 5 });
-    const finished = await eventually(async () => ofType('refresh.task_finished').map((r) => r.json), (e) => expect(e.length).toBeGreaterThanOrEqual(3));
+    const finished = await eventually(
+      async () => ofType('refresh.task_finished').map((r) => r.json),
+      (e) => expect(e.length).toBeGreaterThanOrEqual(3),
+    );
     await new Promise((r) => setTimeout(r, 300));
-    const byTask = (id: number) => ofType('refresh.task_finished').map((r) => r.json).filter((e) => e.data.taskId === id);
+    const byTask = (id: number) =>
+      ofType('refresh.task_finished')
+        .map((r) => r.json)
+        .filter((e) => e.data.taskId === id);
     expect(byTask(t.id).length).toBe(1);
-    expect(byTask(t.id)[0]).toMatchObject({ projectId: env.project.id, chainId: env.chainId, data: { status: 'DONE', total: 3, succeeded: 2, failed: 1, kind: 'tokens', contractAddress: contract, cancelled: false } });
+    expect(byTask(t.id)[0]).toMatchObject({
+      projectId: env.project.id,
+      chainId: env.chainId,
+      data: { status: 'DONE', total: 3, succeeded: 2, failed: 1, kind: 'tokens', contractAddress: contract, cancelled: false },
+    });
     expect(byTask(t.id)[0].data.finishedAt).toBeTruthy();
     expect(byTask(cancelled.id)).toMatchObject([{ data: { status: 'FAILED', cancelled: true, lastError: 'cancelled', total: 1 } }]);
     expect(byTask(empty.id)).toMatchObject([{ data: { status: 'DONE', total: 0 } }]);
@@ -207,21 +273,31 @@ describe('refresh.task_finished', () => {
 });
 
 describe('contract.info_updated', () => {
-  it('is sent when a contract\'s stored ContractInfo changes (a first read, an override), not when a write leaves it the same', async () => {
+  it("is sent when a contract's stored ContractInfo changes (a first read, an override), not when a write leaves it the same", async () => {
     const address = env.token.toLowerCase();
-    const mineEvents = () => ofType('contract.info_updated').map((r) => r.json).filter((e) => e.data.contractAddress === address);
+    const mineEvents = () =>
+      ofType('contract.info_updated')
+        .map((r) => r.json)
+        .filter((e) => e.data.contractAddress === address);
     const r = await fetch(`${env.baseUrl}/rpc/Metadata/GetContractInfo`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-access-key': env.accessKey },
       body: JSON.stringify({ chainID: String(env.chainId), contractAddress: address }),
     });
     expect(r.status).toBe(200);
-    const first = await eventually(async () => mineEvents(), (e) => expect(e.length).toBe(1), 20_000);
+    const first = await eventually(
+      async () => mineEvents(),
+      (e) => expect(e.length).toBe(1),
+      20_000,
+    );
     expect(first[0]).toMatchObject({ projectId: null, chainId: env.chainId, data: { chainId: env.chainId, contractAddress: address, info: { address, type: 'ERC20' } } });
     expect(first[0].data.changed).toContain('type');
     const store = env.services.contractStore;
     await store.upsertLayers(env.chainId, [{ address: address as Address, override: { name: 'Renamed Token' } }]);
-    const second = await eventually(async () => mineEvents(), (e) => expect(e.length).toBe(2));
+    const second = await eventually(
+      async () => mineEvents(),
+      (e) => expect(e.length).toBe(2),
+    );
     expect(second[1].data.changed).toContain('name');
     expect(second[1].data.changed).not.toContain('type');
     expect(second[1].data.info).toMatchObject({ name: 'Renamed Token' });

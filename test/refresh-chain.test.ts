@@ -3,7 +3,7 @@
 // refreshAll lists a contract's tokens from mint logs (ERC721 without Enumerable, ERC1155) or with
 // ERC721Enumerable. Real anvil (automine), real origin.
 
-import { createWalletClient, http, } from 'viem';
+import { createWalletClient, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfigInput } from '../src/config/schema.ts';
@@ -84,7 +84,11 @@ describe('chain watcher', () => {
       t.services.startBackground();
       origin.setDocument('/e/2', { name: 'E2 v2' });
       await chain.send([{ address: nft, contract: 'DevERC721', functionName: 'emitMetadataUpdate', args: [2n] }]);
-      await eventually(() => names(t, nft, ['1', '2']), (n) => expect(n).toEqual(['E1 v2', 'E2 v2']), 15_000);
+      await eventually(
+        () => names(t, nft, ['1', '2']),
+        (n) => expect(n).toEqual(['E1 v2', 'E2 v2']),
+        15_000,
+      );
       expect(countsFor(origin, ['/e/1', '/e/2'])).toEqual([2, 2]);
       // No project asked for any of it.
       expect(await t.services.tasks.list(t.project.id)).toEqual([]);
@@ -283,7 +287,7 @@ describe('refreshAll', () => {
       expect(task).toMatchObject({ payload: { refreshAll: true, newMints: false }, result: { enumerated: true, total: 4, succeeded: 3, failed: 1 } });
       // The deployment is the first block after `before`; from there to the head, 2 blocks per eth_getLogs.
       const span = Number(head - (before + 1n) + 1n);
-      expect(await getLogsCalls(t.services) - logsBefore).toBe(Math.ceil(span / 2));
+      expect((await getLogsCalls(t.services)) - logsBefore).toBe(Math.ceil(span / 2));
       expect(countsFor(origin, ['/g/7', '/g/70', '/g/700', '/g/7000'])).toEqual([1, 1, 1, 1]);
       // Once it has listed them, a new request is a new task.
       expect((await call(t, 'RefreshAllContractTokens', { chainID: 'anvil', contractAddress: nft })).body.taskID).not.toBe(taskId);

@@ -152,18 +152,32 @@ describe('a worker that dies holding items', () => {
       expect(await worker.tick()).toBe(12);
       expect(await worker.tick()).toBe(0);
       expect(await statusOf(t, taskId)).toBe('QUEUED');
-      expect(countsFor(origin, deadIds.map((id) => `/w/${id}`))).toEqual(new Array(8).fill(0));
+      expect(
+        countsFor(
+          origin,
+          deadIds.map((id) => `/w/${id}`),
+        ),
+      ).toEqual(new Array(8).fill(0));
 
       await new Promise((r) => setTimeout(r, claimedAt + 2_100 - Date.now()));
       expect(await worker.tick()).toBe(8);
       expect(await statusOf(t, taskId)).toBe('DONE');
       expect(ids.filter((id) => origin.requestCount(`/w/${id}`) !== 1)).toEqual([]);
       const items = await t.services.tasks.items(taskId);
-      expect(items.filter((i) => i.attempts === 2).map((i) => i.item).sort()).toEqual([...deadIds].sort());
+      expect(
+        items
+          .filter((i) => i.attempts === 2)
+          .map((i) => i.item)
+          .sort(),
+      ).toEqual([...deadIds].sort());
       expect(items.every((i) => i.status === 'DONE')).toBe(true);
 
       // Should it come back, its late report changes nothing.
-      const late = await t.services.tasks.complete('dead-worker', chain.anvil.chainId, dead.map((i) => ({ taskId, item: i.item, contract: nft, ok: false, reason: 'HTTP_500' })));
+      const late = await t.services.tasks.complete(
+        'dead-worker',
+        chain.anvil.chainId,
+        dead.map((i) => ({ taskId, item: i.item, contract: nft, ok: false, reason: 'HTTP_500' })),
+      );
       expect(late).toEqual([]);
       expect((await resultOf(t, taskId)).failureReasons).toEqual({});
     }));
@@ -177,7 +191,12 @@ describe('a worker that dies holding items', () => {
       t.services.startBackground();
       expect(await waitForEnd(t, taskId)).toBe('DONE');
       expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-      expect(countsFor(origin, ids.map((id) => `/w/${id}`))).toEqual(new Array(10).fill(1));
+      expect(
+        countsFor(
+          origin,
+          ids.map((id) => `/w/${id}`),
+        ),
+      ).toEqual(new Array(10).fill(1));
     }));
 });
 

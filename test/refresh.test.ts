@@ -35,8 +35,7 @@ beforeAll(async () => {
     const seen = hits.get(url.pathname) ?? [];
     seen.push(Date.now());
     hits.set(url.pathname, seen);
-    const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
     if (url.pathname === '/once-500') return seen.length === 1 ? json(500, { error: 'down' }) : json(200, { name: 'recovered' });
     if (url.pathname === '/always-500') return json(500, { error: 'down' });
     if (url.pathname === '/once-429') return seen.length === 1 ? json(429, { error: 'slow down' }, { 'retry-after': '2' }) : json(200, { name: 'after the wait' });
@@ -58,10 +57,8 @@ beforeAll(async () => {
   ]);
   [tt] = await chain.deploy([{ contract: 'TestTokenURI' }]);
   tt = tt.toLowerCase() as Address;
-  const uris = { '1': '/once-500', '2': '/always-500', '3': '/gone', '4': '/once-429'};
-  await chain.send(
-    Object.entries(uris).map(([id, p]) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), `${flaky.url}${p}`] })),
-  );
+  const uris = { '1': '/once-500', '2': '/always-500', '3': '/gone', '4': '/once-429' };
+  await chain.send(Object.entries(uris).map(([id, p]) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), `${flaky.url}${p}`] })));
 }, 180_000);
 
 afterAll(async () => {
@@ -130,7 +127,13 @@ describe('the testing flow: fetch, change, EnqueueTokensForRefresh, GetTokenRefr
       expect([after.status, after.name, after.description]).toEqual(['AVAILABLE', 'flow B #1 v2', 'after']);
       expect(origin.requestCount('/b/1')).toBe(2);
       const task = (await call(t, 'GetTask', { taskId })).body.task;
-      expect(task).toMatchObject({ id: taskId, queue: 'refresh_tokens', status: 'DONE', payload: { chainId: chain.anvil.chainId, contractAddress: flowB, source: 'api' }, result: { total: 1, succeeded: 1, failed: 0 } });
+      expect(task).toMatchObject({
+        id: taskId,
+        queue: 'refresh_tokens',
+        status: 'DONE',
+        payload: { chainId: chain.anvil.chainId, contractAddress: flowB, source: 'api' },
+        result: { total: 1, succeeded: 1, failed: 0 },
+      });
     }));
 });
 
@@ -202,7 +205,10 @@ describe('retries', () => {
       origin.setDocument('/m/150', { name: 'good v1', description: 'kept' });
       origin.setDocument('/m/151', { name: 'good v1 (151)' });
       const before = await getTokenMetadata(t, misc, ['150', '151']);
-      expect(before.map((x) => [x.status, x.name])).toEqual([['AVAILABLE', 'good v1'], ['AVAILABLE', 'good v1 (151)']]);
+      expect(before.map((x) => [x.status, x.name])).toEqual([
+        ['AVAILABLE', 'good v1'],
+        ['AVAILABLE', 'good v1 (151)'],
+      ]);
 
       origin.removeDocument('/m/150');
       origin.setDocument('/m/151', { error: 'down' }, { status: 503 });
@@ -243,7 +249,10 @@ describe('CancelRefreshJob', () => {
 
       const r = await resultOf(t, taskId);
       expect(r.status).toBe('FAILED');
-      const done = Object.entries(r.tokens).filter(([, ok]) => ok).map(([id]) => id).sort();
+      const done = Object.entries(r.tokens)
+        .filter(([, ok]) => ok)
+        .map(([id]) => id)
+        .sort();
       expect(done).toEqual(fetched().sort());
       expect(Object.keys(r.failureReasons)).toHaveLength(50);
       expect(new Set(Object.values(r.failureReasons))).toEqual(new Set(['CANCELLED']));
@@ -352,7 +361,10 @@ describe('dedupe, cool-off and quota', () => {
 
       t.services.startBackground();
       expect(await waitForEnd(t, fits)).toBe('DONE');
-      await eventually(() => t.services.tasks.queuedCount(t.project.id), (n) => expect(n).toBe(0));
+      await eventually(
+        () => t.services.tasks.queuedCount(t.project.id),
+        (n) => expect(n).toBe(0),
+      );
       expect((await call(t, 'EnqueueTokensForRefresh', { chainID: 'anvil', contractAddress: misc, tokenIDs: range(131, 140) })).status).toBe(200);
     }));
 });

@@ -51,10 +51,24 @@ type Eoa = ReturnType<typeof eoa>;
 
 /** The EOA's own bundle for itself, encoded and hashed by the official v2 client (@0xsequence/core). */
 async function bundle(user: Eoa, txs: SequenceTx[], nonce = 0n, signer: Hex = user.privateKey): Promise<{ input: Hex; id: string }> {
-  const transactions = txs.map((t) => ({ to: t.to, value: t.value ?? 0n, data: t.data ?? '0x', gasLimit: t.gasLimit ?? 0n, delegateCall: t.delegateCall ?? false, revertOnError: t.revertOnError ?? true }));
+  const transactions = txs.map((t) => ({
+    to: t.to,
+    value: t.value ?? 0n,
+    data: t.data ?? '0x',
+    gasLimit: t.gasLimit ?? 0n,
+    delegateCall: t.delegateCall ?? false,
+    revertOnError: t.revertOnError ?? true,
+  }));
   const subdigest = commons.transaction.subdigestOfTransactions(user.address, env.chainId, nonce, transactions) as Hex;
   const signature = await sign({ hash: subdigest, privateKey: signer, to: 'hex' });
-  const input = commons.transaction.encodeBundleExecData({ entrypoint: user.address, transactions, nonce, signature, chainId: BigInt(env.chainId), intent: { id: subdigest, wallet: user.address } } as never) as Hex;
+  const input = commons.transaction.encodeBundleExecData({
+    entrypoint: user.address,
+    transactions,
+    nonce,
+    signature,
+    chainId: BigInt(env.chainId),
+    intent: { id: subdigest, wallet: user.address },
+  } as never) as Hex;
   return { input, id: subdigest.slice(2) };
 }
 
@@ -119,7 +133,7 @@ describe('a delegating EOA, relayed in a type-4 transaction', () => {
     expect(tx.authorizationList?.map((a) => [a.address.toLowerCase(), a.nonce])).toEqual([[impl.toLowerCase(), authorization.nonce]]);
   }, 60_000);
 
-  it('relays the delegated EOA\'s next bundle without an authorization, in a plain transaction', async () => {
+  it("relays the delegated EOA's next bundle without an authorization, in a plain transaction", async () => {
     const before = { payee: await balance(PAYEE), to: await balance(to) };
     const b = await bundle(user, [transfer(to, 2_000n), fee()], 1n);
     const r = await send(user, b.input, undefined);
@@ -129,7 +143,14 @@ describe('a delegating EOA, relayed in a type-4 transaction', () => {
     expect(await balance(to)).toBe(before.to + 2_000n);
     expect(await balance(PAYEE)).toBe(before.payee + FEE);
     expect((await env.public.getTransaction({ hash: receipt.txnHash })).type).toBe('eip1559');
-    expect(await env.public.readContract({ address: user.address, abi: [{ type: 'function', name: 'readNonce', stateMutability: 'view', inputs: [{ type: 'uint256' }], outputs: [{ type: 'uint256' }] }], functionName: 'readNonce', args: [0n] })).toBe(2n);
+    expect(
+      await env.public.readContract({
+        address: user.address,
+        abi: [{ type: 'function', name: 'readNonce', stateMutability: 'view', inputs: [{ type: 'uint256' }], outputs: [{ type: 'uint256' }] }],
+        functionName: 'readNonce',
+        args: [0n],
+      }),
+    ).toBe(2n);
     expect((await stored(r.body.txnHash))!.authorization).toBeNull();
   }, 60_000);
 
@@ -146,7 +167,11 @@ describe('a delegating EOA, relayed in a type-4 transaction', () => {
 describe('authorizations that must not be relayed: refused at intake, nothing stored, nothing sent', () => {
   const cases: Array<[string, (u: Eoa) => Promise<unknown>, RegExp]> = [
     ['signed by another key', async (u) => authorize(u, { signer: eoa().privateKey }), /^authorization\.signature: signed by 0x[0-9a-fA-F]{40}, not by the wallet/],
-    ['for an implementation the relayer does not accept', async (u) => authorize(u, { implementation: stranger }), /^authorization\.implementation: .* is not a wallet implementation this relayer accepts/],
+    [
+      'for an implementation the relayer does not accept',
+      async (u) => authorize(u, { implementation: stranger }),
+      /^authorization\.implementation: .* is not a wallet implementation this relayer accepts/,
+    ],
     ['for another chain', async (u) => authorize(u, { chainId: env.chainId + 1 }), /^authorization\.chainId: \d+ is not this network's chain id/],
     ['for a stale account nonce', async (u) => authorize(u, { nonce: 0 }), /^authorization\.nonce: 0 is not the account nonce of .* \(1\)/],
     ['malformed', async () => ({ chainId: 1, implementation: 'nope', nonce: 0, signature: '0x' }), /^call\.authorization\.implementation: must be an address/],
@@ -319,7 +344,15 @@ describe('replacements keep the authorization', () => {
     const account = privateKeyToAccount(SENDER_KEYS[0]);
     const fees = { type: 'eip1559' as const, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000n };
     const first = await signAttempt(account, env.chainId, { nonce: 7, to: u.address, data: '0x1234', value: 0n, gas: 100_000n, fees, authorization: { ...auth, signature: auth.signature as Hex } });
-    const again = await signAttempt(account, env.chainId, { nonce: 7, to: u.address, data: '0x1234', value: 0n, gas: 100_000n, fees: { ...fees, maxFeePerGas: 2_200_000_000n }, authorization: authorizationsOf(first.raw) });
+    const again = await signAttempt(account, env.chainId, {
+      nonce: 7,
+      to: u.address,
+      data: '0x1234',
+      value: 0n,
+      gas: 100_000n,
+      fees: { ...fees, maxFeePerGas: 2_200_000_000n },
+      authorization: authorizationsOf(first.raw),
+    });
     const tx = parseTransaction(again.raw);
     expect(tx.type).toBe('eip7702');
     expect(tx.authorizationList).toEqual(parseTransaction(first.raw).authorizationList);
@@ -415,7 +448,15 @@ describe('a race lost to the EOA after the last check (automine off)', () => {
       const account = privateKeyToAccount(u.privateKey);
       const w = createWalletClient({ account, transport: http(env.rpcUrl) });
       const auth = await w.signAuthorization({ account, contractAddress: burner, chainId: env.chainId, nonce: 1 });
-      await w.sendTransaction({ to: u.address, data: '0x', authorizationList: [auth], gas: 100_000n, maxFeePerGas: parseEther('0.0000001'), maxPriorityFeePerGas: parseEther('0.00000005'), chain: null });
+      await w.sendTransaction({
+        to: u.address,
+        data: '0x',
+        authorizationList: [auth],
+        gas: 100_000n,
+        maxFeePerGas: parseEther('0.0000001'),
+        maxPriorityFeePerGas: parseEther('0.00000005'),
+        chain: null,
+      });
       for (let i = 0; i < 6 && (await stored(id))!.status !== 'FAILED'; i++) {
         await mine(env.rpcUrl, 1);
         const h = await head();
@@ -432,7 +473,10 @@ describe('a race lost to the EOA after the last check (automine off)', () => {
     expect(receipt.gasUsed).toBe(tx.gas);
     expect(receipt.gasUsed).toBeGreaterThan(46_000n);
     // Counted against its signer: a wallet bar with what it cost, and its next delegated call is refused.
-    const bars = await env.services.db.query<{ kind: string; value: string; fee_token: string | null; owed: string }>('SELECT kind, value, fee_token, owed::text AS owed FROM relay_bars WHERE meta_txn_id = $1', [id]);
+    const bars = await env.services.db.query<{ kind: string; value: string; fee_token: string | null; owed: string }>(
+      'SELECT kind, value, fee_token, owed::text AS owed FROM relay_bars WHERE meta_txn_id = $1',
+      [id],
+    );
     expect(bars.rows).toEqual([{ kind: 'wallet', value: u.address.toLowerCase(), fee_token: 'eip7702', owed: (receipt.gasUsed * receipt.effectiveGasPrice).toString() }]);
     const again = await bundle(u, [transfer(eoa().address, 1n)], 1n);
     const refused = await send(u, again.input, await authorize(u));

@@ -14,11 +14,7 @@ let cheat: Address;
 
 const SENDERS = SENDER_KEYS.map((k) => privateKeyToAccount(k).address);
 const FEE = 10_000_000n; // 10 FUSD: well above the price of these bundles
-const cheatAbi = parseAbi([
-  'function payIfSimulated(address token, address payee, uint256 amount)',
-  'function drainIfReal(address token)',
-  'function burned() view returns (uint256)',
-]);
+const cheatAbi = parseAbi(['function payIfSimulated(address token, address payee, uint256 amount)', 'function drainIfReal(address token)', 'function burned() view returns (uint256)']);
 
 beforeAll(async () => {
   env = await startRelayerEnv({ proxy: true, relayer: { maxQueuedPerWallet: 16 }, service: { maxReceiptWaitersPerAddress: 8 } });
@@ -187,7 +183,11 @@ describe('sponsorship is judged by what really runs', () => {
     const claimed = encodeFunctionData({
       abi: sequenceWalletAbi,
       functionName: 'execute',
-      args: [[{ delegateCall: false, revertOnError: true, gasLimit: 0n, target: env.token, value: 0n, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [PAYEE, 0n] }) }], 0n, '0x'],
+      args: [
+        [{ delegateCall: false, revertOnError: true, gasLimit: 0n, target: env.token, value: 0n, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [PAYEE, 0n] }) }],
+        0n,
+        '0x',
+      ],
     });
     const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [{ to: cheat, data: claimed }], deployed: false });
     const r = await send(u.wallet.address, b.entrypoint, b.input, key());
@@ -229,11 +229,7 @@ describe('sponsorship is judged by what really runs', () => {
 
   it('holds a rule to its gas ceiling: a bundle over it is not sponsored', async () => {
     const u = user();
-    const rule = await env.call(
-      'AddGasSponsor',
-      { projectId: env.project.id, address: cheat, kind: 'CONTRACT', name: 'capped', maxGasLimit: 60_000 },
-      { authorization: `Bearer ${env.adminToken}` },
-    );
+    const rule = await env.call('AddGasSponsor', { projectId: env.project.id, address: cheat, kind: 'CONTRACT', name: 'capped', maxGasLimit: 60_000 }, { authorization: `Bearer ${env.adminToken}` });
     expect(rule.status, JSON.stringify(rule.body)).toBe(200);
     expect(rule.body.gasSponsor.maxGasLimit).toBe(60_000);
     // payIfSimulated burns gas in the loop when not simulated, but the cap is judged on the simulated gas:
@@ -274,7 +270,8 @@ describe('nobody stalls the queue', () => {
     expect((await send(w.wallet.address, deploy.entrypoint, deploy.input, key())).status).toBe(200);
     expect((await final(deploy.id)).status).toBe('SUCCEEDED');
     const bundles = [];
-    for (const space of [1n, 2n, 3n]) for (let n = 1n; n <= 6n; n++) bundles.push(await signedBundle({ signerKey: w.key, wallet: w.wallet, chainId: env.chainId, txs: [pay], nonce: { space, n }, deployed: true }));
+    for (const space of [1n, 2n, 3n])
+      for (let n = 1n; n <= 6n; n++) bundles.push(await signedBundle({ signerKey: w.key, wallet: w.wallet, chainId: env.chainId, txs: [pay], nonce: { space, n }, deployed: true }));
     const results = [];
     for (const b of bundles) results.push(await send(w.wallet.address, b.entrypoint, b.input, key()));
     const refused = results.filter((x) => x.status !== 200);
@@ -311,7 +308,10 @@ describe('a wallet that leaves the main module', () => {
     await sponsor(env, 'WALLET', w);
     const pay = tokenCall('transfer', PAYEE, 0n);
     // Deployed by a relayed bundle, then one more relayed: the relayer has seen its proxy code.
-    for (const [space, deployed] of [[0n, false], [1n, true]] as const) {
+    for (const [space, deployed] of [
+      [0n, false],
+      [1n, true],
+    ] as const) {
       const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [pay], nonce: { space, n: 0n }, deployed });
       const ok = await send(w, b.entrypoint, b.input, key());
       expect(ok.status, JSON.stringify(ok.body)).toBe(200);
@@ -410,7 +410,13 @@ describe('keyless callers share a bucket per client address', () => {
 
   it('counts an IPv6 caller by its /64: addresses of one network share a bucket, another network has its own, and its queued row records the network', async () => {
     const from = async (remoteAddress: string, method: string, body: unknown = {}) => {
-      const r = await small.app.inject({ method: 'POST', url: `${new URL(small.relayerUrl).pathname}/rpc/Relayer/${method}`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body), remoteAddress });
+      const r = await small.app.inject({
+        method: 'POST',
+        url: `${new URL(small.relayerUrl).pathname}/rpc/Relayer/${method}`,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+        remoteAddress,
+      });
       return { status: r.statusCode, body: r.json() };
     };
     // Five different addresses of 2001:db8:1:2::/64 spend its burst of 5; a sixth is refused.

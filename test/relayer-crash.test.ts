@@ -75,7 +75,15 @@ afterAll(async () => {
 });
 
 async function relayerUrl(): Promise<string> {
-  await waitFor('metarelay to answer', async () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok).catch(() => false), 60_000, 100);
+  await waitFor(
+    'metarelay to answer',
+    async () =>
+      fetch(`http://127.0.0.1:${port}/health`)
+        .then((r) => r.ok)
+        .catch(() => false),
+    60_000,
+    100,
+  );
   return `http://127.0.0.1:${port}/relayer/${chain.chainConfig.name}/rpc/Relayer`;
 }
 
@@ -144,7 +152,14 @@ describe('relayer crash recovery (a real metarelay process, killed at chosen poi
         // The pass it died in: signed, committed, and (markBroadcast never ran) not recorded as broadcast.
         const lastPass = fresh.filter((a) => !a.broadcast && a.status === 'PENDING');
         expect(lastPass.length, JSON.stringify(fresh)).toBeGreaterThan(0);
-        const onNode = await Promise.all(lastPass.map((a) => pub.getTransaction({ hash: a.hash }).then(() => true, () => false)));
+        const onNode = await Promise.all(
+          lastPass.map((a) =>
+            pub.getTransaction({ hash: a.hash }).then(
+              () => true,
+              () => false,
+            ),
+          ),
+        );
         // after-persist: the node has never seen them; after-broadcast: it has every one.
         expect(onNode, spec).toEqual(lastPass.map(() => spec.startsWith('after-broadcast')));
         const metas = lastPass.flatMap((a) => (a.meta ? [a.meta] : []));

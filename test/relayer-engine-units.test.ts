@@ -64,7 +64,10 @@ describe('replacement fees', () => {
 
   it('never above the cap: the market is clipped to it, and a bump that cannot fit says so', () => {
     const last = { type: 'eip1559' as const, maxFeePerGas: 800n, maxPriorityFeePerGas: 10n };
-    expect(replacementFees(last, { type: 'eip1559', maxFeePerGas: 5_000n, maxPriorityFeePerGas: 10n }, policy)).toEqual({ ok: true, fees: { type: 'eip1559', maxFeePerGas: 1_000n, maxPriorityFeePerGas: 11n } });
+    expect(replacementFees(last, { type: 'eip1559', maxFeePerGas: 5_000n, maxPriorityFeePerGas: 10n }, policy)).toEqual({
+      ok: true,
+      fees: { type: 'eip1559', maxFeePerGas: 1_000n, maxPriorityFeePerGas: 11n },
+    });
     const stuck = replacementFees({ ...last, maxFeePerGas: 950n }, { type: 'eip1559', maxFeePerGas: 100n, maxPriorityFeePerGas: 1n }, policy);
     expect(stuck.ok).toBe(false);
     expect(!stuck.ok && stuck.reason).toMatch(/1045 wei.*above the cap of 1000/);
@@ -77,7 +80,7 @@ describe('replacement fees', () => {
 });
 
 describe('sender pool', () => {
-  it('keys first, then the mnemonic accounts m/44\'/60\'/0\'/0/i, without duplicates', () => {
+  it("keys first, then the mnemonic accounts m/44'/60'/0'/0/i, without duplicates", () => {
     const mnemonic = 'test test test test test test test test test test test junk';
     const accounts = senderAccounts({
       senderKeys: ['0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'],
@@ -85,15 +88,11 @@ describe('sender pool', () => {
       senderCount: 3,
     });
     // anvil's well-known accounts 1 (the key), 0 and 2 (from the mnemonic; 1 again is dropped).
-    expect(accounts.map((a) => a.address)).toEqual([
-      '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-      '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-      '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
-    ]);
+    expect(accounts.map((a) => a.address)).toEqual(['0x70997970C51812dc3A010C7d01b50e0d17dc79C8', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC']);
   });
 });
 
-describe('a batch transaction\'s gas over its members', () => {
+describe("a batch transaction's gas over its members", () => {
   it('splits in proportion to the estimates and adds up to the whole', () => {
     expect(shareGas(300_000n, [100_000n, 50_000n, 50_000n])).toEqual([150_000n, 75_000n, 75_000n]);
     const odd = shareGas(100_001n, [1n, 1n, 1n]);

@@ -38,9 +38,13 @@ describe('relay batching through the guest module', () => {
     const [a, b] = await mintBundles(env, users.slice(0, 2), 1);
     // Two wallets mint the same NFT id: each simulates fine alone, only the first can succeed in the batch.
     const nftMint = (u: User) =>
-      signedBundle({ signerKey: u.signer.privateKey, wallet: u.wallet, chainId: env.chainId, deployed: true, txs: [{ to: nft, data: encodeFunctionData({ abi: nftAbi, functionName: 'mint', args: [u.wallet.address, 7n] }) }] }).then(
-        (bundle): LoadItem => ({ user: u, space: 0n, n: 0n, bundle }),
-      );
+      signedBundle({
+        signerKey: u.signer.privateKey,
+        wallet: u.wallet,
+        chainId: env.chainId,
+        deployed: true,
+        txs: [{ to: nft, data: encodeFunctionData({ abi: nftAbi, functionName: 'mint', args: [u.wallet.address, 7n] }) }],
+      }).then((bundle): LoadItem => ({ user: u, space: 0n, n: 0n, bundle }));
     const c = await nftMint(users[2]);
     const d = await nftMint(users[3]);
 

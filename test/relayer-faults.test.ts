@@ -233,11 +233,18 @@ describe('relayer dispatch under faults (automine off, blocks mined by the test)
     const refuse = env.proxy!.addRule((c) => (c.method === 'eth_sendRawTransaction' && ++sends === 1 ? { kind: 'fail', message: 'intrinsic gas too low' } : undefined));
     try {
       dispatcher0.start();
-      const filler = await waitFor('a filler transaction', async () => {
-        const r = await env.services.db.query<{ sender: string; nonce: string }>(`SELECT sender, nonce::text AS nonce FROM relay_txs WHERE chain_id = $1 AND kind = 'filler'`, [env.chainId]);
-        return r.rows[0];
-      }, 20_000);
-      const refused = await env.services.db.query<{ sender: string; nonce: string; status: string }>(`SELECT sender, nonce::text AS nonce, status FROM relay_txs WHERE chain_id = $1 AND status = 'FAILED' AND kind = 'meta' ORDER BY id DESC LIMIT 1`, [env.chainId]);
+      const filler = await waitFor(
+        'a filler transaction',
+        async () => {
+          const r = await env.services.db.query<{ sender: string; nonce: string }>(`SELECT sender, nonce::text AS nonce FROM relay_txs WHERE chain_id = $1 AND kind = 'filler'`, [env.chainId]);
+          return r.rows[0];
+        },
+        20_000,
+      );
+      const refused = await env.services.db.query<{ sender: string; nonce: string; status: string }>(
+        `SELECT sender, nonce::text AS nonce, status FROM relay_txs WHERE chain_id = $1 AND status = 'FAILED' AND kind = 'meta' ORDER BY id DESC LIMIT 1`,
+        [env.chainId],
+      );
       expect(refused.rows[0]).toMatchObject({ sender: filler.sender, nonce: filler.nonce });
     } finally {
       refuse();

@@ -13,10 +13,7 @@ import { deployWallets, expectClean, mintBundles, sendAll, sendVia, waitFor } fr
 import { TEST_DB } from './support/env.ts';
 
 /** anvil accounts 3 and 4, added to the test env's two senders. */
-const MORE_SENDERS: Hex[] = [
-  '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
-  '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a',
-];
+const MORE_SENDERS: Hex[] = ['0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6', '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a'];
 
 async function intervalMining(env: RelayerEnv) {
   await setAutomine(env.rpcUrl, false);

@@ -52,8 +52,19 @@ async function from(ip: string, method: string, body: unknown, headers: Record<s
   const res = await env.app.inject({ method: 'POST', url: `${relayerPath()}${method}`, remoteAddress: ip, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
   return { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body) };
 }
-const transfer = (to: Address, amount: bigint, extra: Partial<SequenceTx> = {}): SequenceTx => ({ to: env.token, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }), ...extra });
-const tuple = (t: SequenceTx) => ({ delegateCall: t.delegateCall ?? false, revertOnError: t.revertOnError ?? true, gasLimit: t.gasLimit ?? 0n, target: t.to, value: t.value ?? 0n, data: t.data ?? '0x' });
+const transfer = (to: Address, amount: bigint, extra: Partial<SequenceTx> = {}): SequenceTx => ({
+  to: env.token,
+  data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }),
+  ...extra,
+});
+const tuple = (t: SequenceTx) => ({
+  delegateCall: t.delegateCall ?? false,
+  revertOnError: t.revertOnError ?? true,
+  gasLimit: t.gasLimit ?? 0n,
+  target: t.to,
+  value: t.value ?? 0n,
+  data: t.data ?? '0x',
+});
 const execute = (txs: SequenceTx[]): Hex => encodeFunctionData({ abi: sequenceWalletAbi, functionName: 'execute', args: [txs.map(tuple), 0n, '0x'] });
 
 /** FeeOptions arguments for a guest call deploying `n` fresh wallets and running a bundle of each. */
@@ -146,7 +157,10 @@ describe('a keyless FeeOptions flood', () => {
       // The flood did make the node refuse batches (else this proved nothing)...
       expect(proxy.refusedBatches - refusedBefore).toBeGreaterThan(0);
       // ...its simulations ran with the keyless gas limit, not maxGasLimit...
-      const keyless = proxy.requests.flat().filter(isSimulateExecute).filter((c) => gasOf(c) <= KEYLESS_GAS);
+      const keyless = proxy.requests
+        .flat()
+        .filter(isSimulateExecute)
+        .filter((c) => gasOf(c) <= KEYLESS_GAS);
       expect(keyless.length).toBeGreaterThanOrEqual(12 * FLOOD_BUNDLES);
       // ...and never shared an HTTP request with the dispatcher's broadcasts or receipt reads.
       const engine = new Set(['eth_sendRawTransaction', 'eth_getBlockReceipts', 'eth_getTransactionReceipt', 'eth_feeHistory']);

@@ -75,7 +75,14 @@ const transferData = (to: Address, amount: bigint) => encodeFunctionData({ abi: 
 
 /** A bundle of a wallet moving 1 FUSD (the wallet deployed by it unless `deployed`). */
 async function bundle(w: { key: Hex; wallet: SequenceTestWallet }, opts: { nonce?: bigint; deployed?: boolean; space?: bigint } = {}) {
-  return signedBundle({ signerKey: w.key, wallet: w.wallet, chainId: env.chainId, txs: [{ to: env.token, data: transferData(newSigner().address, 1n) }], deployed: opts.deployed ?? false, nonce: { space: opts.space ?? 0n, n: opts.nonce ?? 0n } });
+  return signedBundle({
+    signerKey: w.key,
+    wallet: w.wallet,
+    chainId: env.chainId,
+    txs: [{ to: env.token, data: transferData(newSigner().address, 1n) }],
+    deployed: opts.deployed ?? false,
+    nonce: { space: opts.space ?? 0n, n: opts.nonce ?? 0n },
+  });
 }
 async function user() {
   const s = newSigner();
@@ -92,7 +99,12 @@ const feeOptions = (u: { wallet: SequenceTestWallet }, b: Bundle, key: string) =
 const rowsOf = async (projectId: number) =>
   (await env.services.db.query<{ id: string; status: string; sponsored: boolean }>('SELECT id, status, sponsored FROM meta_txns WHERE project_id = $1', [projectId])).rows;
 const chargesOf = async (ruleId: number) =>
-  (await env.services.db.query<{ meta_txn_id: string; wei: string; usd: string; refunded_at: Date | null }>('SELECT meta_txn_id, wei::text AS wei, usd::text AS usd, refunded_at FROM sponsor_charges WHERE sponsor_id = $1 ORDER BY id', [ruleId])).rows;
+  (
+    await env.services.db.query<{ meta_txn_id: string; wei: string; usd: string; refunded_at: Date | null }>(
+      'SELECT meta_txn_id, wei::text AS wei, usd::text AS usd, refunded_at FROM sponsor_charges WHERE sponsor_id = $1 ORDER BY id',
+      [ruleId],
+    )
+  ).rows;
 const ruleOf = async (projectId: number, id: number) => (await env.call('GetGasSponsor', { projectId, id }, admin())).body.gasSponsor;
 
 async function final(id: string) {
@@ -252,7 +264,11 @@ describe('budgets charged at intake', () => {
     expect(cost).toBeGreaterThan(0n);
     // A send is charged its worst case (its gas limit at the gas price then) until it is mined and settled
     // to its cost: room for one bundle like the first per wallet, not for a second one of the same wallet.
-    const row = (await env.services.db.query<{ gas_limit: string; gas_price_priced: string }>('SELECT gas_limit::text AS gas_limit, gas_price_priced::text AS gas_price_priced FROM meta_txns WHERE id = $1', [first.replace(/^0x/, '')])).rows[0];
+    const row = (
+      await env.services.db.query<{ gas_limit: string; gas_price_priced: string }>('SELECT gas_limit::text AS gas_limit, gas_price_priced::text AS gas_price_priced FROM meta_txns WHERE id = $1', [
+        first.replace(/^0x/, ''),
+      ])
+    ).rows[0];
     const worst = BigInt(row.gas_limit) * BigInt(row.gas_price_priced);
     expect(worst).toBeGreaterThan(cost);
     await update(p.id, rule.id, { walletDailyCapWei: ((worst * 21n) / 20n).toString() });
@@ -275,53 +291,57 @@ describe('budgets charged at intake', () => {
     // The same checks in USD (the charge statement's $7, the cost at the feed's price), under the same race.
     { limit: 'total budget in USD', field: 'totalBudgetUsd', unit: 'usd' as const, cause: /total budget/ },
     { limit: 'daily spend cap in USD', field: 'dailyCapUsd', unit: 'usd' as const, cause: /daily spend cap/ },
-  ])('$limit: 24 concurrent sends through two API stacks on one database never charge past it, and every charge has its queued row', async ({ field, unit, cause }) => {
-    const p = await newProject();
-    const probe = await addRule(p.id);
-    const first = await user();
-    await accepted(p, first, await bundle(first), probe.id);
-    const cost = BigInt((await chargesOf(probe.id))[0][unit]);
-    await env.call('RemoveGasSponsor', { projectId: p.id, id: probe.id }, admin());
-    // Room for about eight of the 24.
-    const budget = cost * 8n + cost / 2n;
-    // USD caps are written in dollars (18 decimals kept), charges are kept in atto-USD.
-    const asText = unit === 'wei' ? budget.toString() : `${budget / 10n ** 18n}.${(budget % 10n ** 18n).toString().padStart(18, '0')}`;
-    const rule = await addRule(p.id, { [field]: asText });
+  ])(
+    '$limit: 24 concurrent sends through two API stacks on one database never charge past it, and every charge has its queued row',
+    async ({ field, unit, cause }) => {
+      const p = await newProject();
+      const probe = await addRule(p.id);
+      const first = await user();
+      await accepted(p, first, await bundle(first), probe.id);
+      const cost = BigInt((await chargesOf(probe.id))[0][unit]);
+      await env.call('RemoveGasSponsor', { projectId: p.id, id: probe.id }, admin());
+      // Room for about eight of the 24.
+      const budget = cost * 8n + cost / 2n;
+      // USD caps are written in dollars (18 decimals kept), charges are kept in atto-USD.
+      const asText = unit === 'wei' ? budget.toString() : `${budget / 10n ** 18n}.${(budget % 10n ** 18n).toString().padStart(18, '0')}`;
+      const rule = await addRule(p.id, { [field]: asText });
 
-    const second = await secondStack();
-    try {
-      const users = await Promise.all(Array.from({ length: 24 }, () => user()));
-      const bundles = await Promise.all(users.map((u) => bundle(u)));
-      const before = (await rowsOf(p.id)).length;
-      const answers = await Promise.all(users.map((u, i) => send(u, bundles[i], p.key, i % 2 ? env.call : second.call)));
-      const ok = answers.filter((r) => r.status === 200);
-      const no = answers.filter((r) => r.status !== 200);
-      for (const r of no) {
-        expect(r.status, JSON.stringify(r.body)).toBe(402);
-        expect(r.body.cause).toMatch(cause);
+      const second = await secondStack();
+      try {
+        const users = await Promise.all(Array.from({ length: 24 }, () => user()));
+        const bundles = await Promise.all(users.map((u) => bundle(u)));
+        const before = (await rowsOf(p.id)).length;
+        const answers = await Promise.all(users.map((u, i) => send(u, bundles[i], p.key, i % 2 ? env.call : second.call)));
+        const ok = answers.filter((r) => r.status === 200);
+        const no = answers.filter((r) => r.status !== 200);
+        for (const r of no) {
+          expect(r.status, JSON.stringify(r.body)).toBe(402);
+          expect(r.body.cause).toMatch(cause);
+        }
+        expect(ok.length).toBeGreaterThan(0);
+        expect(no.length).toBeGreaterThan(0);
+        const charges = await chargesOf(rule.id);
+        const charged = charges.reduce((s, c) => s + BigInt(c[unit]), 0n);
+        expect(charged).toBeLessThanOrEqual(budget);
+        expect(charges).toHaveLength(ok.length);
+        const rows = (await rowsOf(p.id)).filter((r) => r.sponsored);
+        expect(rows.length - before).toBe(ok.length);
+        expect(new Set(charges.map((c) => c.meta_txn_id))).toEqual(new Set(ok.map((r) => r.body.txnHash)));
+        const g = await ruleOf(p.id, rule.id);
+        if (unit === 'wei') {
+          expect(g.spentTotalWei).toBe(charged.toString());
+          expect(g.spentTodayWei).toBe(charged.toString());
+        } else {
+          expect(Number(g.spentTotalUsd)).toBeCloseTo(Number(charged) / 1e18, 12);
+          expect(Number(g.spentTodayUsd)).toBeCloseTo(Number(charged) / 1e18, 12);
+        }
+        for (const r of ok) expect((await final(r.body.txnHash)).status).toBe('SUCCEEDED');
+      } finally {
+        await second.close();
       }
-      expect(ok.length).toBeGreaterThan(0);
-      expect(no.length).toBeGreaterThan(0);
-      const charges = await chargesOf(rule.id);
-      const charged = charges.reduce((s, c) => s + BigInt(c[unit]), 0n);
-      expect(charged).toBeLessThanOrEqual(budget);
-      expect(charges).toHaveLength(ok.length);
-      const rows = (await rowsOf(p.id)).filter((r) => r.sponsored);
-      expect(rows.length - before).toBe(ok.length);
-      expect(new Set(charges.map((c) => c.meta_txn_id))).toEqual(new Set(ok.map((r) => r.body.txnHash)));
-      const g = await ruleOf(p.id, rule.id);
-      if (unit === 'wei') {
-        expect(g.spentTotalWei).toBe(charged.toString());
-        expect(g.spentTodayWei).toBe(charged.toString());
-      } else {
-        expect(Number(g.spentTotalUsd)).toBeCloseTo(Number(charged) / 1e18, 12);
-        expect(Number(g.spentTodayUsd)).toBeCloseTo(Number(charged) / 1e18, 12);
-      }
-      for (const r of ok) expect((await final(r.body.txnHash)).status).toBe('SUCCEEDED');
-    } finally {
-      await second.close();
-    }
-  }, 240_000);
+    },
+    240_000,
+  );
 
   it('per-wallet daily cap: 8 sends of one wallet at once (nonce spaces 2..9, two API stacks) never charge the wallet past it', async () => {
     const p = await newProject();
@@ -332,7 +352,10 @@ describe('budgets charged at intake', () => {
     const charges0 = await chargesOf(rule.id);
     const cost = BigInt(charges0[1].wei);
     const walletSpent = async () =>
-      BigInt((await env.services.db.query<{ wei: string }>('SELECT spent_wei::text AS wei FROM sponsor_wallet_spend WHERE sponsor_id = $1 AND wallet = $2', [rule.id, u.wallet.address.toLowerCase()])).rows[0].wei);
+      BigInt(
+        (await env.services.db.query<{ wei: string }>('SELECT spent_wei::text AS wei FROM sponsor_wallet_spend WHERE sponsor_id = $1 AND wallet = $2', [rule.id, u.wallet.address.toLowerCase()]))
+          .rows[0].wei,
+      );
     // Room for about three more of the same cost: every send decides before any is charged, the charge's check holds the line.
     const cap = (await walletSpent()) + cost * 3n + cost / 2n;
     await update(p.id, rule.id, { walletDailyCapWei: cap.toString() });
@@ -358,7 +381,7 @@ describe('budgets charged at intake', () => {
     }
   }, 240_000);
 
-  it('settles a mined charge to what the transaction actually cost: the receipt\'s gasUsed × effectiveGasPrice, on every counter', async () => {
+  it("settles a mined charge to what the transaction actually cost: the receipt's gasUsed × effectiveGasPrice, on every counter", async () => {
     const p = await newProject();
     const rule = await addRule(p.id, { totalBudgetWei: (10n ** 17n).toString() });
     const u = await user();
@@ -375,7 +398,9 @@ describe('budgets charged at intake', () => {
     const g = await ruleOf(p.id, rule.id);
     expect(BigInt(g.spentTotalWei)).toBe(actual);
     expect(BigInt(g.spentTodayWei)).toBe(actual);
-    const wallet = (await env.services.db.query<{ wei: string }>('SELECT spent_wei::text AS wei FROM sponsor_wallet_spend WHERE sponsor_id = $1 AND wallet = $2', [rule.id, u.wallet.address.toLowerCase()])).rows[0];
+    const wallet = (
+      await env.services.db.query<{ wei: string }>('SELECT spent_wei::text AS wei FROM sponsor_wallet_spend WHERE sponsor_id = $1 AND wallet = $2', [rule.id, u.wallet.address.toLowerCase()])
+    ).rows[0];
     expect(BigInt(wallet.wei)).toBe(actual);
   });
 
@@ -419,7 +444,7 @@ describe('caps in USD', () => {
     // Charged in USD at the feed's price: wei × 2000.
     expect(BigInt(c.usd)).toBe(BigInt(c.wei) * 2000n);
     // A cap four times this bundle's USD cost at $2 000.
-    const cap = (BigInt(c.usd) * 4n);
+    const cap = BigInt(c.usd) * 4n;
     const dollars = `${cap / 10n ** 18n}.${(cap % 10n ** 18n).toString().padStart(18, '0')}`;
     await update(p.id, rule.id, { txnCapUsd: dollars, dailyCapUsd: '1000' });
     await setUsd(20_000);
@@ -494,7 +519,11 @@ describe('console: the approval webhook of a rule', () => {
   it('sets and changes the URL and token; the token is never returned in clear, and the webhook receives it', async () => {
     const call = consoleClient(env.app);
     const p = await newProject();
-    const add = await call('AddGasSponsor', { projectId: p.id, chainID: env.chain.chainConfig.name, kind: 'CONTRACT', address: env.token, webhookUrl: `${approver.url}/a`, webhookAuthToken: 's3cret-token' }, bearer(env.adminToken));
+    const add = await call(
+      'AddGasSponsor',
+      { projectId: p.id, chainID: env.chain.chainConfig.name, kind: 'CONTRACT', address: env.token, webhookUrl: `${approver.url}/a`, webhookAuthToken: 's3cret-token' },
+      bearer(env.adminToken),
+    );
     expect(add.status, JSON.stringify(add.body)).toBe(200);
     expect(add.body.gasSponsor).toMatchObject({ webhookUrl: `${approver.url}/a`, webhookAuthTokenSet: true });
     const id = add.body.gasSponsor.id;

@@ -2,7 +2,7 @@
 // conditions hold, then is admitted as if sent at that moment — or is dropped. Judged by the chain (the
 // recipients' balances, the senders' nonces, the payment address) and the stored rows and events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, parseEther, zeroAddress, type Address, } from 'viem';
+import { encodeFunctionData, parseEther, zeroAddress, type Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { proto } from '@0xsequence/relayer';
 import { ANVIL_DEPLOYER_KEY } from '../src/devchain/index.ts';
@@ -202,7 +202,11 @@ describe('preconditions that come true later', () => {
     const rule = await sponsor(env, 'WALLET', u.wallet.address);
     // Covered only by the WALLET rule: an approval on a token no CONTRACT rule covers.
     const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [tokenCall(other, 'approve', PAYEE, 7n)], deployed: false });
-    const r = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 5n)] }, key(env));
+    const r = await env.call(
+      'SendMetaTxn',
+      { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 5n)] },
+      key(env),
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const removed = await env.call('RemoveGasSponsor', { projectId: env.project.id, id: rule.id }, { authorization: `Bearer ${env.adminToken}` });
     expect(removed.status).toBe(200);
@@ -249,7 +253,11 @@ describe('preconditions that come true later', () => {
     const sendWaiting = async () => {
       const u = user();
       const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [tokenCall(env.token, 'approve', PAYEE, 1n)], deployed: false });
-      const r = await env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 10n ** 30n)] }, key(env));
+      const r = await env.call(
+        'SendMetaTxn',
+        { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 10n ** 30n)] },
+        key(env),
+      );
       return { r, id: b.id };
     };
     for (let n = await waiting(); n < 6; n++) expect((await sendWaiting()).r.status).toBe(200);
@@ -303,7 +311,8 @@ describe('the precondition pool under abuse (issue 29): real fees, and shares pe
     const u = user();
     const txs = [tokenCall(other, 'approve', DEPLOYER, 1n), ...(fee === null ? [] : [tokenCall(env.token, 'transfer', PAYEE, fee)])];
     const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs, deployed: false });
-    const send = () => env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 10n ** 30n)] }, headers);
+    const send = () =>
+      env.call('SendMetaTxn', { call: { walletAddress: u.wallet.address, contract: b.entrypoint, input: b.input }, preconditions: [erc20Balance(env, u.wallet.address, other, 10n ** 30n)] }, headers);
     return { u, b, send };
   };
 
@@ -335,7 +344,10 @@ describe('the precondition pool under abuse (issue 29): real fees, and shares pe
 
   it('keeps keyless callers to their share of the pool, and each project to its own: a full share leaves the others room', async () => {
     const waitingOf = async (projectId: number | null) =>
-      Number((await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE status = 'PENDING_PRECONDITION' AND project_id IS NOT DISTINCT FROM $1::bigint`, [projectId])).rows[0].n);
+      Number(
+        (await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM meta_txns WHERE status = 'PENDING_PRECONDITION' AND project_id IS NOT DISTINCT FROM $1::bigint`, [projectId]))
+          .rows[0].n,
+      );
     // The keyless share is 20 % of 10: 2 (one is held by the test above).
     for (let n = await waitingOf(null); n < 2; n++) {
       const k = await waiter(FEE);
@@ -399,7 +411,12 @@ describe('every precondition type, read with one Multicall3 call on a real chain
     const reads = conditions.map(readsOf);
     const results = await multicall(env.services.chains.get(env.chainId)!, reads.flat());
     let k = 0;
-    return conditions.map((p, i) => holds(p, reads[i].map(() => results[k++])));
+    return conditions.map((p, i) =>
+      holds(
+        p,
+        reads[i].map(() => results[k++]),
+      ),
+    );
   }
 
   it('judges native, ERC20, ERC721 and ERC1155 balances, ownership and approvals before and after they change', async () => {

@@ -92,7 +92,13 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-type Option = { token: { symbol: string; contractAddress: string | null }; to: string; value: string; gasLimit: number; price: { ok: true; nativePrice: string; source: string; address: string | null; block: string | null; skipped: string[] } };
+type Option = {
+  token: { symbol: string; contractAddress: string | null };
+  to: string;
+  value: string;
+  gasLimit: number;
+  price: { ok: true; nativePrice: string; source: string; address: string | null; block: string | null; skipped: string[] };
+};
 type Options = { options: Option[]; sponsored: boolean; quote: string; unpriced: { token: { symbol: string }; reason: string }[] };
 
 function user() {
@@ -125,8 +131,7 @@ async function metric(name: string, labels: Record<string, string>): Promise<num
 }
 
 describe('price configuration', () => {
-  const relayerWith = (relayer: object) => () =>
-    parseConfig({ chains: [{ chainId: 1, name: 'one', rpcUrls: ['http://127.0.0.1:1'], relayer: { senderKeys: ['0x' + '11'.repeat(32)], ...relayer } }] });
+  const relayerWith = (relayer: object) => () => parseConfig({ chains: [{ chainId: 1, name: 'one', rpcUrls: ['http://127.0.0.1:1'], relayer: { senderKeys: ['0x' + '11'.repeat(32)], ...relayer } }] });
   const token = { address: '0x' + '22'.repeat(20), name: 'T', symbol: 'T', decimals: 6 };
   const feed = '0x' + '33'.repeat(20);
 
@@ -301,8 +306,7 @@ describe('live fee prices', () => {
     const aggregatorCode = await pub().getCode({ address: rFeed });
     await rpcCall(chain.anvil.rpcUrl, 'anvil_setCode', [rFeed, await pub().getCode({ address: roundFeed })]);
     const now = (await env.public.getBlock({ blockTag: 'latest' })).timestamp;
-    const setRound = (answeredInRound: bigint) =>
-      adminSend(rFeed, encodeFunctionData({ abi: testRoundFeedAbi, functionName: 'set', args: [102n, usd(1), now, answeredInRound] }));
+    const setRound = (answeredInRound: bigint) => adminSend(rFeed, encodeFunctionData({ abi: testRoundFeedAbi, functionName: 'set', args: [102n, usd(1), now, answeredInRound] }));
     await setRound(101n);
     const carried = await feeOptions(u, []);
     expect(bySymbol(carried).RUSD).toBeUndefined();
@@ -353,7 +357,9 @@ describe('live fee prices', () => {
     const held = await feeOptions(u, []);
     const h = bySymbol(held).PUSD;
     expect(Math.abs(Number(h.price.nativePrice) / (4 * p0) - 1)).toBeLessThan(0.001);
-    const [n, d] = JSON.parse(Buffer.from(held.quote.split('.')[0], 'base64url').toString()).p[P.toLowerCase()].split('/').map(BigInt);
+    const [n, d] = JSON.parse(Buffer.from(held.quote.split('.')[0], 'base64url').toString())
+      .p[P.toLowerCase()].split('/')
+      .map(BigInt);
     expect(BigInt(h.value)).toBe(ceilDiv(BigInt(bySymbol(held).ETH.value) * 10n ** 6n * d, n * 10n ** 18n));
     await refreshFeeds();
     expect(bySymbol(await feeOptions(u, [])).PUSD.price.source).toBe('chainlink');

@@ -67,10 +67,7 @@ describe('probe batching with nonce overrides', () => {
     const second = await bundle(u, 8n, 1n);
     const r = relayer();
     const w = u.wallet.address;
-    const [a, b] = await Promise.all([
-      r.simulate(r.senders[0], w, first.input),
-      r.simulate(r.senders[0], w, second.input, [{ wallet: w, space: 8n, nonce: 1n }]),
-    ]);
+    const [a, b] = await Promise.all([r.simulate(r.senders[0], w, first.input), r.simulate(r.senders[0], w, second.input, [{ wallet: w, space: 8n, nonce: 1n }])]);
     expect([a.ok, a.reason, b.ok]).toEqual([true, undefined, true]);
   });
 

@@ -30,14 +30,32 @@ const STRANGER: Address = '0x0000000000000000000000000000000000005747';
  * calldata starts with 0xee: what it returns shows it ran by delegatecall in the wallet's context.
  */
 const IMPL_CODE: Hex = `0x${[
-  '30', '6000', '52', // mstore(0, address())
-  '33', '6020', '52', // mstore(32, caller())
-  '36', '6000', '6040', '37', // calldatacopy(64, 0, calldatasize())
-  '36', '6040', '01', // 64 + calldatasize()
-  '6000', '35', '60f8', '1c', '60ee', '14', // calldataload(0) >> 248 == 0xee
-  '6021', '57', // jumpi(0x21)
-  '6000', 'f3', // return(0, 64 + calldatasize())
-  '5b', '6000', 'fd', // 0x21: revert(0, 64 + calldatasize())
+  '30',
+  '6000',
+  '52', // mstore(0, address())
+  '33',
+  '6020',
+  '52', // mstore(32, caller())
+  '36',
+  '6000',
+  '6040',
+  '37', // calldatacopy(64, 0, calldatasize())
+  '36',
+  '6040',
+  '01', // 64 + calldatasize()
+  '6000',
+  '35',
+  '60f8',
+  '1c',
+  '60ee',
+  '14', // calldataload(0) >> 248 == 0xee
+  '6021',
+  '57', // jumpi(0x21)
+  '6000',
+  'f3', // return(0, 64 + calldatasize())
+  '5b',
+  '6000',
+  'fd', // 0x21: revert(0, 64 + calldatasize())
 ].join('')}`;
 
 const readNonce = parseAbi(['function readNonce(uint256 space) view returns (uint256)']);
@@ -57,7 +75,7 @@ async function outcome(from: Address, to: Address, data: Hex, override: object):
     return { ok: true, data: await rpcCall<Hex>(anvil.rpcUrl, 'eth_call', [{ from, to, data, gas: '0x1000000' }, 'latest', override]) };
   } catch (err) {
     if (!(err instanceof RpcError)) throw err;
-    return { ok: false, data: (typeof err.data === 'string' ? err.data : (err.data as { data?: Hex })?.data ?? '0x') as Hex };
+    return { ok: false, data: (typeof err.data === 'string' ? err.data : ((err.data as { data?: Hex })?.data ?? '0x')) as Hex };
   }
 }
 
@@ -89,7 +107,17 @@ describe('the probe-aware proxy', () => {
   });
 
   it('answers every call as the wallet proxy does: same return data, same revert, the implementation run in the wallet', async () => {
-    const inputs: Hex[] = ['0x', '0x12', nonceCall(5n), nonceCall(SLOT_MAGIC_SPACE), `${nonceCall(SLOT_MAGIC_SPACE)}00`, `0x${'ab'.repeat(300)}`, '0xee', `0xee${'01'.repeat(40)}`, `0xee${nonceCall(1n).slice(4)}`];
+    const inputs: Hex[] = [
+      '0x',
+      '0x12',
+      nonceCall(5n),
+      nonceCall(SLOT_MAGIC_SPACE),
+      `${nonceCall(SLOT_MAGIC_SPACE)}00`,
+      `0x${'ab'.repeat(300)}`,
+      '0xee',
+      `0xee${'01'.repeat(40)}`,
+      `0xee${nonceCall(1n).slice(4)}`,
+    ];
     for (const from of [STRANGER, WALLET, IMPL]) {
       for (const data of inputs) {
         const original = await outcome(from, WALLET, data, state(WALLET_PROXY_CODE));

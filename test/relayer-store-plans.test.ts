@@ -80,7 +80,7 @@ describe(`intake queue shares per address and per key (${TEST_DB})`, () => {
     return queueRow(metaTxnRepo(t.db), 8, { id: `share${n}`, wallet: `0x${n.toString(16).padStart(40, '0')}` as Address, nonce: 0n, ...who }, SHARES);
   };
 
-  it('bounds a keyed caller by its key\'s share, not by its address\'s; keyless callers of an address share its', async () => {
+  it("bounds a keyed caller by its key's share, not by its address's; keyless callers of an address share its", async () => {
     for (let i = 0; i < 5; i++) await put({ keyId: 7, clientIp: BACKEND });
     await expect(put({ keyId: 7, clientIp: BACKEND })).rejects.toThrow(/this access key already has 5 meta-transactions queued/);
     // Another key of the same backend address has its own share.

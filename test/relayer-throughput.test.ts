@@ -40,7 +40,12 @@ async function calls(): Promise<Record<string, number>> {
   for (const v of (await env.services.metrics.chainRpcCalls.get()).values) out[String(v.labels.method)] = (out[String(v.labels.method)] ?? 0) + v.value;
   return out;
 }
-const diff = (a: Record<string, number>, b: Record<string, number>) => Object.fromEntries(Object.keys(b).map((k) => [k, b[k] - (a[k] ?? 0)]).filter(([, v]) => v !== 0));
+const diff = (a: Record<string, number>, b: Record<string, number>) =>
+  Object.fromEntries(
+    Object.keys(b)
+      .map((k) => [k, b[k] - (a[k] ?? 0)])
+      .filter(([, v]) => v !== 0),
+  );
 
 async function final(id: string) {
   for (let i = 0; i < 300; i++) {
@@ -125,7 +130,14 @@ describe('gas from the probe instead of eth_estimateGas', () => {
     }
     // A transaction with its own gasLimit makes the wallet demand that much gas left, far above what it
     // burns: the trial run fails, and the node's estimate is used instead.
-    const own = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(newSigner().address, 1n, { gasLimit: 600_000n })], nonce: { space: 9n, n: 0n }, deployed: true });
+    const own = await signedBundle({
+      signerKey: u.key,
+      wallet: u.wallet,
+      chainId: env.chainId,
+      txs: [transfer(newSigner().address, 1n, { gasLimit: 600_000n })],
+      nonce: { space: 9n, n: 0n },
+      deployed: true,
+    });
     const sim = await r.probe({ sender: r.senders[0], entrypoint: own.entrypoint, input: own.input, nonces: [], gasCap: 3_000_000n });
     expect(sim.ok).toBe(true);
     expect(sim.trial).toBe('failed');
@@ -141,10 +153,14 @@ describe('intake node calls', () => {
   it('accepts bundles of deployed wallets with no eth_estimateGas, no per-wallet code or storage reads and shared eth_calls, and relays them all', async () => {
     const users = await Promise.all(Array.from({ length: 6 }, () => deployedUser(100n)));
     const bundles = await Promise.all(
-      users.flatMap((u) => [1n, 2n].map((space) => signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(newSigner().address, 1n)], nonce: { space, n: 0n }, deployed: true }))),
+      users.flatMap((u) =>
+        [1n, 2n].map((space) => signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [transfer(newSigner().address, 1n)], nonce: { space, n: 0n }, deployed: true })),
+      ),
     );
     const before = await calls();
-    const answers = await Promise.all(bundles.map((b, i) => env.call('SendMetaTxn', { call: { walletAddress: users[Math.floor(i / 2)].wallet.address, contract: b.entrypoint, input: b.input } }, headers())));
+    const answers = await Promise.all(
+      bundles.map((b, i) => env.call('SendMetaTxn', { call: { walletAddress: users[Math.floor(i / 2)].wallet.address, contract: b.entrypoint, input: b.input } }, headers())),
+    );
     for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(200);
     for (const b of bundles) expect((await final(b.id.slice(2))).status).toBe('SUCCEEDED');
     const used = diff(before, await calls());
@@ -189,7 +205,10 @@ describe('intake node calls, one send at a time', () => {
         const used = diff(before, await calls());
         expect(answer.status, JSON.stringify(answer.body)).toBe(200);
         expect({ space, eth_call: used.eth_call }).toEqual({ space, eth_call: 1 });
-        expect(Object.keys(used).filter((m) => !['eth_call', 'eth_gasPrice'].includes(m)), JSON.stringify(used)).toEqual([]);
+        expect(
+          Object.keys(used).filter((m) => !['eth_call', 'eth_gasPrice'].includes(m)),
+          JSON.stringify(used),
+        ).toEqual([]);
         // The slot the simulation read is remembered for the block.
         expect(r.wallets.slotUnknown(w)).toBe(false);
         sent.push(b.id);

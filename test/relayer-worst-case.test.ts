@@ -321,9 +321,7 @@ describe('reconciled after inclusion', () => {
     const row = await stored(id);
     expect(BigInt(row.shortfall_wei)).toBeGreaterThan(0n);
     const bars = await env.services.bars.list();
-    expect(bars.map((x) => `${x.kind}:${x.value}`).sort()).toEqual(
-      [`contract:${griefer.toLowerCase()}`, 'ip:198.51.100.7', 'key:4242', `wallet:${u.wallet.address.toLowerCase()}`].sort(),
-    );
+    expect(bars.map((x) => `${x.kind}:${x.value}`).sort()).toEqual([`contract:${griefer.toLowerCase()}`, 'ip:198.51.100.7', 'key:4242', `wallet:${u.wallet.address.toLowerCase()}`].sort());
     // Another wallet's fee-paid bundle that calls the burner is not relayed on the relayer's credit any more.
     const v = user();
     await mint(v.wallet.address, 10n ** 12n);

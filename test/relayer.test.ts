@@ -240,7 +240,9 @@ describe('relayer: nonces and parallelism', () => {
     expect((await send(n0, u.wallet.address)).status).toBe(200);
     const [r0, r1] = await Promise.all([receipt(n0.id), receipt(n1.id)]);
     expect([r0.status, r1.status]).toEqual(['SUCCEEDED', 'SUCCEEDED']);
-    expect(Number(r0.blockNumber) < Number(r1.blockNumber) || (r0.blockNumber === r1.blockNumber && JSON.parse(r0.txnReceipt).transactionIndex < JSON.parse(r1.txnReceipt).transactionIndex)).toBe(true);
+    expect(Number(r0.blockNumber) < Number(r1.blockNumber) || (r0.blockNumber === r1.blockNumber && JSON.parse(r0.txnReceipt).transactionIndex < JSON.parse(r1.txnReceipt).transactionIndex)).toBe(
+      true,
+    );
     const after = await env.call('GetMetaTxnNonce', { walletContractAddress: u.wallet.address, space: '42' });
     expect(BigInt(after.body.nonce)).toBe((space << 96n) | 2n);
   });
@@ -287,8 +289,6 @@ describe('relayer: results', () => {
     expect(r.body.results[0].gasUsed).toBeGreaterThan(0);
   });
 });
-
-
 
 describe('relayer: sponsorship rules, each with its negative', () => {
   let headers: Record<string, string>;
@@ -379,7 +379,7 @@ describe('relayer: the probe', () => {
 });
 
 describe('relayer: per-project listings', () => {
-  it('lists the project\'s meta-transactions to its own key only', async () => {
+  it("lists the project's meta-transactions to its own key only", async () => {
     const mine = await env.call('GetMetaTransactions', { projectId: env.project.id, page: { pageSize: 100 } }, key());
     expect(mine.status, JSON.stringify(mine.body)).toBe(200);
     expect(mine.body.transactions.length).toBeGreaterThan(0);

@@ -229,11 +229,15 @@ describe('RPC GetTokenMetadata of a token still resolving', () => {
 describe.each(RPC_TRANSPORTS)('RPC GetTokenMetadataBatch (%s)', (transport, app) => {
   it('answers a repeat from the cache, and shows a re-resolved token of either contract at once', async () => {
     const key = await newKey();
-    const batch = (k: string) =>
-      rpc(app(), '/rpc/Metadata/GetTokenMetadataBatch', { chainID: 'anvil', contractTokenMap: { [tt]: ['2'], [other]: ['1'] } }, { 'x-access-key': k });
+    const batch = (k: string) => rpc(app(), '/rpc/Metadata/GetTokenMetadataBatch', { chainID: 'anvil', contractTokenMap: { [tt]: ['2'], [other]: ['1'] } }, { 'x-access-key': k });
     const nameOf = (body: { contractTokenMetadata: Record<string, WireToken[]> }) =>
-      Object.values(body.contractTokenMetadata).flatMap((l) => l.map((x) => x.name)).sort();
-    await eventually(() => batch(key), (r) => expect(nameOf(r.body)[1]).toEqual('token 2'));
+      Object.values(body.contractTokenMetadata)
+        .flatMap((l) => l.map((x) => x.name))
+        .sort();
+    await eventually(
+      () => batch(key),
+      (r) => expect(nameOf(r.body)[1]).toEqual('token 2'),
+    );
     const first = await batch(key);
     const again = await served(t.services, () => batch(key));
     expect(again.value.body).toEqual(first.body);
@@ -372,7 +376,7 @@ describe('REST repeats answered before routing', () => {
     }
   });
 
-  it('counts each answer in /metrics under the route, and spends the key\'s rate limit like any request', async () => {
+  it("counts each answer in /metrics under the route, and spends the key's rate limit like any request", async () => {
     const url = `/tokens/anvil/${tt}/6`;
     const count = async () => (await t.services.metrics.httpRequests.get()).values.find((v) => v.labels.route === '/tokens/:network/:contract/*' && v.labels.status === '200')?.value ?? 0;
     const project = await t.services.projects.create('rc-early-limit');
@@ -417,12 +421,16 @@ describe('RPC repeats answered before routing', () => {
     const body = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['2', '5'] });
     const inPieces = () =>
       new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = request(`${base}/rpc/Metadata/GetTokenMetadata`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-access-key': key } }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (c) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode!, text }));
-        });
+        const req = request(
+          `${base}/rpc/Metadata/GetTokenMetadata`,
+          { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-access-key': key } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          },
+        );
         req.on('error', reject);
         req.write(body.slice(0, 10));
         setTimeout(() => req.end(body.slice(10)), 50);

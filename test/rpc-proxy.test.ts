@@ -1,31 +1,13 @@
 // The fault harness pieces themselves, against a real anvil: each rpc-proxy fault does what it is named,
 // and the anvil-control helpers (restart included) steer the node as documented.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createPublicClient,
-  createWalletClient,
-  http,
-  keccak256,
-  parseEther,
-  TimeoutError,
-  type Hex,
-} from 'viem';
+import { createPublicClient, createWalletClient, http, keccak256, parseEther, TimeoutError, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { devChainDefinition } from '../src/devchain/clients.ts';
 import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
 import { rpcCall, RpcError } from '../src/devchain/rpc.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
-import {
-  dropTransaction,
-  mine,
-  restartAnvil,
-  revert,
-  setAutomine,
-  setNextBaseFee,
-  snapshot,
-  txpoolContent,
-  txpoolHashes,
-} from './support/anvil-control.ts';
+import { dropTransaction, mine, restartAnvil, revert, setAutomine, setNextBaseFee, snapshot, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 
 // Init code deploying runtime 0x602a60005260206000f3 (returns 42 for any call).
 const RUNTIME: Hex = '0x602a60005260206000f3';
@@ -195,9 +177,7 @@ describe('rpc-proxy', () => {
       { jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [addr, '0x99'] },
       { jsonrpc: '2.0', id: 2, method: 'eth_chainId', params: [] },
     ];
-    await expect(
-      fetch(proxy.url, { method: 'POST', body: JSON.stringify(batch), signal: AbortSignal.timeout(400) }),
-    ).rejects.toThrow(/abort|timeout/i);
+    await expect(fetch(proxy.url, { method: 'POST', body: JSON.stringify(batch), signal: AbortSignal.timeout(400) })).rejects.toThrow(/abort|timeout/i);
     expect(await rpcCall<string>(anvil.rpcUrl, 'eth_getBalance', [addr, 'latest'])).toBe('0x99');
   });
 

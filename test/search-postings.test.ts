@@ -23,7 +23,7 @@ const CONTRACT = '0x00000000000000000000000000000000000c0de1';
 const silent = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} } as unknown as Logger;
 
 const rand = mulberry32(77);
-const pick = <T,>(xs: T[]) => xs[Math.floor(rand() ** 1.6 * xs.length)]!;
+const pick = <T>(xs: T[]) => xs[Math.floor(rand() ** 1.6 * xs.length)]!;
 const SPECIES = ['Dragon', 'Phoenix', 'Griffin', 'Kraken', 'Unicorn', 'Basilisk'];
 const PLACES = ['northern mountains', 'deep sea', 'desert', 'frozen tundra'];
 /** Ids of every length up to 78 digits: token order is by length, then text. */
@@ -105,7 +105,11 @@ async function allPages(f: TokenFinder, filter: TokenFilter, pageSize: number, b
 
 /** Page size, paging by cursor (else by page number), ids only (else whole rows). */
 type Paging = readonly [number, boolean, boolean];
-const EVERY_PAGING: Paging[] = [[1000, false, false], [37, true, true], [100, false, true]];
+const EVERY_PAGING: Paging[] = [
+  [1000, false, false],
+  [37, true, true],
+  [100, false, true],
+];
 const ONE_PAGE: Paging[] = [[1000, false, true]];
 
 async function expectSameAsSql(f: TokenFinder, filters = FILTERS, pagings = EVERY_PAGING): Promise<void> {
@@ -124,7 +128,11 @@ async function save(ids: number[], version: number): Promise<void> {
 
 beforeAll(async () => {
   t = await createTestDb();
-  for (let start = 1; start <= 400; start += 100) await save(Array.from({ length: 100 }, (_, k) => start + k), 0);
+  for (let start = 1; start <= 400; start += 100)
+    await save(
+      Array.from({ length: 100 }, (_, k) => start + k),
+      0,
+    );
   // Planner statistics, as autovacuum would have gathered them on PostgreSQL (PGlite runs no
   // autovacuum): without them the SQL search with text takes seconds a page on PGlite.
   await t.db.query('ANALYZE');

@@ -30,10 +30,12 @@ afterAll(async () => {
 const setBalance = (address: Address, wei: bigint) => rpcCall(env.rpcUrl, 'anvil_setBalance', [address, `0x${wei.toString(16)}`]);
 const balance = (address: Address) => env.public.getBalance({ address });
 const refillRows = async (sender: Address) =>
-  (await env.services.db.query<{ status: string; hash: string; amount_wei: string; error: string | null }>(
-    'SELECT status, hash, amount_wei::text AS amount_wei, error FROM sender_refills WHERE chain_id = $1 AND sender = $2 ORDER BY id',
-    [env.chainId, sender.toLowerCase()],
-  )).rows;
+  (
+    await env.services.db.query<{ status: string; hash: string; amount_wei: string; error: string | null }>(
+      'SELECT status, hash, amount_wei::text AS amount_wei, error FROM sender_refills WHERE chain_id = $1 AND sender = $2 ORDER BY id',
+      [env.chainId, sender.toLowerCase()],
+    )
+  ).rows;
 
 /** Lets the dispatcher sweep a few more times (a sweep runs per block, and at least every 3 s). */
 async function sweeps(n: number) {
@@ -68,7 +70,10 @@ describe('sender refill from a treasury', () => {
     expect(await refillRows(senders[1])).toEqual([]);
 
     const status = await env.call('RuntimeStatus', {});
-    expect(status.body.status.refills).toMatchObject({ treasury: TREASURY, recent: [{ sender: sender.toLowerCase(), amountWei: parseEther('1.5').toString(), txnHash: rows[0].hash, status: 'MINED' }] });
+    expect(status.body.status.refills).toMatchObject({
+      treasury: TREASURY,
+      recent: [{ sender: sender.toLowerCase(), amountWei: parseEther('1.5').toString(), txnHash: rows[0].hash, status: 'MINED' }],
+    });
     expect(status.body.status.senders[0]).toMatchObject({ belowFloor: false, enabled: true });
     const m = await env.services.metrics.registry.metrics();
     expect(m).toContain(`metarelay_relayer_sender_refills_total{chain="${env.chainId}",outcome="sent"} 1`);

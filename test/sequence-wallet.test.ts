@@ -1,18 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type BaseError,
-  decodeErrorResult,
-  decodeFunctionData,
-  encodeFunctionData,
-  getAddress,
-  parseAbi,
-  parseEventLogs,
-  type Address,
-  type Hex,
-  type TransactionReceipt,
-} from 'viem';
+import { type BaseError, decodeErrorResult, decodeFunctionData, encodeFunctionData, getAddress, parseAbi, parseEventLogs, type Address, type Hex, type TransactionReceipt } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
   ANVIL_DEPLOYER_KEY,
@@ -25,15 +14,7 @@ import {
   type AnvilHandle,
   type DeployedSequenceV2Context,
 } from '../src/devchain/index.ts';
-import {
-  newSigner,
-  officialWallet,
-  sequenceFactoryAbi,
-  sequenceWalletAbi,
-  signedBundle,
-  walletFor,
-  type SignedBundle,
-} from './support/sequence-wallet.ts';
+import { newSigner, officialWallet, sequenceFactoryAbi, sequenceWalletAbi, signedBundle, walletFor, type SignedBundle } from './support/sequence-wallet.ts';
 
 // anvil's second default account: relays for LocalRelayer, so raw sends from account 0 never share its nonces.
 const LOCAL_RELAYER_KEY: Hex = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
@@ -77,8 +58,7 @@ function decodeExecute(data: Hex) {
   return { txs, nonce, signature };
 }
 
-const readNonce = (wallet: Address, space: bigint) =>
-  pub.readContract({ address: wallet, abi: sequenceWalletAbi, functionName: 'readNonce', args: [space] });
+const readNonce = (wallet: Address, space: bigint) => pub.readContract({ address: wallet, abi: sequenceWalletAbi, functionName: 'readNonce', args: [space] });
 
 async function revertError(bundle: SignedBundle): Promise<{ errorName: string; args: readonly unknown[] | undefined }> {
   try {
@@ -331,9 +311,7 @@ describe('official Wallet with RpcRelayer', () => {
       const quoted = decodeExecute(feeOptions.data);
       expect(quoted.nonce).toBe(0n);
       expect(quoted.signature).toBe('0x');
-      expect(quoted.txs).toEqual([
-        { delegateCall: false, revertOnError: true, gasLimit: 0n, target: getAddress(txs[0]!.to), value: 5n, data: '0x' },
-      ]);
+      expect(quoted.txs).toEqual([{ delegateCall: false, revertOnError: true, gasLimit: 0n, target: getAddress(txs[0]!.to), value: 5n, data: '0x' }]);
 
       relayer.calls.length = 0;
       const sent = await w.sendTransaction(txs, { quote: fees.quote, fee: fees.options[0] });
@@ -347,10 +325,7 @@ describe('official Wallet with RpcRelayer', () => {
       const guest = decodeExecute(send.call.input);
       expect(guest.txs).toHaveLength(2);
       const [deploy, execute] = guest.txs;
-      expect(decodeFunctionData({ abi: sequenceFactoryAbi, data: deploy!.data }).args).toEqual([
-        SEQUENCE_V2_CONTEXT.mainModule,
-        w.imageHash,
-      ]);
+      expect(decodeFunctionData({ abi: sequenceFactoryAbi, data: deploy!.data }).args).toEqual([SEQUENCE_V2_CONTEXT.mainModule, w.imageHash]);
       expect(deploy!.gasLimit).toBe(100_000n);
       expect(execute!.target).toBe(w.address);
       // The fee payment rides at the end of the wallet's own bundle.

@@ -29,9 +29,7 @@ describe('readiness with chains', () => {
     try {
       const res = await t.app.inject({ method: 'GET', url: '/ready' });
       expect(res.statusCode).toBe(200);
-      expect(res.json().checks).toEqual(
-        expect.arrayContaining([expect.objectContaining({ name: 'chain:anvil', ok: true, detail: expect.stringMatching(/^block \d+$/) })]),
-      );
+      expect(res.json().checks).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'chain:anvil', ok: true, detail: expect.stringMatching(/^block \d+$/) })]));
       const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
       expect(metrics.body).toMatch(/metarelay_chain_rpc_calls_total\{chain="anvil",method="eth_blockNumber"\} [1-9]/);
     } finally {
@@ -41,7 +39,12 @@ describe('readiness with chains', () => {
 
   it('stays ready when a chain is down, reports its state (since when, cause), and answers 503 for that chain alone', async () => {
     const dead = `http://127.0.0.1:${await freePort()}`;
-    const t = await startTestService({ chains: [{ chainId: 1, name: 'mainnet', rpcUrls: [dead] }, { chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }] });
+    const t = await startTestService({
+      chains: [
+        { chainId: 1, name: 'mainnet', rpcUrls: [dead] },
+        { chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] },
+      ],
+    });
     try {
       // The database answers and the process can serve: one dead node does not take the instance out.
       const res = await t.app.inject({ method: 'GET', url: '/ready' });
@@ -116,7 +119,10 @@ describe(`metarelay serve (${TEST_DB})`, () => {
     const allExited = new Promise((r) => npm.stdout.on('close', r));
     try {
       const base = `http://127.0.0.1:${port}`;
-      await waitUntil(async () => (await fetch(`${base}/ready`).catch(() => undefined))?.status === 200, () => out);
+      await waitUntil(
+        async () => (await fetch(`${base}/ready`).catch(() => undefined))?.status === 200,
+        () => out,
+      );
       const res = await fetch(`${base}/rpc/Metadata/Ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(await res.json()).toEqual({ status: true });
       npm.kill('SIGTERM');

@@ -95,7 +95,12 @@ describe(`store (${TEST_DB})`, () => {
     const keys = accessKeyRepo(t.db);
     const a = await keys.create(p.id);
     const b = await keys.create(p.id);
-    await keys.recordUsage(new Map([[a.info.id, 5], [b.info.id, 2]]));
+    await keys.recordUsage(
+      new Map([
+        [a.info.id, 5],
+        [b.info.id, 2],
+      ]),
+    );
     await keys.recordUsage(new Map([[a.info.id, 1]]));
     const listed = await keys.list(p.id);
     expect(listed.map((k) => k.requestCount)).toEqual([6, 2]);

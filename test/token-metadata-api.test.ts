@@ -26,14 +26,9 @@ beforeAll(async () => {
   for (let k = 0; k < CONTRACTS; k++) for (const id of IDS) origin.setDocument(docPath(k, id), { name: `C${k} #${id}` });
   for (const id of ['1', '2', '3']) origin.setDocument(`/t/${id}`, { name: `token ${id}`, description: `the ${id}` });
 
-  const addresses = await chain.deploy([
-    { contract: 'TestTokenURI' },
-    ...Array.from({ length: CONTRACTS }, (_, k) => ({ contract: 'DevERC1155', args: [`${origin.url}/b${k}/{id}.json`] })),
-  ]);
+  const addresses = await chain.deploy([{ contract: 'TestTokenURI' }, ...Array.from({ length: CONTRACTS }, (_, k) => ({ contract: 'DevERC1155', args: [`${origin.url}/b${k}/{id}.json`] }))]);
   [tt, ...batch] = addresses;
-  await chain.send(
-    ['1', '2', '3'].map((id) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), `${origin.url}/t/${id}`] })),
-  );
+  await chain.send(['1', '2', '3'].map((id) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), `${origin.url}/t/${id}`] })));
   t = await startTestService({ chains: [chain.chainConfig], metadata: FETCH_CONFIG, media: MEDIA_OFF });
 });
 

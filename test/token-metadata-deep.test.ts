@@ -51,11 +51,13 @@ async function withService(fn: (t: TestService) => Promise<void>) {
 }
 
 const rowsOf = async (t: TestService) =>
-  (await t.testDb.db.query<{ token_id: string; name: string | null; failure_reason: string | null; fetched: boolean }>(
-    `SELECT token_id, metadata->>'name' AS name, failure_reason, last_fetched IS NOT NULL AS fetched
+  (
+    await t.testDb.db.query<{ token_id: string; name: string | null; failure_reason: string | null; fetched: boolean }>(
+      `SELECT token_id, metadata->>'name' AS name, failure_reason, last_fetched IS NOT NULL AS fetched
        FROM token_metadata WHERE contract_address = $1 ORDER BY token_id`,
-    [nft],
-  )).rows;
+      [nft],
+    )
+  ).rows;
 
 describe('a document nested 5 000 levels deep', () => {
   it('fails alone with TOO_DEEP: the normal token of its batch is served and stored, explain answers 200', () =>
@@ -96,7 +98,10 @@ describe('a document nested 5 000 levels deep', () => {
       const r = await resultOf(t, taskId);
       expect([r.tokens, r.failureReasons]).toEqual([{ '1': false, '2': true }, { '1': 'TOO_DEEP' }]);
       const items = await t.services.tasks.items(taskId);
-      expect(items.map((i) => [i.item, i.status])).toEqual([['1', 'FAILED'], ['2', 'DONE']]);
+      expect(items.map((i) => [i.item, i.status])).toEqual([
+        ['1', 'FAILED'],
+        ['2', 'DONE'],
+      ]);
     }));
 });
 

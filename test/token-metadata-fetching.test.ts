@@ -7,18 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { erc1155IdHex, rpcCall, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
 import type { AppConfigInput } from '../src/config/schema.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import {
-  eventually,
-  explain,
-  getRest,
-  getTokenMetadata,
-  secondProcess,
-  startRawServer,
-  startTokenChain,
-  type RawServer,
-  type TokenChain,
-  type WireToken,
-} from './support/token-chain.ts';
+import { eventually, explain, getRest, getTokenMetadata, secondProcess, startRawServer, startTokenChain, type RawServer, type TokenChain, type WireToken } from './support/token-chain.ts';
 
 let chain: TokenChain;
 let origin: OriginServer;
@@ -56,9 +45,7 @@ beforeAll(async () => {
     '31': `${origin.url}/quick/31`,
     '32': `${origin.url}/quick/32`,
   };
-  await chain.send(
-    Object.entries(uris).map(([id, uri]) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), uri] })),
-  );
+  await chain.send(Object.entries(uris).map(([id, uri]) => ({ address: tt, contract: 'TestTokenURI', functionName: 'setTokenURI', args: [BigInt(id), uri] })));
 });
 
 afterAll(async () => {
@@ -151,10 +138,7 @@ describe('partial answers', () => {
 
   const storedIds = async () =>
     (
-      await t.testDb.db.query<{ token_id: string }>(
-        `SELECT token_id::text AS token_id FROM token_metadata WHERE contract_address = $1 AND metadata IS NOT NULL ORDER BY token_id`,
-        [tt.toLowerCase()],
-      )
+      await t.testDb.db.query<{ token_id: string }>(`SELECT token_id::text AS token_id FROM token_metadata WHERE contract_address = $1 AND metadata IS NOT NULL ORDER BY token_id`, [tt.toLowerCase()])
     ).rows.map((r) => r.token_id);
 
   it('answers the tokens that resolve inside the wait AVAILABLE beside one whose origin hangs, and stores them at once', async () => {
@@ -192,11 +176,7 @@ describe('single flight and the store', () => {
   it('fetches a token asked by 20 concurrent requests exactly once, and serves later rounds without fetching', async () => {
     const round = (api: { app: TestService['app']; accessKey: string }) =>
       Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          i % 2 === 0
-            ? getTokenMetadata(api, tt, ['10']).then((r) => r[0])
-            : getRest(api, `/tokens/anvil/${tt}/10`).then((r) => (r.body as WireToken[])[0]),
-        ),
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? getTokenMetadata(api, tt, ['10']).then((r) => r[0]) : getRest(api, `/tokens/anvil/${tt}/10`).then((r) => (r.body as WireToken[])[0]))),
       );
     const first = await round(t);
     for (const x of first) expect([x.status, x.name]).toEqual(['AVAILABLE', 'single flight']);

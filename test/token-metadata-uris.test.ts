@@ -6,17 +6,7 @@ import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { erc1155IdHex, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import {
-  b64,
-  explain,
-  getRest,
-  getTokenMetadata,
-  secondProcess,
-  startRawServer,
-  startTokenChain,
-  type RawServer,
-  type TokenChain,
-} from './support/token-chain.ts';
+import { b64, explain, getRest, getTokenMetadata, secondProcess, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
 
 const CID0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG';
 const CID1 = 'bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi';
@@ -74,9 +64,7 @@ beforeAll(async () => {
     }
   });
 
-  const svg =
-    '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)" viewBox="0 0 10 10">' +
-    '<script>alert(document.cookie)</script><rect width="10" height="10" fill="red"/></svg>';
+  const svg = '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)" viewBox="0 0 10 10">' + '<script>alert(document.cookie)</script><rect width="10" height="10" fill="red"/></svg>';
   FORMS = [
     { id: '1', uri: `${origin.url}/t/1`, name: 'http origin' },
     { id: '2', uri: `ipfs://${CID0}/meta/2.json`, name: 'ipfs path' },
@@ -114,12 +102,7 @@ beforeAll(async () => {
     '52': `${origin.url}/html`,
     [MAX_ID.toString()]: `data:application/json;base64,${b64(JSON.stringify({ name: 'the last token' }))}`,
   };
-  [uris, c1155Path, c1155File, c1155Dec] = await chain.deploy([
-    { contract: 'TestTokenURI' },
-    { contract: 'TestURI1155' },
-    { contract: 'TestURI1155' },
-    { contract: 'TestURI1155' },
-  ]);
+  [uris, c1155Path, c1155File, c1155Dec] = await chain.deploy([{ contract: 'TestTokenURI' }, { contract: 'TestURI1155' }, { contract: 'TestURI1155' }, { contract: 'TestURI1155' }]);
   await chain.send([
     ...[...FORMS.map((f) => [f.id, f.uri] as const), ...Object.entries(others)].map(([id, uri]) => ({
       address: uris,
@@ -147,7 +130,11 @@ afterAll(async () => {
 
 describe('URI forms on chain', () => {
   it('resolves http, ipfs (three spellings), a public gateway URL, ar://, data: (three encodings) and raw JSON', async () => {
-    const tokens = await getTokenMetadata(t, uris, FORMS.map((f) => f.id));
+    const tokens = await getTokenMetadata(
+      t,
+      uris,
+      FORMS.map((f) => f.id),
+    );
     expect(tokens.map((x) => [x.tokenId, x.status, x.name])).toEqual(FORMS.map((f) => [f.id, 'AVAILABLE', f.name]));
     for (const x of tokens) {
       expect(x.failureReason).toBeUndefined();

@@ -31,9 +31,29 @@ function weighted<T>(items: Array<[T, number]>): T {
 }
 
 const N = 300;
-const SPECIES: Array<[string, number]> = [['Dragon', 30], ['Phoenix', 20], ['Griffin', 20], ['Kraken', 15], ['Unicorn', 10], ['Basilisk', 5]];
-const BACKGROUNDS: Array<[string, number]> = [['Blue', 40], ['Green', 25], ['Red', 15], ['Purple', 10], ['Gold', 7], ['Cosmic', 3]];
-const EYES: Array<[string, number]> = [['Normal', 50], ['Sleepy', 20], ['Laser', 10], ['Closed', 10], ['Diamond', 3]];
+const SPECIES: Array<[string, number]> = [
+  ['Dragon', 30],
+  ['Phoenix', 20],
+  ['Griffin', 20],
+  ['Kraken', 15],
+  ['Unicorn', 10],
+  ['Basilisk', 5],
+];
+const BACKGROUNDS: Array<[string, number]> = [
+  ['Blue', 40],
+  ['Green', 25],
+  ['Red', 15],
+  ['Purple', 10],
+  ['Gold', 7],
+  ['Cosmic', 3],
+];
+const EYES: Array<[string, number]> = [
+  ['Normal', 50],
+  ['Sleepy', 20],
+  ['Laser', 10],
+  ['Closed', 10],
+  ['Diamond', 3],
+];
 const ACCESSORIES = ['Hat', 'Scarf', 'Crown', 'Monocle', 'Earring'];
 const PLACES = ['northern mountains', 'deep sea', 'desert', 'frozen tundra', 'sky islands'];
 const ADJECTIVES = ['fierce', 'gentle', 'ancient', 'young', 'mysterious'];
@@ -222,16 +242,35 @@ describe('trait filters against a plain in-memory filter', () => {
     ['one value', [{ name: 'Background', values: ['Gold'] }]],
     ['case-insensitive names and values', [{ name: 'background', values: ['BLUE'] }]],
     ['OR within a property', [{ name: 'Species', values: ['Kraken', 'Unicorn', 'Basilisk'] }]],
-    ['AND across properties', [{ name: 'Species', values: ['Dragon'] }, { name: 'Background', values: ['Blue', 'Green'] }]],
+    [
+      'AND across properties',
+      [
+        { name: 'Species', values: ['Dragon'] },
+        { name: 'Background', values: ['Blue', 'Green'] },
+      ],
+    ],
     ['INT range on numbers', [{ name: 'Level', type: 'INT', min: 20, max: 40 }]],
     ['INT min only', [{ name: 'Level', type: 'INT', min: 90 }]],
     ['INT range on numeric strings (display_type number) and numbers (properties)', [{ name: 'Power', type: 'INT', min: 50, max: 60 }]],
     ['INT value as a number matches a numeric string', [{ name: 'Power', values: [55] }]],
     ['array elements', [{ name: 'Accessories', type: 'ARRAY', values: ['Crown'] }]],
-    ['array AND array', [{ name: 'Accessories', values: ['Crown'] }, { name: 'accessories', values: ['hat'] }]],
+    [
+      'array AND array',
+      [
+        { name: 'Accessories', values: ['Crown'] },
+        { name: 'accessories', values: ['hat'] },
+      ],
+    ],
     ['property present, any value', [{ name: 'Eyes' }]],
     ['nested properties, one level', [{ name: 'stats.speed', min: 3, max: 4 }]],
-    ['rare AND range AND array', [{ name: 'Eyes', values: ['Laser', 'Diamond'] }, { name: 'Level', min: 5 }, { name: 'Accessories', values: ['Scarf', 'Monocle'] }]],
+    [
+      'rare AND range AND array',
+      [
+        { name: 'Eyes', values: ['Laser', 'Diamond'] },
+        { name: 'Level', min: 5 },
+        { name: 'Accessories', values: ['Scarf', 'Monocle'] },
+      ],
+    ],
     ['no match', [{ name: 'Background', values: ['Nope'] }]],
     ['unknown property', [{ name: 'Wings', values: ['Yes'] }]],
   ];
@@ -282,10 +321,11 @@ describe('trait filters against a plain in-memory filter', () => {
     const props: PF[] = [{ name: 'Species', values: ['Basilisk'] }];
     const ids = expected(props);
     const staleId = ids[0];
-    await t.services.db.query(
-      `UPDATE token_metadata SET last_fetched = now() - interval '30 days' WHERE chain_id = $1 AND contract_address = $2 AND token_id = $3`,
-      [chain.chainConfig.chainId, nft.toLowerCase(), staleId],
-    );
+    await t.services.db.query(`UPDATE token_metadata SET last_fetched = now() - interval '30 days' WHERE chain_id = $1 AND contract_address = $2 AND token_id = $3`, [
+      chain.chainConfig.chainId,
+      nft.toLowerCase(),
+      staleId,
+    ]);
     const body = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { properties: props }, page: { pageSize: 1000 } });
     const statuses = Object.fromEntries(body.tokenMetadata.map((x: { tokenId: string; status: string }) => [x.tokenId, x.status]));
     expect(statuses[staleId]).toBe('REFRESHING');
@@ -372,7 +412,10 @@ describe('text', () => {
   });
 
   it('is typo-tolerant (pg_trgm): "Krakn" and "Phoenx" find the Krakens and the Phoenixes first', async () => {
-    for (const [typo, word] of [['Krakn', 'Kraken'], ['Phoenx', 'Phoenix']]) {
+    for (const [typo, word] of [
+      ['Krakn', 'Kraken'],
+      ['Phoenx', 'Phoenix'],
+    ]) {
       const body = await ok('SearchTokenMetadata', { chainID: 'anvil', contractAddress: nft, filter: { text: typo }, page: { pageSize: 5 } });
       expect(body.tokenMetadata.length).toBe(5);
       for (const x of body.tokenMetadata) expect(x.name).toContain(word);
@@ -400,7 +443,12 @@ describe('text', () => {
   it('SearchTokenMetadataByQuery searches across chains or one contract, pages stably; SearchTokens is the same', async () => {
     const a = await ok('SearchTokenMetadataByQuery', { q: 'unicorn', page: { pageSize: 1000 } });
     const unicorns = expected([]).filter((id) => String(docs.get(id)!.name).startsWith('Unicorn'));
-    expect(a.tokenMetadata.slice(0, unicorns.length).map((x: { tokenId: string }) => x.tokenId).sort(byTokenOrder)).toEqual(unicorns);
+    expect(
+      a.tokenMetadata
+        .slice(0, unicorns.length)
+        .map((x: { tokenId: string }) => x.tokenId)
+        .sort(byTokenOrder),
+    ).toEqual(unicorns);
     expect(a.nextPage).toEqual({ page: 1, pageSize: 1000, more: false });
     const pages: string[] = [];
     for (let page = 0; ; page++) {
@@ -426,7 +474,11 @@ describe('property filters', () => {
     expect(byName.get('Species').type).toBe('STRING');
     expect(byName.get('Accessories').type).toBe('ARRAY');
     expect(byName.get('Level')).toMatchObject({ type: 'INT' });
-    const levels = all.flatMap((id) => pairsOf(docs.get(id)!).filter((p) => p.name === 'Level').map((p) => p.num!));
+    const levels = all.flatMap((id) =>
+      pairsOf(docs.get(id)!)
+        .filter((p) => p.name === 'Level')
+        .map((p) => p.num!),
+    );
     expect(byName.get('Level').min).toBe(Math.min(...levels));
     expect(byName.get('Level').max).toBe(Math.max(...levels));
     expect(byName.get('Power').type).toBe('INT');
@@ -453,10 +505,17 @@ describe('property filters', () => {
 });
 
 describe('the index follows document changes', () => {
-  it('a refresh replaces a token\'s pairs; a failed refresh keeps the last good ones', async () => {
+  it("a refresh replaces a token's pairs; a failed refresh keeps the last good ones", async () => {
     const id = '7';
     const old = docs.get(id)!;
-    const changed = { name: 'Changed #7', description: 'x', attributes: [{ trait_type: 'Species', value: 'Chimera' }, { trait_type: 'Level', value: 1000 }] };
+    const changed = {
+      name: 'Changed #7',
+      description: 'x',
+      attributes: [
+        { trait_type: 'Species', value: 'Chimera' },
+        { trait_type: 'Level', value: 1000 },
+      ],
+    };
     origin.setDocument(`/s/${id}`, changed);
     await ok('RefreshTokenMetadata', { chainID: 'anvil', contractAddress: nft, tokenIDs: [id] });
     await drain(t.services);
@@ -615,7 +674,10 @@ describe('the official @0xsequence/metadata client', () => {
   it('calls each new method and gets the documented shapes', async () => {
     const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
     const client = new SequenceMetadata(address, t.accessKey);
-    const props: PF[] = [{ name: 'Species', values: ['Griffin'] }, { name: 'Level', min: 10, max: 80 }];
+    const props: PF[] = [
+      { name: 'Species', values: ['Griffin'] },
+      { name: 'Level', min: 10, max: 80 },
+    ];
     const want = expected(props);
 
     const s = await client.searchTokenMetadata({ chainID: 'anvil', contractAddress: nft, filter: { properties: props as never }, page: { pageSize: 5 } });
@@ -673,13 +735,16 @@ describe('migration 0012', () => {
   it('indexes the tokens already stored when it runs', async () => {
     const { db, drop } = await emptyDb();
     try {
-      await migrate(db, loadMigrations().filter((m) => m.id < 12));
+      await migrate(
+        db,
+        loadMigrations().filter((m) => m.id < 12),
+      );
       // Stored as the resolver stores them: the normalised fields with attributes and properties passed through.
       const stored = (d: Doc) => JSON.stringify({ name: d.name, description: d.description, image: d.image, attributes: d.attributes ?? null, properties: d.properties ?? null });
-      await db.query(
-        `INSERT INTO token_metadata (chain_id, contract_address, token_id, metadata) VALUES (1, '0xabc', '5', $1::jsonb), (1, '0xabc', '6', $2::jsonb), (1, '0xabc', '7', NULL)`,
-        [stored(docs.get('5')!), stored(docs.get('6')!)],
-      );
+      await db.query(`INSERT INTO token_metadata (chain_id, contract_address, token_id, metadata) VALUES (1, '0xabc', '5', $1::jsonb), (1, '0xabc', '6', $2::jsonb), (1, '0xabc', '7', NULL)`, [
+        stored(docs.get('5')!),
+        stored(docs.get('6')!),
+      ]);
       expect(await migrate(db)).toContain('0012_token_search');
       const rows = await db.query<{ token_id: string; name: string; value_text: string }>('SELECT token_id, name, value_text FROM token_properties');
       const key = (x: { token_id: string; name: string; value_text: string }) => `${x.token_id}:${x.name}=${x.value_text}`;

@@ -76,12 +76,20 @@ describe(`metarelay webhooks (${TEST_DB})`, () => {
 
     const first = startCli(['worker', '--config', config, ...dbArgs]);
     kill = () => first.child.kill('SIGKILL');
-    await eventually(async () => got.length, (n) => expect(n).toBe(1), 60_000);
+    await eventually(
+      async () => got.length,
+      (n) => expect(n).toBe(1),
+      60_000,
+    );
     await first.stop('SIGKILL');
     expect(first.child.signalCode).toBe('SIGKILL');
     const second = startCli(['worker', '--config', config, ...dbArgs]);
     // The dead worker's claim runs out (deadline + 5 s); the second takes the delivery over.
-    await eventually(async () => got.length, (n) => expect(n).toBe(2), 60_000);
+    await eventually(
+      async () => got.length,
+      (n) => expect(n).toBe(2),
+      60_000,
+    );
     await second.stop('SIGTERM');
     await receiver.stop();
     expect(got[1].body).toBe(got[0].body);
@@ -105,7 +113,11 @@ describe('examples/webhook-receiver.mjs', () => {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     try {
-      await eventually(async () => out, (o) => expect(o).toMatch(/listening/), 20_000);
+      await eventually(
+        async () => out,
+        (o) => expect(o).toMatch(/listening/),
+        20_000,
+      );
       const body = JSON.stringify({ id: 'evt_7', type: 'metatxn.status', createdAt: new Date().toISOString(), chainId: 1, projectId: 1, data: { metaTxnId: 'ab', status: 'SENT', receipt: {} } });
       const send = (b: string, sig: string) => fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST', headers: { 'content-type': 'application/json', 'metarelay-signature': sig }, body: b });
       const now = Math.floor(Date.now() / 1000);
@@ -113,7 +125,10 @@ describe('examples/webhook-receiver.mjs', () => {
       expect((await send(body, signatureHeader(newSecret(), now, body))).status).toBe(401);
       expect((await send(body.replace('SENT', 'SUCCEEDED'), signatureHeader(secret, now, body))).status).toBe(401);
       expect((await send(body, signatureHeader(secret, now - 3_600, body))).status).toBe(401);
-      await eventually(async () => out, (o) => expect(o).toMatch(/evt_7 metatxn.status ab → SENT/));
+      await eventually(
+        async () => out,
+        (o) => expect(o).toMatch(/evt_7 metatxn.status ab → SENT/),
+      );
       expect(out.match(/evt_7/g)).toHaveLength(1);
     } finally {
       child.kill('SIGTERM');

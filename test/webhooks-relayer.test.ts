@@ -66,8 +66,7 @@ async function bundleFor(amount: bigint) {
   return { b, wallet: wallet.address, to };
 }
 
-const send = (b: { entrypoint: Address; input: `0x${string}` }, wallet: Address) =>
-  env.call('SendMetaTxn', { call: { walletAddress: wallet, contract: b.entrypoint, input: b.input } }, key());
+const send = (b: { entrypoint: Address; input: `0x${string}` }, wallet: Address) => env.call('SendMetaTxn', { call: { walletAddress: wallet, contract: b.entrypoint, input: b.input } }, key());
 
 let ruleId: number;
 

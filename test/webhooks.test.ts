@@ -13,7 +13,7 @@ import { EventBell } from '../src/events/outbox.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { consoleClient, bearer, type Call } from './console/support.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { eventually, startRawServer, } from './support/token-chain.ts';
+import { eventually, startRawServer } from './support/token-chain.ts';
 
 const ADMIN = 'webhooks-admin-token-0123456789';
 const FAST = { deadlineMs: 400, retryBaseMs: 100, pollMs: 50, retryHorizonSec: 60 };
@@ -103,7 +103,10 @@ describe('webhook deliveries', () => {
     const { webhook, secret } = await create(`${r.server.url}/signed`);
     const test = await call('TestWebhook', { id: webhook.id }, bearer(ADMIN));
     expect(test.status).toBe(200);
-    await eventually(async () => r.got.length, (n) => expect(n).toBe(1));
+    await eventually(
+      async () => r.got.length,
+      (n) => expect(n).toBe(1),
+    );
     const [g] = r.got;
     const sig = String(g.headers['metarelay-signature']);
     expect(sig).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
@@ -114,7 +117,10 @@ describe('webhook deliveries', () => {
     expect(body).toMatchObject({ id: test.body.eventId, type: 'webhook.test', data: { webhookId: webhook.id } });
     expect(g.headers['metarelay-event-id']).toBe(test.body.eventId);
     expect(g.headers['content-type']).toBe('application/json');
-    await eventually(() => deliveriesOf(webhook.id), (d) => expect(d[0]).toMatchObject({ status: 'DELIVERED', attempts: 1, statusCode: 200 }));
+    await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d[0]).toMatchObject({ status: 'DELIVERED', attempts: 1, statusCode: 200 }),
+    );
   });
 
   it('retries a 500 and records the second attempt as delivered; one event id both times', async () => {
@@ -123,7 +129,11 @@ describe('webhook deliveries', () => {
     const { webhook } = await create(`${r.server.url}/flaky`);
     await t.services.db.transaction((tx) => appendEvents(tx, [event(t.project.id, 'flaky', { n: 1 })]));
     t.services.events.bell.ring();
-    await eventually(() => deliveriesOf(webhook.id), (d) => expect(d[0]).toMatchObject({ status: 'DELIVERED', attempts: 2, statusCode: 200 }), 10_000);
+    await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d[0]).toMatchObject({ status: 'DELIVERED', attempts: 2, statusCode: 200 }),
+      10_000,
+    );
     expect(r.got).toHaveLength(2);
     expect(r.got[0].headers['metarelay-event-id']).toBe(r.got[1].headers['metarelay-event-id']);
     expect([r.got[0].headers['metarelay-attempt'], r.got[1].headers['metarelay-attempt']]).toEqual(['1', '2']);
@@ -135,7 +145,11 @@ describe('webhook deliveries', () => {
     const { webhook } = await create(`${r.server.url}/slow`);
     await appendEvents(t.services.db, [event(t.project.id, 'slow', { n: 1 })]);
     t.services.events.bell.ring();
-    await eventually(() => deliveriesOf(webhook.id), (d) => expect(d[0]).toMatchObject({ status: 'DELIVERED', attempts: 2 }), 10_000);
+    await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d[0]).toMatchObject({ status: 'DELIVERED', attempts: 2 }),
+      10_000,
+    );
     expect(r.got).toHaveLength(2);
     // The retry came after the deadline, not while the first request was still counted as running.
     expect(r.got[1].at - r.got[0].at).toBeGreaterThanOrEqual(FAST.deadlineMs - 50);
@@ -147,13 +161,18 @@ describe('webhook deliveries', () => {
     const { webhook } = await create(`${r.server.url}/mine`);
     const other = await t.services.projects.create(`other-${Date.now()}`);
     await appendEvents(t.services.db, [event(other.id, 'x', { mine: false }), event(null, 'anon', { anonymous: true })]);
-    await t.services.db.transaction(async (tx) => {
-      await appendEvents(tx, [event(t.project.id, 'y', { rolledBack: true })]);
-      throw new Error('roll back');
-    }).catch(() => undefined);
+    await t.services.db
+      .transaction(async (tx) => {
+        await appendEvents(tx, [event(t.project.id, 'y', { rolledBack: true })]);
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
     await appendEvents(t.services.db, [event(t.project.id, 'z', { mine: true })]);
     t.services.events.bell.ring();
-    await eventually(() => deliveriesOf(webhook.id), (d) => expect(d.map((x) => x.status)).toEqual(['DELIVERED']));
+    await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d.map((x) => x.status)).toEqual(['DELIVERED']),
+    );
     expect(r.got.map((g) => JSON.parse(g.body).data)).toEqual([{ mine: true }]);
   });
 
@@ -163,7 +182,11 @@ describe('webhook deliveries', () => {
     const { webhook } = await create(`${r.server.url}/ordered`);
     await appendEvents(t.services.db, [event(t.project.id, 'm1', { step: 1 }), event(t.project.id, 'm1', { step: 2 }), event(t.project.id, 'm1', { step: 3 })]);
     t.services.events.bell.ring();
-    await eventually(() => deliveriesOf(webhook.id), (d) => expect(d.every((x) => x.status === 'DELIVERED') && d.length === 3).toBe(true), 10_000);
+    await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d.every((x) => x.status === 'DELIVERED') && d.length === 3).toBe(true),
+      10_000,
+    );
     const steps = r.got.map((g) => JSON.parse(g.body).data.step);
     expect(steps).toEqual([1, 1, 1, 2, 3]);
   });
@@ -174,10 +197,16 @@ describe('webhook deliveries', () => {
     const { webhook } = await create(`${r.server.url}/again`);
     await appendEvents(t.services.db, [event(t.project.id, null, { again: 1 })]);
     t.services.events.bell.ring();
-    const [d] = await eventually(() => deliveriesOf(webhook.id), (d) => expect(d[0]?.status).toBe('DELIVERED'));
+    const [d] = await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d[0]?.status).toBe('DELIVERED'),
+    );
     const again = await call('RedeliverWebhook', { deliveryId: d.id }, bearer(ADMIN));
     expect(again.status).toBe(200);
-    await eventually(async () => r.got.length, (n) => expect(n).toBe(2));
+    await eventually(
+      async () => r.got.length,
+      (n) => expect(n).toBe(2),
+    );
     expect(r.got[0].body).toBe(r.got[1].body);
     expect(r.got[1].headers['metarelay-delivery-id']).toBe(String(again.body.delivery.id));
   });
@@ -278,7 +307,10 @@ describe('SSRF guard on webhook targets', () => {
     const w2 = (await c2('CreateWebhook', { projectId: allowed.project.id, url: `${r.server.url}/internal`, events: ['*'] }, bearer(ADMIN))).body.webhook;
     allowed.services.events.delivery.start();
     await c2('TestWebhook', { id: w2.id }, bearer(ADMIN));
-    await eventually(async () => r.got.length, (n) => expect(n).toBe(1));
+    await eventually(
+      async () => r.got.length,
+      (n) => expect(n).toBe(1),
+    );
   });
 
   it('does not follow a redirect to an internal address', async () => {
@@ -288,7 +320,10 @@ describe('SSRF guard on webhook targets', () => {
     stops.push(redirect.stop);
     const { webhook } = await create(`${redirect.url}/moved`);
     await call('TestWebhook', { id: webhook.id }, bearer(ADMIN));
-    await eventually(() => deliveriesOf(webhook.id), (d) => expect(d[0].error).toMatch(/redirect to .* not followed/));
+    await eventually(
+      () => deliveriesOf(webhook.id),
+      (d) => expect(d[0].error).toMatch(/redirect to .* not followed/),
+    );
     expect(inner.got).toHaveLength(0);
   });
 });
@@ -315,7 +350,10 @@ describe('delivery across processes', () => {
       settings: { ...t.services.config.webhooks },
     });
     worker.start();
-    await eventually(async () => r.got.length, (n) => expect(n).toBe(1));
+    await eventually(
+      async () => r.got.length,
+      (n) => expect(n).toBe(1),
+    );
     await worker.stop();
     expect(verifySignature(w.secret, String(r.got[0].headers['metarelay-signature']), r.got[0].body)).toBe(true);
     if (db2 !== first.testDb.db) await db2.close();
@@ -332,7 +370,10 @@ describe('delivery across processes', () => {
     const c = consoleClient(s.app);
     await c('CreateWebhook', { projectId: s.project.id, url: `${r.server.url}/race`, events: ['*'] }, bearer(ADMIN));
     const N = 300;
-    await appendEvents(s.services.db, Array.from({ length: N }, (_, i) => event(s.project.id, null, { i })));
+    await appendEvents(
+      s.services.db,
+      Array.from({ length: N }, (_, i) => event(s.project.id, null, { i })),
+    );
     const slow = await startRawServer((req, res) => {
       const id = String(req.headers['metarelay-delivery-id']);
       inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
@@ -350,12 +391,23 @@ describe('delivery across processes', () => {
     await s.services.db.query('UPDATE webhooks SET url = $1', [`${slow.url}/race`]);
     const other = s.testDb.db.kind === 'postgres' ? await openDb(s.testDb.location) : s.testDb.db;
     const make = (db: typeof other) =>
-      new DeliveryWorker({ store: webhookStore(db), outbox: outbox(db), post: s.services.events.post, bell: s.services.events.bell, log: createLogger('silent'), settings: { ...s.services.config.webhooks } });
+      new DeliveryWorker({
+        store: webhookStore(db),
+        outbox: outbox(db),
+        post: s.services.events.post,
+        bell: s.services.events.bell,
+        log: createLogger('silent'),
+        settings: { ...s.services.config.webhooks },
+      });
     const a = make(s.services.db);
     const b = make(other);
     a.start();
     b.start();
-    await eventually(async () => r.got.length, (n) => expect(n).toBeGreaterThanOrEqual(N), 30_000);
+    await eventually(
+      async () => r.got.length,
+      (n) => expect(n).toBeGreaterThanOrEqual(N),
+      30_000,
+    );
     await Promise.all([a.stop(), b.stop()]);
     if (other !== s.testDb.db) await other.close();
     const ids = r.got.map((g) => String(g.headers['metarelay-delivery-id']));
@@ -395,7 +447,12 @@ describe('GET /events (SSE)', () => {
         while ((i = buf.indexOf('\n\n')) >= 0) {
           const block = buf.slice(0, i);
           buf = buf.slice(i + 2);
-          const f = Object.fromEntries(block.split('\n').filter((l) => /^(id|event|data):/.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
+          const f = Object.fromEntries(
+            block
+              .split('\n')
+              .filter((l) => /^(id|event|data):/.test(l))
+              .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]),
+          );
           if (f.data) out.push({ id: f.id, type: f.event, data: JSON.parse(f.data) });
         }
       }
@@ -429,7 +486,9 @@ describe('token.metadata_updated', () => {
     const contract = '0x00000000000000000000000000000000000c0c0a';
     const ok = (metadata: Record<string, unknown>) => ({ ok: true as const, tokenUri: 'ipfs://x/1', metadata, raw: metadata, trace: null, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
     const events = async () =>
-      (await t.services.db.query<{ payload: any }>(`SELECT payload FROM events WHERE type = 'token.metadata_updated' AND payload->>'contractAddress' = $1 ORDER BY id`, [contract])).rows.map((r) => (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload));
+      (await t.services.db.query<{ payload: any }>(`SELECT payload FROM events WHERE type = 'token.metadata_updated' AND payload->>'contractAddress' = $1 ORDER BY id`, [contract])).rows.map((r) =>
+        typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload,
+      );
     const later = new Date(Date.now() + 60_000);
     await store.save(1, contract, new Map([['1', ok({ name: 'One', attributes: [{ trait_type: 'a', value: 1 }] })]]), later);
     // The same document again, keys in another order: the same content.

@@ -65,8 +65,14 @@ export async function senderTransactions(rpcUrl: string, senders: string[], from
 export async function balancesAt(rpcUrl: string, addresses: string[], block: number) {
   const tag = `0x${block.toString(16)}`;
   const [bal, nonce] = await Promise.all([
-    batch<Hex>(rpcUrl, addresses.map((a) => ({ method: 'eth_getBalance', params: [a, tag] }))),
-    batch<Hex>(rpcUrl, addresses.map((a) => ({ method: 'eth_getTransactionCount', params: [a, tag] }))),
+    batch<Hex>(
+      rpcUrl,
+      addresses.map((a) => ({ method: 'eth_getBalance', params: [a, tag] })),
+    ),
+    batch<Hex>(
+      rpcUrl,
+      addresses.map((a) => ({ method: 'eth_getTransactionCount', params: [a, tag] })),
+    ),
   ]);
   return new Map(addresses.map((a, i) => [a.toLowerCase(), { wei: BigInt(bal[i]), nonce: Number(BigInt(nonce[i])) }]));
 }

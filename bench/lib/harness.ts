@@ -128,10 +128,7 @@ export async function startChain(cleanup: Cleanup): Promise<BenchChain> {
   return { anvil, origin, artifacts };
 }
 
-const erc721Abi = parseAbi([
-  'function mint(address to, uint256 id)',
-  'function balanceOf(address owner) view returns (uint256)',
-]);
+const erc721Abi = parseAbi(['function mint(address to, uint256 id)', 'function balanceOf(address owner) view returns (uint256)']);
 
 // OpenZeppelin's _mint to a holder that already has tokens costs ~50k; the first one ~70k.
 const MINT_GAS = 150_000n;
@@ -159,19 +156,13 @@ async function sendRawBatch(rpcUrl: string, raws: Hex[]): Promise<Hex[]> {
  * sequential nonces and sent `batchSize` at a time in one JSON-RPC batch each, so minting 500
  * tokens costs a handful of round trips instead of 1000 (send + receipt per token).
  */
-export async function deployErc721WithTokens(
-  chain: BenchChain,
-  opts: { baseUri: string; contractUri: string; ids: bigint[]; batchSize?: number },
-): Promise<Address> {
+export async function deployErc721WithTokens(chain: BenchChain, opts: { baseUri: string; contractUri: string; ids: bigint[]; batchSize?: number }): Promise<Address> {
   const { anvil, artifacts } = chain;
   const art = artifacts.DevERC721;
   if (!art) throw new Error('DevERC721 artifact missing');
   const account = privateKeyToAccount(ANVIL_DEPLOYER_KEY);
   const client = devPublicClient(anvil.rpcUrl, anvil.chainId);
-  const [startNonce, fees] = await Promise.all([
-    client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
-    client.estimateFeesPerGas(),
-  ]);
+  const [startNonce, fees] = await Promise.all([client.getTransactionCount({ address: account.address, blockTag: 'pending' }), client.estimateFeesPerGas()]);
   let nonce = startNonce;
   // Automine blocks are nearly empty, so the base fee only falls: today's estimate covers every tx.
   const common = { chainId: anvil.chainId, type: 'eip1559' as const, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
@@ -280,7 +271,7 @@ export async function startMetarelay(
   chain: BenchChain,
   bdb: BenchDb,
   cleanup: Cleanup,
-  opts: { config?: Partial<AppConfigInput>; /** Instead of anvil's own URL, e.g. a recording proxy. */ rpcUrl?: string } = {},
+  opts: { config?: Partial<AppConfigInput> /** Instead of anvil's own URL, e.g. a recording proxy. */; rpcUrl?: string } = {},
 ): Promise<BenchService> {
   const config = parseConfig({
     database: bdb.location,

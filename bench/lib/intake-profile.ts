@@ -176,8 +176,15 @@ export async function cpuProfile<T>(fn: () => Promise<T>): Promise<{ value: T; c
       wallMs: r(wallMs),
       sampledMs: r(sampled),
       processCpuMs: r((c.user + c.system) / 1000),
-      byCategory: Object.fromEntries(Object.entries(byCategory).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, r(v)])),
-      topFunctions: [...byFn.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([fn, ms]) => ({ fn, ms: r(ms) })),
+      byCategory: Object.fromEntries(
+        Object.entries(byCategory)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => [k, r(v)]),
+      ),
+      topFunctions: [...byFn.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 25)
+        .map(([fn, ms]) => ({ fn, ms: r(ms) })),
     },
   };
 }

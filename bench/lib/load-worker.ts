@@ -31,7 +31,7 @@ process.on('message', (msg: LoadRequest) => {
         },
       };
     } catch (err) {
-      reply = { id: msg.id, ok: false, error: err instanceof Error ? err.stack ?? err.message : String(err) };
+      reply = { id: msg.id, ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
     }
     process.send!(reply);
   })();

@@ -40,7 +40,10 @@ async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
  */
 export function pinServer(pid: number): void {
   if (process.env.BENCH_PIN !== '1') return;
-  for (const [cpus, target] of [['0', pid], ['1', process.pid]] as const) {
+  for (const [cpus, target] of [
+    ['0', pid],
+    ['1', process.pid],
+  ] as const) {
     const r = spawnSync('taskset', ['-a', '-cp', cpus, String(target)], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`BENCH_PIN: taskset failed: ${r.stderr || r.error}`);
   }

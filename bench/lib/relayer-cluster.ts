@@ -84,10 +84,7 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
   writeFileSync(files.off, JSON.stringify(config(false)));
 
   const leaseHolders = async () => {
-    const r = await bdb.db.query<{ n: string }>(
-      'SELECT count(DISTINCT owner)::text AS n FROM relay_senders WHERE chain_id = $1 AND owner IS NOT NULL AND lease_until > now()',
-      [chainId],
-    );
+    const r = await bdb.db.query<{ n: string }>('SELECT count(DISTINCT owner)::text AS n FROM relay_senders WHERE chain_id = $1 AND owner IS NOT NULL AND lease_until > now()', [chainId]);
     return Number(r.rows[0]?.n ?? 0);
   };
   const admin = async (relayerUrl: string, method: string, body: unknown) => {

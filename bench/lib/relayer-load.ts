@@ -49,10 +49,11 @@ export async function sendSetupCalls(rpcUrl: string, chainId: number, fromIndex:
   };
   const hashes: Hex[] = [];
   for (let i = 0; i < calls.length; i += 200) {
-    const raws = await Promise.all(
-      calls.slice(i, i + 200).map((c) => account.signTransaction({ chainId, type: 'legacy', gasPrice, to: c.to, data: c.data, gas: c.gas, nonce: nonce++ })),
-    );
-    for (const r of await batch('eth_sendRawTransaction', raws.map((raw) => [raw]))) {
+    const raws = await Promise.all(calls.slice(i, i + 200).map((c) => account.signTransaction({ chainId, type: 'legacy', gasPrice, to: c.to, data: c.data, gas: c.gas, nonce: nonce++ })));
+    for (const r of await batch(
+      'eth_sendRawTransaction',
+      raws.map((raw) => [raw]),
+    )) {
       if (!r.result) throw new Error(`setup transaction refused: ${r.error?.message}`);
       hashes.push(r.result);
     }
@@ -61,7 +62,10 @@ export async function sendSetupCalls(rpcUrl: string, chainId: number, fromIndex:
   for (let i = 0; i < hashes.length; i += 200) {
     const slice = hashes.slice(i, i + 200);
     for (let tries = 0; ; tries++) {
-      const receipts = await batch('eth_getTransactionReceipt', slice.map((h) => [h]));
+      const receipts = await batch(
+        'eth_getTransactionReceipt',
+        slice.map((h) => [h]),
+      );
       if (receipts.every((r) => r.result)) {
         const failed = receipts.filter((r) => r.result.status !== '0x1');
         if (failed.length) throw new Error(`${failed.length} setup transactions reverted`);
@@ -337,10 +341,7 @@ export async function waitAllFinal(db: Queryable, chainId: number, ids: string[]
   const t0 = Date.now();
   let lastLog = 0;
   for (;;) {
-    const r = await db.query<{ status: string; n: string }>(
-      'SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) GROUP BY status',
-      [chainId, ids],
-    );
+    const r = await db.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) GROUP BY status', [chainId, ids]);
     const by = Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
     const open = (by.QUEUED ?? 0) + (by.SENT ?? 0) + (by.PENDING_PRECONDITION ?? 0) + (ids.length - Object.values(by).reduce((a, b) => a + b, 0));
     if (open === 0) return { settleMs: Date.now() - t0, timedOut: false, statuses: by };
@@ -368,10 +369,7 @@ export function sampleQueue(db: Queryable, chainId: number, everyMs = 1_000) {
     while (!stopped) {
       const at = Date.now();
       try {
-        const r = await db.query<{ status: string; n: string }>(
-          `SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status IN ('QUEUED', 'SENT') GROUP BY status`,
-          [chainId],
-        );
+        const r = await db.query<{ status: string; n: string }>(`SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status IN ('QUEUED', 'SENT') GROUP BY status`, [chainId]);
         const by = Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
         samples.push({ t: Math.round((at - t0) / 100) / 10, queued: by.QUEUED ?? 0, sent: by.SENT ?? 0 });
       } catch {
@@ -424,7 +422,7 @@ export function sampleProcesses(procs: Record<string, number>, everyMs = 1_000) 
       take();
       const first = series[0];
       const last = series[series.length - 1];
-      const wallS = (last.t - first.t) || 1;
+      const wallS = last.t - first.t || 1;
       const perProcess: Record<string, unknown> = {};
       const late = series.filter((s) => s.t >= (first.t + last.t) / 2);
       for (const name of Object.keys(procs)) {
@@ -439,10 +437,20 @@ export function sampleProcesses(procs: Record<string, number>, everyMs = 1_000) 
             first: rss[0],
             last: rss[rss.length - 1],
             max: Math.max(...rss),
-            slopeMbPerMin: round3(slope(series.map((s) => s.t), series.map((s) => s.rssMb[name])) * 60),
+            slopeMbPerMin: round3(
+              slope(
+                series.map((s) => s.t),
+                series.map((s) => s.rssMb[name]),
+              ) * 60,
+            ),
             // V8 grows its heap to the working set in the first minutes of a load; a leak keeps growing
             // after that, so the second half's slope is the one that says "flat" or not.
-            slopeSecondHalfMbPerMin: round3(slope(late.map((s) => s.t), late.map((s) => s.rssMb[name])) * 60),
+            slopeSecondHalfMbPerMin: round3(
+              slope(
+                late.map((s) => s.t),
+                late.map((s) => s.rssMb[name]),
+              ) * 60,
+            ),
           },
         };
       }
@@ -490,7 +498,11 @@ export function perItem(counts: Record<string, number>, n: number) {
   return {
     calls: total,
     perMetaTxn: round3(total / Math.max(1, n)),
-    perMetaTxnByMethod: Object.fromEntries(Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([m, v]) => [m, round3(v / Math.max(1, n))])),
+    perMetaTxnByMethod: Object.fromEntries(
+      Object.entries(counts)
+        .sort((a, b) => b[1] - a[1])
+        .map(([m, v]) => [m, round3(v / Math.max(1, n))]),
+    ),
   };
 }
 

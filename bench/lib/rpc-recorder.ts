@@ -3,23 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { decodeFunctionData, parseAbi, toFunctionSelector, type Hex } from 'viem';
 
 // The metrics counter says how many eth_calls were sent, not what they were for; this names them.
-const KNOWN = [
-  'supportsInterface(bytes4)',
-  'tokenURI(uint256)',
-  'uri(uint256)',
-  'getBlockNumber()',
-  'name()',
-  'symbol()',
-  'decimals()',
-  'totalSupply()',
-  'contractURI()',
-  'balanceOf(address)',
-];
+const KNOWN = ['supportsInterface(bytes4)', 'tokenURI(uint256)', 'uri(uint256)', 'getBlockNumber()', 'name()', 'symbol()', 'decimals()', 'totalSupply()', 'contractURI()', 'balanceOf(address)'];
 const SELECTORS = new Map(KNOWN.map((sig) => [toFunctionSelector(`function ${sig}`), sig.slice(0, sig.indexOf('('))]));
-const aggregate3 = parseAbi([
-  'struct Call3 { address target; bool allowFailure; bytes callData; }',
-  'function aggregate3(Call3[] calls) payable returns ((bool success, bytes returnData)[])',
-]);
+const aggregate3 = parseAbi(['struct Call3 { address target; bool allowFailure; bytes callData; }', 'function aggregate3(Call3[] calls) payable returns ((bool success, bytes returnData)[])']);
 
 function describeCall(data: Hex): string {
   const name = (d: Hex) => SELECTORS.get(d.slice(0, 10) as Hex) ?? d.slice(0, 10);

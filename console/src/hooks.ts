@@ -23,7 +23,7 @@ export function useApi<T>(method: string, args: Record<string, unknown>, deps: u
 export function useAction() {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const run = async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+  const run = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
     setBusy(true);
     setError(null);
     try {

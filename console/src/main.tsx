@@ -30,9 +30,15 @@ function SignIn({ onDone, expired }: { onDone: () => void; expired: boolean }) {
           Admin token
           <input data-testid="admin-token" type="password" autocomplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} />
         </label>
-        <button data-testid="sign-in" type="submit" disabled={a.busy || !token}>Sign in</button>
+        <button data-testid="sign-in" type="submit" disabled={a.busy || !token}>
+          Sign in
+        </button>
       </form>
-      {a.error && <p class="error" data-testid="error">{a.error}</p>}
+      {a.error && (
+        <p class="error" data-testid="error">
+          {a.error}
+        </p>
+      )}
       <p class="hint">
         An admin token comes from <code>admin.tokens</code> in the config or from <code>metarelay admin create</code>.
       </p>
@@ -90,8 +96,12 @@ function App() {
             </a>
           ))}
         </nav>
-        <button class="link" data-testid="sign-out" onClick={() => signOut()}>Sign out</button>
-        <button class="link" data-testid="sign-out-everywhere" title="End every session of this admin token" onClick={() => signOut(true)}>Sign out everywhere</button>
+        <button class="link" data-testid="sign-out" onClick={() => signOut()}>
+          Sign out
+        </button>
+        <button class="link" data-testid="sign-out-everywhere" title="End every session of this admin token" onClick={() => signOut(true)}>
+          Sign out everywhere
+        </button>
       </header>
       <main>
         <Page route={route} />

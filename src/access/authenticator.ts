@@ -55,9 +55,11 @@ export class Authenticator {
         return outcome;
       });
       const entry = p;
-      entry.finally(() => {
-        if (this.lookups.get(key) === entry) this.lookups.delete(key);
-      }).catch(() => undefined);
+      entry
+        .finally(() => {
+          if (this.lookups.get(key) === entry) this.lookups.delete(key);
+        })
+        .catch(() => undefined);
       this.lookups.set(key, p);
     }
     return p;

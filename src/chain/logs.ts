@@ -208,9 +208,7 @@ async function blockLogsFromReceipts(chain: ChainClient, block: bigint): Promise
 
 /** The block's receipts in one answer, or null when the node refuses it or answers something else. */
 async function wholeBlockReceipts(chain: ChainClient, b: WireBlock): Promise<Array<WireReceipt | null> | null> {
-  const got: unknown = await chain.public
-    .request({ method: 'eth_getBlockReceipts', params: [hex(BigInt(b.number))] } as never, { retryCount: 0 })
-    .catch(() => null);
+  const got: unknown = await chain.public.request({ method: 'eth_getBlockReceipts', params: [hex(BigInt(b.number))] } as never, { retryCount: 0 }).catch(() => null);
   // Every transaction's, in order: anything less is not this block's whole list.
   if (!Array.isArray(got) || got.length !== b.transactions.length) return null;
   const receipts = got as WireReceipt[];

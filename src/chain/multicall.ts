@@ -82,10 +82,7 @@ async function aggregateSplitting(chain: ChainClient, calls: Call[], blockNumber
     if (isTransportFailure(err) || err instanceof NoMulticallError) throw err;
     if (calls.length === 1) return [await single(chain, calls[0], blockNumber)];
     const mid = Math.ceil(calls.length / 2);
-    const [a, b] = await Promise.all([
-      aggregateSplitting(chain, calls.slice(0, mid), blockNumber),
-      aggregateSplitting(chain, calls.slice(mid), blockNumber),
-    ]);
+    const [a, b] = await Promise.all([aggregateSplitting(chain, calls.slice(0, mid), blockNumber), aggregateSplitting(chain, calls.slice(mid), blockNumber)]);
     return [...a, ...b];
   }
 }

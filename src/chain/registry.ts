@@ -6,9 +6,7 @@ export interface ChainRef {
   name: string;
 }
 
-export type ChainLookup =
-  | { ok: true; chain: ChainRef }
-  | { ok: false; reason: 'unknown' | 'not-configured'; message: string };
+export type ChainLookup = { ok: true; chain: ChainRef } | { ok: false; reason: 'unknown' | 'not-configured'; message: string };
 
 /** Resolves `chainID` strings ("1", "mainnet", "0x89", "polygon") to a configured chain. */
 export class NetworkRegistry {

@@ -67,9 +67,7 @@ export class UnreadBlocks {
   /** When the due retries are looked up next (at most every 30 s, sooner when retrySec is shorter). */
   private nextCheck = 0;
 
-  constructor(
-    private readonly d: { db: Db; chain: ChainClient; reader: string; cfg: UnreadBlocksConfig; log: Logger; metrics?: Metrics },
-  ) {}
+  constructor(private readonly d: { db: Db; chain: ChainClient; reader: string; cfg: UnreadBlocksConfig; log: Logger; metrics?: Metrics }) {}
 
   /** Tries of one block before it is passed over (logReads.blockAttempts). */
   get attempts(): number {
@@ -108,11 +106,7 @@ export class UnreadBlocks {
 
   /** A reorg took the reader's cursor back to `block`: what it passed over above, still unread, is read again from there. */
   async forgetAbove(q: Queryable, block: bigint): Promise<void> {
-    await q.query('DELETE FROM unread_blocks WHERE chain_id = $1 AND reader = $2 AND block_number > $3 AND resolved_at IS NULL', [
-      this.d.chain.chainId,
-      this.d.reader,
-      block.toString(),
-    ]);
+    await q.query('DELETE FROM unread_blocks WHERE chain_id = $1 AND reader = $2 AND block_number > $3 AND resolved_at IS NULL', [this.d.chain.chainId, this.d.reader, block.toString()]);
   }
 
   /** After the transaction that flagged the block committed: the warning and the metrics. */
@@ -126,10 +120,10 @@ export class UnreadBlocks {
   }
 
   private async gauge(): Promise<void> {
-    const res = await this.d.db.query<{ n: string }>(
-      'SELECT count(*)::text AS n FROM unread_blocks WHERE chain_id = $1 AND reader = $2 AND resolved_at IS NULL',
-      [this.d.chain.chainId, this.d.reader],
-    );
+    const res = await this.d.db.query<{ n: string }>('SELECT count(*)::text AS n FROM unread_blocks WHERE chain_id = $1 AND reader = $2 AND resolved_at IS NULL', [
+      this.d.chain.chainId,
+      this.d.reader,
+    ]);
     this.d.metrics?.logBlocksUnread.set(this.labels, Number(res.rows[0]!.n));
   }
 
@@ -164,10 +158,11 @@ export class UnreadBlocks {
       }
       // Marked read on the transaction that records its logs: of two processes retrying it, one records.
       const done = await this.d.db.transaction(async (tx) => {
-        const mine = await tx.query(
-          'UPDATE unread_blocks SET resolved_at = now() WHERE chain_id = $1 AND reader = $2 AND block_number = $3 AND resolved_at IS NULL RETURNING 1',
-          [this.d.chain.chainId, this.d.reader, row.b],
-        );
+        const mine = await tx.query('UPDATE unread_blocks SET resolved_at = now() WHERE chain_id = $1 AND reader = $2 AND block_number = $3 AND resolved_at IS NULL RETURNING 1', [
+          this.d.chain.chainId,
+          this.d.reader,
+          row.b,
+        ]);
         if (!mine.rows.length) return false;
         await apply(tx, block, found);
         return true;

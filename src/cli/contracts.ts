@@ -70,7 +70,9 @@ export async function runContracts(argv: string[]) {
     clear: { type: 'boolean' },
   });
   if (positionals[0] !== 'override' || !values.chain || !values.address) {
-    throw new UsageError('usage: metarelay contracts override --chain NAME|ID --address 0x… [--name N] [--symbol S] [--decimals D] [--logo URL] [--type T] [--description D] [--link URL] [--verified] [--blacklist] | --clear');
+    throw new UsageError(
+      'usage: metarelay contracts override --chain NAME|ID --address 0x… [--name N] [--symbol S] [--decimals D] [--logo URL] [--type T] [--description D] [--link URL] [--verified] [--blacklist] | --clear',
+    );
   }
   if (!/^0x[0-9a-fA-F]{40}$/.test(values.address)) throw new UsageError('--address must be a 20-byte 0x address');
   const chainName = values.chain;

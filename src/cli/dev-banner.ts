@@ -1,5 +1,3 @@
-
-
 /** What `metarelay dev` writes to its manifest file: the running service, the dev chain and its samples (devchain DevManifest is the chain part). */
 export interface DevServiceManifest {
   baseUrl: string;
@@ -26,7 +24,8 @@ export interface DevServiceManifest {
   /** The project console, and an admin token to sign in to it with. */
   consoleUrl: string;
   adminToken: string;
-}import { relative } from 'node:path';
+}
+import { relative } from 'node:path';
 
 /** What a developer copies from: the URLs, the key, and requests that work as printed. */
 export function devBanner(o: { manifest: DevServiceManifest; manifestPath: string; database: string; seconds: number }): string {
@@ -40,7 +39,9 @@ export function devBanner(o: { manifest: DevServiceManifest; manifestPath: strin
     '',
     `  API         ${m.baseUrl}`,
     `  Chain       ${m.chain.name} (chainId ${m.chain.chainId}) at ${m.chain.rpcUrl}, a block every second`,
-    `  Contracts   ${Object.entries(m.contracts).map(([k, v]) => `${k} ${v}`).join('\n              ')}`,
+    `  Contracts   ${Object.entries(m.contracts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join('\n              ')}`,
     `  Origin      ${m.originUrl} (token metadata documents)`,
     `  Database    ${rel(o.database)}`,
     `  Relayer     ${m.relayerUrl} (Sequence v2 wallets; the dev project sponsors the sample contracts)`,

@@ -20,7 +20,6 @@ export type { DevServiceManifest } from './dev-banner.ts';
 import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
 
-
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
 const ANVIL_KEYS = {
   senders: [
@@ -105,50 +104,53 @@ export async function runDev(argv: string[]) {
       log: (m) => say(`  ${m}`),
     });
     const delegatedWallet = await deployDelegatedWallet(chain.manifest.chain.rpcUrl, chain.artifacts);
-    const config = parseConfig({
-      port,
-      host,
-      database: process.env.DATABASE_URL ?? `${dataDir}/db`,
-      chains: [
-        {
-          chainId: chain.manifest.chain.chainId,
-          name: chain.manifest.chain.name,
-          rpcUrls: [chain.manifest.chain.rpcUrl],
-          relayer: {
-            senderKeys: [...ANVIL_KEYS.senders],
-            paymentAddress: privateKeyToAccount(ANVIL_KEYS.feeCollector).address,
-            feeTokens: [
-              {
-                address: chain.manifest.contracts.erc20,
-                name: 'Dev USD',
-                symbol: 'DUSD',
-                decimals: 6,
-                // No fixed fallback: with both sources failing DUSD is withdrawn, as it would be in production.
-                prices: [
-                  { kind: 'chainlink', feed: feeds.tokenUsd, quote: 'usd', heartbeatSec: 86_400 },
-                  { kind: 'uniswapV3', pool: feeds.pool, windowSec: 60 },
-                ],
-              },
-              { address: null, name: 'Ether', symbol: 'ETH', decimals: 18, nativePrice: '1' },
-            ],
-            pollMs: 250,
-            nativeUsdFeed: { feed: feeds.nativeUsd, heartbeatSec: 86_400 },
-            wrappedNative: feeds.wrappedNative,
-            delegatedWallets: [delegatedWallet],
+    const config = parseConfig(
+      {
+        port,
+        host,
+        database: process.env.DATABASE_URL ?? `${dataDir}/db`,
+        chains: [
+          {
+            chainId: chain.manifest.chain.chainId,
+            name: chain.manifest.chain.name,
+            rpcUrls: [chain.manifest.chain.rpcUrl],
+            relayer: {
+              senderKeys: [...ANVIL_KEYS.senders],
+              paymentAddress: privateKeyToAccount(ANVIL_KEYS.feeCollector).address,
+              feeTokens: [
+                {
+                  address: chain.manifest.contracts.erc20,
+                  name: 'Dev USD',
+                  symbol: 'DUSD',
+                  decimals: 6,
+                  // No fixed fallback: with both sources failing DUSD is withdrawn, as it would be in production.
+                  prices: [
+                    { kind: 'chainlink', feed: feeds.tokenUsd, quote: 'usd', heartbeatSec: 86_400 },
+                    { kind: 'uniswapV3', pool: feeds.pool, windowSec: 60 },
+                  ],
+                },
+                { address: null, name: 'Ether', symbol: 'ETH', decimals: 18, nativePrice: '1' },
+              ],
+              pollMs: 250,
+              nativeUsdFeed: { feed: feeds.nativeUsd, heartbeatSec: 86_400 },
+              wrappedNative: feeds.wrappedNative,
+              delegatedWallets: [delegatedWallet],
+            },
+            // A local chain is small: index every contract from its first block.
+            indexer: { scope: 'all', fromBlock: 0, confirmations: 0, pollMs: 500 },
           },
-          // A local chain is small: index every contract from its first block.
-          indexer: { scope: 'all', fromBlock: 0, confirmations: 0, pollMs: 500 },
-        },
-      ],
-      // Quotes live minutes; a new secret per start only invalidates quotes of the previous run.
-      relayer: { quoteSecret: randomBytes(32).toString('hex') },
-      // The dev origin server lives on 127.0.0.1: dev mode must be allowed to fetch from it.
-      allowPrivateNetworks: true,
-      // A developer iterating on metadata wants every refresh to run, and events seen at once.
-      refresh: { coolOffSec: 0 },
-      watcher: { confirmations: 0, pollMs: 1_000 },
-      logLevel: process.env.LOG_LEVEL ?? 'warn',
-    }, 'dev config');
+        ],
+        // Quotes live minutes; a new secret per start only invalidates quotes of the previous run.
+        relayer: { quoteSecret: randomBytes(32).toString('hex') },
+        // The dev origin server lives on 127.0.0.1: dev mode must be allowed to fetch from it.
+        allowPrivateNetworks: true,
+        // A developer iterating on metadata wants every refresh to run, and events seen at once.
+        refresh: { coolOffSec: 0 },
+        watcher: { confirmations: 0, pollMs: 1_000 },
+        logLevel: process.env.LOG_LEVEL ?? 'warn',
+      },
+      'dev config',
+    );
     services = await createServices(config, { log, pollingIntervalMs: 250 });
     // The chain is new on every start: what the database cached about the last one no longer holds.
     await tokenStore(services.db).forgetChain(chain.manifest.chain.chainId);

@@ -46,12 +46,17 @@ async function databaseChecks(config: AppConfig, relayerChains: ChainConfig[]): 
     const table = await db.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
     const done = new Set(table.rows[0]?.t ? (await db.query<{ id: number }>('SELECT id FROM schema_migrations')).rows.map((r) => Number(r.id)) : []);
     const pending = loadMigrations().filter((m) => !done.has(m.id));
-    out.push(pending.length ? { level: 'FAIL', name: 'migrations', detail: `${pending.length} pending (${pending[0].name}…): run \`metarelay migrate\`` } : { level: 'ok', name: 'migrations', detail: `all ${done.size} applied` });
+    out.push(
+      pending.length
+        ? { level: 'FAIL', name: 'migrations', detail: `${pending.length} pending (${pending[0].name}…): run \`metarelay migrate\`` }
+        : { level: 'ok', name: 'migrations', detail: `all ${done.size} applied` },
+    );
     if (relayerChains.length) {
       // Fee quotes are signed with the quote secret; without one each process makes its own, and a
       // quote from one process is refused by the next. Only PostgreSQL is shared between processes.
       if (config.relayer.quoteSecret) out.push({ level: 'ok', name: 'quote secret', detail: 'set' });
-      else if (db.kind === 'postgres') out.push({ level: 'FAIL', name: 'quote secret', detail: 'unset on a database several processes can share: set METARELAY_QUOTE_SECRET (or relayer.quoteSecret[File])' });
+      else if (db.kind === 'postgres')
+        out.push({ level: 'FAIL', name: 'quote secret', detail: 'unset on a database several processes can share: set METARELAY_QUOTE_SECRET (or relayer.quoteSecret[File])' });
       else out.push({ level: 'warn', name: 'quote secret', detail: 'unset: fine for one process (PGlite), set it before running several' });
     }
   } finally {
@@ -113,7 +118,9 @@ async function gatewayCheck(gateway: string): Promise<Check> {
   try {
     const res = await bounded(fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) }), 'gateway');
     await res.body?.cancel();
-    return res.ok ? { level: 'ok', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers (HTTP ${res.status})` } : { level: 'FAIL', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers HTTP ${res.status}` };
+    return res.ok
+      ? { level: 'ok', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers (HTTP ${res.status})` }
+      : { level: 'FAIL', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers HTTP ${res.status}` };
   } catch (err) {
     return { level: 'FAIL', name: 'ipfs gateway', detail: `${maskUrl(gateway)} unreachable: ${firstLine(err)}` };
   }
@@ -124,11 +131,14 @@ export async function runDoctor(argv: string[]) {
   const { values } = parse(argv, DB_FLAGS);
   const config = configFrom(values);
   const relayerChains = config.chains.filter((c) => c.relayer);
-  const groups = await Promise.all([databaseChecks(config, relayerChains), ...config.chains.map((c) => chainChecks(c).catch((err): Check[] => [{ level: 'FAIL', name: `chain ${c.name}`, detail: firstLine(err) }])), Promise.all(config.ipfsGateways.map(gatewayCheck))]);
+  const groups = await Promise.all([
+    databaseChecks(config, relayerChains),
+    ...config.chains.map((c) => chainChecks(c).catch((err): Check[] => [{ level: 'FAIL', name: `chain ${c.name}`, detail: firstLine(err) }])),
+    Promise.all(config.ipfsGateways.map(gatewayCheck)),
+  ]);
   const checks = [{ level: 'ok' as Level, name: 'config', detail: values.config ?? '(defaults and environment)' }, ...groups.flat()];
   for (const c of checks) console.log(`${c.level.padEnd(4)}  ${c.name}: ${c.detail}`);
   const failed = checks.filter((c) => c.level === 'FAIL').length;
   console.log(failed ? `${failed} check(s) failed` : 'all checks passed');
   if (failed) process.exitCode = 1;
 }
-

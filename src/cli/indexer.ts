@@ -57,8 +57,7 @@ export async function runIndexer(argv: string[]): Promise<void> {
   });
   if (!['backfill', 'work', 'status', 'watch'].includes(sub ?? '')) throw new UsageError(USAGE);
   // What each verb needs, checked before createServices opens (and would create and migrate) a database.
-  const missing =
-    sub === 'backfill' ? (!values.chain || values.from === undefined) : sub === 'watch' ? (!values.chain || !values.contract) : sub === 'status' ? !positionals[0] : false;
+  const missing = sub === 'backfill' ? !values.chain || values.from === undefined : sub === 'watch' ? !values.chain || !values.contract : sub === 'status' ? !positionals[0] : false;
   if (missing) throw new UsageError(USAGE);
   const config = configFrom(values);
   const s = await createServices(config);

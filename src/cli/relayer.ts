@@ -55,7 +55,12 @@ function policyFlags(values: Record<string, unknown>) {
   for (const [flag, field] of Object.entries(POLICY_FLAGS)) {
     const v = values[flag];
     if (typeof v !== 'string') continue;
-    raw[field] = field.endsWith('Wallets') ? v.split(',').map((x) => x.trim()).filter(Boolean) : v;
+    raw[field] = field.endsWith('Wallets')
+      ? v
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : v;
   }
   const parsed = z.object(PolicyFields).strict().safeParse(raw);
   if (!parsed.success) throw new UsageError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));

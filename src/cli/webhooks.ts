@@ -35,7 +35,10 @@ export async function runWebhooks(argv: string[]) {
       if (!values.url) throw new UsageError(USAGE);
       const problem = targetProblem(values.url);
       if (problem) throw new UsageError(`--url: ${problem}`);
-      const events = (values.events ?? '*').split(',').map((e) => e.trim()).filter(Boolean);
+      const events = (values.events ?? '*')
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean);
       const unknown = events.find((e) => e !== '*' && !(EVENT_TYPES as readonly string[]).includes(e));
       if (unknown || events.length === 0) throw new UsageError(`--events: "${unknown ?? ''}" is not one of ${EVENT_TYPES.join(', ')} or *`);
       const networks = new NetworkRegistry(config.chains);

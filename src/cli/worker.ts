@@ -30,11 +30,15 @@ export async function runRefresh(argv: string[]) {
     throw new UsageError('usage: metarelay refresh --chain NAME|ID --contract 0x… (--tokens 1,2,3 | --all)');
   }
   if (!/^0x[0-9a-fA-F]{40}$/.test(values.contract)) throw new UsageError('--contract must be a 20-byte 0x address');
-  const ids = (values.tokens ?? '').split(',').map((t) => t.trim()).filter(Boolean).map((t) => {
-    const id = parseTokenId(t);
-    if (id === null) throw new UsageError(`--tokens: "${t}" is not a token id`);
-    return id;
-  });
+  const ids = (values.tokens ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .map((t) => {
+      const id = parseTokenId(t);
+      if (id === null) throw new UsageError(`--tokens: "${t}" is not a token id`);
+      return id;
+    });
   const config = configFrom(values);
   const s = await createServices(config);
   try {
@@ -42,9 +46,7 @@ export async function runRefresh(argv: string[]) {
     if (!found.ok) throw new UsageError(found.message);
     const chain = s.chains.get(found.chain.chainId)!;
     const contract = values.contract.toLowerCase() as Address;
-    const { taskId, joined } = values.all
-      ? await s.refresh.enqueueAllTokens(null, chain, contract, { source: 'cli' })
-      : await s.refresh.enqueueTokens(null, chain, contract, ids, { source: 'cli' });
+    const { taskId, joined } = values.all ? await s.refresh.enqueueAllTokens(null, chain, contract, { source: 'cli' }) : await s.refresh.enqueueTokens(null, chain, contract, ids, { source: 'cli' });
     console.error(`task ${taskId}${joined ? ' (joined work already queued)' : ''}`);
     // This process works the queue too, so the task finishes even when no other worker runs.
     s.startBackground();

@@ -11,10 +11,7 @@ export async function preflight(s: { chains: ReadonlyMap<number, ChainClient>; l
   await Promise.all(
     [...s.chains.values()].map(async (c) => {
       try {
-        const id = await Promise.race([
-          c.public.getChainId(),
-          new Promise<never>((_, r) => setTimeout(() => r(new Error('no answer within 5 s')), 5_000).unref()),
-        ]);
+        const id = await Promise.race([c.public.getChainId(), new Promise<never>((_, r) => setTimeout(() => r(new Error('no answer within 5 s')), 5_000).unref())]);
         if (id !== c.chainId) problems.push(`chains: "${c.name}" is configured as chainId ${c.chainId} but its RPC answers ${id}`);
       } catch (err) {
         s.log.warn({ chain: c.name, err: (err as Error).message.split('\n')[0] }, 'chain RPC unreachable at boot');

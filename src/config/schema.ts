@@ -10,129 +10,167 @@ const Decimal = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal number as a
 
 /** A live price source of a fee token (docs/fee-prices.md). */
 export const PriceSourceSchema = z.discriminatedUnion('kind', [
-  z.object({
-    /** A Chainlink AggregatorV3Interface feed: token/native, or token/USD divided by the relayer's `nativeUsdFeed`. */
-    kind: z.literal('chainlink'),
-    feed: Address,
-    /** What the feed's answer is quoted in. */
-    quote: z.enum(['native', 'usd']).default('native'),
-    /** An answer older than this (the feed's heartbeat) is stale. */
-    heartbeatSec: z.number().int().positive().max(7 * 86_400),
-  }).strict(),
-  z.object({
-    /** A Uniswap v3 pool of the token and the relayer's `wrappedNative`: its time-weighted average price. */
-    kind: z.literal('uniswapV3'),
-    pool: Address,
-    /** The averaging window; a short one is cheap to manipulate. */
-    windowSec: z.number().int().min(60).max(7 * 86_400).default(1_800),
-  }).strict(),
+  z
+    .object({
+      /** A Chainlink AggregatorV3Interface feed: token/native, or token/USD divided by the relayer's `nativeUsdFeed`. */
+      kind: z.literal('chainlink'),
+      feed: Address,
+      /** What the feed's answer is quoted in. */
+      quote: z.enum(['native', 'usd']).default('native'),
+      /** An answer older than this (the feed's heartbeat) is stale. */
+      heartbeatSec: z
+        .number()
+        .int()
+        .positive()
+        .max(7 * 86_400),
+    })
+    .strict(),
+  z
+    .object({
+      /** A Uniswap v3 pool of the token and the relayer's `wrappedNative`: its time-weighted average price. */
+      kind: z.literal('uniswapV3'),
+      pool: Address,
+      /** The averaging window; a short one is cheap to manipulate. */
+      windowSec: z
+        .number()
+        .int()
+        .min(60)
+        .max(7 * 86_400)
+        .default(1_800),
+    })
+    .strict(),
 ]);
 
-export const FeeTokenConfigSchema = z.object({
-  /** The ERC20 contract; null means the chain's native currency. */
-  address: Address.nullable().default(null),
-  name: z.string().min(1),
-  symbol: z.string().min(1),
-  decimals: z.number().int().min(0).max(36),
-  logoURL: z.string().default(''),
-  /**
-   * What one whole token is worth in the native currency (a fixed rate; e.g. "0.0004" for a $1 token when ETH is $2 500).
-   * With `prices`, the last fallback; without it, the only price. Omit it to have no fixed fallback.
-   */
-  nativePrice: Decimal.optional(),
-  /** Live price sources, tried in order (docs/fee-prices.md); the fixed `nativePrice` after them. */
-  prices: z.array(PriceSourceSchema).max(4).default([]),
-}).refine((t) => t.nativePrice !== undefined || t.prices.length > 0, { message: 'a fee token needs prices or a fixed nativePrice', path: ['nativePrice'] });
+export const FeeTokenConfigSchema = z
+  .object({
+    /** The ERC20 contract; null means the chain's native currency. */
+    address: Address.nullable().default(null),
+    name: z.string().min(1),
+    symbol: z.string().min(1),
+    decimals: z.number().int().min(0).max(36),
+    logoURL: z.string().default(''),
+    /**
+     * What one whole token is worth in the native currency (a fixed rate; e.g. "0.0004" for a $1 token when ETH is $2 500).
+     * With `prices`, the last fallback; without it, the only price. Omit it to have no fixed fallback.
+     */
+    nativePrice: Decimal.optional(),
+    /** Live price sources, tried in order (docs/fee-prices.md); the fixed `nativePrice` after them. */
+    prices: z.array(PriceSourceSchema).max(4).default([]),
+  })
+  .refine((t) => t.nativePrice !== undefined || t.prices.length > 0, { message: 'a fee token needs prices or a fixed nativePrice', path: ['nativePrice'] });
 
-export const RelayerChainConfigSchema = z.object({
-  /** The Sequence v2 wallet contracts; default: their production addresses. */
-  context: z
-    .object({ factory: Address, mainModule: Address, mainModuleUpgradable: Address, guestModule: Address, utils: Address })
-    .optional(),
-  /**
-   * EIP-7702: wallet implementations (DelegatedWallet, contracts/DelegatedWallet.sol) an EOA may delegate
-   * to and have its bundles relayed (docs/relayer-7702.md). Empty: authorizations are refused.
-   */
-  delegatedWallets: z.array(Address).max(16).default([]),
-  /** Keys of the EOAs that sign and pay for relayed transactions. Keep them secret. */
-  senderKeys: z.array(PrivateKey).default([]),
-  /** Or derive senders from a BIP-39 mnemonic (m/44'/60'/0'/0/i, i < senderCount), after senderKeys. */
-  senderMnemonic: z.string().min(1).optional(),
-  senderCount: z.number().int().min(1).max(256).default(1),
-  /** A sender whose balance (in ether) falls below this takes no new work until topped up. */
-  minSenderBalance: Decimal.default('0'),
-  /**
-   * Optional sender refill: a treasury key that tops a sender up to `targetBalance` (ether) when it falls
-   * below minSenderBalance (docs/project-balances.md). Keep the key secret.
-   */
-  refill: z.object({ treasuryKey: PrivateKey, targetBalance: Decimal }).strict().optional(),
-  /** Optional early warning above minSenderBalance: crossing it sends sender.low_balance with level "warning" (the sender keeps working). */
-  warnSenderBalance: Decimal.optional(),
-  /** Signed transactions a sender may have in flight (not yet mined) at once. */
-  maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
-  /** Where fees are paid to (default: the first sender). */
-  paymentAddress: Address.optional(),
-  /** No fee required (FeeTokens says isFeeRequired=false); every valid bundle is relayed. */
-  gasless: z.boolean().default(false),
-  feeTokens: z.array(FeeTokenConfigSchema).default([]),
-  /** The native/USD Chainlink feed that `quote: 'usd'` price sources divide by (docs/fee-prices.md). */
-  nativeUsdFeed: z.object({ feed: Address, heartbeatSec: z.number().int().positive().max(7 * 86_400) }).strict().optional(),
-  /** The wrapped native token (WETH) that `uniswapV3` price sources' pools pair the fee token with. */
-  wrappedNative: Address.optional(),
-  /** The fee is the gas cost times this. */
-  feeMarkup: z.number().min(1).max(100).default(1.2),
-  /** Gas limit = simulated gas times this (plus the intrinsic cost). */
-  gasMargin: z.number().min(1).max(10).default(1.25),
-  /** Bundles needing more gas than this are refused. */
-  maxGasLimit: z.number().int().positive().default(15_000_000),
-  quoteTtlSec: z.number().int().positive().default(300),
-  /** How long GetMetaTxnReceipt waits for a final status before answering with the current one. */
-  receiptWaitMs: z.number().int().min(0).max(60_000).default(15_000),
-  /** How often the dispatcher looks for new work and new blocks. */
-  pollMs: z.number().int().positive().default(500),
-  /** A queued meta-transaction waiting on a predecessor (a nonce gap) for this long is DROPPED. */
-  queueTimeoutSec: z.number().int().positive().default(300),
-  /** A meta-transaction whose preconditions have not held for this long after SendMetaTxn is DROPPED. */
-  preconditionTimeoutSec: z.number().int().positive().max(7 * 86_400).default(3_600),
-  /** Preconditions one meta-transaction may carry (every one is read once per block while it waits). */
-  maxPreconditions: z.number().int().min(1).max(64).default(8),
-  /** Meta-transactions of the chain waiting on preconditions at once (all are read every block); past it, new ones are refused. */
-  maxPendingPreconditions: z.number().int().min(1).max(20_000).default(2_000),
-  /** ... of them one project may hold (each keyed project has its own share of the pool). */
-  maxPendingPreconditionsPerProject: z.number().int().min(1).max(20_000).default(500),
-  /** The share of maxPendingPreconditions (percent, rounded up) that callers without an access key may hold together; 0: none. */
-  anonymousPendingPreconditionsPercent: z.number().int().min(0).max(100).default(10),
-  /** preconditionTimeoutSec for a meta-transaction sent without an access key (the shorter of the two applies). */
-  anonymousPreconditionTimeoutSec: z.number().int().positive().max(7 * 86_400).default(600),
-  /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
-  maxNonceAhead: z.number().int().min(0).max(1024).default(8),
-  /** Meta-transactions one wallet may have queued or in flight at once. */
-  maxQueuedPerWallet: z.number().int().min(1).default(16),
-  /** ... one access key (every caller of a browser dapp shares its key). */
-  maxQueuedPerKey: z.number().int().min(1).default(5_000),
-  /** ... one client address (IP), sent without an access key (keyed sends are bounded by maxQueuedPerKey instead). */
-  maxQueuedPerAddress: z.number().int().min(1).default(200),
-  /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this; so is each bundle FeeOptions and Simulate run for such a caller. */
-  anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
-  /** Bundles one FeeOptions call may carry: each is a simulation of its own on the node. */
-  maxFeeOptionsBundles: z.number().int().min(1).max(256).default(16),
-  /** State-override bytes (code placed for simulation) one FeeOptions call may send the node, over all its bundles. */
-  maxOverrideBytes: z.number().int().min(1_024).max(16_777_216).default(262_144),
-  /** A transaction not included within this many blocks is replaced at the same nonce with higher fees. */
-  resubmitAfterBlocks: z.number().int().min(1).default(3),
-  /** How much a replacement raises both fees over the last broadcast; nodes refuse less than 10. */
-  replacementBumpPercent: z.number().int().min(10).max(1000).default(10),
-  /** No transaction is signed with a max fee per gas above this (gwei); a replacement that would need more waits. */
-  feeCapGwei: z.number().positive().default(500),
-  /** The lowest priority fee offered (gwei), whatever recent blocks paid. */
-  minPriorityFeeGwei: z.number().min(0).default(0.001),
-  /** Blocks a mined transaction is watched for reorgs; its meta-transaction is final after this many. */
-  confirmations: z.number().int().min(1).max(256).default(3),
-  /** Pack up to this many ready meta-transactions of different wallets into one guest-module transaction (1 = off). */
-  batchSize: z.number().int().min(1).max(64).default(1),
-}).refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] })
+export const RelayerChainConfigSchema = z
+  .object({
+    /** The Sequence v2 wallet contracts; default: their production addresses. */
+    context: z.object({ factory: Address, mainModule: Address, mainModuleUpgradable: Address, guestModule: Address, utils: Address }).optional(),
+    /**
+     * EIP-7702: wallet implementations (DelegatedWallet, contracts/DelegatedWallet.sol) an EOA may delegate
+     * to and have its bundles relayed (docs/relayer-7702.md). Empty: authorizations are refused.
+     */
+    delegatedWallets: z.array(Address).max(16).default([]),
+    /** Keys of the EOAs that sign and pay for relayed transactions. Keep them secret. */
+    senderKeys: z.array(PrivateKey).default([]),
+    /** Or derive senders from a BIP-39 mnemonic (m/44'/60'/0'/0/i, i < senderCount), after senderKeys. */
+    senderMnemonic: z.string().min(1).optional(),
+    senderCount: z.number().int().min(1).max(256).default(1),
+    /** A sender whose balance (in ether) falls below this takes no new work until topped up. */
+    minSenderBalance: Decimal.default('0'),
+    /**
+     * Optional sender refill: a treasury key that tops a sender up to `targetBalance` (ether) when it falls
+     * below minSenderBalance (docs/project-balances.md). Keep the key secret.
+     */
+    refill: z.object({ treasuryKey: PrivateKey, targetBalance: Decimal }).strict().optional(),
+    /** Optional early warning above minSenderBalance: crossing it sends sender.low_balance with level "warning" (the sender keeps working). */
+    warnSenderBalance: Decimal.optional(),
+    /** Signed transactions a sender may have in flight (not yet mined) at once. */
+    maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
+    /** Where fees are paid to (default: the first sender). */
+    paymentAddress: Address.optional(),
+    /** No fee required (FeeTokens says isFeeRequired=false); every valid bundle is relayed. */
+    gasless: z.boolean().default(false),
+    feeTokens: z.array(FeeTokenConfigSchema).default([]),
+    /** The native/USD Chainlink feed that `quote: 'usd'` price sources divide by (docs/fee-prices.md). */
+    nativeUsdFeed: z
+      .object({
+        feed: Address,
+        heartbeatSec: z
+          .number()
+          .int()
+          .positive()
+          .max(7 * 86_400),
+      })
+      .strict()
+      .optional(),
+    /** The wrapped native token (WETH) that `uniswapV3` price sources' pools pair the fee token with. */
+    wrappedNative: Address.optional(),
+    /** The fee is the gas cost times this. */
+    feeMarkup: z.number().min(1).max(100).default(1.2),
+    /** Gas limit = simulated gas times this (plus the intrinsic cost). */
+    gasMargin: z.number().min(1).max(10).default(1.25),
+    /** Bundles needing more gas than this are refused. */
+    maxGasLimit: z.number().int().positive().default(15_000_000),
+    quoteTtlSec: z.number().int().positive().default(300),
+    /** How long GetMetaTxnReceipt waits for a final status before answering with the current one. */
+    receiptWaitMs: z.number().int().min(0).max(60_000).default(15_000),
+    /** How often the dispatcher looks for new work and new blocks. */
+    pollMs: z.number().int().positive().default(500),
+    /** A queued meta-transaction waiting on a predecessor (a nonce gap) for this long is DROPPED. */
+    queueTimeoutSec: z.number().int().positive().default(300),
+    /** A meta-transaction whose preconditions have not held for this long after SendMetaTxn is DROPPED. */
+    preconditionTimeoutSec: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400)
+      .default(3_600),
+    /** Preconditions one meta-transaction may carry (every one is read once per block while it waits). */
+    maxPreconditions: z.number().int().min(1).max(64).default(8),
+    /** Meta-transactions of the chain waiting on preconditions at once (all are read every block); past it, new ones are refused. */
+    maxPendingPreconditions: z.number().int().min(1).max(20_000).default(2_000),
+    /** ... of them one project may hold (each keyed project has its own share of the pool). */
+    maxPendingPreconditionsPerProject: z.number().int().min(1).max(20_000).default(500),
+    /** The share of maxPendingPreconditions (percent, rounded up) that callers without an access key may hold together; 0: none. */
+    anonymousPendingPreconditionsPercent: z.number().int().min(0).max(100).default(10),
+    /** preconditionTimeoutSec for a meta-transaction sent without an access key (the shorter of the two applies). */
+    anonymousPreconditionTimeoutSec: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400)
+      .default(600),
+    /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
+    maxNonceAhead: z.number().int().min(0).max(1024).default(8),
+    /** Meta-transactions one wallet may have queued or in flight at once. */
+    maxQueuedPerWallet: z.number().int().min(1).default(16),
+    /** ... one access key (every caller of a browser dapp shares its key). */
+    maxQueuedPerKey: z.number().int().min(1).default(5_000),
+    /** ... one client address (IP), sent without an access key (keyed sends are bounded by maxQueuedPerKey instead). */
+    maxQueuedPerAddress: z.number().int().min(1).default(200),
+    /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this; so is each bundle FeeOptions and Simulate run for such a caller. */
+    anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
+    /** Bundles one FeeOptions call may carry: each is a simulation of its own on the node. */
+    maxFeeOptionsBundles: z.number().int().min(1).max(256).default(16),
+    /** State-override bytes (code placed for simulation) one FeeOptions call may send the node, over all its bundles. */
+    maxOverrideBytes: z.number().int().min(1_024).max(16_777_216).default(262_144),
+    /** A transaction not included within this many blocks is replaced at the same nonce with higher fees. */
+    resubmitAfterBlocks: z.number().int().min(1).default(3),
+    /** How much a replacement raises both fees over the last broadcast; nodes refuse less than 10. */
+    replacementBumpPercent: z.number().int().min(10).max(1000).default(10),
+    /** No transaction is signed with a max fee per gas above this (gwei); a replacement that would need more waits. */
+    feeCapGwei: z.number().positive().default(500),
+    /** The lowest priority fee offered (gwei), whatever recent blocks paid. */
+    minPriorityFeeGwei: z.number().min(0).default(0.001),
+    /** Blocks a mined transaction is watched for reorgs; its meta-transaction is final after this many. */
+    confirmations: z.number().int().min(1).max(256).default(3),
+    /** Pack up to this many ready meta-transactions of different wallets into one guest-module transaction (1 = off). */
+    batchSize: z.number().int().min(1).max(64).default(1),
+  })
+  .refine((r) => r.senderKeys.length > 0 || r.senderMnemonic, { message: 'a relayer needs senderKeys or a senderMnemonic', path: ['senderKeys'] })
   .refine((r) => !r.refill || Number(r.refill.targetBalance) > Number(r.minSenderBalance), { message: 'refill.targetBalance must be above minSenderBalance', path: ['refill', 'targetBalance'] })
-  .refine((r) => r.nativeUsdFeed || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'chainlink' && p.quote === 'usd')), { message: "a chainlink price quoted in 'usd' needs the relayer's nativeUsdFeed", path: ['nativeUsdFeed'] })
+  .refine((r) => r.nativeUsdFeed || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'chainlink' && p.quote === 'usd')), {
+    message: "a chainlink price quoted in 'usd' needs the relayer's nativeUsdFeed",
+    path: ['nativeUsdFeed'],
+  })
   .refine((r) => r.wrappedNative || !r.feeTokens.some((t) => t.prices.some((p) => p.kind === 'uniswapV3')), { message: "a uniswapV3 price needs the relayer's wrappedNative", path: ['wrappedNative'] })
   .refine((r) => !r.feeTokens.some((t) => t.address === null && t.prices.length > 0), { message: 'the native fee token is worth exactly 1: it takes no price sources', path: ['feeTokens'] });
 
@@ -154,9 +192,7 @@ export const IndexerChainConfigSchema = z.object({
 
 export const ChainConfigSchema = z.object({
   chainId: z.number().int().positive(),
-  name: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes'),
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes'),
   /** Several URLs mean failover, in order. */
   rpcUrls: z.array(httpUrl).min(1, 'needs at least one RPC URL'),
   /** JSON-RPC requests issued together are sent as one HTTP batch of at most this many (1 = no batching). */
@@ -221,7 +257,11 @@ export const AppConfigSchema = z
         notFoundRetrySec: z.number().int().min(0).default(60),
         /** A token whose document could not be fetched is retried after this long (Retry-After wins). */
         failureRetrySec: z.number().int().min(0).default(300),
-        maxBytes: z.number().int().positive().default(2 * 1024 * 1024),
+        maxBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(2 * 1024 * 1024),
         connectTimeoutMs: z.number().int().positive().default(5_000),
         fetchTimeoutMs: z.number().int().positive().default(20_000),
         maxRedirects: z.number().int().min(0).max(20).default(5),
@@ -274,7 +314,11 @@ export const AppConfigSchema = z
         /** Cache token media (image, image_data, animation_url) and serve renditions at /media/. */
         enabled: z.boolean().default(true),
         /** Largest media file fetched, in bytes. */
-        maxBytes: z.number().int().positive().default(50 * 1024 * 1024),
+        maxBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(50 * 1024 * 1024),
         fetchTimeoutMs: z.number().int().positive().default(60_000),
         /** Fetch a token's media as soon as the token resolves through the API (otherwise on first request). */
         eager: z.boolean().default(true),
@@ -392,9 +436,7 @@ export const AppConfigSchema = z
       })
       .prefault({}),
     /** SIGTERM/SIGINT: reads are answered this long after new work is refused; everything ends within deadlineMs. */
-    shutdown: z
-      .object({ graceMs: z.number().int().min(0).default(2_000), deadlineMs: z.number().int().positive().default(30_000) })
-      .prefault({}),
+    shutdown: z.object({ graceMs: z.number().int().min(0).default(2_000), deadlineMs: z.number().int().positive().default(30_000) }).prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /**
      * serve's request lines. Errors (4xx/5xx) and requests slower than slowMs are always logged;

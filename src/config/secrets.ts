@@ -41,7 +41,10 @@ function listOf(text: string, what: string): string[] {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new ConfigError(`${what} must be a JSON array of strings`);
     return v as string[];
   }
-  return text.split(/[\r\n,]+/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  return text
+    .split(/[\r\n,]+/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
 }
 
 /** The variable a chain's sender secrets come from: METARELAY_SENDER_KEYS_ARBITRUM_ONE for "arbitrum-one". */

@@ -44,7 +44,10 @@ export function registerConsolePage(app: FastifyInstance, root = CONSOLE_DIST) {
       if (!file.startsWith(resolve(root) + sep)) return reply.code(404).send();
       try {
         const body = await readFile(file);
-        return secure(reply).header('Cache-Control', 'public, max-age=31536000, immutable').type(TYPES[extname(file)] ?? 'application/octet-stream').send(body);
+        return secure(reply)
+          .header('Cache-Control', 'public, max-age=31536000, immutable')
+          .type(TYPES[extname(file)] ?? 'application/octet-stream')
+          .send(body);
       } catch {
         return reply.code(404).type('text/plain').send('not found\n');
       }

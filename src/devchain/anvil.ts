@@ -145,8 +145,7 @@ export async function startAnvil(opts: StartAnvilOptions = {}): Promise<AnvilHan
     stderr = (stderr + chunk).slice(-STDERR_KEEP_BYTES);
   });
 
-  const describe = (why: string) =>
-    new Error(`anvil (${binary} ${args.join(' ')}) ${why}${stderr.trim() ? `\nstderr:\n${stderr.trim()}` : ''}`);
+  const describe = (why: string) => new Error(`anvil (${binary} ${args.join(' ')}) ${why}${stderr.trim() ? `\nstderr:\n${stderr.trim()}` : ''}`);
 
   return new Promise<AnvilHandle>((resolve, reject) => {
     let settled = false;
@@ -159,8 +158,7 @@ export async function startAnvil(opts: StartAnvilOptions = {}): Promise<AnvilHan
     const timer = setTimeout(() => fail(describe(`did not become ready within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
 
     child.once('error', (err) => fail(describe(`failed to start: ${err.message}`)));
-    const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) =>
-      fail(describe(`exited during startup (code ${code}, signal ${signal})`));
+    const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) => fail(describe(`exited during startup (code ${code}, signal ${signal})`));
     child.once('exit', onEarlyExit);
 
     // stdout must be drained for anvil's whole life: it logs every block and transaction there, and

@@ -73,10 +73,7 @@ export async function startDevChain(opts: StartDevChainOptions): Promise<DevChai
     // Documents go up before their URIs reach the chain, so no reader ever sees a 404 for them.
     seedOriginDocuments(o, DEV_TOKENS);
     await installMulticall3(a.rpcUrl, multicall.deployedBytecode);
-    const [part, sequence] = await Promise.all([
-      deploySamples({ rpcUrl: a.rpcUrl, chainId: a.chainId, originUrl: o.url, artifacts, log }),
-      deploySequenceV2Context(a.rpcUrl),
-    ]);
+    const [part, sequence] = await Promise.all([deploySamples({ rpcUrl: a.rpcUrl, chainId: a.chainId, originUrl: o.url, artifacts, log }), deploySequenceV2Context(a.rpcUrl)]);
     log?.(`dev chain ready in ${Date.now() - started} ms (rpc ${a.rpcUrl}, origin ${o.url})`);
     return {
       anvil: a,

@@ -23,14 +23,9 @@ export async function installMulticall3(rpcUrl: string, deployedBytecode: Hex): 
     functionName: 'aggregate3',
     args: [[{ target: MULTICALL3_ADDRESS, allowFailure: false, callData: encodeFunctionData({ abi: probeAbi, functionName: 'getChainId' }) }]],
   });
-  const [raw, chainIdHex] = await Promise.all([
-    rpcCall<Hex>(rpcUrl, 'eth_call', [{ to: MULTICALL3_ADDRESS, data }, 'latest']),
-    rpcCall<Hex>(rpcUrl, 'eth_chainId'),
-  ]);
+  const [raw, chainIdHex] = await Promise.all([rpcCall<Hex>(rpcUrl, 'eth_call', [{ to: MULTICALL3_ADDRESS, data }, 'latest']), rpcCall<Hex>(rpcUrl, 'eth_chainId')]);
   const [result] = decodeFunctionResult({ abi: probeAbi, functionName: 'aggregate3', data: raw });
-  const echoed = result?.success
-    ? decodeFunctionResult({ abi: probeAbi, functionName: 'getChainId', data: result.returnData })
-    : undefined;
+  const echoed = result?.success ? decodeFunctionResult({ abi: probeAbi, functionName: 'getChainId', data: result.returnData }) : undefined;
   if (echoed !== BigInt(chainIdHex)) {
     throw new Error(`Multicall3 at ${MULTICALL3_ADDRESS} failed verification: aggregate3(getChainId) returned ${raw}`);
   }

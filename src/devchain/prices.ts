@@ -5,18 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import {
-  encodeAbiParameters,
-  encodeDeployData,
-  encodeFunctionData,
-  getContractAddress,
-  keccak256,
-  parseAbi,
-  type Abi,
-  type Address,
-  type Hash,
-  type Hex,
-} from 'viem';
+import { encodeAbiParameters, encodeDeployData, encodeFunctionData, getContractAddress, keccak256, parseAbi, type Abi, type Address, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Artifacts } from './compile.ts';
 import { REPO_ROOT } from './compile.ts';
@@ -147,7 +136,12 @@ export async function deployPriceFeeds(opts: DeployPriceFeedsOptions): Promise<D
   const price = { num: tokenUsd, den: nativeUsd };
   await call('initialize', pool, encodeFunctionData({ abi: poolAdminAbi, functionName: 'initialize', args: [sqrtPriceX96For(opts.token, weth, opts.tokenDecimals, price)] }), 300_000n);
   const cardinality = opts.cardinality ?? 32;
-  await call('increaseObservationCardinalityNext', pool, encodeFunctionData({ abi: poolAdminAbi, functionName: 'increaseObservationCardinalityNext', args: [cardinality] }), BigInt(60_000 + cardinality * 26_000));
+  await call(
+    'increaseObservationCardinalityNext',
+    pool,
+    encodeFunctionData({ abi: poolAdminAbi, functionName: 'increaseObservationCardinalityNext', args: [cardinality] }),
+    BigInt(60_000 + cardinality * 26_000),
+  );
   // Full-range liquidity worth about 1 000 000 tokens: L = sqrt(token base units × wei) at the price.
   const tokenUnits = 1_000_000n * 10n ** BigInt(opts.tokenDecimals);
   const wei = (1_000_000n * 10n ** 18n * tokenUsd) / nativeUsd;

@@ -12,12 +12,7 @@ export class RpcError extends Error {
   }
 }
 
-export async function rpcCall<T = unknown>(
-  url: string,
-  method: string,
-  params: unknown[] = [],
-  opts: { timeoutMs?: number } = {},
-): Promise<T> {
+export async function rpcCall<T = unknown>(url: string, method: string, params: unknown[] = [], opts: { timeoutMs?: number } = {}): Promise<T> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

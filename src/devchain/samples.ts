@@ -100,15 +100,15 @@ export async function deploySamples(opts: DeploySamplesOptions): Promise<DevMani
   for (const id of DEV_TOKENS.erc1155) await call('erc1155', 'mint', [me, BigInt(id), 10n * BigInt(id)]);
   await call('erc20', 'mint', [me, 1_000_000n * 10n ** 6n]);
 
-  const receipts = await Promise.all(
-    sent.map(({ hash }) => publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 30_000 })),
-  );
+  const receipts = await Promise.all(sent.map(({ hash }) => publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 30_000 })));
   const failed = receipts.flatMap((r, i) => (r.status === 'success' ? [] : [`${sent[i]!.what} (${r.transactionHash})`]));
   if (failed.length > 0) throw new Error(`sample deployment transactions reverted: ${failed.join('; ')}`);
 
   opts.log?.(
     `deployed sample contracts in ${Date.now() - started} ms: ` +
-      Object.entries(contracts).map(([k, v]) => `${k}=${v}`).join(' '),
+      Object.entries(contracts)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' '),
   );
   return { contracts, tokens: structuredClone(DEV_TOKENS), deployer: me };
 }

@@ -5,17 +5,7 @@
 // addresses. That lets the official clients (`v2.DeployedWalletContext` of @0xsequence/core) work
 // against a local chain unchanged.
 
-import {
-  concat,
-  encodeAbiParameters,
-  getAddress,
-  getContractAddress,
-  pad,
-  toHex,
-  type Address,
-  type Hash,
-  type Hex,
-} from 'viem';
+import { concat, encodeAbiParameters, getAddress, getContractAddress, pad, toHex, type Address, type Hash, type Hex } from 'viem';
 import { RpcError } from './rpc.ts';
 import { SEQUENCE_V2_CONTEXT, WALLET_CREATION_CODE } from '../relayer/context.ts';
 import { sequenceCreationCode } from '../relayer/artifacts.ts';
@@ -35,13 +25,7 @@ export { NONCE_KEY as SEQUENCE_NONCE_KEY, nonceSlot as sequenceNonceSlot } from 
 
 export type SequenceV2Context = typeof SEQUENCE_V2_CONTEXT;
 
-export type SequenceContractName =
-  | 'Factory'
-  | 'MainModule'
-  | 'MainModuleUpgradable'
-  | 'GuestModule'
-  | 'SequenceUtils'
-  | 'MainModuleGasEstimation';
+export type SequenceContractName = 'Factory' | 'MainModule' | 'MainModuleUpgradable' | 'GuestModule' | 'SequenceUtils' | 'MainModuleGasEstimation';
 
 /** Where production has each contract (MainModuleGasEstimation has no production address). */
 const PRODUCTION_ADDRESS: Record<Exclude<SequenceContractName, 'MainModuleGasEstimation'>, Address> = {
@@ -52,14 +36,7 @@ const PRODUCTION_ADDRESS: Record<Exclude<SequenceContractName, 'MainModuleGasEst
   SequenceUtils: SEQUENCE_V2_CONTEXT.utils,
 };
 
-const DEPLOY_ORDER: SequenceContractName[] = [
-  'Factory',
-  'MainModuleUpgradable',
-  'MainModule',
-  'GuestModule',
-  'SequenceUtils',
-  'MainModuleGasEstimation',
-];
+const DEPLOY_ORDER: SequenceContractName[] = ['Factory', 'MainModuleUpgradable', 'MainModule', 'GuestModule', 'SequenceUtils', 'MainModuleGasEstimation'];
 
 /**
  * The creation bytecode (without constructor arguments) that @0xsequence/wallet-contracts@2.0.0
@@ -75,13 +52,7 @@ export const loadSequenceBytecode = (name: SequenceContractName): Hex => sequenc
 export function sequenceInitCode(name: SequenceContractName): Hex {
   const bytecode = loadSequenceBytecode(name);
   if (name !== 'MainModule') return bytecode;
-  return concat([
-    bytecode,
-    encodeAbiParameters(
-      [{ type: 'address' }, { type: 'address' }],
-      [SEQUENCE_V2_CONTEXT.factory, SEQUENCE_V2_CONTEXT.mainModuleUpgradable],
-    ),
-  ]);
+  return concat([bytecode, encodeAbiParameters([{ type: 'address' }, { type: 'address' }], [SEQUENCE_V2_CONTEXT.factory, SEQUENCE_V2_CONTEXT.mainModuleUpgradable])]);
 }
 
 const ZERO_SALT: Hash = pad('0x', { size: 32 });
@@ -99,8 +70,7 @@ export function sequenceContractAddresses(): Record<SequenceContractName, Addres
     const expected = name === 'MainModuleGasEstimation' ? undefined : PRODUCTION_ADDRESS[name];
     if (expected && computed !== getAddress(expected)) {
       throw new Error(
-        `${name}: the bytecode of @0xsequence/wallet-contracts gives ${computed} through the singleton factory, ` +
-          `not the production address ${expected}; is the installed package version 2.0.0?`,
+        `${name}: the bytecode of @0xsequence/wallet-contracts gives ${computed} through the singleton factory, ` + `not the production address ${expected}; is the installed package version 2.0.0?`,
       );
     }
     out[name] = computed;
@@ -173,8 +143,7 @@ export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedS
     if (!hasCode(singletonCode)) {
       if (!hasCode(create2Code)) {
         throw new Error(
-          `no CREATE2 deployer code at ${ANVIL_CREATE2_DEPLOYER} to install as the singleton factory ` +
-            `${SINGLETON_FACTORY}; is ${rpcUrl} an anvil node with its default CREATE2 deployer?`,
+          `no CREATE2 deployer code at ${ANVIL_CREATE2_DEPLOYER} to install as the singleton factory ` + `${SINGLETON_FACTORY}; is ${rpcUrl} an anvil node with its default CREATE2 deployer?`,
         );
       }
       setup.push({ method: 'anvil_setCode', params: [SINGLETON_FACTORY, create2Code] });
@@ -184,10 +153,7 @@ export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedS
       name,
       tx: { from: DEPLOYER, to: SINGLETON_FACTORY, data: concat([ZERO_SALT, sequenceInitCode(name)]) },
     }));
-    const setupResults = await rpcBatch(rpcUrl, [
-      ...setup,
-      ...txs.map(({ tx }) => ({ method: 'eth_estimateGas', params: [tx] })),
-    ]);
+    const setupResults = await rpcBatch(rpcUrl, [...setup, ...txs.map(({ tx }) => ({ method: 'eth_estimateGas', params: [tx] }))]);
     const startNonce = Number(setupResults[setup.length - 1] as Hex);
     const gas = setupResults.slice(setup.length) as Hex[];
 
@@ -209,10 +175,7 @@ export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedS
   );
   const absent = DEPLOY_ORDER.filter((_, i) => !hasCode(after[i]));
   if (absent.length > 0) {
-    throw new Error(
-      `Sequence v2 deployment failed on ${rpcUrl}: no code at ` +
-        absent.map((n) => `${n} ${addresses[n]}${outcome[n] ? ` (its deployment ${outcome[n]})` : ''}`).join(', '),
-    );
+    throw new Error(`Sequence v2 deployment failed on ${rpcUrl}: no code at ` + absent.map((n) => `${n} ${addresses[n]}${outcome[n] ? ` (its deployment ${outcome[n]})` : ''}`).join(', '));
   }
   return {
     ...SEQUENCE_V2_CONTEXT,

@@ -37,9 +37,7 @@ export class DeliveryWorker {
   private prunedAt = 0;
   private offBell: (() => void) | undefined;
 
-  constructor(
-    private readonly deps: { store: WebhookStore; outbox: Outbox; post: Poster; bell: EventBell; log: Logger; settings: DeliverySettings },
-  ) {
+  constructor(private readonly deps: { store: WebhookStore; outbox: Outbox; post: Poster; bell: EventBell; log: Logger; settings: DeliverySettings }) {
     // A full batch means more may be due: the next pass runs at once.
     this.loop = new PollLoop(
       () => this.pass(),
@@ -135,7 +133,10 @@ export class DeliveryWorker {
       while (this.delivered.length) {
         const batch = this.delivered.splice(0);
         try {
-          await this.deps.store.recordDelivered(this.owner, batch.map((b) => b.item));
+          await this.deps.store.recordDelivered(
+            this.owner,
+            batch.map((b) => b.item),
+          );
           for (const b of batch) b.done();
         } catch (err) {
           for (const b of batch) b.done(err);
@@ -150,21 +151,30 @@ export class DeliveryWorker {
     const s = this.deps.settings;
     const body = JSON.stringify(envelope(d.event));
     const t = Math.floor(Date.now() / 1000);
-    const res = await this.deps.post(d.url, body, {
-      'metarelay-event-id': `evt_${d.event.id}`,
-      'metarelay-event-type': d.event.type,
-      'metarelay-delivery-id': String(d.id),
-      'metarelay-attempt': String(d.attempts),
-      'metarelay-timestamp': String(t),
-      [SIGNATURE_HEADER]: signatureHeader(d.secret, t, body),
-    }, s.deadlineMs);
+    const res = await this.deps.post(
+      d.url,
+      body,
+      {
+        'metarelay-event-id': `evt_${d.event.id}`,
+        'metarelay-event-type': d.event.type,
+        'metarelay-delivery-id': String(d.id),
+        'metarelay-attempt': String(d.attempts),
+        'metarelay-timestamp': String(t),
+        [SIGNATURE_HEADER]: signatureHeader(d.secret, t, body),
+      },
+      s.deadlineMs,
+    );
     const ok = !res.error && res.status >= 200 && res.status < 300;
     const error = ok ? null : (res.error ?? `HTTP ${res.status}`);
     const retryAt = ok ? null : nextAttemptAt(d.attempts, d.firstAt, s);
     if (ok) return this.recordDelivered({ id: d.id, webhookId: d.webhookId, status: res.status, ms: res.ms, snippet: res.body.slice(0, 500) });
-    const out = await this.deps.store.record(this.owner, { id: d.id, webhookId: d.webhookId, subject: d.event.subject }, { ok, status: res.status, error, ms: res.ms, snippet: res.body.slice(0, 500), retryAt, disableAfterSec: s.disableAfterSec });
-      // The URL may carry a token in its path or query: log the endpoint by id only.
-      this.deps.log.info({ webhookId: d.webhookId, deliveryId: d.id, attempt: d.attempts, status: res.status, error, deadLettered: retryAt == null }, 'webhook delivery failed');
+    const out = await this.deps.store.record(
+      this.owner,
+      { id: d.id, webhookId: d.webhookId, subject: d.event.subject },
+      { ok, status: res.status, error, ms: res.ms, snippet: res.body.slice(0, 500), retryAt, disableAfterSec: s.disableAfterSec },
+    );
+    // The URL may carry a token in its path or query: log the endpoint by id only.
+    this.deps.log.info({ webhookId: d.webhookId, deliveryId: d.id, attempt: d.attempts, status: res.status, error, deadLettered: retryAt == null }, 'webhook delivery failed');
     if (out.disabled) this.deps.log.warn({ webhookId: d.webhookId }, `webhook endpoint disabled: every delivery failed for ${s.disableAfterSec} s`);
   }
 }

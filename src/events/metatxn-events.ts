@@ -13,7 +13,11 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
     const byChain = new Map<number, MetaTxnRow[]>();
     for (const r of rows) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
     for (const [chainId, list] of byChain) {
-      const bundles = await metaTxns().bundlesOfMany(chainId, list.map((r) => r.id), q);
+      const bundles = await metaTxns().bundlesOfMany(
+        chainId,
+        list.map((r) => r.id),
+        q,
+      );
       await appendEvents(
         q,
         list.map((r) => ({

@@ -6,15 +6,7 @@ import { prepared, type Db, type Queryable } from '../store/db.ts';
  * (webhook.test goes only to the endpoint it tests). A type is added here when it is emitted:
  * a subscription to one that never fires would be a silent promise.
  */
-export const EVENT_TYPES = [
-  'metatxn.status',
-  'token.metadata_updated',
-  'sender.low_balance',
-  'sender.recovered',
-  'refresh.task_finished',
-  'contract.info_updated',
-  'balance.updated',
-] as const;
+export const EVENT_TYPES = ['metatxn.status', 'token.metadata_updated', 'sender.low_balance', 'sender.recovered', 'refresh.task_finished', 'contract.info_updated', 'balance.updated'] as const;
 export type EventType = (typeof EVENT_TYPES)[number] | 'webhook.test';
 
 export interface NewEvent {

@@ -93,25 +93,25 @@ export interface WebhookPatch {
 }
 
 /** A disabled endpoint's pending deliveries wait at 'infinity' (out of the claim's reads) until it is enabled. */
-const parkPending = (q: Queryable, webhookId: number) =>
-  q.query(`UPDATE webhook_deliveries SET next_attempt_at = 'infinity' WHERE webhook_id = $1 AND status = 'PENDING'`, [webhookId]);
+const parkPending = (q: Queryable, webhookId: number) => q.query(`UPDATE webhook_deliveries SET next_attempt_at = 'infinity' WHERE webhook_id = $1 AND status = 'PENDING'`, [webhookId]);
 
 export function webhookStore(db: Db) {
   return {
     /** Returns the endpoint and its signing secret (the only time the secret leaves the store). */
     async create(w: { projectId: number; url: string; events: string[]; chainIds: number[] | null; description: string }): Promise<{ webhook: Webhook; secret: string }> {
       const secret = newSecret();
-      const r = await db.query<Record<string, unknown>>(
-        `INSERT INTO webhooks (project_id, url, events, chain_ids, description, secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLS}`,
-        [w.projectId, w.url, w.events, w.chainIds, w.description, secret],
-      );
+      const r = await db.query<Record<string, unknown>>(`INSERT INTO webhooks (project_id, url, events, chain_ids, description, secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLS}`, [
+        w.projectId,
+        w.url,
+        w.events,
+        w.chainIds,
+        w.description,
+        secret,
+      ]);
       return { webhook: toWebhook(r.rows[0]), secret };
     },
     async list(projectId: number | null): Promise<Webhook[]> {
-      const r = await db.query<Record<string, unknown>>(
-        `SELECT ${COLS} FROM webhooks WHERE ($1::bigint IS NULL OR project_id = $1) AND deleted_at IS NULL ORDER BY id`,
-        [projectId],
-      );
+      const r = await db.query<Record<string, unknown>>(`SELECT ${COLS} FROM webhooks WHERE ($1::bigint IS NULL OR project_id = $1) AND deleted_at IS NULL ORDER BY id`, [projectId]);
       return r.rows.map(toWebhook);
     },
     async get(id: number): Promise<Webhook | undefined> {
@@ -236,7 +236,11 @@ export function webhookStore(db: Db) {
      * failure: dead-lettered. Also keeps the endpoint's failure streak, and disables an endpoint that
      * has failed everything for `disableAfterSec`.
      */
-    async record(owner: string, d: { id: number; webhookId: number; subject: string | null }, o: { ok: boolean; status: number; error: string | null; ms: number; snippet: string; retryAt: Date | null; disableAfterSec: number }): Promise<{ disabled: boolean }> {
+    async record(
+      owner: string,
+      d: { id: number; webhookId: number; subject: string | null },
+      o: { ok: boolean; status: number; error: string | null; ms: number; snippet: string; retryAt: Date | null; disableAfterSec: number },
+    ): Promise<{ disabled: boolean }> {
       return db.transaction(async (tx) => {
         const r = await tx.query(
           `UPDATE webhook_deliveries SET status = CASE WHEN $3 THEN 'DELIVERED' WHEN $8::timestamptz IS NULL THEN 'DEAD' ELSE 'PENDING' END,
@@ -252,10 +256,12 @@ export function webhookStore(db: Db) {
         }
         // Later deliveries of the same subject wait for this one's retry (they could not go before it anyway).
         if (o.retryAt && d.subject != null) {
-          await tx.query(
-            `UPDATE webhook_deliveries SET next_attempt_at = GREATEST(next_attempt_at, $4) WHERE webhook_id = $1 AND subject = $2 AND status = 'PENDING' AND id > $3`,
-            [d.webhookId, d.subject, d.id, o.retryAt],
-          );
+          await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = GREATEST(next_attempt_at, $4) WHERE webhook_id = $1 AND subject = $2 AND status = 'PENDING' AND id > $3`, [
+            d.webhookId,
+            d.subject,
+            d.id,
+            o.retryAt,
+          ]);
         }
         const w = await tx.query(
           `UPDATE webhooks SET failing_since = COALESCE(failing_since, now()),

@@ -25,4 +25,3 @@ export function readBearer(req: FastifyRequest): string | undefined {
   const m = typeof h === 'string' ? /^bearer\s+(.+)$/i.exec(h.trim()) : null;
   return m ? m[1].trim() : undefined;
 }
-

@@ -198,4 +198,3 @@ function networksOf(body: Buffer): string[] {
     return [];
   }
 }
-

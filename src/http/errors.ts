@@ -10,12 +10,7 @@ export interface ErrorDef {
 }
 
 const table = <K extends string>(rows: Record<K, [number, number, string]>) =>
-  Object.fromEntries(
-    Object.entries<[number, number, string]>(rows).map(([name, [code, status, message]]) => [
-      name,
-      Object.freeze({ name, code, status, message }),
-    ]),
-  ) as Record<K, ErrorDef>;
+  Object.fromEntries(Object.entries<[number, number, string]>(rows).map(([name, [code, status, message]]) => [name, Object.freeze({ name, code, status, message })])) as Record<K, ErrorDef>;
 
 export const WebrpcErrors = table({
   WebrpcEndpoint: [0, 400, 'endpoint error'],

@@ -17,7 +17,12 @@ const RETRY_AFTER_SEC = 30;
 const List = z
   .string()
   .max(2_000)
-  .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean));
+  .transform((v) =>
+    v
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
 const Query = z.object({ types: List.optional(), chains: List.optional(), lastEventId: z.string().optional(), accessKey: z.string().optional() });
 const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event position this stream sent');
 

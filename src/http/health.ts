@@ -32,21 +32,29 @@ async function timed(name: string, fn: () => Promise<string | undefined>, timeou
 
 /** One chain's node asked for its head, bounded; what it answers (or not) is kept in its health. */
 async function probeChain(c: ChainClient, timeoutMs: number): Promise<CheckResult> {
-  const check = await timed(`chain:${c.name}`, async () => {
-    const block = await c.public.getBlockNumber();
-    c.health.sawHead(block);
-    return `block ${block}`;
-  }, timeoutMs);
+  const check = await timed(
+    `chain:${c.name}`,
+    async () => {
+      const block = await c.public.getBlockNumber();
+      c.health.sawHead(block);
+      return `block ${block}`;
+    },
+    timeoutMs,
+  );
   // A node slower than the bound has not failed at the transport yet: for readiness it is down now.
   if (!check.ok && c.health.ok) c.health.failed(check.detail ?? 'failed');
   return check;
 }
 
 function checkDatabase(s: Services, timeoutMs: number): Promise<CheckResult> {
-  return timed('database', async () => {
-    await s.db.query('SELECT 1');
-    return s.db.kind;
-  }, timeoutMs);
+  return timed(
+    'database',
+    async () => {
+      await s.db.query('SELECT 1');
+      return s.db.kind;
+    },
+    timeoutMs,
+  );
 }
 
 /** Database and every configured chain, checked concurrently with a bound on each. */

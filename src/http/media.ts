@@ -47,7 +47,10 @@ const WidthQuery = z.object({
 function sendFailure(reply: FastifyReply, reason: string, message: string) {
   const def: ErrorDef = { ...MetadataErrors.NotFound, status: 404 };
   reply.headers(MEDIA_SECURITY_HEADERS).header('Cache-Control', 'no-store');
-  return reply.code(404).type('application/json').send({ ...toWire(def, `${reason}: ${message}`), reason });
+  return reply
+    .code(404)
+    .type('application/json')
+    .send({ ...toWire(def, `${reason}: ${message}`), reason });
 }
 
 function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
@@ -100,7 +103,11 @@ async function sendBlob(media: MediaService, req: FastifyRequest, reply: Fastify
     const key = `o/${sha256}`;
     const range = parseRange(req.headers.range, blob.filesize);
     if (range === 'unsatisfiable') {
-      return reply.code(416).header('Content-Range', `bytes */${blob.filesize}`).type('application/json').send(toWire({ ...MetadataErrors.InvalidArgument, status: 416 }, 'range not satisfiable'));
+      return reply
+        .code(416)
+        .header('Content-Range', `bytes */${blob.filesize}`)
+        .type('application/json')
+        .send(toWire({ ...MetadataErrors.InvalidArgument, status: 416 }, 'range not satisfiable'));
     }
     // Streamed: a 50 MB video served to many clients is never held in memory.
     const body = await media.blobs.stream(key, range);
@@ -180,7 +187,12 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
       // The REST routes' access rule, through the same pipeline (no response cache: answers are redirects).
       await access.admit(req, {
         mode: s.config.auth.rest,
-        errors: { unauthorized: MetadataErrors.Unauthorized, permissionDenied: MetadataErrors.PermissionDenied, networkNotAllowed: MetadataErrors.PermissionDenied, rateLimited: MetadataErrors.RateLimited },
+        errors: {
+          unauthorized: MetadataErrors.Unauthorized,
+          permissionDenied: MetadataErrors.PermissionDenied,
+          networkNotAllowed: MetadataErrors.PermissionDenied,
+          rateLimited: MetadataErrors.RateLimited,
+        },
         queryKey: true,
         networks: () => networksNamed(req.params as Record<string, string>, undefined),
         sendReused: () => reply,
@@ -193,7 +205,11 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
       const token = (await s.tokens.getTokens(chain, p.contract, [p.tokenId])).tokens[0];
       if (!token || token.status === 'NOT_AVAILABLE') return sendFailure(reply, 'TOKEN_NOT_AVAILABLE', token?.failureMessage || 'the token has no metadata (yet)');
       const source =
-        p.field === 'image' ? token.image : p.field === 'animation_url' ? token.animation_url : token.image_data && `data:image/svg+xml;base64,${Buffer.from(token.image_data, 'utf8').toString('base64')}`;
+        p.field === 'image'
+          ? token.image
+          : p.field === 'animation_url'
+            ? token.animation_url
+            : token.image_data && `data:image/svg+xml;base64,${Buffer.from(token.image_data, 'utf8').toString('base64')}`;
       if (!source) return sendFailure(reply, 'NO_MEDIA', `the token has no ${p.field}`);
       const key = { chainId: chain.chainId, contract: p.contract, tokenId: p.tokenId, field: p.field };
       // With media.rewriteImage the answer's image is our own cached URL: the stored asset is the source.

@@ -20,7 +20,12 @@ export const TokenParams = z.object({
   ids: z
     .string()
     .describe(`token ids, comma-separated (decimal or 0x hex; at most ${LIMITS.tokensPerCall})`)
-    .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    )
     .pipe(z.array(TokenIdString).min(1, 'at least one token id').max(LIMITS.tokensPerCall, `at most ${LIMITS.tokensPerCall} token ids per request`)),
 });
 
@@ -126,16 +131,23 @@ function sendReused(req: FastifyRequest, reply: FastifyReply, answer: Pick<Reusa
 }
 
 export function registerRestRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
-  const errors = { unauthorized: MetadataErrors.Unauthorized, permissionDenied: MetadataErrors.PermissionDenied, networkNotAllowed: MetadataErrors.PermissionDenied, rateLimited: MetadataErrors.RateLimited };
+  const errors = {
+    unauthorized: MetadataErrors.Unauthorized,
+    permissionDenied: MetadataErrors.PermissionDenied,
+    networkNotAllowed: MetadataErrors.PermissionDenied,
+    rateLimited: MetadataErrors.RateLimited,
+  };
   const refuse = (reply: FastifyReply, err: RpcError) => sendError(reply, err.def as ErrorDef, err.detail, err.headers);
-  const describe = (reusable: boolean) => (req: FastifyRequest): AccessRequest => ({
-    mode: s.config.auth.rest,
-    errors,
-    queryKey: true,
-    networks: () => networksNamed(req.params as Record<string, string>, undefined),
-    reuseKey: reusable ? restReuseKey(req.url) : undefined,
-    sendReused,
-  });
+  const describe =
+    (reusable: boolean) =>
+    (req: FastifyRequest): AccessRequest => ({
+      mode: s.config.auth.rest,
+      errors,
+      queryKey: true,
+      networks: () => networksNamed(req.params as Record<string, string>, undefined),
+      reuseKey: reusable ? restReuseKey(req.url) : undefined,
+      sendReused,
+    });
   const reads = access.hooks(describe(true), refuse);
   const others = access.hooks(describe(false), refuse);
   const handle = (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
@@ -150,35 +162,47 @@ export function registerRestRoutes(app: FastifyInstance, s: Services, access: Ac
   // The id list is a wildcard, not a `:ids` parameter: the router refuses a parameter longer than
   // 100 characters with 414, and a list of up to 100 ids is far longer than that. `:id/explain`
   // still wins for explain URLs, since the router tries parameters before the wildcard.
-  app.get(READS_ROUTE, reads, handle(async (req, reply) => {
-    const { '*': ids, ...rest } = req.params as Record<string, string>;
-    const p = parseOrThrow(TokenParams, { ...rest, ids });
-    const chain = chainFor(s, p.network, metadataErrorMap);
-    const r = await s.tokens.getTokens(chain, p.contract, p.ids);
-    const body = `[${r.json.join(',')}]`;
-    if (r.reusableUntil) {
-      const answer = { body: Buffer.from(body, 'utf8'), etag: etagOf(body) };
-      keep(reply, { until: r.reusableUntil, isCurrent: r.isCurrent, tokens: r.json.length, etag: answer.etag });
-      return sendReused(req, reply, answer);
-    }
-    return sendCacheable(req, reply, body, !r.pending && r.statuses.every((st) => st === 'AVAILABLE'));
-  }));
+  app.get(
+    READS_ROUTE,
+    reads,
+    handle(async (req, reply) => {
+      const { '*': ids, ...rest } = req.params as Record<string, string>;
+      const p = parseOrThrow(TokenParams, { ...rest, ids });
+      const chain = chainFor(s, p.network, metadataErrorMap);
+      const r = await s.tokens.getTokens(chain, p.contract, p.ids);
+      const body = `[${r.json.join(',')}]`;
+      if (r.reusableUntil) {
+        const answer = { body: Buffer.from(body, 'utf8'), etag: etagOf(body) };
+        keep(reply, { until: r.reusableUntil, isCurrent: r.isCurrent, tokens: r.json.length, etag: answer.etag });
+        return sendReused(req, reply, answer);
+      }
+      return sendCacheable(req, reply, body, !r.pending && r.statuses.every((st) => st === 'AVAILABLE'));
+    }),
+  );
 
-  app.get('/tokens/:network/:contract', others, handle(async (req, reply) => {
-    const p = parseOrThrow(ContractParams, req.params);
-    const chain = chainFor(s, p.network, metadataErrorMap);
-    const { infos, pending } = await s.contracts.get(chain, [p.contract]);
-    const body = JSON.stringify(infos.get(p.contract));
-    return sendCacheable(req, reply, body, !pending);
-  }));
+  app.get(
+    '/tokens/:network/:contract',
+    others,
+    handle(async (req, reply) => {
+      const p = parseOrThrow(ContractParams, req.params);
+      const chain = chainFor(s, p.network, metadataErrorMap);
+      const { infos, pending } = await s.contracts.get(chain, [p.contract]);
+      const body = JSON.stringify(infos.get(p.contract));
+      return sendCacheable(req, reply, body, !pending);
+    }),
+  );
 
-  app.get('/tokens/:network/:contract/:id/explain', others, handle(async (req, reply) => {
-    const p = parseOrThrow(ExplainParams, req.params);
-    const chain = chainFor(s, p.network, metadataErrorMap);
-    const out = await explainToken(s, chain, p.contract, p.id);
-    reply.header('Cache-Control', 'no-store');
-    return reply.send(out);
-  }));
+  app.get(
+    '/tokens/:network/:contract/:id/explain',
+    others,
+    handle(async (req, reply) => {
+      const p = parseOrThrow(ExplainParams, req.params);
+      const chain = chainFor(s, p.network, metadataErrorMap);
+      const out = await explainToken(s, chain, p.contract, p.id);
+      reply.header('Cache-Control', 'no-store');
+      return reply.send(out);
+    }),
+  );
 }
 
 /** OpenAPI 3 for the REST form, generated from the route schemas above. */
@@ -226,7 +250,11 @@ export function openApiDocument(version: string) {
           summary: 'Token metadata of one or more tokens of a contract, in request order',
           parameters: [...pathParams(TokenParams), ...query],
           responses: {
-            200: { description: 'one TokenMetadata per requested id', headers: { ETag: { schema: { type: 'string' } }, 'Cache-Control': { schema: { type: 'string' } } }, content: { 'application/json': { schema: { type: 'array', items: out(TokenMetadataWire) } } } },
+            200: {
+              description: 'one TokenMetadata per requested id',
+              headers: { ETag: { schema: { type: 'string' } }, 'Cache-Control': { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { type: 'array', items: out(TokenMetadataWire) } } },
+            },
             304: { description: 'not modified (If-None-Match)' },
             400: errorResponse,
             401: errorResponse,

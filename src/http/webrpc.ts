@@ -149,7 +149,10 @@ export function describeIssues(error: z.ZodError, input: unknown): { missing: bo
 export function sendError(reply: FastifyReply, def: ErrorDef, cause?: string, headers: Record<string, string> = {}) {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   // A cause can quote the request (a JSON parse error shows the body around the fault): no key in it.
-  return reply.code(def.status).type('application/json').send(toWire(def, cause === undefined ? cause : redactSecrets(cause)));
+  return reply
+    .code(def.status)
+    .type('application/json')
+    .send(toWire(def, cause === undefined ? cause : redactSecrets(cause)));
 }
 
 function mediaType(req: FastifyRequest): string {
@@ -158,7 +161,10 @@ function mediaType(req: FastifyRequest): string {
 
 /** A Content-Type header's media type, lower case, without parameters. */
 export function mediaTypeOf(contentType: string | undefined): string {
-  return String(contentType ?? '').split(';')[0].trim().toLowerCase();
+  return String(contentType ?? '')
+    .split(';')[0]
+    .trim()
+    .toLowerCase();
 }
 
 function parseBody(req: FastifyRequest): unknown {
@@ -239,10 +245,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         errors: accessErrors,
         queryKey: false,
         networks: () => networksNamed(params, bodyOf(req)),
-        reuseKey:
-          cacheable && def.reusable && mode !== 'admin' && raw?.length && mediaType(req) === 'application/json'
-            ? `${reusePrefix(name)}${raw.toString('latin1')}`
-            : undefined,
+        reuseKey: cacheable && def.reusable && mode !== 'admin' && raw?.length && mediaType(req) === 'application/json' ? `${reusePrefix(name)}${raw.toString('latin1')}` : undefined,
         sendReused,
       };
     };
@@ -313,7 +316,10 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
           keep(reply, { until: out.until, isCurrent: out.isCurrent, tokens: out.tokens });
           return sendJsonBytes(reply, Buffer.from(out.text, 'utf8'));
         }
-        return reply.code(200).type('application/json').send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
+        return reply
+          .code(200)
+          .type('application/json')
+          .send(out instanceof RawJson ? out.text : JSON.stringify(out ?? {}));
       } catch (err) {
         if (err instanceof RpcError) return refuse(reply, err);
         const outage = deps.outage?.(err);

@@ -38,10 +38,13 @@ export function backfillStore(db: Db) {
     async create(chainId: number, scope: IndexScope, from: bigint, to: bigint, o: BackfillOptions): Promise<number> {
       if (to < from) throw new Error(`backfill: toBlock ${to} is before fromBlock ${from}`);
       return db.transaction(async (tx) => {
-        const res = await tx.query<{ id: string | number }>(
-          'INSERT INTO indexer_backfills (chain_id, scope, from_block, to_block, contracts) VALUES ($1, $2, $3, $4, $5) RETURNING id',
-          [chainId, scope, from.toString(), to.toString(), o.contracts?.length ? o.contracts.map((c) => c.toLowerCase()).sort() : null],
-        );
+        const res = await tx.query<{ id: string | number }>('INSERT INTO indexer_backfills (chain_id, scope, from_block, to_block, contracts) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
+          chainId,
+          scope,
+          from.toString(),
+          to.toString(),
+          o.contracts?.length ? o.contracts.map((c) => c.toLowerCase()).sort() : null,
+        ]);
         const id = Number(res.rows[0]!.id);
         const starts: string[] = [];
         const ends: string[] = [];
@@ -243,10 +246,11 @@ export class BackfillWorker {
       await this.d.onChunk?.({ backfillId: c.backfillId, from: next, to, logs: chunk.logs, malformed: chunk.malformed });
       next = to + 1n;
     }
-    await this.d.db.query(
-      'UPDATE indexer_backfill_ranges SET lease_owner = NULL, lease_until = NULL WHERE backfill_id = $1 AND range_from = $2 AND lease_owner = $3',
-      [c.backfillId, c.rangeFrom.toString(), this.owner],
-    );
+    await this.d.db.query('UPDATE indexer_backfill_ranges SET lease_owner = NULL, lease_until = NULL WHERE backfill_id = $1 AND range_from = $2 AND lease_owner = $3', [
+      c.backfillId,
+      c.rangeFrom.toString(),
+      this.owner,
+    ]);
   }
 
   /**
@@ -254,12 +258,7 @@ export class BackfillWorker {
    * `blockAttempts` times in a row, then passed over: [block, block] with no logs, and `passed` to
    * record it (read later by the follower's retries; transfers are recorded once, in any order).
    */
-  private async readOrPassOver(
-    s: ScopedReader,
-    from: bigint,
-    to: bigint,
-    unread: UnreadBlocks | undefined,
-  ): Promise<{ to: bigint; logs: RawLog[]; passed?: UnreadableBlockError }> {
+  private async readOrPassOver(s: ScopedReader, from: bigint, to: bigint, unread: UnreadBlocks | undefined): Promise<{ to: bigint; logs: RawLog[]; passed?: UnreadableBlockError }> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await s.reader.read(from, to, s.addresses ? await s.addresses() : undefined);

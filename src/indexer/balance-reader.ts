@@ -52,8 +52,7 @@ function conditions(chainId: number, q: Omit<BalanceQuery, 'offset' | 'limit'>) 
   };
   // One value is compared as one: with `= ANY(array)` PostgreSQL may walk the whole chain's index in
   // order and filter (the plan it chose for a 1 000-token holder once the table was analysed).
-  const oneOrAny = (col: string, v: string[], type: string) =>
-    v.length === 1 ? add((n) => `${col} = $${n}::${type}`, v[0]) : add((n) => `${col} = ANY($${n}::${type}[])`, v);
+  const oneOrAny = (col: string, v: string[], type: string) => (v.length === 1 ? add((n) => `${col} = $${n}::${type}`, v[0]) : add((n) => `${col} = ANY($${n}::${type}[])`, v));
   if (q.accounts) oneOrAny('account', q.accounts, 'text');
   if (q.contracts) oneOrAny('contract', q.contracts, 'text');
   if (q.excludeContracts?.length) add((n) => `NOT (contract = ANY($${n}::text[]))`, q.excludeContracts);
@@ -121,10 +120,7 @@ export function balanceReader(db: Db, chainId: number) {
 
     /** The token standard the indexer has seen a contract use; null when it has no transfer of it. */
     async contractType(contract: string): Promise<TokenType | null> {
-      const res = await db.query<{ contract_type: string }>(
-        'SELECT contract_type FROM indexer_transfers WHERE chain_id = $1 AND contract = $2 LIMIT 1',
-        [chainId, contract],
-      );
+      const res = await db.query<{ contract_type: string }>('SELECT contract_type FROM indexer_transfers WHERE chain_id = $1 AND contract = $2 LIMIT 1', [chainId, contract]);
       return (res.rows[0]?.contract_type as TokenType | undefined) ?? null;
     },
 

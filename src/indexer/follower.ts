@@ -99,10 +99,7 @@ export class IndexFollower {
     if (!cur) {
       const start = this.cfg.fromBlock !== undefined ? BigInt(this.cfg.fromBlock) - 1n : target;
       const hash = (await this.hashOf(start)) ?? '0x';
-      await db.query(
-        `INSERT INTO indexer_cursors (chain_id, scope, block_number, block_hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-        [chainId, this.cfg.scope, start.toString(), hash],
-      );
+      await db.query(`INSERT INTO indexer_cursors (chain_id, scope, block_number, block_hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [chainId, this.cfg.scope, start.toString(), hash]);
       cur = await readCursor(db, chainId, this.cfg.scope);
       if (!cur) return false;
     }
@@ -139,10 +136,10 @@ export class IndexFollower {
       const logged = chunk.blockHashes.get(to);
       if (logged && logged !== endHash) return true;
       const moved = await db.transaction(async (tx) => {
-        const now = await tx.query<{ b: string; block_hash: string }>(
-          'SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE',
-          [chainId, this.cfg.scope],
-        );
+        const now = await tx.query<{ b: string; block_hash: string }>('SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE', [
+          chainId,
+          this.cfg.scope,
+        ]);
         const row = now.rows[0];
         if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return false;
         await applyTransfers(tx, chainId, chunk.entries, this.d.onBalances);
@@ -186,10 +183,10 @@ export class IndexFollower {
     const hash = await this.hashOf(err.block);
     if (!hash) return false;
     const moved = await this.d.db.transaction(async (tx) => {
-      const now = await tx.query<{ b: string; block_hash: string }>(
-        'SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE',
-        [chainId, this.cfg.scope],
-      );
+      const now = await tx.query<{ b: string; block_hash: string }>('SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE', [
+        chainId,
+        this.cfg.scope,
+      ]);
       const row = now.rows[0];
       if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash || err.block !== cur.block + 1n) return false;
       await this.unread.flag(tx, err, hash);
@@ -198,12 +195,7 @@ export class IndexFollower {
          ON CONFLICT (chain_id, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`,
         [chainId, err.block.toString(), hash],
       );
-      await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [
-        chainId,
-        this.cfg.scope,
-        err.block.toString(),
-        hash,
-      ]);
+      await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [chainId, this.cfg.scope, err.block.toString(), hash]);
       return true;
     });
     if (moved) await this.unread.flagged(err);
@@ -246,10 +238,10 @@ export class IndexFollower {
       ancestorHash = (await this.hashOf(ancestor)) ?? '0x';
     }
     const undone = await db.transaction(async (tx) => {
-      const now = await tx.query<{ b: string; block_hash: string }>(
-        'SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE',
-        [chainId, this.cfg.scope],
-      );
+      const now = await tx.query<{ b: string; block_hash: string }>('SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE', [
+        chainId,
+        this.cfg.scope,
+      ]);
       const row = now.rows[0];
       if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return null;
       const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash, this.d.onBalances);

@@ -56,8 +56,19 @@ export async function readHistory(db: Db, chainId: number, q: HistoryQuery): Pro
   const where = (alias: string) => conds.map((c) => c(alias)).join(' AND ');
   params.push(q.limit, q.offset);
   const res = await db.query<{
-    tx_hash: string; b: string; block_hash: string; tx_index: number; ts: Date | string; log_index: number; part: number;
-    contract: string; contract_type: string; from_address: string; to_address: string; token_id: string; amount: string;
+    tx_hash: string;
+    b: string;
+    block_hash: string;
+    tx_index: number;
+    ts: Date | string;
+    log_index: number;
+    part: number;
+    contract: string;
+    contract_type: string;
+    from_address: string;
+    to_address: string;
+    token_id: string;
+    amount: string;
   }>(
     `WITH page AS (
        SELECT tx_hash, max(block_number) AS bn, max(tx_index) AS ti FROM indexer_transfers WHERE ${where('')}

@@ -2,11 +2,7 @@ import { parseAbi, type Address } from 'viem';
 import type { ChainIndexer } from './chain-indexer.ts';
 import type { TokenType } from './decode.ts';
 
-const abi = parseAbi([
-  'function balanceOf(address) view returns (uint256)',
-  'function balanceOf(address, uint256) view returns (uint256)',
-  'function ownerOf(uint256) view returns (address)',
-]);
+const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function balanceOf(address, uint256) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 
 export type SyncOutcome =
   | { ok: true; type: TokenType; before: string; after: string; block: bigint }
@@ -41,10 +37,12 @@ export async function syncBalance(ix: ChainIndexer, account: Address, contract: 
             ? 1n
             : 0n;
     const hash = (await ix.chain.public.getBlock({ blockNumber: block })).hash.toLowerCase();
-    const before = await tx.query<{ balance: string }>(
-      'SELECT balance::text AS balance FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND account = $3 AND token_id = $4',
-      [chainId, contract, account, id],
-    );
+    const before = await tx.query<{ balance: string }>('SELECT balance::text AS balance FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND account = $3 AND token_id = $4', [
+      chainId,
+      contract,
+      account,
+      id,
+    ]);
     await tx.query(
       `INSERT INTO indexer_balances (chain_id, contract, account, token_id, contract_type, balance, block_number, block_hash)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

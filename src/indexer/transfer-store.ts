@@ -26,7 +26,12 @@ const UP_ROWS = 'contract, account, token_id, contract_type, balance, block_numb
 async function tell(q: Queryable, chainId: number, hook: BalanceHook | undefined, raw: unknown): Promise<void> {
   if (!hook) return;
   const changes = (typeof raw === 'string' ? JSON.parse(raw) : raw) as BalanceChange[];
-  if (changes.length) await hook(q, chainId, changes.map((c) => ({ ...c, blockNumber: Number(c.blockNumber) })));
+  if (changes.length)
+    await hook(
+      q,
+      chainId,
+      changes.map((c) => ({ ...c, blockNumber: Number(c.blockNumber) })),
+    );
 }
 
 /** A transfer entry with its block's time (seconds since the epoch). */
@@ -111,7 +116,13 @@ export async function rollbackAbove(q: Queryable, chainId: number, ancestor: big
        UPDATE indexer_balances b SET balance = b.balance + agg.delta,
               block_number = LEAST(b.block_number, $2), block_hash = CASE WHEN b.block_number > $2 THEN $3 ELSE b.block_hash END
          FROM agg WHERE b.chain_id = $1 AND b.contract = agg.contract AND b.account = agg.account AND b.token_id = agg.token_id
-       RETURNING ${hook ? UP_ROWS.split(', ').map((c) => `b.${c}`).join(', ') : '1'})
+       RETURNING ${
+         hook
+           ? UP_ROWS.split(', ')
+               .map((c) => `b.${c}`)
+               .join(', ')
+           : '1'
+       })
      SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}`,
     [chainId, ancestor.toString(), ancestorHash],
   );

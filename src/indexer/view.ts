@@ -17,12 +17,7 @@ export interface MetadataPage {
 const NFT = new Set(['ERC721', 'ERC1155']);
 
 /** One lookup for the page's contracts and one per contract for its tokens (collectibles only). */
-export async function metadataFor(
-  meta: IndexerMetadata,
-  chain: ChainClient,
-  items: Array<{ contract: string; type: string; tokenIds: string[] }>,
-  opts: { tokens: boolean },
-): Promise<MetadataPage> {
+export async function metadataFor(meta: IndexerMetadata, chain: ChainClient, items: Array<{ contract: string; type: string; tokenIds: string[] }>, opts: { tokens: boolean }): Promise<MetadataPage> {
   const contracts = [...new Set(items.map((i) => i.contract))];
   const ids = new Map<string, Set<string>>();
   if (opts.tokens) {
@@ -77,10 +72,7 @@ export function tokenBalanceJson(chainId: number, r: BalanceRow, meta?: Metadata
 }
 
 export function tokenSupplyJson(chainId: number, contract: string, s: { tokenId: string; supply: string }, meta?: MetadataPage): string {
-  return spliced(
-    { tokenID: s.tokenId, supply: s.supply, chainId },
-    { contractInfo: meta?.contracts.get(contract), tokenMetadata: meta?.tokens.get(`${contract}:${s.tokenId}`) },
-  );
+  return spliced({ tokenID: s.tokenId, supply: s.supply, chainId }, { contractInfo: meta?.contracts.get(contract), tokenMetadata: meta?.tokens.get(`${contract}:${s.tokenId}`) });
 }
 
 /** A transaction with its transfers; SEND or RECEIVE as seen from `accounts` (UNKNOWN without one, or for a self-transfer). */
@@ -108,8 +100,5 @@ export function transactionJson(chainId: number, t: HistoryTxn, accounts: Set<st
       { contractInfo: meta?.contracts.get(tr.contract), tokenMetadata: tokens.length ? `{${tokens.join(',')}}` : undefined },
     );
   });
-  return spliced(
-    { txnHash: t.txHash, blockNumber: t.blockNumber, blockHash: t.blockHash, chainId, timestamp: t.ts.toISOString() },
-    { transfers: `[${transfers.join(',')}]` },
-  );
+  return spliced({ txnHash: t.txHash, blockNumber: t.blockNumber, blockHash: t.blockHash, chainId, timestamp: t.ts.toISOString() }, { transfers: `[${transfers.join(',')}]` });
 }

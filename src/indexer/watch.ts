@@ -38,11 +38,7 @@ export async function deploymentBlock(chain: ChainClient, address: Address, head
  * backfill may safely reach past the follower's cursor, and must: a follower step that began before
  * the contract was added ends no later than the confirmed head of now.
  */
-export async function watchContract(
-  ix: ChainIndexer,
-  contract: Address,
-  opts: { projectId: number | null; fromBlock?: bigint; rangeBlocks: number },
-): Promise<WatchOutcome> {
+export async function watchContract(ix: ChainIndexer, contract: Address, opts: { projectId: number | null; fromBlock?: bigint; rangeBlocks: number }): Promise<WatchOutcome> {
   const address = contract.toLowerCase() as Address;
   const before = await ix.watchlist.list();
   if (before.includes(address)) return { contract: address, added: false, backfill: null, note: 'already on the watchlist' };

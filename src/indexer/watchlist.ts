@@ -11,11 +11,7 @@ export function watchlist(db: Db, chainId: number, fromConfig: readonly string[]
       return [...new Set([...configured, ...res.rows.map((r) => r.contract)])].sort();
     },
     async add(contract: string, projectId: number | null): Promise<void> {
-      await db.query('INSERT INTO indexer_watchlist (chain_id, contract, project_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
-        chainId,
-        contract.toLowerCase(),
-        projectId,
-      ]);
+      await db.query('INSERT INTO indexer_watchlist (chain_id, contract, project_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [chainId, contract.toLowerCase(), projectId]);
     },
   };
 }

@@ -80,18 +80,14 @@ const SELECT_ASSET = `SELECT a.*, b.mime_type, b.filesize, b.width, b.height, b.
 export function mediaStore(db: Db) {
   return {
     async asset(k: AssetKey): Promise<MediaAsset | undefined> {
-      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = $2 AND a.token_id = $3 AND a.field = $4`, [
-        k.chainId, k.contract, k.tokenId, k.field,
-      ]);
+      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = $2 AND a.token_id = $3 AND a.field = $4`, [k.chainId, k.contract, k.tokenId, k.field]);
       return rows[0] ? toAsset(AssetRow.parse(rows[0])) : undefined;
     },
 
     /** Every asset of these tokens, READY or not. */
     async assetsOf(chainId: number, contract: string, tokenIds: string[]): Promise<MediaAsset[]> {
       if (!tokenIds.length) return [];
-      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = $2 AND a.token_id = ANY($3::text[]) ORDER BY a.token_id, a.field`, [
-        chainId, contract, tokenIds,
-      ]);
+      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.chain_id = $1 AND a.contract = $2 AND a.token_id = ANY($3::text[]) ORDER BY a.token_id, a.field`, [chainId, contract, tokenIds]);
       return rows.map((r) => toAsset(AssetRow.parse(r)));
     },
 
@@ -122,10 +118,12 @@ export function mediaStore(db: Db) {
           [b.sha256, b.mimeType, b.filesize, b.width, b.height, b.frames],
         );
         await ensureBytes();
-        const prev = await tx.query<{ sha256: string | null }>(
-          'SELECT sha256 FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 FOR UPDATE',
-          [k.chainId, k.contract, k.tokenId, k.field],
-        );
+        const prev = await tx.query<{ sha256: string | null }>('SELECT sha256 FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 FOR UPDATE', [
+          k.chainId,
+          k.contract,
+          k.tokenId,
+          k.field,
+        ]);
         await tx.query(
           `INSERT INTO media_assets (chain_id, contract, token_id, field, source_url, status, sha256, updated_at)
            VALUES ($1, $2, $3, $4, $5, 'READY', $6, now())
@@ -141,10 +139,12 @@ export function mediaStore(db: Db) {
     /** Records why the field has no media; the previous blob, if any, is released (returned). */
     async saveFailed(k: AssetKey, sourceUrl: string, reason: string, message: string, retryAfter: Date): Promise<string | null> {
       return db.transaction(async (tx) => {
-        const prev = await tx.query<{ sha256: string | null }>(
-          'SELECT sha256 FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 FOR UPDATE',
-          [k.chainId, k.contract, k.tokenId, k.field],
-        );
+        const prev = await tx.query<{ sha256: string | null }>('SELECT sha256 FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 FOR UPDATE', [
+          k.chainId,
+          k.contract,
+          k.tokenId,
+          k.field,
+        ]);
         await tx.query(
           `INSERT INTO media_assets (chain_id, contract, token_id, field, source_url, status, failure_reason, failure_message, retry_after, updated_at)
            VALUES ($1, $2, $3, $4, $5, 'FAILED', $6, $7, $8, now())
@@ -158,10 +158,12 @@ export function mediaStore(db: Db) {
 
     /** A field no longer in the document: its row goes, and the blob it pointed at is returned. */
     async remove(k: AssetKey): Promise<string | null> {
-      const { rows } = await db.query<{ sha256: string | null }>(
-        'DELETE FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 RETURNING sha256',
-        [k.chainId, k.contract, k.tokenId, k.field],
-      );
+      const { rows } = await db.query<{ sha256: string | null }>('DELETE FROM media_assets WHERE chain_id = $1 AND contract = $2 AND token_id = $3 AND field = $4 RETURNING sha256', [
+        k.chainId,
+        k.contract,
+        k.tokenId,
+        k.field,
+      ]);
       return rows[0]?.sha256 ?? null;
     },
 
@@ -180,10 +182,7 @@ export function mediaStore(db: Db) {
         // Lock first, look for references second: an ingest holding the row (saveReady) commits its
         // reference before this statement reads, so a blob that became referenced again is kept.
         await tx.query('SELECT 1 FROM media_blobs WHERE sha256 = $1 FOR UPDATE', [sha256]);
-        const { rows } = await tx.query(
-          `DELETE FROM media_blobs b WHERE b.sha256 = $1 AND NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256) RETURNING sha256`,
-          [sha256],
-        );
+        const { rows } = await tx.query(`DELETE FROM media_blobs b WHERE b.sha256 = $1 AND NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256) RETURNING sha256`, [sha256]);
         if (!rows.length) return false;
         await dropBytes();
         return true;
@@ -214,10 +213,7 @@ export function mediaStore(db: Db) {
      */
     async dropUnclaimed(sha256: string, dropBytes: () => Promise<void>): Promise<boolean> {
       return db.transaction(async (tx) => {
-        const { rows } = await tx.query(
-          `INSERT INTO media_blobs (sha256, mime_type, filesize) VALUES ($1, 'application/octet-stream', 0) ON CONFLICT (sha256) DO NOTHING RETURNING sha256`,
-          [sha256],
-        );
+        const { rows } = await tx.query(`INSERT INTO media_blobs (sha256, mime_type, filesize) VALUES ($1, 'application/octet-stream', 0) ON CONFLICT (sha256) DO NOTHING RETURNING sha256`, [sha256]);
         if (!rows.length) return false;
         await dropBytes();
         await tx.query('DELETE FROM media_blobs WHERE sha256 = $1', [sha256]);

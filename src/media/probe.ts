@@ -21,13 +21,7 @@ export type Probed = {
   frames: number;
 };
 
-export type MediaFailureReason =
-  | 'UNSUPPORTED_TYPE'
-  | 'UNDECODABLE'
-  | 'TOO_MANY_PIXELS'
-  | 'TOO_MANY_FRAMES'
-  | 'SVG_ENTITIES'
-  | 'SVG_INVALID';
+export type MediaFailureReason = 'UNSUPPORTED_TYPE' | 'UNDECODABLE' | 'TOO_MANY_PIXELS' | 'TOO_MANY_FRAMES' | 'SVG_ENTITIES' | 'SVG_INVALID';
 
 export type ProbeFailure = { ok: false; reason: MediaFailureReason; message: string };
 

@@ -50,9 +50,7 @@ export async function render(source: RenderSource, r: Rendition, limits: ProbeLi
   const svg = source.mimeType === 'image/svg+xml';
   // Vector input is drawn at the asked width (not scaled up from its nominal size, which would blur).
   if (svg && source.width) extra.density = Math.min(2400, Math.max(1, (72 * r.width) / source.width));
-  let img = sharp(source.bytes, decodeOptions(limits, extra))
-    .rotate()
-    .resize({ width: r.width, withoutEnlargement: !svg });
+  let img = sharp(source.bytes, decodeOptions(limits, extra)).rotate().resize({ width: r.width, withoutEnlargement: !svg });
   if (r.format === 'webp') img = img.webp({ quality: 80, effort: 2 });
   else if (r.format === 'png') img = img.png({ compressionLevel: 6 });
   else img = img.flatten({ background: '#ffffff' }).jpeg({ quality: 82, mozjpeg: true });

@@ -15,9 +15,10 @@ import { FORMAT_TYPES, render, renditionName, type Rendition } from './rendition
 
 /** The part of the metadata fetcher media needs (the wiring passes the real one). */
 export type BytesFetcher = {
-  fetchBytes(uri: string, opts: { maxBytes: number; totalTimeoutMs?: number }): Promise<
-    { ok: true; bytes: Buffer; finalUrl: string } | { ok: false; reason: string; message: string; retryAfterMs?: number }
-  >;
+  fetchBytes(
+    uri: string,
+    opts: { maxBytes: number; totalTimeoutMs?: number },
+  ): Promise<{ ok: true; bytes: Buffer; finalUrl: string } | { ok: false; reason: string; message: string; retryAfterMs?: number }>;
 };
 
 export type MediaOptions = ProbeLimits & {
@@ -59,8 +60,18 @@ export type ContractMediaSource = { address: string; logo: string | null; ogImag
 export type ContractMediaUrls = { logo?: string; ogImage?: string };
 
 const EXTENSIONS: Record<string, string> = {
-  'image/png': 'png', 'image/apng': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/avif': 'avif',
-  'image/svg+xml': 'svg', 'video/mp4': 'mp4', 'video/webm': 'webm', 'audio/mpeg': 'mp3', 'audio/ogg': 'ogg', 'audio/wav': 'wav',
+  'image/png': 'png',
+  'image/apng': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/avif': 'avif',
+  'image/svg+xml': 'svg',
+  'video/mp4': 'mp4',
+  'video/webm': 'webm',
+  'audio/mpeg': 'mp3',
+  'audio/ogg': 'ogg',
+  'audio/wav': 'wav',
 };
 
 export function isImage(mime: string): boolean {
@@ -83,9 +94,7 @@ export class MediaService {
   /** Contract media URLs by contract, with the sources they were looked up for (a changed logoURI misses). */
   private readonly contractCache = new LruCache<{ sig: string; urls: ContractMediaUrls }>(50_000, 5_000);
 
-  constructor(
-    private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics },
-  ) {
+  constructor(private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics }) {
     this.fetchLimiter = new Limiter(d.options.concurrency);
     // Decoding is CPU- and memory-bound: a render at a time per core is what keeps RSS flat.
     this.renderLimiter = new Limiter(d.options.concurrency);
@@ -199,11 +208,17 @@ export class MediaService {
       else if (it.logo || it.ogImage || hit) missing.push(it);
     }
     if (!missing.length) return out;
-    const rows = await this.d.store.contractAssets(chainId, missing.map((x) => x.address));
+    const rows = await this.d.store.contractAssets(
+      chainId,
+      missing.map((x) => x.address),
+    );
     const have = new Map(rows.map((a) => [`${a.key.contract}:${a.key.field}`, a]));
     for (const it of missing) {
       const urls: ContractMediaUrls = {};
-      for (const [field, src, name] of [['logo', it.logo, 'logo'], ['og_image', it.ogImage, 'ogImage']] as const) {
+      for (const [field, src, name] of [
+        ['logo', it.logo, 'logo'],
+        ['og_image', it.ogImage, 'ogImage'],
+      ] as const) {
         const k: AssetKey = { chainId, contract: it.address, tokenId: CONTRACT_TOKEN_ID, field };
         const cur = have.get(`${it.address}:${field}`);
         if (!src) {
@@ -292,7 +307,11 @@ export class MediaService {
   }
 
   private async schedule(chainId: number, contract: string, tokens: TokenMedia[], mode: 'eager' | 'recheck'): Promise<void> {
-    const existing = await this.d.store.assetsOf(chainId, contract, tokens.map((t) => t.tokenId));
+    const existing = await this.d.store.assetsOf(
+      chainId,
+      contract,
+      tokens.map((t) => t.tokenId),
+    );
     const have = new Map(existing.map((a) => [`${a.key.tokenId}:${a.key.field}`, a]));
     for (const t of tokens) {
       for (const field of MEDIA_FIELDS) {
@@ -300,7 +319,13 @@ export class MediaService {
         const k: AssetKey = { chainId, contract, tokenId: t.tokenId, field };
         const cur = have.get(`${t.tokenId}:${field}`);
         if (!url) {
-          if (cur) this.track(this.d.store.remove(k).then((sha) => this.release(sha)).then(() => this.wireCache.delete(`${chainId}:${contract}:${t.tokenId}`)));
+          if (cur)
+            this.track(
+              this.d.store
+                .remove(k)
+                .then((sha) => this.release(sha))
+                .then(() => this.wireCache.delete(`${chainId}:${contract}:${t.tokenId}`)),
+            );
           continue;
         }
         if (mode === 'recheck' && !cur) continue;
@@ -423,7 +448,7 @@ export class MediaService {
 
   private toWire(a: MediaAsset, b: BlobInfo): AssetWire {
     const svg = b.mimeType === 'image/svg+xml';
-    const filename = fileNameOf(a.sourceUrl, a.key.field, svg ? 'webp' : EXTENSIONS[b.mimeType] ?? 'bin');
+    const filename = fileNameOf(a.sourceUrl, a.key.field, svg ? 'webp' : (EXTENSIONS[b.mimeType] ?? 'bin'));
     return {
       id: a.id,
       collectionId: 0,

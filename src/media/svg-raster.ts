@@ -34,7 +34,10 @@ export function prepareSvgForRaster(bytes: Buffer): SvgVerdict {
 
 /** SVG is text, so file-type cannot see it: the first element decides. */
 export function looksLikeSvg(bytes: Buffer): boolean {
-  let head = bytes.subarray(0, 4096).toString('utf8').replace(/^\uFEFF/, '');
+  let head = bytes
+    .subarray(0, 4096)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '');
   // Skip the XML declaration, comments, processing instructions and a DOCTYPE before the root.
   for (;;) {
     head = head.trimStart();

@@ -54,12 +54,7 @@ export function isRetryable(reason: FetchFailureReason): boolean {
   return reason === 'UNREACHABLE' || reason === 'TIMEOUT' || reason === 'ABORTED';
 }
 
-export function failure(
-  reason: FetchFailureReason,
-  message: string,
-  trace: Attempt[],
-  retryAfterMs?: number,
-): FetchFailure {
+export function failure(reason: FetchFailureReason, message: string, trace: Attempt[], retryAfterMs?: number): FetchFailure {
   const result: FetchFailure = { ok: false, reason, retryable: isRetryable(reason), message, trace };
   if (retryAfterMs !== undefined) result.retryAfterMs = retryAfterMs;
   return result;

@@ -1,8 +1,7 @@
 import { parseAbi } from 'viem';
 
 /** The v2 wallet's Transaction tuple, as `execute` and the events hash it. */
-export const TRANSACTION_TUPLE =
-  '(bool delegateCall, bool revertOnError, uint256 gasLimit, address target, uint256 value, bytes data)';
+export const TRANSACTION_TUPLE = '(bool delegateCall, bool revertOnError, uint256 gasLimit, address target, uint256 value, bytes data)';
 
 export const walletAbi = parseAbi([
   `function execute(${TRANSACTION_TUPLE}[] _txs, uint256 _nonce, bytes _signature)`,
@@ -16,9 +15,7 @@ export const walletAbi = parseAbi([
 export const factoryAbi = parseAbi(['function deploy(address _mainModule, bytes32 _salt) payable returns (address _contract)']);
 
 /** The gas-estimation module (MainModuleGasEstimation) swapped in by state override for unsigned bundles. */
-export const estimationAbi = parseAbi([
-  `function simulateExecute(${TRANSACTION_TUPLE}[] _txs) returns ((bool executed, bool succeeded, bytes result, uint256 gasUsed)[])`,
-]);
+export const estimationAbi = parseAbi([`function simulateExecute(${TRANSACTION_TUPLE}[] _txs) returns ((bool executed, bool succeeded, bytes result, uint256 gasUsed)[])`]);
 
 export const probeAbi = parseAbi([
   'function probe(address entry, bytes data, address payee, address[] tokens) returns (bool ok, bytes ret, uint256 gasUsed, uint256[] paid)',
@@ -28,10 +25,7 @@ export const probeAbi = parseAbi([
   'function probeMany(Job[] jobs, address payee, address[] tokens, address[] nonceWallets, uint256[] nonceSpaces, uint256 trialBps) returns (uint256 blockNumber, uint256[] nonces, Result[] results)',
 ]);
 
-export const erc20Abi = parseAbi([
-  'function transfer(address to, uint256 amount) returns (bool)',
-  'function balanceOf(address owner) view returns (uint256)',
-]);
+export const erc20Abi = parseAbi(['function transfer(address to, uint256 amount) returns (bool)', 'function balanceOf(address owner) view returns (uint256)']);
 
 /** Token-moving selectors, for the "sponsored token" rule. */
 export const tokenMoveAbi = parseAbi([

@@ -189,10 +189,7 @@ export class ChainRelayer implements RelayerChain {
     const first = decoded ?? this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
     const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
-    const [{ kinds, unverified }] = await Promise.all([
-      recogniseDeferring(this.client, this.context, asked, this.wallets, defer),
-      auth ? this.checkDelegation(auth, walletAddress, first) : undefined,
-    ]);
+    const [{ kinds, unverified }] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
     // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
     if (auth) kinds.set(first.entrypoint, 'wallet');
     if (strict) {
@@ -262,8 +259,6 @@ export class ChainRelayer implements RelayerChain {
 }
 
 const UPDATE_IMPLEMENTATION = '0x025b22bc';
-
-
 
 /**
  * A wallet switching its own implementation to code this relayer does not know: every later bundle of

@@ -76,4 +76,3 @@ export interface RelayerChain {
     deferSlot?: boolean,
   ): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind>; unverified: Address[] }>;
 }
-

@@ -27,7 +27,13 @@ async function senderLedger(db: Db, r: ChainRelayer) {
   return new Map(
     q.rows.map((x) => [
       x.address,
-      { next_nonce: x.next_nonce == null ? null : Number(x.next_nonce), leased: x.leased, stalled: x.stalled, stoppedAt: x.stopped_at ? new Date(x.stopped_at).toISOString() : null, in_flight: Number(x.in_flight) },
+      {
+        next_nonce: x.next_nonce == null ? null : Number(x.next_nonce),
+        leased: x.leased,
+        stalled: x.stalled,
+        stoppedAt: x.stopped_at ? new Date(x.stopped_at).toISOString() : null,
+        in_flight: Number(x.in_flight),
+      },
     ]),
   );
 }

@@ -58,15 +58,17 @@ export async function checkLimits(q: Queryable, m: LimitedMetaTxn, limits: Queue
   // The per-address share bounds callers without a key; a keyed backend relaying for many users from one
   // address is bounded by its key's share instead (it was refused past 200 however its project was set).
   const perAddressIp = m.keyId == null ? m.clientIp : null;
-  const r = await q.query<{ payer_busy: string | null; payer_moved: string | null; wallet_paying: string | null; per_wallet: Array<{ wallet: string; n: number }> | null; by_key: string; by_ip: string }>(
-    LIMITS_SQL,
-    [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, perAddressIp],
-  );
+  const r = await q.query<{
+    payer_busy: string | null;
+    payer_moved: string | null;
+    wallet_paying: string | null;
+    per_wallet: Array<{ wallet: string; n: number }> | null;
+    by_key: string;
+    by_ip: string;
+  }>(LIMITS_SQL, [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, perAddressIp]);
   const x = r.rows[0];
   if (x.payer_busy) {
-    throw new QueueFull(
-      `wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${x.payer_busy}); one balance pays one fee at a time: send the next once it is mined`,
-    );
+    throw new QueueFull(`wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${x.payer_busy}); one balance pays one fee at a time: send the next once it is mined`);
   }
   // The fee of a live fee-paying meta-transaction was judged on its wallet's balance as it was: any other
   // bundle of that wallet (sponsored, another nonce space, a successor) could move that balance before it
@@ -78,9 +80,7 @@ export async function checkLimits(q: Queryable, m: LimitedMetaTxn, limits: Queue
   }
   if (x.wallet_paying) {
     const [payer, id] = x.wallet_paying.split(' ');
-    throw new QueueFull(
-      `wallet ${payer} has a fee-paying meta-transaction in flight (${id}); one balance pays one fee at a time, and no other bundle of the wallet is relayed until it is mined`,
-    );
+    throw new QueueFull(`wallet ${payer} has a fee-paying meta-transaction in flight (${id}); one balance pays one fee at a time, and no other bundle of the wallet is relayed until it is mined`);
   }
   const full = (x.per_wallet ?? []).find((w) => Number(w.n) >= limits.perWallet);
   if (full) throw new QueueFull(`wallet ${full.wallet} already has ${full.n} meta-transactions queued or in flight (the limit is ${limits.perWallet})`);

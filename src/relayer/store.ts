@@ -212,8 +212,22 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
            fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
          VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19) RETURNING *`),
         [
-          m.chainId, m.id, m.projectId, m.wallet, m.entrypoint, m.input, m.gasLimit.toString(), m.gasEstimated.toString(), m.sponsored, m.sponsorId, m.feeToken,
-          m.feeValue?.toString() ?? null, m.feePayer?.toLowerCase() ?? null, m.keyId, m.clientIp, m.status ?? 'QUEUED',
+          m.chainId,
+          m.id,
+          m.projectId,
+          m.wallet,
+          m.entrypoint,
+          m.input,
+          m.gasLimit.toString(),
+          m.gasEstimated.toString(),
+          m.sponsored,
+          m.sponsorId,
+          m.feeToken,
+          m.feeValue?.toString() ?? null,
+          m.feePayer?.toLowerCase() ?? null,
+          m.keyId,
+          m.clientIp,
+          m.status ?? 'QUEUED',
           m.authorization ? JSON.stringify(m.authorization) : null,
           m.gasPricePriced?.toString() ?? null,
           m.coverWei?.toString() ?? null,
@@ -357,10 +371,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
 
     /** Meta-transactions waiting to be sent and sent but not mined (the queue gauge, RuntimeStatus, the console). */
     async depth(chainId: number): Promise<{ queued: number; sent: number }> {
-      const r = await db.query<{ status: string; n: string }>(
-        `SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status IN ('QUEUED', 'SENT') GROUP BY status`,
-        [chainId],
-      );
+      const r = await db.query<{ status: string; n: string }>(`SELECT status, count(*)::text AS n FROM meta_txns WHERE chain_id = $1 AND status IN ('QUEUED', 'SENT') GROUP BY status`, [chainId]);
       const n = (status: string) => Number(r.rows.find((x) => x.status === status)?.n ?? 0);
       return { queued: n('QUEUED'), sent: n('SENT') };
     },
@@ -378,10 +389,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     /** Puts queued meta-transactions out of the dispatcher's reads for `ms` (they wait on a predecessor). */
     async defer(chainId: number, ids: string[], ms: number) {
       if (ids.length === 0) return;
-      await db.query(
-        `UPDATE meta_txns SET next_attempt_at = now() + make_interval(secs => $3) WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED'`,
-        [chainId, ids, ms / 1000],
-      );
+      await db.query(`UPDATE meta_txns SET next_attempt_at = now() + make_interval(secs => $3) WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED'`, [chainId, ids, ms / 1000]);
     },
 
     /** Claims queued meta-transactions for `owner` for `seconds`; returns the ids it got. */
@@ -406,7 +414,14 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     },
 
     /** Patches one meta-transaction; with `from`, only while its status is still that. Says whether it changed. */
-    async setStatus(q: Queryable, chainId: number, id: string, patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>, from?: string, cause?: StatusCause): Promise<boolean> {
+    async setStatus(
+      q: Queryable,
+      chainId: number,
+      id: string,
+      patch: Partial<Pick<MetaTxnRow, 'status' | 'revert_reason'>> & Record<string, unknown>,
+      from?: string,
+      cause?: StatusCause,
+    ): Promise<boolean> {
       const hook = patch.status !== undefined ? onStatus : undefined;
       // Called on the database itself: the change and its event still go in one transaction.
       if (hook && 'transaction' in q) return db.transaction((tx) => this.setStatus(tx, chainId, id, patch, from, cause));

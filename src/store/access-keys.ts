@@ -73,10 +73,12 @@ export function accessKeyRepo(db: Queryable) {
     /** Returns the plaintext key: the only time it exists outside the caller's hands. */
     async create(projectId: number, label = ''): Promise<{ key: string; info: AccessKeyInfo }> {
       const key = generateAccessKey();
-      const res = await db.query<KeyRow>(
-        `INSERT INTO access_keys (project_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4) RETURNING *`,
-        [projectId, hashAccessKey(key), key.slice(0, KEY_PREFIX.length + 6), label],
-      );
+      const res = await db.query<KeyRow>(`INSERT INTO access_keys (project_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4) RETURNING *`, [
+        projectId,
+        hashAccessKey(key),
+        key.slice(0, KEY_PREFIX.length + 6),
+        label,
+      ]);
       return { key, info: toInfo(res.rows[0]) };
     },
 
@@ -99,10 +101,7 @@ export function accessKeyRepo(db: Queryable) {
 
     /** Revokes by plaintext key; false when no live key matched. */
     async revoke(key: string): Promise<boolean> {
-      const res = await db.query(
-        'UPDATE access_keys SET revoked_at = now() WHERE key_hash = $1 AND revoked_at IS NULL',
-        [hashAccessKey(key)],
-      );
+      const res = await db.query('UPDATE access_keys SET revoked_at = now() WHERE key_hash = $1 AND revoked_at IS NULL', [hashAccessKey(key)]);
       return res.rowCount > 0;
     },
 

@@ -34,10 +34,7 @@ export class ProjectExistsError extends Error {}
 export function projectRepo(db: Queryable) {
   return {
     async create(name: string): Promise<Project> {
-      const res = await db.query<ProjectRow>(
-        'INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING *',
-        [name],
-      );
+      const res = await db.query<ProjectRow>('INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING *', [name]);
       if (res.rows.length === 0) throw new ProjectExistsError(`project "${name}" already exists`);
       return toProject(res.rows[0]);
     },

@@ -16,10 +16,7 @@ export class KeyedFlight<V> {
    * finishes early (the rest are taken from the map it returns). Callers get one promise per key, so
    * a slow key does not hold back the others.
    */
-  runEach(
-    keys: string[],
-    start: (missing: string[], settle: (key: string, value: V) => void) => Promise<Map<string, V>>,
-  ): Map<string, Promise<V | undefined>> {
+  runEach(keys: string[], start: (missing: string[], settle: (key: string, value: V) => void) => Promise<Map<string, V>>): Map<string, Promise<V | undefined>> {
     const perKey = new Map<string, Promise<V | undefined>>();
     const missing: string[] = [];
     for (const k of new Set(keys)) {

@@ -92,7 +92,7 @@ describe('console: who may call the admin API', () => {
     expect((await admin()).status).toBe(401);
   });
 
-  it('signs out everywhere: every session of the caller\'s admin token ends, another token\'s does not', async () => {
+  it("signs out everywhere: every session of the caller's admin token ends, another token's does not", async () => {
     const { token } = await adminTokenStore(t.services.db, []).create('other operator');
     const [a, b, other] = [await signIn(call, ADMIN), await signIn(call, ADMIN), await signIn(call, token)];
     const live = async () => Number((await t.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM console_sessions WHERE ended_at IS NULL')).rows[0].n);

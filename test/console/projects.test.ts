@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe('console: projects', () => {
-  it('creates, renames and archives a project; an archived project\'s keys stop working', async () => {
+  it("creates, renames and archives a project; an archived project's keys stop working", async () => {
     const c = await admin('CreateProject', { name: 'acme' });
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     expect(c.body.project).toMatchObject({ name: 'acme', archivedAt: null, allowedChainIds: null, liveKeys: 0 });

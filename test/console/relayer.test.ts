@@ -158,7 +158,7 @@ describe('console: daily spend caps at relayer intake', () => {
 });
 
 describe('console: allowed networks', () => {
-  it('refuses a project\'s key on a network the project is not enabled for, on the relayer and the metadata API', async () => {
+  it("refuses a project's key on a network the project is not enabled for, on the relayer and the metadata API", async () => {
     const p = await newProject();
     const t = await sponsoredTransfer(p.key);
     const metadata = () => rpc(env.app, '/rpc/Metadata/GetContractInfo', { chainID: String(env.chainId), contractAddress: env.token }, { 'x-access-key': p.key });
@@ -189,7 +189,7 @@ describe('console: allowed networks', () => {
 });
 
 describe('console: activity, fee tokens, health', () => {
-  it('lists a project\'s meta-transactions and shows one with its receipt and each broadcast attempt', async () => {
+  it("lists a project's meta-transactions and shows one with its receipt and each broadcast attempt", async () => {
     const p = await newProject();
     await addRule(p.id, 'CONTRACT', env.token);
     const t = await sponsoredTransfer(p.key);

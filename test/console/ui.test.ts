@@ -154,12 +154,10 @@ describe('console page', () => {
     const debited = await relaySponsored(key);
     await page.reload();
     await panel.waitFor();
-    const tank = (
-      await env.services.db.query<{ balance_wei: string }>('SELECT balance_wei::text AS balance_wei FROM gas_tanks WHERE project_id = $1 AND chain_id = $2', [projectId, env.chainId])
-    ).rows[0];
-    const debit = (
-      await env.services.db.query<{ txn_hash: string }>(`SELECT txn_hash FROM gas_tank_ledger WHERE project_id = $1 AND kind = 'debit' AND meta_txn_id = $2`, [projectId, debited])
-    ).rows[0];
+    const tank = (await env.services.db.query<{ balance_wei: string }>('SELECT balance_wei::text AS balance_wei FROM gas_tanks WHERE project_id = $1 AND chain_id = $2', [projectId, env.chainId]))
+      .rows[0];
+    const debit = (await env.services.db.query<{ txn_hash: string }>(`SELECT txn_hash FROM gas_tank_ledger WHERE project_id = $1 AND kind = 'debit' AND meta_txn_id = $2`, [projectId, debited]))
+      .rows[0];
     const receipt = await env.public.getTransactionReceipt({ hash: `0x${debit.txn_hash.replace(/^0x/, '')}` as `0x${string}` });
     expect(BigInt(tank.balance_wei)).toBe(10n ** 18n - receipt.gasUsed * receipt.effectiveGasPrice);
     const shown = (BigInt(tank.balance_wei) % 10n ** 18n).toString().padStart(18, '0').replace(/0+$/, '');
@@ -188,14 +186,15 @@ describe('console page', () => {
     // The token's cached image (its `assets`, rasterised from the on-chain SVG) shows as a
     // thumbnail the browser really decodes, from this origin under the console's CSP.
     await expect
-      .poll(async () => {
-        await page.getByTestId('lookup').click();
-        return page.getByTestId('media-image').count();
-      }, { timeout: 20_000 })
+      .poll(
+        async () => {
+          await page.getByTestId('lookup').click();
+          return page.getByTestId('media-image').count();
+        },
+        { timeout: 20_000 },
+      )
       .toBe(1);
-    await expect
-      .poll(() => page.getByTestId('media-image').evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0)))
-      .toBe(256);
+    await expect.poll(() => page.getByTestId('media-image').evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0))).toBe(256);
     await shot('token-lookup');
     await page.getByTestId('nav-tasks').click();
     await page.getByTestId('tasks').waitFor();
@@ -218,21 +217,25 @@ describe('console page', () => {
     // (the page's CSP would block the source's own URL).
     const token = env.token.toLowerCase() as Address;
     await env.services.contractStore.upsertLayers(env.chainId, [{ address: token, override: { logoURI: `${logos.url}/logo.png` } }]);
-    const added = await page.evaluate(async (a) => (await fetch('/rpc/Console/AddToDirectory', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(a) })).status, { chainID: String(env.chainId), contractAddress: token });
+    const added = await page.evaluate(async (a) => (await fetch('/rpc/Console/AddToDirectory', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(a) })).status, {
+      chainID: String(env.chainId),
+      contractAddress: token,
+    });
     expect(added).toBe(200);
     await page.getByTestId('nav-directory').click();
     await expect
-      .poll(async () => {
-        await env.services.media!.idle();
-        await page.getByTestId('nav-projects').click();
-        await page.getByTestId('nav-directory').click();
-        await page.getByTestId('directory').waitFor();
-        return page.getByTestId(`logo-${token}`).count();
-      }, { timeout: 20_000 })
+      .poll(
+        async () => {
+          await env.services.media!.idle();
+          await page.getByTestId('nav-projects').click();
+          await page.getByTestId('nav-directory').click();
+          await page.getByTestId('directory').waitFor();
+          return page.getByTestId(`logo-${token}`).count();
+        },
+        { timeout: 20_000 },
+      )
       .toBe(1);
-    await expect
-      .poll(() => page.getByTestId(`logo-${token}`).evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0)))
-      .toBe(64);
+    await expect.poll(() => page.getByTestId(`logo-${token}`).evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0))).toBe(64);
     await shot('directory');
 
     await page.getByTestId('sign-out').click();

@@ -63,9 +63,7 @@ export async function txpoolContent(url: string): Promise<TxpoolContent> {
 
 /** Hashes of every transaction in the mempool (pending and queued). */
 export function txpoolHashes(content: TxpoolContent): string[] {
-  return [content.pending, content.queued].flatMap((bySender) =>
-    Object.values(bySender).flatMap((byNonce) => Object.values(byNonce).map((tx) => tx.hash)),
-  );
+  return [content.pending, content.queued].flatMap((bySender) => Object.values(bySender).flatMap((byNonce) => Object.values(byNonce).map((tx) => tx.hash)));
 }
 
 export interface RestartAnvilOptions extends StartAnvilOptions {

@@ -47,9 +47,7 @@ export default async function setup(project: TestProject) {
   try {
     admin = await openDb(TEST_PG_URL);
   } catch (err) {
-    throw new Error(
-      `PostgreSQL tests need a server at ${TEST_PG_URL} (set METARELAY_TEST_PG_URL): ${(err as Error).message}`,
-    );
+    throw new Error(`PostgreSQL tests need a server at ${TEST_PG_URL} (set METARELAY_TEST_PG_URL): ${(err as Error).message}`);
   }
   const template = `metarelay_tpl_${runId}`;
   await admin.query(`CREATE DATABASE ${template}`);
@@ -58,10 +56,7 @@ export default async function setup(project: TestProject) {
   await tdb.close();
   project.provide('dbTemplate', template);
   return async () => {
-    const left = await admin.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE $1`,
-      [`metarelay_%${runId}%`],
-    );
+    const left = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`metarelay_%${runId}%`]);
     for (const { datname } of left.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
     await admin.close();
   };

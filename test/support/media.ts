@@ -13,18 +13,24 @@ import { folderBlobStore } from '../../src/media/folder-store.ts';
 import { s3BlobStore } from '../../src/media/s3-store.ts';
 
 export function solidPng(width: number, height: number, color = '#3366cc'): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: color } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: color } })
+    .png()
+    .toBuffer();
 }
 
 /** Noise does not compress, so a cut file is really missing pixel data. */
 export function noisyPng(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } })
+    .png()
+    .toBuffer();
 }
 
 export async function animatedGif(frames: number, width = 40, height = 30): Promise<Buffer> {
   const colors = ['red', 'green', 'blue', 'yellow', 'black'];
   const parts = await Promise.all(Array.from({ length: frames }, (_, i) => solidPng(width, height, colors[i % colors.length])));
-  return sharp(parts, { join: { animated: true } }).gif().toBuffer();
+  return sharp(parts, { join: { animated: true } })
+    .gif()
+    .toBuffer();
 }
 
 /** A valid 1×1 PNG whose header claims `width`×`height`: a decompression bomb in a few bytes. */

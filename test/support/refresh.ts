@@ -32,7 +32,11 @@ export async function statusOf(api: Api, taskId: number): Promise<TaskStatus> {
 
 /** Polls GetTokenRefreshStatus until the task is no longer QUEUED; returns the final status. */
 export async function waitForEnd(api: Api, taskId: number, timeoutMs = 30_000): Promise<TaskStatus> {
-  return eventually(() => statusOf(api, taskId), (s) => expect(s).not.toBe('QUEUED'), timeoutMs);
+  return eventually(
+    () => statusOf(api, taskId),
+    (s) => expect(s).not.toBe('QUEUED'),
+    timeoutMs,
+  );
 }
 
 export interface RefreshResult {

@@ -179,10 +179,7 @@ export async function expectClean(env: CheckEnv, ids: string[], users: User[], s
   const mined = await minedPerMeta(env);
   expect(ids.filter((id) => mined.get(id.replace(/^0x/, '')) !== 1)).toEqual([]);
   // One signed call per (sender, nonce): replacements carry the same call, nothing else shares a nonce.
-  const shared = await env.services.db.query(
-    `SELECT sender, nonce FROM relay_txs WHERE chain_id = $1 AND status <> 'FAILED' GROUP BY sender, nonce HAVING count(DISTINCT data) > 1`,
-    [env.chainId],
-  );
+  const shared = await env.services.db.query(`SELECT sender, nonce FROM relay_txs WHERE chain_id = $1 AND status <> 'FAILED' GROUP BY sender, nonce HAVING count(DISTINCT data) > 1`, [env.chainId]);
   expect(shared.rows).toEqual([]);
   // A meta-transaction is carried by one slot only (a refused broadcast aside).
   const twice = await env.services.db.query(
@@ -191,9 +188,11 @@ export async function expectClean(env: CheckEnv, ids: string[], users: User[], s
   );
   expect(twice.rows).toEqual([]);
   for (const s of await senderNoncesContiguous(env)) expect(s.ok, s.detail).toBe(true);
-  const nonces = await readNonces(env.public as never, users.flatMap((u) => Array.from({ length: spaces }, (_, s) => ({ wallet: u.wallet.address, space: BigInt(s) }))));
+  const nonces = await readNonces(
+    env.public as never,
+    users.flatMap((u) => Array.from({ length: spaces }, (_, s) => ({ wallet: u.wallet.address, space: BigInt(s) }))),
+  );
   expect(nonces.every((n) => n === 1n)).toBe(true);
   const balances = await Promise.all(users.map((u) => env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [u.wallet.address] })));
   expect(balances.every((b) => b === BigInt(spaces))).toBe(true);
 }
-

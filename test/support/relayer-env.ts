@@ -16,10 +16,7 @@ import { startTokenChain, type TokenChain } from './token-chain.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
 
 /** anvil's well-known accounts 1 and 2 (account 0 deploys the test contracts). */
-export const SENDER_KEYS: Hex[] = [
-  '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d',
-  '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
-];
+export const SENDER_KEYS: Hex[] = ['0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d', '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a'];
 export const PAYEE: Address = '0x000000000000000000000000000000000000fee0';
 export const QUOTE_SECRET = 'test-quote-secret-0123456789abcdef0123456789';
 

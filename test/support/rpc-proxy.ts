@@ -114,22 +114,18 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   const post = (body: string): Promise<Outcome> =>
     new Promise((resolve, reject) => {
       if (closed) return reject(new Error('proxy closed'));
-      const req = http.request(
-        upstreamUrl,
-        { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            upstreamRequests.delete(req);
-            resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks).toString('utf8') });
-          });
-          res.on('error', (err) => {
-            upstreamRequests.delete(req);
-            reject(err);
-          });
-        },
-      );
+      const req = http.request(upstreamUrl, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          upstreamRequests.delete(req);
+          resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', (err) => {
+          upstreamRequests.delete(req);
+          reject(err);
+        });
+      });
       upstreamRequests.add(req);
       req.on('error', (err) => {
         upstreamRequests.delete(req);
@@ -180,9 +176,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     // A fault on the HTTP exchange itself decides for the whole batch. drop and http mean nothing
     // reached the node, so they take precedence over timeoutAfterForward; otherwise the first wins.
     const whole = faults
-      .filter((f): f is Extract<Fault, { kind: (typeof WHOLE_RESPONSE_FAULTS)[number] }> =>
-        f !== undefined && (WHOLE_RESPONSE_FAULTS as readonly string[]).includes(f.kind),
-      )
+      .filter((f): f is Extract<Fault, { kind: (typeof WHOLE_RESPONSE_FAULTS)[number] }> => f !== undefined && (WHOLE_RESPONSE_FAULTS as readonly string[]).includes(f.kind))
       .sort((a, b) => Number(a.kind === 'timeoutAfterForward') - Number(b.kind === 'timeoutAfterForward'))[0];
     if (whole?.kind === 'drop') return { drop: true };
     if (whole?.kind === 'http') return { status: whole.status, body: `injected HTTP ${whole.status}` };

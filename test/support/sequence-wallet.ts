@@ -15,17 +15,7 @@ import { LocalRelayer, RpcRelayer, RpcRelayerProto, type FeeOption, type FeeQuot
 import { Orchestrator, signers } from '@0xsequence/signhub';
 import { Wallet } from '@0xsequence/wallet';
 import { createRequire } from 'node:module';
-import {
-  concat,
-  encodeFunctionData,
-  getAddress,
-  getContractAddress,
-  pad,
-  parseAbi,
-  type Address,
-  type Hash,
-  type Hex,
-} from 'viem';
+import { concat, encodeFunctionData, getAddress, getContractAddress, pad, parseAbi, type Address, type Hash, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { SEQUENCE_V2_CONTEXT, WALLET_CREATION_CODE } from '../../src/devchain/sequence.ts';
 
@@ -49,10 +39,7 @@ export const sequenceWalletAbi = parseAbi([
   'error NotEnoughGas(uint256 _index, uint256 _requested, uint256 _available)',
 ]);
 
-export const sequenceFactoryAbi = parseAbi([
-  'function deploy(address _mainModule, bytes32 _salt) payable returns (address _contract)',
-  'error DeployFailed(address _mainModule, bytes32 _salt)',
-]);
+export const sequenceFactoryAbi = parseAbi(['function deploy(address _mainModule, bytes32 _salt) payable returns (address _contract)', 'error DeployFailed(address _mainModule, bytes32 _salt)']);
 
 /** The gas limit Wallet.buildDeployTransaction gives the factory call (outside SKALE Nebula/Somnia). */
 export const WALLET_DEPLOY_GAS_LIMIT = 100_000n;
@@ -156,9 +143,7 @@ export async function signedBundle(input: SignedBundleInput): Promise<SignedBund
 
   const eoaSignature = await privateKeyToAccount(input.signerKey).sign({ hash: walletId });
   // Trailing type byte 0x01: plain ecrecover of the subdigest (0x02 would be eth_sign-prefixed).
-  const parts = new Map<string, commons.signature.SignaturePart>([
-    [wallet.signer, { signature: concat([eoaSignature, '0x01']), isDynamic: false }],
-  ]);
+  const parts = new Map<string, commons.signature.SignaturePart>([[wallet.signer, { signature: concat([eoaSignature, '0x01']), isDynamic: false }]]);
   const signature = v2.signature.encodeSigners(wallet.config, parts, [], chainId).encoded as Hex;
 
   const signed: commons.transaction.SignedTransactionBundle = {

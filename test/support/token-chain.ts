@@ -6,17 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { encodeDeployData, encodeFunctionData, getContractAddress, type Address, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import {
-  ANVIL_DEPLOYER_KEY,
-  REPO_ROOT,
-  compileContracts,
-  devPublicClient,
-  devWalletClient,
-  installMulticall3,
-  startAnvil,
-  type AnvilHandle,
-  type Artifacts,
-} from '../../src/devchain/index.ts';
+import { ANVIL_DEPLOYER_KEY, REPO_ROOT, compileContracts, devPublicClient, devWalletClient, installMulticall3, startAnvil, type AnvilHandle, type Artifacts } from '../../src/devchain/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { parseConfig } from '../../src/config/load.ts';
 import type { AppConfigInput } from '../../src/config/schema.ts';
@@ -96,9 +86,7 @@ export async function startTokenChain(opts: { anvilArgs?: string[] } = {}): Prom
       }
       if (now - start > 60_000) {
         const tx = await pub.getTransaction({ hash }).catch(() => null);
-        const counts = await Promise.all(
-          (['latest', 'pending'] as const).map((blockTag) => pub.getTransactionCount({ address: account.address, blockTag }).catch(() => -1)),
-        );
+        const counts = await Promise.all((['latest', 'pending'] as const).map((blockTag) => pub.getTransactionCount({ address: account.address, blockTag }).catch(() => -1)));
         throw new Error(`no receipt for ${hash} after 60 s (known to the node: ${tx ? `yes, nonce ${tx.nonce}` : 'no'}; account nonce latest/pending ${counts.join('/')})`);
       }
       await new Promise((res) => setTimeout(res, 50));

@@ -77,8 +77,12 @@ function SpendChart({ days, window }: { days: Day[]; window: number }) {
         );
       })}
       <line x1="0" y1={h} x2={window * w} y2={h} stroke="#999" />
-      <text x="0" y={h + 12} font-size="10">{cells[0].key}</text>
-      <text x={window * w} y={h + 12} font-size="10" text-anchor="end">{cells[window - 1].key}</text>
+      <text x="0" y={h + 12} font-size="10">
+        {cells[0].key}
+      </text>
+      <text x={window * w} y={h + 12} font-size="10" text-anchor="end">
+        {cells[window - 1].key}
+      </text>
     </svg>
   );
 }
@@ -114,7 +118,9 @@ function NetworkPanel({ projectId, b, onChange }: { projectId: number; b: Networ
       <form class="row" onSubmit={adjust}>
         <input data-testid="adjust-amount" class="num" placeholder="Amount (native, − to withdraw)" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} />
         <input placeholder="Identifier (e.g. invoice number)" value={note} onInput={(e) => setNote(e.currentTarget.value)} />
-        <button data-testid="adjust-balance" disabled={a.busy || !amount.trim()}>Adjust balance</button>
+        <button data-testid="adjust-balance" disabled={a.busy || !amount.trim()}>
+          Adjust balance
+        </button>
       </form>
       {a.error && <p class="error">{a.error}</p>}
       <h4>Spend per day (last 30 days, UTC)</h4>
@@ -122,7 +128,15 @@ function NetworkPanel({ projectId, b, onChange }: { projectId: number; b: Networ
       <h4>Ledger</h4>
       <table data-testid="ledger">
         <thead>
-          <tr><th>When</th><th>Kind</th><th>Amount</th><th>USD then</th><th>Balance after</th><th>Meta-transaction / identifier</th><th>Gas used</th></tr>
+          <tr>
+            <th>When</th>
+            <th>Kind</th>
+            <th>Amount</th>
+            <th>USD then</th>
+            <th>Balance after</th>
+            <th>Meta-transaction / identifier</th>
+            <th>Gas used</th>
+          </tr>
         </thead>
         <tbody>
           {ledger.data?.entries.map((e) => (

@@ -43,39 +43,75 @@ export function Directory() {
     <section>
       <h2>Token directory</h2>
       <p class="hint">
-        Token list imports (<code>metarelay tokenlist import</code>) and admins add entries; a removal here stays removed when a list is imported again.
-        A feature index above 0 features an entry: featured entries are listed first, lowest index first.
+        Token list imports (<code>metarelay tokenlist import</code>) and admins add entries; a removal here stays removed when a list is imported again. A feature index above 0 features an entry:
+        featured entries are listed first, lowest index first.
       </p>
       <form class="row" onSubmit={add}>
         <input data-testid="directory-network" placeholder="Network (name or id)" value={form.chainID} onInput={set('chainID')} />
         <input data-testid="directory-address" class="addr" placeholder="Contract 0x…" value={form.contractAddress} onInput={set('contractAddress')} />
         <input class="num" placeholder="Feature index (optional)" value={form.featureIndex} onInput={set('featureIndex')} />
-        <button data-testid="directory-add" disabled={a.busy || !form.chainID || !form.contractAddress}>Add</button>
+        <button data-testid="directory-add" disabled={a.busy || !form.chainID || !form.contractAddress}>
+          Add
+        </button>
       </form>
       {(a.error || list.error) && <p class="error">{a.error ?? list.error}</p>}
       <table data-testid="directory">
         <thead>
-          <tr><th></th><th>Network</th><th>Name</th><th>Symbol</th><th>Type</th><th>Address</th><th>Feature index</th><th></th></tr>
+          <tr>
+            <th></th>
+            <th>Network</th>
+            <th>Name</th>
+            <th>Symbol</th>
+            <th>Type</th>
+            <th>Address</th>
+            <th>Feature index</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           {list.data?.entries.map((x) => (
             <tr key={`${x.chainId}:${x.address}`}>
-              <td>{x.cachedMedia?.logo ? <img data-testid={`logo-${x.address}`} src={`${new URL(x.cachedMedia.logo, location.href).pathname.replace(/\/[^/]+$/, '/64.webp')}`} alt="" width={24} height={24} loading="lazy" title={x.logoURI} /> : null}</td>
-              <td>{x.network}{x.testnet ? ' (testnet)' : ''}</td>
+              <td>
+                {x.cachedMedia?.logo ? (
+                  <img
+                    data-testid={`logo-${x.address}`}
+                    src={`${new URL(x.cachedMedia.logo, location.href).pathname.replace(/\/[^/]+$/, '/64.webp')}`}
+                    alt=""
+                    width={24}
+                    height={24}
+                    loading="lazy"
+                    title={x.logoURI}
+                  />
+                ) : null}
+              </td>
+              <td>
+                {x.network}
+                {x.testnet ? ' (testnet)' : ''}
+              </td>
               <td>{x.name || <em>{x.status === 'AVAILABLE' ? '—' : 'not read yet'}</em>}</td>
               <td>{x.symbol}</td>
               <td>{x.type}</td>
-              <td><code title={x.address}>{short(x.address, 12)}</code></td>
-              <td><FeatureEditor value={x.extensions.featureIndex ?? 0} onSave={(v) => feature(x, v)} /></td>
-              <td><button onClick={() => remove(x)}>Remove</button></td>
+              <td>
+                <code title={x.address}>{short(x.address, 12)}</code>
+              </td>
+              <td>
+                <FeatureEditor value={x.extensions.featureIndex ?? 0} onSave={(v) => feature(x, v)} />
+              </td>
+              <td>
+                <button onClick={() => remove(x)}>Remove</button>
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
       <div class="row">
-        <button disabled={page === 0} onClick={() => setPage(page - 1)}>Previous</button>
+        <button disabled={page === 0} onClick={() => setPage(page - 1)}>
+          Previous
+        </button>
         <span>Page {page + 1}</span>
-        <button disabled={!list.data?.more} onClick={() => setPage(page + 1)}>Next</button>
+        <button disabled={!list.data?.more} onClick={() => setPage(page + 1)}>
+          Next
+        </button>
       </div>
     </section>
   );

@@ -57,11 +57,21 @@ export function Indexer() {
   return (
     <section>
       <h2>Indexer</h2>
-      <p class="row"><button onClick={st.reload}>Refresh</button></p>
+      <p class="row">
+        <button onClick={st.reload}>Refresh</button>
+      </p>
       {st.error && <p class="error">{st.error}</p>}
       <table data-testid="indexed-chains">
         <thead>
-          <tr><th>Network</th><th>Scope</th><th>Cursor</th><th>Head</th><th>Behind</th><th>Malformed logs</th><th>Watchlist</th></tr>
+          <tr>
+            <th>Network</th>
+            <th>Scope</th>
+            <th>Cursor</th>
+            <th>Head</th>
+            <th>Behind</th>
+            <th>Malformed logs</th>
+            <th>Watchlist</th>
+          </tr>
         </thead>
         <tbody>
           {st.data?.chains.map((c) => (
@@ -72,7 +82,11 @@ export function Indexer() {
               <td>{c.head ?? '—'}</td>
               <td>{c.cursor !== null && c.head !== null ? c.head - c.cursor : '—'}</td>
               <td>{c.malformed}</td>
-              <td>{c.watchlist.map((a) => <code title={a}>{short(a)} </code>)}</td>
+              <td>
+                {c.watchlist.map((a) => (
+                  <code title={a}>{short(a)} </code>
+                ))}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -80,31 +94,53 @@ export function Indexer() {
       {watchlists.length > 0 && (
         <form class="row" onSubmit={watch}>
           <select value={network} onChange={(e) => setNetwork(e.currentTarget.value)}>
-            {watchlists.map((c) => <option value={c.network}>{c.network}</option>)}
+            {watchlists.map((c) => (
+              <option value={c.network}>{c.network}</option>
+            ))}
           </select>
           <input data-testid="watch-contract" placeholder="0x… contract to watch" value={contract} onInput={(e) => setContract(e.currentTarget.value)} />
-          <button type="submit" disabled={a.busy || !contract}>Watch</button>
+          <button type="submit" disabled={a.busy || !contract}>
+            Watch
+          </button>
           {a.error && <span class="error">{a.error}</span>}
         </form>
       )}
       <h3>Backfills</h3>
       <table data-testid="backfills">
         <thead>
-          <tr><th>Task</th><th>Chain</th><th>Blocks</th><th>Status</th><th>Progress</th><th>Logs</th><th>Malformed</th><th>Ranges (leased)</th></tr>
+          <tr>
+            <th>Task</th>
+            <th>Chain</th>
+            <th>Blocks</th>
+            <th>Status</th>
+            <th>Progress</th>
+            <th>Logs</th>
+            <th>Malformed</th>
+            <th>Ranges (leased)</th>
+          </tr>
         </thead>
         <tbody>
           {st.data?.backfills.map((b) => (
             <tr key={b.id}>
               <td>{b.id}</td>
               <td>
-                {b.chainId} ({b.scope}){b.contracts?.map((c) => <code title={c}> {short(c)}</code>)}
+                {b.chainId} ({b.scope})
+                {b.contracts?.map((c) => (
+                  <code title={c}> {short(c)}</code>
+                ))}
               </td>
-              <td>{b.fromBlock}…{b.toBlock}</td>
+              <td>
+                {b.fromBlock}…{b.toBlock}
+              </td>
               <td>{b.status}</td>
-              <td><progress max={b.blocks || 1} value={b.done} /> {b.done}/{b.blocks}</td>
+              <td>
+                <progress max={b.blocks || 1} value={b.done} /> {b.done}/{b.blocks}
+              </td>
               <td>{b.logs}</td>
               <td>{b.malformed}</td>
-              <td>{b.ranges.finished}/{b.ranges.total} ({b.ranges.leased})</td>
+              <td>
+                {b.ranges.finished}/{b.ranges.total} ({b.ranges.leased})
+              </td>
             </tr>
           ))}
         </tbody>
@@ -115,7 +151,15 @@ export function Indexer() {
           <p class="error">Their transfers (indexer) or refreshes (watcher) are missing until a retry reads them.</p>
           <table data-testid="unread-blocks">
             <thead>
-              <tr><th>Chain</th><th>Reader</th><th>Block</th><th>Error</th><th>Retries</th><th>Flagged</th><th>Next retry</th></tr>
+              <tr>
+                <th>Chain</th>
+                <th>Reader</th>
+                <th>Block</th>
+                <th>Error</th>
+                <th>Retries</th>
+                <th>Flagged</th>
+                <th>Next retry</th>
+              </tr>
             </thead>
             <tbody>
               {st.data?.unreadBlocks.map((u) => (
@@ -133,7 +177,9 @@ export function Indexer() {
           </table>
         </>
       )}
-      <p class="hint">Updated {when(new Date().toISOString())}. Start a backfill with <code>metarelay indexer backfill --chain NAME --from N</code>; a watched contract gets its own, worked in the background.</p>
+      <p class="hint">
+        Updated {when(new Date().toISOString())}. Start a backfill with <code>metarelay indexer backfill --chain NAME --from N</code>; a watched contract gets its own, worked in the background.
+      </p>
     </section>
   );
 }

@@ -15,17 +15,29 @@ export function FeeTokens() {
   return (
     <section>
       <h2>Fee tokens</h2>
-      <p class="hint">From the configuration (<code>chains[].relayer.feeTokens</code>); prices are live (Chainlink feeds, Uniswap v3 TWAPs, then the fixed rate; docs/fee-prices.md) in the native currency. A token without a price is withdrawn from FeeOptions.</p>
+      <p class="hint">
+        From the configuration (<code>chains[].relayer.feeTokens</code>); prices are live (Chainlink feeds, Uniswap v3 TWAPs, then the fixed rate; docs/fee-prices.md) in the native currency. A token
+        without a price is withdrawn from FeeOptions.
+      </p>
       {d.error && <p class="error">{d.error}</p>}
       {d.data?.networks.map((n) => (
         <div class="panel">
-          <h3>{n.network} ({n.chainId})</h3>
+          <h3>
+            {n.network} ({n.chainId})
+          </h3>
           <p>
             {n.isFeeRequired ? 'Fees required' : 'Gasless'} · paid to <code>{n.paymentAddress}</code> · markup ×{n.feeMarkup}
           </p>
           <table data-testid={`fees-${n.network}`}>
             <thead>
-              <tr><th>Symbol</th><th>Name</th><th>Decimals</th><th>Contract</th><th>Price (native per token)</th><th>Source</th></tr>
+              <tr>
+                <th>Symbol</th>
+                <th>Name</th>
+                <th>Decimals</th>
+                <th>Contract</th>
+                <th>Price (native per token)</th>
+                <th>Source</th>
+              </tr>
             </thead>
             <tbody>
               {n.tokens.map((t) => (
@@ -33,7 +45,9 @@ export function FeeTokens() {
                   <td>{t.symbol}</td>
                   <td>{t.name}</td>
                   <td>{t.decimals}</td>
-                  <td><code>{t.contractAddress ?? 'native'}</code></td>
+                  <td>
+                    <code>{t.contractAddress ?? 'native'}</code>
+                  </td>
                   <td>{t.nativePrice ?? <span class="error">withdrawn</span>}</td>
                   <td>{t.priceSource ?? t.priceError}</td>
                 </tr>
@@ -122,19 +136,27 @@ export function Health() {
               </p>
               <p data-testid="inclusion">
                 Included within {n.relayer.inclusion.blocks} blocks of the first broadcast (last {n.relayer.inclusion.windowSec / 60} min):{' '}
-                <strong>
-                  {n.relayer.inclusion.mined ? `${Math.round((100 * n.relayer.inclusion.within) / n.relayer.inclusion.mined)}%` : 'n/a'}
-                </strong>{' '}
-                ({n.relayer.inclusion.within} of {n.relayer.inclusion.mined})
+                <strong>{n.relayer.inclusion.mined ? `${Math.round((100 * n.relayer.inclusion.within) / n.relayer.inclusion.mined)}%` : 'n/a'}</strong> ({n.relayer.inclusion.within} of{' '}
+                {n.relayer.inclusion.mined})
               </p>
               <table>
                 <thead>
-                  <tr><th>Sender</th><th>Balance (ETH)</th><th>Nonce (mined)</th><th>Nonce (pending)</th><th>In flight</th><th>State</th><th></th></tr>
+                  <tr>
+                    <th>Sender</th>
+                    <th>Balance (ETH)</th>
+                    <th>Nonce (mined)</th>
+                    <th>Nonce (pending)</th>
+                    <th>In flight</th>
+                    <th>State</th>
+                    <th></th>
+                  </tr>
                 </thead>
                 <tbody>
                   {n.relayer.senders.map((s) => (
                     <tr>
-                      <td><code>{s.address}</code></td>
+                      <td>
+                        <code>{s.address}</code>
+                      </td>
                       <td>{s.etherBalance}</td>
                       <td>{s.nonce.chain}</td>
                       <td>{s.nonce.mempool}</td>
@@ -155,7 +177,14 @@ export function Health() {
                   {n.relayer.prices.map((p, i) => (
                     <span>
                       {i > 0 && ' · '}
-                      {p.symbol} {p.ok ? <>{p.nativePrice} ({p.source})</> : <span class="error">withdrawn: {p.reason}</span>}
+                      {p.symbol}{' '}
+                      {p.ok ? (
+                        <>
+                          {p.nativePrice} ({p.source})
+                        </>
+                      ) : (
+                        <span class="error">withdrawn: {p.reason}</span>
+                      )}
                     </span>
                   ))}
                 </p>
@@ -163,24 +192,45 @@ export function Health() {
               <p data-testid="unpaid">
                 Mined without their fee: <strong>{n.relayer.unpaid.shortfalls}</strong> meta-transactions.
                 {n.relayer.unpaid.costShortfalls && (
-                  <> Cost more than their fee or hold covered: <strong>{n.relayer.unpaid.costShortfalls.count}</strong> ({n.relayer.unpaid.costShortfalls.wei} wei).</>
+                  <>
+                    {' '}
+                    Cost more than their fee or hold covered: <strong>{n.relayer.unpaid.costShortfalls.count}</strong> ({n.relayer.unpaid.costShortfalls.wei} wei).
+                  </>
                 )}
                 {n.relayer.unpaid.bars.length > 0 && ' Barred from fee-paid relaying:'}
               </p>
               {n.relayer.unpaid.bars.length > 0 && (
                 <table>
                   <thead>
-                    <tr><th>Who</th><th>Meta-transaction</th><th>Owed</th><th>Received</th><th>Since</th><th></th></tr>
+                    <tr>
+                      <th>Who</th>
+                      <th>Meta-transaction</th>
+                      <th>Owed</th>
+                      <th>Received</th>
+                      <th>Since</th>
+                      <th></th>
+                    </tr>
                   </thead>
                   <tbody>
                     {n.relayer.unpaid.bars.map((b) => (
                       <tr data-testid={`bar-${b.kind}`}>
-                        <td>{b.kind === 'key' ? `access key #${b.value}` : `${b.kind} `}{b.kind !== 'key' && <code>{b.value}</code>}</td>
-                        <td><code>{short(b.metaTxnId, 14)}</code></td>
-                        <td>{b.owed} {b.feeToken === 'native' ? 'wei' : b.feeToken ? <code>{short(b.feeToken, 10)}</code> : ''}</td>
+                        <td>
+                          {b.kind === 'key' ? `access key #${b.value}` : `${b.kind} `}
+                          {b.kind !== 'key' && <code>{b.value}</code>}
+                        </td>
+                        <td>
+                          <code>{short(b.metaTxnId, 14)}</code>
+                        </td>
+                        <td>
+                          {b.owed} {b.feeToken === 'native' ? 'wei' : b.feeToken ? <code>{short(b.feeToken, 10)}</code> : ''}
+                        </td>
                         <td>{b.received}</td>
                         <td>{new Date(b.createdAt).toLocaleString()}</td>
-                        <td><button disabled={a.busy} onClick={() => lift(b)}>Lift</button></td>
+                        <td>
+                          <button disabled={a.busy} onClick={() => lift(b)}>
+                            Lift
+                          </button>
+                        </td>
                       </tr>
                     ))}
                   </tbody>

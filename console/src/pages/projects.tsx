@@ -32,19 +32,30 @@ export function Projects() {
       <h2>Projects</h2>
       <form class="row" onSubmit={create}>
         <input data-testid="project-name" placeholder="New project name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        <button data-testid="create-project" disabled={!name.trim() || a.busy}>Create project</button>
+        <button data-testid="create-project" disabled={!name.trim() || a.busy}>
+          Create project
+        </button>
       </form>
       {a.error && <p class="error">{a.error}</p>}
       {list.error && <p class="error">{list.error}</p>}
       <table data-testid="projects">
         <thead>
-          <tr><th>Id</th><th>Name</th><th>Live keys</th><th>Networks</th><th>Created</th><th>State</th></tr>
+          <tr>
+            <th>Id</th>
+            <th>Name</th>
+            <th>Live keys</th>
+            <th>Networks</th>
+            <th>Created</th>
+            <th>State</th>
+          </tr>
         </thead>
         <tbody>
           {list.data?.projects.map((p) => (
             <tr key={p.id}>
               <td>{p.id}</td>
-              <td><a href={`#/projects/${p.id}`}>{p.name}</a></td>
+              <td>
+                <a href={`#/projects/${p.id}`}>{p.name}</a>
+              </td>
               <td>{p.liveKeys}</td>
               <td>{p.allowedChainIds?.join(', ') ?? 'all'}</td>
               <td>{when(p.createdAt)}</td>
@@ -74,7 +85,9 @@ export function ProjectDetail({ projectId, tab }: { projectId: number; tab: stri
   if (!project) return <p class="error">No project {projectId}.</p>;
   return (
     <section>
-      <p><a href="#/projects">← Projects</a></p>
+      <p>
+        <a href="#/projects">← Projects</a>
+      </p>
       <h2 data-testid="project-title">
         {project.name} {project.archivedAt && <span class="badge">archived</span>}
       </h2>
@@ -135,30 +148,52 @@ function Keys({ projectId }: { projectId: number }) {
         <input data-testid="key-label" placeholder="Label" value={label} onInput={(e) => setLabel(e.currentTarget.value)} />
         <input class="num" placeholder="Requests/s (default)" value={rate} onInput={(e) => setRate(e.currentTarget.value)} />
         <input class="num" placeholder="Burst" value={burst} onInput={(e) => setBurst(e.currentTarget.value)} />
-        <button data-testid="create-key" disabled={a.busy}>Create access key</button>
+        <button data-testid="create-key" disabled={a.busy}>
+          Create access key
+        </button>
       </form>
       {shown && (
         <div class="reveal">
           <p>Copy this key now: it is stored only as a hash and will not be shown again.</p>
-          <code data-testid="new-key">{shown}</code> <button class="link" onClick={() => setShown(null)}>Done</button>
+          <code data-testid="new-key">{shown}</code>{' '}
+          <button class="link" onClick={() => setShown(null)}>
+            Done
+          </button>
         </div>
       )}
       {a.error && <p class="error">{a.error}</p>}
       <table data-testid="keys">
         <thead>
-          <tr><th>Key</th><th>Label</th><th>Created</th><th>Last used</th><th>Requests</th><th>Rate limit</th><th>State</th><th></th></tr>
+          <tr>
+            <th>Key</th>
+            <th>Label</th>
+            <th>Created</th>
+            <th>Last used</th>
+            <th>Requests</th>
+            <th>Rate limit</th>
+            <th>State</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           {keys.data?.accessKeys.map((k) => (
             <tr key={k.id} data-testid={`key-${k.id}`}>
-              <td><code>{k.prefix}…</code></td>
+              <td>
+                <code>{k.prefix}…</code>
+              </td>
               <td>{k.label}</td>
               <td>{when(k.createdAt)}</td>
               <td>{when(k.lastUsedAt)}</td>
               <td>{k.requestCount}</td>
               <td>{k.rateLimit ? `${k.rateLimit.ratePerSec}/s, burst ${k.rateLimit.burst}${k.rateLimitIsDefault ? ' (default)' : ''}` : 'none'}</td>
               <td>{k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'live'}</td>
-              <td>{!k.revokedAt && <button data-testid={`revoke-${k.id}`} onClick={() => revoke(k)}>Revoke</button>}</td>
+              <td>
+                {!k.revokedAt && (
+                  <button data-testid={`revoke-${k.id}`} onClick={() => revoke(k)}>
+                    Revoke
+                  </button>
+                )}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -180,7 +215,18 @@ function Settings({ project, onChange }: { project: Project; onChange: () => Pro
         <input data-testid="rename" value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <button>Rename</button>
       </form>
-      <form class="row" onSubmit={(e) => (e.preventDefault(), update({ allowedChainIDs: nets.split(',').map((x) => x.trim()).filter(Boolean) }))}>
+      <form
+        class="row"
+        onSubmit={(e) => (
+          e.preventDefault(),
+          update({
+            allowedChainIDs: nets
+              .split(',')
+              .map((x) => x.trim())
+              .filter(Boolean),
+          })
+        )}
+      >
         <input placeholder="Allowed networks (empty: all), e.g. mainnet, 137" value={nets} onInput={(e) => setNets(e.currentTarget.value)} />
         <button>Save networks</button>
       </form>
@@ -188,7 +234,9 @@ function Settings({ project, onChange }: { project: Project; onChange: () => Pro
         {project.archivedAt ? (
           <button onClick={() => update({ archived: false })}>Restore project</button>
         ) : (
-          <button class="danger" data-testid="archive" onClick={() => update({ archived: true })}>Archive project (its keys stop working)</button>
+          <button class="danger" data-testid="archive" onClick={() => update({ archived: true })}>
+            Archive project (its keys stop working)
+          </button>
         )}
       </div>
       {a.error && <p class="error">{a.error}</p>}

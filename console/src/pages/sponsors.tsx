@@ -86,7 +86,9 @@ export function Sponsors({ projectId }: { projectId: number }) {
       <form class="row" onSubmit={add}>
         <select data-testid="sponsor-network" value={chainID} onChange={set('chainID')}>
           {relayed.map((n) => (
-            <option value={n.name}>{n.name} ({n.chainId})</option>
+            <option value={n.name}>
+              {n.name} ({n.chainId})
+            </option>
           ))}
         </select>
         <select data-testid="sponsor-kind" value={form.kind} onChange={set('kind')}>
@@ -97,12 +99,30 @@ export function Sponsors({ projectId }: { projectId: number }) {
         <input data-testid="sponsor-address" class="addr" placeholder="0x address" value={form.address} onInput={set('address')} />
         <input placeholder="Name" value={form.name} onInput={set('name')} />
         <input class="num" placeholder="Daily cap (wei)" value={form.dailyCapWei} onInput={set('dailyCapWei')} />
-        <button data-testid="add-sponsor" disabled={a.busy || !chainID}>Add sponsorship</button>
+        <button data-testid="add-sponsor" disabled={a.busy || !chainID}>
+          Add sponsorship
+        </button>
       </form>
-      {a.error && <p class="error" data-testid="sponsor-error">{a.error}</p>}
+      {a.error && (
+        <p class="error" data-testid="sponsor-error">
+          {a.error}
+        </p>
+      )}
       <table data-testid="sponsors">
         <thead>
-          <tr><th>Id</th><th>Network</th><th>Kind</th><th>Address</th><th>Name</th><th>On</th><th>Policy</th><th>Spent today</th><th>Spent in all</th><th>Approval webhook</th><th></th></tr>
+          <tr>
+            <th>Id</th>
+            <th>Network</th>
+            <th>Kind</th>
+            <th>Address</th>
+            <th>Name</th>
+            <th>On</th>
+            <th>Policy</th>
+            <th>Spent today</th>
+            <th>Spent in all</th>
+            <th>Approval webhook</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           {list.data?.gasSponsors.map((s) => [
@@ -110,15 +130,28 @@ export function Sponsors({ projectId }: { projectId: number }) {
               <td>{s.id}</td>
               <td>{s.network}</td>
               <td>{s.kind}</td>
-              <td><code title={s.address}>{short(s.address, 12)}</code></td>
-              <td>{s.name}</td>
-              <td><input type="checkbox" data-testid={`sponsor-active-${s.id}`} checked={s.active} onChange={() => update(s, { active: !s.active })} /></td>
-              <td data-testid={`sponsor-policy-${s.id}`}>{policySummary(s)}</td>
-              <td>{s.spentTodayWei} wei{s.spentTodayUsd !== '0' ? ` ($${s.spentTodayUsd})` : ''}</td>
-              <td>{s.spentTotalWei} wei{s.spentTotalUsd !== '0' ? ` ($${s.spentTotalUsd})` : ''}</td>
-              <td data-testid={`sponsor-webhook-${s.id}`}>{s.webhookUrl ? <code title={s.webhookUrl}>{hostOf(s.webhookUrl)}</code> : 'none'}{s.webhookAuthTokenSet ? ` · token ${s.webhookAuthToken}` : ''}</td>
               <td>
-                <button class="link" data-testid={`sponsor-edit-${s.id}`} onClick={() => setEditing(editing === s.id ? null : s.id)}>{editing === s.id ? 'Close' : 'Edit'}</button>
+                <code title={s.address}>{short(s.address, 12)}</code>
+              </td>
+              <td>{s.name}</td>
+              <td>
+                <input type="checkbox" data-testid={`sponsor-active-${s.id}`} checked={s.active} onChange={() => update(s, { active: !s.active })} />
+              </td>
+              <td data-testid={`sponsor-policy-${s.id}`}>{policySummary(s)}</td>
+              <td>
+                {s.spentTodayWei} wei{s.spentTodayUsd !== '0' ? ` ($${s.spentTodayUsd})` : ''}
+              </td>
+              <td>
+                {s.spentTotalWei} wei{s.spentTotalUsd !== '0' ? ` ($${s.spentTotalUsd})` : ''}
+              </td>
+              <td data-testid={`sponsor-webhook-${s.id}`}>
+                {s.webhookUrl ? <code title={s.webhookUrl}>{hostOf(s.webhookUrl)}</code> : 'none'}
+                {s.webhookAuthTokenSet ? ` · token ${s.webhookAuthToken}` : ''}
+              </td>
+              <td>
+                <button class="link" data-testid={`sponsor-edit-${s.id}`} onClick={() => setEditing(editing === s.id ? null : s.id)}>
+                  {editing === s.id ? 'Close' : 'Edit'}
+                </button>
                 <button onClick={() => remove(s)}>Remove</button>
               </td>
             </tr>,
@@ -220,7 +253,14 @@ function Editor({ sponsor: s, onSave }: { sponsor: Sponsor; onSave: (patch: Reco
         </label>
         <label>
           Webhook token {s.webhookAuthTokenSet ? `(set: ${s.webhookAuthToken}; empty keeps it)` : '(none)'}
-          <input type="password" autocomplete="off" data-testid="edit-webhookAuthToken" placeholder={s.webhookAuthTokenSet ? 'keep' : 'none'} value={f.webhookAuthToken} onInput={set('webhookAuthToken')} />
+          <input
+            type="password"
+            autocomplete="off"
+            data-testid="edit-webhookAuthToken"
+            placeholder={s.webhookAuthTokenSet ? 'keep' : 'none'}
+            value={f.webhookAuthToken}
+            onInput={set('webhookAuthToken')}
+          />
         </label>
         {s.webhookAuthTokenSet && (
           <label>

@@ -39,14 +39,25 @@ export function Tasks() {
       {tasks.error && <p class="error">{tasks.error}</p>}
       <table data-testid="tasks">
         <thead>
-          <tr><th>Task</th><th>Network</th><th>Contract</th><th>Source</th><th>Status</th><th>Progress</th><th>Failures</th><th>Created</th></tr>
+          <tr>
+            <th>Task</th>
+            <th>Network</th>
+            <th>Contract</th>
+            <th>Source</th>
+            <th>Status</th>
+            <th>Progress</th>
+            <th>Failures</th>
+            <th>Created</th>
+          </tr>
         </thead>
         <tbody>
           {tasks.data?.tasks.map((t) => (
             <tr key={t.id}>
               <td>{t.id}</td>
               <td>{t.network}</td>
-              <td><code>{short(t.contractAddress)}</code></td>
+              <td>
+                <code>{short(t.contractAddress)}</code>
+              </td>
               <td>{t.source}</td>
               <td>{t.status}</td>
               <td>
@@ -56,7 +67,13 @@ export function Tasks() {
                 {t.failures.length > 0 && (
                   <details>
                     <summary>{t.failed} failed</summary>
-                    <ul>{t.failures.map((f) => <li>#{f.item}: {f.reason}</li>)}</ul>
+                    <ul>
+                      {t.failures.map((f) => (
+                        <li>
+                          #{f.item}: {f.reason}
+                        </li>
+                      ))}
+                    </ul>
                   </details>
                 )}
                 {t.lastError}

@@ -23,12 +23,28 @@ function TokenMedia({ token }: { token: unknown }) {
           <div class="row" key={x.metadataField}>
             {image && <img data-testid={`media-${x.metadataField}`} src={`${base}/256.webp`} alt={x.metadataField} width={128} />}
             <dl class="facts">
-              <dt>Field</dt><dd>{x.metadataField}</dd>
-              <dt>Type</dt><dd>{x.mimeType}{x.width ? ` · ${x.width}×${x.height}` : ''}{x.filesize ? ` · ${x.filesize} bytes` : ''}</dd>
+              <dt>Field</dt>
+              <dd>{x.metadataField}</dd>
+              <dt>Type</dt>
+              <dd>
+                {x.mimeType}
+                {x.width ? ` · ${x.width}×${x.height}` : ''}
+                {x.filesize ? ` · ${x.filesize} bytes` : ''}
+              </dd>
               <dt>Renditions</dt>
               <dd>
-                {image ? WIDTHS.map((w) => <a key={w} href={`${base}/${w}.webp`} target="_blank" rel="noopener">{w} </a>) : null}
-                {x.mimeType !== 'image/webp' || !p.endsWith('.webp') ? <a href={p} target="_blank" rel="noopener">original</a> : null}
+                {image
+                  ? WIDTHS.map((w) => (
+                      <a key={w} href={`${base}/${w}.webp`} target="_blank" rel="noopener">
+                        {w}{' '}
+                      </a>
+                    ))
+                  : null}
+                {x.mimeType !== 'image/webp' || !p.endsWith('.webp') ? (
+                  <a href={p} target="_blank" rel="noopener">
+                    original
+                  </a>
+                ) : null}
               </dd>
             </dl>
           </div>
@@ -55,15 +71,22 @@ export function TokenLookup() {
         <input data-testid="lookup-network" placeholder="Network (name or id)" value={f.chainID} onInput={set('chainID')} />
         <input data-testid="lookup-contract" class="addr" placeholder="Contract 0x…" value={f.contractAddress} onInput={set('contractAddress')} />
         <input data-testid="lookup-token" class="num" placeholder="Token id" value={f.tokenID} onInput={set('tokenID')} />
-        <button data-testid="lookup" disabled={a.busy}>Look up</button>
+        <button data-testid="lookup" disabled={a.busy}>
+          Look up
+        </button>
       </form>
       {a.error && <p class="error">{a.error}</p>}
       {out && (
         <div class="stack">
           <dl class="facts">
-            <dt>Status</dt><dd>{out.explanation.status}</dd>
-            <dt>Token URI</dt><dd><code>{out.explanation.tokenUri ?? '—'}</code></dd>
-            <dt>Failure</dt><dd>{out.explanation.failureReason ?? '—'}</dd>
+            <dt>Status</dt>
+            <dd>{out.explanation.status}</dd>
+            <dt>Token URI</dt>
+            <dd>
+              <code>{out.explanation.tokenUri ?? '—'}</code>
+            </dd>
+            <dt>Failure</dt>
+            <dd>{out.explanation.failureReason ?? '—'}</dd>
           </dl>
           <TokenMedia token={out.token} />
           <h3>Metadata</h3>

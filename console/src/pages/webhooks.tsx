@@ -65,31 +65,50 @@ export function Webhooks({ projectId }: { projectId: number }) {
             <input type="checkbox" checked={form.events.includes(t)} onChange={() => toggle(t)} /> {t}
           </label>
         ))}
-        <button data-testid="add-webhook" disabled={a.busy || !form.url || form.events.length === 0}>Add endpoint</button>
+        <button data-testid="add-webhook" disabled={a.busy || !form.url || form.events.length === 0}>
+          Add endpoint
+        </button>
       </form>
       {secret && (
         <p class="note" data-testid="webhook-secret">
-          Signing secret (shown once, store it now): <code>{secret}</code> <button class="link" onClick={() => setSecret(null)}>Done</button>
+          Signing secret (shown once, store it now): <code>{secret}</code>{' '}
+          <button class="link" onClick={() => setSecret(null)}>
+            Done
+          </button>
         </p>
       )}
       {a.error && <p class="error">{a.error}</p>}
       <table data-testid="webhooks">
         <thead>
-          <tr><th>Id</th><th>URL</th><th>Events</th><th>Chains</th><th>On</th><th>Notice</th><th></th></tr>
+          <tr>
+            <th>Id</th>
+            <th>URL</th>
+            <th>Events</th>
+            <th>Chains</th>
+            <th>On</th>
+            <th>Notice</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           {list.data?.webhooks.map((w) => (
             <tr key={w.id}>
               <td>{w.id}</td>
-              <td><code title={w.url}>{short(w.url, 40)}</code>{w.description && <div class="hint">{w.description}</div>}</td>
+              <td>
+                <code title={w.url}>{short(w.url, 40)}</code>
+                {w.description && <div class="hint">{w.description}</div>}
+              </td>
               <td>{w.events.join(', ')}</td>
               <td>{w.chainIds?.join(', ') ?? 'all'}</td>
-              <td><input type="checkbox" data-testid={`webhook-enabled-${w.id}`} checked={w.enabled} onChange={() => update(w, { enabled: !w.enabled })} /></td>
+              <td>
+                <input type="checkbox" data-testid={`webhook-enabled-${w.id}`} checked={w.enabled} onChange={() => update(w, { enabled: !w.enabled })} />
+              </td>
               <td class={w.disabledReason ? 'error' : ''}>{w.disabledReason ?? (w.failingSince ? `failing since ${when(w.failingSince)}` : '')}</td>
               <td>
-                <button onClick={() => test(w)} disabled={!w.enabled}>Send test</button>{' '}
-                <button onClick={() => setOpen(open === w.id ? null : w.id)}>Deliveries</button>{' '}
-                <button onClick={() => remove(w)}>Delete</button>
+                <button onClick={() => test(w)} disabled={!w.enabled}>
+                  Send test
+                </button>{' '}
+                <button onClick={() => setOpen(open === w.id ? null : w.id)}>Deliveries</button> <button onClick={() => remove(w)}>Delete</button>
               </td>
             </tr>
           ))}
@@ -109,25 +128,44 @@ function Deliveries({ webhookId }: { webhookId: number }) {
   return (
     <div class="panel">
       <h3>
-        Recent deliveries of endpoint {webhookId} <button class="link" onClick={() => list.reload()}>Reload</button>
+        Recent deliveries of endpoint {webhookId}{' '}
+        <button class="link" onClick={() => list.reload()}>
+          Reload
+        </button>
       </h3>
       {a.error && <p class="error">{a.error}</p>}
       <table data-testid="deliveries">
         <thead>
-          <tr><th>Event</th><th>Type</th><th>Status</th><th>Code</th><th>Latency</th><th>Attempts</th><th>Next retry</th><th>Answer / error</th><th></th></tr>
+          <tr>
+            <th>Event</th>
+            <th>Type</th>
+            <th>Status</th>
+            <th>Code</th>
+            <th>Latency</th>
+            <th>Attempts</th>
+            <th>Next retry</th>
+            <th>Answer / error</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           {list.data?.deliveries.map((d) => (
             <tr key={d.id}>
-              <td><code>{d.eventId}</code></td>
+              <td>
+                <code>{d.eventId}</code>
+              </td>
               <td>{d.eventType}</td>
               <td class={d.status === 'DEAD' ? 'error' : d.status === 'DELIVERED' ? 'ok' : ''}>{d.status}</td>
               <td>{d.statusCode ?? '—'}</td>
               <td>{d.latencyMs != null ? `${d.latencyMs} ms` : '—'}</td>
               <td>{d.attempts}</td>
               <td>{d.nextAttemptAt ? when(d.nextAttemptAt) : '—'}</td>
-              <td><code>{short(d.error ?? d.responseSnippet ?? '', 60)}</code></td>
-              <td><button onClick={() => redeliver(d)}>Redeliver</button></td>
+              <td>
+                <code>{short(d.error ?? d.responseSnippet ?? '', 60)}</code>
+              </td>
+              <td>
+                <button onClick={() => redeliver(d)}>Redeliver</button>
+              </td>
             </tr>
           ))}
         </tbody>

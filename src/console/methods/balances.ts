@@ -6,7 +6,6 @@ import { AdjustmentConflict, NativeAmount, TankRefused, adjustmentWire, fromWei,
 import { ProjectId, chainIdArg, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
-
 /**
  * A project's balance per relayed network for the console: the balance beside its USD value, the
  * ledger (adjustments, debits, reversals) and spend per day. The relayer's admin API has the same

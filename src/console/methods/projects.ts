@@ -38,22 +38,24 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
     ListProjects: method({ input: NoArgs, handler: async () => ({ projects: await q.projects() }) }),
     CreateProject: method({
       input: z.object({ name: Name, allowedChainIDs: z.array(ChainArg).max(100).optional() }),
-      handler: async (a) => named(async () => {
-        const ids = chainIds(a.allowedChainIDs);
-        const id = await q.createProject(a.name, ids?.length ? ids : null);
-        return { project: await project(id) };
-      }),
+      handler: async (a) =>
+        named(async () => {
+          const ids = chainIds(a.allowedChainIDs);
+          const id = await q.createProject(a.name, ids?.length ? ids : null);
+          return { project: await project(id) };
+        }),
     }),
     UpdateProject: method({
       input: z.object({ projectId: ProjectId, name: Name.optional(), archived: z.boolean().optional(), allowedChainIDs: z.array(ChainArg).max(100).optional() }),
-      handler: async (a) => named(async () => {
-        await project(a.projectId);
-        await q.updateProject(a.projectId, { name: a.name, archived: a.archived, allowedChainIds: chainIds(a.allowedChainIDs) });
-        // Archiving stops the project's keys, and its networks travel with them: drop this process's
-        // cached key answers so the change holds at once.
-        if (a.archived !== undefined || a.allowedChainIDs !== undefined) s.auth.forgetAll();
-        return { project: await project(a.projectId) };
-      }),
+      handler: async (a) =>
+        named(async () => {
+          await project(a.projectId);
+          await q.updateProject(a.projectId, { name: a.name, archived: a.archived, allowedChainIds: chainIds(a.allowedChainIDs) });
+          // Archiving stops the project's keys, and its networks travel with them: drop this process's
+          // cached key answers so the change holds at once.
+          if (a.archived !== undefined || a.allowedChainIDs !== undefined) s.auth.forgetAll();
+          return { project: await project(a.projectId) };
+        }),
     }),
 
     ListAccessKeys: method({

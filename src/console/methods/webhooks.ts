@@ -8,10 +8,14 @@ import type { Delivery, Webhook } from '../../events/webhook-store.ts';
 import { Id, ProjectId, chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
-const Url = z.string().trim().max(2_000).superRefine((u, ctx) => {
-  const problem = targetProblem(u);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
+const Url = z
+  .string()
+  .trim()
+  .max(2_000)
+  .superRefine((u, ctx) => {
+    const problem = targetProblem(u);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 const EventList = z
   .array(z.enum([...EVENT_TYPES, '*']))
   .min(1, 'subscribe to at least one event type (or "*")')
@@ -66,7 +70,13 @@ export function webhookMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       input: z.object({ projectId: ProjectId, url: Url, events: EventList, chainIds: z.array(ChainArg).max(100).optional(), description: Description.optional() }),
       handler: async (a) => {
         await requireProject(a.projectId);
-        const { webhook, secret } = await store.create({ projectId: a.projectId, url: a.url, events: [...new Set(a.events)], chainIds: chainIds(a.chainIds) ?? null, description: a.description ?? '' });
+        const { webhook, secret } = await store.create({
+          projectId: a.projectId,
+          url: a.url,
+          events: [...new Set(a.events)],
+          chainIds: chainIds(a.chainIds) ?? null,
+          description: a.description ?? '',
+        });
         return { webhook: wire(webhook), secret };
       },
     }),
@@ -133,7 +143,11 @@ export function webhookMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       handler: async (a) => {
         const w = await existing(a.id);
         if (!w.enabled) throw new RpcError(MetadataErrors.InvalidArgument, `webhook ${w.id} is disabled: enable it first`);
-        const [eventId] = await appendEvents(s.db, [{ type: 'webhook.test', chainId: null, projectId: w.projectId, subject: null, data: { webhookId: w.id, message: 'a test event from metarelay' } }], w.id);
+        const [eventId] = await appendEvents(
+          s.db,
+          [{ type: 'webhook.test', chainId: null, projectId: w.projectId, subject: null, data: { webhookId: w.id, message: 'a test event from metarelay' } }],
+          w.id,
+        );
         s.events.bell.ring();
         return { eventId: `evt_${eventId}` };
       },

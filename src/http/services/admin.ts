@@ -29,8 +29,7 @@ export function adminService(s: Services): ServiceDef {
     const found = s.networks.lookup(chainID);
     return found.ok ? found.chain.chainId : chainIdsFor(s, [chainID], E)[0];
   };
-  const current = async (chainID: string, address: Address): Promise<ContractRow | undefined> =>
-    (await s.contractStore.getMany(chainIdOf(chainID), [address])).get(address);
+  const current = async (chainID: string, address: Address): Promise<ContractRow | undefined> => (await s.contractStore.getMany(chainIdOf(chainID), [address])).get(address);
   const write = async (chainID: string, address: Address, override: OverrideLayer | null) => {
     const chainId = chainIdOf(chainID);
     await s.contractStore.upsertLayers(chainId, [{ address, override }]);

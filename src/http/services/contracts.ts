@@ -56,9 +56,7 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: numbe
     const stored = (await s.contractStore.findByAddress([address]))
       .filter((r) => wanted(r.chain_id) && !s.chains.has(r.chain_id))
       .map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl));
-    const hits = [...found, ...stored]
-      .filter((i) => (i.deployed || i.name) && (!a.types || a.types.includes(i.type as never)))
-      .sort((x, y) => x.chainId - y.chainId);
+    const hits = [...found, ...stored].filter((i) => (i.deployed || i.name) && (!a.types || a.types.includes(i.type as never))).sort((x, y) => x.chainId - y.chainId);
     return { contractInfo: page === 0 ? hits : [], nextPage: { page: page + 1, pageSize, more: false } };
   }
   const { rows, more } = await s.contractStore.search({ q: a.q, chainIds, types: a.types ?? null, page, pageSize });

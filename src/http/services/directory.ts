@@ -157,7 +157,10 @@ export function directoryAdminMethods(s: Services): Record<string, MethodDef<any
     AddContractsToTokenDirectory: method({
       input: z
         .object({
-          contracts: z.array(z.object({ chainId: z.number().int().positive(), address: AddressArg }).loose()).min(1).max(1000, 'at most 1000 contracts per call'),
+          contracts: z
+            .array(z.object({ chainId: z.number().int().positive(), address: AddressArg }).loose())
+            .min(1)
+            .max(1000, 'at most 1000 contracts per call'),
           featureIndexes: z.array(FeatureIndex).optional(),
         })
         .refine((a) => !a.featureIndexes?.length || a.featureIndexes.length === a.contracts.length, 'featureIndexes must be empty or one per contract'),

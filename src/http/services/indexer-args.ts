@@ -26,9 +26,7 @@ export const PageArg = z
   .object({
     page: z.number().int().min(0).max(MAX_OFFSET).optional(),
     pageSize: z.number().int().min(1).max(INDEXER_PAGE.max).optional(),
-    after: z
-      .union([z.string().regex(/^\d{1,9}$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0).max(MAX_OFFSET)])
-      .optional(),
+    after: z.union([z.string().regex(/^\d{1,9}$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0).max(MAX_OFFSET)]).optional(),
     before: z.unknown().optional(),
     column: z.string().optional(),
     sort: z.array(z.unknown()).optional(),
@@ -137,7 +135,15 @@ export const HistoryArgs = z.object({
     contractAddress: AddressArg.optional(),
     accountAddresses: z.array(AddressArg).max(50).optional(),
     contractAddresses: z.array(AddressArg).max(50).optional(),
-    transactionHashes: z.array(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash').transform((h) => h.toLowerCase())).max(100).optional(),
+    transactionHashes: z
+      .array(
+        z
+          .string()
+          .regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash')
+          .transform((h) => h.toLowerCase()),
+      )
+      .max(100)
+      .optional(),
     metaTransactionIDs: z.array(z.string()).optional(),
     fromBlock: BlockNumber.optional(),
     toBlock: BlockNumber.optional(),

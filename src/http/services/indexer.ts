@@ -107,11 +107,13 @@ export function indexerService(s: Services): ServiceDef {
         const { rows: page, page: pageWire } = pg.cut(rows as Array<(typeof rows)[number] & { unique?: number }>);
         const meta = a.omitMetadata
           ? undefined
-          : await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: !summary });
-        return raw(
-          { page: pageWire, nativeBalances: natives },
-          { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, summary ? { unique: r.unique ?? 0 } : undefined)) },
-        );
+          : await metadataFor(
+              s.indexerMetadata,
+              ix.chain,
+              page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })),
+              { tokens: !summary },
+            );
+        return raw({ page: pageWire, nativeBalances: natives }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, summary ? { unique: r.unique ?? 0 } : undefined)) });
       },
     });
 
@@ -158,7 +160,11 @@ export function indexerService(s: Services): ServiceDef {
                 lastBlockNum: last,
                 lastBlockNumWithState: last,
                 bloomStatus: { enabled: false, initialized: false, bloomInitElapsedTime: '', stats: { hitRatio: '0', falsePositivesPercent: '0', hitCount: 0, missCount: 0, falsePositives: 0 } },
-                bond: { pebble: { compactionCount: 0, compactionEstimatedDebt: 0, compactionInProgressBytes: 0, compactionNumInProgress: 0, compactionMarkedFiles: 0 }, estimatedDiskUsagePerTable: {}, estimatedDiskUsageTotal: '' },
+                bond: {
+                  pebble: { compactionCount: 0, compactionEstimatedDebt: 0, compactionInProgressBytes: 0, compactionNumInProgress: 0, compactionMarkedFiles: 0 },
+                  estimatedDiskUsagePerTable: {},
+                  estimatedDiskUsageTotal: '',
+                },
                 diskUsage: { humanReadable: '', used: 0, size: 0, percent: 0, dirs: {} },
                 metrics: { blocksPerSecond: 0, eventsPerSecond: 0 },
                 // metarelay's own: the scope and the malformed transfer logs skipped so far.
@@ -213,12 +219,14 @@ export function indexerService(s: Services): ServiceDef {
           const rows: Array<BalanceRow & { unique?: number }> = collapse ? await ix.reads.summary(q) : await ix.reads.balances(q);
           const { rows: page, page: pageWire } = pg.cut(rows);
           const meta = a.includeMetadata
-            ? await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: !collapse })
+            ? await metadataFor(
+                s.indexerMetadata,
+                ix.chain,
+                page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })),
+                { tokens: !collapse },
+              )
             : undefined;
-          return raw(
-            { page: pageWire },
-            { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, collapse && r.type !== 'ERC20' ? { unique: r.unique ?? 0 } : undefined)) },
-          );
+          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, collapse && r.type !== 'ERC20' ? { unique: r.unique ?? 0 } : undefined)) });
         },
       }),
       GetTokenBalancesSummary: balancesByFilter(true),
@@ -244,7 +252,12 @@ export function indexerService(s: Services): ServiceDef {
           const { rows: page, page: pageWire } = pg.cut(rows);
           const meta = a.omitMetadata
             ? undefined
-            : await metadataFor(s.indexerMetadata, ix.chain, page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })), { tokens: true });
+            : await metadataFor(
+                s.indexerMetadata,
+                ix.chain,
+                page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })),
+                { tokens: true },
+              );
           return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta)) });
         },
       }),
@@ -283,7 +296,12 @@ export function indexerService(s: Services): ServiceDef {
             }),
           );
           const meta = a.includeMetadata
-            ? await metadataFor(s.indexerMetadata, ix.chain, found.map((f) => ({ contract: f.c, type: f.type, tokenIds: f.rows.map((r) => r.tokenId) })), { tokens: true })
+            ? await metadataFor(
+                s.indexerMetadata,
+                ix.chain,
+                found.map((f) => ({ contract: f.c, type: f.type, tokenIds: f.rows.map((r) => r.tokenId) })),
+                { tokens: true },
+              )
             : undefined;
           // Keys that differ only in case name one contract: their lists are joined.
           const supplies = new Map<string, string[]>();
@@ -306,7 +324,11 @@ export function indexerService(s: Services): ServiceDef {
         input: z.object({
           contractAddress: AddressArg,
           lastBlockNumber: BlockNumber,
-          lastBlockHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte block hash').transform((h) => h.toLowerCase()).optional(),
+          lastBlockHash: z
+            .string()
+            .regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte block hash')
+            .transform((h) => h.toLowerCase())
+            .optional(),
           page: PageArg,
         }),
         handler: async (a, ctx) => {

@@ -54,9 +54,7 @@ export function refreshMethods(s: Services): Record<string, MethodDef<any>> {
   const project = (ctx: RpcContext) => ctx.project!.id;
   const tokens = async (ctx: RpcContext, chainID: string, contract: Address, ids: string[] | undefined, all: boolean, onlyNew = false) => {
     const chain = chainFor(s, chainID, E);
-    const r = all || !ids?.length
-      ? await s.refresh.enqueueAllTokens(project(ctx), chain, contract, { onlyNew })
-      : await s.refresh.enqueueTokens(project(ctx), chain, contract, ids);
+    const r = all || !ids?.length ? await s.refresh.enqueueAllTokens(project(ctx), chain, contract, { onlyNew }) : await s.refresh.enqueueTokens(project(ctx), chain, contract, ids);
     s.worker.nudge();
     return r.taskId;
   };

@@ -7,7 +7,13 @@ const Address = z
   .transform((a) => a.toLowerCase() as `0x${string}`);
 /** The wire's one bigint: a decimal string (webrpc), or a JSON number / 0x hex as lenient clients send it. */
 const Amount = z
-  .union([z.number().int().nonnegative().refine(Number.isSafeInteger, 'a number above 2^53 loses precision: send a decimal string'), z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal (or 0x hex) integer string')])
+  .union([
+    z.number().int().nonnegative().refine(Number.isSafeInteger, 'a number above 2^53 loses precision: send a decimal string'),
+    z
+      .string()
+      .trim()
+      .regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal (or 0x hex) integer string'),
+  ])
   .transform((v) => BigInt(v));
 
 /**

@@ -1,15 +1,5 @@
 import { z } from 'zod';
-import {
-  AdjustmentConflict,
-  MarkupFactor,
-  NativeAmount,
-  TankRefused,
-  adjustmentWire,
-  fromWei,
-  gasTankWire,
-  usdOf,
-  type Tank,
-} from '../../relayer/balances/index.ts';
+import { AdjustmentConflict, MarkupFactor, NativeAmount, TankRefused, adjustmentWire, fromWei, gasTankWire, usdOf, type Tank } from '../../relayer/balances/index.ts';
 import type { ChainRelayer } from '../../relayer/index.ts';
 import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError } from '../errors.ts';
@@ -25,15 +15,21 @@ import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 const Id = z.number().int().positive();
 const Nonce = z.number().int().nonnegative();
 const Name = z.string().max(200);
-const When = z.string().max(64).transform((v, ctx) => {
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) {
-    ctx.addIssue({ code: 'custom', message: `"${v}" is not a date (RFC 3339, e.g. 2026-11-01T00:00:00Z)` });
-    return z.NEVER;
-  }
-  return new Date(t);
-});
-const Page = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
+const When = z
+  .string()
+  .max(64)
+  .transform((v, ctx) => {
+    const t = Date.parse(v);
+    if (Number.isNaN(t)) {
+      ctx.addIssue({ code: 'custom', message: `"${v}" is not a date (RFC 3339, e.g. 2026-11-01T00:00:00Z)` });
+      return z.NEVER;
+    }
+    return new Date(t);
+  });
+const Page = z
+  .object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() })
+  .loose()
+  .optional();
 
 export const BALANCE_ADMIN_METHODS = [
   'GetProjectBalance',

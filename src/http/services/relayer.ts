@@ -56,12 +56,23 @@ export const MetaTxId = z
   .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be a 32-byte meta-transaction id (64 hex digits, 0x optional)')
   .transform(bareId);
 /** A uint: a JSON number, a decimal string, or a 0x hex string (the v2 client sends nonce spaces as hex). */
-const Uint = z.union([z.number().int().nonnegative(), z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal or 0x hex integer')]).transform((v) => BigInt(v));
+const Uint = z
+  .union([
+    z.number().int().nonnegative(),
+    z
+      .string()
+      .trim()
+      .regex(/^(0x[0-9a-fA-F]+|\d+)$/, 'must be a decimal or 0x hex integer'),
+  ])
+  .transform((v) => BigInt(v));
 const ProjectId = z.number().int().positive();
 /** A sponsorship rule's gas ceiling per meta-transaction (metarelay's extra field). */
 export const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
 /** A sponsorship rule's approval webhook: an http(s) URL, or "" for none (its address is vetted when it is called). */
-export const WebhookUrl = z.string().max(2_000).refine((u) => u === '' || !targetProblem(u), { error: (i) => targetProblem(String(i.input)) ?? 'invalid URL' });
+export const WebhookUrl = z
+  .string()
+  .max(2_000)
+  .refine((u) => u === '' || !targetProblem(u), { error: (i) => targetProblem(String(i.input)) ?? 'invalid URL' });
 export const WebhookToken = z.string().max(500);
 /** The reference's argument some Sequence clients still send; only the single tank this relayer has (0) is accepted. */
 const GasTankId = z.literal(0).optional();
@@ -75,7 +86,10 @@ function policyOf(r: ChainRelayer, a: Parameters<typeof policyPatch>[0], base?: 
     throw err;
   }
 }
-export const RelayerPage = z.object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() }).loose().optional();
+export const RelayerPage = z
+  .object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() })
+  .loose()
+  .optional();
 
 const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
 
@@ -162,7 +176,20 @@ export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
 
 export function relayerService(s: Services): ServiceDef {
   const anonymous = new IpBuckets(s.config.relayer.anonymousRatePerSec, s.config.relayer.anonymousBurst);
-  const PUBLIC = new Set(['Ping', 'Version', 'RuntimeStatus', 'GetSequenceContext', 'GetChainID', 'FeeTokens', 'FeeOptions', 'GetMetaTxnNonce', 'GetMetaTxnReceipt', 'GetMetaTxnStatus', 'Simulate', 'SendMetaTxn']);
+  const PUBLIC = new Set([
+    'Ping',
+    'Version',
+    'RuntimeStatus',
+    'GetSequenceContext',
+    'GetChainID',
+    'FeeTokens',
+    'FeeOptions',
+    'GetMetaTxnNonce',
+    'GetMetaTxnReceipt',
+    'GetMetaTxnStatus',
+    'Simulate',
+    'SendMetaTxn',
+  ]);
   const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS]);
 
   /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
@@ -333,10 +360,13 @@ export function relayerService(s: Services): ServiceDef {
           const r = relayerFor(s, ctx);
           const p = paging(a.page, 20);
           const { page, rows: shown } = p.cut(await s.metaTxns.byProject(a.projectId, r.chainId, p.offset, p.limit));
-          const bundles = await s.metaTxns.bundlesOfMany(r.chainId, shown.map((row) => row.id));
+          const bundles = await s.metaTxns.bundlesOfMany(
+            r.chainId,
+            shown.map((row) => row.id),
+          );
           const logs = shown.map((row) => {
             const b = bundles.get(row.id)?.[0];
-            return metaTxnLog(row, b ? (BigInt(b.nonce_space) << 96n | BigInt(b.nonce)).toString() : undefined);
+            return metaTxnLog(row, b ? ((BigInt(b.nonce_space) << 96n) | BigInt(b.nonce)).toString() : undefined);
           });
           return { page, transactions: logs };
         },
@@ -401,7 +431,18 @@ export function relayerService(s: Services): ServiceDef {
           await requireProject(a.projectId);
           const policy = policyOf(r, a);
           try {
-            const row = await s.sponsors.add({ projectId: a.projectId, chainId: r.chainId, kind: a.kind ?? 'ANY', address: a.address, name: a.name ?? '', active: a.active ?? true, maxGas: a.maxGasLimit ?? null, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken, policy });
+            const row = await s.sponsors.add({
+              projectId: a.projectId,
+              chainId: r.chainId,
+              kind: a.kind ?? 'ANY',
+              address: a.address,
+              name: a.name ?? '',
+              active: a.active ?? true,
+              maxGas: a.maxGasLimit ?? null,
+              webhookUrl: a.webhookUrl,
+              webhookAuthToken: a.webhookAuthToken,
+              policy,
+            });
             return { status: true, gasSponsor: sponsorWire(row) };
           } catch (err) {
             if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);

@@ -90,10 +90,7 @@ function implementationFrom(slot: Hex | undefined): Address | null {
  */
 export async function readContracts(chain: ChainClient, addresses: Address[]): Promise<Map<Address, ChainLayer>> {
   const calls = addresses.flatMap(probeCalls);
-  const [results, codes] = await Promise.all([
-    multicall(chain, calls, { chunkSize: calls.length }),
-    Promise.all(addresses.map((address) => chain.public.getCode({ address }))),
-  ]);
+  const [results, codes] = await Promise.all([multicall(chain, calls, { chunkSize: calls.length }), Promise.all(addresses.map((address) => chain.public.getCode({ address })))]);
   const out = new Map<Address, ChainLayer>();
   addresses.forEach((a, i) => {
     const res = results.slice(i * PER_CONTRACT, (i + 1) * PER_CONTRACT);
@@ -125,7 +122,10 @@ export async function readContracts(chain: ChainClient, addresses: Address[]): P
   });
   if (proxies.length) {
     const impls = proxies.map((p) => out.get(p)!.implementation!);
-    const r = await multicall(chain, impls.flatMap((impl) => probeCalls(impl).slice(0, 2)));
+    const r = await multicall(
+      chain,
+      impls.flatMap((impl) => probeCalls(impl).slice(0, 2)),
+    );
     proxies.forEach((p, i) => {
       const t = isTrue(r[2 * i + 1]) ? 'ERC1155' : isTrue(r[2 * i]) ? 'ERC721' : null;
       if (t) out.get(p)!.type = t;

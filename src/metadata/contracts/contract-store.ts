@@ -53,7 +53,8 @@ export interface LayerUpdate {
   failure?: string | null;
 }
 
-export const CONTRACT_COLUMNS = 'chain_id, address, type, name, symbol, decimals, logo_uri, extensions, source, deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer, info_fetched_at, info_failure, curated, updated_at';
+export const CONTRACT_COLUMNS =
+  'chain_id, address, type, name, symbol, decimals, logo_uri, extensions, source, deployed, bytecode_hash, chain_layer, uri_layer, list_layer, override_layer, info_fetched_at, info_failure, curated, updated_at';
 
 export interface SearchOptions {
   q: string;
@@ -123,20 +124,13 @@ export function contractStore(db: Db, opts: { onInfoChanged?: ContractChangeHook
       const addresses = [...byAddress.keys()].sort();
       return db.transaction(async (tx) => {
         // Missing rows are created first, so there is a row to lock for every address.
-        await tx.query(
-          `INSERT INTO contracts (chain_id, address) SELECT $1, a FROM unnest($2::text[]) AS a ORDER BY a ON CONFLICT DO NOTHING`,
-          [chainId, addresses],
-        );
-        const locked = await tx.query(
-          `SELECT ${CONTRACT_COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[]) ORDER BY address FOR UPDATE`,
-          [chainId, addresses],
-        );
+        await tx.query(`INSERT INTO contracts (chain_id, address) SELECT $1, a FROM unnest($2::text[]) AS a ORDER BY a ON CONFLICT DO NOTHING`, [chainId, addresses]);
+        const locked = await tx.query(`SELECT ${CONTRACT_COLUMNS} FROM contracts WHERE chain_id = $1 AND address = ANY($2::text[]) ORDER BY address FOR UPDATE`, [chainId, addresses]);
         const existing = new Map(parse(locked.rows).map((r) => [r.address, r]));
         const rows = addresses.map((address) => {
           const u = byAddress.get(address)!;
           const prev = existing.get(address);
-          const layer = <K extends 'chain' | 'uri' | 'list' | 'override'>(k: K, col: keyof ContractRow) =>
-            u[k] === undefined ? (prev?.[col] ?? null) : u[k];
+          const layer = <K extends 'chain' | 'uri' | 'list' | 'override'>(k: K, col: keyof ContractRow) => (u[k] === undefined ? (prev?.[col] ?? null) : u[k]);
           const chain = layer('chain', 'chain_layer') as ChainLayer | null;
           const uri = layer('uri', 'uri_layer') as UriLayer | null;
           const list = layer('list', 'list_layer') as ListLayer | null;
@@ -233,8 +227,12 @@ export function contractStore(db: Db, opts: { onInfoChanged?: ContractChangeHook
            WHERE (name <> '' OR symbol <> '')
              AND ($3::bigint[] IS NULL OR chain_id = ANY($3::bigint[]))
              AND ($4::text[] IS NULL OR type = ANY($4::text[]))
-             ${o.directory ? `AND EXISTS (SELECT 1 FROM token_directory d WHERE d.chain_id = contracts.chain_id AND d.address = contracts.address
-                                          AND NOT d.removed${o.directory.onlyFeatured ? ' AND d.feature_index > 0' : ''})` : ''}
+             ${
+               o.directory
+                 ? `AND EXISTS (SELECT 1 FROM token_directory d WHERE d.chain_id = contracts.chain_id AND d.address = contracts.address
+                                          AND NOT d.removed${o.directory.onlyFeatured ? ' AND d.feature_index > 0' : ''})`
+                 : ''
+             }
              AND (lower(symbol) = $1 OR lower(name) LIKE $2 ESCAPE '\\' OR search @@ plainto_tsquery('simple', $1)
                   ${fuzzy})
          )

@@ -45,14 +45,7 @@ export type MediaUrl = (uri: string) => string | null;
  * Logos are stored as their source wrote them (token lists often say ipfs://) and served as HTTP
  * URLs through the configured gateways, like contractURI images; one that cannot be turned stays as stored.
  */
-export function contractToWire(
-  chainId: number,
-  address: string,
-  row: ContractRow | undefined,
-  status: ResourceStatus,
-  queuedAt: Date | null,
-  media?: MediaUrl,
-): ContractInfoWire {
+export function contractToWire(chainId: number, address: string, row: ContractRow | undefined, status: ResourceStatus, queuedAt: Date | null, media?: MediaUrl): ContractInfoWire {
   const logo = row?.logo_uri ?? '';
   return {
     chainId,

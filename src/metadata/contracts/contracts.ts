@@ -38,8 +38,7 @@ export class ContractInfoService {
   private readonly limiter: Limiter;
 
   /** How stored logos are served: through the configured IPFS and Arweave gateways. */
-  readonly mediaUrl = (uri: string): string | null =>
-    toHttpMediaUrl(uri, { ipfsGateways: this.d.config.ipfsGateways, arweaveGateway: this.d.config.arweaveGateway });
+  readonly mediaUrl = (uri: string): string | null => toHttpMediaUrl(uri, { ipfsGateways: this.d.config.ipfsGateways, arweaveGateway: this.d.config.arweaveGateway });
 
   constructor(private readonly d: ContractInfoDeps) {
     this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
@@ -75,7 +74,11 @@ export class ContractInfoService {
       const status: ResourceStatus = pending.has(a) ? (r ? 'REFRESHING' : 'NOT_AVAILABLE') : refreshing.has(a) ? 'REFRESHING' : 'AVAILABLE';
       infos.set(a, contractToWire(chain.chainId, a, r, r || !pending.has(a) ? status : 'NOT_AVAILABLE', pending.has(a) || refreshing.has(a) ? new Date(now) : null, this.mediaUrl));
     }
-    await withCachedMedia(this.d.media, chain.chainId, [...infos.values()].filter((i) => i.status !== 'NOT_AVAILABLE'));
+    await withCachedMedia(
+      this.d.media,
+      chain.chainId,
+      [...infos.values()].filter((i) => i.status !== 'NOT_AVAILABLE'),
+    );
     return { infos, pending: pending.size > 0 || refreshing.size > 0 };
   }
 
@@ -86,10 +89,13 @@ export class ContractInfoService {
 
   /** Starts a background read of contracts met elsewhere (token metadata), so they become searchable. */
   learn(chain: ChainClient, addresses: Address[]): void {
-    void this.d.store.getMany(chain.chainId, addresses).then((rows) => {
-      const unknown = addresses.filter((a) => !rows.get(a)?.info_fetched_at);
-      if (unknown.length) return this.resolve(chain, unknown);
-    }).catch((err) => this.d.log.warn({ err, chain: chain.name }, 'background contract read failed'));
+    void this.d.store
+      .getMany(chain.chainId, addresses)
+      .then((rows) => {
+        const unknown = addresses.filter((a) => !rows.get(a)?.info_fetched_at);
+        if (unknown.length) return this.resolve(chain, unknown);
+      })
+      .catch((err) => this.d.log.warn({ err, chain: chain.name }, 'background contract read failed'));
   }
 
   private resolve(chain: ChainClient, addresses: Address[]): Promise<Map<string, ContractRow>> {
@@ -103,9 +109,7 @@ export class ContractInfoService {
    */
   async detect(chain: ChainClient, address: Address): Promise<string> {
     const layer = (await readContracts(chain, [address])).get(address)!;
-    void this.complete(chain, new Map([[address, layer]])).catch((err) =>
-      this.d.log.warn({ err, chain: chain.name, address }, 'background contract info failed'),
-    );
+    void this.complete(chain, new Map([[address, layer]])).catch((err) => this.d.log.warn({ err, chain: chain.name, address }, 'background contract info failed'));
     return layer.type;
   }
 

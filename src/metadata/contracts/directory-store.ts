@@ -62,10 +62,7 @@ export function directoryStore(db: Queryable) {
 
     /** Sets the feature index of a listed contract; false if it is not listed. */
     async setFeatureIndex(chainId: number, address: Address, featureIndex: number): Promise<boolean> {
-      const res = await db.query(
-        `UPDATE token_directory SET feature_index = $3, updated_at = now() WHERE chain_id = $1 AND address = $2 AND NOT removed`,
-        [chainId, address, featureIndex],
-      );
+      const res = await db.query(`UPDATE token_directory SET feature_index = $3, updated_at = now() WHERE chain_id = $1 AND address = $2 AND NOT removed`, [chainId, address, featureIndex]);
       return (res.rowCount ?? 0) > 0;
     },
 
@@ -109,10 +106,7 @@ export function directoryStore(db: Queryable) {
 
     /** Chains that have entries (featured ones, if asked). */
     async chainIds(onlyFeatured: boolean): Promise<number[]> {
-      const res = await db.query<{ chain_id: string }>(
-        `SELECT DISTINCT chain_id FROM token_directory WHERE NOT removed AND (NOT $1::boolean OR feature_index > 0) ORDER BY chain_id`,
-        [onlyFeatured],
-      );
+      const res = await db.query<{ chain_id: string }>(`SELECT DISTINCT chain_id FROM token_directory WHERE NOT removed AND (NOT $1::boolean OR feature_index > 0) ORDER BY chain_id`, [onlyFeatured]);
       return res.rows.map((r) => Number(r.chain_id));
     },
 

@@ -85,9 +85,7 @@ export class TokenDirectory {
     });
     const indexes = await this.d.store.featureIndexes(rows.map((r) => ({ chainId: r.chain_id, address: r.address })));
     return {
-      contracts: rows.map((row) =>
-        this.toWire({ chainId: row.chain_id, address: row.address as Address, featureIndex: indexes.get(`${row.chain_id}:${row.address}`) ?? 0, row }),
-      ),
+      contracts: rows.map((row) => this.toWire({ chainId: row.chain_id, address: row.address as Address, featureIndex: indexes.get(`${row.chain_id}:${row.address}`) ?? 0, row })),
       more,
     };
   }

@@ -68,7 +68,11 @@ export async function importTokenList(
     for (let i = 0; i < unique.length; i += size) {
       const batch = unique.slice(i, i + size);
       await store.upsertLayers(chainId, batch);
-      await opts.directory?.add(chainId, batch.map((r) => r.address), 'list');
+      await opts.directory?.add(
+        chainId,
+        batch.map((r) => r.address),
+        'list',
+      );
       done += batch.length;
       opts.onProgress?.({ done, total });
     }

@@ -215,13 +215,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     return result.retryable ? 'failure' : 'neutral';
   }
 
-  async function fetchFromGateways<S extends { ok: true }>(
-    namespace: IpfsNamespace,
-    path: string,
-    signal: AbortSignal,
-    trace: Attempt[],
-    mode: BodyMode<S>,
-  ): Promise<S | FetchFailure> {
+  async function fetchFromGateways<S extends { ok: true }>(namespace: IpfsNamespace, path: string, signal: AbortSignal, trace: Attempt[], mode: BodyMode<S>): Promise<S | FetchFailure> {
     const order = health.order();
     if (order.length === 0) return failure('UNSUPPORTED_SCHEME', `no IPFS gateways configured for ${namespace}://`, trace);
     const tasks = order.map((gateway) => async (taskSignal: AbortSignal): Promise<S | FetchFailure> => {
@@ -239,14 +233,15 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     });
     const { winner, results } = await hedge(tasks, (r) => r.ok, cfg.hedgeDelayMs, signal);
     if (winner) return winner;
-    return combineGatewayFailures(results.filter((r): r is FetchFailure => !r.ok), signal, trace);
+    return combineGatewayFailures(
+      results.filter((r): r is FetchFailure => !r.ok),
+      signal,
+      trace,
+    );
   }
 
   function combineGatewayFailures(failures: FetchFailure[], signal: AbortSignal, trace: Attempt[]): FetchFailure {
-    const chosen =
-      failures.find((f) => CONTENT_VERDICTS.has(f.reason)) ??
-      failures.find((f) => f.retryable) ??
-      failures[0];
+    const chosen = failures.find((f) => CONTENT_VERDICTS.has(f.reason)) ?? failures.find((f) => f.retryable) ?? failures[0];
     if (!chosen) return failure(signal.aborted ? abortReason(signal) : 'UNREACHABLE', 'no gateway attempt completed', trace);
     const summary = failures.map((f) => f.reason).join(', ');
     return failure(chosen.reason, `all gateways failed (${summary}); ${chosen.message}`, trace, chosen.retryAfterMs);

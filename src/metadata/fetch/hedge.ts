@@ -7,12 +7,7 @@ export type HedgeTask<T> = (signal: AbortSignal) => Promise<T>;
 export type HedgeResult<T> = { winner: T | undefined; results: T[] };
 
 /** Tasks must not reject; their results come back in completion order. */
-export function hedge<T>(
-  tasks: readonly HedgeTask<T>[],
-  isWin: (result: T) => boolean,
-  delayMs: number,
-  parent: AbortSignal,
-): Promise<HedgeResult<T>> {
+export function hedge<T>(tasks: readonly HedgeTask<T>[], isWin: (result: T) => boolean, delayMs: number, parent: AbortSignal): Promise<HedgeResult<T>> {
   return new Promise((resolve) => {
     const controllers: AbortController[] = [];
     const running: Promise<void>[] = [];

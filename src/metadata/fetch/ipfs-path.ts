@@ -89,10 +89,7 @@ export function stripNamespacePrefix(text: string, namespace: IpfsNamespace): st
  * Recognises gateway URLs: path style "https://gw/ipfs/<cid>/x" on known or
  * configured gateways, and subdomain style "https://<cid>.ipfs.<gw>/x" anywhere.
  */
-export function contentPathFromGatewayUrl(
-  url: URL,
-  configuredHosts: ReadonlySet<string>,
-): { namespace: IpfsNamespace; path: string } | null {
+export function contentPathFromGatewayUrl(url: URL, configuredHosts: ReadonlySet<string>): { namespace: IpfsNamespace; path: string } | null {
   const labels = url.hostname.split('.');
   if (labels.length >= 3 && (labels[1] === 'ipfs' || labels[1] === 'ipns')) {
     const namespace = labels[1] as IpfsNamespace;

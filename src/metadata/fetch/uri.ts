@@ -4,15 +4,7 @@
 
 import { parseDataUri } from './data-uri.ts';
 import type { FetchFailureReason } from '../errors.ts';
-import {
-  contentPathFromGatewayUrl,
-  gatewayBase,
-  ipfsGatewayUrls,
-  looksLikeCid,
-  normalizeContentPath,
-  stripNamespacePrefix,
-  type IpfsNamespace,
-} from './ipfs-path.ts';
+import { contentPathFromGatewayUrl, gatewayBase, ipfsGatewayUrls, looksLikeCid, normalizeContentPath, stripNamespacePrefix, type IpfsNamespace } from './ipfs-path.ts';
 
 export { expandIdTemplate, hasIdTemplate } from '../tokens/id-template.ts';
 export { ipfsGatewayUrls } from './ipfs-path.ts';

@@ -4,11 +4,7 @@ import { LogReader } from '../../chain/logs.ts';
 import { multicall } from '../../chain/multicall.ts';
 import { MINT_EVENT_BY_TOPIC, mintedIds } from './mint-logs.ts';
 
-const abi = parseAbi([
-  'function supportsInterface(bytes4) view returns (bool)',
-  'function totalSupply() view returns (uint256)',
-  'function tokenByIndex(uint256) view returns (uint256)',
-]);
+const abi = parseAbi(['function supportsInterface(bytes4) view returns (bool)', 'function totalSupply() view returns (uint256)', 'function tokenByIndex(uint256) view returns (uint256)']);
 const IFACE_ERC721_ENUMERABLE = '0x780e9d63';
 
 export interface EnumerateOptions {

@@ -41,13 +41,7 @@ export class RefreshService {
     }
   }
 
-  async enqueueTokens(
-    projectId: number | null,
-    chain: ChainClient,
-    contract: Address,
-    tokenIds: string[],
-    opts: { source?: string } = {},
-  ): Promise<Enqueued> {
+  async enqueueTokens(projectId: number | null, chain: ChainClient, contract: Address, tokenIds: string[], opts: { source?: string } = {}): Promise<Enqueued> {
     const source = opts.source ?? 'api';
     const ids = [...new Set(tokenIds)];
     const queued = await this.d.tasks.queuedFor(projectId, chain.chainId, contract, ids);

@@ -73,10 +73,7 @@ const ANALYZE_AFTER_ITEMS = 1_000;
 /** Called with the tasks that just reached a final state (DONE or FAILED), once each, on the transaction that ended them. */
 export type TaskFinishedHook = (q: Queryable, tasks: TaskRow[]) => Promise<void>;
 
-export function taskStore(
-  db: Queryable & { kind?: 'pglite' | 'postgres'; transaction?: <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T> },
-  opts: { onFinished?: TaskFinishedHook } = {},
-) {
+export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transaction?: <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T> }, opts: { onFinished?: TaskFinishedHook } = {}) {
   const parseTask = (r: unknown) => TaskRowSchema.parse(r);
   const inTx = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> => (db.transaction ? db.transaction(fn) : fn(db));
   /**
@@ -85,10 +82,7 @@ export function taskStore(
    */
   const announce = async (q: Queryable, ids: number[]) => {
     if (!opts.onFinished || !ids.length) return;
-    const r = await q.query(
-      `UPDATE tasks SET finish_announced = true WHERE id = ANY($1::bigint[]) AND status IN ('DONE', 'FAILED') AND NOT finish_announced RETURNING *`,
-      [ids],
-    );
+    const r = await q.query(`UPDATE tasks SET finish_announced = true WHERE id = ANY($1::bigint[]) AND status IN ('DONE', 'FAILED') AND NOT finish_announced RETURNING *`, [ids]);
     if (r.rows.length) await opts.onFinished(q, r.rows.map(parseTask));
   };
   /** Runs a write that may end tasks and announces those it ended, in one transaction. */
@@ -199,10 +193,7 @@ export function taskStore(
 
     /** Items of a project still waiting, across its tasks: the per-project limit counts these. */
     async queuedCount(projectId: number): Promise<number> {
-      const res = await db.query<{ n: number | string }>(
-        `SELECT count(*) AS n FROM task_items i JOIN tasks t ON t.id = i.task_id WHERE t.project_id = $1 AND i.status = 'QUEUED'`,
-        [projectId],
-      );
+      const res = await db.query<{ n: number | string }>(`SELECT count(*) AS n FROM task_items i JOIN tasks t ON t.id = i.task_id WHERE t.project_id = $1 AND i.status = 'QUEUED'`, [projectId]);
       return Number(res.rows[0].n);
     },
 
@@ -285,8 +276,10 @@ export function taskStore(
         reason: o.ok ? null : (o.reason ?? 'FAILED'),
         retry_at: o.retryAt?.toISOString() ?? null,
       }));
-      const res = await ending((q) => q.query<{ task_id: number | string }>(
-        `WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(task_id bigint, item text, contract text, status text, reason text, retry_at timestamptz)),
+      const res = await ending(
+        (q) =>
+          q.query<{ task_id: number | string }>(
+            `WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(task_id bigint, item text, contract text, status text, reason text, retry_at timestamptz)),
          own AS (
            UPDATE task_items i SET status = x.status, failure_reason = x.reason, lease_owner = NULL, lease_until = NULL,
                   next_attempt_at = COALESCE(x.retry_at, i.next_attempt_at), updated_at = now()
@@ -310,8 +303,10 @@ export function taskStore(
              FROM d WHERE t.id = d.task_id
            RETURNING t.id)
          SELECT id AS task_id FROM counted`,
-        [JSON.stringify(rows), owner, chainId],
-      ), (r) => r.rows.map((x) => Number(x.task_id)));
+            [JSON.stringify(rows), owner, chainId],
+          ),
+        (r) => r.rows.map((x) => Number(x.task_id)),
+      );
       return res.rows.map((r) => Number(r.task_id));
     },
 
@@ -322,8 +317,10 @@ export function taskStore(
      */
     async settle(taskIds: number[]): Promise<void> {
       if (!taskIds.length) return;
-      await ending((q) => q.query(
-        `WITH c AS (
+      await ending(
+        (q) =>
+          q.query(
+            `WITH c AS (
            SELECT t.id,
                   count(*) FILTER (WHERE i.status = 'DONE') AS ok,
                   count(*) FILTER (WHERE i.status = 'FAILED') AS bad,
@@ -337,22 +334,27 @@ export function taskStore(
                               ELSE t.status END,
                 finished_at = CASE WHEN c.left_ = 0 AND t.enumerated AND t.finished_at IS NULL THEN now() ELSE t.finished_at END
            FROM c WHERE t.id = c.id AND t.status = 'QUEUED'`,
-        [taskIds],
-      ), () => taskIds);
+            [taskIds],
+          ),
+        () => taskIds,
+      );
     },
 
     /** Cancels a live task: its waiting items are dropped; returns false when it had already ended. */
     async cancel(id: number): Promise<boolean> {
-      return ending(async (q) => {
-        const res = await q.query(
-          `UPDATE tasks SET cancelled = true, status = 'FAILED', last_error = 'cancelled', finished_at = now(), updated_at = now()
+      return ending(
+        async (q) => {
+          const res = await q.query(
+            `UPDATE tasks SET cancelled = true, status = 'FAILED', last_error = 'cancelled', finished_at = now(), updated_at = now()
             WHERE id = $1 AND status IN ('QUEUED', 'PAUSED') RETURNING id`,
-          [id],
-        );
-        if (!res.rows.length) return false;
-        await q.query(`UPDATE task_items SET status = 'CANCELLED', updated_at = now() WHERE task_id = $1 AND status = 'QUEUED'`, [id]);
-        return true;
-      }, (ok) => (ok ? [id] : []));
+            [id],
+          );
+          if (!res.rows.length) return false;
+          await q.query(`UPDATE task_items SET status = 'CANCELLED', updated_at = now() WHERE task_id = $1 AND status = 'QUEUED'`, [id]);
+          return true;
+        },
+        (ok) => (ok ? [id] : []),
+      );
     },
 
     /** Claims one refreshAll task whose tokens have not been listed yet. */
@@ -377,7 +379,10 @@ export function taskStore(
     },
 
     async failTask(taskId: number, error: string): Promise<void> {
-      await ending((q) => q.query(`UPDATE tasks SET status = 'FAILED', last_error = $2, finished_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now() WHERE id = $1`, [taskId, error]), () => [taskId]);
+      await ending(
+        (q) => q.query(`UPDATE tasks SET status = 'FAILED', last_error = $2, finished_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now() WHERE id = $1`, [taskId, error]),
+        () => [taskId],
+      );
     },
 
     async releaseEnumeration(taskId: number, error: string): Promise<void> {

@@ -124,10 +124,7 @@ export class ChainWatcher {
     // transaction that first locks the cursor and checks it is still where this scan began: of two
     // watchers that read the same blocks, one queues their refreshes and the other drops its scan.
     const queued = await this.d.db.transaction(async (tx) => {
-      const now = await tx.query<{ block_number: string | number; block_hash: string }>(
-        'SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE',
-        [this.chain.chainId],
-      );
+      const now = await tx.query<{ block_number: string | number; block_hash: string }>('SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE', [this.chain.chainId]);
       const row = now.rows[0];
       if (!row || BigInt(row.block_number) !== cur.block || row.block_hash !== cur.hash) return null;
       const tasks = await this.enqueue(tx, found);
@@ -158,10 +155,7 @@ export class ChainWatcher {
   private async passOver(cur: Cursor, err: UnreadableBlockError): Promise<void> {
     const hash = (await this.hashOf(err.block)) ?? '0x';
     const moved = await this.d.db.transaction(async (tx) => {
-      const now = await tx.query<{ block_number: string | number; block_hash: string }>(
-        'SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE',
-        [this.chain.chainId],
-      );
+      const now = await tx.query<{ block_number: string | number; block_hash: string }>('SELECT block_number, block_hash FROM chain_cursors WHERE chain_id = $1 FOR UPDATE', [this.chain.chainId]);
       const row = now.rows[0];
       if (!row || BigInt(row.block_number) !== cur.block || row.block_hash !== cur.hash || err.block !== cur.block + 1n) return false;
       await this.unread.flag(tx, err, hash);
@@ -236,7 +230,11 @@ export class ChainWatcher {
             break;
           case 'BatchMetadataUpdate': {
             const [lo, hi] = decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], log.data);
-            if (hi >= lo && hi - lo < MAX_RANGE) add(c, Array.from({ length: Number(hi - lo + 1n) }, (_, k) => (lo + BigInt(k)).toString()));
+            if (hi >= lo && hi - lo < MAX_RANGE)
+              add(
+                c,
+                Array.from({ length: Number(hi - lo + 1n) }, (_, k) => (lo + BigInt(k)).toString()),
+              );
             else add(c, await this.knownTokens(c));
             break;
           }

@@ -136,7 +136,10 @@ export class TaskWorker {
   }
 
   private async refreshContracts(chain: ChainClient, group: TaskItem[]): Promise<ItemOutcome[]> {
-    const rows = await this.d.contracts.refresh(chain, group.map((i) => i.item as Address));
+    const rows = await this.d.contracts.refresh(
+      chain,
+      group.map((i) => i.item as Address),
+    );
     return group.map((i) => ({ taskId: i.task_id, item: i.item, contract: i.contract_address, ok: rows.has(i.item), reason: rows.has(i.item) ? undefined : 'NOT_FOUND' }));
   }
 
@@ -154,7 +157,12 @@ export class TaskWorker {
         const known = await this.d.tokenStore.get(chain.chainId, task.contract_address, ids);
         ids = ids.filter((id) => !known.get(id)?.metadata);
       }
-      await this.d.tasks.finishEnumeration(task.id, ids.map((item) => ({ item, contract: task.contract_address! })), chain.chainId, task.priority);
+      await this.d.tasks.finishEnumeration(
+        task.id,
+        ids.map((item) => ({ item, contract: task.contract_address! })),
+        chain.chainId,
+        task.priority,
+      );
       await this.d.tasks.settle([task.id]);
     } catch (err) {
       this.d.log.warn({ err, task: task.id }, 'token enumeration failed');

@@ -84,7 +84,10 @@ export class PostingsCache {
       job.catch(() => {});
       let timer: NodeJS.Timeout | undefined;
       const done = await Promise.race([
-        job.then(() => true, () => false),
+        job.then(
+          () => true,
+          () => false,
+        ),
         new Promise<false>((r) => (timer = setTimeout(() => r(false), WAIT_MS))),
       ]).finally(() => clearTimeout(timer));
       if (!done || !this.held.has(key)) return null;

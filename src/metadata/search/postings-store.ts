@@ -55,10 +55,11 @@ export function postingsStore(db: Queryable) {
 
     /** Which tokens have each of `words` in their name or description (token_words, migration 0026). */
     async words(chainId: number, contract: string, words: string[]): Promise<Array<{ word: string; tokenId: string }>> {
-      const res = await db.query<{ word: string; token_id: string }>(
-        'SELECT word, token_id FROM token_words WHERE chain_id = $1 AND contract_address = $2 AND word = ANY($3::text[])',
-        [chainId, contract, words],
-      );
+      const res = await db.query<{ word: string; token_id: string }>('SELECT word, token_id FROM token_words WHERE chain_id = $1 AND contract_address = $2 AND word = ANY($3::text[])', [
+        chainId,
+        contract,
+        words,
+      ]);
       return res.rows.map((r) => ({ word: r.word, tokenId: r.token_id }));
     },
 

@@ -129,7 +129,14 @@ export class ContractPostings {
       if (l) l.push(id);
       else byName.set(p.nameKey, [id]);
     }
-    this.built = new PostingsView(ids, names, descriptions, this.pairs.slice(), lists.map((l) => Int32Array.from(l)), byName);
+    this.built = new PostingsView(
+      ids,
+      names,
+      descriptions,
+      this.pairs.slice(),
+      lists.map((l) => Int32Array.from(l)),
+      byName,
+    );
     return this.built;
   }
 }

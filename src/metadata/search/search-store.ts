@@ -56,12 +56,7 @@ function textTiers(text: string, p: Params): { tiers: string[]; fuzzy: string | 
   const inDescription = `coalesce(${DESCRIPTION} LIKE ${$contains} ESCAPE '\\', false)`;
   const prefix = `${NAME} LIKE ${$prefix} ESCAPE '\\'`;
   return {
-    tiers: [
-      `${NAME} = ${$q}`,
-      `${prefix} AND ${NAME} <> ${$q}`,
-      `${NAME} LIKE ${$contains} ESCAPE '\\' AND NOT ${prefix}`,
-      `${DESCRIPTION} LIKE ${$contains} ESCAPE '\\' AND NOT ${inName}`,
-    ],
+    tiers: [`${NAME} = ${$q}`, `${prefix} AND ${NAME} <> ${$q}`, `${NAME} LIKE ${$contains} ESCAPE '\\' AND NOT ${prefix}`, `${DESCRIPTION} LIKE ${$contains} ESCAPE '\\' AND NOT ${inName}`],
     // Typos are looked for word by word (typoWords); a token already in a substring tier is not again.
     fuzzy: typoWords(q).length ? `NOT ${inName} AND NOT ${inDescription}` : null,
     sim: `greatest(similarity(${NAME}, ${$q}), word_similarity(${$q}, ${NAME}), word_similarity(${$q}, coalesce(${DESCRIPTION}, '')))`,
@@ -73,7 +68,10 @@ function textTiers(text: string, p: Params): { tiers: string[]; fuzzy: string | 
  * (three characters or more, with a letter), at most 8.
  */
 export function typoWords(text: string): string[] {
-  const words = text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 3 && w.length <= 64 && /\p{L}/u.test(w));
+  const words = text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length >= 3 && w.length <= 64 && /\p{L}/u.test(w));
   return [...new Set(words)].slice(0, 8);
 }
 
@@ -101,7 +99,6 @@ function pairSql(c: PropertyCondition, p: Params, a: string): string {
   if (c.max !== null) parts.push(`${a}.value_num <= ${p.add(String(c.max))}::numeric`);
   return parts.join(' AND ');
 }
-
 
 /**
  * A test of one token (its id in `idCol`) against a property: one descent of the probe index
@@ -251,9 +248,7 @@ export function searchStore(db: Queryable) {
           // every token has costs no more than that; the other words are tested per token. Built only
           // when it is read: a parameter a statement does not use could not be typed.
           typoBranch = (walk: string, also: string) => {
-            const cursor = rank && rank.tier === 4
-              ? `WHERE c.sim < ${p.add(rank.sim)}::real OR (c.sim = ${p.at(-1)}::real AND ${after('c.id', p.add(rank.tokenId))})`
-              : '';
+            const cursor = rank && rank.tier === 4 ? `WHERE c.sim < ${p.add(rank.sim)}::real OR (c.sim = ${p.at(-1)}::real AND ${after('c.id', p.add(rank.tokenId))})` : '';
             return `(SELECT c.id, 4 AS tier, c.sim FROM (
                        SELECT t.token_id AS id, ${tt.sim}::real AS sim
                          FROM (SELECT DISTINCT x.token_id FROM unnest(${walk}::text[]) AS near(word) CROSS JOIN LATERAL (
@@ -290,11 +285,7 @@ export function searchStore(db: Queryable) {
       const more = res.rows.length > page.pageSize;
       const rows = res.rows.slice(0, page.pageSize);
       const last = rows.at(-1);
-      const cursor = !last
-        ? null
-        : f.text === null
-          ? String(last.token_id)
-          : formatRankCursor({ tier: Number(last.rank_tier), sim: Number(last.rank_sim), tokenId: String(last.token_id) });
+      const cursor = !last ? null : f.text === null ? String(last.token_id) : formatRankCursor({ tier: Number(last.rank_tier), sim: Number(last.rank_sim), tokenId: String(last.token_id) });
       return { rows: idsOnly ? rows.map((r) => String(r.token_id)) : rows.map(toSummary), more, cursor };
     },
 

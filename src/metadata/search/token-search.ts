@@ -39,12 +39,24 @@ export class TokenSearchService {
   }
 
   /** `cursor` starts the next page (SearchPage.after): a token id, or a rank cursor when there is text. */
-  async search(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokens: TokenSummary[]; more: boolean; cursor: string | null; index: IndexState }> {
+  async search(
+    chain: ChainClient,
+    contract: Address,
+    filter: TokenFilter,
+    page: SearchPage,
+    projectId: number | null,
+  ): Promise<{ tokens: TokenSummary[]; more: boolean; cursor: string | null; index: IndexState }> {
     const [r, index] = await Promise.all([this.finder.find(chain.chainId, contract, filter, page, false), this.ensureEnumerated(chain, contract, projectId)]);
     return { tokens: r.rows as TokenSummary[], more: r.more, cursor: r.cursor, index };
   }
 
-  async searchIds(chain: ChainClient, contract: Address, filter: TokenFilter, page: SearchPage, projectId: number | null): Promise<{ tokenIds: string[]; more: boolean; cursor: string | null; index: IndexState }> {
+  async searchIds(
+    chain: ChainClient,
+    contract: Address,
+    filter: TokenFilter,
+    page: SearchPage,
+    projectId: number | null,
+  ): Promise<{ tokenIds: string[]; more: boolean; cursor: string | null; index: IndexState }> {
     const [r, index] = await Promise.all([this.finder.find(chain.chainId, contract, filter, page, true), this.ensureEnumerated(chain, contract, projectId)]);
     return { tokenIds: r.rows as string[], more: r.more, cursor: r.cursor, index };
   }

@@ -37,9 +37,7 @@ export async function detectStandards(chain: ChainClient, addresses: Address[]):
   return out;
 }
 
-export type UriRead =
-  | { ok: true; uri: string; method: 'tokenURI' | 'uri' }
-  | { ok: false; reason: 'TOKEN_NOT_FOUND' | 'INVALID_URI' | 'NOT_A_CONTRACT'; message: string; method: 'tokenURI' | 'uri' };
+export type UriRead = { ok: true; uri: string; method: 'tokenURI' | 'uri' } | { ok: false; reason: 'TOKEN_NOT_FOUND' | 'INVALID_URI' | 'NOT_A_CONTRACT'; message: string; method: 'tokenURI' | 'uri' };
 
 function revertMessage(data: Hex): string {
   if (!data || data === '0x') return 'reverted without a reason';
@@ -85,7 +83,10 @@ export async function readTokenUris(chain: ChainClient, contract: Address, stand
   if (standard === 'UNKNOWN') {
     const retry = ids.map((id, i) => ({ id, i })).filter(({ i }) => !reads[i].ok);
     if (retry.length) {
-      const res2 = await multicall(chain, retry.map(({ id }) => ({ target: contract, data: encodeFunctionData({ abi, functionName: 'uri', args: [id] }) })));
+      const res2 = await multicall(
+        chain,
+        retry.map(({ id }) => ({ target: contract, data: encodeFunctionData({ abi, functionName: 'uri', args: [id] }) })),
+      );
       retry.forEach(({ id, i }, k) => {
         const second = decodeUri('uri', id, res2[k]);
         if (second.ok) reads[i] = second;

@@ -8,9 +8,7 @@ import { nestsDeeperThan } from './json-depth.ts';
 
 export type TokenDocument = Record<string, unknown>;
 
-export type DocumentResult =
-  | { ok: true; document: TokenDocument }
-  | { ok: false; reason: Extract<FetchFailureReason, 'INVALID_JSON' | 'NOT_AN_OBJECT' | 'TOO_DEEP'>; message: string };
+export type DocumentResult = { ok: true; document: TokenDocument } | { ok: false; reason: Extract<FetchFailureReason, 'INVALID_JSON' | 'NOT_AN_OBJECT' | 'TOO_DEEP'>; message: string };
 
 /**
  * The deepest nesting of arrays and objects a token or contract document may have (the document

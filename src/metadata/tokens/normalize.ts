@@ -43,7 +43,7 @@ const YOUTUBE_KEYS = ['youtube_url', 'youtubeUrl'];
 const SVG_DATA_URI = /^data:image\/svg\+xml[;,]/i;
 
 function own(doc: TokenDocument, key: string): unknown {
-  return  Object.hasOwn(doc, key) ? doc[key] : undefined;
+  return Object.hasOwn(doc, key) ? doc[key] : undefined;
 }
 
 function asText(value: unknown): string {
@@ -93,10 +93,7 @@ function imageData(doc: TokenDocument): string | null {
 
 function decimals(doc: TokenDocument): number | null {
   const properties = own(doc, 'properties');
-  const nested =
-    properties !== null && typeof properties === 'object' && !Array.isArray(properties)
-      ? own(properties as TokenDocument, 'decimals')
-      : undefined;
+  const nested = properties !== null && typeof properties === 'object' && !Array.isArray(properties) ? own(properties as TokenDocument, 'decimals') : undefined;
   for (const value of [own(doc, 'decimals'), nested]) {
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value.trim()) : NaN;
     if (Number.isInteger(n) && n >= 0 && n <= 255) return n;

@@ -303,9 +303,21 @@ export class TokenMetadataService {
       const now = new Date();
       const message = (err as Error)?.message?.split('\n')[0] ?? String(err);
       return {
-        chainId: chain.chainId, contract, tokenId: id, source: 'FETCHER_ON_CHAIN_TOKEN_URI', tokenUri: null, metadata: null, raw: null,
-        failureReason: 'RESOLUTION_FAILED', failureMessage: message, retryAfter: null, trace: null,
-        fetchCount: 0, lastFetched: null, lastAttempt: now, updatedAt: now,
+        chainId: chain.chainId,
+        contract,
+        tokenId: id,
+        source: 'FETCHER_ON_CHAIN_TOKEN_URI',
+        tokenUri: null,
+        metadata: null,
+        raw: null,
+        failureReason: 'RESOLUTION_FAILED',
+        failureMessage: message,
+        retryAfter: null,
+        trace: null,
+        fetchCount: 0,
+        lastFetched: null,
+        lastAttempt: now,
+        updatedAt: now,
       };
     }
   }
@@ -322,7 +334,13 @@ export class TokenMetadataService {
     const perKey = this.flight.runEach(
       ids.map((id) => scope + id),
       async (keys, settle) => {
-        const saved = await this.resolveBatch(chain, contract, keys.map((k) => k.slice(cut)), via, (id, rec) => settle(scope + id, rec));
+        const saved = await this.resolveBatch(
+          chain,
+          contract,
+          keys.map((k) => k.slice(cut)),
+          via,
+          (id, rec) => settle(scope + id, rec),
+        );
         return new Map([...saved].map(([id, rec]) => [scope + id, rec]));
       },
     );
@@ -339,9 +357,7 @@ export class TokenMetadataService {
         if (known && fresh && (known.type === 'ERC721' || known.type === 'ERC1155')) {
           return { standard: known.type, idVariant: known.idVariant };
         }
-        const answer = this.d.detectStandard
-          ? await this.d.detectStandard(chain, contract)
-          : (await detectStandards(chain, [contract])).get(contract);
+        const answer = this.d.detectStandard ? await this.d.detectStandard(chain, contract) : (await detectStandards(chain, [contract])).get(contract);
         // ERC20 and plain contracts have no token URIs: read them as UNKNOWN (tokenURI, then uri).
         const detected: TokenStandard = answer === 'ERC721' || answer === 'ERC1155' ? answer : 'UNKNOWN';
         await this.d.store.saveContractKind(chain.chainId, contract, detected);
@@ -374,7 +390,12 @@ export class TokenMetadataService {
     const cfg = this.d.config;
     const kind = await this.kindOf(chain, contract);
     const standard = kind.standard;
-    const { reads, blockNumber } = await readTokenUris(chain, contract, standard, ids.map((id) => BigInt(id)));
+    const { reads, blockNumber } = await readTokenUris(
+      chain,
+      contract,
+      standard,
+      ids.map((id) => BigInt(id)),
+    );
     const now = Date.now();
     const saver = groupSaver(async (batch: Map<string, Resolution>) => {
       const saved = await this.d.store.save(chain.chainId, contract, batch, new Date(now + cfg.metadata.failureRetrySec * 1000));
@@ -416,7 +437,14 @@ export class TokenMetadataService {
           );
           this.d.metrics.metadataFetchDuration.observe({ scheme }, (performance.now() - t0) / 1000);
           this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
-          const trace = { ...base, uri: read.uri, decoder, ...(f.ok && f.idVariant !== undefined ? { idVariant: ID_VARIANTS[f.idVariant] } : {}), attempts: f.trace, ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }) };
+          const trace = {
+            ...base,
+            uri: read.uri,
+            decoder,
+            ...(f.ok && f.idVariant !== undefined ? { idVariant: ID_VARIANTS[f.idVariant] } : {}),
+            attempts: f.trace,
+            ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }),
+          };
           if (!f.ok) {
             const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
             results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace });

@@ -49,7 +49,21 @@ export interface TokenRecord {
  * (searches) need, read with SUMMARY_COLUMNS at half the parsing of whole rows.
  */
 export type TokenSummary = Omit<TokenRecord, 'raw' | 'trace'>;
-const SUMMARY_COLUMNS = ['chain_id', 'contract_address', 'token_id', 'source', 'token_uri', 'metadata', 'failure_reason', 'failure_message', 'retry_after', 'fetch_count', 'last_fetched', 'last_attempt', 'updated_at'];
+const SUMMARY_COLUMNS = [
+  'chain_id',
+  'contract_address',
+  'token_id',
+  'source',
+  'token_uri',
+  'metadata',
+  'failure_reason',
+  'failure_message',
+  'retry_after',
+  'fetch_count',
+  'last_fetched',
+  'last_attempt',
+  'updated_at',
+];
 /** SUMMARY_COLUMNS of the table aliased `alias`, for a select list. */
 export const summaryColumns = (alias: string) => SUMMARY_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 const when = (v: unknown): Date | null => (v === null || v === undefined ? null : v instanceof Date ? v : new Date(String(v)));
@@ -135,10 +149,19 @@ function serialiseRow(tokenId: string, r: Resolution, retryUnstorable: Date): Sa
 /** A failure row without the document, for a token whose document could not be stored. */
 function unstorable(tokenId: string, tokenUri: string | null, trace: unknown, err: unknown, retryAfter: Date): SaveRow {
   const message = `the document could not be stored: ${(err as Error)?.message ?? String(err)}`.slice(0, 500);
-  const row = (t: unknown) => JSON.stringify({
-    token_id: tokenId, ok: false, source: null, token_uri: tokenUri, metadata: null, raw: null,
-    failure_reason: 'UNSTORABLE', failure_message: message, retry_after: retryAfter.toISOString(), trace: t,
-  });
+  const row = (t: unknown) =>
+    JSON.stringify({
+      token_id: tokenId,
+      ok: false,
+      source: null,
+      token_uri: tokenUri,
+      metadata: null,
+      raw: null,
+      failure_reason: 'UNSTORABLE',
+      failure_message: message,
+      retry_after: retryAfter.toISOString(),
+      trace: t,
+    });
   let json: string;
   try {
     json = row(trace);
@@ -174,10 +197,12 @@ async function upsert(db: Queryable, chainId: number, contract: string, rows: Sa
      RETURNING *`,
     [chainId, contract, `[${rows.map((r) => r.json).join(',')}]`],
   );
-  return new Map(res.rows.map((row) => {
-    const rec = toRecord(row);
-    return [rec.tokenId, rec];
-  }));
+  return new Map(
+    res.rows.map((row) => {
+      const rec = toRecord(row);
+      return [rec.tokenId, rec];
+    }),
+  );
 }
 
 /** A token whose stored document's content changed (hashes: SHA-256 of the canonical jsonb text; old null: first document). */
@@ -231,14 +256,13 @@ export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = 
   return {
     async get(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, TokenRecord>> {
       if (tokenIds.length === 0) return new Map();
-      const res = await db.query(
-        `SELECT * FROM token_metadata WHERE chain_id = $1 AND contract_address = $2 AND token_id = ANY($3::text[])`,
-        [chainId, contract, tokenIds],
+      const res = await db.query(`SELECT * FROM token_metadata WHERE chain_id = $1 AND contract_address = $2 AND token_id = ANY($3::text[])`, [chainId, contract, tokenIds]);
+      return new Map(
+        res.rows.map((row) => {
+          const rec = toRecord(row);
+          return [rec.tokenId, rec];
+        }),
       );
-      return new Map(res.rows.map((row) => {
-        const rec = toRecord(row);
-        return [rec.tokenId, rec];
-      }));
     },
 
     /**

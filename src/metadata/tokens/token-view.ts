@@ -47,8 +47,7 @@ export const TokenMetadataWire = z.object({
 });
 export type TokenMetadataWire = z.infer<typeof TokenMetadataWire>;
 
-const opt = <K extends string>(key: K, v: string | null | undefined): Partial<Record<K, string>> =>
-  v ? ({ [key]: v } as Record<K, string>) : {};
+const opt = <K extends string>(key: K, v: string | null | undefined): Partial<Record<K, string>> => (v ? ({ [key]: v } as Record<K, string>) : {});
 
 /**
  * The status of a stored token, as GetTokenMetadata gives it: AVAILABLE with metadata, REFRESHING
@@ -62,14 +61,7 @@ export function storedStatus(rec: Pick<TokenRecord, 'metadata' | 'lastFetched' |
   return now > staleAt && due ? 'REFRESHING' : 'AVAILABLE';
 }
 
-export function toWire(
-  chainId: number,
-  contract: string,
-  tokenId: string,
-  rec: TokenSummary | undefined,
-  status: ResourceStatus,
-  queuedAt: Date | null,
-): TokenMetadataWire {
+export function toWire(chainId: number, contract: string, tokenId: string, rec: TokenSummary | undefined, status: ResourceStatus, queuedAt: Date | null): TokenMetadataWire {
   const parsed = rec?.metadata ? StoredTokenMetadata.safeParse(rec.metadata) : undefined;
   const m = parsed?.success ? parsed.data : undefined;
   const props = m?.properties;

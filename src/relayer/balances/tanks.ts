@@ -111,8 +111,21 @@ export async function post(q: Queryable, tank: Tank | null, e: Omit<LedgerEntry,
     prepared(`INSERT INTO gas_tank_ledger (chain_id, project_id, tank_id, kind, amount_wei, balance_wei, nonce, identifier, meta_txn_id, txn_hash, gas_used, gas_price, cost_wei, reverses, usd_rate)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${ENTRY_COLUMNS}`),
     [
-      e.chainId, e.projectId, tank?.id ?? null, e.kind, e.amountWei.toString(), balance?.toString() ?? null, e.nonce, e.identifier, e.metaTxnId, e.txnHash, e.gasUsed,
-      e.gasPrice?.toString() ?? null, e.costWei?.toString() ?? null, e.reverses, e.usdRate == null ? null : String(e.usdRate),
+      e.chainId,
+      e.projectId,
+      tank?.id ?? null,
+      e.kind,
+      e.amountWei.toString(),
+      balance?.toString() ?? null,
+      e.nonce,
+      e.identifier,
+      e.metaTxnId,
+      e.txnHash,
+      e.gasUsed,
+      e.gasPrice?.toString() ?? null,
+      e.costWei?.toString() ?? null,
+      e.reverses,
+      e.usdRate == null ? null : String(e.usdRate),
     ],
   );
   return entryOf(r.rows[0]);
@@ -177,10 +190,13 @@ export function tankRepo(db: Db) {
           const had = await tankOfProject(tx, t.projectId, t.chainId);
           if (had) throw new TankRefused(`project ${t.projectId} already has gas tank ${had.id} on this network`);
         }
-        const r = await tx.query<Row>(
-          `INSERT INTO gas_tanks (chain_id, project_id, name, unlimited, fee_markup_factor) VALUES ($1, $2, $3, $4, $5) RETURNING ${TANK_COLUMNS}`,
-          [t.chainId, t.projectId, t.name, t.unlimited, t.feeMarkupFactor],
-        );
+        const r = await tx.query<Row>(`INSERT INTO gas_tanks (chain_id, project_id, name, unlimited, fee_markup_factor) VALUES ($1, $2, $3, $4, $5) RETURNING ${TANK_COLUMNS}`, [
+          t.chainId,
+          t.projectId,
+          t.name,
+          t.unlimited,
+          t.feeMarkupFactor,
+        ]);
         return tankOf(r.rows[0]);
       });
     },
@@ -191,10 +207,11 @@ export function tankRepo(db: Db) {
         await tx.query('SELECT pg_advisory_xact_lock(7250017, $1::int)', [projectId % 2_000_000_000]);
         const had = await tankOfProject(tx, projectId, chainId);
         if (had) return had;
-        const r = await tx.query<Row>(
-          `INSERT INTO gas_tanks (chain_id, project_id, name, unlimited, fee_markup_factor) VALUES ($1, $2, $3, false, '1') RETURNING ${TANK_COLUMNS}`,
-          [chainId, projectId, name],
-        );
+        const r = await tx.query<Row>(`INSERT INTO gas_tanks (chain_id, project_id, name, unlimited, fee_markup_factor) VALUES ($1, $2, $3, false, '1') RETURNING ${TANK_COLUMNS}`, [
+          chainId,
+          projectId,
+          name,
+        ]);
         return tankOf(r.rows[0]);
       });
     },
@@ -233,8 +250,19 @@ export function tankRepo(db: Db) {
         if (a.nonce !== undefined && a.nonce !== next) throw new TankRefused(`nonce ${a.nonce} is ahead of gas tank ${tank.id}'s next adjustment nonce ${next}`);
         if (tank.balanceWei + a.amountWei < 0n) throw new TankRefused(`gas tank ${tank.id} holds ${tank.balanceWei} wei: a withdrawal of ${-a.amountWei} would take it below zero`);
         const entry = await post(tx, tank, {
-          chainId: tank.chainId, projectId: tank.projectId, kind: 'adjustment', amountWei: a.amountWei, nonce: next, identifier: a.identifier ?? null,
-          metaTxnId: null, txnHash: null, gasUsed: null, gasPrice: null, costWei: null, reverses: null, usdRate: a.usdRate,
+          chainId: tank.chainId,
+          projectId: tank.projectId,
+          kind: 'adjustment',
+          amountWei: a.amountWei,
+          nonce: next,
+          identifier: a.identifier ?? null,
+          metaTxnId: null,
+          txnHash: null,
+          gasUsed: null,
+          gasPrice: null,
+          costWei: null,
+          reverses: null,
+          usdRate: a.usdRate,
         });
         return { entry, replay: false };
       });

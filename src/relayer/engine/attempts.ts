@@ -61,17 +61,23 @@ export async function sign(account: SenderAccount, chainId: number, u: Unsigned)
 }
 
 /** Records a signed attempt; always before it is broadcast, so a crash never leaves an unknown transaction. */
-export async function insertAttempt(
-  q: Queryable,
-  chainId: number,
-  a: { sender: Address; kind: Attempt['kind']; metaTxnId: string | null; hash: Hex; raw: Hex; head: number } & Unsigned,
-) {
+export async function insertAttempt(q: Queryable, chainId: number, a: { sender: Address; kind: Attempt['kind']; metaTxnId: string | null; hash: Hex; raw: Hex; head: number } & Unsigned) {
   const f = a.fees;
   await q.query(
     prepared(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, kind, hash, raw, to_address, data, value, gas_limit, max_fee, max_priority_fee, gas_price, broadcast_block)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`),
     [
-      chainId, a.sender, a.nonce, a.metaTxnId, a.kind, a.hash, a.raw, a.to.toLowerCase(), a.data, a.value.toString(), a.gas.toString(),
+      chainId,
+      a.sender,
+      a.nonce,
+      a.metaTxnId,
+      a.kind,
+      a.hash,
+      a.raw,
+      a.to.toLowerCase(),
+      a.data,
+      a.value.toString(),
+      a.gas.toString(),
       f.type === 'eip1559' ? f.maxFeePerGas.toString() : null,
       f.type === 'eip1559' ? f.maxPriorityFeePerGas.toString() : null,
       f.type === 'legacy' ? f.gasPrice.toString() : null,
@@ -131,10 +137,7 @@ function toAttempt(r: AttemptRow): Attempt {
 
 /** Every attempt of the senders' open slots (not yet final), oldest first. */
 export async function openAttempts(db: Db, chainId: number, senders: Address[]): Promise<Attempt[]> {
-  const r = await db.query<AttemptRow>(
-    `SELECT ${COLUMNS} FROM relay_txs WHERE chain_id = $1 AND sender = ANY($2) AND status IN ('PENDING', 'MINED') ORDER BY sender, nonce, id`,
-    [chainId, senders],
-  );
+  const r = await db.query<AttemptRow>(`SELECT ${COLUMNS} FROM relay_txs WHERE chain_id = $1 AND sender = ANY($2) AND status IN ('PENDING', 'MINED') ORDER BY sender, nonce, id`, [chainId, senders]);
   return r.rows.map(toAttempt);
 }
 
@@ -215,7 +218,11 @@ export async function markMined(q: Queryable, chainId: number, rows: { sender: A
 
 /** Another transaction used the slot's nonce: its pending attempts never ran. */
 export async function failTaken(q: Queryable, chainId: number, sender: Address, nonce: number) {
-  await q.query(`UPDATE relay_txs SET status = 'FAILED', error = 'nonce used by another transaction' WHERE chain_id = $1 AND sender = $2 AND nonce = $3 AND status = 'PENDING'`, [chainId, sender, nonce]);
+  await q.query(`UPDATE relay_txs SET status = 'FAILED', error = 'nonce used by another transaction' WHERE chain_id = $1 AND sender = $2 AND nonce = $3 AND status = 'PENDING'`, [
+    chainId,
+    sender,
+    nonce,
+  ]);
 }
 
 /** A reorg took the attempt's block away: it waits again as if broadcast at `head`. */
@@ -232,4 +239,3 @@ export async function confirmAttempts(q: Queryable, chainId: number, hashes: str
 export async function noteBroadcast(q: Queryable, chainId: number, hash: string) {
   await q.query('UPDATE relay_txs SET broadcast_at = COALESCE(broadcast_at, now()) WHERE chain_id = $1 AND hash = $2', [chainId, hash]);
 }
-

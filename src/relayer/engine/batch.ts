@@ -84,4 +84,3 @@ export function batchGroups<P extends { row: MetaTxnRow; overrides: readonly unk
   }
   return { alone: plans.filter((p) => !batchable.includes(p)), groups };
 }
-

@@ -1,4 +1,3 @@
-
 import type { Address, Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
@@ -198,7 +197,10 @@ export class Dispatcher implements EngineContext {
   /** Which queued meta-transactions can go now, and on which sender (a successor rides with its predecessor). */
   private async plan(rows: MetaTxnRow[]): Promise<Plan[]> {
     const timeoutMs = this.config.queueTimeoutSec * 1000;
-    const bundles = await this.deps.metaTxns.bundlesOfMany(this.chainId, rows.map((r) => r.id));
+    const bundles = await this.deps.metaTxns.bundlesOfMany(
+      this.chainId,
+      rows.map((r) => r.id),
+    );
     const flat = rows.flatMap((r) => bundles.get(r.id)!.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: BigInt(b.nonce) })));
     const current = await this.walletNonces(flat);
     const want = flat.filter((b, i) => b.nonce > current[i]).map((b) => ({ wallet: b.wallet, space: b.space.toString(), nonce: (b.nonce - 1n).toString() }));
@@ -283,7 +285,12 @@ export class Dispatcher implements EngineContext {
     }
 
     // Claimed first, so another process reading the same queue leaves these to this one.
-    const mine = await this.deps.metaTxns.claim(this.chainId, [...assigned.values()].flat().map((p) => p.row.id), this.owner, CLAIM_SEC);
+    const mine = await this.deps.metaTxns.claim(
+      this.chainId,
+      [...assigned.values()].flat().map((p) => p.row.id),
+      this.owner,
+      CLAIM_SEC,
+    );
     for (const [sender, ps] of assigned) {
       const kept = ps.filter((p) => mine.has(p.row.id));
       if (kept.length) assigned.set(sender, kept);
@@ -303,7 +310,12 @@ export class Dispatcher implements EngineContext {
     crashPoint('after-persist', signed.length);
     const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
     crashPoint('after-broadcast', signed.length);
-    await markBroadcast(this.deps.db, this.client, this.chainId, signed.filter((_, i) => results[i].ok).map((s) => s.hash));
+    await markBroadcast(
+      this.deps.db,
+      this.client,
+      this.chainId,
+      signed.filter((_, i) => results[i].ok).map((s) => s.hash),
+    );
     for (const [i, s] of signed.entries()) await this.afterBroadcast(s, results[i]);
   }
 
@@ -320,7 +332,8 @@ export class Dispatcher implements EngineContext {
     const wallet = row.wallet as Address;
     const [code, next] = await Promise.all([this.client.getCode({ address: wallet }), this.client.getTransactionCount({ address: wallet, blockTag: 'pending' })]);
     if (delegatedTo(code) === a.implementation) return {};
-    if (next !== a.nonce) return { void: `its EIP-7702 authorization is void: it is for account nonce ${a.nonce} of ${wallet}, which is at ${next} (the EOA sent a transaction since); nothing was sent` };
+    if (next !== a.nonce)
+      return { void: `its EIP-7702 authorization is void: it is for account nonce ${a.nonce} of ${wallet}, which is at ${next} (the EOA sent a transaction since); nothing was sent` };
     return { carry: a };
   }
 
@@ -386,7 +399,14 @@ export class Dispatcher implements EngineContext {
    * simulated as a whole and must pay at least the sum of its members' fees; otherwise they go singly.
    */
   private async unitsFor(sender: Address, plans: Plan[]): Promise<Unit[]> {
-    const single = (row: MetaTxnRow, carry?: Authorization): Unit => ({ kind: 'meta', metas: [row], to: row.entrypoint as Address, data: row.input as Hex, gas: BigInt(row.gas_limit), authorization: carry });
+    const single = (row: MetaTxnRow, carry?: Authorization): Unit => ({
+      kind: 'meta',
+      metas: [row],
+      to: row.entrypoint as Address,
+      data: row.input as Hex,
+      gas: BigInt(row.gas_limit),
+      authorization: carry,
+    });
     const size = this.config.batchSize;
     if (size < 2) return plans.map((p) => single(p.row, p.carry));
     const { alone, groups } = batchGroups(plans, size);
@@ -405,7 +425,14 @@ export class Dispatcher implements EngineContext {
 
   private async batchPays(sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
     const r = this.relayer;
-    const sim = await r.simulate(sender, r.context.guestModule, data, [], gas - intrinsicGas(data), members.map((m) => m.wallet as Address));
+    const sim = await r.simulate(
+      sender,
+      r.context.guestModule,
+      data,
+      [],
+      gas - intrinsicGas(data),
+      members.map((m) => m.wallet as Address),
+    );
     if (!sim.ok) return false;
     return r.feeTokens.every((t, i) => {
       const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);

@@ -1,8 +1,6 @@
 import type { PublicClient } from 'viem';
 
-export type Fees =
-  | { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }
-  | { type: 'legacy'; gasPrice: bigint };
+export type Fees = { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: 'legacy'; gasPrice: bigint };
 
 export interface FeePolicy {
   /** No max fee (or legacy gas price) above this. */

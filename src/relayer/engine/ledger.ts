@@ -119,7 +119,11 @@ export async function ownedNextNonces(db: Db, chainId: number, owner: string): P
 
 /** The sender's next nonce, locked for the signing transaction; undefined when this process no longer holds it. */
 export async function lockNextNonce(tx: Tx, chainId: number, sender: Address, owner: string): Promise<number | null | undefined> {
-  const r = await tx.query<{ next_nonce: string | null }>('SELECT next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND address = $2 AND owner = $3 FOR UPDATE', [chainId, sender, owner]);
+  const r = await tx.query<{ next_nonce: string | null }>('SELECT next_nonce::text AS next_nonce FROM relay_senders WHERE chain_id = $1 AND address = $2 AND owner = $3 FOR UPDATE', [
+    chainId,
+    sender,
+    owner,
+  ]);
   if (!r.rows[0]) return undefined;
   return r.rows[0].next_nonce == null ? null : Number(r.rows[0].next_nonce);
 }
@@ -137,10 +141,15 @@ export async function recordSenderRead(
   sender: Address,
   read: { balance: bigint; belowFloor: boolean; latest: number; pending: number; stalled: string | null },
 ): Promise<void> {
-  await db.query(
-    'UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2',
-    [chainId, sender, read.balance.toString(), read.belowFloor, read.latest, read.pending, read.stalled],
-  );
+  await db.query('UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2', [
+    chainId,
+    sender,
+    read.balance.toString(),
+    read.belowFloor,
+    read.latest,
+    read.pending,
+    read.stalled,
+  ]);
 }
 
 /** The sender's recorded balance level, locked (a second process waits, then reads what the first wrote); undefined when it has no row. */

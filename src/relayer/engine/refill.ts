@@ -65,7 +65,12 @@ export class SenderRefill {
       const receipt = await this.chain.public.getTransactionReceipt({ hash: p.hash }).catch(() => null);
       if (receipt) {
         const ok = receipt.status === 'success';
-        await this.db.query(`UPDATE sender_refills SET status = $2, block_number = $3, error = $4, updated_at = now() WHERE id = $1`, [p.id, ok ? 'MINED' : 'FAILED', Number(receipt.blockNumber), ok ? null : 'reverted']);
+        await this.db.query(`UPDATE sender_refills SET status = $2, block_number = $3, error = $4, updated_at = now() WHERE id = $1`, [
+          p.id,
+          ok ? 'MINED' : 'FAILED',
+          Number(receipt.blockNumber),
+          ok ? null : 'reverted',
+        ]);
         if (ok) this.log.info({ chainId: this.chain.chainId, sender: p.sender, hash: p.hash }, 'sender refilled from the treasury');
         this.count(ok ? 'mined' : 'failed');
         continue;
@@ -102,7 +107,11 @@ export class SenderRefill {
       const price = fees.maxFeePerGas ?? fees.gasPrice ?? 0n;
       if (funds < amount + gas * price) {
         await tx.query(`INSERT INTO sender_refills (chain_id, sender, treasury, amount_wei, hash, status, error) VALUES ($1, $2, $3, $4, '', 'FAILED', $5)`, [
-          chainId, to, this.treasury.toLowerCase(), amount.toString(), `the treasury holds ${funds} wei, not enough for ${amount} wei and gas`,
+          chainId,
+          to,
+          this.treasury.toLowerCase(),
+          amount.toString(),
+          `the treasury holds ${funds} wei, not enough for ${amount} wei and gas`,
         ]);
         this.log.warn({ chainId, sender, treasury: this.treasury, funds: funds.toString(), amount: amount.toString() }, 'sender below its floor, and the treasury cannot refill it');
         this.count('unfunded');

@@ -12,7 +12,10 @@ const PATTERNS: [SendFailure, RegExp][] = [
   // geth/anvil "nonce too high", Nethermind "NonceGap", Besu "nonce is too distant from current sender nonce".
   ['nonceTooHigh', /nonce too high|noncetoohigh|nonce ?gap|future nonce|nonce.*higher than|too distant from current sender nonce/i],
   // geth/reth "(replacement) transaction underpriced", Nethermind "FeeTooLow(ToCompete)", Besu "Gas price below configured minimum gas price".
-  ['underpriced', /underpriced|replacement fee too low|replacementnotallowed|fee ?too ?low|max fee per gas less than block base fee|feecaptoolow|below configured minimum gas price|lower than (the )?current base fee/i],
+  [
+    'underpriced',
+    /underpriced|replacement fee too low|replacementnotallowed|fee ?too ?low|max fee per gas less than block base fee|feecaptoolow|below configured minimum gas price|lower than (the )?current base fee/i,
+  ],
   // geth/reth/anvil "insufficient funds for gas * price + value", Nethermind "InsufficientFunds", Besu "Upfront cost exceeds account balance".
   ['insufficientFunds', /insufficient ?funds|insufficient balance|not enough funds|upfront cost exceeds/i],
 ];

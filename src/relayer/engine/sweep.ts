@@ -83,7 +83,10 @@ export class Sweeper {
     // Settle first, for every sender at once (one database transaction each), then the waiting slots.
     const bySender = new Map(reads.map((r) => [r.address, [...slots.values()].filter((s) => s.sender === r.address).sort((a, b) => a.nonce - b.nonce)]));
     const isMined = (s: Slot) => s.attempts.some((a) => a.status === 'MINED');
-    await this.resolveMined(reads.flatMap((r) => bySender.get(r.address)!.filter((s) => s.nonce < r.latest && !isMined(s))), head);
+    await this.resolveMined(
+      reads.flatMap((r) => bySender.get(r.address)!.filter((s) => s.nonce < r.latest && !isMined(s))),
+      head,
+    );
     await this.watchMined([...slots.values()].filter(isMined), head);
 
     let capped = 0;
@@ -130,7 +133,10 @@ export class Sweeper {
 
   /** Slots the chain's nonce has passed: which of their attempts was mined? */
   private async resolveMined(slots: Slot[], head: number) {
-    const byHash = await this.receipts.find(slots.flatMap((s) => s.attempts.map((a) => a.hash as Hex)), head);
+    const byHash = await this.receipts.find(
+      slots.flatMap((s) => s.attempts.map((a) => a.hash as Hex)),
+      head,
+    );
     const found = slots.map((s) => s.attempts.map((a) => ({ r: byHash.get(a.hash.toLowerCase()) ?? null, a })).find((x) => x.r));
     const hits: Hit[] = [];
     for (const [i, s] of slots.entries()) {
@@ -175,8 +181,16 @@ export class Sweeper {
   /** Sets each meta-transaction of the slots from its receipt: its own wallet events decide its status. */
   private async settle(tx: Queryable, rows: (Hit & { final: boolean })[]): Promise<string[]> {
     const d = this.d;
-    const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })));
-    const bundles = await d.deps.metaTxns.bundlesOfMany(d.chainId, metas.map((m) => m.id), tx);
+    const metas = await d.deps.metaTxns.atSlots(
+      tx,
+      d.chainId,
+      rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })),
+    );
+    const bundles = await d.deps.metaTxns.bundlesOfMany(
+      d.chainId,
+      metas.map((m) => m.id),
+      tx,
+    );
     const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
     // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
     const gasOf = new Map<string, bigint>();
@@ -189,7 +203,10 @@ export class Sweeper {
       const total = bySlot.get(key)?.receipt.gasUsed;
       if (total == null) continue;
       const ordered = [...ms].sort((a, b) => (a.batch_index ?? 0) - (b.batch_index ?? 0));
-      const shares = shareGas(BigInt(total), ordered.map((m) => BigInt(m.gas_estimated)));
+      const shares = shareGas(
+        BigInt(total),
+        ordered.map((m) => BigInt(m.gas_estimated)),
+      );
       ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
     }
     const out: SettledMeta[] = [];
@@ -217,7 +234,10 @@ export class Sweeper {
       if (costCheck.kind) {
         d.deps.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
         d.deps.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
-        d.deps.log.warn({ chainId: d.chainId, id: m.id, kind: costCheck.kind, shortfallWei: costCheck.shortfallWei!.toString(), cover: m.cover_wei }, 'a meta-transaction cost more than its fee or sponsor hold covered');
+        d.deps.log.warn(
+          { chainId: d.chainId, id: m.id, kind: costCheck.kind, shortfallWei: costCheck.shortfallWei!.toString(), cover: m.cover_wei },
+          'a meta-transaction cost more than its fee or sponsor hold covered',
+        );
         if (costCheck.kind === 'gas' && !m.sponsored) shortfalls.push(gasShortfall(m, d.chainId, costCheck.shortfallWei!, contractsToBar(m, feeCtx)));
       }
       out.push({
@@ -239,7 +259,10 @@ export class Sweeper {
       await d.deps.bars?.record(tx, shortfalls);
       for (const f of shortfalls.filter((x) => x.feeToken != null && x.feeToken !== LOST_DELEGATION)) {
         d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
-        d.deps.log.warn({ chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() }, 'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying');
+        d.deps.log.warn(
+          { chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() },
+          'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying',
+        );
       }
     }
     return out.map((m) => m.id);
@@ -288,7 +311,14 @@ export class Sweeper {
         await unmine(tx, d.chainId, winner.hash, head);
         const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
         for (const m of metas) {
-          await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash }, undefined, 'reorged');
+          await d.deps.metaTxns.setStatus(
+            tx,
+            d.chainId,
+            m.id,
+            { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash },
+            undefined,
+            'reorged',
+          );
         }
         return metas.map((m) => m.id);
       });
@@ -304,8 +334,16 @@ export class Sweeper {
     const d = this.d;
     if (items.length === 0) return;
     await this.db.transaction(async (tx) => {
-      await confirmAttempts(tx, d.chainId, items.map((x) => x.winner.hash));
-      await d.deps.metaTxns.confirmAtSlots(tx, d.chainId, items.map((x) => x.slot));
+      await confirmAttempts(
+        tx,
+        d.chainId,
+        items.map((x) => x.winner.hash),
+      );
+      await d.deps.metaTxns.confirmAtSlots(
+        tx,
+        d.chainId,
+        items.map((x) => x.slot),
+      );
     });
   }
 

@@ -76,7 +76,9 @@ export async function decideSponsorship(input: DecisionInput): Promise<Decision>
     const answers = await Promise.all(gated.map((rule) => approve({ ...input.ask, rule, call, gasLimit: input.gas ?? 0n, gasPrice: input.gasPrice })));
     const refused = gated.filter((_, i) => !answers[i].approved);
     if (refused.length) {
-      refused.forEach((r) => stops.push({ ruleId: r.id, limit: 'approval', reason: `sponsorship ${r.id} (${r.kind} ${r.address})'s approval webhook did not approve it (${answers[gated.indexOf(r)].reason})` }));
+      refused.forEach((r) =>
+        stops.push({ ruleId: r.id, limit: 'approval', reason: `sponsorship ${r.id} (${r.kind} ${r.address})'s approval webhook did not approve it (${answers[gated.indexOf(r)].reason})` }),
+      );
       continue;
     }
     return { sponsored: true, ruleIds: cover.ruleIds, reason: `covered by ${covering.map((r) => `${r.kind} ${r.address} (#${r.id})`).join(', ')}`, stop: null, wallets };

@@ -117,8 +117,7 @@ export function feeTokenWire(chainId: number, t: FeeTokenConfig) {
 }
 
 /** The token list the probe measures: address(0) stands for native. */
-export const probeTokens = (tokens: readonly FeeTokenConfig[]): Address[] =>
-  tokens.map((t) => (t.address ? (t.address.toLowerCase() as Address) : '0x0000000000000000000000000000000000000000'));
+export const probeTokens = (tokens: readonly FeeTokenConfig[]): Address[] => tokens.map((t) => (t.address ? (t.address.toLowerCase() as Address) : '0x0000000000000000000000000000000000000000'));
 
 /** One fee payment found in a bundle's calldata. */
 export interface FeePayment {

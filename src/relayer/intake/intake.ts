@@ -5,7 +5,7 @@ import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
 import { checkWaitingFee } from '../preconditions/fee-floor.ts';
 import { AUTHORIZATION_GAS, designator } from './authorization.ts';
-import { askOnce, } from './approval.ts';
+import { askOnce } from './approval.ts';
 import { bareId, type DecodedCall } from './bundle.ts';
 import { ceilMul, structuralFees } from './fees.ts';
 import type { Stop } from './policy.ts';
@@ -13,7 +13,7 @@ import { OverBudget } from './spend-caps.ts';
 import type { SponsorRule } from './sponsors.ts';
 import { intrinsicGas, type NonceOverride } from './simulate.ts';
 import { describeKind, slotKind } from './wallets.ts';
-import { checkPreconditions, type Precondition, } from '../preconditions/conditions.ts';
+import { checkPreconditions, type Precondition } from '../preconditions/conditions.ts';
 import { NonceTaken, QueueFull, type NewMetaTxn } from '../store.ts';
 import { FEE_TRANSFER_ALLOWANCE, type Admission, type Checked, type Funding, type Pricing, type Sized } from './pricing.ts';
 import type { SendArgs, SendResult } from './request.ts';
@@ -132,7 +132,12 @@ export class Intake {
         const c = this.deps.config;
         const keyless = args.projectId == null;
         const waitSec = keyless ? Math.min(c.preconditionTimeoutSec, c.anonymousPreconditionTimeoutSec) : c.preconditionTimeoutSec;
-        const caps = { max: c.maxPendingPreconditions, projectId: args.projectId ?? null, perProject: c.maxPendingPreconditionsPerProject, anonymous: Math.ceil((c.maxPendingPreconditions * c.anonymousPendingPreconditionsPercent) / 100) };
+        const caps = {
+          max: c.maxPendingPreconditions,
+          projectId: args.projectId ?? null,
+          perProject: c.maxPendingPreconditionsPerProject,
+          anonymous: Math.ceil((c.maxPendingPreconditions * c.anonymousPendingPreconditionsPercent) / 100),
+        };
         return waits.insert(q, this.chain.chainId, id, { conditions, deadline: new Date(Date.now() + waitSec * 1000), quote: args.quote ?? null }, caps);
       },
     });
@@ -144,7 +149,10 @@ export class Intake {
     const payments = structuralFees(call, this.chain.payee(), this.chain.feeTokens);
     if (payments.length === 0 && rules.length === 0) {
       const why = args.projectId == null ? 'no access key: only bundles that pay their own fee are relayed' : 'the project has no active sponsorship on this network';
-      throw new RelayError('insufficientFee', `the bundle pays no fee to ${this.chain.paymentAddress} in an accepted fee token (a top-level transfer of its wallet, revertOnError=true; not sponsored: ${why})`);
+      throw new RelayError(
+        'insufficientFee',
+        `the bundle pays no fee to ${this.chain.paymentAddress} in an accepted fee token (a top-level transfer of its wallet, revertOnError=true; not sponsored: ${why})`,
+      );
     }
     if (payments.length > 0 && rules.length === 0) await this.pricing.refuseBarred(args, payments[0].wallet);
   }
@@ -194,13 +202,14 @@ export class Intake {
       if (b.nonce - chainNonces[i] > window) {
         const next = await this.chain.nextAfterQueued(b.wallet, b.space, chainNonces[i]);
         if (b.nonce > next + window) {
-          throw new RelayError('invalidArgument', `nonce ${b.nonce} of space ${b.space} is too far ahead: wallet ${b.wallet} is at ${next} counting queued meta-transactions, and at most ${window} ahead is accepted`);
+          throw new RelayError(
+            'invalidArgument',
+            `nonce ${b.nonce} of space ${b.space} is too far ahead: wallet ${b.wallet} is at ${next} counting queued meta-transactions, and at most ${window} ahead is accepted`,
+          );
         }
       }
     }
-    const overrides: NonceOverride[] = call.bundles
-      .filter((b, i) => b.nonce > chainNonces[i] && !deployed.has(b.wallet))
-      .map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
+    const overrides: NonceOverride[] = call.bundles.filter((b, i) => b.nonce > chainNonces[i] && !deployed.has(b.wallet)).map((b) => ({ wallet: b.wallet, space: b.space, nonce: b.nonce }));
     return { call, gasPrice, anonymous, job, first: sim, overrides };
   }
 

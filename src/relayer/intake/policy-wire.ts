@@ -14,7 +14,10 @@ import type { PolicyPatch } from './sponsors.ts';
 export const MAX_LISTED = 1_000;
 
 const clear = z.literal('');
-const WeiText = z.string().trim().regex(/^\d{1,78}$/, 'must be a decimal amount of wei (or "" for none)');
+const WeiText = z
+  .string()
+  .trim()
+  .regex(/^\d{1,78}$/, 'must be a decimal amount of wei (or "" for none)');
 const UsdText = z
   .union([z.string(), z.number().nonnegative()])
   .transform((v) => String(v).trim())

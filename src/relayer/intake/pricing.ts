@@ -123,7 +123,10 @@ export class Pricing {
       throw new RelayError('invalidArgument', `the call carries ${n} bundles; FeeOptions simulates at most ${c.maxFeeOptionsBundles} (maxFeeOptionsBundles): send fewer at once`);
     }
     if (n * codeBytes > c.maxOverrideBytes) {
-      throw new RelayError('invalidArgument', `simulating the call's ${n} bundles places ${n * codeBytes} bytes of code, over this relayer's ${c.maxOverrideBytes} (maxOverrideBytes): send fewer bundles at once`);
+      throw new RelayError(
+        'invalidArgument',
+        `simulating the call's ${n} bundles places ${n * codeBytes} bytes of code, over this relayer's ${c.maxOverrideBytes} (maxOverrideBytes): send fewer bundles at once`,
+      );
     }
     return n;
   }
@@ -136,7 +139,8 @@ export class Pricing {
     // Without a key, each bundle runs with at most the keyless gas limit (as SendMetaTxn's), not maxGasLimit.
     const anonymous = projectId == null;
     const gasCap = this.chain.simulationGasCap(projectId);
-    const overCap = (gas: bigint) => new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
+    const overCap = (gas: bigint) =>
+      new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
     // Its calldata alone over the limit: refused unsimulated (the node would refuse the eth_call anyway).
     if (intrinsicGas(data as Hex) > gasCap) throw overCap(intrinsicGas(data as Hex));
     const simPrice = await this.chain.gasPriceNow();
@@ -183,7 +187,10 @@ export class Pricing {
       options.push({ token: t, to: this.chain.paymentAddress, value, gasLimit: Number(FEE_TRANSFER_ALLOWANCE), price: priceWire(p) });
     }
     if (options.length === 0) {
-      throw new RelayError('unavailable', `no fee token has a trustworthy price now, and the bundle is not sponsored (${cover.reason ?? 'no sponsorship'}): ${unpriced.map((u) => `${u.token.symbol}: ${u.reason}`).join('; ')}`);
+      throw new RelayError(
+        'unavailable',
+        `no fee token has a trustworthy price now, and the bundle is not sponsored (${cover.reason ?? 'no sponsorship'}): ${unpriced.map((u) => `${u.token.symbol}: ${u.reason}`).join('; ')}`,
+      );
     }
     const quote = signQuote(this.deps.quoteSecret, {
       v: 1,

@@ -123,7 +123,11 @@ export class ProbeBatcher {
       g.add(p);
     }
     for (const g of groups) {
-      probeMany(this.client, this.settings, g.items.map((p) => p.job)).then(
+      probeMany(
+        this.client,
+        this.settings,
+        g.items.map((p) => p.job),
+      ).then(
         (results) => g.items.forEach((p, i) => p.resolve(results[i])),
         (err) => g.items.forEach((p) => p.reject(err)),
       );

@@ -1,16 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  decodeErrorResult,
-  decodeFunctionResult,
-  encodeAbiParameters,
-  encodeFunctionData,
-  keccak256,
-  padHex,
-  toHex,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from 'viem';
+import { decodeErrorResult, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, keccak256, padHex, toHex, type Address, type Hex, type PublicClient } from 'viem';
 import { estimationAbi, probeAbi, walletErrorsAbi } from '../abi.ts';
 import { sequenceCreationCode } from '../artifacts.ts';
 import type { WalletTransaction } from './bundle.ts';
@@ -243,7 +232,15 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
     account: jobs[0].sender,
     to: probe,
     data,
-    stateOverride: [...overrides(probe, jobs.flatMap((j) => j.nonces), jobs.flatMap((j) => j.codes ?? []), jobs.flatMap((j) => j.slotReads ?? [])), ...funding],
+    stateOverride: [
+      ...overrides(
+        probe,
+        jobs.flatMap((j) => j.nonces),
+        jobs.flatMap((j) => j.codes ?? []),
+        jobs.flatMap((j) => j.slotReads ?? []),
+      ),
+      ...funding,
+    ],
     ...fee,
   });
   const [block, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
@@ -326,4 +323,3 @@ export async function simulateUnsigned(client: PublicClient, chainId: number, wa
     gasUsed: x.gasUsed,
   }));
 }
-

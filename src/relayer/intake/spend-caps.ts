@@ -112,7 +112,11 @@ export function spendCaps(db: Db) {
   const stopsOf = async (q: Queryable, rules: SponsorRule[], wallets: readonly Address[], cost: Cost) => {
     // Wallets' spend is read only for rules that cap it (the other limits need none of it).
     const capped = rules.filter((r) => r.policy.walletDailyCap.wei != null || r.policy.walletDailyCap.usd != null);
-    const ws = await walletSpend(q, capped.map((r) => r.id), wallets);
+    const ws = await walletSpend(
+      q,
+      capped.map((r) => r.id),
+      wallets,
+    );
     return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id) ?? new Map()), wallets, cost)).filter((s): s is Stop => s !== null);
   };
 
@@ -150,7 +154,10 @@ export function spendCaps(db: Db) {
      * the day it was charged on); one that is mined after all (an earlier broadcast landed) is charged
      * again; a mined one's charge is settled to what it actually cost.
      */
-    async onStatus(q: Queryable, rows: Array<{ chain_id: number; id: string; status: string; sponsored: boolean; gas_used?: string | number | bigint | null; gas_price?: string | number | bigint | null }>): Promise<void> {
+    async onStatus(
+      q: Queryable,
+      rows: Array<{ chain_id: number; id: string; status: string; sponsored: boolean; gas_used?: string | number | bigint | null; gas_price?: string | number | bigint | null }>,
+    ): Promise<void> {
       const dropped = rows.filter((r) => r.sponsored && r.status === 'DROPPED');
       const revived = rows.filter((r) => r.sponsored && MINED.has(r.status));
       for (const [list, sign, cond, set] of [
@@ -197,7 +204,10 @@ const byRule = (rows: ChargeRow[]) => rows.sort((a, b) => Number(a.sponsor_id) -
 async function moveSpend(q: Queryable, c: ChargeRow, wei: bigint, usd: bigint): Promise<void> {
   const args = [c.sponsor_id, wei.toString(), usd.toString()];
   await q.query(prepared('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1'), args);
-  await q.query(prepared('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date'), [...args, c.day]);
+  await q.query(prepared('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date'), [
+    ...args,
+    c.day,
+  ]);
   await q.query(
     prepared(`UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
       WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`),

@@ -94,9 +94,7 @@ export function coverage(call: DecodedCall, rules: readonly Pick<SponsorRule, 'i
 
 /** The calls a rule must cover. A bundle with no calls at all (e.g. a bare wallet deployment) is covered by its wallet's rule only. */
 export function leavesOf(call: DecodedCall): Leaf[] {
-  return call.leaves.length
-    ? call.leaves
-    : call.bundles.map((b, i) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true, bundle: i, index: 0 }));
+  return call.leaves.length ? call.leaves : call.bundles.map((b, i) => ({ executor: b.wallet, target: b.wallet, value: 0n, data: '0x', delegateCall: true, revertOnError: true, bundle: i, index: 0 }));
 }
 
 /**

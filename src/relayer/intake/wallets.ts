@@ -37,7 +37,11 @@ const SLOT_READER_CODE: Hex = '0x305460005260206000f3';
 /** Code hashes of many accounts in one eth_call (the probe's codeHashes; zero: no code). */
 async function readCodeHashes(client: PublicClient, accounts: Address[]): Promise<Hex[]> {
   const probe = probeAddress();
-  const r = await client.call({ to: probe, data: encodeFunctionData({ abi: probeAbi, functionName: 'codeHashes', args: [accounts] }), stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }] });
+  const r = await client.call({
+    to: probe,
+    data: encodeFunctionData({ abi: probeAbi, functionName: 'codeHashes', args: [accounts] }),
+    stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }],
+  });
   return [...decodeFunctionResult({ abi: probeAbi, functionName: 'codeHashes', data: r.data ?? '0x' })];
 }
 

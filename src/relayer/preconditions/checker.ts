@@ -91,7 +91,14 @@ export class PreconditionChecker {
     };
     const plan = list.map((w) => w.conditions.map((p) => readsOf(p).map(at)));
     const results = await multicall(this.relayer.deps.chain, calls, { blockNumber: BigInt(head), chunkSize: READS_PER_CALL });
-    return list.map((w, i) => w.conditions.map((p: Precondition, j) => holds(p, plan[i][j].map((k): CallResult => results[k]))));
+    return list.map((w, i) =>
+      w.conditions.map((p: Precondition, j) =>
+        holds(
+          p,
+          plan[i][j].map((k): CallResult => results[k]),
+        ),
+      ),
+    );
   }
 
   private async admit(w: Waiting) {

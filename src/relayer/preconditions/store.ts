@@ -52,20 +52,16 @@ export function waitRepo(db: Db) {
       const mine = Number(r.rows[0].mine);
       if (total > caps.max) throw new QueueFull(`the relayer already has ${caps.max} meta-transactions waiting on preconditions on this chain; send it once they hold, or later`);
       if (caps.projectId == null && mine > caps.anonymous) {
-        throw new QueueFull(`callers without an access key already have ${caps.anonymous} meta-transactions waiting on preconditions on this chain (their share); send it once they hold, with an access key, or later`);
+        throw new QueueFull(
+          `callers without an access key already have ${caps.anonymous} meta-transactions waiting on preconditions on this chain (their share); send it once they hold, with an access key, or later`,
+        );
       }
       if (caps.projectId != null && mine > caps.perProject) {
         throw new QueueFull(`the project already has ${caps.perProject} meta-transactions waiting on preconditions on this chain (its share); send it once they hold, or later`);
       }
       // A DROPPED meta-transaction sent again starts over under the same id.
       await q.query('DELETE FROM meta_txn_waits WHERE chain_id = $1 AND meta_txn_id = $2', [chainId, metaTxnId]);
-      await q.query('INSERT INTO meta_txn_waits (chain_id, meta_txn_id, conditions, deadline, quote) VALUES ($1, $2, $3, $4, $5)', [
-        chainId,
-        metaTxnId,
-        toJson(w.conditions),
-        w.deadline,
-        w.quote,
-      ]);
+      await q.query('INSERT INTO meta_txn_waits (chain_id, meta_txn_id, conditions, deadline, quote) VALUES ($1, $2, $3, $4, $5)', [chainId, metaTxnId, toJson(w.conditions), w.deadline, w.quote]);
     },
 
     /** Every meta-transaction of a chain still waiting, oldest first, with whether its deadline has passed (by the database's clock). */

@@ -180,7 +180,8 @@ export class PriceBook implements PriceSource {
       if (!round || decimals === undefined) return { ok: false, reason: `feed ${address} did not answer latestRoundData/decimals` };
       const [roundId, answer, , updatedAt, answeredInRound] = round;
       if (answer <= 0n) return { ok: false, reason: `feed ${address} answers ${answer}, not a positive price` };
-      if (updatedAt === 0n || answeredInRound < roundId) return { ok: false, reason: `feed ${address}: round ${roundId} is incomplete (answered in round ${answeredInRound}, updated at ${updatedAt})` };
+      if (updatedAt === 0n || answeredInRound < roundId)
+        return { ok: false, reason: `feed ${address}: round ${roundId} is incomplete (answered in round ${answeredInRound}, updated at ${updatedAt})` };
       const age = now - Number(updatedAt);
       if (age > heartbeatSec) return { ok: false, reason: `feed ${address} is stale: updated ${age} s ago, heartbeat ${heartbeatSec} s` };
       return { ok: true, value: { num: answer, den: 10n ** BigInt(decimals) } };
