@@ -6,8 +6,9 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { SEQUENCE_V2_CONTEXT } from '../src/devchain/sequence.ts';
 import { queueRow } from './support/meta-rows.ts';
 import { waitFor } from './support/relay-load.ts';
+import { feeKit } from './support/fee-kit.ts';
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
-import { newSigner, sequenceFactoryAbi, sequenceWalletAbi, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
+import { newSigner, sequenceFactoryAbi, sequenceWalletAbi, signedBundle, type SequenceTx } from './support/sequence-wallet.ts';
 
 let env: RelayerEnv;
 let cheat: Address;
@@ -25,13 +26,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-const key = () => ({ 'x-access-key': env.accessKey });
-const user = () => {
-  const s = newSigner();
-  return { key: s.privateKey, wallet: walletFor(s.address) };
-};
-const mint = (to: Address, amount: bigint) => env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [to, amount] }]);
-const balance = (owner: Address) => env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [owner] });
+const { key, user, mint, balance } = feeKit(() => env);
 /** What the senders have sent (and paid gas for), on chain. */
 const sent = async () => (await Promise.all(SENDERS.map((address) => env.public.getTransactionCount({ address })))).reduce((a, b) => a + b, 0);
 const tokenCall = (fn: 'transfer' | 'approve', to: Address, amount: bigint, extra: Partial<SequenceTx> = {}): SequenceTx => ({

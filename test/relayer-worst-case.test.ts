@@ -7,8 +7,9 @@ import { encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { mine, setNextBaseFee } from './support/anvil-control.ts';
 import { deployWallets, waitFor, type User } from './support/relay-load.ts';
+import { feeKit } from './support/fee-kit.ts';
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
-import { newSigner, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
+import { signedBundle, type SequenceTx } from './support/sequence-wallet.ts';
 
 let env: RelayerEnv;
 let griefer: Address;
@@ -35,13 +36,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-const key = () => ({ 'x-access-key': env.accessKey });
-const user = () => {
-  const s = newSigner();
-  return { key: s.privateKey, wallet: walletFor(s.address) };
-};
-const mint = (to: Address, amount: bigint) => env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [to, amount] }]);
-const balance = (owner: Address) => env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [owner] });
+const { key, user, mint, balance } = feeKit(() => env);
 const fee = (amount: bigint): SequenceTx => ({ to: env.token, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [PAYEE, amount] }) });
 const griefCall = (fn: 'go' | 'goArmed' | 'heavyWhenArmed', need: bigint, reserve = 30_000n): SequenceTx => ({
   to: griefer,

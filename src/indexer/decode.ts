@@ -1,4 +1,5 @@
 import { decodeAbiParameters, toEventSelector, type Hex } from 'viem';
+import type { ChainLog } from '../chain/logs.ts';
 
 /** The three transfer events, by topic0. ERC20 and ERC721 share Transfer and differ in topic count. */
 export const TRANSFER_TOPIC = toEventSelector('Transfer(address,address,uint256)');
@@ -10,20 +11,8 @@ export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
 
 export type TokenType = 'ERC20' | 'ERC721' | 'ERC1155';
 
-/** A log as eth_getLogs gives it (the fields the indexer reads). */
-export interface RawLog {
-  address: string;
-  topics: readonly Hex[];
-  data: Hex;
-  blockNumber: bigint;
-  blockHash: Hex;
-  transactionHash: Hex;
-  transactionIndex: number;
-  logIndex: number;
-  /** Sent by some nodes (anvil, geth ≥ 1.14); otherwise the block is read. */
-  blockTimestamp?: bigint | Hex;
-  removed?: boolean;
-}
+/** A log as eth_getLogs gives it (chain/logs.ts ChainLog); read elsewhere, its block's timestamp may come as hex, and a node may flag it removed. */
+export type RawLog = Omit<ChainLog, 'blockTimestamp'> & { blockTimestamp?: bigint | Hex; removed?: boolean };
 
 /** One token moved by one log (a TransferBatch gives one per id; `part` numbers them). */
 export interface TransferEntry {
