@@ -143,8 +143,9 @@ export class Pricing {
       new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
     // Its calldata alone over the limit: refused unsimulated (the node would refuse the eth_call anyway).
     if (intrinsicGas(data as Hex) > gasCap) throw overCap(intrinsicGas(data as Hex));
-    const simPrice = await this.chain.gasPriceNow();
-    const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.chain.client, this.chain.chainId, b.wallet, b.txs, gasCap, simPrice)));
+    // One gas price for the simulations and the fee (read once per block).
+    const gasPrice = await this.chain.gasPriceNow();
+    const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.chain.client, this.chain.chainId, b.wallet, b.txs, gasCap, gasPrice)));
     sims.forEach((results, i) => {
       const failed = results.findIndex((r, j) => r.executed && !r.succeeded && call.bundles[i].txs[j].revertOnError);
       if (failed >= 0) throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${call.bundles[i].wallet} reverts: ${results[failed].reason}`);
@@ -157,7 +158,6 @@ export class Pricing {
       for (const r of results) gas += r.gasUsed;
     });
     if (gas > gasCap) throw overCap(gas);
-    const gasPrice = await this.chain.gasPriceNow();
     // The gas limit a send of this bundle would be signed with (size): what fees, holds and caps are priced on.
     const limit = this.limitFor(gas);
     let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas: limit, gasPrice, costWei: limit * gasPrice }, 'feeOptions');

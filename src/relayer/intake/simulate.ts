@@ -201,7 +201,9 @@ const SIMULATION_BALANCE = 10n ** 24n;
 /** The fee fields and the sender's funding for a simulation run at `gasPrice` (nothing at 0: as before). */
 function priced(sender: Address, gasPrice: bigint | undefined) {
   if (!gasPrice) return { fee: {}, funding: [] };
-  return { fee: { gasPrice }, funding: [{ address: sender, balance: SIMULATION_BALANCE }] };
+  // Twice the price read, as the dispatcher's first attempt offers (2 × base fee + tip): the read may be a
+  // block old, and a node refuses an eth_call whose gas price is under the current base fee.
+  return { fee: { gasPrice: gasPrice * 2n }, funding: [{ address: sender, balance: SIMULATION_BALANCE }] };
 }
 
 /**
