@@ -198,9 +198,69 @@ describe('indexer methods', () => {
       const bad = await refusal(indexer.getTransactionHistory({ filter: { metaTransactionIDs: ['xyz'] } }));
       expect(bad.status).toBe(400);
       expect(bad.cause).toMatch(/meta-transaction id/);
+
+      // GetMetaTransactions: includeNonSponsored false lists the sponsored ones only; true or left out, all of the project's.
+      const feePaid = randomId();
+      await env.services.metaTxns.insert({
+        chainId: env.chainId,
+        id: feePaid,
+        projectId: env.project.id,
+        wallet: w.address,
+        // A call the token refuses (no such function): the dispatcher's simulation reverts, nothing is signed.
+        entrypoint: env.token,
+        input: '0xdeadbeef',
+        gasLimit: 100_000n,
+        gasEstimated: 50_000n,
+        sponsored: false,
+        sponsorId: null,
+        feeToken: 'native',
+        feeValue: 1n,
+        feePayer: w.address,
+        keyId: null,
+        clientIp: null,
+        bundles: [{ id: feePaid, wallet: w.address, space: 77n, nonce: 0n }],
+      });
+      const listed = async (includeNonSponsored?: boolean) =>
+        (
+          await relayer.getMetaTransactions(
+            { projectId: env.project.id, page: { pageSize: 100 } as proto.Page, ...(includeNonSponsored === undefined ? {} : { includeNonSponsored }) },
+            { 'X-Access-Key': env.accessKey },
+          )
+        ).transactions;
+      const sponsoredOnly = await listed(false);
+      expect(sponsoredOnly.map((t) => t.metaTxnID)).toContain(relayed.id);
+      expect(sponsoredOnly.map((t) => t.metaTxnID)).not.toContain(feePaid);
+      expect(sponsoredOnly.every((t) => t.isWhitelisted)).toBe(true);
+      for (const all of [await listed(true), await listed()]) expect(all.map((t) => t.metaTxnID)).toEqual(expect.arrayContaining([relayed.id, feePaid]));
     } finally {
       w.close();
     }
+  });
+});
+
+const randomId = () => [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+describe('relayer methods refused with why', () => {
+  it('RepairSender, ResetSender, UpdateMetaTxnGasLimits and GetMetaTxnNetworkFeeOptions answer MethodNotFound saying why and what to use', async () => {
+    const repair = await refusal(relayer.repairSender({ sender: 0, nonce: 1, operation: proto.RepairOperation.SKIP }, admin()));
+    expect(repair).toMatchObject({ name: 'MethodNotFound', status: 404 });
+    expect(repair.cause).toMatch(/repairs its senders itself.*StopSender/);
+    const reset = await env.call('ResetSender', { sender: 0 }, admin());
+    expect(reset.body).toMatchObject({ error: 'MethodNotFound' });
+    expect(reset.body.cause).toMatch(/never deleted/);
+    // Admin methods still need the admin token, refused or not.
+    expect((await env.call('RepairSender', { sender: 0, nonce: 1, operation: 'DROP' })).status).toBe(401);
+    const limits = await refusal(relayer.updateMetaTxnGasLimits({ walletAddress: newSigner().address, walletConfig: {}, payload: '0x' }));
+    expect(limits.cause).toMatch(/sizes the gas limit it signs/);
+    const network = await refusal(relayer.getMetaTxnNetworkFeeOptions({ walletConfig: {}, payload: '0x' }));
+    expect(network.cause).toMatch(/ask FeeOptions/);
+  });
+
+  it('FeeOptions refuses simulate: false (every option comes from a simulation) instead of ignoring it', async () => {
+    const w = newSigner().address;
+    const r = await refusal(relayer.feeOptions({ wallet: w, to: w, data: '0x', simulate: false }));
+    expect(r).toMatchObject({ name: 'InvalidArgument', status: 400 });
+    expect(r.cause).toMatch(/simulate: false is not supported/);
   });
 });
 

@@ -404,11 +404,12 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       return new Set(r.rows.map((x) => x.id));
     },
 
-    async byProject(projectId: number, chainId: number, offset: number, limit: number, statuses?: string[]): Promise<MetaTxnRow[]> {
+    /** A project's meta-transactions, newest first; `sponsoredOnly`: those a sponsorship paid for. */
+    async byProject(projectId: number, chainId: number, offset: number, limit: number, statuses?: string[], sponsoredOnly = false): Promise<MetaTxnRow[]> {
       const r = await db.query<Record<string, unknown>>(
-        `SELECT * FROM meta_txns WHERE project_id = $1 AND chain_id = $2 AND ($5::text[] IS NULL OR status = ANY($5))
+        `SELECT * FROM meta_txns WHERE project_id = $1 AND chain_id = $2 AND ($5::text[] IS NULL OR status = ANY($5)) AND (NOT $6::boolean OR sponsored)
          ORDER BY queued_at DESC, id OFFSET $3 LIMIT $4`,
-        [projectId, chainId, offset, limit, statuses ?? null],
+        [projectId, chainId, offset, limit, statuses ?? null, sponsoredOnly],
       );
       return r.rows.map(normalise);
     },

@@ -31,6 +31,7 @@ import { Preconditions, authorizationArg, ignoredWire, lenient } from './relayer
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 import { clientAddress } from '../client-address.ts';
 import { legacyTxn, metaTxnLog } from './relayer-logs.ts';
+import { REFUSED_ADMIN_METHODS, refusedMethods } from './relayer-unsupported.ts';
 
 export { metaTxnLog } from './relayer-logs.ts';
 
@@ -154,8 +155,21 @@ export function relayerService(s: Services): ServiceDef {
     'GetMetaTxnStatus',
     'Simulate',
     'SendMetaTxn',
+    'UpdateMetaTxnGasLimits',
+    'GetMetaTxnNetworkFeeOptions',
   ]);
-  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS]);
+  const ADMIN = new Set([
+    'ListGasSponsors',
+    'GetGasSponsor',
+    'AddGasSponsor',
+    'UpdateGasSponsor',
+    'RemoveGasSponsor',
+    'AddressGasSponsors',
+    'StartSender',
+    'StopSender',
+    ...BALANCE_ADMIN_METHODS,
+    ...REFUSED_ADMIN_METHODS,
+  ]);
 
   /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
   const chargeKeyless = (ctx: RpcContext, cost: number) => {
@@ -190,6 +204,8 @@ export function relayerService(s: Services): ServiceDef {
     methods: {
       // Project balances and gas tanks (admin token): relayer-balances.ts.
       ...balanceMethods(s, (ctx) => relayerFor(s, ctx)),
+      // RepairSender, ResetSender, UpdateMetaTxnGasLimits, GetMetaTxnNetworkFeeOptions: refused, each saying why.
+      ...refusedMethods(),
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
       Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.1', '3f3835f4f866bc9b4938e84a81ed8081dce1414d') }) }),
       GetChainID: method({ input: NoArgs, handler: async (_a, ctx) => ({ chainID: relayerFor(s, ctx).chainId }) }),
@@ -220,6 +236,12 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ wallet: Addr, to: Addr, data: Hex, simulate: z.boolean().optional(), authorization: z.unknown().optional() }).loose(),
         handler: (a, ctx) =>
           run(async () => {
+            // Every fee is computed from a simulation (the gas limit signed is the one simulated): simulate:false cannot be honoured.
+            if (a.simulate === false)
+              throw new RelayError(
+                'invalidArgument',
+                'simulate: false is not supported: every fee option is computed from a simulation of the bundle (docs/relayer-worst-case.md); leave simulate out or send true',
+              );
             const auth = authorizationArg({ authorization: a.authorization });
             const r = relayerFor(s, ctx);
             const decoded = r.decode(a.wallet, a.to, a.data);
@@ -324,7 +346,8 @@ export function relayerService(s: Services): ServiceDef {
           ownProject(ctx, a.projectId);
           const r = relayerFor(s, ctx);
           const p = paging(a.page, 20);
-          const { page, rows: shown } = p.cut(await s.metaTxns.byProject(a.projectId, r.chainId, p.offset, p.limit));
+          // includeNonSponsored false: the sponsored ones only (Sequence's gas-tank listing); true or left out: all of the project's.
+          const { page, rows: shown } = p.cut(await s.metaTxns.byProject(a.projectId, r.chainId, p.offset, p.limit, undefined, a.includeNonSponsored === false));
           const bundles = await s.metaTxns.bundlesOfMany(
             r.chainId,
             shown.map((row) => row.id),
