@@ -38,6 +38,7 @@ import {
   type Grade,
 } from './indexer-args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { refusedIndexerMethods } from './indexer-unsupported.ts';
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
@@ -140,6 +141,8 @@ export function indexerService(s: Services): ServiceDef {
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
     methods: {
+      // Webhook listeners and subscriptions: refused, saying what serves meanwhile.
+      ...refusedIndexerMethods(),
       Ping: method({
         input: NoArgs,
         handler: async (_a, ctx) => {
