@@ -189,7 +189,6 @@ describe('policy fields on the wire', () => {
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{ validFrom: '2030-01-01T00:00:00Z', validUntil: '2029-01-01T00:00:00Z' }, /validFrom .* must be before validUntil/],
       [{ allowWallets: [allow], denyWallets: [allow] }, /both the allow list and the deny list/],
-      [{ dailyCapWie: '5' }, /dailyCapWie/],
       [{ totalBudgetWei: '-1' }, /decimal amount of wei/],
       [{ txnCapUsd: '1.0000000000000000001' }, /at most 18 fractional digits/],
       [{ denyWallets: ['0x12'] }, /20-byte/],
@@ -204,6 +203,11 @@ describe('policy fields on the wire', () => {
       const up = await update(p.id, rule.id, fields);
       expect(up.status).toBe(400);
     }
+    // A field the schema does not know is ignored, as Sequence's servers do, and named in the answer: a misspelt cap is seen not to apply.
+    const misspelt = await update(p.id, rule.id, { dailyCapWie: '5' });
+    expect(misspelt.status).toBe(200);
+    expect(misspelt.body.ignoredFields).toEqual(['dailyCapWie']);
+    expect(misspelt.body.gasSponsor).toMatchObject({ dailyCapWei: null });
     // Nothing half-written: still the one rule, as it was after the update.
     const after = (await env.call('ListGasSponsors', { projectId: p.id }, admin())).body.gasSponsors;
     expect(after).toHaveLength(1);

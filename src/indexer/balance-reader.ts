@@ -118,6 +118,23 @@ export function balanceReader(db: Db, chainId: number) {
       return res.rows.map((r) => ({ tokenId: r.token_id, supply: r.supply, type: r.contract_type as TokenType }));
     },
 
+    /**
+     * GetTokenIDRanges: the contract's held token ids (supply above zero, as GetTokenIDs lists them) after
+     * `after`, as runs of consecutive ids, lowest first; at most `limit` runs. One statement: the
+     * gaps-and-islands grouping (an id minus its rank is constant along a run).
+     */
+    async idRanges(contract: string, after: string | null, limit: number): Promise<Array<{ start: string; end: string }>> {
+      const res = await db.query<{ start: string; end: string }>(
+        `WITH held AS (
+           SELECT token_id FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND ($3::numeric IS NULL OR token_id > $3::numeric)
+            GROUP BY token_id HAVING sum(balance) > 0),
+         runs AS (SELECT token_id, token_id - row_number() OVER (ORDER BY token_id) AS run FROM held)
+         SELECT min(token_id)::text AS start, max(token_id)::text AS "end" FROM runs GROUP BY run ORDER BY min(token_id) LIMIT $4`,
+        [chainId, contract, after, limit],
+      );
+      return res.rows;
+    },
+
     /** The token standard the indexer has seen a contract use; null when it has no transfer of it. */
     async contractType(contract: string): Promise<TokenType | null> {
       const res = await db.query<{ contract_type: string }>('SELECT contract_type FROM indexer_transfers WHERE chain_id = $1 AND contract = $2 LIMIT 1', [chainId, contract]);

@@ -1,7 +1,12 @@
 import type { Hash, TransactionReceipt } from 'viem';
 import type { ChainClient } from '../chain/client.ts';
 
-const TYPES: Record<string, string> = { legacy: 'LegacyTxnType', eip2930: 'AccessListTxnType', eip1559: 'DynamicFeeTxnType' };
+/**
+ * The schema's TransactionType has three members. Blob (type 3) and set-code (type 4) transactions are priced
+ * like type 2 (maxFeePerGas, maxPriorityFeePerGas), so they are reported as DynamicFeeTxnType: a typed
+ * client decoding the enum never meets a value outside it (docs/api.md).
+ */
+const TYPES: Record<string, string> = { legacy: 'LegacyTxnType', eip2930: 'AccessListTxnType', eip1559: 'DynamicFeeTxnType', eip4844: 'DynamicFeeTxnType', eip7702: 'DynamicFeeTxnType' };
 
 /** A chain receipt in the indexer's TransactionReceipt shape; `final` once `confirmations` blocks are on top. */
 export function receiptWire(r: TransactionReceipt, head: bigint, confirmations: number) {
@@ -9,7 +14,7 @@ export function receiptWire(r: TransactionReceipt, head: bigint, confirmations: 
     txnHash: r.transactionHash,
     txnStatus: r.status === 'success' ? 'SUCCESSFUL' : 'FAILED',
     txnIndex: r.transactionIndex,
-    txnType: TYPES[r.type] ?? r.type,
+    txnType: TYPES[r.type] ?? 'DynamicFeeTxnType',
     blockHash: r.blockHash,
     blockNumber: Number(r.blockNumber),
     gasUsed: Number(r.gasUsed),

@@ -76,7 +76,7 @@ export function tokenSupplyJson(chainId: number, contract: string, s: { tokenId:
 }
 
 /** A transaction with its transfers; SEND or RECEIVE as seen from `accounts` (UNKNOWN without one, or for a self-transfer). */
-export function transactionJson(chainId: number, t: HistoryTxn, accounts: Set<string>, meta?: MetadataPage): string {
+export function transactionJson(chainId: number, t: HistoryTxn, accounts: Set<string>, meta?: MetadataPage, metaTxnID?: string): string {
   const transfers = t.transfers.map((tr) => {
     const sends = accounts.has(tr.from);
     const receives = accounts.has(tr.to);
@@ -100,5 +100,9 @@ export function transactionJson(chainId: number, t: HistoryTxn, accounts: Set<st
       { contractInfo: meta?.contracts.get(tr.contract), tokenMetadata: tokens.length ? `{${tokens.join(',')}}` : undefined },
     );
   });
-  return spliced({ txnHash: t.txHash, blockNumber: t.blockNumber, blockHash: t.blockHash, chainId, timestamp: t.ts.toISOString() }, { transfers: `[${transfers.join(',')}]` });
+  // metaTxnID: the relayed meta-transaction the transaction carried, when this service relayed it.
+  return spliced(
+    { txnHash: t.txHash, blockNumber: t.blockNumber, blockHash: t.blockHash, chainId, ...(metaTxnID ? { metaTxnID } : {}), timestamp: t.ts.toISOString() },
+    { transfers: `[${transfers.join(',')}]` },
+  );
 }

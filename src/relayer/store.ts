@@ -404,13 +404,37 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       return new Set(r.rows.map((x) => x.id));
     },
 
-    async byProject(projectId: number, chainId: number, offset: number, limit: number, statuses?: string[]): Promise<MetaTxnRow[]> {
+    /** A project's meta-transactions, newest first; `sponsoredOnly`: those a sponsorship paid for. */
+    async byProject(projectId: number, chainId: number, offset: number, limit: number, statuses?: string[], sponsoredOnly = false): Promise<MetaTxnRow[]> {
       const r = await db.query<Record<string, unknown>>(
-        `SELECT * FROM meta_txns WHERE project_id = $1 AND chain_id = $2 AND ($5::text[] IS NULL OR status = ANY($5))
+        `SELECT * FROM meta_txns WHERE project_id = $1 AND chain_id = $2 AND ($5::text[] IS NULL OR status = ANY($5)) AND (NOT $6::boolean OR sponsored)
          ORDER BY queued_at DESC, id OFFSET $3 LIMIT $4`,
-        [projectId, chainId, offset, limit, statuses ?? null],
+        [projectId, chainId, offset, limit, statuses ?? null, sponsoredOnly],
       );
       return r.rows.map(normalise);
+    },
+
+    /**
+     * The meta-transaction each of these chain transactions carried (the indexer's Transaction.metaTxnID):
+     * a batch carries several, and names the first queued. Hashes as the chain gives them (lower case).
+     */
+    async idsByTxnHash(chainId: number, hashes: string[]): Promise<Map<string, string>> {
+      if (!hashes.length) return new Map();
+      const r = await db.query<{ txn_hash: string; id: string }>(
+        `SELECT DISTINCT ON (txn_hash) txn_hash, id FROM meta_txns WHERE chain_id = $1 AND txn_hash = ANY($2::text[]) ORDER BY txn_hash, queued_at, id`,
+        [chainId, hashes],
+      );
+      return new Map(r.rows.map((x) => [x.txn_hash, x.id]));
+    },
+
+    /** The chain transactions that carried these meta-transactions (ids or bundle ids, bare), where one was sent. */
+    async txnHashesOf(chainId: number, ids: string[]): Promise<string[]> {
+      const r = await db.query<{ txn_hash: string }>(
+        `SELECT DISTINCT txn_hash FROM meta_txns WHERE chain_id = $1 AND txn_hash IS NOT NULL
+            AND (id = ANY($2::text[]) OR id IN (SELECT meta_txn_id FROM meta_txn_bundles WHERE chain_id = $1 AND bundle_id = ANY($2::text[])))`,
+        [chainId, ids],
+      );
+      return r.rows.map((x) => x.txn_hash);
     },
 
     /** Patches one meta-transaction; with `from`, only while its status is still that. Says whether it changed. */

@@ -34,6 +34,7 @@ export async function runtimeStatus(s: Services) {
     branch: process.env.METARELAY_BRANCH ?? '',
     commitHash: process.env.METARELAY_COMMIT ?? '',
     runnable,
-    checks,
+    // An object keyed by check name: the relayer schema's RuntimeChecks is an object (a Go client cannot decode an array into it).
+    checks: Object.fromEntries(checks.map((c) => [c.name, { ok: c.ok, ...(c.detail ? { detail: c.detail } : {}) }])),
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { IndexerErrors, RpcError } from '../errors.ts';
+import { eventTopic } from '../../indexer/index.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
 
 /** A block number: a JSON number that fits a SQL bigint exactly. */
@@ -7,6 +8,12 @@ export const BlockNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** The most rows a request may skip to: pages beyond it are refused, not sent to the database. */
 const MAX_OFFSET = 100_000_000;
 const Ids = z.array(TokenIdArg).max(1000, 'at most 1000 token ids');
+/** A meta-transaction id as the relayer hands it out: 64 hex digits, 0x optional, stored bare. */
+const MetaTxnIdArg = z
+  .string()
+  .trim()
+  .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be a 32-byte meta-transaction id (64 hex digits, 0x optional)')
+  .transform((id) => id.replace(/^0x/i, '').toLowerCase());
 
 // The Indexer service's request schemas and the rules for fields metarelay refuses rather than ignores.
 
@@ -129,6 +136,8 @@ export const ByContractArgs = z.object({
   page: PageArg,
 });
 
+export const TxHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash');
+
 export const HistoryArgs = z.object({
   filter: z.object({
     accountAddress: AddressArg.optional(),
@@ -144,7 +153,7 @@ export const HistoryArgs = z.object({
       )
       .max(100)
       .optional(),
-    metaTransactionIDs: z.array(z.string()).optional(),
+    metaTransactionIDs: z.array(MetaTxnIdArg).max(100, 'at most 100 meta-transaction ids').optional(),
     fromBlock: BlockNumber.optional(),
     toBlock: BlockNumber.optional(),
     tokenID: TokenIdArg.optional(),
@@ -155,8 +164,26 @@ export const HistoryArgs = z.object({
   metadataOptions: MetadataOptions,
 });
 
-export const TxHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte transaction hash');
 /** FetchTransactionReceipt waits at most this long for a transaction to be mined, whatever maxBlockWait says. */
 export const MAX_RECEIPT_WAIT_MS = 30_000;
 
 export const AccountArgs = z.object({ accountAddress: AddressArg.optional(), omitPrices: z.boolean().optional() });
+
+/** FetchTransactionReceiptWithFilter's TransactionFilter: at least one field; `event` a topic or an event signature. */
+export const ReceiptFilterArg = z
+  .object({
+    txnHash: TxHash.transform((h) => h.toLowerCase() as `0x${string}`).optional(),
+    from: AddressArg.optional(),
+    to: AddressArg.optional(),
+    contractAddress: AddressArg.optional(),
+    event: z
+      .string()
+      .max(500)
+      .transform((e, ctx) => {
+        const topic = eventTopic(e);
+        if (!topic) ctx.addIssue({ code: 'custom', message: 'must be a 32-byte topic (0x…) or an event signature such as Transfer(address,address,uint256)' });
+        return topic ?? z.NEVER;
+      })
+      .optional(),
+  })
+  .refine((f) => Object.values(f).some((v) => v !== undefined), 'filter: set at least one of txnHash, from, to, contractAddress, event');

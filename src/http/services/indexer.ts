@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   fetchReceipt,
+  findReceipt,
   metadataFor,
   receiptWire,
   syncBalance,
@@ -27,6 +28,7 @@ import {
   MAP_LIMITS,
   MAX_RECEIPT_WAIT_MS,
   PageArg,
+  ReceiptFilterArg,
   TokenBalancesFilterArgs,
   TxHash,
   bad,
@@ -36,9 +38,15 @@ import {
   type Grade,
 } from './indexer-args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { refusedIndexerMethods } from './indexer-unsupported.ts';
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
+/** GetTokenIDRanges answers at most this many runs (Sequence's limit); moreRanges says there are others after them. */
+const MAX_ID_RANGES = 15_000;
+
+/** Sequence answers a missing accountAddress with the wallet of the caller's session; metarelay keys belong to projects, not wallets. */
+const NO_SESSION_ACCOUNT = 'accountAddress: required (Sequence takes the wallet of a signed-in session when it is left out; metarelay has no wallet sessions, so name the account)';
 
 /** The indexer of the network in the path (`/indexer/<name or id>/rpc/Indexer/...`). */
 function indexerFor(s: Services, ctx: RpcContext): ChainIndexer {
@@ -64,6 +72,16 @@ export function indexerService(s: Services): ServiceDef {
   /** The query's contract filters narrowed to the contracts of a grade (one read of the chain's verified list, only when asked). */
   const graded = async <Q extends { contracts?: string[]; excludeContracts?: string[] }>(ix: ChainIndexer, q: Q, grade: Grade): Promise<Q> =>
     grade ? narrowToGrade(q, grade, await s.indexerMetadata.verified(ix.chain.chainId)) : q;
+
+  /**
+   * History's transaction hashes: those asked, narrowed to the transactions that carried the meta-transactions
+   * asked (the relayer's record). Meta-transaction ids that carried nothing yet leave an empty list: no rows.
+   */
+  const carriedBy = async (ix: ChainIndexer, hashes: string[] | undefined, metaIds: string[] | undefined): Promise<string[] | undefined> => {
+    if (!metaIds) return hashes;
+    const carried = await s.metaTxns.txnHashesOf(ix.chain.chainId, metaIds);
+    return hashes ? hashes.filter((h) => carried.includes(h)) : carried;
+  };
 
   const nativeBalance = async (ix: ChainIndexer, account: `0x${string}`) => {
     const wei = await ix.chain.public.getBalance({ address: account });
@@ -123,6 +141,8 @@ export function indexerService(s: Services): ServiceDef {
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
     methods: {
+      // Webhook listeners and subscriptions: refused, saying what serves meanwhile.
+      ...refusedIndexerMethods(),
       Ping: method({
         input: NoArgs,
         handler: async (_a, ctx) => {
@@ -181,7 +201,7 @@ export function indexerService(s: Services): ServiceDef {
         input: AccountArgs,
         handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
-          if (!a.accountAddress) throw bad('accountAddress: required');
+          if (!a.accountAddress) throw bad(NO_SESSION_ACCOUNT);
           const b = await nativeBalance(ix, a.accountAddress);
           return { balance: { accountAddress: a.accountAddress, balanceWei: b.balance } };
         },
@@ -190,7 +210,7 @@ export function indexerService(s: Services): ServiceDef {
         input: AccountArgs,
         handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
-          if (!a.accountAddress) throw bad('accountAddress: required');
+          if (!a.accountAddress) throw bad(NO_SESSION_ACCOUNT);
           return { balance: await nativeBalance(ix, a.accountAddress) };
         },
       }),
@@ -320,6 +340,15 @@ export function indexerService(s: Services): ServiceDef {
         },
       }),
 
+      GetTokenIDRanges: method({
+        input: z.object({ contractAddress: AddressArg, lastTokenID: TokenIdArg.optional() }),
+        handler: async (a, ctx) => {
+          const ix = indexerFor(s, ctx);
+          const [ranges, type] = await Promise.all([ix.reads.idRanges(a.contractAddress, a.lastTokenID ?? null, MAX_ID_RANGES + 1), ix.reads.contractType(a.contractAddress)]);
+          return { contractType: type ?? 'UNKNOWN', tokenIDRanges: ranges.slice(0, MAX_ID_RANGES), moreRanges: ranges.length > MAX_ID_RANGES };
+        },
+      }),
+
       GetBalanceUpdates: method({
         input: z.object({
           contractAddress: AddressArg,
@@ -357,6 +386,17 @@ export function indexerService(s: Services): ServiceDef {
         },
       }),
 
+      FetchTransactionReceiptWithFilter: method({
+        input: z.object({ filter: ReceiptFilterArg, maxBlockWait: z.number().int().min(-1).max(1000).optional() }),
+        handler: async (a, ctx) => {
+          const ix = indexerFor(s, ctx);
+          const r = await findReceipt(ix.chain, a.filter, a.maxBlockWait ?? 0, MAX_RECEIPT_WAIT_MS, Math.min(ix.cfg.pollMs, 500));
+          if (!r) throw new RpcError(IndexerErrors.NotFound, `no transaction matching the filter was mined on ${ix.chain.name} within ${Math.max(0, a.maxBlockWait ?? 0)} blocks of the head`);
+          const head = await ix.chain.public.getBlockNumber();
+          return { receipt: receiptWire(r, head, ix.cfg.confirmations) };
+        },
+      }),
+
       SyncBalance: method({
         input: z.object({ accountAddress: AddressArg, contractAddress: AddressArg, tokenID: TokenIdArg.optional() }),
         handler: async (a, ctx) => {
@@ -374,11 +414,10 @@ export function indexerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
           const f = a.filter;
-          if (f.metaTransactionIDs?.length) throw bad('filter.metaTransactionIDs is not supported: the indexer does not link meta-transactions');
           const accounts = merge(f.accountAddress, f.accountAddresses);
           const requested = merge(f.contractAddress, f.contractAddresses);
-          const txHashes = nonEmpty(f.transactionHashes);
-          if (!accounts && !requested && !txHashes) throw bad('filter: name an account, a contract or transaction hashes');
+          const txHashes = await carriedBy(ix, nonEmpty(f.transactionHashes), nonEmpty(f.metaTransactionIDs));
+          if (!accounts && !requested && !txHashes) throw bad('filter: name an account, a contract, transaction hashes or meta-transaction ids');
           const { contracts, excludeContracts } = await graded(ix, { contracts: requested } as { contracts?: string[]; excludeContracts?: string[] }, gradeOf(undefined, a.metadataOptions));
           const pg = paging(a.page);
           const txns = await readHistory(s.db, ix.chain.chainId, {
@@ -402,7 +441,11 @@ export function indexerService(s: Services): ServiceDef {
               )
             : undefined;
           const who = new Set(accounts ?? []);
-          return raw({ page: pageWire }, { transactions: page.map((t) => transactionJson(ix.chain.chainId, t, who, meta)) });
+          const metaIds = await s.metaTxns.idsByTxnHash(
+            ix.chain.chainId,
+            page.map((t) => t.txHash),
+          );
+          return raw({ page: pageWire }, { transactions: page.map((t) => transactionJson(ix.chain.chainId, t, who, meta, metaIds.get(t.txHash))) });
         },
       }),
     },

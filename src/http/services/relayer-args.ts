@@ -50,3 +50,24 @@ export function authorizationArg(fields: Record<string, unknown>): Authorization
   }
   return found[0] ?? null;
 }
+
+/**
+ * An admin method's arguments as Sequence's servers read them: fields the schema does not know are
+ * ignored (a newer client adding one keeps working), known fields of a wrong type are refused. The
+ * ignored names come back with the parsed arguments, for answers that move money or rules to list them
+ * (`ignoredFields`): an operator who misspelt a cap sees it was not applied.
+ */
+export function lenient<Shape extends z.ZodRawShape>(shape: Shape) {
+  return z
+    .object(shape)
+    .loose()
+    .transform((a) => {
+      const known = new Set(Object.keys(shape));
+      const ignoredFields = Object.keys(a).filter((k) => !known.has(k));
+      const kept = Object.fromEntries(Object.entries(a).filter(([k]) => known.has(k))) as z.infer<z.ZodObject<Shape>>;
+      return { args: kept, ignoredFields };
+    });
+}
+
+/** `ignoredFields` for an answer, only when some were. */
+export const ignoredWire = (ignoredFields: string[]) => (ignoredFields.length ? { ignoredFields } : {});

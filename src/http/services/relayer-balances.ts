@@ -4,6 +4,7 @@ import type { ChainRelayer } from '../../relayer/index.ts';
 import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
+import { ignoredWire, lenient } from './relayer-args.ts';
 
 /*
  * Project balances on the relayer's admin API (admin token): the reference's GetProjectBalance,
@@ -73,7 +74,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
 
   return {
     GetProjectBalance: method({
-      input: z.object({ projectId: Id }).strict(),
+      input: z.object({ projectId: Id }).strip(),
       handler: async (a, ctx) => {
         const r = relayerFor(ctx);
         await requireProject(a.projectId);
@@ -95,19 +96,19 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     AdjustProjectBalance: method({
-      input: z.object({ projectId: Id, amount: NativeAmount, identifier: z.string().trim().min(1).max(200) }).strict(),
-      handler: async (a, ctx) => {
+      input: lenient({ projectId: Id, amount: NativeAmount, identifier: z.string().trim().min(1).max(200) }),
+      handler: async ({ args: a, ignoredFields }, ctx) => {
         const r = relayerFor(ctx);
         const p = await requireProject(a.projectId);
         if (a.amount === 0n) throw new RpcError(RelayerErrors.InvalidArgument, 'amount must not be zero');
         const tank = await b.tanks.ensureForProject(p.id, r.chainId, p.name);
         const { entry, replay } = await b.tanks.adjust({ tankId: tank.id, amountWei: a.amount, identifier: a.identifier, usdRate: await b.usdRate(r.chainId) }).catch(refusal);
         const now = (await b.tanks.get(tank.id))!;
-        return { balance: fromWei(now.balanceWei), balanceWei: now.balanceWei.toString(), replay, adjustment: adjustmentWire(entry) };
+        return { balance: fromWei(now.balanceWei), balanceWei: now.balanceWei.toString(), replay, adjustment: adjustmentWire(entry), ...ignoredWire(ignoredFields) };
       },
     }),
     GetTransactionCost: method({
-      input: z.object({ projectId: Id, from: When, to: When }).strict(),
+      input: z.object({ projectId: Id, from: When, to: When }).strip(),
       handler: async (a, ctx) => {
         const r = relayerFor(ctx);
         await requireProject(a.projectId);
@@ -117,11 +118,11 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     GetGasTank: method({
-      input: z.object({ id: Id }).strict(),
+      input: z.object({ id: Id }).strip(),
       handler: async (a, ctx) => ({ gasTank: await tankWire(await tankHere(ctx, a.id)) }),
     }),
     AddGasTank: method({
-      input: z.object({ name: Name, feeMarkupFactor: MarkupFactor, unlimited: z.boolean().optional(), projectId: Id.optional() }).strict(),
+      input: z.object({ name: Name, feeMarkupFactor: MarkupFactor, unlimited: z.boolean().optional(), projectId: Id.optional() }).strip(),
       handler: async (a, ctx) => {
         const r = relayerFor(ctx);
         if (a.projectId != null) await requireProject(a.projectId);
@@ -133,7 +134,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     UpdateGasTank: method({
-      input: z.object({ id: Id, name: Name.optional(), feeMarkupFactor: MarkupFactor.optional(), unlimited: z.boolean().optional() }).strict(),
+      input: z.object({ id: Id, name: Name.optional(), feeMarkupFactor: MarkupFactor.optional(), unlimited: z.boolean().optional() }).strip(),
       handler: async (a, ctx) => {
         await tankHere(ctx, a.id);
         const t = await b.tanks.update(a.id, { name: a.name, unlimited: a.unlimited, feeMarkupFactor: a.feeMarkupFactor });
@@ -141,11 +142,11 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     NextGasTankBalanceAdjustmentNonce: method({
-      input: z.object({ id: Id }).strict(),
+      input: z.object({ id: Id }).strip(),
       handler: async (a, ctx) => ({ nonce: await b.tanks.nextNonce((await tankHere(ctx, a.id)).id) }),
     }),
     AdjustGasTankBalance: method({
-      input: z.object({ id: Id, nonce: Nonce, amount: NativeAmount }).strict(),
+      input: z.object({ id: Id, nonce: Nonce, amount: NativeAmount }).strip(),
       handler: async (a, ctx) => {
         const t = await tankHere(ctx, a.id);
         if (a.amount === 0n) throw new RpcError(RelayerErrors.InvalidArgument, 'amount must not be zero');
@@ -154,11 +155,11 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     }),
     GetGasTankBalanceAdjustment: method({
-      input: z.object({ id: Id, nonce: Nonce }).strict(),
+      input: z.object({ id: Id, nonce: Nonce }).strip(),
       handler: async (a, ctx) => ({ adjustment: adjustmentWire(await adjustmentHere(ctx, a.id, a.nonce)) }),
     }),
     ListGasTankBalanceAdjustments: method({
-      input: z.object({ id: Id, page: Page }).strict(),
+      input: z.object({ id: Id, page: Page }).strip(),
       handler: async (a, ctx) => {
         const t = await tankHere(ctx, a.id);
         const page = a.page?.page ?? 0;

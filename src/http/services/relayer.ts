@@ -27,9 +27,13 @@ import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { targetProblem } from '../../events/post.ts';
-import { Preconditions, authorizationArg } from './relayer-args.ts';
+import { Preconditions, authorizationArg, ignoredWire, lenient } from './relayer-args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 import { clientAddress } from '../client-address.ts';
+import { legacyTxn, metaTxnLog } from './relayer-logs.ts';
+import { REFUSED_ADMIN_METHODS, refusedMethods } from './relayer-unsupported.ts';
+
+export { metaTxnLog } from './relayer-logs.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -136,44 +140,6 @@ function ownProject(ctx: RpcContext, projectId: number) {
   if (ctx.project.id !== projectId) throw new RpcError(RelayerErrors.PermissionDenied, `the access key belongs to project ${ctx.project.id}, not ${projectId}`);
 }
 
-export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
-  return {
-    id: 0,
-    chainId: r.chain_id,
-    projectId: r.project_id ?? 0,
-    txnHash: r.txn_hash ?? '',
-    txnNonce: String(r.txn_nonce ?? 0),
-    metaTxnID: r.id,
-    txnStatus: r.status,
-    txnRevertReason: r.revert_reason ?? '',
-    requeues: r.attempts,
-    queuedAt: r.queued_at.toISOString(),
-    sentAt: r.sent_at?.toISOString() ?? null,
-    minedAt: r.mined_at?.toISOString() ?? null,
-    target: r.entrypoint,
-    input: r.input,
-    txnArgs: {},
-    txnReceipt: r.receipt ? JSON.parse(r.receipt) : null,
-    walletAddress: r.wallet,
-    metaTxnNonce: space ?? '0',
-    gasLimit: r.gas_limit,
-    gasPrice: r.gas_price ?? '0',
-    gasUsed: r.gas_used ?? 0,
-    gasEstimated: r.gas_estimated,
-    gasFeeMarkup: null,
-    usdRate: '0',
-    creditsUsed: 0,
-    cost: r.gas_used && r.gas_price ? (BigInt(r.gas_used) * BigInt(r.gas_price)).toString() : '0',
-    isWhitelisted: r.sponsored,
-    gasSponsor: r.sponsor_id,
-    gasTank: null,
-    feeToken: r.fee_token,
-    feeValue: r.fee_value,
-    updatedAt: r.updated_at.toISOString(),
-    createdAt: r.queued_at.toISOString(),
-  };
-}
-
 export function relayerService(s: Services): ServiceDef {
   const anonymous = new IpBuckets(s.config.relayer.anonymousRatePerSec, s.config.relayer.anonymousBurst);
   const PUBLIC = new Set([
@@ -189,8 +155,21 @@ export function relayerService(s: Services): ServiceDef {
     'GetMetaTxnStatus',
     'Simulate',
     'SendMetaTxn',
+    'UpdateMetaTxnGasLimits',
+    'GetMetaTxnNetworkFeeOptions',
   ]);
-  const ADMIN = new Set(['ListGasSponsors', 'GetGasSponsor', 'AddGasSponsor', 'UpdateGasSponsor', 'RemoveGasSponsor', 'AddressGasSponsors', 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS]);
+  const ADMIN = new Set([
+    'ListGasSponsors',
+    'GetGasSponsor',
+    'AddGasSponsor',
+    'UpdateGasSponsor',
+    'RemoveGasSponsor',
+    'AddressGasSponsors',
+    'StartSender',
+    'StopSender',
+    ...BALANCE_ADMIN_METHODS,
+    ...REFUSED_ADMIN_METHODS,
+  ]);
 
   /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
   const chargeKeyless = (ctx: RpcContext, cost: number) => {
@@ -225,8 +204,10 @@ export function relayerService(s: Services): ServiceDef {
     methods: {
       // Project balances and gas tanks (admin token): relayer-balances.ts.
       ...balanceMethods(s, (ctx) => relayerFor(s, ctx)),
+      // RepairSender, ResetSender, UpdateMetaTxnGasLimits, GetMetaTxnNetworkFeeOptions: refused, each saying why.
+      ...refusedMethods(),
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
-      Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.1', '3f3835f4') }) }),
+      Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.1', '3f3835f4f866bc9b4938e84a81ed8081dce1414d') }) }),
       GetChainID: method({ input: NoArgs, handler: async (_a, ctx) => ({ chainID: relayerFor(s, ctx).chainId }) }),
       GetSequenceContext: method({
         input: NoArgs,
@@ -255,6 +236,12 @@ export function relayerService(s: Services): ServiceDef {
         input: z.object({ wallet: Addr, to: Addr, data: Hex, simulate: z.boolean().optional(), authorization: z.unknown().optional() }).loose(),
         handler: (a, ctx) =>
           run(async () => {
+            // Every fee is computed from a simulation (the gas limit signed is the one simulated): simulate:false cannot be honoured.
+            if (a.simulate === false)
+              throw new RelayError(
+                'invalidArgument',
+                'simulate: false is not supported: every fee option is computed from a simulation of the bundle (docs/relayer-worst-case.md); leave simulate out or send true',
+              );
             const auth = authorizationArg({ authorization: a.authorization });
             const r = relayerFor(s, ctx);
             const decoded = r.decode(a.wallet, a.to, a.data);
@@ -359,7 +346,8 @@ export function relayerService(s: Services): ServiceDef {
           ownProject(ctx, a.projectId);
           const r = relayerFor(s, ctx);
           const p = paging(a.page, 20);
-          const { page, rows: shown } = p.cut(await s.metaTxns.byProject(a.projectId, r.chainId, p.offset, p.limit));
+          // includeNonSponsored false: the sponsored ones only (Sequence's gas-tank listing); true or left out: all of the project's.
+          const { page, rows: shown } = p.cut(await s.metaTxns.byProject(a.projectId, r.chainId, p.offset, p.limit, undefined, a.includeNonSponsored === false));
           const bundles = await s.metaTxns.bundlesOfMany(
             r.chainId,
             shown.map((row) => row.id),
@@ -411,22 +399,19 @@ export function relayerService(s: Services): ServiceDef {
         },
       }),
       AddGasSponsor: method({
-        input: z
-          .object({
-            projectId: ProjectId,
-            address: Addr,
-            name: z.string().max(200).optional(),
-            active: z.boolean().optional(),
-            kind: SponsorKind.optional(),
-            maxGasLimit: MaxGas.optional(),
-            webhookUrl: WebhookUrl.optional(),
-            webhookAuthToken: WebhookToken.optional(),
-            gasTankId: GasTankId,
-            ...PolicyFields,
-          })
-          // Strict: a misspelt policy field is refused, not silently dropped.
-          .strict(),
-        handler: async (a, ctx) => {
+        input: lenient({
+          projectId: ProjectId,
+          address: Addr,
+          name: z.string().max(200).optional(),
+          active: z.boolean().optional(),
+          kind: SponsorKind.optional(),
+          maxGasLimit: MaxGas.optional(),
+          webhookUrl: WebhookUrl.optional(),
+          webhookAuthToken: WebhookToken.optional(),
+          gasTankId: GasTankId,
+          ...PolicyFields,
+        }),
+        handler: async ({ args: a, ignoredFields }, ctx) => {
           const r = relayerFor(s, ctx);
           await requireProject(a.projectId);
           const policy = policyOf(r, a);
@@ -443,7 +428,7 @@ export function relayerService(s: Services): ServiceDef {
               webhookAuthToken: a.webhookAuthToken,
               policy,
             });
-            return { status: true, gasSponsor: sponsorWire(row) };
+            return { status: true, gasSponsor: sponsorWire(row), ...ignoredWire(ignoredFields) };
           } catch (err) {
             if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
             throw err;
@@ -451,27 +436,25 @@ export function relayerService(s: Services): ServiceDef {
         },
       }),
       UpdateGasSponsor: method({
-        input: z
-          .object({
-            projectId: ProjectId,
-            id: z.number().int().positive(),
-            name: z.string().max(200).optional(),
-            active: z.boolean().optional(),
-            maxGasLimit: MaxGas.nullable().optional(),
-            webhookUrl: WebhookUrl.optional(),
-            webhookAuthToken: WebhookToken.optional(),
-            gasTankId: GasTankId,
-            ...PolicyFields,
-          })
-          .strict(),
-        handler: async (a, ctx) => {
+        input: lenient({
+          projectId: ProjectId,
+          id: z.number().int().positive(),
+          name: z.string().max(200).optional(),
+          active: z.boolean().optional(),
+          maxGasLimit: MaxGas.nullable().optional(),
+          webhookUrl: WebhookUrl.optional(),
+          webhookAuthToken: WebhookToken.optional(),
+          gasTankId: GasTankId,
+          ...PolicyFields,
+        }),
+        handler: async ({ args: a, ignoredFields }, ctx) => {
           const r = relayerFor(s, ctx);
           const current = await s.sponsors.get(a.projectId, a.id);
           if (!current) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
           const policy = policyOf(r, a, current.policy);
           const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken, policy });
           if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
-          return { status: true, gasSponsor: sponsorWire(row) };
+          return { status: true, gasSponsor: sponsorWire(row), ...ignoredWire(ignoredFields) };
         },
       }),
       RemoveGasSponsor: method({
@@ -493,17 +476,5 @@ export function relayerService(s: Services): ServiceDef {
         },
       }),
     },
-  };
-}
-
-/** The legacy (2.2.x) Transaction shape of SentTransactions / PendingTransactions. */
-function legacyTxn(r: MetaTxnRow) {
-  return {
-    txnHash: r.txn_hash,
-    blockNumber: r.block_number ?? 0,
-    chainId: r.chain_id,
-    metaTxnID: r.id,
-    status: r.status,
-    timestamp: (r.mined_at ?? r.sent_at ?? r.queued_at).toISOString(),
   };
 }

@@ -81,7 +81,8 @@ export function toWire(chainId: number, contract: string, tokenId: string, rec: 
     ...opt('youtube_url', m?.youtubeUrl),
     // Passed through as the document has them; a shape other than the standard one is wrapped, not dropped.
     properties: props == null ? null : typeof props === 'object' && !Array.isArray(props) ? (props as Record<string, unknown>) : { value: props },
-    attributes: attrs == null ? null : Array.isArray(attrs) ? attrs : [attrs],
+    // The schema's attributes is a list, never null: a document without them has none.
+    attributes: attrs == null ? [] : Array.isArray(attrs) ? attrs : [attrs],
     decimals: typeof m?.decimals === 'number' && Number.isInteger(m.decimals) && m.decimals >= 0 ? m.decimals : 0,
     status: m ? status : 'NOT_AVAILABLE',
     updatedAt: (rec?.updatedAt ?? new Date()).toISOString(),

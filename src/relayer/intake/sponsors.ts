@@ -335,6 +335,8 @@ export function sponsorWire(r: SponsorRule) {
     active: r.active,
     webhookUrl: r.webhookUrl,
     webhookAuthToken: r.webhookAuthToken,
+    // Only live rules are answered; null, not "", so a client decoding it as a time (Go) still can.
+    deletedAt: null,
     kind: r.kind,
     maxGasLimit: r.maxGas,
     dailyCapWei: c.daily.wei,

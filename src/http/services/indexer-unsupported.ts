@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { IndexerErrors, RpcError } from '../errors.ts';
+import { method, type MethodDef } from '../webrpc.ts';
+
+// Indexer methods of the schema not served yet, refused with what to use meanwhile (rather than an
+// unknown-route answer a client cannot tell from a wrong URL). Arguments are not read.
+const WEBHOOKS =
+  'is not offered yet: the indexer\'s balance changes reach a project as "balance.updated" events (chains indexed with scope: watchlist), delivered to webhooks registered with Console/CreateWebhook (signed, at least once) — docs/webhooks.md';
+const STREAMS = 'is not offered yet: subscribe to GET /events (Server-Sent Events: metatxn.status, balance.updated, …) — docs/webhooks.md';
+
+const REFUSED: Record<string, string> = Object.fromEntries([
+  ...[
+    'AddWebhookListener',
+    'UpdateWebhookListener',
+    'RemoveWebhookListener',
+    'ToggleWebhookListener',
+    'PauseAllWebhookListeners',
+    'ResumeAllWebhookListeners',
+    'GetWebhookListener',
+    'GetAllWebhookListeners',
+    'RemoveAllWebhookListeners',
+  ].map((m) => [m, `${m} ${WEBHOOKS}`]),
+  ...['SubscribeReceipts', 'SubscribeEvents', 'SubscribeBalanceUpdates'].map((m) => [m, `${m} ${STREAMS}`]),
+]);
+
+export function refusedIndexerMethods(): Record<string, MethodDef<z.ZodType>> {
+  return Object.fromEntries(
+    Object.entries(REFUSED).map(([name, why]) => [
+      name,
+      method({
+        input: z.object({}).loose(),
+        handler: async () => {
+          throw new RpcError(IndexerErrors.MethodNotFound, why);
+        },
+      }),
+    ]),
+  );
+}
