@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, short } from '../api.ts';
+import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
 
 interface Entry {
@@ -98,7 +99,7 @@ export function Directory() {
                 <FeatureEditor value={x.extensions.featureIndex ?? 0} onSave={(v) => feature(x, v)} />
               </td>
               <td>
-                <button onClick={() => remove(x)}>Remove</button>
+                <ConfirmButton testid={`directory-remove-${x.address}`} label="Remove" question={`Remove ${x.address} from the directory?`} confirmLabel="Remove entry" onConfirm={() => remove(x)} />
               </td>
             </tr>
           ))}
