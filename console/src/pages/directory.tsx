@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, short } from '../api.ts';
 import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
+import { Logo } from '../picture.tsx';
 
 interface Entry {
   chainId: number;
@@ -73,17 +74,7 @@ export function Directory() {
           {list.data?.entries.map((x) => (
             <tr key={`${x.chainId}:${x.address}`}>
               <td>
-                {x.cachedMedia?.logo ? (
-                  <img
-                    data-testid={`logo-${x.address}`}
-                    src={`${new URL(x.cachedMedia.logo, location.href).pathname.replace(/\/[^/]+$/, '/64.webp')}`}
-                    alt=""
-                    width={24}
-                    height={24}
-                    loading="lazy"
-                    title={x.logoURI}
-                  />
-                ) : null}
+                <Logo chainId={x.chainId} address={x.address} cached={x.cachedMedia?.logo} source={x.logoURI} />
               </td>
               <td>
                 {x.network}
