@@ -234,7 +234,17 @@ describe('console page', () => {
     expect(await ledger.locator('tbody tr').filter({ hasText: 'adjustment' }).count()).toBe(1);
     // The newest entry's balance after is the tank's balance.
     expect(await ledger.getByTestId('balance-after').first().locator('.amount').getAttribute('data-wei')).toBe(tank.balance_wei);
-    expect(await panel.getByTestId('spend-chart').locator('rect').count()).toBeGreaterThan(0);
+    // The chart's bars are what the ledger holds: 30 days, today's bar the day's debits less reversals, in wei.
+    const chart = panel.getByTestId('spend-chart');
+    expect(await chart.locator('rect').count()).toBe(30);
+    const spentToday = await dbOne<{ day: string; wei: string }>(
+      `SELECT to_char((created_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day, (-SUM(amount_wei))::text AS wei FROM gas_tank_ledger
+        WHERE project_id = $1 AND chain_id = $2 AND kind IN ('debit', 'reversal') GROUP BY 1 ORDER BY 1 DESC LIMIT 1`,
+      [projectId, env.chainId],
+    );
+    expect(await chart.locator(`rect[data-key="${spentToday.day}"]`).getAttribute('data-value')).toBe(spentToday.wei);
+    expect(await chart.locator(`rect[data-key="${spentToday.day}"] title`).textContent()).toMatch(/ETH, 2 meta-transactions$/);
+    expect(await chart.locator('text').first().textContent()).toBe('0');
     await shot('project-balance');
 
     await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/keys`);

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { Amount, exactNative, parseNative, readableNative, readableUsd, useUnits, type Unit } from '../amount.tsx';
 import { api, short, when } from '../api.ts';
+import { BarChart } from '../chart.tsx';
 import { useAction, useApi } from '../hooks.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
 
@@ -52,37 +53,22 @@ interface Day {
   transactions: number;
 }
 
-/** Spend per UTC day as an SVG bar chart: one bar per day of the window, empty days included. */
-function SpendChart({ days, window }: { days: Day[]; window: number }) {
+/** Spend per UTC day, one bar per day of the window (empty days included), in native units. */
+function SpendChart({ days, window, unit }: { days: Day[]; window: number; unit: Unit }) {
   const byDay = new Map(days.map((d) => [d.day, d]));
   const today = new Date();
-  const cells = Array.from({ length: window }, (_, i) => {
-    const d = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - (window - 1 - i)));
-    const key = d.toISOString().slice(0, 10);
-    return { key, d: byDay.get(key) };
+  const bars = Array.from({ length: window }, (_, i) => {
+    const key = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - (window - 1 - i))).toISOString().slice(0, 10);
+    const d = byDay.get(key);
+    return {
+      key,
+      value: d?.spent ?? 0,
+      exact: d?.spentWei ?? '0',
+      title: `${key}: ${d ? `${readableNative(d.spentWei)} ${unit.symbol}${d.spentUsd != null ? ` (${readableUsd(d.spentUsd)})` : ''}, ${d.transactions} meta-transactions` : 'nothing spent'}`,
+    };
   });
-  const max = Math.max(...cells.map((c) => c.d?.spent ?? 0), 0);
-  const w = 12;
-  const h = 80;
-  return (
-    <svg data-testid="spend-chart" class="spend-chart" width={window * w} height={h + 14} viewBox={`0 0 ${window * w} ${h + 14}`} role="img" aria-label="spend per day">
-      {cells.map((c, i) => {
-        const bh = max > 0 && c.d ? Math.max(1, (c.d.spent / max) * h) : 0;
-        return (
-          <rect x={i * w + 1} y={h - bh} width={w - 2} height={bh} fill="#3b6fd8">
-            <title>{`${c.key}: ${c.d ? `${readableNative(c.d.spentWei)} ${readableUsd(c.d.spentUsd)} (${c.d.transactions} transactions)` : 'nothing'}`}</title>
-          </rect>
-        );
-      })}
-      <line x1="0" y1={h} x2={window * w} y2={h} stroke="#999" />
-      <text x="0" y={h + 12} font-size="10">
-        {cells[0].key}
-      </text>
-      <text x={window * w} y={h + 12} font-size="10" text-anchor="end">
-        {cells[window - 1].key}
-      </text>
-    </svg>
-  );
+  const fmt = (v: number) => (v === 0 ? '0' : v < 0.001 ? v.toExponential(0) : String(Number(v.toPrecision(2))));
+  return <BarChart testid="spend-chart" bars={bars} unit={unit.symbol} format={fmt} label="spend per day" />;
 }
 
 const KINDS = ['adjustment', 'debit', 'reversal'];
@@ -187,7 +173,7 @@ function NetworkPanel({ projectId, b, onChange }: { projectId: number; b: Networ
       </form>
       {a.error && <p class="error">{a.error}</p>}
       <h4>Spend per day (last 30 days, UTC)</h4>
-      {spend.data && <SpendChart days={spend.data.days} window={30} />}
+      {spend.data && <SpendChart days={spend.data.days} window={30} unit={unit} />}
       <h4>Ledger</h4>
       <div class="row">
         <select data-testid="ledger-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)} aria-label="Kind">
