@@ -9,6 +9,7 @@ import { balanceMethods } from './methods/balances.ts';
 import { networkMethods } from './methods/network.ts';
 import { directoryMethods } from './methods/directory.ts';
 import { indexerMethods } from './methods/indexer.ts';
+import { mediaMethods } from './methods/media.ts';
 import { projectMethods } from './methods/projects.ts';
 import { sessionMethods } from './methods/session.ts';
 import { sponsorMethods } from './methods/sponsors.ts';
@@ -43,6 +44,7 @@ export function consoleService(s: Services): ServiceDef {
       ...networkMethods(deps),
       ...indexerMethods(deps),
       ...directoryMethods(deps),
+      ...mediaMethods(deps),
       ...webhookMethods(deps),
     },
   };

@@ -26,6 +26,13 @@ export interface AccessKeyInfo {
   rateBurst: number | null;
 }
 
+/** What a key list keeps: live or revoked keys, whose label or prefix contains a text. */
+export interface KeyFilter {
+  state?: 'live' | 'revoked';
+  search?: string;
+}
+const KEY_FILTER = `($2::text IS NULL OR ($2 = 'live') = (revoked_at IS NULL)) AND ($3::text IS NULL OR position($3 in lower(label)) > 0 OR position($3 in lower(key_prefix)) > 0)`;
+
 interface KeyRow {
   id: number | string;
   project_id: number | string;
@@ -113,6 +120,28 @@ export function accessKeyRepo(db: Queryable) {
     async list(projectId: number): Promise<AccessKeyInfo[]> {
       const res = await db.query<KeyRow>('SELECT * FROM access_keys WHERE project_id = $1 ORDER BY id', [projectId]);
       return res.rows.map(toInfo);
+    },
+
+    /** A project's keys newest first, before a key id (the cursor): live or revoked ones, whose label or prefix contains `search`. */
+    async page(projectId: number, f: KeyFilter, before: number | undefined, limit: number): Promise<AccessKeyInfo[]> {
+      const res = await db.query<KeyRow>(`SELECT * FROM access_keys WHERE project_id = $1 AND ${KEY_FILTER} AND ($4::bigint IS NULL OR id < $4) ORDER BY id DESC LIMIT $5`, [
+        projectId,
+        f.state ?? null,
+        f.search?.toLowerCase() ?? null,
+        before ?? null,
+        limit,
+      ]);
+      return res.rows.map(toInfo);
+    },
+
+    /** How many of a project's keys match `search`, live and revoked. */
+    async counts(projectId: number, f: KeyFilter): Promise<{ live: number; revoked: number }> {
+      const res = await db.query<{ live: string; revoked: string }>(
+        `SELECT count(*) FILTER (WHERE revoked_at IS NULL)::text AS live, count(*) FILTER (WHERE revoked_at IS NOT NULL)::text AS revoked
+           FROM access_keys WHERE project_id = $1 AND ${KEY_FILTER}`,
+        [projectId, null, f.search?.toLowerCase() ?? null],
+      );
+      return { live: Number(res.rows[0].live), revoked: Number(res.rows[0].revoked) };
     },
 
     /** Adds batched request counts; one statement per flush rather than a write per request. */

@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, short } from '../api.ts';
+import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
+import { Logo } from '../picture.tsx';
 
 interface Entry {
   chainId: number;
@@ -72,17 +74,7 @@ export function Directory() {
           {list.data?.entries.map((x) => (
             <tr key={`${x.chainId}:${x.address}`}>
               <td>
-                {x.cachedMedia?.logo ? (
-                  <img
-                    data-testid={`logo-${x.address}`}
-                    src={`${new URL(x.cachedMedia.logo, location.href).pathname.replace(/\/[^/]+$/, '/64.webp')}`}
-                    alt=""
-                    width={24}
-                    height={24}
-                    loading="lazy"
-                    title={x.logoURI}
-                  />
-                ) : null}
+                <Logo chainId={x.chainId} address={x.address} cached={x.cachedMedia?.logo} source={x.logoURI} />
               </td>
               <td>
                 {x.network}
@@ -98,7 +90,7 @@ export function Directory() {
                 <FeatureEditor value={x.extensions.featureIndex ?? 0} onSave={(v) => feature(x, v)} />
               </td>
               <td>
-                <button onClick={() => remove(x)}>Remove</button>
+                <ConfirmButton testid={`directory-remove-${x.address}`} label="Remove" question={`Remove ${x.address} from the directory?`} confirmLabel="Remove entry" onConfirm={() => remove(x)} />
               </td>
             </tr>
           ))}

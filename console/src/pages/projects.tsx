@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, when } from '../api.ts';
+import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
+import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
 import { Activity } from './activity.tsx';
 import { Balances } from './balances.tsx';
 import { Sponsors } from './sponsors.tsx';
@@ -38,32 +40,34 @@ export function Projects() {
       </form>
       {a.error && <p class="error">{a.error}</p>}
       {list.error && <p class="error">{list.error}</p>}
-      <table data-testid="projects">
-        <thead>
-          <tr>
-            <th>Id</th>
-            <th>Name</th>
-            <th>Live keys</th>
-            <th>Networks</th>
-            <th>Created</th>
-            <th>State</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.projects.map((p) => (
-            <tr key={p.id}>
-              <td>{p.id}</td>
-              <td>
-                <a href={`#/projects/${p.id}`}>{p.name}</a>
-              </td>
-              <td>{p.liveKeys}</td>
-              <td>{p.allowedChainIds?.join(', ') ?? 'all'}</td>
-              <td>{when(p.createdAt)}</td>
-              <td>{p.archivedAt ? 'archived' : 'active'}</td>
+      <TableWrap>
+        <table data-testid="projects">
+          <thead>
+            <tr>
+              <th>Id</th>
+              <th>Name</th>
+              <th>Live keys</th>
+              <th>Networks</th>
+              <th>Created</th>
+              <th>State</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {list.data?.projects.map((p) => (
+              <tr key={p.id}>
+                <td>{p.id}</td>
+                <td>
+                  <a href={`#/projects/${p.id}`}>{p.name}</a>
+                </td>
+                <td>{p.liveKeys}</td>
+                <td>{p.allowedChainIds?.join(', ') ?? 'all'}</td>
+                <td>{when(p.createdAt)}</td>
+                <td>{p.archivedAt ? 'archived' : 'active'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
     </section>
   );
 }
@@ -108,6 +112,11 @@ export function ProjectDetail({ projectId, tab }: { projectId: number; tab: stri
   );
 }
 
+interface KeyPage extends Paged {
+  accessKeys: Key[];
+  counts: { live: number; revoked: number };
+}
+
 interface Key {
   id: number;
   prefix: string;
@@ -121,7 +130,10 @@ interface Key {
 }
 
 function Keys({ projectId }: { projectId: number }) {
-  const keys = useApi<{ accessKeys: Key[] }>('ListAccessKeys', { projectId });
+  const [state, setState] = useState('');
+  const [search, setSearch] = useState('');
+  const keys = usePaged<KeyPage>('ListAccessKeys', { projectId, ...(state ? { state } : {}), ...(search.trim() ? { search: search.trim() } : {}) }, 25);
+  const counts = keys.data?.counts;
   const [label, setLabel] = useState('');
   const [rate, setRate] = useState('');
   const [burst, setBurst] = useState('');
@@ -162,42 +174,57 @@ function Keys({ projectId }: { projectId: number }) {
         </div>
       )}
       {a.error && <p class="error">{a.error}</p>}
-      <table data-testid="keys">
-        <thead>
-          <tr>
-            <th>Key</th>
-            <th>Label</th>
-            <th>Created</th>
-            <th>Last used</th>
-            <th>Requests</th>
-            <th>Rate limit</th>
-            <th>State</th>
-            <th></th>
-          </tr>
-        </thead>
-        <tbody>
-          {keys.data?.accessKeys.map((k) => (
-            <tr key={k.id} data-testid={`key-${k.id}`}>
-              <td>
-                <code>{k.prefix}…</code>
-              </td>
-              <td>{k.label}</td>
-              <td>{when(k.createdAt)}</td>
-              <td>{when(k.lastUsedAt)}</td>
-              <td>{k.requestCount}</td>
-              <td>{k.rateLimit ? `${k.rateLimit.ratePerSec}/s, burst ${k.rateLimit.burst}${k.rateLimitIsDefault ? ' (default)' : ''}` : 'none'}</td>
-              <td>{k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'live'}</td>
-              <td>
-                {!k.revokedAt && (
-                  <button data-testid={`revoke-${k.id}`} onClick={() => revoke(k)}>
-                    Revoke
-                  </button>
-                )}
-              </td>
+      <div class="row filters">
+        <select data-testid="keys-state" value={state} onChange={(e) => setState(e.currentTarget.value)} aria-label="State">
+          <option value="">Live and revoked{counts ? ` (${counts.live + counts.revoked})` : ''}</option>
+          <option value="live">Live{counts ? ` (${counts.live})` : ''}</option>
+          <option value="revoked">Revoked{counts ? ` (${counts.revoked})` : ''}</option>
+        </select>
+        <input data-testid="keys-search" placeholder="Search label or prefix" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        <Pager paged={keys} shown={keys.data?.accessKeys.length ?? 0} testid="keys" noun="keys" />
+      </div>
+      <TableWrap>
+        <table data-testid="keys" class="reflow">
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Label</th>
+              <th>Created</th>
+              <th>Last used</th>
+              <th>Requests</th>
+              <th>Rate limit</th>
+              <th>State</th>
+              <th></th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {keys.data?.accessKeys.map((k) => (
+              <tr key={k.id} data-testid={`key-${k.id}`}>
+                <td data-label="Key">
+                  <code>{k.prefix}…</code>
+                </td>
+                <td data-label="Label">{k.label}</td>
+                <td data-label="Created">{when(k.createdAt)}</td>
+                <td data-label="Last used">{when(k.lastUsedAt)}</td>
+                <td data-label="Requests">{k.requestCount}</td>
+                <td data-label="Rate limit">{k.rateLimit ? `${k.rateLimit.ratePerSec}/s, burst ${k.rateLimit.burst}${k.rateLimitIsDefault ? ' (default)' : ''}` : 'none'}</td>
+                <td data-label="State">{k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'live'}</td>
+                <td>
+                  {!k.revokedAt && (
+                    <ConfirmButton
+                      testid={`revoke-${k.id}`}
+                      label="Revoke"
+                      question={`Revoke ${k.label || k.prefix}? Requests with it stop at once; this cannot be undone.`}
+                      confirmLabel="Revoke key"
+                      onConfirm={() => revoke(k)}
+                    />
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
     </div>
   );
 }
@@ -234,9 +261,7 @@ function Settings({ project, onChange }: { project: Project; onChange: () => Pro
         {project.archivedAt ? (
           <button onClick={() => update({ archived: false })}>Restore project</button>
         ) : (
-          <button class="danger" data-testid="archive" onClick={() => update({ archived: true })}>
-            Archive project (its keys stop working)
-          </button>
+          <ConfirmButton testid="archive" label="Archive project" question={`Archive ${project.name}? Its keys stop working until it is restored.`} onConfirm={() => update({ archived: true })} />
         )}
       </div>
       {a.error && <p class="error">{a.error}</p>}

@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, short } from '../api.ts';
+import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
+import { Amount, NO_UNIT, NativeInput, UsdInput, fieldWei, nativeField, useUnits, type NativeField, type Unit } from '../amount.tsx';
 
 interface Sponsor {
   id: number;
@@ -41,16 +43,15 @@ interface Network {
 
 const KINDS = ['CONTRACT', 'TOKEN', 'WALLET', 'ADDRESS', 'ANY'];
 
-/** The policy's text fields, as the editor holds them ("" = none). */
-const POLICY_TEXT = [
-  ['dailyCapWei', 'Daily cap (wei)'],
-  ['dailyCapUsd', 'Daily cap (USD)'],
-  ['walletDailyCapWei', 'Per wallet per day (wei)'],
-  ['walletDailyCapUsd', 'Per wallet per day (USD)'],
-  ['txnCapWei', 'Per transaction (wei)'],
-  ['txnCapUsd', 'Per transaction (USD)'],
-  ['totalBudgetWei', 'Total budget (wei)'],
-  ['totalBudgetUsd', 'Total budget (USD)'],
+/** The caps: each has a native limit (typed in native units or wei) and a dollar limit; either, both or neither. */
+const CAPS = [
+  ['dailyCap', 'Daily cap'],
+  ['walletDailyCap', 'Per wallet per day'],
+  ['txnCap', 'Per transaction'],
+  ['totalBudget', 'Total budget'],
+] as const;
+type Cap = (typeof CAPS)[number][0];
+const VALIDITY = [
   ['validFrom', 'Valid from (ISO time)'],
   ['validUntil', 'Valid until (ISO time)'],
 ] as const;
@@ -59,17 +60,23 @@ export function Sponsors({ projectId }: { projectId: number }) {
   const list = useApi<{ gasSponsors: Sponsor[] }>('ListGasSponsors', { projectId });
   const nets = useApi<{ networks: Network[] }>('ListNetworks', {});
   const relayed = nets.data?.networks.filter((n) => n.relayer) ?? [];
-  const [form, setForm] = useState({ chainID: '', kind: 'CONTRACT', address: '', name: '', dailyCapWei: '' });
+  const units = useUnits();
+  const [form, setForm] = useState({ chainID: '', kind: 'CONTRACT', address: '', name: '' });
+  const [dailyCap, setDailyCap] = useState<NativeField>(nativeField(''));
   const [editing, setEditing] = useState<number | null>(null);
   const set = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
   const a = useAction();
   const chainID = form.chainID || relayed[0]?.name || '';
+  const unitOf = (chainId: number | undefined) => (chainId != null && units.get(chainId)) || NO_UNIT;
+  const addUnit = unitOf(relayed.find((n) => n.name === chainID)?.chainId);
+  const cap = fieldWei(dailyCap);
   const add = async (e: Event) => {
     e.preventDefault();
     const args: Record<string, unknown> = { projectId, chainID, kind: form.kind, address: form.address.trim(), name: form.name };
-    if (form.dailyCapWei) args.dailyCapWei = form.dailyCapWei.trim();
+    if ('wei' in cap && cap.wei) args.dailyCapWei = cap.wei;
     if (await a.run(() => api('AddGasSponsor', args))) {
-      setForm({ ...form, address: '', name: '', dailyCapWei: '' });
+      setForm({ ...form, address: '', name: '' });
+      setDailyCap(nativeField(''));
       await list.reload();
     }
   };
@@ -98,8 +105,8 @@ export function Sponsors({ projectId }: { projectId: number }) {
         </select>
         <input data-testid="sponsor-address" class="addr" placeholder="0x address" value={form.address} onInput={set('address')} />
         <input placeholder="Name" value={form.name} onInput={set('name')} />
-        <input class="num" placeholder="Daily cap (wei)" value={form.dailyCapWei} onInput={set('dailyCapWei')} />
-        <button data-testid="add-sponsor" disabled={a.busy || !chainID}>
+        <NativeInput label="Daily cap" testid="sponsor-daily-cap" value={dailyCap} onChange={setDailyCap} unit={addUnit} />
+        <button data-testid="add-sponsor" disabled={a.busy || !chainID || 'error' in cap}>
           Add sponsorship
         </button>
       </form>
@@ -137,12 +144,14 @@ export function Sponsors({ projectId }: { projectId: number }) {
               <td>
                 <input type="checkbox" data-testid={`sponsor-active-${s.id}`} checked={s.active} onChange={() => update(s, { active: !s.active })} />
               </td>
-              <td data-testid={`sponsor-policy-${s.id}`}>{policySummary(s)}</td>
-              <td>
-                {s.spentTodayWei} wei{s.spentTodayUsd !== '0' ? ` ($${s.spentTodayUsd})` : ''}
+              <td data-testid={`sponsor-policy-${s.id}`}>
+                <PolicySummary s={s} unit={unitOf(s.chainId)} />
               </td>
               <td>
-                {s.spentTotalWei} wei{s.spentTotalUsd !== '0' ? ` ($${s.spentTotalUsd})` : ''}
+                <Amount wei={s.spentTodayWei} unit={unitOf(s.chainId)} usd={s.spentTodayUsd !== '0' ? Number(s.spentTodayUsd) : undefined} />
+              </td>
+              <td>
+                <Amount wei={s.spentTotalWei} unit={unitOf(s.chainId)} usd={s.spentTotalUsd !== '0' ? Number(s.spentTotalUsd) : undefined} />
               </td>
               <td data-testid={`sponsor-webhook-${s.id}`}>
                 {s.webhookUrl ? <code title={s.webhookUrl}>{hostOf(s.webhookUrl)}</code> : 'none'}
@@ -152,13 +161,19 @@ export function Sponsors({ projectId }: { projectId: number }) {
                 <button class="link" data-testid={`sponsor-edit-${s.id}`} onClick={() => setEditing(editing === s.id ? null : s.id)}>
                   {editing === s.id ? 'Close' : 'Edit'}
                 </button>
-                <button onClick={() => remove(s)}>Remove</button>
+                <ConfirmButton
+                  testid={`sponsor-remove-${s.id}`}
+                  label="Remove"
+                  question={`Remove the ${s.kind} rule ${s.name || short(s.address, 12)}? Meta-transactions it covers stop being sponsored.`}
+                  confirmLabel="Remove rule"
+                  onConfirm={() => remove(s)}
+                />
               </td>
             </tr>,
             editing === s.id && (
               <tr key={`${s.id}-edit`}>
                 <td colSpan={11}>
-                  <Editor sponsor={s} onSave={async (patch) => (await update(s, patch)) && setEditing(null)} />
+                  <Editor sponsor={s} unit={unitOf(s.chainId)} onSave={async (patch) => (await update(s, patch)) && setEditing(null)} />
                 </td>
               </tr>
             ),
@@ -179,27 +194,43 @@ const hostOf = (url: string) => {
   }
 };
 
-function policySummary(s: Sponsor): string {
-  const cap = (wei: string | null, usd: string | null) => [wei && `${wei} wei`, usd && `$${usd}`].filter(Boolean).join(' and ');
+/** The rule's limits in a line: native caps readable (the exact wei on hover), dollar caps, window and lists. */
+function PolicySummary({ s, unit }: { s: Sponsor; unit: Unit }) {
+  const cap = (name: string, c: Cap) => {
+    const wei = s[`${c}Wei`];
+    const usd = s[`${c}Usd`];
+    if (!wei && !usd) return null;
+    return (
+      <>
+        {name} ≤ {wei && <Amount wei={wei} unit={{ ...unit, usdRate: null }} />}
+        {wei && usd && ' and '}
+        {usd && `$${usd}`}
+      </>
+    );
+  };
   const parts = [
-    cap(s.dailyCapWei, s.dailyCapUsd) && `day ≤ ${cap(s.dailyCapWei, s.dailyCapUsd)}`,
-    cap(s.walletDailyCapWei, s.walletDailyCapUsd) && `wallet/day ≤ ${cap(s.walletDailyCapWei, s.walletDailyCapUsd)}`,
-    cap(s.txnCapWei, s.txnCapUsd) && `txn ≤ ${cap(s.txnCapWei, s.txnCapUsd)}`,
-    cap(s.totalBudgetWei, s.totalBudgetUsd) && `total ≤ ${cap(s.totalBudgetWei, s.totalBudgetUsd)}`,
+    cap('day', 'dailyCap'),
+    cap('wallet/day', 'walletDailyCap'),
+    cap('txn', 'txnCap'),
+    cap('total', 'totalBudget'),
     s.maxGasLimit != null && `gas ≤ ${s.maxGasLimit}`,
     s.validFrom && `from ${s.validFrom}`,
     s.validUntil && `until ${s.validUntil}`,
     s.allowWallets && `${s.allowWallets.length} allowed wallets`,
     s.denyWallets.length > 0 && `${s.denyWallets.length} denied wallets`,
   ].filter(Boolean);
-  return parts.length ? parts.join(' · ') : 'no limits';
+  if (!parts.length) return <>no limits</>;
+  return <>{parts.map((p, i) => [i > 0 && ' · ', p])}</>;
 }
 
 /** Edits a rule's policy, gas ceiling and approval webhook. The token field is write-only: empty keeps it. */
-function Editor({ sponsor: s, onSave }: { sponsor: Sponsor; onSave: (patch: Record<string, unknown>) => Promise<unknown> }) {
-  const initial = Object.fromEntries(POLICY_TEXT.map(([k]) => [k, (s[k] as string | null) ?? ''])) as Record<(typeof POLICY_TEXT)[number][0], string>;
+function Editor({ sponsor: s, unit, onSave }: { sponsor: Sponsor; unit: Unit; onSave: (patch: Record<string, unknown>) => Promise<unknown> }) {
+  const [native, setNative] = useState(Object.fromEntries(CAPS.map(([c]) => [c, nativeField(s[`${c}Wei`])])) as Record<Cap, NativeField>);
+  const [usd, setUsd] = useState(Object.fromEntries(CAPS.map(([c]) => [c, s[`${c}Usd`] ?? ''])) as Record<Cap, string>);
+  const [bad, setBad] = useState<string | null>(null);
   const [f, setF] = useState({
-    ...initial,
+    validFrom: s.validFrom ?? '',
+    validUntil: s.validUntil ?? '',
     maxGasLimit: s.maxGasLimit?.toString() ?? '',
     allowWallets: (s.allowWallets ?? []).join('\n'),
     denyWallets: s.denyWallets.join('\n'),
@@ -212,7 +243,14 @@ function Editor({ sponsor: s, onSave }: { sponsor: Sponsor; onSave: (patch: Reco
     e.preventDefault();
     const patch: Record<string, unknown> = {};
     // Only what changed is sent, so a field the operator did not touch is never rewritten.
-    for (const [k] of POLICY_TEXT) if (f[k].trim() !== initial[k]) patch[k] = f[k].trim();
+    for (const [c, label] of CAPS) {
+      const r = fieldWei(native[c]);
+      if ('error' in r) return setBad(`${label}: ${r.error}`);
+      if (r.wei !== (s[`${c}Wei`] ?? '')) patch[`${c}Wei`] = r.wei;
+      if (usd[c].trim() !== (s[`${c}Usd`] ?? '')) patch[`${c}Usd`] = usd[c].trim();
+    }
+    setBad(null);
+    for (const [k] of VALIDITY) if (f[k].trim() !== (s[k] ?? '')) patch[k] = f[k].trim();
     if (f.maxGasLimit.trim() !== (s.maxGasLimit?.toString() ?? '')) patch.maxGasLimit = f.maxGasLimit.trim() === '' ? '' : Number(f.maxGasLimit.trim());
     const lines = (v: string) => v.split(/[\s,]+/).filter(Boolean);
     if (f.allowWallets !== (s.allowWallets ?? []).join('\n')) patch.allowWallets = lines(f.allowWallets);
@@ -224,8 +262,14 @@ function Editor({ sponsor: s, onSave }: { sponsor: Sponsor; onSave: (patch: Reco
   };
   return (
     <form class="stack" data-testid={`sponsor-editor-${s.id}`} onSubmit={save}>
+      <div class="row caps">
+        {CAPS.map(([c, label]) => [
+          <NativeInput label={label} testid={`edit-${c}`} unit={unit} value={native[c]} onChange={(v) => setNative({ ...native, [c]: v })} />,
+          <UsdInput label={`${label} (USD)`} testid={`edit-${c}Usd`} unit={unit} value={usd[c]} onChange={(v) => setUsd({ ...usd, [c]: v })} />,
+        ])}
+      </div>
       <div class="row">
-        {POLICY_TEXT.map(([k, label]) => (
+        {VALIDITY.map(([k, label]) => (
           <label>
             {label}
             <input class="num" data-testid={`edit-${k}`} placeholder="none" value={f[k]} onInput={set(k)} />
@@ -268,6 +312,11 @@ function Editor({ sponsor: s, onSave }: { sponsor: Sponsor; onSave: (patch: Reco
           </label>
         )}
       </div>
+      {bad && (
+        <p class="error" data-testid="editor-error">
+          {bad}
+        </p>
+      )}
       <button data-testid="save-sponsor">Save</button>
     </form>
   );

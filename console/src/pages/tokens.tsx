@@ -1,68 +1,191 @@
 import { useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { api, short } from '../api.ts';
 import { useAction } from '../hooks.ts';
+import { Picture, Placeholder, type PictureWire } from '../picture.tsx';
 
-type Asset = { url: string; metadataField: string; mimeType: string; width?: number; height?: number; filesize?: number };
+interface Attribute {
+  trait_type?: string;
+  value?: unknown;
+  display_type?: string;
+}
 
-const WIDTHS = [64, 256, 512, 1024];
+interface Token {
+  tokenId?: string;
+  name?: string;
+  description?: string;
+  image?: string;
+  image_data?: string;
+  animation_url?: string;
+  external_url?: string;
+  attributes?: Attribute[] | null;
+}
 
-/** The cached media of a token (its `assets`): a thumbnail and every rendition, served by this origin. */
-function TokenMedia({ token }: { token: unknown }) {
-  const assets = ((token as { assets?: Asset[] })?.assets ?? []).filter((x) => typeof x?.url === 'string');
-  if (!assets.length) return null;
-  // Same-origin paths: the page's CSP allows images from 'self' only.
-  const path = (url: string) => new URL(url, location.href).pathname;
+interface Explanation {
+  status: string;
+  tokenUri: string | null;
+  failureReason: string | null;
+  trace: unknown;
+  raw: unknown;
+}
+
+/** Where a source came from, in a line: a URL shortened, an inline document by its type and size (never its base64). */
+function sourceLine(uri: string | null | undefined): string {
+  if (!uri) return '—';
+  const data = /^data:([^;,]+)?(;base64)?,/.exec(uri);
+  if (data) {
+    const bytes = data[2] ? Math.floor(((uri.length - data[0].length) * 3) / 4) : uri.length - data[0].length;
+    return `on-chain ${data[1] ?? 'data'} (${bytes.toLocaleString('en-US')} bytes)`;
+  }
+  return uri.length > 80 ? `${uri.slice(0, 60)}…${uri.slice(-16)}` : uri;
+}
+
+const valueText = (v: unknown) => (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+
+/** The picture of the token: the first field the media pipeline could show, a placeholder while it works. */
+function TokenPicture({ pictures, pending }: { pictures: PictureWire[] | null; pending: boolean }) {
+  if (pending || !pictures) return <Placeholder size={256} text="thumbnail being made…" testid="media-image-pending" />;
+  const shown = pictures.find((p) => p.ready && p.thumbnail);
+  if (!shown) {
+    const why = pictures.find((p) => !p.ready);
+    return <Placeholder size={256} text={why ? `no picture: ${why.failureReason}` : 'this token has no picture'} testid="media-image-none" />;
+  }
+  return <Picture src={shown.thumbnail} size={256} alt={shown.field} testid="media-image" href={shown.large ?? shown.original} />;
+}
+
+/** What was stored of each media field, with its renditions and original. */
+function MediaFacts({ pictures }: { pictures: PictureWire[] }) {
   return (
-    <div data-testid="lookup-media">
-      <h3>Media</h3>
-      {assets.map((x) => {
-        const p = path(x.url);
-        const image = x.mimeType.startsWith('image/');
-        const base = p.replace(/\/[^/]+$/, '');
-        return (
-          <div class="row" key={x.metadataField}>
-            {image && <img data-testid={`media-${x.metadataField}`} src={`${base}/256.webp`} alt={x.metadataField} width={128} />}
-            <dl class="facts">
-              <dt>Field</dt>
-              <dd>{x.metadataField}</dd>
-              <dt>Type</dt>
-              <dd>
-                {x.mimeType}
-                {x.width ? ` · ${x.width}×${x.height}` : ''}
-                {x.filesize ? ` · ${x.filesize} bytes` : ''}
-              </dd>
-              <dt>Renditions</dt>
-              <dd>
-                {image
-                  ? WIDTHS.map((w) => (
-                      <a key={w} href={`${base}/${w}.webp`} target="_blank" rel="noopener">
-                        {w}{' '}
-                      </a>
-                    ))
-                  : null}
-                {x.mimeType !== 'image/webp' || !p.endsWith('.webp') ? (
-                  <a href={p} target="_blank" rel="noopener">
+    <dl class="facts" data-testid="lookup-media">
+      {pictures.map((p) => [
+        <dt>{p.field}</dt>,
+        <dd>
+          {p.ready ? (
+            <>
+              {p.mimeType}
+              {p.width ? ` · ${p.width}×${p.height}` : ''}
+              {p.large && (
+                <>
+                  {' · '}
+                  <a href={p.large} target="_blank" rel="noopener">
+                    1024 px
+                  </a>
+                </>
+              )}
+              {p.original && (
+                <>
+                  {' · '}
+                  <a href={p.original} target="_blank" rel="noopener">
                     original
                   </a>
-                ) : null}
-              </dd>
-            </dl>
-          </div>
-        );
-      })}
+                </>
+              )}
+            </>
+          ) : (
+            <span class="error">
+              {p.failureReason}
+              {p.failureMessage ? `: ${p.failureMessage}` : ''}
+            </span>
+          )}
+        </dd>,
+      ])}
+    </dl>
+  );
+}
+
+/** A token as a token: picture, name, description, attributes; the trace and the raw document folded below. */
+function TokenCard({ token, explanation, pictures, pending }: { token: Token; explanation: Explanation; pictures: PictureWire[] | null; pending: boolean }) {
+  const attributes = Array.isArray(token.attributes) ? token.attributes : [];
+  return (
+    <div class="stack">
+      <div class="token-card card" data-testid="token-card">
+        <TokenPicture pictures={pictures} pending={pending} />
+        <div class="stack">
+          <h3 data-testid="token-name">{token.name || <em>no name</em>}</h3>
+          {token.description && <p data-testid="token-description">{token.description}</p>}
+          {attributes.length > 0 && (
+            <ul class="chips" data-testid="token-attributes">
+              {attributes.map((x) => (
+                <li class="chip">
+                  <span class="trait">{x.trait_type ?? 'property'}</span> {valueText(x.value)}
+                </li>
+              ))}
+            </ul>
+          )}
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd>{explanation.status}</dd>
+            <dt>Token URI</dt>
+            <dd title={explanation.tokenUri?.startsWith('data:') ? undefined : (explanation.tokenUri ?? undefined)}>
+              <code>{sourceLine(explanation.tokenUri)}</code>
+            </dd>
+            <dt>Image</dt>
+            <dd>
+              <code>{sourceLine(token.image ?? (token.image_data ? 'data:image/svg+xml,' + token.image_data : null))}</code>
+            </dd>
+            {token.external_url && (
+              <>
+                <dt>Link</dt>
+                <dd>
+                  <a href={token.external_url} target="_blank" rel="noopener noreferrer">
+                    {short(token.external_url, 40)}
+                  </a>
+                </dd>
+              </>
+            )}
+            {explanation.failureReason && (
+              <>
+                <dt>Failure</dt>
+                <dd class="error">{explanation.failureReason}</dd>
+              </>
+            )}
+          </dl>
+        </div>
+      </div>
+      {pictures && pictures.length > 0 && (
+        <details>
+          <summary>Media</summary>
+          <MediaFacts pictures={pictures} />
+        </details>
+      )}
+      <details>
+        <summary>Resolution trace</summary>
+        <pre data-testid="lookup-trace">{JSON.stringify(explanation.trace, null, 2)}</pre>
+      </details>
+      <details>
+        <summary>Raw JSON</summary>
+        <pre data-testid="lookup-metadata">{JSON.stringify(token, null, 2)}</pre>
+      </details>
     </div>
   );
 }
 
-/** A token's metadata and the resolution trace: where the document came from and every URL tried. */
+/** A token's metadata, its picture and how it was found. */
 export function TokenLookup() {
   const [f, setF] = useState({ chainID: '', contractAddress: '', tokenID: '' });
   const set = (k: keyof typeof f) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
-  const [out, setOut] = useState<{ token: unknown; explanation: { status: string; tokenUri: string | null; failureReason: string | null; trace: unknown; raw: unknown } } | null>(null);
+  const [out, setOut] = useState<{ token: Token; explanation: Explanation } | null>(null);
+  const [pictures, setPictures] = useState<PictureWire[] | null>(null);
+  const [pending, setPending] = useState(false);
+  const [pictureError, setPictureError] = useState<string | null>(null);
   const a = useAction();
   const look = async (e: Event) => {
     e.preventDefault();
-    setOut((await a.run(() => api('GetTokenTrace', { chainID: f.chainID.trim(), contractAddress: f.contractAddress.trim(), tokenID: f.tokenID.trim() }))) ?? null);
+    const args = { chainID: f.chainID.trim(), contractAddress: f.contractAddress.trim(), tokenID: f.tokenID.trim() };
+    setPictures(null);
+    setPictureError(null);
+    const found = await a.run(() => api<{ token: Token; explanation: Explanation }>('GetTokenTrace', args));
+    setOut(found ?? null);
+    if (!found) return;
+    // The document shows at once; its picture follows when the media pipeline has it.
+    setPending(true);
+    try {
+      setPictures((await api<{ pictures: PictureWire[] }>('TokenPictures', args)).pictures);
+    } catch (err) {
+      setPictureError((err as Error).message);
+      setPictures([]);
+    } finally {
+      setPending(false);
+    }
   };
   return (
     <section>
@@ -76,25 +199,8 @@ export function TokenLookup() {
         </button>
       </form>
       {a.error && <p class="error">{a.error}</p>}
-      {out && (
-        <div class="stack">
-          <dl class="facts">
-            <dt>Status</dt>
-            <dd>{out.explanation.status}</dd>
-            <dt>Token URI</dt>
-            <dd>
-              <code>{out.explanation.tokenUri ?? '—'}</code>
-            </dd>
-            <dt>Failure</dt>
-            <dd>{out.explanation.failureReason ?? '—'}</dd>
-          </dl>
-          <TokenMedia token={out.token} />
-          <h3>Metadata</h3>
-          <pre data-testid="lookup-metadata">{JSON.stringify(out.token, null, 2)}</pre>
-          <h3>Resolution trace</h3>
-          <pre data-testid="lookup-trace">{JSON.stringify(out.explanation.trace, null, 2)}</pre>
-        </div>
-      )}
+      {pictureError && <p class="error">{pictureError}</p>}
+      {out && <TokenCard token={out.token} explanation={out.explanation} pictures={pictures} pending={pending} />}
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, short, when } from '../api.ts';
+import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
 
 interface Webhook {
@@ -108,7 +109,8 @@ export function Webhooks({ projectId }: { projectId: number }) {
                 <button onClick={() => test(w)} disabled={!w.enabled}>
                   Send test
                 </button>{' '}
-                <button onClick={() => setOpen(open === w.id ? null : w.id)}>Deliveries</button> <button onClick={() => remove(w)}>Delete</button>
+                <button onClick={() => setOpen(open === w.id ? null : w.id)}>Deliveries</button>{' '}
+                <ConfirmButton testid={`webhook-delete-${w.id}`} label="Delete" question="Delete this webhook? It stops receiving events." confirmLabel="Delete webhook" onConfirm={() => remove(w)} />
               </td>
             </tr>
           ))}

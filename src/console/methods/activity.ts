@@ -6,22 +6,56 @@ import { MetaTxId, RelayerPage as Page, metaTxnLog, paging } from '../../http/se
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { receiptWire } from '../../relayer/receipts.ts';
 import { metadataErrorMap } from '../../http/errors.ts';
-import { ProjectId, chainIdArg, chainName } from '../args.ts';
+import { Id, PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
+import type { ActivityCursor } from '../queries.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
 const nonceOf = (space: string | null, nonce: string | null) => (space == null || nonce == null ? undefined : ((BigInt(space) << 96n) | BigInt(nonce)).toString());
 
+const STATUSES = ['PENDING_PRECONDITION', 'QUEUED', 'SENT', 'SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED', 'DROPPED'] as const;
+
+/** The activity cursor "<queued µs>.<chain id>.<meta-transaction id>", as GetMetaTransactions answers it. */
+function activityCursor(c: string | undefined): ActivityCursor | null {
+  if (c === undefined) return null;
+  const m = /^(\d{1,17})\.(\d{1,15})\.([0-9a-f]{64})$/.exec(c);
+  if (!m) throw new RpcError(MetadataErrors.InvalidArgument, `cursor "${c}" is not one GetMetaTransactions answered`);
+  return { queuedUs: m[1], chainId: Number(m[2]), id: m[3] };
+}
+
 /** What happened: meta-transactions, refresh tasks, and how a token's metadata was found. */
 export function activityMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
   return {
+    /**
+     * A project's meta-transactions newest first, filtered (network, status, wallet, access key, queued
+     * in [from, to)), a page at a time: `cursor` is the `nextCursor` of the page before (`page`, offset
+     * pages, is the older form). `total` counts what the filter keeps, `counts` per status.
+     */
     GetMetaTransactions: method({
-      input: z.object({ projectId: ProjectId, chainID: ChainArg.optional(), page: Page }),
+      input: z.object({
+        projectId: ProjectId,
+        chainID: ChainArg.optional(),
+        page: Page,
+        ...PageArgs,
+        status: z.enum(STATUSES).optional(),
+        wallet: AddressArg.optional(),
+        keyId: Id.optional(),
+        from: When.optional(),
+        to: When.optional(),
+      }),
       handler: async (a) => {
-        const p = paging(a.page, 20);
-        const { page, rows } = p.cut(await q.metaTxns(a.projectId, a.chainID ? chainIdArg(s, a.chainID) : null, p.offset, p.limit));
+        const p = paging(a.page ?? (a.pageSize ? { pageSize: a.pageSize } : undefined), 20);
+        const size = a.pageSize ?? a.page?.pageSize ?? 20;
+        const filter = { chainId: a.chainID ? chainIdArg(s, a.chainID) : undefined, status: a.status, wallet: a.wallet, keyId: a.keyId, from: a.from, to: a.to };
+        const after = activityCursor(a.cursor);
+        const [read, counts] = await Promise.all([q.metaTxns(a.projectId, filter, after, size + 1, after ? 0 : p.offset), q.metaTxnCounts(a.projectId, filter)]);
+        const { page, rows } = p.cut(read);
+        const next = cutPage(read, size, (r) => `${r.queued_us}.${r.chain_id}.${r.id}`).nextCursor;
         return {
           page,
-          transactions: rows.map((r) => ({ ...metaTxnLog(r, nonceOf(r.nonce_space, r.nonce)), network: chainName(s, r.chain_id) })),
+          nextCursor: next,
+          total: a.status ? (counts[a.status] ?? 0) : Object.values(counts).reduce((x, y) => x + y, 0),
+          counts,
+          transactions: rows.map((r) => ({ ...metaTxnLog(r, nonceOf(r.nonce_space, r.nonce)), network: chainName(s, r.chain_id), keyId: r.key_id ?? null })),
         };
       },
     }),
@@ -56,11 +90,18 @@ export function activityMethods({ s, q }: ConsoleDeps): Record<string, MethodDef
         };
       },
     }),
+    /** Refresh tasks newest first, of a project and a status, a page at a time (`cursor`: the `nextCursor` before), with counts per status. */
     ListTasks: method({
-      input: z.object({ projectId: ProjectId.optional(), limit: z.number().int().min(1).max(200).optional() }),
+      input: z.object({ projectId: ProjectId.optional(), limit: z.number().int().min(1).max(200).optional(), ...PageArgs, status: z.enum(['QUEUED', 'PAUSED', 'FAILED', 'DONE']).optional() }),
       handler: async (a) => {
-        const tasks = await s.tasks.list(a.projectId ?? null, a.limit ?? 50);
+        const size = a.pageSize ?? a.limit ?? 50;
+        const filter = { projectId: a.projectId ?? null, status: a.status };
+        const [read, counts] = await Promise.all([s.tasks.page(filter, idCursor(a.cursor), size + 1), s.tasks.counts(filter)]);
+        const { rows: tasks, nextCursor } = cutPage(read, size, (t) => String(t.id));
         return {
+          nextCursor,
+          total: a.status ? (counts[a.status] ?? 0) : Object.values(counts).reduce((x, y) => x + y, 0),
+          counts,
           tasks: await Promise.all(
             tasks.map(async (t) => ({
               id: t.id,

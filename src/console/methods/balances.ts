@@ -3,7 +3,7 @@ import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { ChainArg } from '../../http/services/args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { AdjustmentConflict, NativeAmount, TankRefused, adjustmentWire, fromWei, gasTankWire, ledgerWire, usdOf } from '../../relayer/balances/index.ts';
-import { ProjectId, chainIdArg, chainName } from '../args.ts';
+import { PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
 /**
@@ -56,14 +56,35 @@ export function balanceMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
         }
       },
     }),
+    /**
+     * The ledger newest first, a page at a time (`cursor`: the `nextCursor` of the page before), of a
+     * kind and a window of time, with how many entries the filter keeps. `page` (offset pages) is the
+     * older form, still answered.
+     */
     ListProjectLedger: method({
-      input: z.object({ projectId: ProjectId, chainID: ChainArg, page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(200).optional() }),
+      input: z.object({
+        projectId: ProjectId,
+        chainID: ChainArg,
+        page: z.number().int().min(0).optional(),
+        ...PageArgs,
+        kind: z.enum(['adjustment', 'debit', 'reversal']).optional(),
+        from: When.optional(),
+        to: When.optional(),
+      }),
       handler: async (a) => {
         await requireProject(a.projectId);
         const chainId = relayedChain(a.chainID);
         const size = a.pageSize ?? 50;
-        const rows = await b.tanks.entries(a.projectId, chainId, (a.page ?? 0) * size, size + 1);
-        return { entries: rows.slice(0, size).map(ledgerWire), more: rows.length > size };
+        const filter = { kind: a.kind, from: a.from, to: a.to };
+        let before = idCursor(a.cursor);
+        // The offset form: the id just above the page's first row is its cursor.
+        if (before === undefined && a.page) {
+          const skipped = await b.tanks.ledgerPage(a.projectId, chainId, { ...filter, limit: a.page * size });
+          before = skipped.length < a.page * size ? 0 : skipped[skipped.length - 1].id;
+        }
+        const [rows, total] = await Promise.all([b.tanks.ledgerPage(a.projectId, chainId, { ...filter, before, limit: size + 1 }), b.tanks.ledgerCount(a.projectId, chainId, filter)]);
+        const page = cutPage(rows, size, (e) => String(e.id));
+        return { entries: page.rows.map((e) => ({ ...ledgerWire(e), paidWei: e.paidWei.toString() })), more: page.nextCursor !== null, nextCursor: page.nextCursor, total };
       },
     }),
     ProjectSpendByDay: method({

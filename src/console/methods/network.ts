@@ -33,7 +33,18 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
     /** The configured networks, for the page's pickers. */
     ListNetworks: method({
       input: NoArgs,
-      handler: async () => ({ networks: s.networks.list().map((c) => ({ chainId: c.chainId, name: c.name, relayer: s.relayers.has(c.chainId) })) }),
+      // The native symbol and the native/USD rate now let the page show amounts in native units and dollars (the exact wei on hover).
+      handler: async () => ({
+        networks: await Promise.all(
+          s.networks.list().map(async (c) => ({
+            chainId: c.chainId,
+            name: c.name,
+            relayer: s.relayers.has(c.chainId),
+            symbol: s.chains.get(c.chainId)?.public.chain?.nativeCurrency.symbol ?? 'ETH',
+            usdRate: s.relayers.has(c.chainId) ? await s.balances.usdRate(c.chainId).catch(() => null) : null,
+          })),
+        ),
+      }),
     }),
     FeeTokens: method({
       input: NoArgs,

@@ -4,7 +4,7 @@ import { NoArgs } from '../../http/services/common.ts';
 import { ChainArg } from '../../http/services/args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import type { AccessKeyInfo } from '../../store/access-keys.ts';
-import { Id, ProjectId, chainIdArg } from '../args.ts';
+import { Id, PageArgs, ProjectId, chainIdArg, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 import { NameTaken } from '../queries.ts';
 
@@ -58,11 +58,16 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
         }),
     }),
 
+    /** A project's keys newest first, live or revoked, whose label or prefix contains `search`, a page at a time, with counts. */
     ListAccessKeys: method({
-      input: z.object({ projectId: ProjectId }),
+      input: z.object({ projectId: ProjectId, ...PageArgs, state: z.enum(['live', 'revoked']).optional(), search: z.string().trim().max(100).optional() }),
       handler: async (a) => {
         await project(a.projectId);
-        return { accessKeys: (await s.accessKeys.list(a.projectId)).map(keyWire) };
+        const size = a.pageSize ?? 50;
+        const filter = { state: a.state, search: a.search || undefined };
+        const [read, counts] = await Promise.all([s.accessKeys.page(a.projectId, filter, idCursor(a.cursor), size + 1), s.accessKeys.counts(a.projectId, filter)]);
+        const { rows, nextCursor } = cutPage(read, size, (k) => String(k.id));
+        return { accessKeys: rows.map(keyWire), nextCursor, total: a.state ? counts[a.state] : counts.live + counts.revoked, counts };
       },
     }),
     CreateAccessKey: method({

@@ -73,8 +73,25 @@ const ANALYZE_AFTER_ITEMS = 1_000;
 /** Called with the tasks that just reached a final state (DONE or FAILED), once each, on the transaction that ended them. */
 export type TaskFinishedHook = (q: Queryable, tasks: TaskRow[]) => Promise<void>;
 
+/** What a task list keeps: a project's tasks (null: all), of a status. */
+export interface TaskFilter {
+  projectId?: number | null;
+  status?: string;
+}
+const TASK_FILTER = '($1::bigint IS NULL OR project_id = $1) AND ($2::text IS NULL OR status = $2)';
+
 export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transaction?: <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T> }, opts: { onFinished?: TaskFinishedHook } = {}) {
   const parseTask = (r: unknown) => TaskRowSchema.parse(r);
+  /** Tasks newest first, before a task id (the cursor), of a project and a status. */
+  const page = async (f: TaskFilter, before: number | undefined, limit: number): Promise<TaskRow[]> => {
+    const res = await db.query(`SELECT * FROM tasks WHERE ${TASK_FILTER} AND ($3::bigint IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`, [
+      f.projectId ?? null,
+      f.status ?? null,
+      before ?? null,
+      limit,
+    ]);
+    return res.rows.map(parseTask);
+  };
   const inTx = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> => (db.transaction ? db.transaction(fn) : fn(db));
   /**
    * Marks final tasks among `ids` announced and passes them to the hook. The flag flips under the row
@@ -186,9 +203,14 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
       return res.rows.map((r) => ItemSchema.parse(r));
     },
 
-    async list(projectId: number | null, limit = 50): Promise<TaskRow[]> {
-      const res = await db.query('SELECT * FROM tasks WHERE ($1::bigint IS NULL OR project_id = $1) ORDER BY id DESC LIMIT $2', [projectId, limit]);
-      return res.rows.map(parseTask);
+    list: (projectId: number | null, limit = 50): Promise<TaskRow[]> => page({ projectId }, undefined, limit),
+
+    page,
+
+    /** How many tasks the filter keeps, per status (the status filter aside). */
+    async counts(f: TaskFilter): Promise<Record<string, number>> {
+      const res = await db.query<{ status: string; n: string }>(`SELECT status, count(*)::text AS n FROM tasks WHERE ${TASK_FILTER} GROUP BY status`, [f.projectId ?? null, null]);
+      return Object.fromEntries(res.rows.map((r) => [r.status, Number(r.n)]));
     },
 
     /** Items of a project still waiting, across its tasks: the per-project limit counts these. */

@@ -8,7 +8,7 @@ import { tankRepo } from './tanks.ts';
 import { UsdRate } from './usd.ts';
 
 export { AmountError, MarkupFactor, NativeAmount, fromWei, parseFactor, toWei, usdOf } from './amounts.ts';
-export { AdjustmentConflict, TankRefused, type LedgerEntry, type Tank, type TankRepo } from './tanks.ts';
+export { AdjustmentConflict, TankRefused, type LedgerEntry, type LedgerFilter, type Tank, type TankRepo } from './tanks.ts';
 export { holdAmount, type BalanceHolds } from './holds.ts';
 export { adjustmentWire, gasTankWire, ledgerWire } from './wire.ts';
 

@@ -88,6 +88,16 @@ const TANK_COLUMNS = 'id, chain_id, project_id, name, unlimited, fee_markup_fact
 const ENTRY_COLUMNS = `id, chain_id, project_id, tank_id, kind, amount_wei::text AS amount_wei, balance_wei::text AS balance_wei, nonce, identifier, meta_txn_id,
   txn_hash, gas_used, gas_price::text AS gas_price, cost_wei::text AS cost_wei, reverses, usd_rate, created_at`;
 
+/** The ledger page's filters: a kind, and a window of time [from, to). */
+export interface LedgerFilter {
+  kind?: LedgerEntry['kind'];
+  from?: Date;
+  to?: Date;
+}
+/** The filter's SQL, its three parameters numbered from $n (kind, from, to). */
+const ledgerFilter = (n: number) =>
+  `($${n}::text IS NULL OR kind = $${n}) AND ($${n + 1}::timestamptz IS NULL OR created_at >= $${n + 1}) AND ($${n + 2}::timestamptz IS NULL OR created_at < $${n + 2})`;
+
 /** Locks and reads a tank; every balance change starts here. */
 export async function lockTank(q: Queryable, id: number): Promise<Tank | undefined> {
   const r = await q.query<Row>(prepared(`SELECT ${TANK_COLUMNS} FROM gas_tanks WHERE id = $1 FOR UPDATE`), [id]);
@@ -278,10 +288,34 @@ export function tankRepo(db: Db) {
       return r.rows.map(entryOf);
     },
 
-    /** A project's ledger on a network, newest first: adjustments, debits and reversals. */
-    async entries(projectId: number, chainId: number, offset: number, limit: number): Promise<LedgerEntry[]> {
-      const r = await db.query<Row>(`SELECT ${ENTRY_COLUMNS} FROM gas_tank_ledger WHERE project_id = $1 AND chain_id = $2 ORDER BY id DESC OFFSET $3 LIMIT $4`, [projectId, chainId, offset, limit]);
-      return r.rows.map(entryOf);
+    /**
+     * A project's ledger on a network, newest first, a page at a time: entries before the cursor (an
+     * entry id), of a kind, written in [from, to). Each entry carries `paidWei`: what the operator had
+     * paid so far for the project's meta-transactions sponsored without a tank (its running total), so an
+     * entry without a balance still says where it left things.
+     */
+    async ledgerPage(projectId: number, chainId: number, f: LedgerFilter & { before?: number; limit: number }): Promise<Array<LedgerEntry & { paidWei: bigint }>> {
+      const r = await db.query<Row>(
+        `SELECT * FROM (
+           SELECT ${ENTRY_COLUMNS}, (-SUM(CASE WHEN tank_id IS NULL THEN amount_wei ELSE 0 END) OVER (ORDER BY id))::text AS paid_wei
+             FROM gas_tank_ledger WHERE project_id = $1 AND chain_id = $2) l
+          WHERE ($3::bigint IS NULL OR id < $3) AND ${ledgerFilter(4)}
+          ORDER BY id DESC LIMIT $7`,
+        [projectId, chainId, f.before ?? null, f.kind ?? null, f.from ?? null, f.to ?? null, f.limit],
+      );
+      return r.rows.map((x) => ({ ...entryOf(x), paidWei: BigInt(String(x.paid_wei)) }));
+    },
+
+    /** How many ledger entries the filter keeps (every page of it). */
+    async ledgerCount(projectId: number, chainId: number, f: LedgerFilter): Promise<number> {
+      const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM gas_tank_ledger WHERE project_id = $1 AND chain_id = $2 AND ${ledgerFilter(3)}`, [
+        projectId,
+        chainId,
+        f.kind ?? null,
+        f.from ?? null,
+        f.to ?? null,
+      ]);
+      return Number(r.rows[0].n);
     },
 
     /** What a project's sponsored meta-transactions cost it in [from, to): debits less reversals, and the gas cost before markup. */

@@ -1,0 +1,52 @@
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { useApi } from './hooks.ts';
+
+/*
+ * Long lists a page at a time. The admin API answers `nextCursor` (null on the last page) and `total`
+ * (what the filter keeps); the page keeps the cursors of the pages it came through, so "Newer" goes
+ * back without the API having to page backwards.
+ */
+
+export interface Paged {
+  nextCursor: string | null;
+  total: number;
+}
+
+/** A cursor-paged list: its data for the current page, and the pager's state. A filter change starts again at the first page. */
+export function usePaged<T extends Paged>(method: string, args: Record<string, unknown>, pageSize: number) {
+  const key = JSON.stringify(args);
+  // The cursors belong to one filter: with another, the list starts at its first page.
+  const [state, setState] = useState<{ key: string; cursors: string[] }>({ key, cursors: [] });
+  const cursors = state.key === key ? state.cursors : [];
+  const setCursors = (c: string[]) => setState({ key, cursors: c });
+  const cursor = cursors[cursors.length - 1];
+  const list = useApi<T>(method, { ...args, pageSize, ...(cursor ? { cursor } : {}) });
+  return {
+    ...list,
+    first: cursors.length * pageSize,
+    older: () => list.data?.nextCursor && setCursors([...cursors, list.data.nextCursor]),
+    newer: () => setCursors(cursors.slice(0, -1)),
+    atStart: cursors.length === 0,
+  };
+}
+
+/** "21–40 of 131", with Newer / Older. */
+export function Pager({ paged, shown, testid, noun }: { paged: ReturnType<typeof usePaged<Paged>>; shown: number; testid: string; noun: string }) {
+  const d = paged.data;
+  if (!d) return null;
+  return (
+    <div class="pager" data-testid={`${testid}-pager`}>
+      <span data-testid={`${testid}-count`}>{d.total === 0 ? `No ${noun}` : `${shown ? paged.first + 1 : 0}–${paged.first + shown} of ${d.total} ${noun}`}</span>
+      <button type="button" class="secondary" disabled={paged.atStart} onClick={paged.newer} data-testid={`${testid}-newer`}>
+        ‹ Newer
+      </button>
+      <button type="button" class="secondary" disabled={!d.nextCursor} onClick={paged.older} data-testid={`${testid}-older`}>
+        Older ›
+      </button>
+    </div>
+  );
+}
+
+/** A table that scrolls sideways inside its card on a narrow screen, never the page. */
+export const TableWrap = ({ children }: { children: ComponentChildren }) => <div class="table-wrap">{children}</div>;

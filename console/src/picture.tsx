@@ -1,0 +1,71 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api } from './api.ts';
+
+/*
+ * A token's or contract's picture from this origin. While the media pipeline fetches the source and
+ * renders the thumbnail, a placeholder says so; a source that cannot be shown says why.
+ */
+
+export interface PictureWire {
+  field: string;
+  ready: boolean;
+  failureReason: string | null;
+  failureMessage: string | null;
+  mimeType: string | null;
+  width: number | null;
+  height: number | null;
+  thumbnail: string | null;
+  large?: string | null;
+  original: string | null;
+}
+
+/** An image that shows a placeholder until it has loaded, and the failure if it does not. */
+export function Picture({ src, size, alt, testid, href }: { src: string | null | undefined; size: number; alt: string; testid: string; href?: string | null }) {
+  const [state, setState] = useState<'loading' | 'loaded' | 'failed'>('loading');
+  useEffect(() => setState('loading'), [src]);
+  if (!src) return <Placeholder size={size} text="thumbnail being made…" testid={`${testid}-pending`} />;
+  const img = <img data-testid={testid} src={src} alt={alt} width={size} height={size} class={`picture ${state}`} onLoad={() => setState('loaded')} onError={() => setState('failed')} />;
+  return (
+    <span class="picture-frame" style={{ width: `${size}px`, height: `${size}px` }}>
+      {state === 'loading' && <Placeholder size={size} text="thumbnail being made…" testid={`${testid}-pending`} />}
+      {state === 'failed' && <Placeholder size={size} text="the thumbnail could not be made" testid={`${testid}-failed`} />}
+      {href ? (
+        <a href={href} target="_blank" rel="noopener">
+          {img}
+        </a>
+      ) : (
+        img
+      )}
+    </span>
+  );
+}
+
+export function Placeholder({ size, text, testid }: { size: number; text: string; testid?: string }) {
+  return (
+    <span class="placeholder" data-testid={testid} style={{ width: `${size}px`, height: `${size}px` }} role="img" aria-label={text}>
+      {size >= 64 ? text : '…'}
+    </span>
+  );
+}
+
+/** A directory entry's logo: the cached one, or put through the media pipeline now (placeholder meanwhile). */
+export function Logo({ chainId, address, cached, source }: { chainId: number; address: string; cached?: string; source: string }) {
+  const [logo, setLogo] = useState<PictureWire | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    if (cached || !source) return;
+    api<{ logo: PictureWire }>('ContractLogo', { chainID: String(chainId), contractAddress: address }).then(
+      (r) => setLogo(r.logo),
+      (e) => setError((e as Error).message),
+    );
+  }, [chainId, address, cached, source]);
+  if (!cached && !source) return null;
+  const path = cached ? new URL(cached, location.href).pathname.replace(/\/[^/]+$/, '/64.webp') : logo?.thumbnail?.replace(/\/256\.webp$/, '/64.webp');
+  if (error || (logo && !logo.ready))
+    return (
+      <span class="hint" title={error ?? logo?.failureMessage ?? ''}>
+        {logo?.failureReason ?? 'no logo'}
+      </span>
+    );
+  return <Picture src={path} size={24} alt="" testid={`logo-${address}`} />;
+}
