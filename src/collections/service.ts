@@ -221,6 +221,11 @@ export class CollectionsService {
     await this.d.store.unlink(link.id);
   }
 
+  /** Forgets every contract link on a chain (what `metarelay dev` does for its previous anvil). */
+  forgetChain(chainId: number): Promise<void> {
+    return this.d.store.forgetChain(chainId);
+  }
+
   // Serving (public: no actor, only what is published)
 
   /** A published token's ERC-721/1155 metadata JSON, or undefined (no such collection, token, or not published). */

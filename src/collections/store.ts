@@ -254,6 +254,11 @@ export function collectionStore(db: Db) {
       await db.query('UPDATE contract_collections SET collection_id = $2 WHERE id = $1', [id, collectionId]);
     },
 
+    /** Every link on a chain goes (a new dev chain reuses the chain id and the deploy addresses). */
+    async forgetChain(chainId: number): Promise<void> {
+      await db.query('DELETE FROM contract_collections WHERE chain_id = $1', [chainId]);
+    },
+
     async unlink(id: number): Promise<void> {
       await db.query('DELETE FROM contract_collections WHERE id = $1', [id]);
     },
