@@ -25,7 +25,8 @@ import { postingsStore } from './metadata/search/postings-store.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
-import { MediaOrphanSweep, createMediaService, mediaMetrics, type MediaService } from './media/index.ts';
+import { MediaOrphanSweep, createMediaService, createMediaUploads, mediaMetrics, type MediaService } from './media/index.ts';
+import { CollectionsService, collectionStore, localFirstFetcher, type ContractLink } from './collections/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/chain-relayer.ts';
@@ -73,6 +74,8 @@ export interface Services {
   tokens: TokenMetadataService;
   /** The media pipeline (cached originals, renditions, `assets`); undefined when media.enabled is false. */
   media?: MediaService;
+  /** Collections: a project's token metadata and media hosted here (needs the media pipeline). */
+  collections?: CollectionsService;
   tokenStore: TokenStore;
   contracts: ContractInfoService;
   contractStore: ContractStore;
@@ -147,7 +150,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const accessKeys = accessKeyRepo(db);
   const auth = new Authenticator(accessKeys, log, { cacheMs: config.auth.keyCacheMs });
   const m = config.metadata;
-  const fetcher = createFetcher({
+  const remoteFetcher = createFetcher({
     allowPrivateNetworks: config.allowPrivateNetworks,
     allowedPrivateHosts: m.allowedPrivateHosts,
     maxBytes: m.maxBytes,
@@ -158,7 +161,20 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ipfsGateways: config.ipfsGateways,
     arweaveGateway: config.arweaveGateway,
   });
-  const media = config.media.enabled ? createMediaService(config, { db, fetcher, log, metrics: mediaMetrics(metrics.registry) }) : undefined;
+  const media = config.media.enabled ? createMediaService(config, { db, fetcher: remoteFetcher, log, metrics: mediaMetrics(metrics.registry) }) : undefined;
+  // A collection edit refreshes the linked contracts' cached metadata (bound below, once the refresh service exists).
+  let collectionChanged = async (_links: ContractLink[], _projectId: number, _ids: string[] | null): Promise<void> => undefined;
+  const collections =
+    media &&
+    new CollectionsService({
+      store: collectionStore(db),
+      uploads: createMediaUploads(config, db, media),
+      blobUrl: (b) => media.blobUrl(b),
+      publicUrl: () => media.publicUrl,
+      onChanged: (links, projectId, ids) => collectionChanged(links, projectId, ids),
+    });
+  // Token and contract URIs pointing at this service's own collections are answered from the database.
+  const fetcher = collections ? localFirstFetcher(remoteFetcher, collections, () => media.publicUrl) : remoteFetcher;
   const mediaSweep = media && config.media.orphanSweepSec > 0 ? new MediaOrphanSweep(media, { intervalSec: config.media.orphanSweepSec, graceSec: config.media.orphanGraceSec }, log) : undefined;
   const mediaHooks: TokenMediaHooks | undefined = media && {
     onResolved: (chainId, contract, list, via) => {
@@ -192,6 +208,20 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const tasks = taskStore(db, { onFinished: taskFinishedEvents(bell) });
   const refresh = new RefreshService({ tasks, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
+  collectionChanged = async (links, projectId, ids) => {
+    for (const l of links) {
+      const chain = chains.get(l.chainId);
+      if (!chain) continue;
+      const contract = l.contractAddress as `0x${string}`;
+      try {
+        if (ids) await refresh.enqueueTokens(projectId, chain, contract, ids, { source: 'collections' });
+        else await Promise.all([refresh.enqueueAllTokens(projectId, chain, contract, { source: 'collections' }), refresh.enqueueContracts(projectId, chain, [contract])]);
+      } catch (err) {
+        log.warn({ err, chainId: l.chainId, contract }, 'could not queue the refresh of a collection-linked contract');
+      }
+    }
+    if (links.length) worker.nudge();
+  };
   const directoryRepo = directoryStore(db);
   const directory = new TokenDirectory({
     store: directoryRepo,
@@ -326,6 +356,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     fetcher,
     tokens,
     media,
+    collections,
     contracts,
     contractStore: contractsRepo,
     tokenStore: tokensRepo,
@@ -390,7 +421,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       post.close();
       await auth.flush();
       await media?.close();
-      fetcher.close();
+      remoteFetcher.close();
       if (engineDb !== db) await engineDb.close();
       if (!opts.db) await db.close();
     },

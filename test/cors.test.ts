@@ -36,7 +36,7 @@ describe(`CORS (${TEST_DB})`, () => {
     const ok = await t.app.inject({ method: 'OPTIONS', url: '/tokens/1/0xabc/1', headers: { origin: 'https://a.example', 'access-control-request-method': 'GET' } });
     expect(ok.statusCode).toBe(204);
     expect(ok.headers['access-control-allow-origin']).toBe('https://a.example');
-    expect(ok.headers['access-control-allow-methods']).toBe('GET, POST, OPTIONS');
+    expect(ok.headers['access-control-allow-methods']).toBe('GET, POST, PUT, OPTIONS');
     expect(ok.headers['access-control-max-age']).toBe('86400');
     expect(ok.body).toBe('');
     const noMethod = await t.app.inject({ method: 'OPTIONS', url: '/health', headers: { origin: 'https://a.example' } });

@@ -24,6 +24,8 @@ export interface DevServiceManifest {
   /** The project console, and an admin token to sign in to it with. */
   consoleUrl: string;
   adminToken: string;
+  /** The dev project's sample collection (docs/collections.md) and the ERC-721 whose base URI points at it. */
+  collection?: { id: number; contract: string; tokens: string[]; holder: string; tokenMetadataURI: string; contractMetadataURI: string };
 }
 import { relative } from 'node:path';
 
@@ -48,11 +50,13 @@ export function devBanner(o: { manifest: DevServiceManifest; manifestPath: strin
     `  Indexer     ${m.indexerUrl} (balances and transfer history; the samples are held by ${m.holder})`,
     `  Access key  ${m.accessKey} (project "${m.project}")`,
     `  Console     ${m.consoleUrl} (sign in with admin token ${m.adminToken})`,
+    ...(m.collection ? [`  Collection  ${m.collection.tokenMetadataURI} (hosted here; ERC-721 ${m.collection.contract} points at it)`] : []),
     `  Manifest    ${rel(o.manifestPath)}`,
     `  Health      ${m.baseUrl}/health  ${m.baseUrl}/ready  ${m.baseUrl}/metrics`,
     '',
     'Try:',
     `  curl -s ${m.baseUrl}/tokens/${m.chain.name}/${m.contracts.erc721}/1,2,3`,
+    ...(m.collection ? [`  curl -s ${m.baseUrl}/tokens/${m.chain.name}/${m.collection.contract}/${m.collection.tokens.join(',')}`] : []),
     `  ${post('GetTokenMetadata', JSON.stringify({ chainID: m.chain.name, contractAddress: m.contracts.erc1155, tokenIDs: m.tokens.erc1155 }), true)}`,
     `  curl -s -X POST ${m.relayerUrl}/rpc/Relayer/FeeTokens -H 'Content-Type: application/json' -d '{}'`,
     `  curl -s -X POST ${m.indexerUrl}/rpc/Indexer/GetTokenBalances -H 'Content-Type: application/json' -H 'X-Access-Key: ${m.accessKey}' -d '${JSON.stringify({ accountAddress: m.holder, includeMetadata: true })}'`,

@@ -19,6 +19,7 @@ import { devBanner, type DevServiceManifest } from './dev-banner.ts';
 export type { DevServiceManifest } from './dev-banner.ts';
 import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
+import { devCollection } from './dev-collection.ts';
 
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
 const ANVIL_KEYS = {
@@ -157,6 +158,7 @@ export async function runDev(argv: string[]) {
     await services.media?.forgetChain(chain.manifest.chain.chainId);
     await forgetRelayerChain(services.db, chain.manifest.chain.chainId);
     await forgetIndexedChain(services.db, chain.manifest.chain.chainId);
+    await services.collections?.forgetChain(chain.manifest.chain.chainId);
     const previous = previousManifest(manifestPath);
     const { key, project } = await devAccessKey(services, previous.accessKey);
     const adminToken = await devAdminToken(services.db, previous.adminToken);
@@ -169,6 +171,17 @@ export async function runDev(argv: string[]) {
     services.startDispatchers();
     const bound = (app.server.address() as AddressInfo).port;
     const baseUrl = `http://${config.host}:${bound}`;
+    // After listening: the collection's URLs name the address the service answers on.
+    const collection =
+      services.collections &&
+      (await devCollection({
+        collections: services.collections,
+        projectId: devProject.id,
+        rpcUrl: chain.manifest.chain.rpcUrl,
+        chainId: chain.manifest.chain.chainId,
+        artifacts: chain.artifacts,
+        holder: privateKeyToAccount(ANVIL_KEYS.signers[0]).address,
+      }));
 
     const manifest: DevServiceManifest = {
       baseUrl,
@@ -188,6 +201,7 @@ export async function runDev(argv: string[]) {
       testSigners: ANVIL_KEYS.signers.map((k) => ({ privateKey: k, address: privateKeyToAccount(k).address })),
       consoleUrl: `${baseUrl}/console/`,
       adminToken,
+      ...(collection ? { collection } : {}),
     };
     mkdirSync(dirname(manifestPath), { recursive: true });
     writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);

@@ -11,8 +11,12 @@ import { Tally } from '../telemetry/tally.ts';
 import { readAccessKey, readBearer } from './auth.ts';
 import { RpcError, type ErrorDef } from './errors.ts';
 
-/** `admin`: an operator token (Authorization: Bearer); a project access key never passes. */
-export type AuthMode = 'none' | 'optional' | 'required' | 'admin';
+/**
+ * `admin`: an operator token (Authorization: Bearer); a project access key never passes.
+ * `project`: a project's access key (X-Access-Key, or as the Bearer token, which is where Sequence's
+ * Collections client puts its credential), or an operator token acting for any project.
+ */
+export type AuthMode = 'none' | 'optional' | 'required' | 'admin' | 'project';
 
 /** The refusals of the access check, in the words of the service asking. */
 export interface AccessErrors {
@@ -45,6 +49,8 @@ export interface Caller {
   keyId: number | null;
   /** Whom the answer is for, in response-cache keys: `k<key id>`, `anon` (no key), `-` (a public route). */
   principal: string;
+  /** Admitted with an operator token (mode `admin` or `project`). */
+  admin?: boolean;
 }
 
 export interface AccessDeps {
@@ -70,6 +76,7 @@ const REUSED_LABELS = () => ({ result: 'response' });
 
 const PUBLIC: Caller = Object.freeze({ project: null, keyId: null, principal: '-' });
 const ANONYMOUS: Caller = Object.freeze({ project: null, keyId: null, principal: 'anon' });
+const OPERATOR: Caller = Object.freeze({ project: null, keyId: null, principal: 'admin', admin: true });
 
 // Per-request state, on symbols so nothing else on the request can collide with it.
 const CALLER = Symbol('metarelay.caller');
@@ -111,6 +118,7 @@ export class AccessPipeline {
    */
   admit(req: FastifyRequest, a: AccessRequest): Caller | Promise<Caller> {
     if (a.mode === 'admin') return this.admitAdmin(req, a.errors);
+    if (a.mode === 'project') return this.admitProject(req, a);
     if (a.mode === 'none') return PUBLIC;
     const key = readAccessKey(req, a.queryKey);
     const known = this.deps.auth.authenticateCached(key);
@@ -147,7 +155,7 @@ export class AccessPipeline {
    * nothing. The first half of `reuseNow`, and what `mayReuse` asks.
    */
   private callerNow(mode: AuthMode, key: string | undefined): { outcome?: AuthOutcome; principal: string } | undefined {
-    if (!this.deps.responses.enabled || mode === 'admin') return undefined;
+    if (!this.deps.responses.enabled || mode === 'admin' || mode === 'project') return undefined;
     if (mode === 'none') return { principal: PUBLIC.principal };
     const outcome = this.deps.auth.peek(key);
     if (!outcome || outcome.kind === 'invalid' || (outcome.kind === 'none' && mode === 'required')) return undefined;
@@ -187,6 +195,16 @@ export class AccessPipeline {
     responses.hit();
     this.countReused(hit.tokens);
     return hit;
+  }
+
+  private async admitProject(req: FastifyRequest, a: AccessRequest): Promise<Caller> {
+    const bearer = readBearer(req);
+    if (bearer && (await this.deps.admin.verify(bearer))) return OPERATOR;
+    const key = readAccessKey(req, false) ?? bearer;
+    if (!key) throw new RpcError(a.errors.unauthorized, 'a project access key (X-Access-Key, or Authorization: Bearer <key>) or an admin token is required');
+    const outcome = await this.deps.auth.authenticate(key);
+    if (outcome.kind !== 'ok') throw new RpcError(a.errors.unauthorized, bearer && !readAccessKey(req, false) ? 'invalid admin token or access key' : 'invalid access key');
+    return this.admitKey(outcome, { ...a, mode: 'required' });
   }
 
   private async admitAdmin(req: FastifyRequest, E: AccessErrors): Promise<Caller> {

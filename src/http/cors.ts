@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
  * into a new object, made a closure and joined the exposed headers on every request, and that hook
  * runs for every request the service answers.
  */
-const METHODS = 'GET, POST, OPTIONS';
+const METHODS = 'GET, POST, PUT, OPTIONS';
 const ALLOWED_HEADERS = 'Content-Type, Webrpc, X-Access-Key, Authorization';
 const EXPOSED_HEADERS = 'Webrpc, ETag, Retry-After';
 const MAX_AGE = '86400';

@@ -36,6 +36,8 @@ export type { AuthMode };
 export interface RpcContext {
   project: Project | null;
   keyId: number | null;
+  /** Admitted with an operator token. */
+  admin: boolean;
   params: Record<string, string>;
   request: FastifyRequest;
   reply: FastifyReply;
@@ -304,7 +306,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       try {
         const body = bodyOf(req);
         const caller = callerOf(req);
-        const ctx: RpcContext = { project: caller.project, keyId: caller.keyId, params: req.params as Record<string, string>, request: req, reply };
+        const ctx: RpcContext = { project: caller.project, keyId: caller.keyId, admin: caller.admin === true, params: req.params as Record<string, string>, request: req, reply };
         await service.prepare?.(ctx);
         const parsed = def.input.safeParse(body);
         if (!parsed.success) {

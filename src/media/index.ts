@@ -11,11 +11,14 @@ import { mediaStore } from './media-store.ts';
 import { s3BlobStore } from './s3-store.ts';
 import { MediaService, type BytesFetcher } from './service.ts';
 import type { MediaMetrics } from './metrics.ts';
+import { MediaUploads } from './uploads.ts';
+import { ownBlobsFirst } from './own-blobs.ts';
 
 export { MediaService, isImage, type AssetWire, type TokenMedia, type ContractMediaSource, type ContractMediaUrls } from './service.ts';
 export { MEDIA_FIELDS, CONTRACT_MEDIA_FIELDS, type MediaField, type ContractMediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
 export { mediaMetrics, type MediaMetrics } from './metrics.ts';
 export { MediaOrphanSweep } from './orphan-sweep.ts';
+export { MediaUploads, type Uploaded, type UploadRefusal } from './uploads.ts';
 export { parseRendition, snapWidth, formatFor, WIDTHS, type Rendition } from './renditions.ts';
 
 /** The default folder: `media` beside the PGlite folder (`.metarelay/media` for `.metarelay/db`). */
@@ -34,10 +37,11 @@ export function createBlobStore(config: AppConfig): BlobStore {
 
 export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: BytesFetcher; log: Logger; blobs?: BlobStore; metrics?: MediaMetrics }): MediaService {
   const m = config.media;
-  return new MediaService({
+  const blobs = deps.blobs ?? createBlobStore(config);
+  const service: MediaService = new MediaService({
     store: mediaStore(deps.db),
-    blobs: deps.blobs ?? createBlobStore(config),
-    fetcher: deps.fetcher,
+    blobs,
+    fetcher: ownBlobsFirst(deps.fetcher, blobs, () => service.publicUrl),
     log: deps.log,
     metrics: deps.metrics,
     options: {
@@ -51,5 +55,17 @@ export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: B
       maxFrames: m.maxFrames,
       publicUrl: m.publicUrl,
     },
+  });
+  return service;
+}
+
+/** Uploaded files (collection assets) on the same blob store and blob rows as the media service. */
+export function createMediaUploads(config: AppConfig, db: Db, media: MediaService): MediaUploads {
+  const m = config.media;
+  return new MediaUploads({
+    store: mediaStore(db),
+    blobs: media.blobs,
+    limits: { maxBytes: m.maxBytes, maxInputPixels: m.maxInputPixels, maxFrames: m.maxFrames },
+    release: (sha) => media.release(sha),
   });
 }

@@ -1,7 +1,7 @@
 // The media tables: which blob each token field points at, and what each blob is.
 
 import { z } from 'zod';
-import type { Db } from '../store/db.ts';
+import type { Db, Queryable } from '../store/db.ts';
 
 const ts = z.union([z.date(), z.string()]).transform((v) => new Date(v));
 
@@ -77,6 +77,10 @@ function toAsset(r: z.infer<typeof AssetRow>): MediaAsset {
 const SELECT_ASSET = `SELECT a.*, b.mime_type, b.filesize, b.width, b.height, b.frames
   FROM media_assets a LEFT JOIN media_blobs b ON b.sha256 = a.sha256`;
 
+/** A blob row `b` nothing points at: no token or contract field, no collection asset (collections/store.ts writes those). */
+const UNREFERENCED = `NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256)
+  AND NOT EXISTS (SELECT 1 FROM collection_assets c WHERE c.sha256 = b.sha256)`;
+
 export function mediaStore(db: Db) {
   return {
     async asset(k: AssetKey): Promise<MediaAsset | undefined> {
@@ -136,6 +140,24 @@ export function mediaStore(db: Db) {
       });
     },
 
+    /**
+     * An uploaded file (a collection's asset): the blob row created or locked as in `saveReady`, the
+     * bytes checked under that lock, then `link` points the uploader's row at the hash on the same
+     * transaction and returns the hash it pointed at before (released by the caller when different).
+     */
+    async saveUpload(b: BlobInfo, ensureBytes: () => Promise<void>, link: (tx: Queryable) => Promise<string | null>): Promise<string | null> {
+      return db.transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO media_blobs (sha256, mime_type, filesize, width, height, frames) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (sha256) DO UPDATE SET sha256 = excluded.sha256`,
+          [b.sha256, b.mimeType, b.filesize, b.width, b.height, b.frames],
+        );
+        await ensureBytes();
+        const old = await link(tx);
+        return old && old !== b.sha256 ? old : null;
+      });
+    },
+
     /** Records why the field has no media; the previous blob, if any, is released (returned). */
     async saveFailed(k: AssetKey, sourceUrl: string, reason: string, message: string, retryAfter: Date): Promise<string | null> {
       return db.transaction(async (tx) => {
@@ -182,7 +204,7 @@ export function mediaStore(db: Db) {
         // Lock first, look for references second: an ingest holding the row (saveReady) commits its
         // reference before this statement reads, so a blob that became referenced again is kept.
         await tx.query('SELECT 1 FROM media_blobs WHERE sha256 = $1 FOR UPDATE', [sha256]);
-        const { rows } = await tx.query(`DELETE FROM media_blobs b WHERE b.sha256 = $1 AND NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256) RETURNING sha256`, [sha256]);
+        const { rows } = await tx.query(`DELETE FROM media_blobs b WHERE b.sha256 = $1 AND ${UNREFERENCED} RETURNING sha256`, [sha256]);
         if (!rows.length) return false;
         await dropBytes();
         return true;
@@ -191,10 +213,7 @@ export function mediaStore(db: Db) {
 
     /** Blob rows no asset references (an asset let go of them, and the process stopped before collecting). */
     async unreferencedBlobs(limit: number): Promise<string[]> {
-      const { rows } = await db.query<{ sha256: string }>(
-        'SELECT b.sha256 FROM media_blobs b WHERE NOT EXISTS (SELECT 1 FROM media_assets a WHERE a.sha256 = b.sha256) ORDER BY b.created_at LIMIT $1',
-        [limit],
-      );
+      const { rows } = await db.query<{ sha256: string }>(`SELECT b.sha256 FROM media_blobs b WHERE ${UNREFERENCED} ORDER BY b.created_at LIMIT $1`, [limit]);
       return rows.map((r) => r.sha256);
     },
 

@@ -240,7 +240,7 @@ export class MediaService {
   }
 
   /** Garbage-collects a blob nothing references any more (originals and renditions). */
-  private async release(sha256: string | null): Promise<boolean> {
+  async release(sha256: string | null): Promise<boolean> {
     if (!sha256) return false;
     try {
       const gone = await this.d.store.collect(sha256, () => this.d.blobs.delete(originalKey(sha256)));

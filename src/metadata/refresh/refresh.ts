@@ -49,8 +49,8 @@ export class RefreshService {
     if (ids.length > 0 && queued.size === ids.length && queuedTasks.size === 1) {
       return { taskId: [...queuedTasks][0], joined: true };
     }
-    // On-chain events are explicit signals: the cool-off protects origins from API callers only.
-    const coolOff = source === 'watcher' ? 0 : this.d.config.refresh.coolOffSec;
+    // On-chain events and collection edits are explicit signals: the cool-off protects origins from API callers only.
+    const coolOff = source === 'watcher' || source === 'collections' ? 0 : this.d.config.refresh.coolOffSec;
     const recent = await this.d.tasks.recentlyDone(projectId, chain.chainId, contract, ids, coolOff);
     const fresh = ids.filter((id) => !recent.has(id));
     if (ids.length > 0 && fresh.length === 0) return { taskId: Math.max(...recent.values()), joined: true };
