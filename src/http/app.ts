@@ -10,6 +10,7 @@ import { metadataService } from './services/metadata.ts';
 import { adminService } from './services/admin.ts';
 import { relayerService } from './services/relayer.ts';
 import { indexerService } from './services/indexer.ts';
+import { indexerGatewayService } from './services/indexer-gateway.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
@@ -98,6 +99,8 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
   await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s), deps);
+  // The gateway's path in indexergw.gen.ts, at the root as Sequence serves it: `new SequenceIndexerGateway(<base>)`.
+  await registerWebrpcService(app, '/rpc/IndexerGateway/', indexerGatewayService(s), deps);
   await registerConsole(app, s, deps);
   await app.ready();
   return app;

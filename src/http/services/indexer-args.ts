@@ -13,7 +13,7 @@ const Ids = z.array(TokenIdArg).max(1000, 'at most 1000 token ids');
 /** Page sizes: the default, and the most one page may hold. */
 export const INDEXER_PAGE = { default: 50, max: 1000 } as const;
 /** GetTokenSuppliesMap: contracts per call and ids per contract. */
-export const MAP_LIMITS = { contracts: 50, ids: 100 } as const;
+export const MAP_LIMITS = { contracts: 50, ids: 100, prices: 100 } as const;
 
 export const bad = (msg: string) => new RpcError(IndexerErrors.InvalidArgument, msg);
 
@@ -160,3 +160,17 @@ export const TxHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte tra
 export const MAX_RECEIPT_WAIT_MS = 30_000;
 
 export const AccountArgs = z.object({ accountAddress: AddressArg.optional(), omitPrices: z.boolean().optional() });
+
+export const BalanceUpdatesArgs = z.object({
+  contractAddress: AddressArg,
+  lastBlockNumber: BlockNumber,
+  lastBlockHash: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte block hash')
+    .transform((h) => h.toLowerCase())
+    .optional(),
+  page: PageArg,
+});
+
+/** The Sequence TokenPriceQuery: a contract (0x000…0 for the native token) and an optional token id (prices are per contract). */
+export const PriceQueryArg = z.object({ contractAddress: AddressArg, tokenID: TokenIdArg.optional() });
