@@ -395,6 +395,10 @@ describe('IndexerGateway across two chains', () => {
       // Balances live in the database and still answer; B's prices need its node, so they are withdrawn, flagged.
       const tb = await gw.getTokenBalances({ accountAddress: H });
       expect(tb.balances[1]!.results[0]).toMatchObject({ contractAddress: Y, priceUSD: '0', balanceUSD: '0', priceUnavailable: expect.stringMatching(/price read failed/) });
+      // On B alone, a price method needs the node: 503 naming the chain, as other calls needing a node.
+      const down = await rpc(t.app, '/indexer/anvil-b/rpc/Indexer/GetTokenPrice', { q: { contractAddress: NATIVE } }, { 'x-access-key': t.accessKey });
+      expect(down.status).toBe(503);
+      expect(down.body).toMatchObject({ code: 2002, cause: expect.stringMatching(/anvil-b/) });
     } finally {
       off();
     }
