@@ -55,6 +55,7 @@ import { senderBalanceEvents } from './events/sender-events.ts';
 import { taskFinishedEvents } from './events/task-events.ts';
 import { contractInfoEvents } from './events/contract-events.ts';
 import { contractToWire } from './metadata/contracts/contract-view.ts';
+import { UsdPrices } from './prices/index.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -102,6 +103,8 @@ export interface Services {
   indexers: ReadonlyMap<number, ChainIndexer>;
   /** Token metadata and contract info for the indexer's answers, from the metadata service. */
   indexerMetadata: IndexerMetadata;
+  /** USD prices per chain configured with `prices` (the indexer's priceUSD, GetTokenPrice(s), ListTokenPrices), by chain id. */
+  prices: ReadonlyMap<number, UsdPrices>;
   /** Works running backfills (those a watchlist addition schedules) in the background; none without indexed chains. */
   indexerBackfills: BackfillRunner | undefined;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
@@ -337,6 +340,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     // Verified means curated: listed in the token directory (token lists, admins), not removed from it.
     verified: (chainId) => directoryRepo.addressesOn(chainId),
   };
+  // Read only when asked (a price method, a page of balances): no background polling.
+  const prices = new Map<number, UsdPrices>();
+  for (const c of config.chains) if (c.prices) prices.set(c.chainId, new UsdPrices(withRole(chains.get(c.chainId)!, 'indexer'), c.prices, log));
   let background = false;
   let dispatching = false;
   let closed = false;
@@ -377,6 +383,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     receiptWaiters,
     indexers,
     indexerMetadata,
+    prices,
     indexerBackfills,
     events,
     startDispatchers() {

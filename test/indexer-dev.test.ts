@@ -1,10 +1,11 @@
 // `metarelay dev` indexes its sample contracts: the official indexer client, pointed at the manifest's
-// indexerUrl, reads the holder's balances (equal to the chain's) with their metadata.
-import { SequenceIndexer, type TokenBalance } from '@0xsequence/indexer';
+// indexerUrl, reads the holder's balances (equal to the chain's) with their metadata, priced in USD by
+// the dev feeds; the gateway client answers the same chain.
+import { SequenceIndexer, SequenceIndexerGateway, type TokenBalance } from '@0xsequence/indexer';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAbi, type Address } from 'viem';
+import { formatUnits, parseAbi, type Address } from 'viem';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
 import { startCli } from './support/cli.ts';
@@ -72,6 +73,14 @@ it("dev mode indexes the samples: the official client reads the holder's balance
     }
     const nft = balances.find((b) => b.contractAddress === c.erc721!.toLowerCase() && b.tokenID === '1')!;
     expect(nft.tokenMetadata?.name).toBe('Dev ERC721 #1');
+    // The dev feeds price DUSD ($1) and ETH ($2 000): balances carry their worth, and the gateway answers the chain.
+    const dusd = balances.find((b) => b.contractAddress === c.erc20!.toLowerCase())!;
+    expect(dusd).toMatchObject({ priceUSD: '1', balanceUSD: formatUnits(BigInt(dusd.balance), 6), priceUpdatedAt: expect.any(String) });
+    const native = (await client.getNativeTokenBalance({ accountAddress: holder })).balance;
+    expect(native.priceUSD).toBe('2000');
+    const gw = new SequenceIndexerGateway(m.baseUrl, m.accessKey);
+    const prices = await gw.getTokenPrices({ q: [{ chainID: m.chain.chainId, queries: [{ contractAddress: c.erc20! }] }] });
+    expect(prices.prices).toEqual([{ chainID: m.chain.chainId, results: [{ contractAddress: c.erc20!.toLowerCase(), priceUSD: '1', updatedAt: expect.any(String) }], unpriced: [] }]);
     expect(await dev.stop('SIGTERM')).toBe(0);
   } finally {
     await dev.stop('SIGKILL');

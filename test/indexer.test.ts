@@ -258,7 +258,9 @@ describe('indexer', () => {
     await expect(client.getTokenBalances({ accountAddress: A, page: { page: 99_999_999, pageSize: 1000 } })).rejects.toMatchObject({ code: 2001 });
     await expect(client.getTransactionHistory({ filter: { accountAddress: A, toBlock: 2 ** 60 } })).rejects.toMatchObject({ code: 2001 });
     await expect(client.fetchTransactionReceipt({ txnHash: `0x${'00'.repeat(32)}` })).rejects.toMatchObject({ code: 3000 });
-    await expect(client.getTokenPrices({ q: [] })).rejects.toMatchObject({ code: -2, status: 404 });
+    await expect(client.getMarketplaceTopOrders({ marketplaceContractAddress: A, collectionAddress: A, filter: {} as never })).rejects.toMatchObject({ code: -2, status: 404 });
+    // A chain with no prices configured prices nothing: an empty answer, not an error.
+    expect(await client.getTokenPrices({ q: [] })).toMatchObject({ prices: [] });
     const base = (client as unknown as { hostname: string }).hostname.replace(/\/indexer\/anvil$/, '');
     await expect(new SequenceIndexer(`${base}/indexer/nowhere`, t.accessKey).getChainID()).rejects.toMatchObject({ code: 2002 });
     await expect(new SequenceIndexer(`${base}/indexer/anvil`).getTokenBalances({ accountAddress: A })).rejects.toMatchObject({ code: 1000, status: 401 });

@@ -139,6 +139,22 @@ export async function runDev(argv: string[]) {
             },
             // A local chain is small: index every contract from its first block.
             indexer: { scope: 'all', fromBlock: 0, confirmations: 0, pollMs: 500 },
+            // USD prices of balances and the price methods, from the same dev feeds and pool as the fees.
+            prices: {
+              nativeUsdFeed: { feed: feeds.nativeUsd, heartbeatSec: 86_400 },
+              wrappedNative: feeds.wrappedNative,
+              tokens: [
+                {
+                  address: chain.manifest.contracts.erc20,
+                  symbol: 'DUSD',
+                  decimals: 6,
+                  prices: [
+                    { kind: 'chainlink', feed: feeds.tokenUsd, quote: 'usd', heartbeatSec: 86_400 },
+                    { kind: 'uniswapV3', pool: feeds.pool, windowSec: 60 },
+                  ],
+                },
+              ],
+            },
           },
         ],
         // Quotes live minutes; a new secret per start only invalidates quotes of the previous run.

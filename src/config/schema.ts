@@ -1,45 +1,14 @@
 import { z } from 'zod';
+import { Address, Decimal } from './fields.ts';
+import { ChainPricesConfigSchema, PriceSourceSchema } from './price-schema.ts';
+
+export { PriceSourceSchema, type ChainPricesConfig } from './price-schema.ts';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 const AccessMode = z.enum(['required', 'optional']);
 
-const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x address');
 const PrivateKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte 0x private key');
-const Decimal = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal number as a string, e.g. "0.0004"');
-
-/** A live price source of a fee token (docs/fee-prices.md). */
-export const PriceSourceSchema = z.discriminatedUnion('kind', [
-  z
-    .object({
-      /** A Chainlink AggregatorV3Interface feed: token/native, or token/USD divided by the relayer's `nativeUsdFeed`. */
-      kind: z.literal('chainlink'),
-      feed: Address,
-      /** What the feed's answer is quoted in. */
-      quote: z.enum(['native', 'usd']).default('native'),
-      /** An answer older than this (the feed's heartbeat) is stale. */
-      heartbeatSec: z
-        .number()
-        .int()
-        .positive()
-        .max(7 * 86_400),
-    })
-    .strict(),
-  z
-    .object({
-      /** A Uniswap v3 pool of the token and the relayer's `wrappedNative`: its time-weighted average price. */
-      kind: z.literal('uniswapV3'),
-      pool: Address,
-      /** The averaging window; a short one is cheap to manipulate. */
-      windowSec: z
-        .number()
-        .int()
-        .min(60)
-        .max(7 * 86_400)
-        .default(1_800),
-    })
-    .strict(),
-]);
 
 export const FeeTokenConfigSchema = z
   .object({
@@ -209,6 +178,8 @@ export const ChainConfigSchema = z.object({
   testnet: z.boolean().optional(),
   /** Index token transfers and balances on this chain, served at /indexer/<name>. */
   indexer: IndexerChainConfigSchema.optional(),
+  /** USD prices for the indexer's answers (balances, GetTokenPrice(s), ListTokenPrices); absent: nothing is priced. */
+  prices: ChainPricesConfigSchema.optional(),
 });
 
 export const AppConfigSchema = z

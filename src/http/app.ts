@@ -12,6 +12,7 @@ import { relayerService } from './services/relayer.ts';
 import { indexerService } from './services/indexer.ts';
 import { collectionsService } from './services/collections.ts';
 import { registerCollectionRoutes } from './collections.ts';
+import { indexerGatewayService } from './services/indexer-gateway.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
@@ -102,6 +103,8 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   if (s.collections) await registerWebrpcService(app, '/rpc/Collections/', collectionsService(s.collections), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
   await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s), deps);
+  // The gateway's path in indexergw.gen.ts, at the root as Sequence serves it: `new SequenceIndexerGateway(<base>)`.
+  await registerWebrpcService(app, '/rpc/IndexerGateway/', indexerGatewayService(s), deps);
   await registerConsole(app, s, deps);
   await app.ready();
   return app;

@@ -6,7 +6,17 @@ import type { HistoryTxn } from './history-reader.ts';
 // The wire shapes of @0xsequence/indexer (indexer.gen.ts): TokenBalance, TokenSupply, Transaction,
 // built as JSON text. Token metadata and contract info arrive already serialised from the metadata
 // service and are spliced in as they are: a page of 1 000 tokens is not parsed and re-serialised.
-// Prices are not tracked: their fields are "0" as the schema requires them.
+// Prices come from the caller (the HTTP layer asks src/prices); a row without one keeps the schema's
+// required "0" and has no priceUpdatedAt.
+
+/** A balance's price fields: absent, the row is unpriced ("0", no priceUpdatedAt). */
+export interface PriceFields {
+  priceUSD: string;
+  balanceUSD: string;
+  priceUpdatedAt?: string;
+  /** metarelay's own: why a token the operator prices has no price now (a stale or failing source). */
+  priceUnavailable?: string;
+}
 
 /** Contract info and token metadata (JSON text) for a page, by contract and by `contract:id`. */
 export interface MetadataPage {
@@ -48,7 +58,7 @@ function spliced(obj: object, raw: Record<string, string | undefined>): string {
   return extra.length ? `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}${extra.join(',')}}` : text;
 }
 
-export function tokenBalanceJson(chainId: number, r: BalanceRow, meta?: MetadataPage, summary?: { unique: number }): string {
+export function tokenBalanceJson(chainId: number, r: BalanceRow, meta?: MetadataPage, summary?: { unique: number }, price?: PriceFields): string {
   return spliced(
     {
       contractType: r.type,
@@ -56,8 +66,10 @@ export function tokenBalanceJson(chainId: number, r: BalanceRow, meta?: Metadata
       accountAddress: r.account,
       tokenID: r.tokenId,
       balance: r.balance,
-      balanceUSD: '0',
-      priceUSD: '0',
+      balanceUSD: price?.balanceUSD ?? '0',
+      priceUSD: price?.priceUSD ?? '0',
+      ...(price?.priceUpdatedAt ? { priceUpdatedAt: price.priceUpdatedAt } : {}),
+      ...(price?.priceUnavailable ? { priceUnavailable: price.priceUnavailable } : {}),
       blockHash: r.blockHash,
       blockNumber: r.blockNumber,
       chainId,

@@ -8,7 +8,7 @@ import { checkAuthorization, type Authorization } from './intake/authorization.t
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
 import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
-import { PriceBook } from './intake/prices/book.ts';
+import { PriceBook } from '../prices/index.ts';
 import { Pricing, type Admission, type Funding } from './intake/pricing.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
 import type { CodeOverride, NonceOverride, ProbeJob, ProbeResult } from './intake/simulate.ts';
@@ -67,7 +67,13 @@ export class ChainRelayer implements RelayerChain {
     this.senders = senderAccounts(c).map((a) => a.address);
     this.paymentAddress = getAddress(c.paymentAddress ?? this.senders[0]);
     this.feeTokens = c.feeTokens;
-    this.prices = deps.prices ?? new PriceBook(deps.chain, c, { metrics: deps.metrics, log: deps.log });
+    this.prices =
+      deps.prices ??
+      new PriceBook(
+        deps.chain,
+        { tokens: c.feeTokens, nativeUsdFeed: c.nativeUsdFeed, wrappedNative: c.wrappedNative, pollMs: c.pollMs },
+        { gauges: deps.metrics && { unpriced: deps.metrics.relayFeeTokenUnpriced, price: deps.metrics.relayFeeTokenPrice }, log: deps.log, what: 'fee token' },
+      );
     this.delegates = c.delegatedWallets.map((a) => a.toLowerCase() as Address);
     this.wallets = new WalletCache(deps.chain.public, this.delegates);
     const probeSettings = {

@@ -42,9 +42,9 @@ export interface TokenChain {
   stop(): Promise<void>;
 }
 
-/** `anvilArgs`: extra anvil flags (e.g. `--hardfork prague` for EIP-7702). */
-export async function startTokenChain(opts: { anvilArgs?: string[] } = {}): Promise<TokenChain> {
-  const [anvil, artifacts] = await Promise.all([startAnvil({ blockTime: null, args: opts.anvilArgs }), compileContracts({ cacheDir: CACHE_DIR })]);
+/** `anvilArgs`: extra anvil flags (e.g. `--hardfork prague` for EIP-7702); `chainId`: a second chain beside the first (default 31337). */
+export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: number } = {}): Promise<TokenChain> {
+  const [anvil, artifacts] = await Promise.all([startAnvil({ blockTime: null, args: opts.anvilArgs, chainId: opts.chainId }), compileContracts({ cacheDir: CACHE_DIR })]);
   try {
     await installMulticall3(anvil.rpcUrl, artifacts.Multicall3!.deployedBytecode);
   } catch (err) {

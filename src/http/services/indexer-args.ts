@@ -20,7 +20,7 @@ const MetaTxnIdArg = z
 /** Page sizes: the default, and the most one page may hold. */
 export const INDEXER_PAGE = { default: 50, max: 1000 } as const;
 /** GetTokenSuppliesMap: contracts per call and ids per contract. */
-export const MAP_LIMITS = { contracts: 50, ids: 100 } as const;
+export const MAP_LIMITS = { contracts: 50, ids: 100, prices: 100 } as const;
 
 export const bad = (msg: string) => new RpcError(IndexerErrors.InvalidArgument, msg);
 
@@ -187,3 +187,17 @@ export const ReceiptFilterArg = z
       .optional(),
   })
   .refine((f) => Object.values(f).some((v) => v !== undefined), 'filter: set at least one of txnHash, from, to, contractAddress, event');
+
+export const BalanceUpdatesArgs = z.object({
+  contractAddress: AddressArg,
+  lastBlockNumber: BlockNumber,
+  lastBlockHash: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte block hash')
+    .transform((h) => h.toLowerCase())
+    .optional(),
+  page: PageArg,
+});
+
+/** The Sequence TokenPriceQuery: a contract (0x000…0 for the native token) and an optional token id (prices are per contract). */
+export const PriceQueryArg = z.object({ contractAddress: AddressArg, tokenID: TokenIdArg.optional() });

@@ -1,18 +1,5 @@
 import { z } from 'zod';
-import {
-  fetchReceipt,
-  findReceipt,
-  metadataFor,
-  receiptWire,
-  syncBalance,
-  readHistory,
-  tokenBalanceJson,
-  tokenSupplyJson,
-  transactionJson,
-  type BalanceRow,
-  type ChainIndexer,
-  type TokenType,
-} from '../../indexer/index.ts';
+import { fetchReceipt, findReceipt, metadataFor, receiptWire, syncBalance, tokenSupplyJson, type ChainIndexer } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
 import { APP_VERSION } from '../../version.ts';
 import { IndexerErrors, RpcError, indexerErrorMap as E } from '../errors.ts';
@@ -20,7 +7,7 @@ import { RawJson, method, type RpcContext, type ServiceDef } from '../webrpc.ts'
 import { AddressArg, TokenIdArg } from './args.ts';
 import {
   AccountArgs,
-  BlockNumber,
+  BalanceUpdatesArgs,
   ByContractArgs,
   GetTokenBalancesArgs,
   HistoryArgs,
@@ -29,14 +16,14 @@ import {
   MAX_RECEIPT_WAIT_MS,
   PageArg,
   ReceiptFilterArg,
+  PriceQueryArg,
   TokenBalancesFilterArgs,
   TxHash,
   bad,
-  gradeOf,
-  narrowToGrade,
   paging,
-  type Grade,
 } from './indexer-args.ts';
+import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory } from './indexer-answers.ts';
+import { listedPrices, listedWire, onePrice, queryPrices } from './indexer-prices.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { refusedIndexerMethods } from './indexer-unsupported.ts';
 
@@ -65,73 +52,14 @@ function raw(members: Record<string, unknown>, lists: Record<string, string[]>):
   return new RawJson(`{${parts.join(',')}}`);
 }
 
-const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a?.length ? a : undefined);
-const merge = (one: string | undefined, many: string[] | undefined) => nonEmpty([...(one ? [one] : []), ...(many ?? [])]);
-
 export function indexerService(s: Services): ServiceDef {
-  /** The query's contract filters narrowed to the contracts of a grade (one read of the chain's verified list, only when asked). */
-  const graded = async <Q extends { contracts?: string[]; excludeContracts?: string[] }>(ix: ChainIndexer, q: Q, grade: Grade): Promise<Q> =>
-    grade ? narrowToGrade(q, grade, await s.indexerMetadata.verified(ix.chain.chainId)) : q;
-
-  /**
-   * History's transaction hashes: those asked, narrowed to the transactions that carried the meta-transactions
-   * asked (the relayer's record). Meta-transaction ids that carried nothing yet leave an empty list: no rows.
-   */
-  const carriedBy = async (ix: ChainIndexer, hashes: string[] | undefined, metaIds: string[] | undefined): Promise<string[] | undefined> => {
-    if (!metaIds) return hashes;
-    const carried = await s.metaTxns.txnHashesOf(ix.chain.chainId, metaIds);
-    return hashes ? hashes.filter((h) => carried.includes(h)) : carried;
-  };
-
-  const nativeBalance = async (ix: ChainIndexer, account: `0x${string}`) => {
-    const wei = await ix.chain.public.getBalance({ address: account });
-    const currency = ix.chain.public.chain?.nativeCurrency;
-    return {
-      accountAddress: account,
-      chainId: ix.chain.chainId,
-      name: currency?.name ?? 'Ether',
-      symbol: currency?.symbol ?? 'ETH',
-      balance: wei.toString(),
-      balanceUSD: '0',
-      priceUSD: '0',
-    };
-  };
-
   /** Summary and Details share the filter; they differ in one row per token or per contract. */
-  const balancesByFilter = (summary: boolean) =>
+  const byFilter = (summary: boolean) =>
     method({
       input: TokenBalancesFilterArgs,
       handler: async (a, ctx) => {
-        const ix = indexerFor(s, ctx);
-        const f = a.filter;
-        const pg = paging(a.page);
-        const q = await graded(
-          ix,
-          {
-            accounts: f.accountAddresses,
-            contracts: nonEmpty(f.contractWhitelist),
-            excludeContracts: f.contractBlacklist,
-            tokenIds: nonEmpty(f.tokenIDs),
-            types: nonEmpty(f.contractTypes) as TokenType[] | undefined,
-            offset: pg.offset,
-            limit: pg.limit,
-          },
-          gradeOf(f.contractStatus, undefined),
-        );
-        const [rows, natives] = await Promise.all([
-          summary ? ix.reads.summary(q) : ix.reads.balances(q),
-          f.omitNativeBalances ? Promise.resolve([]) : Promise.all(f.accountAddresses.map((acc) => nativeBalance(ix, acc))),
-        ]);
-        const { rows: page, page: pageWire } = pg.cut(rows as Array<(typeof rows)[number] & { unique?: number }>);
-        const meta = a.omitMetadata
-          ? undefined
-          : await metadataFor(
-              s.indexerMetadata,
-              ix.chain,
-              page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })),
-              { tokens: !summary },
-            );
-        return raw({ page: pageWire, nativeBalances: natives }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, summary ? { unique: r.unique ?? 0 } : undefined)) });
+        const out = await balancesByFilter(s, indexerFor(s, ctx), a, summary);
+        return raw({ page: out.page, nativeBalances: out.nativeBalances }, { balances: out.items });
       },
     });
 
@@ -202,7 +130,7 @@ export function indexerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
           if (!a.accountAddress) throw bad(NO_SESSION_ACCOUNT);
-          const b = await nativeBalance(ix, a.accountAddress);
+          const b = await nativeBalance(s, ix, a.accountAddress, true);
           return { balance: { accountAddress: a.accountAddress, balanceWei: b.balance } };
         },
       }),
@@ -211,74 +139,43 @@ export function indexerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
           if (!a.accountAddress) throw bad(NO_SESSION_ACCOUNT);
-          return { balance: await nativeBalance(ix, a.accountAddress) };
+          return { balance: await nativeBalance(s, ix, a.accountAddress, a.omitPrices) };
         },
       }),
 
       GetTokenBalances: method({
         input: GetTokenBalancesArgs,
         handler: async (a, ctx) => {
-          const ix = indexerFor(s, ctx);
-          if (!a.accountAddress && !a.contractAddress) throw bad('accountAddress or contractAddress: at least one is required');
-          if (a.tokenID !== undefined && !a.contractAddress) throw bad('tokenID needs a contractAddress');
-          const pg = paging(a.page);
-          const q = await graded(
-            ix,
-            {
-              accounts: a.accountAddress ? [a.accountAddress] : undefined,
-              contracts: a.contractAddress ? [a.contractAddress] : undefined,
-              tokenIds: a.tokenID !== undefined ? [a.tokenID] : undefined,
-              offset: pg.offset,
-              limit: pg.limit,
-            },
-            gradeOf(undefined, a.metadataOptions),
-          );
-          // includeCollectionTokens false: a collection (ERC721/ERC1155) is one summary row per
-          // holder (isSummary, uniqueCollectibles, the sum of its tokens); true or absent: its tokens.
-          const collapse = a.includeCollectionTokens === false;
-          const rows: Array<BalanceRow & { unique?: number }> = collapse ? await ix.reads.summary(q) : await ix.reads.balances(q);
-          const { rows: page, page: pageWire } = pg.cut(rows);
-          const meta = a.includeMetadata
-            ? await metadataFor(
-                s.indexerMetadata,
-                ix.chain,
-                page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })),
-                { tokens: !collapse },
-              )
-            : undefined;
-          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta, collapse && r.type !== 'ERC20' ? { unique: r.unique ?? 0 } : undefined)) });
+          const out = await tokenBalances(s, indexerFor(s, ctx), a);
+          return raw({ page: out.page }, { balances: out.items });
         },
       }),
-      GetTokenBalancesSummary: balancesByFilter(true),
-      GetTokenBalancesDetails: balancesByFilter(false),
+      GetTokenBalancesSummary: byFilter(true),
+      GetTokenBalancesDetails: byFilter(false),
       GetTokenBalancesByContract: method({
         input: ByContractArgs,
         handler: async (a, ctx) => {
+          const out = await balancesByContract(s, indexerFor(s, ctx), a);
+          return raw({ page: out.page }, { balances: out.items });
+        },
+      }),
+
+      GetTokenPrice: method({
+        input: z.object({ q: PriceQueryArg }),
+        handler: async (a, ctx) => ({ price: await onePrice(s, indexerFor(s, ctx).chain.chainId, a.q) }),
+      }),
+      GetTokenPrices: method({
+        input: z.object({ q: z.array(PriceQueryArg).max(MAP_LIMITS.prices, `at most ${MAP_LIMITS.prices} queries`) }),
+        // `unpriced` is metarelay's own: the queries left out of `prices`, and why.
+        handler: async (a, ctx) => queryPrices(s, indexerFor(s, ctx).chain.chainId, a.q),
+      }),
+      ListTokenPrices: method({
+        input: z.object({ page: PageArg }),
+        handler: async (a, ctx) => {
           const ix = indexerFor(s, ctx);
           const pg = paging(a.page);
-          const rows = await ix.reads.balances(
-            await graded(
-              ix,
-              {
-                contracts: a.filter.contractAddresses,
-                accounts: nonEmpty(a.filter.accountAddresses),
-                tokenIds: nonEmpty(a.filter.tokenIDs),
-                offset: pg.offset,
-                limit: pg.limit,
-              },
-              gradeOf(a.filter.contractStatus, undefined),
-            ),
-          );
-          const { rows: page, page: pageWire } = pg.cut(rows);
-          const meta = a.omitMetadata
-            ? undefined
-            : await metadataFor(
-                s.indexerMetadata,
-                ix.chain,
-                page.map((r) => ({ contract: r.contract, type: r.type, tokenIds: [r.tokenId] })),
-                { tokens: true },
-              );
-          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r, meta)) });
+          const { rows, page } = pg.cut(await listedPrices(s, ix.chain.chainId, pg.offset, pg.limit));
+          return { page, ...listedWire(rows) };
         },
       }),
 
@@ -350,28 +247,10 @@ export function indexerService(s: Services): ServiceDef {
       }),
 
       GetBalanceUpdates: method({
-        input: z.object({
-          contractAddress: AddressArg,
-          lastBlockNumber: BlockNumber,
-          lastBlockHash: z
-            .string()
-            .regex(/^0x[0-9a-fA-F]{64}$/, 'not a 32-byte block hash')
-            .transform((h) => h.toLowerCase())
-            .optional(),
-          page: PageArg,
-        }),
+        input: BalanceUpdatesArgs,
         handler: async (a, ctx) => {
-          const ix = indexerFor(s, ctx);
-          let since = a.lastBlockNumber;
-          if (a.lastBlockHash) {
-            // The caller's block left the chain (a reorg): everything it saw may have changed.
-            const onChain = await ix.chain.public.getBlock({ blockNumber: BigInt(a.lastBlockNumber) }).catch(() => null);
-            if (!onChain || onChain.hash.toLowerCase() !== a.lastBlockHash) since = -1;
-          }
-          const pg = paging(a.page);
-          const rows = await ix.reads.updatesSince(a.contractAddress, since, pg.offset, pg.limit);
-          const { rows: page, page: pageWire } = pg.cut(rows);
-          return raw({ page: pageWire }, { balances: page.map((r) => tokenBalanceJson(ix.chain.chainId, r)) });
+          const out = await balanceUpdates(s, indexerFor(s, ctx), a);
+          return raw({ page: out.page }, { balances: out.items });
         },
       }),
 
@@ -412,40 +291,8 @@ export function indexerService(s: Services): ServiceDef {
       GetTransactionHistory: method({
         input: HistoryArgs,
         handler: async (a, ctx) => {
-          const ix = indexerFor(s, ctx);
-          const f = a.filter;
-          const accounts = merge(f.accountAddress, f.accountAddresses);
-          const requested = merge(f.contractAddress, f.contractAddresses);
-          const txHashes = await carriedBy(ix, nonEmpty(f.transactionHashes), nonEmpty(f.metaTransactionIDs));
-          if (!accounts && !requested && !txHashes) throw bad('filter: name an account, a contract, transaction hashes or meta-transaction ids');
-          const { contracts, excludeContracts } = await graded(ix, { contracts: requested } as { contracts?: string[]; excludeContracts?: string[] }, gradeOf(undefined, a.metadataOptions));
-          const pg = paging(a.page);
-          const txns = await readHistory(s.db, ix.chain.chainId, {
-            accounts,
-            contracts,
-            excludeContracts,
-            txHashes,
-            fromBlock: f.fromBlock,
-            toBlock: f.toBlock,
-            tokenId: f.tokenID,
-            offset: pg.offset,
-            limit: pg.limit,
-          });
-          const { rows: page, page: pageWire } = pg.cut(txns);
-          const meta = a.includeMetadata
-            ? await metadataFor(
-                s.indexerMetadata,
-                ix.chain,
-                page.flatMap((t) => t.transfers.map((tr) => ({ contract: tr.contract, type: tr.type, tokenIds: tr.tokenIds }))),
-                { tokens: true },
-              )
-            : undefined;
-          const who = new Set(accounts ?? []);
-          const metaIds = await s.metaTxns.idsByTxnHash(
-            ix.chain.chainId,
-            page.map((t) => t.txHash),
-          );
-          return raw({ page: pageWire }, { transactions: page.map((t) => transactionJson(ix.chain.chainId, t, who, meta, metaIds.get(t.txHash))) });
+          const out = await transactionHistory(s, indexerFor(s, ctx), a);
+          return raw({ page: out.page }, { transactions: out.items });
         },
       }),
     },

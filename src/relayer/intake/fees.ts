@@ -3,41 +3,15 @@ import type { z } from 'zod';
 import type { FeeTokenConfigSchema } from '../../config/schema.ts';
 import { erc20Abi } from '../abi.ts';
 import { selectorOf, type DecodedCall } from './bundle.ts';
+import { fixedPrice, tokenKey, type Fraction, type PriceResult } from '../../prices/index.ts';
+
+// The source-neutral price types live in src/prices/ (the indexer prices balances with them too).
+export { fixedPrice, fractionToDecimal, parseDecimal, tokenKey, type Fraction, type PriceOrigin, type PriceResult } from '../../prices/index.ts';
 
 export type FeeTokenConfig = z.infer<typeof FeeTokenConfigSchema>;
 
-/** A price as an exact fraction, so no fee is ever rounded in the relayer's disfavour. */
-export interface Fraction {
-  num: bigint;
-  den: bigint;
-}
-
-export function parseDecimal(text: string): Fraction {
-  const [int, frac = ''] = text.split('.');
-  return { num: BigInt(int + frac), den: 10n ** BigInt(frac.length) };
-}
-
-/** Where a fee token's price came from: a live source (feed or pool address) or the configured fixed rate. */
-export type PriceOrigin = 'chainlink' | 'uniswapV3' | 'fixed';
-
-/** A fee token's price in the native currency, or why it has no trustworthy one now. */
-export type PriceResult =
-  | {
-      ok: true;
-      /** Native currency per whole token. */
-      price: Fraction;
-      source: PriceOrigin;
-      /** The feed or pool read; null for a fixed rate. */
-      address: string | null;
-      /** The block the price was read at; null for a fixed rate. */
-      block: bigint | null;
-      /** Sources tried before this one and why they were passed over. */
-      skipped: string[];
-    }
-  | { ok: false; reason: string };
-
 /**
- * How the relayer learns what each fee token is worth in the native currency (src/relayer/intake/prices/
+ * How the relayer learns what each fee token is worth in the native currency (src/prices/
  * reads live feeds and pools; `fixedPrices` only the configured rates). Keyed by tokenKey.
  */
 export interface PriceSource {
@@ -46,27 +20,11 @@ export interface PriceSource {
   nativeUsd?(): Promise<{ ok: true; price: Fraction } | { ok: false; reason: string }>;
 }
 
-/** The configured fixed rate of a token, if it has one. */
-export function fixedPrice(token: FeeTokenConfig, skipped: string[] = []): PriceResult {
-  if (token.nativePrice === undefined) return { ok: false, reason: skipped.length ? skipped.join('; ') : 'no price source' };
-  const price = parseDecimal(token.nativePrice);
-  if (price.num <= 0n) return { ok: false, reason: [...skipped, 'the fixed nativePrice is zero'].join('; ') };
-  return { ok: true, price, source: 'fixed', address: null, block: null, skipped };
-}
-
 export const fixedPrices: PriceSource = {
   async prices(_chainId, tokens) {
     return new Map(tokens.map((t) => [tokenKey(t), fixedPrice(t)]));
   },
 };
-
-/** A fraction as a decimal string of at most `digits` fractional digits (rounded down), trailing zeros trimmed. */
-export function fractionToDecimal(f: Fraction, digits = 18): string {
-  const scaled = (f.num * 10n ** BigInt(digits)) / f.den;
-  const int = scaled / 10n ** BigInt(digits);
-  const frac = (scaled % 10n ** BigInt(digits)).toString().padStart(digits, '0').replace(/0+$/, '');
-  return frac ? `${int}.${frac}` : `${int}`;
-}
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 
@@ -99,9 +57,6 @@ export function requiredWei(used: bigint, gasLimit: bigint, gasPrice: bigint, ma
 export function tokenToWei(amount: bigint, token: FeeTokenConfig, price: Fraction): bigint {
   return (amount * price.num * 10n ** 18n) / (price.den * 10n ** BigInt(token.decimals));
 }
-
-/** The key a token goes by in quotes and fee records: its lower-case address, or "native". */
-export const tokenKey = (t: Pick<FeeTokenConfig, 'address'>) => (t.address ? t.address.toLowerCase() : 'native');
 
 export function feeTokenWire(chainId: number, t: FeeTokenConfig) {
   return {

@@ -11,7 +11,7 @@ import { decideSponsorship, type Decision } from './decision.ts';
 import { calledContracts, ceilMul, feeTotals, requiredWei, structuralFees, tokenKey, tokenToWei, weiToToken, type FeePayment, type FeeTokenConfig, type PriceResult } from './fees.ts';
 import { HOLD_PRICE_FACTOR } from '../balances/holds.ts';
 import { weiToAttoUsd, type Cost, type Stop } from './policy.ts';
-import { priceWire } from './prices/book.ts';
+import { priceWire } from '../../prices/index.ts';
 import { signQuote, verifyQuote } from './quote.ts';
 import { estimationCodeBytes, intrinsicGas, simulateUnsigned, type ProbeResult } from './simulate.ts';
 import { bundleKey, type Coverage, type SponsorRule } from './sponsors.ts';

@@ -1,14 +1,27 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
-import type { ChainClient } from '../../../chain/client.ts';
-import { MULTICALL3_ADDRESS, multicall, type CallResult } from '../../../chain/multicall.ts';
-import type { ChainConfig } from '../../../config/schema.ts';
-import type { Logger } from '../../../telemetry/logger.ts';
-import type { Metrics } from '../../../telemetry/metrics.ts';
-import { fixedPrice, fractionToDecimal, tokenKey, type FeeTokenConfig, type Fraction, type PriceResult, type PriceSource } from '../fees.ts';
+import type { Gauge } from 'prom-client';
+import type { ChainClient } from '../chain/client.ts';
+import { MULTICALL3_ADDRESS, multicall, type CallResult } from '../chain/multicall.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { fixedPrice, fractionToDecimal, tokenKey, type Fraction, type PriceResult, type PriceSourceConfig as SourceConfig, type PricedToken } from './price.ts';
 import { MAX_TICK, MIN_TICK, averageTick, sqrtRatioAtTick } from './tick.ts';
 
-type RelayerConfig = Pick<NonNullable<ChainConfig['relayer']>, 'feeTokens' | 'nativeUsdFeed' | 'wrappedNative' | 'pollMs'>;
-type SourceConfig = FeeTokenConfig['prices'][number];
+/** What a book reads: its tokens' sources, the native/USD feed, the wrapped native the pools pair with. */
+export interface PriceBookConfig {
+  tokens: readonly PricedToken[];
+  nativeUsdFeed?: { feed: string; heartbeatSec: number };
+  wrappedNative?: string;
+  /** The head is asked at most this often. */
+  pollMs: number;
+}
+
+export interface PriceBookOptions {
+  /** Per token (labels chain, token): 1 while it has no price, and its last price in native units. */
+  gauges?: { unpriced: Gauge<'chain' | 'token'>; price: Gauge<'chain' | 'token'> };
+  log?: Logger;
+  /** What a token is called in the log lines ("fee token", "priced token"). */
+  what?: string;
+}
 
 const aggregatorAbi = parseAbi([
   'function latestRoundData() view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound)',
@@ -30,6 +43,8 @@ type FeedRead = { ok: true; value: Fraction } | { ok: false; reason: string };
 export interface PriceSnapshot {
   /** The block read; null when nothing had to be read (fixed rates only). */
   block: bigint | null;
+  /** The block's timestamp (seconds); null when nothing was read or it did not answer. */
+  blockTime: number | null;
   /** What the staleness checks measured ages against: max(block timestamp, this host's clock), in seconds. */
   now: number | null;
   prices: Map<string, PriceResult>;
@@ -62,14 +77,14 @@ function decode<T>(abi: readonly unknown[], functionName: string, r: CallResult 
 }
 
 /**
- * Live fee-token prices: per token, its sources in the configured order (Chainlink feed, Uniswap v3 TWAP),
+ * Live token prices: per token, its sources in the configured order (Chainlink feed, Uniswap v3 TWAP),
  * then its fixed rate; the first trustworthy one wins, and a token whose every source fails has no price
- * (it is withdrawn from FeeOptions, never mispriced). Every feed and pool of the chain is read in one
+ * (the relayer withdraws it from FeeOptions, the indexer shows none: never mispriced). Every feed and pool of the chain is read in one
  * Multicall3 call at one block, and the result is kept for that block: concurrent and later callers in
  * the same block share it. The head is asked at most once per `pollMs`.
  */
-export class PriceBook implements PriceSource {
-  private readonly tokens: readonly FeeTokenConfig[];
+export class PriceBook {
+  private readonly tokens: readonly PricedToken[];
   private readonly live: boolean;
   private snapshotCache?: PriceSnapshot;
   private inflight?: { block: bigint; promise: Promise<PriceSnapshot> };
@@ -78,15 +93,15 @@ export class PriceBook implements PriceSource {
 
   constructor(
     private readonly chain: ChainClient,
-    private readonly config: RelayerConfig,
-    private readonly opts: { metrics?: Metrics; log?: Logger } = {},
+    private readonly config: PriceBookConfig,
+    private readonly opts: PriceBookOptions = {},
   ) {
-    this.tokens = config.feeTokens;
+    this.tokens = config.tokens;
     // A native/USD feed alone (for sponsorship caps in USD) is read too.
     this.live = this.tokens.some((t) => t.prices.length > 0) || config.nativeUsdFeed !== undefined;
   }
 
-  async prices(_chainId: number, tokens: readonly FeeTokenConfig[]): Promise<Map<string, PriceResult>> {
+  async prices(_chainId: number, tokens: readonly PricedToken[]): Promise<Map<string, PriceResult>> {
     const snap = await this.snapshot();
     // Tokens this book was not built for (a caller's own list) fall back to their fixed rate.
     for (const t of tokens) if (!snap.prices.has(tokenKey(t))) snap.prices.set(tokenKey(t), fixedPrice(t));
@@ -95,7 +110,7 @@ export class PriceBook implements PriceSource {
 
   /** USD per whole native unit from `nativeUsdFeed`, read with the fee prices (same block, same checks). */
   async nativeUsd(): Promise<{ ok: true; price: Fraction } | { ok: false; reason: string }> {
-    if (!this.config.nativeUsdFeed) return { ok: false, reason: 'the relayer has no nativeUsdFeed' };
+    if (!this.config.nativeUsdFeed) return { ok: false, reason: 'no nativeUsdFeed is configured' };
     const read = (await this.snapshot()).nativeUsd;
     return read ? (read.ok ? { ok: true, price: read.value } : read) : { ok: false, reason: 'the native/USD feed was not read' };
   }
@@ -103,7 +118,7 @@ export class PriceBook implements PriceSource {
   /** The prices at the current block: one Multicall3 call per block at most, none with fixed rates only. */
   async snapshot(): Promise<PriceSnapshot> {
     if (!this.live) {
-      const snap = { block: null, now: null, prices: new Map(this.tokens.map((t) => [tokenKey(t), fixedPrice(t)])) };
+      const snap = { block: null, blockTime: null, now: null, prices: new Map(this.tokens.map((t) => [tokenKey(t), fixedPrice(t)])) };
       this.observe(snap);
       return snap;
     }
@@ -189,7 +204,7 @@ export class PriceBook implements PriceSource {
 
     const native = nativeUsd ? readFeed(nativeUsd, this.config.nativeUsdFeed!.feed, this.config.nativeUsdFeed!.heartbeatSec) : undefined;
 
-    const priceOf = (token: FeeTokenConfig, plan: (typeof plans)[number][number]): { ok: true; price: Fraction; address: string } | { ok: false; reason: string } => {
+    const priceOf = (token: PricedToken, plan: (typeof plans)[number][number]): { ok: true; price: Fraction; address: string } | { ok: false; reason: string } => {
       if ('feed' in plan && plan.feed) {
         const src = plan.src as Extract<SourceConfig, { kind: 'chainlink' }>;
         const read = readFeed(plan.feed, src.feed, src.heartbeatSec);
@@ -237,7 +252,7 @@ export class PriceBook implements PriceSource {
       }
       prices.set(tokenKey(token), found ?? fixedPrice(token, skipped));
     }
-    return { block, now, prices, nativeUsd: native };
+    return { block, blockTime: blockTime === undefined ? null : Number(blockTime), now, prices, nativeUsd: native };
   }
 
   /** Keeps the gauges current and logs a token being withdrawn or coming back. */
@@ -246,13 +261,13 @@ export class PriceBook implements PriceSource {
     for (const t of this.tokens) {
       const key = tokenKey(t);
       const p = snap.prices.get(key)!;
-      this.opts.metrics?.relayFeeTokenUnpriced.set({ chain, token: t.symbol }, p.ok ? 0 : 1);
-      if (p.ok) this.opts.metrics?.relayFeeTokenPrice.set({ chain, token: t.symbol }, Number(fractionToDecimal(p.price, 18)));
+      this.opts.gauges?.unpriced.set({ chain, token: t.symbol }, p.ok ? 0 : 1);
+      if (p.ok) this.opts.gauges?.price.set({ chain, token: t.symbol }, Number(fractionToDecimal(p.price, 18)));
       if (!p.ok && !this.unpriced.has(key)) {
         this.unpriced.add(key);
-        this.opts.log?.warn({ chain, token: t.symbol, reason: p.reason }, 'fee token withdrawn: no trustworthy price');
+        this.opts.log?.warn({ chain, token: t.symbol, reason: p.reason }, `${this.opts.what ?? 'token'} withdrawn: no trustworthy price`);
       } else if (p.ok && this.unpriced.delete(key)) {
-        this.opts.log?.info({ chain, token: t.symbol, source: p.source }, 'fee token priced again');
+        this.opts.log?.info({ chain, token: t.symbol, source: p.source }, `${this.opts.what ?? 'token'} priced again`);
       }
     }
   }
