@@ -66,6 +66,8 @@ export interface RelayerEnvOptions {
   webhooks?: AppConfigInput['webhooks'];
   /** The services' logger (default: silent, or TEST_LOG's level). */
   log?: Logger;
+  /** Index this chain too (served at /indexer/<name>). */
+  indexer?: NonNullable<AppConfigInput['chains']>[number]['indexer'];
 }
 
 export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
@@ -88,6 +90,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
         ...(proxy ? { rpcUrls: opts.failover ? [proxy.url, chain.anvil.rpcUrl] : [proxy.url] } : {}),
         ...(opts.rpcTimeoutMs ? { rpcTimeoutMs: opts.rpcTimeoutMs } : {}),
         watch: false,
+        ...(opts.indexer ? { indexer: opts.indexer } : {}),
         relayer: {
           senderKeys: SENDER_KEYS,
           paymentAddress: PAYEE,
