@@ -2,11 +2,13 @@
 // a database, `serve` without a config refused in one line, empty lists said so. Real processes of
 // the binary, run together, in an empty folder that must stay empty.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, type CliResult } from './support/cli.ts';
+import { exampleHint } from '../src/cli/dev-banner.ts';
+import { BIN, runNode, type CliResult } from './support/cli.ts';
+import { freePort } from './support/ports.ts';
 
 const cwd = mkdtempSync(join(tmpdir(), 'metarelay-cli-usage-'));
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
@@ -54,6 +56,33 @@ describe('metarelay usage', () => {
       expect([list.code, list.stdout, list.stderr.trim()]).toEqual([0, '', 'no projects yet: metarelay projects create NAME']);
     } finally {
       rmSync(emptyDb, { recursive: true, force: true });
+    }
+  });
+
+  it("prints the gasless example's command with the manifest it reads, and the example says in one line what is missing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-example-'));
+    try {
+      // The banner's line, as printed for a manifest outside .metarelay/ of the current folder.
+      const manifest = join(dir, 'elsewhere', 'dev.json');
+      const [line] = exampleHint(manifest, (p) => p);
+      const m = line.match(/^ {2}METARELAY_MANIFEST=(\S+) node (\S+) {3}\(/);
+      expect(m, line).not.toBeNull();
+      expect(m![1]).toBe(manifest);
+      // Run as printed: no manifest there yet.
+      const missing = await runNode([m![2]], { METARELAY_MANIFEST: m![1] });
+      expect([missing.code, missing.stdout]).toEqual([1, '']);
+      expect(missing.stderr.trim().split('\n')).toEqual([
+        `relay-gasless: no dev manifest at ${manifest}: start \`npm start\` (metarelay dev) first, or set METARELAY_MANIFEST to the path its banner prints`,
+      ]);
+      // A manifest of a service that is not running.
+      const down = join(dir, 'down.json');
+      const port = await freePort();
+      writeFileSync(down, JSON.stringify({ baseUrl: `http://127.0.0.1:${port}`, chain: { rpcUrl: `http://127.0.0.1:${port}`, chainId: 31337 } }));
+      const stopped = await runNode([m![2]], { METARELAY_MANIFEST: down });
+      expect(stopped.code).toBe(1);
+      expect(stopped.stderr.trim().split('\n')).toEqual([`relay-gasless: metarelay is not answering at http://127.0.0.1:${port}/health (ECONNREFUSED): is \`npm start\` (metarelay dev) running?`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

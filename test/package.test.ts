@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { ANVIL_DEPLOYER_KEY } from '../src/devchain/samples.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { freePort } from './support/ports.ts';
+import { drainUnderLoad, type InstalledApp } from './support/package-drain.ts';
 
 // npm run from `npm test` exports its own settings (npm_config_*): a nested npm must not inherit them.
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
@@ -37,6 +38,8 @@ const PACK_INPUTS = [
 ];
 
 let anvil: AnvilHandle;
+/** The tarball installed by the first test, for the drain under load. */
+let installedApp: InstalledApp | undefined;
 let testDb: TestDb;
 beforeAll(async () => {
   anvil = await startAnvil({ blockTime: null });
@@ -44,12 +47,14 @@ beforeAll(async () => {
   if (TEST_DB === 'pglite') await testDb.db.close();
 });
 afterAll(async () => {
+  if (installedApp) rmSync(installedApp.work, { recursive: true, force: true });
   await anvil?.stop();
   await testDb?.drop().catch(() => undefined);
 });
 
 describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
-  it('holds the build and no tests, installs without dev tooling, and migrates and serves with plain node', async () => {
+  // The bound is a guard against hangs: npm pack (with the build) and the install took up to ~10 min on the loaded 2-core machine.
+  it('holds the build and no tests, installs without dev tooling, and migrates and serves with plain node', { timeout: 900_000 }, async () => {
     const work = mkdtempSync(join(tmpdir(), 'metarelay-pkg-'));
     const src = join(work, 'src-copy');
     mkdirSync(src);
@@ -83,8 +88,16 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
     mkdirSync(app);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'operator', private: true }));
     const tInstall = performance.now();
-    sh('npm', ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', join(work, tgz)], app);
+    const installed = spawnSync('npm', ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', join(work, tgz)], { cwd: app, env: cleanEnv, encoding: 'utf8' });
+    const installOut = `${installed.stdout}\n${installed.stderr}`;
+    if (installed.status !== 0) throw new Error(`npm install of the tarball failed (${installed.status}):\n${installOut}`);
     const installMs = Math.round(performance.now() - tInstall);
+    // An operator's install is quiet: no engine warning (a dependency wanting a newer Node than
+    // engines.node says) and no install-script warning (the checkout's `prepare` is not packed).
+    expect(installOut.split('\n').filter((l) => /npm warn/i.test(l) && /engine|prepare|install-scripts|allowScripts/i.test(l))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(app, 'node_modules', 'metarelay', 'package.json'), 'utf8'));
+    expect(manifest.scripts?.prepare).toBeUndefined();
+    expect(readFileSync(join(src, 'package.json'), 'utf8')).toContain('"prepare"');
     for (const dev of ['tsx', 'typescript', 'vite', 'vitest', '@0xsequence/wallet-contracts']) expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);
     const kb = Number(sh('du', ['-sk', 'node_modules'], app).split('\t')[0]);
     const bin = join(app, 'node_modules', '.bin', 'metarelay');
@@ -176,9 +189,15 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
       console.log(
         `package: ${readdirSync(join(app, 'node_modules')).length} top-level modules, ${Math.round(kb / 1024)} MB installed; serve cold start to /ready ${readyMs} ms (npm pack with the build ${packMs} ms, install ${installMs} ms)`,
       );
+      installedApp = { work, app, bin };
     } finally {
       if (srv.exitCode === null) srv.kill('SIGKILL');
-      rmSync(work, { recursive: true, force: true });
+      if (!installedApp) rmSync(work, { recursive: true, force: true });
     }
+  });
+
+  it('drains under load from the installed package: exits 0 and frees the port, and every accepted meta-transaction is kept and mined once', { timeout: 400_000 }, async () => {
+    if (!installedApp) throw new Error('the package was not installed (the test above failed)');
+    await drainUnderLoad(installedApp);
   });
 });

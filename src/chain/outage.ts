@@ -10,6 +10,18 @@ export interface ChainOutage {
   retryAfterS: number;
 }
 
+/**
+ * A read that needed the node, found its chain down (its health says so) and has nothing stored to
+ * answer with: mapped to the same 503 as a transport failure. Thrown where the failure itself would
+ * otherwise be swallowed (a bounded wait that answers NOT_AVAILABLE) or has not come yet (a hung node).
+ */
+export class ChainUnreachableError extends Error {
+  override readonly name = 'ChainUnreachableError';
+  constructor(readonly chainId: number) {
+    super(`chain ${chainId}: its node cannot be reached`);
+  }
+}
+
 interface TransportError {
   name?: string;
   url?: string;
@@ -26,21 +38,31 @@ const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError']);
 export function chainOutageOf(err: unknown, chains: Iterable<ChainClient>): ChainOutage | undefined {
   let e = err as TransportError | undefined;
   for (let depth = 0; e && typeof e === 'object' && depth < 8; depth++, e = e.cause as TransportError | undefined) {
+    if (e instanceof ChainUnreachableError) {
+      const id = e.chainId;
+      const c = [...chains].find((x) => x.chainId === id);
+      return c && outageOf(c, false, undefined);
+    }
     if (!e.name || !TRANSPORT.has(e.name) || !e.url) continue;
     const url = normal(e.url);
     for (const c of chains) {
       if (!c.rpcUrls.some((u) => normal(u) === url)) continue;
-      const st = c.health.state();
-      const rateLimited = e.status === 429 || st.rateLimited;
-      return {
-        chain: c.name,
-        chainId: c.chainId,
-        cause: st.cause ?? (rateLimited ? 'rate-limited by the node (HTTP 429)' : (e.shortMessage ?? e.name)),
-        rateLimited,
-        retryAfterS: c.health.retryAfterSeconds,
-      };
+      return outageOf(c, e.status === 429, e.shortMessage ?? e.name);
     }
     return undefined;
   }
   return undefined;
+}
+
+/** The outage as the chain's health describes it (its cause in the transport's words), else as the error does. */
+function outageOf(c: ChainClient, status429: boolean, fallback: string | undefined): ChainOutage {
+  const st = c.health.state();
+  const rateLimited = status429 || st.rateLimited;
+  return {
+    chain: c.name,
+    chainId: c.chainId,
+    cause: st.cause ?? (rateLimited ? 'rate-limited by the node (HTTP 429)' : (fallback ?? 'unreachable')),
+    rateLimited,
+    retryAfterS: c.health.retryAfterSeconds,
+  };
 }

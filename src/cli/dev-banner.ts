@@ -27,7 +27,22 @@ export interface DevServiceManifest {
   /** The dev project's sample collection (docs/collections.md) and the ERC-721 whose base URI points at it. */
   collection?: { id: number; contract: string; tokens: string[]; holder: string; tokenMetadataURI: string; contractMetadataURI: string };
 }
+import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The gasless example ships with the checkout (not the npm package): from src/cli or dist/cli, ../../examples. */
+const EXAMPLE = fileURLToPath(new URL('../../examples/relay-gasless.mjs', import.meta.url));
+
+/**
+ * The example's command as it works from here: it reads the manifest from METARELAY_MANIFEST (else
+ * .metarelay/dev.json under the folder it runs in), so the path this run wrote is given with it. None
+ * where the example is not there (an installed package).
+ */
+export function exampleHint(manifestPath: string, rel: (p: string) => string, example = EXAMPLE): string[] {
+  if (!existsSync(example)) return [];
+  return [`  METARELAY_MANIFEST=${rel(manifestPath)} node ${rel(example)}   (a new wallet sends tokens without holding any ETH)`];
+}
 
 /** What a developer copies from: the URLs, the key, and requests that work as printed. */
 export function devBanner(o: { manifest: DevServiceManifest; manifestPath: string; database: string; seconds: number }): string {
@@ -60,7 +75,7 @@ export function devBanner(o: { manifest: DevServiceManifest; manifestPath: strin
     `  ${post('GetTokenMetadata', JSON.stringify({ chainID: m.chain.name, contractAddress: m.contracts.erc1155, tokenIDs: m.tokens.erc1155 }), true)}`,
     `  curl -s -X POST ${m.relayerUrl}/rpc/Relayer/FeeTokens -H 'Content-Type: application/json' -d '{}'`,
     `  curl -s -X POST ${m.indexerUrl}/rpc/Indexer/GetTokenBalances -H 'Content-Type: application/json' -H 'X-Access-Key: ${m.accessKey}' -d '${JSON.stringify({ accountAddress: m.holder, includeMetadata: true })}'`,
-    '  node examples/relay-gasless.mjs   (a new wallet sends tokens without holding any ETH)',
+    ...exampleHint(o.manifestPath, rel),
     '',
     'Ctrl-C stops the service and the chain.',
     '',

@@ -10,7 +10,7 @@ import { loadMigrations } from '../store/migrate.ts';
 import { parse } from './args.ts';
 import { configFrom, DB_FLAGS } from './db.ts';
 
-type Level = 'ok' | 'warn' | 'FAIL';
+type Level = 'ok' | 'warn' | 'FAIL' | 'skip';
 interface Check {
   level: Level;
   name: string;
@@ -48,7 +48,8 @@ async function databaseChecks(config: AppConfig, relayerChains: ChainConfig[]): 
     const pending = loadMigrations().filter((m) => !done.has(m.id));
     out.push(
       pending.length
-        ? { level: 'FAIL', name: 'migrations', detail: `${pending.length} pending (${pending[0].name}…): run \`metarelay migrate\`` }
+        ? // serve, relayer and worker apply them at start (under an advisory lock): nothing is broken, the first start just does more.
+          { level: 'warn', name: 'migrations', detail: `${pending.length} pending (${pending[0].name}…): serve applies them at start, or run \`metarelay migrate\` first` }
         : { level: 'ok', name: 'migrations', detail: `all ${done.size} applied` },
     );
     if (relayerChains.length) {
@@ -120,21 +121,25 @@ async function gatewayCheck(gateway: string): Promise<Check> {
     await res.body?.cancel();
     return res.ok
       ? { level: 'ok', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers (HTTP ${res.status})` }
-      : { level: 'FAIL', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers HTTP ${res.status}` };
+      : { level: 'warn', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers HTTP ${res.status}` };
   } catch (err) {
-    return { level: 'FAIL', name: 'ipfs gateway', detail: `${maskUrl(gateway)} unreachable: ${firstLine(err)}` };
+    // A warning: metadata falls back to the next gateway, and whatever is not on IPFS is unaffected.
+    return { level: 'warn', name: 'ipfs gateway', detail: `${maskUrl(gateway)} unreachable: ${firstLine(err)}` };
   }
 }
 
-/** `metarelay doctor --config FILE`: what a first deployment gets wrong, one line per check; exit 1 on a failure. */
+/**
+ * `metarelay doctor --config FILE [--offline]`: what a first deployment gets wrong, one line per check;
+ * exit 1 on a failure. --offline (a host without Internet access, a build step) skips the IPFS gateways.
+ */
 export async function runDoctor(argv: string[]) {
-  const { values } = parse(argv, DB_FLAGS);
+  const { values } = parse(argv, { ...DB_FLAGS, offline: { type: 'boolean' } });
   const config = configFrom(values);
   const relayerChains = config.chains.filter((c) => c.relayer);
   const groups = await Promise.all([
     databaseChecks(config, relayerChains),
     ...config.chains.map((c) => chainChecks(c).catch((err): Check[] => [{ level: 'FAIL', name: `chain ${c.name}`, detail: firstLine(err) }])),
-    Promise.all(config.ipfsGateways.map(gatewayCheck)),
+    values.offline ? [{ level: 'skip' as Level, name: 'ipfs gateways', detail: 'not checked (--offline)' }] : Promise.all(config.ipfsGateways.map(gatewayCheck)),
   ]);
   const checks = [{ level: 'ok' as Level, name: 'config', detail: values.config ?? '(defaults and environment)' }, ...groups.flat()];
   for (const c of checks) console.log(`${c.level.padEnd(4)}  ${c.name}: ${c.detail}`);

@@ -13,7 +13,7 @@ Usage:
   metarelay indexer work [--backfill ID]                      one more backfill worker process
   metarelay indexer status ID | watch --chain C --contract A
   metarelay migrate [--config FILE]                           apply database migrations
-  metarelay doctor --config FILE                              check chains, contracts, senders, database, gateways
+  metarelay doctor --config FILE [--offline]                  check chains, contracts, senders, database, gateways (--offline: not gateways)
   metarelay config --print [--config FILE]                    the effective config (file + env + secret files), secrets masked
   metarelay projects create NAME [--config FILE]
   metarelay projects list [--config FILE]

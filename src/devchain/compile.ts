@@ -118,7 +118,7 @@ export async function compileContracts(opts: CompileOptions): Promise<Artifacts>
     }
   }
 
-  opts.log?.(`compiling ${Object.keys(sources).length} contract files with solc ${solcVersion} (first run only, ~10 s; cached afterwards)`);
+  opts.log?.(`compiling ${Object.keys(sources).length} contract files with solc ${solcVersion} (first run only: ~20 s on two idle cores, minutes on a loaded machine; cached afterwards)`);
   const pick = (portable: boolean) => Object.fromEntries(Object.entries(sources).filter(([name]) => PORTABLE_FILES.has(path.basename(name)) === portable));
   const compile = (srcs: Record<string, { content: string }>, settings: object) =>
     runSolc(require.resolve('solc'), JSON.stringify({ language: 'Solidity', sources: srcs, settings }), path.join(REPO_ROOT, 'package.json'));

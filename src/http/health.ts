@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
 import type { ChainClient } from '../chain/client.ts';
 import type { ChainState } from '../chain/health.ts';
+import { relayerSnapshot } from '../relayer/index.ts';
 import { MetadataErrors } from './errors.ts';
 import { sendError } from './webrpc.ts';
 
@@ -67,6 +68,19 @@ function chainNamed(s: Services, name: string): ChainClient | undefined {
   return undefined;
 }
 
+/**
+ * One chain in /ready's body: its node's state (last head and when, down since, cause) and, where a
+ * relayer runs, its queue and senders as last known, read from the database so they stay through an
+ * outage (and are left out, null, when the database itself does not answer).
+ */
+async function chainView(s: Services, c: ChainClient, dbOk: boolean): Promise<ChainState & { relayer?: Awaited<ReturnType<typeof relayerSnapshot>> | null }> {
+  const state = c.health.state();
+  const r = s.relayers.get(c.chainId);
+  if (!r) return state;
+  const relayer = dbOk ? await relayerSnapshot(s, r).catch(() => null) : null;
+  return { ...state, relayer };
+}
+
 export function registerHealthRoutes(app: FastifyInstance, s: Services) {
   app.get('/health', async () => ({ status: 'ok', uptime: Math.round((Date.now() - s.startedAt.getTime()) / 1000) }));
   // Ready means this process can serve: the database answers and it is not draining. A chain that is
@@ -85,7 +99,7 @@ export function registerHealthRoutes(app: FastifyInstance, s: Services) {
     if (s.draining) return reply.code(503).send({ ready: false, draining: true, checks: [], chains: [] });
     const checks = await Promise.all([checkDatabase(s, 2_000), ...(chain ? [chain] : [...s.chains.values()]).map((c) => probeChain(c, 2_000))]);
     const database = checks[0];
-    const chains: ChainState[] = (chain ? [chain] : [...s.chains.values()]).map((c) => c.health.state());
+    const chains = await Promise.all((chain ? [chain] : [...s.chains.values()]).map((c) => chainView(s, c, database.ok)));
     const ready = database.ok && (!chain || chains[0].ok);
     return reply.code(ready ? 200 : 503).send({ ready, database, chains, checks });
   });

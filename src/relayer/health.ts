@@ -1,4 +1,4 @@
-import { formatEther, parseEther, type Hex } from 'viem';
+import { formatEther, parseEther, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { refillStatus } from './engine/refill.ts';
 import type { Db } from '../store/db.ts';
@@ -16,23 +16,53 @@ export interface HealthDeps {
   bars: BarRepo;
 }
 
-/** The engine's own view of each sender: ledger, lease, open slots, a stalled replacement. */
-async function senderLedger(db: Db, r: ChainRelayer) {
-  const q = await db.query<{ address: string; next_nonce: string | null; leased: boolean; stalled: string | null; stopped_at: Date | null; in_flight: string }>(
+interface LedgerRead {
+  next_nonce: number | null;
+  leased: boolean;
+  stalled: string | null;
+  stoppedAt: string | null;
+  in_flight: number;
+  /** The sweep's last read of the node (recordSenderRead): kept through an outage as the last known state. */
+  balance: bigint | null;
+  latest: number | null;
+  pending: number | null;
+  readAt: string | null;
+}
+
+/** The engine's own view of each sender: ledger, lease, open slots, a stalled replacement, its last read from the node. */
+async function senderLedger(db: Db, chainId: number): Promise<Map<string, LedgerRead>> {
+  const q = await db.query<{
+    address: string;
+    next_nonce: string | null;
+    leased: boolean;
+    stalled: string | null;
+    stopped_at: Date | null;
+    in_flight: string;
+    balance: string | null;
+    chain_latest: string | null;
+    chain_pending: string | null;
+    read_at: Date | null;
+  }>(
     `SELECT rs.address, rs.next_nonce::text AS next_nonce, (rs.owner IS NOT NULL AND rs.lease_until > now()) AS leased, rs.stalled, rs.stopped_at,
+            rs.balance::text AS balance, rs.chain_latest::text AS chain_latest, rs.chain_pending::text AS chain_pending, rs.read_at,
             (SELECT count(DISTINCT t.nonce) FROM relay_txs t WHERE t.chain_id = rs.chain_id AND t.sender = rs.address AND t.status = 'PENDING')::text AS in_flight
      FROM relay_senders rs WHERE rs.chain_id = $1`,
-    [r.chainId],
+    [chainId],
   );
+  const num = (v: string | null) => (v == null ? null : Number(v));
   return new Map(
     q.rows.map((x) => [
       x.address,
       {
-        next_nonce: x.next_nonce == null ? null : Number(x.next_nonce),
+        next_nonce: num(x.next_nonce),
         leased: x.leased,
         stalled: x.stalled,
         stoppedAt: x.stopped_at ? new Date(x.stopped_at).toISOString() : null,
         in_flight: Number(x.in_flight),
+        balance: x.balance == null ? null : BigInt(x.balance),
+        latest: num(x.chain_latest),
+        pending: num(x.chain_pending),
+        readAt: x.read_at ? new Date(x.read_at).toISOString() : null,
       },
     ]),
   );
@@ -82,27 +112,44 @@ async function unpaidFees(d: HealthDeps, r: ChainRelayer) {
   };
 }
 
-/** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
-async function senderStatuses(db: Db, r: ChainRelayer) {
-  const minBalance = parseEther(r.deps.config.minSenderBalance);
-  const ledger = await senderLedger(db, r);
-  return Promise.all(
-    r.senders.map(async (address, index) => {
+/** A sender's balance and nonces: from the node while it answers, else the sweep's last read (live: false, readAt its time). */
+async function senderRead(r: ChainRelayer, address: Address, l: LedgerRead | undefined) {
+  // While the chain is down, asking would only wait out the transport's retries for each sender.
+  if (r.deps.chain.health.ok) {
+    try {
       const [balance, latest, pending] = await Promise.all([
         r.client.getBalance({ address }),
         r.client.getTransactionCount({ address, blockTag: 'latest' }),
         r.client.getTransactionCount({ address, blockTag: 'pending' }),
       ]);
+      return { balance, latest, pending, live: true, readAt: new Date().toISOString() };
+    } catch {
+      // The node failed now: its health has the cause; show what was last known.
+    }
+  }
+  return { balance: l?.balance ?? null, latest: l?.latest ?? null, pending: l?.pending ?? null, live: false, readAt: l?.readAt ?? null };
+}
+
+/** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
+async function senderStatuses(db: Db, r: ChainRelayer) {
+  const minBalance = parseEther(r.deps.config.minSenderBalance);
+  const ledger = await senderLedger(db, r.chainId);
+  return Promise.all(
+    r.senders.map(async (address, index) => {
       const l = ledger.get(address.toLowerCase());
-      const belowFloor = minBalance > 0n && balance < minBalance;
+      const read = await senderRead(r, address, l);
+      const belowFloor = read.balance != null && minBalance > 0n && read.balance < minBalance;
       return {
         index,
         address,
-        etherBalance: Number(formatEther(balance)),
+        etherBalance: read.balance == null ? null : Number(formatEther(read.balance)),
         // enabled: may take new work (not stopped, above the balance floor); active: leased by a running dispatcher right now.
         enabled: !belowFloor && !l?.stoppedAt,
         active: !!l?.leased,
-        nonce: { chain: latest, mempool: pending },
+        nonce: { chain: read.latest, mempool: read.pending },
+        // live: read from the node just now; otherwise the last read (readAt), kept through an outage.
+        live: read.live,
+        readAt: read.readAt,
         // metarelay extras: the durable ledger, open slots, why a sender takes no work, what is stuck.
         ledgerNonce: l?.next_nonce ?? null,
         inFlight: l?.in_flight ?? 0,
@@ -112,4 +159,26 @@ async function senderStatuses(db: Db, r: ChainRelayer) {
       };
     }),
   );
+}
+
+/**
+ * What /ready shows of a relayer chain, from the database alone (no node call, so it holds through an
+ * outage): the queue, and each sender's last known balance (with when it was read) and its pending
+ * transactions.
+ */
+export async function relayerSnapshot(d: Pick<HealthDeps, 'db' | 'metaTxns'>, r: Pick<ChainRelayer, 'chainId' | 'senders'>) {
+  const [queue, waiting, ledger] = await Promise.all([d.metaTxns.depth(r.chainId), waitingCount(d.db, r.chainId), senderLedger(d.db, r.chainId)]);
+  return {
+    queue: { ...queue, waiting },
+    senders: r.senders.map((address) => {
+      const l = ledger.get(address.toLowerCase());
+      return {
+        address,
+        balance: l?.balance == null ? null : formatEther(l.balance),
+        balanceAt: l?.readAt ?? null,
+        pending: l?.in_flight ?? 0,
+        stopped: !!l?.stoppedAt,
+      };
+    }),
+  };
 }

@@ -4,7 +4,7 @@ export { Dispatcher } from './engine/dispatcher.ts';
 export { RelayError, type RelayErrorKind } from './errors.ts';
 export { RelayEvents } from './events.ts';
 export { ReceiptWaiters } from './receipt-waiters.ts';
-export { relayerHealth, switchSender, type HealthDeps } from './health.ts';
+export { relayerHealth, relayerSnapshot, switchSender, type HealthDeps } from './health.ts';
 export { barRepo, describeBar, type Bar, type BarKind, type BarRepo } from './bars.ts';
 export { metaTxnRepo, FINAL_STATUSES, type MetaTxnRepo, type MetaTxnRow, type StatusCause } from './store.ts';
 export { crossingKind, type BalanceCrossing, type BalanceHook } from './engine/balance-level.ts';

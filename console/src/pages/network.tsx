@@ -63,8 +63,11 @@ export function FeeTokens() {
 interface SenderRow {
   index: number;
   address: string;
-  etherBalance: number;
-  nonce: { chain: number; mempool: number };
+  etherBalance: number | null;
+  nonce: { chain: number | null; mempool: number | null };
+  /** false: the node did not answer; the balance and nonces are the last read, at readAt. */
+  live: boolean;
+  readAt: string | null;
   inFlight: number;
   belowFloor: boolean;
   stoppedAt: string | null;
@@ -76,7 +79,9 @@ interface HealthNetwork {
   network: string;
   ok: boolean;
   error: string | null;
-  head: { number: number; hash: string; timestamp: string } | null;
+  downSince: string | null;
+  /** hash and timestamp: the block's, when read now; during an outage only the last number seen and when (seenAt). */
+  head: { number: number; hash: string | null; timestamp: string | null; seenAt: string | null } | null;
   relayer: {
     senders: SenderRow[];
     queue: { queued: number; sent: number };
@@ -122,13 +127,24 @@ export function Health() {
       {d.data?.networks.map((n) => (
         <div class="panel" data-testid={`health-${n.network}`}>
           <h3>
-            {n.network} ({n.chainId}) <span class={n.ok ? 'ok' : 'error'}>{n.ok ? 'reachable' : `down: ${n.error}`}</span>
+            {n.network} ({n.chainId}) <span class={n.ok ? 'ok' : 'error'}>{n.ok ? 'reachable' : 'down'}</span>
           </h3>
-          {n.head && (
-            <p>
-              Head block <strong data-testid="head">{n.head.number}</strong> <code>{short(n.head.hash, 14)}</code> at {new Date(n.head.timestamp).toLocaleTimeString()}
+          {!n.ok && (
+            <p class="error" data-testid="outage">
+              Down{n.downSince ? ` since ${new Date(n.downSince).toLocaleString()}` : ''}: {n.error}. Shown below: what was last known.
             </p>
           )}
+          {n.head &&
+            (n.head.hash && n.head.timestamp ? (
+              <p>
+                Head block <strong data-testid="head">{n.head.number}</strong> <code>{short(n.head.hash, 14)}</code> at {new Date(n.head.timestamp).toLocaleTimeString()}
+              </p>
+            ) : (
+              <p>
+                Last head seen <strong data-testid="head">{n.head.number}</strong>
+                {n.head.seenAt && ` at ${new Date(n.head.seenAt).toLocaleString()}`}
+              </p>
+            ))}
           {n.relayer && (
             <>
               <p>
@@ -157,9 +173,12 @@ export function Health() {
                       <td>
                         <code>{s.address}</code>
                       </td>
-                      <td>{s.etherBalance}</td>
-                      <td>{s.nonce.chain}</td>
-                      <td>{s.nonce.mempool}</td>
+                      <td data-testid={`sender-balance-${s.index}`}>
+                        {s.etherBalance ?? 'unknown'}
+                        {!s.live && s.readAt && <span class="hint"> (as of {new Date(s.readAt).toLocaleString()})</span>}
+                      </td>
+                      <td>{s.nonce.chain ?? '?'}</td>
+                      <td>{s.nonce.mempool ?? '?'}</td>
                       <td>{s.inFlight}</td>
                       <td data-testid={`sender-state-${s.index}`}>{senderState(s)}</td>
                       <td>

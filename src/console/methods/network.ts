@@ -87,26 +87,40 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
         return {};
       },
     }),
-    /** Per network: the chain head, and where a relayer runs, its senders and its queue. */
+    /**
+     * Per network: the chain head, and where a relayer runs, its senders and its queue. While a node is
+     * down the network still shows what was last known (head and when it was seen, each sender's last
+     * read balance, the queue from the database), with when the outage began and its cause.
+     */
     Health: method({
       input: NoArgs,
       handler: async () => {
         const networks = await Promise.all(
           [...s.chains.values()].map(async (chain) => {
             const relayer = s.relayers.get(chain.chainId);
+            let head: { number: number; hash: string | null; timestamp: string | null; seenAt: string | null } | null = null;
+            let error: string | null = null;
             try {
-              const head = await chain.public.getBlock({ blockTag: 'latest' });
-              return {
-                chainId: chain.chainId,
-                network: chain.name,
-                ok: true,
-                error: null,
-                head: { number: Number(head.number), hash: head.hash, timestamp: new Date(Number(head.timestamp) * 1000).toISOString() },
-                relayer: relayer ? await relayerHealth(s, relayer) : null,
-              };
+              const b = await chain.public.getBlock({ blockTag: 'latest' });
+              chain.health.sawHead(b.number);
+              head = { number: Number(b.number), hash: b.hash, timestamp: new Date(Number(b.timestamp) * 1000).toISOString(), seenAt: new Date().toISOString() };
             } catch (err) {
-              return { chainId: chain.chainId, network: chain.name, ok: false, error: message(err), head: null, relayer: null };
+              error = message(err);
             }
+            const st = chain.health.state();
+            // The last head any node call saw (the readiness probe, this page), kept through the outage.
+            if (!head && st.head !== null) head = { number: st.head, hash: null, timestamp: null, seenAt: st.headAt };
+            return {
+              chainId: chain.chainId,
+              network: chain.name,
+              ok: error === null && st.ok,
+              // The transport's own words when the chain's health has them (refused, timed out, HTTP 429), not viem's "HTTP request failed."
+              error: error === null ? null : (st.cause ?? error),
+              downSince: st.downSince,
+              rateLimited: st.rateLimited,
+              head,
+              relayer: relayer ? await relayerHealth(s, relayer) : null,
+            };
           }),
         );
         return { networks };

@@ -1,5 +1,6 @@
 import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { ChainUnreachableError } from '../../chain/outage.ts';
 import type { AppConfig } from '../../config/schema.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -65,6 +66,8 @@ export class ContractInfoService {
       else {
         if (r.state === 'failed') this.d.log.warn({ err: r.error, chain: chain.name }, 'contract info resolution failed');
         toResolve.forEach((a) => pending.add(a));
+        // Never read and the node is down: a 503 naming the chain tells the caller more than NOT_AVAILABLE.
+        if (!chain.health.ok && toResolve.some((a) => !rows.get(a)?.info_fetched_at)) throw new ChainUnreachableError(chain.chainId);
       }
     }
 

@@ -1,5 +1,6 @@
 import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { ChainUnreachableError } from '../../chain/outage.ts';
 import type { AppConfig } from '../../config/schema.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -210,6 +211,9 @@ export class TokenMetadataService {
         ),
       );
       await within(all, opts.waitMs ?? cfg.inlineWaitMs);
+      // A token never read, while the node is down: a 503 naming the chain tells the caller more than
+      // NOT_AVAILABLE (and the outage is logged once by the chain's health, not here per request).
+      if (!chain.health.ok && toResolve.some((id) => !settled.has(id) && !records.get(id)?.metadata)) throw new ChainUnreachableError(chain.chainId);
       if (failure) this.d.log.warn({ err: failure, chain: chain.name, contract }, 'token resolution failed');
       for (const id of toResolve) {
         if (!settled.has(id)) pending.add(id);

@@ -141,15 +141,10 @@ export async function recordSenderRead(
   sender: Address,
   read: { balance: bigint; belowFloor: boolean; latest: number; pending: number; stalled: string | null },
 ): Promise<void> {
-  await db.query('UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, updated_at = now() WHERE chain_id = $1 AND address = $2', [
-    chainId,
-    sender,
-    read.balance.toString(),
-    read.belowFloor,
-    read.latest,
-    read.pending,
-    read.stalled,
-  ]);
+  await db.query(
+    'UPDATE relay_senders SET balance = $3, below_floor = $4, chain_latest = $5, chain_pending = $6, stalled = $7, read_at = now(), updated_at = now() WHERE chain_id = $1 AND address = $2',
+    [chainId, sender, read.balance.toString(), read.belowFloor, read.latest, read.pending, read.stalled],
+  );
 }
 
 /** The sender's recorded balance level, locked (a second process waits, then reads what the first wrote); undefined when it has no row. */
