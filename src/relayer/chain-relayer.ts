@@ -121,6 +121,15 @@ export class ChainRelayer implements RelayerChain {
         await pause(STALE_PAUSE_MS * attempt);
         continue;
       }
+      // Failed on a block older than the head: the caller may act on a block this relayer has not seen
+      // yet (funds that arrived, a wallet deployed elsewhere), read from a node that has it. Once more on it.
+      if (!r.ok && attempt <= 2) {
+        const head = await this.client.getBlockNumber().catch(() => r.block);
+        if (head > r.block) {
+          this.observeBlock(head);
+          continue;
+        }
+      }
       this.observeBlock(r.block);
       return r;
     }

@@ -180,6 +180,9 @@ export class Sweeper {
       d.deps.metrics?.relayInclusionBlocks.observe({ chain: d.chainName }, Math.max(0, block - first));
       return { ...h, block, final: head - block + 1 >= d.config.confirmations };
     });
+    // A receipt read from a node ahead of the head read: what follows (intake's simulations of the
+    // wallet's next meta-transaction, sent once this one's receipt is out) must see at least its block.
+    d.relayer.observeBlock(Math.max(...rows.map((x) => x.block)));
     const ids = await this.db.transaction(async (tx) => {
       await markMined(
         tx,
