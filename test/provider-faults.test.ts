@@ -212,6 +212,9 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     const hashes: string[] = [];
     try {
       await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
+      // The funding is someone else's write the relayer never saw: two blocks deep, every node has it.
+      // What is under test is what follows the relayer's own writes and the heads it has seen.
+      await mine(env.rpcUrl, 2);
       // The first deploys the wallet; each next one is sent the moment the last one's receipt is in.
       for (let i = 1; i <= rounds; i++) {
         const sent = await w.sendTransaction([transfer(to, BigInt(i))]).catch((err: Error & { cause?: unknown }) => {
