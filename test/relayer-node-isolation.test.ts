@@ -89,7 +89,7 @@ async function receipt(id: string) {
 }
 
 describe('a batch the node refuses as a whole', () => {
-  it.each(['error', 'http'] as const)('is sent again member by member (refusal as %s); only the member that itself fails, fails', async (answer) => {
+  it.each(['error', 'http'] as const)('is sent again in groups the node takes (refusal as %s), never whole again; only the member that itself fails, fails', async (answer) => {
     const metrics = createMetrics();
     const client = createChainClient({ chainId: env.chainId, name: 'isolation', rpcUrls: [proxy.url], rpcBatchSize: 200 }, { metrics });
     const accounts = Array.from({ length: 10 }, () => newSigner().address.toLowerCase() as Address);
@@ -106,12 +106,21 @@ describe('a batch the node refuses as a whole', () => {
       got.forEach((g, i) => {
         if (i !== 1) expect(g, `account ${i}`).toEqual({ status: 'fulfilled', value: truth[i] });
       });
-      // One batch of all ten (refused), then each member alone (the service's own traffic left out).
+      // One batch of all ten (refused), then groups of the limit the refusal names, never the ten again
+      // (the service's own traffic left out).
       const ours = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
-      expect(ours.map((r) => r.length)).toEqual([accounts.length, ...accounts.map(() => 1)]);
-      // Operators see it: one split, eleven round trips.
+      expect(ours.map((r) => r.length)).toEqual([accounts.length, BATCH_LIMIT, BATCH_LIMIT, accounts.length - 2 * BATCH_LIMIT]);
+      // Operators see it: one split, four round trips.
       expect((await metrics.chainRpcBatchSplits.get()).values[0].value).toBe(1);
-      expect((await metrics.chainRpcRequests.get()).values[0].value).toBe(1 + accounts.length);
+      expect((await metrics.chainRpcRequests.get()).values[0].value).toBe(4);
+      // The limit is kept for the endpoint: the next batch of ten is cut before it is sent, and not refused.
+      const refused = proxy.refusedBatches;
+      proxy.requests.length = 0;
+      const again = await Promise.allSettled(accounts.map((address) => client.public.getBalance({ address })));
+      expect(again.filter((g) => g.status === 'fulfilled').length).toBe(accounts.length - 1);
+      expect(proxy.refusedBatches).toBe(refused);
+      const ours2 = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
+      expect(Math.max(...ours2.map((r) => r.length))).toBeLessThanOrEqual(BATCH_LIMIT);
     } finally {
       unrule();
       proxy.refuseBatchesOver(null);

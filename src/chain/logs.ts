@@ -94,7 +94,9 @@ export class LogReader {
         const logs = await getLogs(this.chain, from, end, { topics: this.topics, address });
         if (!cut) this.grow();
         return { to: end, logs };
-      } catch {
+      } catch (err) {
+        // A rate limit says nothing about the range: asking for less would only ask more often.
+        if (rateLimited(err)) throw err;
         const half = (end - from + 1n) / 2n;
         this.span = half < 1n ? 1n : half;
         cut = true;
@@ -141,10 +143,18 @@ async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilte
 
 const halves = <T>(xs: readonly T[]): [T[], T[]] => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
 
-/** HTTP 429: the node limits how often it is asked, not how much; more, smaller requests make it worse. */
+/** A node behind the block asked (geth, erigon and providers' words): it says nothing of the range or block either. */
+const BEHIND = /beyond (?:the )?current head|header not found|unknown block|block not found|after last accepted block/i;
+
+/**
+ * HTTP 429: the node limits how often it is asked, not how much; more, smaller requests make it worse.
+ * Or the node is behind the blocks asked for (a load-balanced provider's lagging node): smaller ranges
+ * of them fail the same way, and a block must not count as unreadable for it. Either fails the read as is.
+ */
 function rateLimited(err: unknown): boolean {
-  for (let e = err as { status?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
+  for (let e = err as { status?: unknown; cause?: unknown; details?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
     if (e.status === 429) return true;
+    if ((typeof e.details === 'string' && BEHIND.test(e.details)) || (typeof e.message === 'string' && BEHIND.test(e.message))) return true;
   }
   return false;
 }

@@ -131,8 +131,21 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 1;
       return;
     }
-    throw err;
+    // Anything else (a node that refused, a database gone) is one line an operator can act on; the
+    // stack is for a bug report, behind METARELAY_DEBUG.
+    console.error(`metarelay ${cmd}: ${oneLine(err)}`);
+    if (process.env.METARELAY_DEBUG) console.error((err as Error)?.stack ?? err);
+    process.exitCode = 1;
   }
+}
+
+/** An error in one line: viem's short message and what the node said, else the message's first line. */
+export function oneLine(err: unknown): string {
+  const e = err as { shortMessage?: unknown; details?: unknown; message?: unknown };
+  const short = typeof e?.shortMessage === 'string' ? e.shortMessage : undefined;
+  const details = typeof e?.details === 'string' && e.details && e.details !== short ? e.details : undefined;
+  const text = short ? (details ? `${short} (${details})` : short) : typeof e?.message === 'string' ? e.message : String(err);
+  return text.split('\n')[0]!.trim();
 }
 
 export class UsageError extends Error {}

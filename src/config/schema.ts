@@ -168,6 +168,12 @@ export const ChainConfigSchema = z.object({
   rpcBatchSize: z.number().int().min(1).max(1000).default(200),
   /** A JSON-RPC call not answered within this long fails over to the next URL (a broadcast is then looked up, never re-signed). */
   rpcTimeoutMs: z.number().int().positive().default(10_000),
+  /**
+   * First blocks of contracts, by address: where a whole-contract refresh and a watchlist backfill start
+   * reading its events. Needed only when the node keeps no old state and the contract has no event
+   * near its deployment (docs/production.md#hosted-providers); otherwise found from the node.
+   */
+  startBlocks: z.record(Address, z.number().int().min(0)).default({}),
   /** Follow this chain's blocks and refresh metadata on ERC-4906 / ERC-1155 URI events and new mints. */
   watch: z.boolean().default(true),
   /** First block the watcher reads when it has no cursor yet (default: the head at first start). */

@@ -103,6 +103,10 @@ export function backfillStore(db: Db) {
   };
 }
 
+/** Tries of one chunk before its range is left to the lease, and the first pause between them (doubling). */
+const CHUNK_TRIES = 4;
+const CHUNK_RETRY_MS = 500;
+
 /** A log reader (its span learned per chain and scope) and the contracts it reads (undefined: every one). */
 interface ScopedReader {
   reader: LogReader;
@@ -224,9 +228,7 @@ export class BackfillWorker {
     const unread = this.d.unread?.(c.chainId);
     let next = c.next;
     while (next <= c.rangeTo && !this.halting) {
-      const { to, logs, passed } = await this.readOrPassOver(scoped, next, c.rangeTo, unread);
-      const passedHash = passed ? (await chain.public.getBlock({ blockNumber: passed.block })).hash : undefined;
-      const chunk = await decodeChunk(chain, logs);
+      const { to, passed, passedHash, chunk } = await this.readChunk(chain, scoped, next, c.rangeTo, unread);
       const kept = await this.d.db.transaction(async (tx) => {
         // The lease is checked and extended in the transaction that applies the chunk: a worker
         // whose lease was taken over writes nothing.
@@ -251,6 +253,24 @@ export class BackfillWorker {
       c.rangeFrom.toString(),
       this.owner,
     ]);
+  }
+
+  /**
+   * One chunk read and dated. A failure a provider makes in passing (a 429, a 502, a dropped
+   * connection) is tried again here, a few times with a growing pause, rather than failing the range
+   * (and a CLI backfill) at the first one; what still fails is thrown for the lease to retry.
+   */
+  private async readChunk(chain: ChainClient, s: ScopedReader, from: bigint, to: bigint, unread: UnreadBlocks | undefined) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { to: end, logs, passed } = await this.readOrPassOver(s, from, to, unread);
+        const passedHash = passed ? (await chain.public.getBlock({ blockNumber: passed.block })).hash : undefined;
+        return { to: end, passed, passedHash, chunk: await decodeChunk(chain, logs) };
+      } catch (err) {
+        if (attempt >= CHUNK_TRIES || this.halting) throw err;
+        await new Promise((r) => setTimeout(r, CHUNK_RETRY_MS * 2 ** (attempt - 1)));
+      }
+    }
   }
 
   /**

@@ -2,6 +2,22 @@ import type { ChainClient } from '../chain/client.ts';
 import { decodeTransfer, type RawLog } from './decode.ts';
 import type { TimedEntry } from './transfer-store.ts';
 
+/** Block headers read at once for the timestamps a node left out of its logs. */
+const TIMESTAMP_READS_AT_ONCE = 10;
+/** Tries of one header: a block the logs came from that a node does not return is a node behind (load-balanced providers). */
+const HEADER_TRIES = 4;
+
+async function headerOf(chain: ChainClient, blockNumber: bigint) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await chain.public.getBlock({ blockNumber });
+    } catch (err) {
+      if (attempt >= HEADER_TRIES) throw err;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
+
 export interface DecodedChunk {
   entries: TimedEntry[];
   /** Logs with a transfer's topic0 but not its shape: skipped. */
@@ -24,9 +40,12 @@ export async function decodeChunk(chain: ChainClient, logs: RawLog[]): Promise<D
     else undated.add(log.blockNumber);
   }
   for (const n of undated) if (times.has(n)) undated.delete(n);
-  if (undated.size) {
-    // Issued together: the transport sends them as one JSON-RPC batch.
-    const blocks = await Promise.all([...undated].map((n) => chain.public.getBlock({ blockNumber: n })));
+  // A few at a time: issued together, the transport sends them as one JSON-RPC batch, and a chunk of a
+  // busy range has hundreds of blocks; providers that omit blockTimestamp often cap batches too (at 10
+  // to 100), and a batch that size stays under any cap a node is likely to set.
+  const undatedList = [...undated];
+  for (let i = 0; i < undatedList.length; i += TIMESTAMP_READS_AT_ONCE) {
+    const blocks = await Promise.all(undatedList.slice(i, i + TIMESTAMP_READS_AT_ONCE).map((n) => headerOf(chain, n)));
     for (const b of blocks) times.set(b.number!, Number(b.timestamp));
   }
   for (const log of logs) {

@@ -103,13 +103,16 @@ export class IndexFollower {
       cur = await readCursor(db, chainId, this.cfg.scope);
       if (!cur) return false;
     }
-    // A chain now shorter than the cursor, or another block at its height: a reorg.
-    const shorter = cur.block > head && cur.hash !== '0x';
-    const seen = shorter ? null : await this.hashOf(cur.block);
-    if (shorter || (seen && cur.hash !== '0x' && seen !== cur.hash)) {
+    // A reorg only when the node returns the cursor's block with another hash. A head below the cursor
+    // or no block at its height is a node behind (load-balanced providers answer from nodes a block or
+    // two apart): looked at again, never unwound on; a chain that really got shorter grows back past
+    // the cursor with another block there.
+    const seen = await this.hashOf(cur.block);
+    if (seen && cur.hash !== '0x' && seen !== cur.hash) {
       await this.unwind(cur);
       return true;
     }
+    if (cur.block > head || (!seen && cur.hash !== '0x')) return false;
     await this.retryUnread();
     if (cur.block >= target) return false;
     const from = cur.block + 1n;
@@ -225,6 +228,8 @@ export class IndexFollower {
     let ancestorHash = '0x';
     const hashes = await Promise.all(known.rows.map((r) => this.hashOf(BigInt(r.b))));
     for (const [i, r] of known.rows.entries()) {
+      // A block the node did not return says nothing: unwinding past it could undo blocks still on the chain.
+      if (hashes[i] === null) return;
       if (hashes[i] === r.block_hash) {
         ancestor = BigInt(r.b);
         ancestorHash = r.block_hash;

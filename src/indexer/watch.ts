@@ -1,5 +1,7 @@
 import type { Address } from 'viem';
 import type { ChainClient } from '../chain/client.ts';
+import { findDeploymentBlock } from '../chain/deployment-block.ts';
+import { TRANSFER_TOPICS } from './decode.ts';
 import { backfillStore } from './backfill.ts';
 import type { ChainIndexer } from './chain-indexer.ts';
 
@@ -14,20 +16,12 @@ export interface WatchOutcome {
 }
 
 /**
- * The first block at which `address` has code: a binary search over eth_getCode (about log2(head)
- * reads of the node's history); null when it has none at `head` (not deployed, or not a contract).
+ * The first block to read `address`'s transfers from: where eth_getCode first sees code, or, on a node
+ * without old state, its first transfer (chain/deployment-block.ts); null when it has no code at `head`.
+ * A node that fails the search (rate limited, behind) throws: it is never read as "not deployed".
  */
-export async function deploymentBlock(chain: ChainClient, address: Address, head: bigint): Promise<bigint | null> {
-  const hasCode = async (b: bigint) => ((await chain.public.getCode({ address, blockNumber: b })) ?? '0x') !== '0x';
-  if (!(await hasCode(head))) return null;
-  let lo = 0n;
-  let hi = head;
-  while (lo < hi) {
-    const mid = (lo + hi) / 2n;
-    if (await hasCode(mid)) hi = mid;
-    else lo = mid + 1n;
-  }
-  return lo;
+export async function deploymentBlock(chain: ChainClient, address: Address, head: bigint, chunkBlocks = 2_000): Promise<bigint | null> {
+  return (await findDeploymentBlock(chain, address, head, { topics: TRANSFER_TOPICS, logChunkBlocks: chunkBlocks }))?.block ?? null;
 }
 
 /**
@@ -42,11 +36,15 @@ export async function watchContract(ix: ChainIndexer, contract: Address, opts: {
   const address = contract.toLowerCase() as Address;
   const before = await ix.watchlist.list();
   if (before.includes(address)) return { contract: address, added: false, backfill: null, note: 'already on the watchlist' };
+  // The start is found before the contract is added: a node that fails the search (rate limited,
+  // behind) leaves nothing half done, and the call can simply be repeated.
+  const seen = (await ix.chain.public.getBlockNumber()) - BigInt(ix.cfg.confirmations);
+  const from = opts.fromBlock ?? (seen < 0n ? null : await deploymentBlock(ix.chain, address, seen, ix.cfg.chunkBlocks));
   await ix.watchlist.add(address, opts.projectId);
+  // Read again after the add: a follower step that began before it ends no later than this head.
   const head = (await ix.chain.public.getBlockNumber()) - BigInt(ix.cfg.confirmations);
   if (head < 0n) return { contract: address, added: true, backfill: null, note: 'the chain has no confirmed block yet' };
-  const from = opts.fromBlock ?? (await deploymentBlock(ix.chain, address, head));
-  if (from === null) return { contract: address, added: true, backfill: null, note: `no code at ${address} by block ${head}: nothing to backfill` };
+  if (from === null) return { contract: address, added: true, backfill: null, note: `no code at ${address} by block ${seen}: nothing to backfill` };
   if (from > head) return { contract: address, added: true, backfill: null, note: `block ${from} is not confirmed yet: the follower will read it` };
   const id = await backfillStore(ix.db).create(ix.chain.chainId, ix.scope, from, head, { rangeBlocks: opts.rangeBlocks, contracts: [address] });
   return { contract: address, added: true, backfill: { id, fromBlock: Number(from), toBlock: Number(head) } };

@@ -21,6 +21,11 @@ export type { SendArgs, SendResult } from './intake/intake.ts';
 export type { Admission, Funding } from './intake/pricing.ts';
 export { sponsorshipWire } from './intake/pricing.ts';
 
+/** Reads answered from a block older than one seen (a node behind) are made again up to this many times in all, pausing a little longer each time. */
+const STALE_TRIES = 4;
+const STALE_PAUSE_MS = 100;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
 const GAS_PRICE_MAX_AGE_MS = 2_000;
 
@@ -113,9 +118,44 @@ export class ChainRelayer implements RelayerChain {
 
   /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */
   async probe(job: ProbeJob, probes = this.probes): Promise<ProbeResult> {
-    const r = await probes.run(job);
-    this.observeBlock(r.block);
-    return r;
+    for (let attempt = 1; ; attempt++) {
+      const r = await probes.run(job);
+      // Run on a block older than one already seen: a node behind (load-balanced providers answer from
+      // nodes a block or two apart), whose state may predate what the relayer did and reported (a
+      // wallet it deployed, a nonce it used). Run again, on a node that has caught up.
+      if (r.block < this.seenBlock && attempt < STALE_TRIES) {
+        await pause(STALE_PAUSE_MS * attempt);
+        continue;
+      }
+      // Failed on a block older than the head: the caller may act on a block this relayer has not seen
+      // yet (funds that arrived, a wallet deployed elsewhere), read from a node that has it. Once more on it.
+      if (!r.ok && attempt <= 2) {
+        const head = await this.client.getBlockNumber().catch(() => r.block);
+        if (head > r.block) {
+          this.observeBlock(head);
+          continue;
+        }
+      }
+      this.observeBlock(r.block);
+      return r;
+    }
+  }
+
+  /**
+   * Whether `address` has code at the newest block seen: asked when a read at "latest" found none,
+   * which a node behind gives for a wallet the relayer deployed a block ago. A node without that
+   * block yet is asked again; undecided, false (the read at latest stands).
+   */
+  private async codeAtSeen(address: Address): Promise<boolean> {
+    if (this.seenBlock < 0n) return false;
+    for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
+      try {
+        return ((await this.client.getCode({ address, blockNumber: this.seenBlock })) ?? '0x') !== '0x';
+      } catch {
+        await pause(STALE_PAUSE_MS * attempt);
+      }
+    }
+    return false;
   }
 
   get client() {
@@ -195,7 +235,12 @@ export class ChainRelayer implements RelayerChain {
     const first = decoded ?? this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
     const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
-    const [{ kinds, unverified }] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
+    let [{ kinds, unverified }] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
+    // "No code" from a node behind is not the last word on a wallet that has code at a block already seen.
+    for (let attempt = 1; strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
+      await pause(STALE_PAUSE_MS * attempt);
+      ({ kinds, unverified } = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer));
+    }
     // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
     if (auth) kinds.set(first.entrypoint, 'wallet');
     if (strict) {

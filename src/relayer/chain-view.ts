@@ -60,6 +60,8 @@ export interface RelayerChain {
   readonly isFeeRequired: boolean;
   payee(): Address;
   gasPriceNow(): Promise<bigint>;
+  /** A block seen (a head, a receipt's block): reads that follow are pinned to at least it. */
+  observeBlock(block: bigint | number): void;
   probe(job: ProbeJob): Promise<ProbeResult>;
   gasCap(anonymous: boolean): bigint;
   simulationGasCap(projectId: number | null): bigint;

@@ -14,6 +14,7 @@ import { createTestDb, type TestDb } from './db.ts';
 import { rpc } from './service.ts';
 import { startTokenChain, type TokenChain } from './token-chain.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
+import { startProviderProxy, type ProviderFaults, type ProviderProxy } from './provider-proxy.ts';
 
 /** anvil's well-known accounts 1 and 2 (account 0 deploys the test contracts). */
 export const SENDER_KEYS: Hex[] = ['0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d', '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a'];
@@ -45,6 +46,8 @@ export interface RelayerEnv {
   public: ReturnType<typeof createPublicClient>;
   /** The fault-injecting proxy the service talks to the chain through (with `proxy: true`). */
   proxy?: RpcProxy;
+  /** The provider-like proxy (with `provider`); its `proxy` is `proxy` above. */
+  provider?: ProviderProxy;
   /** POST to this relayer's webrpc method. */
   call(method: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; body: any }>;
   close(): Promise<void>;
@@ -55,6 +58,8 @@ export interface RelayerEnvOptions {
   chain?: TokenChain;
   /** Put a fault-injecting JSON-RPC proxy between the service and anvil. */
   proxy?: boolean;
+  /** Put a provider-like proxy (test/support/provider-proxy.ts) between the service and anvil, with these faults. */
+  provider?: ProviderFaults;
   /** With `proxy`: list anvil itself as a second RPC URL, for failover. */
   failover?: boolean;
   rpcTimeoutMs?: number;
@@ -75,7 +80,8 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
   await deploySequenceV2Context(chain.anvil.rpcUrl);
   const [token] = await chain.deploy([{ contract: 'DevERC20', args: ['Fee USD', 'FUSD'] }]);
   const testDb = opts.testDb ?? (await createTestDb());
-  const proxy = opts.proxy ? await startRpcProxy(chain.anvil.rpcUrl) : undefined;
+  const provider = opts.provider ? await startProviderProxy(chain.anvil.rpcUrl, opts.provider) : undefined;
+  const proxy = provider?.proxy ?? (opts.proxy ? await startRpcProxy(chain.anvil.rpcUrl) : undefined);
   const adminToken = 'test-admin-token-0123456789';
   const cfg = parseConfig({
     allowPrivateNetworks: true,
@@ -128,6 +134,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
     adminToken,
     public: createPublicClient({ transport: http(chain.anvil.rpcUrl), pollingInterval: 50, cacheTime: 0 }),
     proxy,
+    provider,
     call: (method, body, headers = {}) => rpc(app, `${relayerPath}${method}`, body, headers),
     async close() {
       await app.close();

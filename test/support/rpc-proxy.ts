@@ -17,8 +17,8 @@ export type Fault =
    * although the node did act.
    */
   | { kind: 'timeoutAfterForward'; ms?: number }
-  /** Answer this HTTP status (text body) without forwarding anything of the HTTP request. */
-  | { kind: 'http'; status: number };
+  /** Answer this HTTP status (text body, optional headers such as Retry-After) without forwarding anything of the HTTP request. */
+  | { kind: 'http'; status: number; headers?: Record<string, string> };
 
 export interface RpcCall {
   method: string;
@@ -26,6 +26,18 @@ export interface RpcCall {
 }
 
 export type RpcRule = (call: RpcCall) => Fault | undefined;
+
+/** What rewrites and transforms know of the HTTP request a call came in: its number, and a scratch object shared by its calls. */
+export interface RequestContext {
+  request: number;
+  state: Record<string, unknown>;
+}
+
+/** Asked about each call to be forwarded: a call to forward instead (other params: a view of another block), or undefined. */
+export type RewriteRule = (call: RpcCall, ctx: RequestContext) => RpcCall | undefined | Promise<RpcCall | undefined>;
+
+/** Given each answer (result or error) before answer rules see it: the answer the caller gets instead (a node that leaves fields out, or is behind). */
+export type AnswerTransform = (call: RpcCall, answer: { result?: unknown; error?: unknown }, ctx: RequestContext) => { result?: unknown; error?: unknown };
 
 /**
  * Asked about each node answer that has a result, before the caller gets it: a message refuses it
@@ -43,6 +55,10 @@ export interface RpcProxy {
   addRule(rule: RpcRule): () => void;
   /** Answer rules are asked in the order added; the first refusing wins. Returns a function removing the rule. */
   addAnswerRule(rule: AnswerRule): () => void;
+  /** Rewrites are applied in the order added (each to the previous one's output). Returns a function removing it. */
+  addRewrite(rule: RewriteRule): () => void;
+  /** Transforms are applied in the order added. Returns a function removing it. */
+  addAnswerTransform(t: AnswerTransform): () => void;
   clearRules(): void;
   /** Every call seen (batch elements one by one, in arrival order), faulted or not. Clear with `calls.length = 0`. */
   calls: RpcCall[];
@@ -71,6 +87,7 @@ interface JsonRpcRequest {
 interface Outcome {
   status: number;
   body: string;
+  headers?: Record<string, string>;
 }
 
 const WHOLE_RESPONSE_FAULTS = ['drop', 'http', 'timeoutAfterForward'] as const;
@@ -92,6 +109,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   let upstreamUrl = upstream;
   const rules: RpcRule[] = [];
   const answerRules: AnswerRule[] = [];
+  const rewrites: RewriteRule[] = [];
+  const transforms: AnswerTransform[] = [];
+  let requestCount = 0;
   const calls: RpcCall[] = [];
   const requests: RpcCall[][] = [];
   let batchLimit: { max: number; answer: 'error' | 'http' } | null = null;
@@ -179,7 +199,15 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       .filter((f): f is Extract<Fault, { kind: (typeof WHOLE_RESPONSE_FAULTS)[number] }> => f !== undefined && (WHOLE_RESPONSE_FAULTS as readonly string[]).includes(f.kind))
       .sort((a, b) => Number(a.kind === 'timeoutAfterForward') - Number(b.kind === 'timeoutAfterForward'))[0];
     if (whole?.kind === 'drop') return { drop: true };
-    if (whole?.kind === 'http') return { status: whole.status, body: `injected HTTP ${whole.status}` };
+    if (whole?.kind === 'http') return { status: whole.status, body: `injected HTTP ${whole.status}`, headers: whole.headers };
+    const ctx: RequestContext = { request: requestCount++, state: {} };
+    // What is forwarded: each call as the rewrites make it (the caller's id kept for the answer mapping).
+    const forwarded: RpcCall[] = [];
+    for (const call of seen) {
+      let c = call;
+      for (const rw of [...rewrites]) c = (await rw(c, ctx)) ?? c;
+      forwarded.push(c);
+    }
 
     const delay = Math.max(0, ...faults.map((f) => (f?.kind === 'delay' ? f.ms : 0)));
     if (delay > 0) await sleep(delay);
@@ -190,7 +218,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     const forwardIdx = faults.flatMap((f, i) => (f?.kind === 'fail' ? [] : [i]));
     const answers = new Map<number, unknown>();
     if (forwardIdx.length > 0) {
-      const outgoing = forwardIdx.map((i) => ({ ...elements[i], id: i }));
+      const outgoing = forwardIdx.map((i) => ({ ...elements[i], method: forwarded[i]!.method, params: forwarded[i]!.params, id: i }));
       let upstreamAnswer: Outcome;
       try {
         upstreamAnswer = await post(JSON.stringify(isBatch ? outgoing : outgoing[0]));
@@ -222,6 +250,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       let answer: unknown;
       if (f?.kind === 'fail') answer = jsonRpcError(el?.id, f.code ?? -32000, f.message ?? 'rpc-proxy: injected fault');
       else answer = answers.get(i) ?? jsonRpcError(el?.id, -32603, 'rpc-proxy: no answer from upstream');
+      if (f?.kind !== 'fail') {
+        for (const t of [...transforms]) answer = { jsonrpc: '2.0', id: (answer as { id?: unknown }).id, ...t(asked[i]!, answer as { result?: unknown; error?: unknown }, ctx) };
+      }
       const result = (answer as { result?: unknown }).result;
       const refusal = result !== undefined ? answerRules.map((rule) => rule(asked[i]!, result)).find((m) => m !== undefined) : undefined;
       if (refusal !== undefined) answer = jsonRpcError(el?.id, -32005, refusal);
@@ -247,7 +278,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         if (outcome.hangMs !== undefined) void sleep(outcome.hangMs).then(() => req.socket.destroy());
       } else if (!res.writableEnded && !req.socket.destroyed) {
         const isJson = outcome.status === 200 || outcome.body.startsWith('{') || outcome.body.startsWith('[');
-        res.writeHead(outcome.status, { 'content-type': isJson ? 'application/json' : 'text/plain' });
+        res.writeHead(outcome.status, { 'content-type': isJson ? 'application/json' : 'text/plain', ...(outcome.headers ?? {}) });
         res.end(outcome.body);
       }
     })().catch(() => req.socket.destroy());
@@ -288,9 +319,25 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         if (i >= 0) answerRules.splice(i, 1);
       };
     },
+    addRewrite(rule) {
+      rewrites.push(rule);
+      return () => {
+        const i = rewrites.indexOf(rule);
+        if (i >= 0) rewrites.splice(i, 1);
+      };
+    },
+    addAnswerTransform(t) {
+      transforms.push(t);
+      return () => {
+        const i = transforms.indexOf(t);
+        if (i >= 0) transforms.splice(i, 1);
+      };
+    },
     clearRules() {
       rules.length = 0;
       answerRules.length = 0;
+      rewrites.length = 0;
+      transforms.length = 0;
     },
     calls,
     count(method) {

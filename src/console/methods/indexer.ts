@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
+import { DeploymentBlockError } from '../../chain/deployment-block.ts';
+import { MetadataErrors, RpcError, metadataErrorMap } from '../../http/errors.ts';
 import { AddressArg } from '../../http/services/args.ts';
 import { NoArgs } from '../../http/services/common.ts';
 import { ProjectId, chainIdArg } from '../args.ts';
@@ -55,6 +56,10 @@ export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
           projectId: a.projectId ?? null,
           fromBlock: a.fromBlock !== undefined ? BigInt(a.fromBlock) : undefined,
           rangeBlocks: s.config.indexer.backfillRangeBlocks,
+        }).catch((err) => {
+          // The node could not say where the contract starts (behind, rate-limited): transient, and nothing was added.
+          if (err instanceof DeploymentBlockError) throw new RpcError(metadataErrorMap.chainUnavailable, err.message, { 'Retry-After': '5' });
+          throw err;
         });
         if (out.backfill) s.indexerBackfills?.wake();
         return { watchlist: await ix.watchlist.list(), added: out.added, backfill: out.backfill, ...(out.note ? { note: out.note } : {}) };

@@ -1,5 +1,6 @@
 import { encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { findDeploymentBlock } from '../../chain/deployment-block.ts';
 import { LogReader } from '../../chain/logs.ts';
 import { multicall } from '../../chain/multicall.ts';
 import { MINT_EVENT_BY_TOPIC, mintedIds } from './mint-logs.ts';
@@ -9,20 +10,9 @@ const IFACE_ERC721_ENUMERABLE = '0x780e9d63';
 
 export interface EnumerateOptions {
   logChunkBlocks: number;
+  /** The operator's first block for this contract (chains[].startBlocks), else found from the node. */
+  startBlock?: bigint;
   onProgress?: (found: number) => void;
-}
-
-/** The first block at which the contract has code, by binary search over eth_getCode. */
-export async function deploymentBlock(chain: ChainClient, address: Address, head: bigint): Promise<bigint> {
-  let lo = 0n;
-  let hi = head;
-  while (lo < hi) {
-    const mid = (lo + hi) / 2n;
-    const code = await chain.public.getCode({ address, blockNumber: mid }).catch(() => undefined);
-    if (code && code !== '0x') hi = mid;
-    else lo = mid + 1n;
-  }
-  return lo;
 }
 
 async function viaEnumerable(chain: ChainClient, address: Address): Promise<string[] | null> {
@@ -45,8 +35,13 @@ async function viaEnumerable(chain: ChainClient, address: Address): Promise<stri
 async function viaLogs(chain: ChainClient, address: Address, opts: EnumerateOptions): Promise<string[]> {
   const head = await chain.public.getBlockNumber();
   const ids = new Set<string>();
-  const reader = new LogReader(chain, opts.logChunkBlocks, [...MINT_EVENT_BY_TOPIC.keys()]);
-  let from = await deploymentBlock(chain, address, head);
+  const mintTopics = [...MINT_EVENT_BY_TOPIC.keys()];
+  const reader = new LogReader(chain, opts.logChunkBlocks, mintTopics);
+  // Never a guess: a node that cannot say where the contract starts fails the task (retried), and a
+  // contract without code is refused, rather than read from a wrong block and finished with no token.
+  const start = await findDeploymentBlock(chain, address, head, { configured: opts.startBlock, topics: mintTopics, logChunkBlocks: opts.logChunkBlocks });
+  if (!start) throw new Error(`no contract code at ${address} by block ${head}`);
+  let from = start.block;
   while (from <= head) {
     const { to, logs } = await reader.read(from, head, [address]);
     for (const log of logs) {
@@ -57,6 +52,12 @@ async function viaLogs(chain: ChainClient, address: Address, opts: EnumerateOpti
     from = to + 1n;
   }
   return [...ids];
+}
+
+/** The configured first block of `address` (keys compared case-insensitively). */
+export function startBlockOf(startBlocks: Readonly<Record<string, number>> | undefined, address: string): bigint | undefined {
+  const hit = Object.entries(startBlocks ?? {}).find(([a]) => a.toLowerCase() === address.toLowerCase());
+  return hit ? BigInt(hit[1]) : undefined;
 }
 
 /** Token ids of a contract: ERC721Enumerable when it says so, mint logs otherwise. */

@@ -5,7 +5,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { ContractInfoService } from '../contracts/contracts.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
-import { enumerateTokens } from './enumerate.ts';
+import { enumerateTokens, startBlockOf } from './enumerate.ts';
 import { isRetryable, type FetchFailureReason } from '../errors.ts';
 import type { TokenMetadataService } from '../tokens/resolver.ts';
 import type { ItemOutcome, TaskItem, TaskStore } from './task-store.ts';
@@ -152,7 +152,10 @@ export class TaskWorker {
       return 1;
     }
     try {
-      let ids = await enumerateTokens(chain, task.contract_address as Address, { logChunkBlocks: this.d.config.refresh.logChunkBlocks });
+      let ids = await enumerateTokens(chain, task.contract_address as Address, {
+        logChunkBlocks: this.d.config.refresh.logChunkBlocks,
+        startBlock: startBlockOf(this.d.config.chains.find((c) => c.chainId === chain.chainId)?.startBlocks, task.contract_address),
+      });
       if (task.only_new) {
         const known = await this.d.tokenStore.get(chain.chainId, task.contract_address, ids);
         ids = ids.filter((id) => !known.get(id)?.metadata);

@@ -23,6 +23,9 @@ interface Slot {
   attempts: Attempt[];
 }
 
+/** Reads in a row without the block of a mined transaction before it is taken as reorged away. */
+const MISSES_FOR_REORG = 3;
+
 const slotKey = (sender: string, nonce: number) => `${sender}:${nonce}`;
 
 interface Hit {
@@ -44,6 +47,10 @@ export class Sweeper {
   private readonly levels = new Map<string, BalanceLevel>();
   /** Set when something changed that must be looked at again before the next block (a reorg). */
   private again = false;
+  /** The highest mined-transaction count read per sender. */
+  private readonly noncesSeen = new Map<string, number>();
+  /** Reads in a row that found no block where a mined transaction was recorded, per transaction. */
+  private readonly blockMisses = new Map<string, number>();
 
   constructor(private readonly d: EngineContext) {
     this.receipts = new BlockReceipts(d.client);
@@ -67,7 +74,13 @@ export class Sweeper {
           d.client.getTransactionCount({ address, blockTag: 'pending' }),
           d.client.getBalance({ address }),
         ]);
-        return { address, latest, pending, balance };
+        // A node behind (a load-balanced provider's) counts fewer mined transactions than one already
+        // seen: the count never goes below what was seen, so no mined slot is taken as waiting and
+        // replaced. A reorg that really unmines one forgets the count (watchMined).
+        const seen = this.noncesSeen.get(address) ?? 0;
+        const counted = Math.max(latest, seen);
+        this.noncesSeen.set(address, counted);
+        return { address, latest: counted, pending: Math.max(pending, counted), balance };
       }),
     );
     const floor = parseEther(d.config.minSenderBalance);
@@ -167,6 +180,9 @@ export class Sweeper {
       d.deps.metrics?.relayInclusionBlocks.observe({ chain: d.chainName }, Math.max(0, block - first));
       return { ...h, block, final: head - block + 1 >= d.config.confirmations };
     });
+    // A receipt read from a node ahead of the head read: what follows (intake's simulations of the
+    // wallet's next meta-transaction, sent once this one's receipt is out) must see at least its block.
+    d.relayer.observeBlock(Math.max(...rows.map((x) => x.block)));
     const ids = await this.db.transaction(async (tx) => {
       await markMined(
         tx,
@@ -294,11 +310,25 @@ export class Sweeper {
     const confirmable: { slot: Slot; winner: Attempt }[] = [];
     for (const s of slots) {
       const winner = s.attempts.find((a) => a.status === 'MINED')!;
-      if (hashAt.get(winner.mined_block!) === winner.mined_block_hash) {
+      const now = hashAt.get(winner.mined_block!);
+      // No block returned is unknown, not a reorg: a load-balanced provider answers from nodes a block
+      // or two behind, and one read fails now and then. The slot is looked at again at once; only a
+      // block missing from several reads in a row (a chain that really got shorter) counts as gone.
+      if (now == null) {
+        const misses = (this.blockMisses.get(winner.hash) ?? 0) + 1;
+        this.blockMisses.set(winner.hash, misses);
+        if (misses < MISSES_FOR_REORG) {
+          this.again = true;
+          continue;
+        }
+      }
+      this.blockMisses.delete(winner.hash);
+      if (now === winner.mined_block_hash) {
         if (head - winner.mined_block! + 1 >= d.config.confirmations) confirmable.push({ slot: s, winner });
         continue;
       }
       d.deps.metrics?.relayReorgs.inc({ chain: d.chainName });
+      this.noncesSeen.delete(s.sender);
       const receipt = await this.receipt(winner.hash);
       if (receipt) {
         d.deps.log.info({ chainId: d.chainId, hash: winner.hash, from: winner.mined_block, to: Number(BigInt(receipt.blockNumber)) }, 'reorg moved a relay transaction');

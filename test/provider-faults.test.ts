@@ -1,0 +1,279 @@
+// The service through a proxy that behaves like a hosted provider (test/support/provider-proxy.ts): batch
+// caps, logs without blockTimestamp, log range and result caps, 429s, 502/503 and dropped connections,
+// nodes without old state, load-balanced nodes a block apart. Everything is checked against anvil itself:
+// balances, receipts, stored rows; never against what the service says of itself.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeFunctionData, parseAbi, type Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeploymentBlockError, findDeploymentBlock } from '../src/chain/deployment-block.ts';
+import { createChainClient } from '../src/chain/client.ts';
+import { devPublicClient, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
+import { openDb } from '../src/store/db.ts';
+import { mine } from './support/anvil-control.ts';
+import { runCli } from './support/cli.ts';
+import { createTestDb } from './support/db.ts';
+import { startProviderProxy, type ProviderFaults } from './support/provider-proxy.ts';
+import { call, erc721WithTokens, range, resultOf, waitForEnd } from './support/refresh.ts';
+import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
+import { newSigner, officialWallet } from './support/sequence-wallet.ts';
+import { startTestService } from './support/service.ts';
+import { startTokenChain, type TokenChain } from './support/token-chain.ts';
+
+const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
+const balanceAbi = parseAbi(['function balanceOf(address) view returns (uint256)']);
+const MINT_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+
+/** Every fault class at once, at rates a busy hosted provider shows. */
+const ALL: ProviderFaults = {
+  latencyMs: 3,
+  rateLimit: { callsPerSec: 2_000, retryAfterSec: 1 },
+  logRangeCap: 25,
+  logResultCap: 30,
+  batchCap: 5,
+  stripBlockTimestamp: true,
+  refusedMethods: ['eth_getBlockReceipts'],
+  flaky: { every: 41, kind: 503 },
+  lag: { blocks: 1 },
+  noArchiveDepth: 16,
+};
+
+let chain: TokenChain;
+let origin: OriginServer;
+let pub: ReturnType<typeof devPublicClient>;
+
+beforeAll(async () => {
+  [chain, origin] = await Promise.all([startTokenChain(), startOriginServer()]);
+  pub = devPublicClient(chain.anvil.rpcUrl, chain.anvil.chainId);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([chain?.stop(), origin?.stop()]);
+});
+
+describe('indexer backfill through a provider that caps batches and leaves blockTimestamp out', () => {
+  it.each([
+    ['batch cap and no blockTimestamp', { batchCap: 4, stripBlockTimestamp: true }],
+    ['every fault class together', ALL],
+  ] as const)(
+    '%s: `metarelay indexer backfill` completes, balances equal the chain',
+    async (_name, faults) => {
+      const [token] = await chain.deploy([{ contract: 'TestIndexERC20' }]);
+      const holders = Array.from({ length: 6 }, someone);
+      // One block per transaction (automine): 60 blocks with transfers, each needing its timestamp.
+      const calls = Array.from({ length: 60 }, (_, i) =>
+        i < 30
+          ? { address: token!, contract: 'TestIndexERC20', functionName: 'mint', args: [holders[i % holders.length], BigInt(100 + i)] }
+          : { address: token!, contract: 'TestIndexERC20', functionName: 'move', args: [holders[i % holders.length], holders[(i + 1) % holders.length], BigInt(i % 7)] },
+      );
+      await chain.send(calls);
+      const provider = await startProviderProxy(chain.anvil.rpcUrl, faults);
+      const testDb = await createTestDb();
+      const dir = mkdtempSync(join(tmpdir(), 'metarelay-provider-'));
+      try {
+        // One process per PGlite folder: the CLI gets the database to itself.
+        if (testDb.db.kind === 'pglite') await testDb.db.close();
+        const file = join(dir, 'metarelay.json');
+        const head = Number(await pub.getBlockNumber());
+        const from = Math.max(0, head - 70);
+        writeFileSync(
+          file,
+          JSON.stringify({
+            database: testDb.location,
+            logLevel: 'silent',
+            chains: [{ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [provider.url], watch: false, indexer: { scope: 'all', confirmations: 0, chunkBlocks: 200 } }],
+          }),
+        );
+        const r = await runCli(['indexer', 'backfill', '--chain', 'anvil', '--from', String(from), '--to', String(head), '--config', file], {}, 180_000);
+        expect(r.code, r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ status: 'DONE', fromBlock: from, toBlock: head, done: head - from + 1 });
+        // The provider did refuse the first big batch, and was not sent one over its cap again.
+        expect(provider.proxy.refusedBatches).toBeGreaterThan(0);
+        expect(provider.proxy.refusedBatches).toBeLessThanOrEqual(3);
+
+        const db = testDb.db.kind === 'pglite' ? await openDb(testDb.location) : testDb.db;
+        try {
+          const rows = await db.query<{ account: string; balance: string }>('SELECT account, balance::text AS balance FROM indexer_balances WHERE contract = $1 AND balance > 0', [
+            token!.toLowerCase(),
+          ]);
+          const got = Object.fromEntries(rows.rows.map((x) => [x.account, x.balance]));
+          const truth = await Promise.all(holders.map((h) => pub.readContract({ address: token!, abi: balanceAbi, functionName: 'balanceOf', args: [h] })));
+          expect(got).toEqual(Object.fromEntries(holders.map((h, i) => [h, truth[i]!.toString()]).filter(([, b]) => b !== '0')));
+          // Every transfer dated with its block's own timestamp, read from the blocks.
+          const dated = await db.query<{ block_number: string; ts: string }>(
+            `SELECT block_number::text AS block_number, extract(epoch FROM ts)::bigint::text AS ts FROM indexer_transfers WHERE contract = $1 ORDER BY block_number LIMIT 3`,
+            [token!.toLowerCase()],
+          );
+          for (const x of dated.rows) expect(Number(x.ts)).toBe(Number((await pub.getBlock({ blockNumber: BigInt(x.block_number) })).timestamp));
+        } finally {
+          if (testDb.db.kind === 'pglite') await db.close();
+        }
+
+        // A provider that drops every connection: one clear line and exit 1, never a stack trace.
+        provider.set({ flaky: { every: 1, kind: 'drop' } });
+        const failed = await runCli(['indexer', 'backfill', '--chain', 'anvil', '--from', String(from), '--config', file], {}, 180_000);
+        expect(failed.code).toBe(1);
+        expect(failed.stderr.trim().split('\n')).toHaveLength(1);
+        expect(failed.stderr).toMatch(/^metarelay indexer: /);
+        expect(failed.stderr).not.toMatch(/\n\s+at /);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await provider.close();
+        await testDb.drop();
+      }
+    },
+    300_000,
+  );
+});
+
+describe('whole-contract refresh on a node without old state', () => {
+  it('finds every token from the mint logs where eth_getCode has no state, and never reads a failure as "not deployed"', async () => {
+    const ids = range(1, 12);
+    for (const id of ids) origin.setDocument(`/old/${id}`, { name: `Old ${id}` });
+    const before = await pub.getBlockNumber();
+    const nft = await erc721WithTokens(chain, origin, '/old/', ids.slice(0, 6));
+    await mine(chain.anvil.rpcUrl, 40);
+    await chain.send(ids.slice(6).map((id) => ({ address: nft, contract: 'DevERC721', functionName: 'mint', args: [someone(), BigInt(id)] })));
+    await mine(chain.anvil.rpcUrl, 40);
+    const firstMint = (await pub.getLogs({ address: nft, fromBlock: before, toBlock: 'latest' })).find((l) => l.topics[0] === MINT_TOPIC)!.blockNumber;
+
+    const provider = await startProviderProxy(chain.anvil.rpcUrl, { noArchiveDepth: 16 });
+    try {
+      // The search itself: the node has no state at the deployment, the first mint log gives the start.
+      const client = createChainClient({ chainId: chain.anvil.chainId, name: 'anvil', rpcUrls: [provider.url], rpcBatchSize: 200 });
+      const head = await pub.getBlockNumber();
+      const found = await findDeploymentBlock(client, nft, head, { topics: [MINT_TOPIC], logChunkBlocks: 50 });
+      expect(found).toMatchObject({ block: firstMint, source: 'logs' });
+      expect(provider.hits.noArchive).toBeGreaterThan(0);
+      // Rate limited: an error that says so, never "not deployed".
+      provider.set({ noArchiveDepth: 16, rateLimit: { callsPerSec: 0 } });
+      await expect(findDeploymentBlock(client, nft, head, { topics: [MINT_TOPIC], logChunkBlocks: 50 })).rejects.toBeInstanceOf(DeploymentBlockError);
+
+      // The task, with every fault class on.
+      provider.set(ALL);
+      const t = await startTestService({
+        chains: [{ ...chain.chainConfig, rpcUrls: [provider.url], watch: false }],
+        metadata: { hotCacheTtlMs: 0, fetchTimeoutMs: 3_000, inlineWaitMs: 10_000 },
+        refresh: { pollMs: 50, logChunkBlocks: 100 },
+      });
+      try {
+        const res = await call(t, 'RefreshAllContractTokens', { chainID: 'anvil', contractAddress: nft });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        const taskId = res.body.taskID as number;
+        for (let i = 0; i < 200 && (await t.services.worker.tick().catch(() => 1)) > 0; i++);
+        expect(await waitForEnd(t, taskId, 60_000)).toBe('DONE');
+        const result = await resultOf(t, taskId);
+        expect(Object.keys(result.tokens).sort((a, b) => Number(a) - Number(b))).toEqual(ids);
+        expect(Object.values(result.tokens).every(Boolean)).toBe(true);
+      } finally {
+        await t.close();
+      }
+    } finally {
+      await provider.close();
+    }
+  }, 180_000);
+});
+
+describe('the relayer through load-balanced nodes a block apart', () => {
+  let env: RelayerEnv;
+  beforeAll(async () => {
+    env = await startRelayerEnv({ provider: { lag: { blocks: 1 } }, relayer: { confirmations: 3 } });
+    await sponsor(env, 'CONTRACT', env.token);
+  }, 120_000);
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  const balance = (owner: Address) => env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [owner] });
+  const transfer = (to: Address, amount: bigint) => ({ to: env.token, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }) });
+
+  /** Each meta-transaction's statuses as its events recorded them, oldest first. */
+  async function statusTrail(): Promise<Map<string, { status: string; cause: string | null }[]>> {
+    const rows = await env.services.db.query<{ payload: unknown }>(`SELECT payload FROM events WHERE type = 'metatxn.status' ORDER BY id`);
+    const out = new Map<string, { status: string; cause: string | null }[]>();
+    for (const r of rows.rows) {
+      const p = (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload) as {
+        data?: { metaTxnId: string; status: string; cause: string | null };
+        metaTxnId?: string;
+        status?: string;
+        cause?: string | null;
+      };
+      const d = p.data ?? (p as { metaTxnId: string; status: string; cause: string | null });
+      out.set(d.metaTxnId, [...(out.get(d.metaTxnId) ?? []), { status: d.status, cause: d.cause ?? null }]);
+    }
+    return out;
+  }
+
+  async function sendAll(rounds: number) {
+    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
+    const to = newSigner().address;
+    const hashes: string[] = [];
+    try {
+      await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
+      // The funding is someone else's write the relayer never saw: two blocks deep, every node has it.
+      // What is under test is what follows the relayer's own writes and the heads it has seen.
+      await mine(env.rpcUrl, 2);
+      // The first deploys the wallet; each next one is sent the moment the last one's receipt is in.
+      for (let i = 1; i <= rounds; i++) {
+        const sent = await w.sendTransaction([transfer(to, BigInt(i))]).catch((err: Error & { cause?: unknown }) => {
+          throw new Error(`meta-transaction ${i} of ${rounds}: ${err.message} (${String(err.cause ?? JSON.stringify(err))})`);
+        });
+        hashes.push(sent.hash);
+      }
+    } finally {
+      w.close();
+    }
+    return { wallet: w.address as Address, to, hashes };
+  }
+
+  const signed = async () => Number((await env.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM relay_txs WHERE kind <> 'filler'`)).rows[0]!.n);
+
+  async function expectExecutedOnce(sent: { wallet: Address; to: Address; hashes: string[] }, rounds: number, signedBefore: number) {
+    // Ground truth: every transfer happened once, each hash has a successful receipt on anvil.
+    expect(await balance(sent.to)).toBe(BigInt((rounds * (rounds + 1)) / 2));
+    expect(await balance(sent.wallet)).toBe(1_000n - BigInt((rounds * (rounds + 1)) / 2));
+    for (const h of sent.hashes) expect((await env.public.getTransactionReceipt({ hash: h as `0x${string}` })).status).toBe('success');
+    // Give the sweep a few heads over the mined transactions (each block seen by the lagging node too).
+    for (let i = 0; i < 6; i++) {
+      await mine(env.rpcUrl, 1);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    // No phantom reorg: nothing went back to SENT, no `reorged` event, the sweep never counted one.
+    for (const [id, trail] of await statusTrail()) {
+      expect(
+        trail.map((x) => x.cause).filter((c) => c === 'reorged'),
+        id,
+      ).toEqual([]);
+      const succeeded = trail.findIndex((x) => x.status === 'SUCCEEDED');
+      if (succeeded >= 0)
+        expect(
+          trail.slice(succeeded).map((x) => x.status),
+          id,
+        ).not.toContain('SENT');
+    }
+    expect((await env.services.metrics.relayReorgs.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
+    // The sweep signed no replacement: one signed transaction per meta-transaction.
+    expect((await signed()) - signedBefore).toBe(sent.hashes.length);
+  }
+
+  it('a wallet deployed by the relayer sends again at once: not refused as undeployed, each executed once, no phantom reorg', async () => {
+    const before = await signed();
+    const sent = await sendAll(4);
+    expect(env.provider!.hits.lag).toBeGreaterThan(0);
+    await expectExecutedOnce(sent, 4, before);
+  }, 120_000);
+
+  it('with every fault class at once: each meta-transaction executed once, no phantom reorg, no replacement', async () => {
+    env.provider!.set(ALL);
+    try {
+      const before = await signed();
+      const sent = await sendAll(3);
+      await expectExecutedOnce(sent, 3, before);
+      expect(env.provider!.hits.flaky).toBeGreaterThan(0);
+    } finally {
+      env.provider!.set({ lag: { blocks: 1 } });
+    }
+  }, 180_000);
+});
