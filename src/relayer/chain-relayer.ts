@@ -15,6 +15,7 @@ import type { CodeOverride, NonceOverride, ProbeJob, ProbeResult } from './intak
 import type { SponsorRule } from './intake/sponsors.ts';
 import { WalletCache, describeKind, recogniseDeferring, type WalletKind } from './intake/wallets.ts';
 import { readNonces } from './nonces.ts';
+import { feeModelFor, hexBytes, l1FeeUpperBound, unsignedTxSize, type FeeModelName } from './fee-model.ts';
 
 export type { RelayerDeps } from './chain-view.ts';
 export type { SendArgs, SendResult } from './intake/intake.ts';
@@ -51,10 +52,14 @@ export class ChainRelayer implements RelayerChain {
   private seenBlock = -1n;
 
   private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
+  /** The L1 fee bounds read for the block seen, by transaction size (an OP-stack oracle changes once per L1 block at most). */
+  private l1BoundMemo?: { block: bigint; at: number; bySize: Map<number, Promise<bigint>> };
+  readonly feeModel: FeeModelName;
 
   constructor(readonly deps: RelayerDeps) {
     const c = deps.config;
     this.chainId = deps.chain.chainId;
+    this.feeModel = deps.feeModel ?? feeModelFor(this.chainId);
     this.context = c.context
       ? {
           factory: getAddress(c.context.factory),
@@ -102,6 +107,24 @@ export class ChainRelayer implements RelayerChain {
       if (this.gasPriceMemo === memo) this.gasPriceMemo = undefined;
     });
     this.gasPriceMemo = memo;
+    return value;
+  }
+
+  l1FeeBound(input: string, withAuthorization = false): Promise<bigint> {
+    if (this.feeModel !== 'opStack') return Promise.resolve(0n);
+    const size = unsignedTxSize(hexBytes(input), withAuthorization);
+    let m = this.l1BoundMemo;
+    if (!m || m.block < this.seenBlock || Date.now() - m.at >= GAS_PRICE_MAX_AGE_MS) {
+      m = { block: this.seenBlock, at: Date.now(), bySize: new Map() };
+      this.l1BoundMemo = m;
+    }
+    const memo = m;
+    let value = memo.bySize.get(size);
+    if (!value) {
+      value = l1FeeUpperBound(this.client, size);
+      value.catch(() => memo.bySize.delete(size));
+      memo.bySize.set(size, value);
+    }
     return value;
   }
 

@@ -66,6 +66,8 @@ export interface RelayerEnvOptions {
   webhooks?: AppConfigInput['webhooks'];
   /** The services' logger (default: silent, or TEST_LOG's level). */
   log?: Logger;
+  /** The chain's fee model (default: by chain id, anvil's is `ethereum`). */
+  feeModel?: 'ethereum' | 'legacy' | 'opStack' | 'arbitrum';
 }
 
 export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
@@ -87,6 +89,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
         ...chain.chainConfig,
         ...(proxy ? { rpcUrls: opts.failover ? [proxy.url, chain.anvil.rpcUrl] : [proxy.url] } : {}),
         ...(opts.rpcTimeoutMs ? { rpcTimeoutMs: opts.rpcTimeoutMs } : {}),
+        ...(opts.feeModel ? { feeModel: opts.feeModel } : {}),
         watch: false,
         relayer: {
           senderKeys: SENDER_KEYS,

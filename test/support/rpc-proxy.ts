@@ -33,6 +33,12 @@ export type RpcRule = (call: RpcCall) => Fault | undefined;
  */
 export type AnswerRule = (call: RpcCall, result: unknown) => string | undefined;
 
+/**
+ * Asked about each node answer that has a result, before the caller gets it: a value returned replaces
+ * the result (e.g. fields an L2 node adds to a receipt), undefined keeps it.
+ */
+export type AnswerMap = (call: RpcCall, result: unknown) => unknown;
+
 export interface RpcProxy {
   /** http://127.0.0.1:<port> */
   url: string;
@@ -43,6 +49,8 @@ export interface RpcProxy {
   addRule(rule: RpcRule): () => void;
   /** Answer rules are asked in the order added; the first refusing wins. Returns a function removing the rule. */
   addAnswerRule(rule: AnswerRule): () => void;
+  /** Answer maps are applied in the order added, each to the previous one's result. Returns a function removing it. */
+  mapAnswers(map: AnswerMap): () => void;
   clearRules(): void;
   /** Every call seen (batch elements one by one, in arrival order), faulted or not. Clear with `calls.length = 0`. */
   calls: RpcCall[];
@@ -92,6 +100,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
   let upstreamUrl = upstream;
   const rules: RpcRule[] = [];
   const answerRules: AnswerRule[] = [];
+  const answerMaps: AnswerMap[] = [];
   const calls: RpcCall[] = [];
   const requests: RpcCall[][] = [];
   let batchLimit: { max: number; answer: 'error' | 'http' } | null = null;
@@ -222,7 +231,11 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       let answer: unknown;
       if (f?.kind === 'fail') answer = jsonRpcError(el?.id, f.code ?? -32000, f.message ?? 'rpc-proxy: injected fault');
       else answer = answers.get(i) ?? jsonRpcError(el?.id, -32603, 'rpc-proxy: no answer from upstream');
-      const result = (answer as { result?: unknown }).result;
+      let result = (answer as { result?: unknown }).result;
+      if (result !== undefined && answerMaps.length) {
+        for (const map of answerMaps) result = map(asked[i]!, result) ?? result;
+        answer = { ...(answer as object), result };
+      }
       const refusal = result !== undefined ? answerRules.map((rule) => rule(asked[i]!, result)).find((m) => m !== undefined) : undefined;
       if (refusal !== undefined) answer = jsonRpcError(el?.id, -32005, refusal);
       if (!hasId && isBatch) return; // a notification gets no answer
@@ -288,9 +301,17 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
         if (i >= 0) answerRules.splice(i, 1);
       };
     },
+    mapAnswers(map) {
+      answerMaps.push(map);
+      return () => {
+        const i = answerMaps.indexOf(map);
+        if (i >= 0) answerMaps.splice(i, 1);
+      };
+    },
     clearRules() {
       rules.length = 0;
       answerRules.length = 0;
+      answerMaps.length = 0;
     },
     calls,
     count(method) {

@@ -12,6 +12,7 @@ import { feeReceived } from './fee-check.ts';
 import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
 import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
+import { receiptL1Fee } from '../fee-model.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -194,6 +195,8 @@ export class Sweeper {
     const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
     // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
     const gasOf = new Map<string, bigint>();
+    // An OP-stack L1 data fee is shared the same way; null on a chain whose receipts carry none.
+    const l1Of = new Map<string, bigint | null>();
     const members = new Map<string, typeof metas>();
     for (const m of metas) {
       const key = slotKey(m.sender!, m.txn_nonce!);
@@ -208,6 +211,9 @@ export class Sweeper {
         ordered.map((m) => BigInt(m.gas_estimated)),
       );
       ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
+      const l1 = bySlot.get(key)?.receipt.l1Fee;
+      const l1Shares = l1 == null ? null : shareGas(receiptL1Fee({ l1Fee: l1 }), shares);
+      ordered.forEach((m, i) => l1Of.set(m.id, l1Shares?.[i] ?? null));
     }
     const out: SettledMeta[] = [];
     const shortfalls: Shortfall[] = [];
@@ -225,12 +231,13 @@ export class Sweeper {
         // EIP-7702: a carried authorization whose call ran no wallet lost a race to its EOA (voided or
         // re-delegated after the last check), and the relayer paid up to the whole gas limit: it counts
         // against the signer, sponsored or not (owed: what it cost, in wei).
-        const cost = BigInt(h.receipt.gasUsed ?? '0') * BigInt(h.receipt.effectiveGasPrice ?? '0');
+        const cost = BigInt(h.receipt.gasUsed ?? '0') * BigInt(h.receipt.effectiveGasPrice ?? '0') + receiptL1Fee(h.receipt);
         shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.wallet, keyId: null, clientIp: null, feeToken: LOST_DELEGATION, owed: cost, received: 0n });
       }
       // What it cost against what it was admitted with (engine/reconcile.ts).
       const effective = h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice) : null;
-      const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective);
+      const l1Fee = l1Of.get(m.id) ?? null;
+      const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective, l1Fee ?? 0n);
       if (costCheck.kind) {
         d.deps.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
         d.deps.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
@@ -252,6 +259,7 @@ export class Sweeper {
         confirmed: h.final,
         feeReceived: received?.toString() ?? null,
         shortfallWei: costCheck.shortfallWei?.toString() ?? null,
+        l1FeeWei: l1Fee?.toString() ?? null,
       });
     }
     await d.deps.metaTxns.settleMany(tx, d.chainId, out);
