@@ -11,7 +11,7 @@ import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
 import { PriceBook } from './intake/prices/book.ts';
 import { Pricing, type Admission, type Funding } from './intake/pricing.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
-import type { CodeOverride, NonceOverride, ProbeJob, ProbeResult } from './intake/simulate.ts';
+import { intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import type { SponsorRule } from './intake/sponsors.ts';
 import { WalletCache, describeKind, recogniseDeferring, type WalletKind } from './intake/wallets.ts';
 import { readNonces } from './nonces.ts';
@@ -21,6 +21,9 @@ export type { RelayerDeps } from './chain-view.ts';
 export type { SendArgs, SendResult } from './intake/intake.ts';
 export type { Admission, Funding } from './intake/pricing.ts';
 export { sponsorshipWire } from './intake/pricing.ts';
+
+/** Who asks the node for a call's L1 gas (Arbitrum): an address with no code, never a sender. */
+const L1_GAS_PROBE: Address = '0x000000000000000000000000000000000000dEaD';
 
 /** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
 const GAS_PRICE_MAX_AGE_MS = 2_000;
@@ -82,6 +85,7 @@ export class ChainRelayer implements RelayerChain {
       trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
       // Simulated at the chain's gas price, as the transaction will run (simulate.ts).
       gasPrice: () => this.gasPriceNow(),
+      alwaysEstimate: this.feeModel === 'arbitrum',
     };
     this.probes = new ProbeBatcher(deps.chain.public, probeSettings);
     // The dispatcher's runs before signing go out on the engine's own client (chain/client.ts NodeRole).
@@ -126,6 +130,15 @@ export class ChainRelayer implements RelayerChain {
       memo.bySize.set(size, value);
     }
     return value;
+  }
+
+  async l1Gas(input: string): Promise<bigint> {
+    if (this.feeModel !== 'arbitrum') return 0n;
+    // A call carrying the same calldata to an account without code: the node's estimate is the intrinsic
+    // gas plus the L1 component (Arbitrum counts the poster's cost as gas); the rest is that component.
+    const est = await this.client.estimateGas({ account: L1_GAS_PROBE, to: L1_GAS_PROBE, data: input as Hex });
+    const rest = est - intrinsicGas(input as Hex);
+    return rest > 0n ? rest : 0n;
   }
 
   /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */

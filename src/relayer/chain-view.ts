@@ -69,6 +69,8 @@ export interface RelayerChain {
    * (OP stack: the GasPriceOracle's upper bound, read once per block and size); 0 on other chains.
    */
   l1FeeBound(input: string, withAuthorization?: boolean): Promise<bigint>;
+  /** The L1 component of a transaction carrying `input`, in gas (Arbitrum: from the node's estimate); 0 on other chains. */
+  l1Gas(input: string): Promise<bigint>;
   probe(job: ProbeJob): Promise<ProbeResult>;
   gasCap(anonymous: boolean): bigint;
   simulationGasCap(projectId: number | null): bigint;

@@ -48,7 +48,7 @@ export interface EngineContext {
   readonly chainName: string;
   readonly client: PublicClient;
   readonly config: RelayerChainConfig;
-  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens'>;
+  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'feeModel'>;
   readonly deps: DispatcherDeps;
   /** This process's lease owner id on relay_senders. */
   readonly owner: string;

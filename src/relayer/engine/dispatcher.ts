@@ -13,6 +13,7 @@ import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
+import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
 
@@ -167,7 +168,7 @@ export class Dispatcher implements EngineContext {
     this.deps.events.emit(this.chainId, id);
   }
 
-  async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string) {
+  async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string, also: Record<string, unknown> = {}) {
     const attempts = row.attempts + 1;
     if (attempts >= MAX_ATTEMPTS) {
       await this.deps.metaTxns.setStatus(q, this.chainId, row.id, { status: 'DROPPED', revert_reason: `not sent after ${attempts} attempts: ${why.slice(0, 300)}`, attempts });
@@ -182,8 +183,21 @@ export class Dispatcher implements EngineContext {
         stalled: null,
         claimed_until: null,
         next_attempt_at: new Date(Date.now() + 500 * 2 ** attempts),
+        ...also,
       });
     }
+  }
+
+  /** A queued meta-transaction's limit raised to `estimate` (with the margin) if its cover pays for it, else dropped. */
+  private async resize(row: MetaTxnRow, estimate: bigint): Promise<boolean> {
+    const r = resizeWithinCover(row, estimate, this.config.gasMargin, this.config.maxGasLimit);
+    if (!r.ok) {
+      await this.drop(row, r.reason);
+      return false;
+    }
+    if (!(await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { gas_limit: r.gasLimit.toString() }, 'QUEUED'))) return false;
+    row.gas_limit = Number(r.gasLimit);
+    return true;
   }
 
   private async drop(row: MetaTxnRow, reason: string) {
@@ -387,6 +401,8 @@ export class Dispatcher implements EngineContext {
     // The gas limit is what its fee, its sponsor's caps and hold were priced on: never raised here. A bundle
     // that no longer runs within it is dropped, and sent again it is priced again through the whole of intake.
     if (sim.trial === 'failed' || (sim.estimate != null && sim.estimate > BigInt(row.gas_limit))) {
+      // Arbitrum: the L1 component rose since intake; a larger limit the bundle's cover pays for is taken (l2-gas.ts).
+      if (r.feeModel === 'arbitrum' && sim.trial !== 'failed') return this.resize(row, sim.estimate!);
       const needs = sim.estimate != null ? `${sim.estimate} gas` : 'more gas';
       await this.drop(row, `it now needs ${needs}, more than the gas limit of ${row.gas_limit} it was accepted and priced with; send it again to have it priced anew`);
       return false;
@@ -493,9 +509,14 @@ export class Dispatcher implements EngineContext {
     // the nonce becomes a hole the next sweep fills or rewinds.
     this.deps.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
     this.deps.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
+    // Gas too low for the node (Arbitrum's L1 component rose): sized again from its estimate, not re-sent as it was.
+    const resized = res.kind === 'intrinsicGasTooLow' && s.unit.kind === 'meta' ? await resizeAfterRefusal(this.client, s.sender, s.unit, this.config) : null;
     await this.deps.db.transaction(async (tx) => {
       await failAttempt(tx, this.chainId, s.hash, res.message);
-      for (const m of s.unit.metas) await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`);
+      for (const m of s.unit.metas) {
+        if (resized?.ok === false) await this.deps.metaTxns.setStatus(tx, this.chainId, m.id, { status: 'DROPPED', revert_reason: resized.reason });
+        else await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`, resized?.ok ? { gas_limit: resized.gasLimit.toString() } : {});
+      }
     });
     if (res.kind === 'insufficientFunds') {
       const st = this.senders.get(s.sender);

@@ -444,7 +444,9 @@ export class Sweeper {
 
   private async fill(sender: Address, nonce: number, head: number) {
     const d = this.d;
-    const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas: FILLER_GAS, fees: await this.fees() };
+    // Arbitrum counts an L1 component even in a bare transfer: the node says how much.
+    const gas = d.relayer.feeModel === 'arbitrum' ? await d.client.estimateGas({ account: sender, to: sender, value: 0n }) : FILLER_GAS;
+    const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees: await this.fees() };
     const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
     await insertAttempt(this.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
     d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
