@@ -8,6 +8,7 @@ import { encodeFunctionData, parseTransaction, type Hex } from 'viem';
 import { intrinsicGas } from '../src/relayer/intake/simulate.ts';
 import { resizeWithinCover } from '../src/relayer/engine/l2-gas.ts';
 import { classifySendError } from '../src/relayer/engine/rpc-errors.ts';
+import { marketFees } from '../src/relayer/engine/gas-price.ts';
 import { feeKit } from './support/fee-kit.ts';
 import { deployWallets, mintBundles, waitFor, type User } from './support/relay-load.ts';
 import { PAYEE, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
@@ -119,5 +120,14 @@ describe('Arbitrum: "intrinsic gas too low" re-sizes instead of re-sending the s
     const row = { gas_limit: 100, cover_wei: '300', gas_price_priced: '1' };
     expect(resizeWithinCover(row, 200n, 1.25, 15_000_000)).toEqual({ ok: true, gasLimit: 250n });
     expect(resizeWithinCover(row, 300n, 1.25, 15_000_000).ok).toBe(false);
+  });
+});
+
+describe('the legacy fee model', () => {
+  it('prices with a legacy gas price on a chain whose node reports a base fee', async () => {
+    const policy = { capWei: 10n ** 12n, minPriorityWei: 1n, bumpPercent: 10 };
+    expect((await marketFees(env.public as never, policy)).type).toBe('eip1559');
+    const legacy = await marketFees(env.public as never, { ...policy, legacy: true });
+    expect(legacy).toEqual({ type: 'legacy', gasPrice: await env.public.getGasPrice() });
   });
 });

@@ -27,6 +27,8 @@ const SIMULATE_AT_ONCE = 32;
 /** How long a claim on queued meta-transactions keeps other processes off them: one pass, with room. */
 const CLAIM_SEC = 15;
 const IDLE_SWEEP_MS = 3_000;
+/** How often an idle dispatcher (nothing in flight, nothing to reconcile) reads the head. */
+const IDLE_POLL_MS = 2_000;
 /** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
 const UNREADY_DEFER_MS = 1_000;
 
@@ -75,11 +77,14 @@ export class Dispatcher implements EngineContext {
   private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
   private sweptAt = 0;
   private feeMemo?: { head: number; fees: Promise<Fees> };
+  /** Nothing in flight and nothing to reconcile at the last tick: the next one may wait IDLE_POLL_MS. */
+  private idle = false;
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
   private readonly loop = new PollLoop(
     () => this.tick(),
-    () => this.config.pollMs,
+    // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
+    () => (this.idle ? Math.max(this.config.pollMs, IDLE_POLL_MS) : this.config.pollMs),
     (err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed'),
   );
 
@@ -89,7 +94,7 @@ export class Dispatcher implements EngineContext {
   ) {
     const c = relayer.deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
-    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent };
+    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent, legacy: relayer.feeModel === 'legacy' };
     this.sweeper = new Sweeper(this);
   }
 
@@ -137,12 +142,14 @@ export class Dispatcher implements EngineContext {
     // (a dev node, some L2s), a node that lost its pool would otherwise never be sent anything again.
     const idle = Date.now() - this.sweptAt > IDLE_SWEEP_MS;
     if (head !== this.head || block.hash !== this.headHash || this.dirty || idle) {
+      // Something changed outside a new block (a refusal, a sender taken over): every sender is read again.
+      const full = this.dirty;
       this.dirty = false;
       this.sweptAt = Date.now();
       // Before the sweep settles anything: a client that sees its receipt and sends again at once must
       // meet this block's wallet slots and gas price, not the last block's.
       this.relayer.observeBlock(head);
-      const swept = await this.sweeper.sweep(head, this.held, this.stopped);
+      const swept = await this.sweeper.sweep(head, this.held, this.stopped, full);
       for (const [address, state] of swept.senders) this.senders.set(address, state);
       if (swept.again) this.dirty = true;
       this.head = head;
@@ -151,6 +158,7 @@ export class Dispatcher implements EngineContext {
     // Its failure must not stop dispatching: it is tried again at the next tick.
     await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
     await this.sendReady();
+    this.idle = !this.dirty && [...this.senders.values()].every((s) => s.open === 0) && this.sweeper.quiet;
   }
 
   /** First-attempt fees from the fee history, read once per head, not once per pass. */

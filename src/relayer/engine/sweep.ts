@@ -17,6 +17,11 @@ import { receiptL1Fee } from '../fee-model.ts';
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
 const FILLER_GAS = 21_000n;
+/**
+ * A quiet sender (nothing in flight, its ledger where the chain's count was) is read again at least this
+ * often, not every block: what can change it then is a key used elsewhere or a deposit (docs/production.md).
+ */
+const QUIET_READ_MS = 30_000;
 
 interface Slot {
   sender: Address;
@@ -45,6 +50,10 @@ export class Sweeper {
   private readonly levels = new Map<string, BalanceLevel>();
   /** Set when something changed that must be looked at again before the next block (a reorg). */
   private again = false;
+  /** The last sweep found no attempt of a held sender pending or awaiting confirmations. */
+  quiet = false;
+  /** Each held sender's last counts and balance read from the node, and when. */
+  private readonly seen = new Map<Address, { latest: number; pending: number; balance: bigint; at: number }>();
 
   constructor(private readonly d: EngineContext) {
     this.receipts = new BlockReceipts(d.client);
@@ -55,31 +64,40 @@ export class Sweeper {
   }
 
   /** Reconciles the held senders' slots at `head`; returns what it learnt of each sender and whether to sweep again at once. */
-  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>): Promise<{ senders: Map<Address, SenderState>; again: boolean }> {
+  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>, full = false): Promise<{ senders: Map<Address, SenderState>; again: boolean }> {
     const d = this.d;
     const senders = [...held];
     const states = new Map<Address, SenderState>();
     this.again = false;
     this.market = undefined;
+    const floor = parseEther(d.config.minSenderBalance);
+    const attempts = await openAttempts(this.db, d.chainId, senders);
+    const next = await ownedNextNonces(this.db, d.chainId, d.owner);
+    for (const a of [...this.seen.keys()]) if (!held.includes(a)) this.seen.delete(a);
+    // Only senders with something in flight (or whose ledger moved, or below their floor) are read every
+    // head; a quiet one's last read stands for QUIET_READ_MS. `full` (a refusal, a takeover) reads all.
+    const busy = new Set(attempts.map((a) => a.sender));
+    this.quiet = busy.size === 0;
     const reads = await Promise.all(
       senders.map(async (address) => {
+        const was = this.seen.get(address);
+        const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && Date.now() - was.at < QUIET_READ_MS;
+        if (quiet) return { address, latest: was.latest, pending: was.pending, balance: was.balance };
         const [latest, pending, balance] = await Promise.all([
           d.client.getTransactionCount({ address, blockTag: 'latest' }),
           d.client.getTransactionCount({ address, blockTag: 'pending' }),
           d.client.getBalance({ address }),
         ]);
+        this.seen.set(address, { latest, pending, balance, at: Date.now() });
         return { address, latest, pending, balance };
       }),
     );
-    const floor = parseEther(d.config.minSenderBalance);
-    const attempts = await openAttempts(this.db, d.chainId, senders);
     const slots = new Map<string, Slot>();
     for (const a of attempts) {
       const k = slotKey(a.sender, a.nonce);
       if (!slots.has(k)) slots.set(k, { sender: a.sender, nonce: a.nonce, attempts: [] });
       slots.get(k)!.attempts.push(a);
     }
-    const next = await ownedNextNonces(this.db, d.chainId, d.owner);
 
     // Settle first, for every sender at once (one database transaction each), then the waiting slots.
     const bySender = new Map(reads.map((r) => [r.address, [...slots.values()].filter((s) => s.sender === r.address).sort((a, b) => a.nonce - b.nonce)]));
