@@ -156,9 +156,10 @@ export class Dispatcher implements EngineContext {
       this.headHash = block.hash;
     }
     // Its failure must not stop dispatching: it is tried again at the next tick.
-    await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
+    const waits = await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
     await this.sendReady();
-    this.idle = !this.dirty && [...this.senders.values()].every((s) => s.open === 0) && this.sweeper.quiet;
+    // Meta-transactions waiting on preconditions are judged every head: not idle then.
+    this.idle = waits !== true && !this.dirty && [...this.senders.values()].every((s) => s.open === 0) && this.sweeper.quiet;
   }
 
   /** First-attempt fees from the fee history, read once per head, not once per pass. */

@@ -316,7 +316,7 @@ export class Pricing {
       // the markup since the quote, or gas that rose as much): the relayer does not sign at a loss.
       const cost = weiToToken(gasLimit * gasPrice + l1, o.token, now.price);
       if (o.paid < cost) {
-        best = `${o.token.symbol}: paid ${o.paid} as quoted, but its gas limit of ${gasLimit}${l1 ? ` and its L1 data fee of up to ${l1} wei` : ''} alone now cost ${cost} at the current price`;
+        best = `${o.token.symbol}: paid ${o.paid} as quoted, but its gas limit of ${gasLimit}${l1 ? ` (with an L1 data fee of up to ${l1} wei)` : ''} alone now costs ${cost} at the current price`;
         continue;
       }
       if (o.arrived < o.paid) throw new RelayError('insufficientFee', `the ${o.token.symbol} fee of ${o.paid} does not arrive in simulation (${o.arrived} did)`);
