@@ -30,6 +30,7 @@ import { CollectionsService, collectionStore, localFirstFetcher, type ContractLi
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/chain-relayer.ts';
+import { feeModelFor } from './relayer/index.ts';
 import { Dispatcher } from './relayer/engine/dispatcher.ts';
 import { SenderRefill } from './relayer/engine/refill.ts';
 import { RelayEvents } from './relayer/events.ts';
@@ -286,6 +287,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       // Intake's node calls batch only with other intake calls; the dispatcher takes the engine client (forRole).
       chain: withRole(chains.get(c.chainId)!, 'intake'),
       config: c.relayer!,
+      feeModel: feeModelFor(c.chainId, c.feeModel),
       quoteSecret: quoteSecret!,
       metaTxns,
       sponsors,

@@ -40,7 +40,9 @@ describe('send errors are recognised by meaning, whatever the client', () => {
   }
 
   it('an unrecognised node answer is a refusal; no answer at all is a transport failure (the node may have it)', () => {
-    expect(classifySendError(rpcError('intrinsic gas too low'))).toBe('rejected');
+    expect(classifySendError(rpcError('max initcode size exceeded'))).toBe('rejected');
+    // Recognised since the Arbitrum fee model re-sizes on it (engine/l2-gas.ts).
+    expect(classifySendError(rpcError('intrinsic gas too low'))).toBe('intrinsicGasTooLow');
     expect(classifySendError(new Error('fetch failed'))).toBe('transport');
   });
 });

@@ -174,6 +174,12 @@ export const ChainConfigSchema = z.object({
    * near its deployment (docs/production.md#hosted-providers); otherwise found from the node.
    */
   startBlocks: z.record(Address, z.number().int().min(0)).default({}),
+  /**
+   * How the chain charges a transaction's sender (docs/relayer-l2.md): `ethereum` (EIP-1559, or legacy where
+   * the node has no base fee), `legacy`, `opStack` (an L1 data fee on top), `arbitrum` (L1 gas inside the
+   * limit). Default: by chain id (OP Mainnet, Base, … opStack; Arbitrum One, Nova, Sepolia arbitrum), else ethereum.
+   */
+  feeModel: z.enum(['ethereum', 'legacy', 'opStack', 'arbitrum']).optional(),
   /** Follow this chain's blocks and refresh metadata on ERC-4906 / ERC-1155 URI events and new mints. */
   watch: z.boolean().default(true),
   /** First block the watcher reads when it has no cursor yet (default: the head at first start). */

@@ -11,10 +11,11 @@ import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
 import { PriceBook } from '../prices/index.ts';
 import { Pricing, type Admission, type Funding } from './intake/pricing.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
-import type { CodeOverride, NonceOverride, ProbeJob, ProbeResult } from './intake/simulate.ts';
+import { intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import type { SponsorRule } from './intake/sponsors.ts';
 import { WalletCache, describeKind, recogniseDeferring, type WalletKind } from './intake/wallets.ts';
 import { readNonces } from './nonces.ts';
+import { feeModelFor, hexBytes, l1FeeUpperBound, unsignedTxSize, type FeeModelName } from './fee-model.ts';
 
 export type { RelayerDeps } from './chain-view.ts';
 export type { SendArgs, SendResult } from './intake/intake.ts';
@@ -25,6 +26,8 @@ export { sponsorshipWire } from './intake/pricing.ts';
 const STALE_TRIES = 4;
 const STALE_PAUSE_MS = 100;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Who asks the node for a call's L1 gas (Arbitrum): an address with no code, never a sender. */
+const L1_GAS_PROBE: Address = '0x000000000000000000000000000000000000dEaD';
 
 /** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
 const GAS_PRICE_MAX_AGE_MS = 2_000;
@@ -56,10 +59,14 @@ export class ChainRelayer implements RelayerChain {
   private seenBlock = -1n;
 
   private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
+  /** The L1 fee bounds read for the block seen, by transaction size (an OP-stack oracle changes once per L1 block at most). */
+  private l1BoundMemo?: { block: bigint; at: number; bySize: Map<number, Promise<bigint>> };
+  readonly feeModel: FeeModelName;
 
   constructor(readonly deps: RelayerDeps) {
     const c = deps.config;
     this.chainId = deps.chain.chainId;
+    this.feeModel = deps.feeModel ?? feeModelFor(this.chainId);
     this.context = c.context
       ? {
           factory: getAddress(c.context.factory),
@@ -88,6 +95,7 @@ export class ChainRelayer implements RelayerChain {
       trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
       // Simulated at the chain's gas price, as the transaction will run (simulate.ts).
       gasPrice: () => this.gasPriceNow(),
+      alwaysEstimate: this.feeModel === 'arbitrum',
     };
     this.probes = new ProbeBatcher(deps.chain.public, probeSettings);
     // The dispatcher's runs before signing go out on the engine's own client (chain/client.ts NodeRole).
@@ -114,6 +122,33 @@ export class ChainRelayer implements RelayerChain {
     });
     this.gasPriceMemo = memo;
     return value;
+  }
+
+  l1FeeBound(input: string, withAuthorization = false): Promise<bigint> {
+    if (this.feeModel !== 'opStack') return Promise.resolve(0n);
+    const size = unsignedTxSize(hexBytes(input), withAuthorization);
+    let m = this.l1BoundMemo;
+    if (!m || m.block < this.seenBlock || Date.now() - m.at >= GAS_PRICE_MAX_AGE_MS) {
+      m = { block: this.seenBlock, at: Date.now(), bySize: new Map() };
+      this.l1BoundMemo = m;
+    }
+    const memo = m;
+    let value = memo.bySize.get(size);
+    if (!value) {
+      value = l1FeeUpperBound(this.client, size);
+      value.catch(() => memo.bySize.delete(size));
+      memo.bySize.set(size, value);
+    }
+    return value;
+  }
+
+  async l1Gas(input: string): Promise<bigint> {
+    if (this.feeModel !== 'arbitrum') return 0n;
+    // A call carrying the same calldata to an account without code: the node's estimate is the intrinsic
+    // gas plus the L1 component (Arbitrum counts the poster's cost as gas); the rest is that component.
+    const est = await this.client.estimateGas({ account: L1_GAS_PROBE, to: L1_GAS_PROBE, data: input as Hex });
+    const rest = est - intrinsicGas(input as Hex);
+    return rest > 0n ? rest : 0n;
   }
 
   /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */

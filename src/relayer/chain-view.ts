@@ -5,6 +5,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { BarRepo } from './bars.ts';
 import type { SequenceContext } from './context.ts';
 import type { RelayerChainConfig } from './config.ts';
+import type { FeeModelName } from './fee-model.ts';
 import type { BalanceHolds } from './balances/holds.ts';
 import type { SponsorApprover } from './intake/approval.ts';
 import type { Authorization } from './intake/authorization.ts';
@@ -26,6 +27,8 @@ import type { MetaTxnRepo } from './store.ts';
 export interface RelayerDeps {
   chain: ChainClient;
   config: RelayerChainConfig;
+  /** How the chain charges the sender (fee-model.ts); default: by chain id. */
+  feeModel?: FeeModelName;
   quoteSecret: string;
   metaTxns: MetaTxnRepo;
   sponsors: SponsorRepo;
@@ -58,10 +61,18 @@ export interface RelayerChain {
   readonly wallets: WalletCache;
   readonly client: PublicClient;
   readonly isFeeRequired: boolean;
+  readonly feeModel: FeeModelName;
   payee(): Address;
   gasPriceNow(): Promise<bigint>;
   /** A block seen (a head, a receipt's block): reads that follow are pinned to at least it. */
   observeBlock(block: bigint | number): void;
+  /**
+   * The most the chain's L1 data fee can add to a transaction carrying `input` as calldata, in wei now
+   * (OP stack: the GasPriceOracle's upper bound, read once per block and size); 0 on other chains.
+   */
+  l1FeeBound(input: string, withAuthorization?: boolean): Promise<bigint>;
+  /** The L1 component of a transaction carrying `input`, in gas (Arbitrum: from the node's estimate); 0 on other chains. */
+  l1Gas(input: string): Promise<bigint>;
   probe(job: ProbeJob): Promise<ProbeResult>;
   gasCap(anonymous: boolean): bigint;
   simulationGasCap(projectId: number | null): bigint;

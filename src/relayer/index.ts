@@ -22,3 +22,4 @@ export { simulateUnsigned } from './intake/simulate.ts';
 export { TRANSACTION_TUPLE } from './abi.ts';
 export { PRECONDITION_TYPES, type PreconditionInput } from './preconditions/conditions.ts';
 export { parseAuthorization, designator, type Authorization } from './intake/authorization.ts';
+export { feeModelFor, type FeeModelName } from './fee-model.ts';

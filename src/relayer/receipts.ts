@@ -16,6 +16,8 @@ export interface RawReceipt {
   blockHash: string;
   gasUsed?: string;
   effectiveGasPrice?: string;
+  /** OP stack: the L1 data fee the sender paid on top of gasUsed × effectiveGasPrice. */
+  l1Fee?: string;
   logs: RawLog[];
 }
 

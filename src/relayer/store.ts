@@ -45,6 +45,8 @@ export interface MetaTxnRow {
   cover_wei: string | null;
   /** Once mined: what it cost beyond its cover, in wei (null when nothing). */
   shortfall_wei: string | null;
+  /** Once mined on an OP-stack chain: its share of the receipt's L1 data fee, in wei (null elsewhere). */
+  l1_fee_wei: string | null;
   /** EIP-7702: the authorization the meta-transaction brought (carried while the EOA is not yet delegated). */
   authorization: Authorization | null;
   queued_at: Date;
@@ -69,7 +71,7 @@ export function normalise(r: Record<string, unknown>): MetaTxnRow {
   for (const k of ['queued_at', 'sent_at', 'mined_at', 'updated_at']) if (r[k] != null) r[k] = new Date(r[k] as string);
   if (r.fee_value != null) r.fee_value = String(r.fee_value);
   if (r.fee_received != null) r.fee_received = String(r.fee_received);
-  for (const k of ['gas_price_priced', 'cover_wei', 'shortfall_wei'] as const) if (r[k] != null) r[k] = String(r[k]);
+  for (const k of ['gas_price_priced', 'cover_wei', 'shortfall_wei', 'l1_fee_wei'] as const) if (r[k] != null) r[k] = String(r[k]);
   if (r.gas_price != null) r.gas_price = String(r.gas_price);
   r.authorization = typeof r.authorization === 'string' ? (JSON.parse(r.authorization) as Authorization) : null;
   return r as unknown as MetaTxnRow;
@@ -88,8 +90,10 @@ export interface SettledMeta {
   confirmed: boolean;
   /** What the payment address received, from the receipt; null when no fee was due. */
   feeReceived: string | null;
-  /** What it cost beyond its cover (gasUsed × effectiveGasPrice − cover_wei), in wei; null when nothing. */
+  /** What it cost beyond its cover (gasUsed × effectiveGasPrice + l1 fee − cover_wei), in wei; null when nothing. */
   shortfallWei: string | null;
+  /** Its share of the receipt's L1 data fee (OP stack), in wei; null on a chain without one. */
+  l1FeeWei: string | null;
 }
 
 export interface NewMetaTxn {
@@ -360,11 +364,25 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       const r = await q.query<Record<string, unknown>>(
         `UPDATE meta_txns m SET status = u.status, revert_reason = u.reason, txn_hash = u.hash, block_number = u.block, gas_used = u.gas_used,
            gas_price = u.gas_price, receipt = u.receipt, confirmed = u.confirmed, fee_received = u.fee_received, shortfall_wei = u.shortfall_wei,
-           mined_at = now(), stalled = NULL, updated_at = now()
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[], $11::numeric[], $12::numeric[])
-           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed, fee_received, shortfall_wei)
+           l1_fee_wei = u.l1_fee_wei, mined_at = now(), stalled = NULL, updated_at = now()
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::numeric[], $8::numeric[], $9::text[], $10::boolean[], $11::numeric[], $12::numeric[], $13::numeric[])
+           AS u(id, status, reason, hash, block, gas_used, gas_price, receipt, confirmed, fee_received, shortfall_wei, l1_fee_wei)
          WHERE m.chain_id = $1 AND m.id = u.id RETURNING m.*`,
-        [chainId, col('id'), col('status'), col('reason'), col('hash'), col('block'), col('gasUsed'), col('gasPrice'), col('receipt'), col('confirmed'), col('feeReceived'), col('shortfallWei')],
+        [
+          chainId,
+          col('id'),
+          col('status'),
+          col('reason'),
+          col('hash'),
+          col('block'),
+          col('gasUsed'),
+          col('gasPrice'),
+          col('receipt'),
+          col('confirmed'),
+          col('feeReceived'),
+          col('shortfallWei'),
+          col('l1FeeWei'),
+        ],
       );
       await onStatus?.(q, r.rows.map(normalise));
     },

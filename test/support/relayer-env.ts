@@ -73,6 +73,8 @@ export interface RelayerEnvOptions {
   log?: Logger;
   /** Index the chain too (chains[].indexer), served at /indexer/<name>; the test drives its follower. */
   indexer?: NonNullable<NonNullable<AppConfigInput['chains']>[number]['indexer']>;
+  /** The chain's fee model (default: by chain id, anvil's is `ethereum`). */
+  feeModel?: 'ethereum' | 'legacy' | 'opStack' | 'arbitrum';
 }
 
 export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<RelayerEnv> {
@@ -95,6 +97,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
         ...chain.chainConfig,
         ...(proxy ? { rpcUrls: opts.failover ? [proxy.url, chain.anvil.rpcUrl] : [proxy.url] } : {}),
         ...(opts.rpcTimeoutMs ? { rpcTimeoutMs: opts.rpcTimeoutMs } : {}),
+        ...(opts.feeModel ? { feeModel: opts.feeModel } : {}),
         watch: false,
         ...(opts.indexer ? { indexer: opts.indexer } : {}),
         relayer: {

@@ -45,6 +45,12 @@ export type AnswerTransform = (call: RpcCall, answer: { result?: unknown; error?
  */
 export type AnswerRule = (call: RpcCall, result: unknown) => string | undefined;
 
+/**
+ * Asked about each node answer that has a result, before the caller gets it: a value returned replaces
+ * the result (e.g. fields an L2 node adds to a receipt), undefined keeps it.
+ */
+export type AnswerMap = (call: RpcCall, result: unknown) => unknown;
+
 export interface RpcProxy {
   /** http://127.0.0.1:<port> */
   url: string;
@@ -59,6 +65,8 @@ export interface RpcProxy {
   addRewrite(rule: RewriteRule): () => void;
   /** Transforms are applied in the order added. Returns a function removing it. */
   addAnswerTransform(t: AnswerTransform): () => void;
+  /** Answer maps are applied in the order added, each to the previous one's result. Returns a function removing it. */
+  mapAnswers(map: AnswerMap): () => void;
   clearRules(): void;
   /** Every call seen (batch elements one by one, in arrival order), faulted or not. Clear with `calls.length = 0`. */
   calls: RpcCall[];
@@ -327,6 +335,15 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
       };
     },
     addAnswerTransform(t) {
+      transforms.push(t);
+      return () => {
+        const i = transforms.indexOf(t);
+        if (i >= 0) transforms.splice(i, 1);
+      };
+    },
+    mapAnswers(map) {
+      // A result-only transform: errors pass through untouched.
+      const t: AnswerTransform = (call, answer) => (answer.result === undefined ? answer : { result: map(call, answer.result) ?? answer.result });
       transforms.push(t);
       return () => {
         const i = transforms.indexOf(t);

@@ -29,7 +29,8 @@ export function metaTxnLog(r: MetaTxnRow, space: string | undefined) {
     gasFeeMarkup: null,
     usdRate: '0',
     creditsUsed: 0,
-    cost: r.gas_used && r.gas_price ? (BigInt(r.gas_used) * BigInt(r.gas_price)).toString() : '0',
+    // The sender's whole outlay: the gas, and an OP-stack chain's L1 data fee on top.
+    cost: r.gas_used && r.gas_price ? (BigInt(r.gas_used) * BigInt(r.gas_price) + BigInt(r.l1_fee_wei ?? '0')).toString() : '0',
     isWhitelisted: r.sponsored,
     gasSponsor: r.sponsor_id,
     gasTank: null,

@@ -8,7 +8,8 @@ import { entryOf, lockTank, post, tankOf, type LedgerEntry, type Tank } from './
  * meta-transaction's status, so a debit commits (or rolls back) with the status it follows.
  *
  * - Mined (SUCCEEDED, PARTIALLY_FAILED, FAILED — a reverted call still burnt gas): debited its actual
- *   cost, gas_used (a batch member's share) × gas_price (the receipt's effectiveGasPrice), times the
+ *   cost, gas_used (a batch member's share) × gas_price (the receipt's effectiveGasPrice) plus its share
+ *   of the receipt's L1 data fee (OP stack, l1_fee_wei), times the
  *   tank's markup; its hold is released. Settled again (a reorg moved it to another block or another
  *   attempt won), the old debit is reversed and the new one written, when they differ.
  * - Back to SENT or QUEUED after a reorg removed its transaction: the debit is reversed, and the same
@@ -53,10 +54,12 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
 
   // Most status writes (QUEUED, a first SENT) move no balance: they take no tank lock.
   const isMined = (r: MetaTxnRow) => MINED.has(r.status) && r.gas_used != null && r.gas_price != null;
+  // What the sender paid: the gas, and on an OP-stack chain its share of the L1 data fee.
+  const costOf = (r: MetaTxnRow) => BigInt(r.gas_used!) * BigInt(r.gas_price!) + BigInt(r.l1_fee_wei ?? '0');
   const posting = rows.filter((r) => {
     const was = standing.get(r.id);
     if (!isMined(r)) return !!was;
-    return !(was && was.costWei === BigInt(r.gas_used!) * BigInt(r.gas_price!) && was.txnHash === r.txn_hash && was.gasUsed === r.gas_used);
+    return !(was && was.costWei === costOf(r) && was.txnHash === r.txn_hash && was.gasUsed === r.gas_used);
   });
   const released = rows.filter((r) => isMined(r) || r.status === 'DROPPED').map((r) => r.id);
   if (posting.length === 0) {
@@ -83,7 +86,7 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
     const was = standing.get(r.id);
     const base = { chainId, projectId: r.project_id, nonce: null, identifier: null, metaTxnId: r.id, usdRate };
     if (isMined(r)) {
-      const cost = BigInt(r.gas_used!) * BigInt(r.gas_price!);
+      const cost = costOf(r);
       if (was) await reverse(q, tankFor(was.tankId), was, base);
       const tank = tankFor(tankIdOfProject.get(r.project_id!));
       const charged = tank ? applyFactor(cost, tank.feeMarkupFactor) : cost;

@@ -17,8 +17,9 @@ import { HOLD_COUNTS, heldWei, tankOfProject, type Tank } from './tanks.ts';
 
 export const HOLD_PRICE_FACTOR = 2n;
 
-export function holdAmount(gasLimit: bigint, gasPrice: bigint, tank: Pick<Tank, 'feeMarkupFactor'>): bigint {
-  return applyFactor(gasLimit * gasPrice * HOLD_PRICE_FACTOR, tank.feeMarkupFactor);
+export function holdAmount(gasLimit: bigint, gasPrice: bigint, tank: Pick<Tank, 'feeMarkupFactor'>, l1Fee = 0n): bigint {
+  // An OP-stack L1 data fee (its upper bound now) moves with L1 prices as gas does with the base fee: the same room.
+  return applyFactor((gasLimit * gasPrice + l1Fee) * HOLD_PRICE_FACTOR, tank.feeMarkupFactor);
 }
 
 export interface HoldArgs {
@@ -27,6 +28,8 @@ export interface HoldArgs {
   metaTxnId: string;
   gasLimit: bigint;
   gasPrice: bigint;
+  /** The L1 data fee's upper bound (OP stack), in wei; 0 elsewhere. */
+  l1Fee?: bigint;
 }
 
 export interface HoldResult {
@@ -54,12 +57,12 @@ SELECT (SELECT id FROM placed)::text AS id, (SELECT wei FROM held)::text AS held
 export function balanceHolds(db: Db) {
   return {
     /** Would the project's balance take a bundle of this gas? Holds nothing (FeeOptions). */
-    async fits(projectId: number | null, chainId: number, cover: Coverage, gas: bigint, gasPrice: bigint): Promise<Coverage> {
+    async fits(projectId: number | null, chainId: number, cover: Coverage, gas: bigint, gasPrice: bigint, l1Fee = 0n): Promise<Coverage> {
       if (!cover.sponsored || projectId == null) return cover;
       const tank = await tankOfProject(db, projectId, chainId);
       if (!tank || tank.unlimited) return cover;
       const held = await heldWei(db, tank.id);
-      const need = holdAmount(gas, gasPrice, tank);
+      const need = holdAmount(gas, gasPrice, tank, l1Fee);
       return tank.balanceWei - held >= need ? cover : { sponsored: false, ruleIds: [], reason: short(tank, held, need) };
     },
 
@@ -83,7 +86,7 @@ export function balanceHolds(db: Db) {
       const locked = await db.transaction(async (tx) => {
         const tank = await tankOfProject(tx, projectId, a.chainId, true);
         if (!tank || tank.unlimited) return null;
-        const need = holdAmount(a.gasLimit, a.gasPrice, tank);
+        const need = holdAmount(a.gasLimit, a.gasPrice, tank, a.l1Fee);
         placed = tx.atCommit(HOLD, [tank.id, a.chainId, a.metaTxnId, need.toString(), tank.balanceWei.toString()]);
         return { tank, need };
       });

@@ -24,8 +24,8 @@ export interface DispatcherDeps {
   events: RelayEvents;
   log: Logger;
   metrics?: Metrics;
-  /** Runs every tick with the current head, before ready work is sent (the preconditions checker; it decides what is due). */
-  onHead?: (head: number) => Promise<void>;
+  /** Runs every tick with the current head, before ready work is sent (the preconditions checker; it decides what is due); true: meta-transactions wait on the next heads. */
+  onHead?: (head: number) => Promise<unknown>;
   /** Tops senders below their floor up from a treasury (engine/refill.ts); without it, none is. */
   refill?: { check(senders: { address: Address; balance: bigint }[]): Promise<void> };
   /** Called once per crossing of a sender's balance level, on the transaction that records it (balance-level.ts). */
@@ -48,7 +48,7 @@ export interface EngineContext {
   readonly chainName: string;
   readonly client: PublicClient;
   readonly config: RelayerChainConfig;
-  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'observeBlock'>;
+  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'observeBlock' | 'feeModel'>;
   readonly deps: DispatcherDeps;
   /** This process's lease owner id on relay_senders. */
   readonly owner: string;

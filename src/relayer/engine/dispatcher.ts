@@ -13,6 +13,7 @@ import type { ChainRelayer } from '../chain-relayer.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
+import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
 
@@ -26,6 +27,8 @@ const SIMULATE_AT_ONCE = 32;
 /** How long a claim on queued meta-transactions keeps other processes off them: one pass, with room. */
 const CLAIM_SEC = 15;
 const IDLE_SWEEP_MS = 3_000;
+/** How often an idle dispatcher (nothing in flight, nothing to reconcile) reads the head. */
+const IDLE_POLL_MS = 2_000;
 /** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
 const UNREADY_DEFER_MS = 1_000;
 
@@ -74,11 +77,14 @@ export class Dispatcher implements EngineContext {
   private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
   private sweptAt = 0;
   private feeMemo?: { head: number; fees: Promise<Fees> };
+  /** Nothing in flight and nothing to reconcile at the last tick: the next one may wait IDLE_POLL_MS. */
+  private idle = false;
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
   private readonly loop = new PollLoop(
     () => this.tick(),
-    () => this.config.pollMs,
+    // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
+    () => (this.idle ? Math.max(this.config.pollMs, IDLE_POLL_MS) : this.config.pollMs),
     (err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed'),
   );
 
@@ -88,7 +94,7 @@ export class Dispatcher implements EngineContext {
   ) {
     const c = relayer.deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
-    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent };
+    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent, legacy: relayer.feeModel === 'legacy' };
     this.sweeper = new Sweeper(this);
   }
 
@@ -136,20 +142,24 @@ export class Dispatcher implements EngineContext {
     // (a dev node, some L2s), a node that lost its pool would otherwise never be sent anything again.
     const idle = Date.now() - this.sweptAt > IDLE_SWEEP_MS;
     if (head !== this.head || block.hash !== this.headHash || this.dirty || idle) {
+      // Something changed outside a new block (a refusal, a sender taken over): every sender is read again.
+      const full = this.dirty;
       this.dirty = false;
       this.sweptAt = Date.now();
       // Before the sweep settles anything: a client that sees its receipt and sends again at once must
       // meet this block's wallet slots and gas price, not the last block's.
       this.relayer.observeBlock(head);
-      const swept = await this.sweeper.sweep(head, this.held, this.stopped);
+      const swept = await this.sweeper.sweep(head, this.held, this.stopped, full);
       for (const [address, state] of swept.senders) this.senders.set(address, state);
       if (swept.again) this.dirty = true;
       this.head = head;
       this.headHash = block.hash;
     }
     // Its failure must not stop dispatching: it is tried again at the next tick.
-    await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
+    const waits = await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
     await this.sendReady();
+    // Meta-transactions waiting on preconditions are judged every head: not idle then.
+    this.idle = waits !== true && !this.dirty && [...this.senders.values()].every((s) => s.open === 0) && this.sweeper.quiet;
   }
 
   /** First-attempt fees from the fee history, read once per head, not once per pass. */
@@ -167,7 +177,7 @@ export class Dispatcher implements EngineContext {
     this.deps.events.emit(this.chainId, id);
   }
 
-  async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string) {
+  async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string, also: Record<string, unknown> = {}) {
     const attempts = row.attempts + 1;
     if (attempts >= MAX_ATTEMPTS) {
       await this.deps.metaTxns.setStatus(q, this.chainId, row.id, { status: 'DROPPED', revert_reason: `not sent after ${attempts} attempts: ${why.slice(0, 300)}`, attempts });
@@ -182,8 +192,21 @@ export class Dispatcher implements EngineContext {
         stalled: null,
         claimed_until: null,
         next_attempt_at: new Date(Date.now() + 500 * 2 ** attempts),
+        ...also,
       });
     }
+  }
+
+  /** A queued meta-transaction's limit raised to `estimate` (with the margin) if its cover pays for it, else dropped. */
+  private async resize(row: MetaTxnRow, estimate: bigint): Promise<boolean> {
+    const r = resizeWithinCover(row, estimate, this.config.gasMargin, this.config.maxGasLimit);
+    if (!r.ok) {
+      await this.drop(row, r.reason);
+      return false;
+    }
+    if (!(await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { gas_limit: r.gasLimit.toString() }, 'QUEUED'))) return false;
+    row.gas_limit = Number(r.gasLimit);
+    return true;
   }
 
   private async drop(row: MetaTxnRow, reason: string) {
@@ -387,6 +410,8 @@ export class Dispatcher implements EngineContext {
     // The gas limit is what its fee, its sponsor's caps and hold were priced on: never raised here. A bundle
     // that no longer runs within it is dropped, and sent again it is priced again through the whole of intake.
     if (sim.trial === 'failed' || (sim.estimate != null && sim.estimate > BigInt(row.gas_limit))) {
+      // Arbitrum: the L1 component rose since intake; a larger limit the bundle's cover pays for is taken (l2-gas.ts).
+      if (r.feeModel === 'arbitrum' && sim.trial !== 'failed') return this.resize(row, sim.estimate!);
       const needs = sim.estimate != null ? `${sim.estimate} gas` : 'more gas';
       await this.drop(row, `it now needs ${needs}, more than the gas limit of ${row.gas_limit} it was accepted and priced with; send it again to have it priced anew`);
       return false;
@@ -493,9 +518,14 @@ export class Dispatcher implements EngineContext {
     // the nonce becomes a hole the next sweep fills or rewinds.
     this.deps.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
     this.deps.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
+    // Gas too low for the node (Arbitrum's L1 component rose): sized again from its estimate, not re-sent as it was.
+    const resized = res.kind === 'intrinsicGasTooLow' && s.unit.kind === 'meta' ? await resizeAfterRefusal(this.client, s.sender, s.unit, this.config) : null;
     await this.deps.db.transaction(async (tx) => {
       await failAttempt(tx, this.chainId, s.hash, res.message);
-      for (const m of s.unit.metas) await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`);
+      for (const m of s.unit.metas) {
+        if (resized?.ok === false) await this.deps.metaTxns.setStatus(tx, this.chainId, m.id, { status: 'DROPPED', revert_reason: resized.reason });
+        else await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`, resized?.ok ? { gas_limit: resized.gasLimit.toString() } : {});
+      }
     });
     if (res.kind === 'insufficientFunds') {
       const st = this.senders.get(s.sender);

@@ -7,6 +7,8 @@ export interface FeePolicy {
   capWei: bigint;
   minPriorityWei: bigint;
   bumpPercent: number;
+  /** The chain's fee model is `legacy` (fee-model.ts): a legacy gas price even where the node reports a base fee. */
+  legacy?: boolean;
 }
 
 export function gweiToWei(gwei: number): bigint {
@@ -33,6 +35,7 @@ function median(xs: bigint[]): bigint {
  * and room for the base fee to double before the transaction is priced out.
  */
 export async function marketFees(client: PublicClient, policy: FeePolicy): Promise<Fees> {
+  if (policy.legacy) return { type: 'legacy', gasPrice: min(await client.getGasPrice(), policy.capWei) };
   const h = await client.getFeeHistory({ blockCount: 10, blockTag: 'latest', rewardPercentiles: [50] });
   const next = h.baseFeePerGas.at(-1);
   if (next == null || h.baseFeePerGas.every((b) => b === 0n)) {

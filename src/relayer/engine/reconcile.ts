@@ -18,12 +18,14 @@ export interface CostCheck {
   kind: 'gas' | 'price' | null;
 }
 
-export function reconcileCost(m: Pick<MetaTxnRow, 'cover_wei' | 'gas_price_priced'>, gasUsed: bigint | null, gasPrice: bigint | null): CostCheck {
+export function reconcileCost(m: Pick<MetaTxnRow, 'cover_wei' | 'gas_price_priced'>, gasUsed: bigint | null, gasPrice: bigint | null, l1Fee = 0n): CostCheck {
   if (m.cover_wei == null || gasUsed == null || gasPrice == null) return { shortfallWei: null, kind: null };
   const cover = BigInt(m.cover_wei);
-  const cost = gasUsed * gasPrice;
+  // The sender paid the gas and, on an OP-stack chain, the L1 data fee on top (the receipt's l1Fee).
+  const cost = gasUsed * gasPrice + l1Fee;
   if (cost <= cover) return { shortfallWei: null, kind: null };
   const priced = m.gas_price_priced == null ? gasPrice : BigInt(m.gas_price_priced);
+  // The L1 fee moves with L1 prices, not with the gas burnt: a cover it alone exceeds is a price shortfall.
   return { shortfallWei: cost - cover, kind: gasUsed * priced > cover ? 'gas' : 'price' };
 }
 

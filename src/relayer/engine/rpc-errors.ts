@@ -2,7 +2,7 @@
  * What a node's answer to eth_sendRawTransaction means, whatever its wording: geth, reth, anvil,
  * Nethermind and Besu each phrase the same conditions differently.
  */
-export type SendFailure = 'known' | 'nonceTooLow' | 'nonceTooHigh' | 'underpriced' | 'insufficientFunds' | 'rejected' | 'transport';
+export type SendFailure = 'known' | 'nonceTooLow' | 'nonceTooHigh' | 'underpriced' | 'insufficientFunds' | 'intrinsicGasTooLow' | 'rejected' | 'transport';
 
 const PATTERNS: [SendFailure, RegExp][] = [
   // geth/reth/anvil "already known", Besu "Known transaction", Nethermind "AlreadyKnown", anvil "transaction already imported".
@@ -18,6 +18,8 @@ const PATTERNS: [SendFailure, RegExp][] = [
   ],
   // geth/reth/anvil "insufficient funds for gas * price + value", Nethermind "InsufficientFunds", Besu "Upfront cost exceeds account balance".
   ['insufficientFunds', /insufficient ?funds|insufficient balance|not enough funds|upfront cost exceeds/i],
+  // geth/Arbitrum "intrinsic gas too low" (on Arbitrum the L1 component counts), Nethermind "GasLimitBelowIntrinsicGas".
+  ['intrinsicGasTooLow', /intrinsic gas too low|gaslimitbelowintrinsicgas|gas limit (is )?below intrinsic/i],
 ];
 
 export function classifySendError(err: unknown): SendFailure {

@@ -12,10 +12,16 @@ import { feeReceived } from './fee-check.ts';
 import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
 import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
+import { receiptL1Fee } from '../fee-model.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
 const FILLER_GAS = 21_000n;
+/**
+ * A quiet sender (nothing in flight, its ledger where the chain's count was) is read again at least this
+ * often, not every block: what can change it then is a key used elsewhere or a deposit (docs/production.md).
+ */
+const QUIET_READ_MS = 30_000;
 
 interface Slot {
   sender: Address;
@@ -51,6 +57,10 @@ export class Sweeper {
   private readonly noncesSeen = new Map<string, number>();
   /** Reads in a row that found no block where a mined transaction was recorded, per transaction. */
   private readonly blockMisses = new Map<string, number>();
+  /** The last sweep found no attempt of a held sender pending or awaiting confirmations. */
+  quiet = false;
+  /** Each held sender's last counts and balance read from the node, and when. */
+  private readonly seen = new Map<Address, { latest: number; pending: number; balance: bigint; at: number }>();
 
   constructor(private readonly d: EngineContext) {
     this.receipts = new BlockReceipts(d.client);
@@ -61,14 +71,25 @@ export class Sweeper {
   }
 
   /** Reconciles the held senders' slots at `head`; returns what it learnt of each sender and whether to sweep again at once. */
-  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>): Promise<{ senders: Map<Address, SenderState>; again: boolean }> {
+  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>, full = false): Promise<{ senders: Map<Address, SenderState>; again: boolean }> {
     const d = this.d;
     const senders = [...held];
     const states = new Map<Address, SenderState>();
     this.again = false;
     this.market = undefined;
+    const floor = parseEther(d.config.minSenderBalance);
+    const attempts = await openAttempts(this.db, d.chainId, senders);
+    const next = await ownedNextNonces(this.db, d.chainId, d.owner);
+    for (const a of [...this.seen.keys()]) if (!held.includes(a)) this.seen.delete(a);
+    // Only senders with something in flight (or whose ledger moved, or below their floor) are read every
+    // head; a quiet one's last read stands for QUIET_READ_MS. `full` (a refusal, a takeover) reads all.
+    const busy = new Set(attempts.map((a) => a.sender));
+    this.quiet = busy.size === 0;
     const reads = await Promise.all(
       senders.map(async (address) => {
+        const was = this.seen.get(address);
+        const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && Date.now() - was.at < QUIET_READ_MS;
+        if (quiet) return { address, latest: was.latest, pending: was.pending, balance: was.balance };
         const [latest, pending, balance] = await Promise.all([
           d.client.getTransactionCount({ address, blockTag: 'latest' }),
           d.client.getTransactionCount({ address, blockTag: 'pending' }),
@@ -80,18 +101,17 @@ export class Sweeper {
         const seen = this.noncesSeen.get(address) ?? 0;
         const counted = Math.max(latest, seen);
         this.noncesSeen.set(address, counted);
-        return { address, latest: counted, pending: Math.max(pending, counted), balance };
+        const read = { latest: counted, pending: Math.max(pending, counted), balance };
+        this.seen.set(address, { ...read, at: Date.now() });
+        return { address, ...read };
       }),
     );
-    const floor = parseEther(d.config.minSenderBalance);
-    const attempts = await openAttempts(this.db, d.chainId, senders);
     const slots = new Map<string, Slot>();
     for (const a of attempts) {
       const k = slotKey(a.sender, a.nonce);
       if (!slots.has(k)) slots.set(k, { sender: a.sender, nonce: a.nonce, attempts: [] });
       slots.get(k)!.attempts.push(a);
     }
-    const next = await ownedNextNonces(this.db, d.chainId, d.owner);
 
     // Settle first, for every sender at once (one database transaction each), then the waiting slots.
     const bySender = new Map(reads.map((r) => [r.address, [...slots.values()].filter((s) => s.sender === r.address).sort((a, b) => a.nonce - b.nonce)]));
@@ -210,6 +230,8 @@ export class Sweeper {
     const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
     // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
     const gasOf = new Map<string, bigint>();
+    // An OP-stack L1 data fee is shared the same way; null on a chain whose receipts carry none.
+    const l1Of = new Map<string, bigint | null>();
     const members = new Map<string, typeof metas>();
     for (const m of metas) {
       const key = slotKey(m.sender!, m.txn_nonce!);
@@ -224,6 +246,9 @@ export class Sweeper {
         ordered.map((m) => BigInt(m.gas_estimated)),
       );
       ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
+      const l1 = bySlot.get(key)?.receipt.l1Fee;
+      const l1Shares = l1 == null ? null : shareGas(receiptL1Fee({ l1Fee: l1 }), shares);
+      ordered.forEach((m, i) => l1Of.set(m.id, l1Shares?.[i] ?? null));
     }
     const out: SettledMeta[] = [];
     const shortfalls: Shortfall[] = [];
@@ -241,12 +266,13 @@ export class Sweeper {
         // EIP-7702: a carried authorization whose call ran no wallet lost a race to its EOA (voided or
         // re-delegated after the last check), and the relayer paid up to the whole gas limit: it counts
         // against the signer, sponsored or not (owed: what it cost, in wei).
-        const cost = BigInt(h.receipt.gasUsed ?? '0') * BigInt(h.receipt.effectiveGasPrice ?? '0');
+        const cost = BigInt(h.receipt.gasUsed ?? '0') * BigInt(h.receipt.effectiveGasPrice ?? '0') + receiptL1Fee(h.receipt);
         shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.wallet, keyId: null, clientIp: null, feeToken: LOST_DELEGATION, owed: cost, received: 0n });
       }
       // What it cost against what it was admitted with (engine/reconcile.ts).
       const effective = h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice) : null;
-      const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective);
+      const l1Fee = l1Of.get(m.id) ?? null;
+      const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective, l1Fee ?? 0n);
       if (costCheck.kind) {
         d.deps.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
         d.deps.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
@@ -268,6 +294,7 @@ export class Sweeper {
         confirmed: h.final,
         feeReceived: received?.toString() ?? null,
         shortfallWei: costCheck.shortfallWei?.toString() ?? null,
+        l1FeeWei: l1Fee?.toString() ?? null,
       });
     }
     await d.deps.metaTxns.settleMany(tx, d.chainId, out);
@@ -466,7 +493,9 @@ export class Sweeper {
 
   private async fill(sender: Address, nonce: number, head: number) {
     const d = this.d;
-    const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas: FILLER_GAS, fees: await this.fees() };
+    // Arbitrum counts an L1 component even in a bare transfer: the node says how much.
+    const gas = d.relayer.feeModel === 'arbitrum' ? await d.client.estimateGas({ account: sender, to: sender, value: 0n }) : FILLER_GAS;
+    const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees: await this.fees() };
     const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
     await insertAttempt(this.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
     d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');

@@ -47,10 +47,11 @@ export const gasCost = (gas: bigint, gasPrice: bigint, markup: number): bigint =
  * what it can then burn is bounded only by the signed gas limit. Pricing that limit is what makes the
  * relayer's worst case a paid one.
  */
-export function requiredWei(used: bigint, gasLimit: bigint, gasPrice: bigint, markup: number): bigint {
+export function requiredWei(used: bigint, gasLimit: bigint, gasPrice: bigint, markup: number, l1FeeBound = 0n): bigint {
   const expected = gasCost(used, gasPrice, markup);
   const worst = gasLimit * gasPrice;
-  return expected > worst ? expected : worst;
+  // An L1 data fee (OP stack) is charged on top of the gas, whatever the gas: its upper bound is added whole.
+  return (expected > worst ? expected : worst) + l1FeeBound;
 }
 
 /** An amount of `token`'s base units in wei at `price`, rounded down (what it is worth to the relayer). */

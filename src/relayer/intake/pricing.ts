@@ -152,7 +152,8 @@ export class Pricing {
     });
     // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
     const undeployed = call.bundles.filter((b) => !call.deploys.includes(b.wallet) && kinds.get(b.wallet) === 'empty').length;
-    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE + (auth ? AUTHORIZATION_GAS : 0n);
+    // On Arbitrum the L1 component of the calldata is gas too, inside the limit (fee-model.ts).
+    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE + (auth ? AUTHORIZATION_GAS : 0n) + (await this.chain.l1Gas(data));
     sims.forEach((results, i) => {
       gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
       for (const r of results) gas += r.gasUsed;
@@ -160,12 +161,14 @@ export class Pricing {
     if (gas > gasCap) throw overCap(gas);
     // The gas limit a send of this bundle would be signed with (size): what fees, holds and caps are priced on.
     const limit = this.limitFor(gas);
-    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas: limit, gasPrice, costWei: limit * gasPrice }, 'feeOptions');
+    // On an OP-stack chain the sender also pays an L1 data fee, up to the oracle's bound for the size (fee-model.ts).
+    const l1 = await this.chain.l1FeeBound(data, !!auth);
+    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas: limit, gasPrice, costWei: limit * gasPrice + l1 }, 'feeOptions');
     // A project's limited balance that cannot cover the bundle stops its sponsorship (balances/holds.ts).
-    if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chain.chainId, cover, limit, gasPrice));
+    if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chain.chainId, cover, limit, gasPrice, l1));
     const sponsorship = sponsorshipWire(cover);
     if (!this.chain.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], sponsorship };
-    const wei = requiredWei(gas, limit, gasPrice, this.deps.config.feeMarkup);
+    const wei = requiredWei(gas, limit, gasPrice, this.deps.config.feeMarkup, l1);
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
@@ -240,12 +243,13 @@ export class Pricing {
     if (!this.chain.isFeeRequired) return none;
     // Caps, holds and charges are on the gas limit that will be signed (the worst case), not on what the
     // simulation used: the charge is settled to the real cost once mined (spend-caps.ts).
-    const worst = gasLimit * gasPrice;
+    const l1 = await this.chain.l1FeeBound(args.input, !!args.authorization);
+    const worst = gasLimit * gasPrice + l1;
     let cover = await this.sponsorship(args.projectId, rules, call, { gas: gasLimit, gasPrice, costWei: worst }, 'send', approve, stopped);
     let refund = async () => {};
     // A project's limited balance holds what the bundle may cost, or it is not sponsored (balances/holds.ts).
     if (this.deps.balances && cover.sponsored) {
-      const held = await this.deps.balances.hold(cover, refund, { projectId: args.projectId, chainId: this.chain.chainId, metaTxnId: bareId(call.id), gasLimit, gasPrice });
+      const held = await this.deps.balances.hold(cover, refund, { projectId: args.projectId, chainId: this.chain.chainId, metaTxnId: bareId(call.id), gasLimit, gasPrice, l1Fee: l1 });
       cover = withBalance(cover, held.cover);
       refund = held.refund;
     }
@@ -260,7 +264,7 @@ export class Pricing {
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
     if (payers[0]) await this.refuseBarred(args, payers[0]);
     await this.refuseBarredContracts(call, payments);
-    const paid = await this.checkPayment(call, payments, sim.paid, used, gasLimit, gasPrice, args.quote, cover.reason);
+    const paid = await this.checkPayment(call, payments, sim.paid, { used, gasLimit, gasPrice, l1 }, args.quote, cover.reason);
     return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0], gasPricePriced: gasPrice, coverWei: paid.coverWei };
   }
 
@@ -268,7 +272,14 @@ export class Pricing {
    * The fee the calldata pays must cover the quote it brings, or the current price when it brings none;
    * and the simulation must see it arrive (a fee token whose transfer does not move what it says is not paid).
    */
-  private async checkPayment(call: DecodedCall, payments: FeePayment[], simPaid: bigint[], gasUsed: bigint, gasLimit: bigint, gasPrice: bigint, quote: string | undefined, whyNotSponsored?: string) {
+  private async checkPayment(
+    call: DecodedCall,
+    payments: FeePayment[],
+    simPaid: bigint[],
+    { used: gasUsed, gasLimit, gasPrice, l1 }: { used: bigint; gasLimit: bigint; gasPrice: bigint; l1: bigint },
+    quote: string | undefined,
+    whyNotSponsored?: string,
+  ) {
     const totals = feeTotals(payments);
     const offers = this.chain.feeTokens.map((t, i) => ({ token: t, key: tokenKey(t), paid: totals.get(tokenKey(t)) ?? 0n, arrived: simPaid[i] ?? 0n })).filter((o) => o.paid > 0n);
     const unsponsored = whyNotSponsored ? ` (not sponsored: ${whyNotSponsored})` : '';
@@ -286,7 +297,7 @@ export class Pricing {
       // A bundle that turns out to need a larger gas limit than quoted is priced now instead.
       if (gasLimit <= BigInt(q.l ?? q.g)) quoted = q.o;
     }
-    const wei = requiredWei(gasUsed, gasLimit, gasPrice, this.deps.config.feeMarkup);
+    const wei = requiredWei(gasUsed, gasLimit, gasPrice, this.deps.config.feeMarkup, l1);
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     let best = '';
     for (const o of offers) {
@@ -303,9 +314,9 @@ export class Pricing {
       }
       // A quote never buys the gas limit below its cost at the current price (a token that fell more than
       // the markup since the quote, or gas that rose as much): the relayer does not sign at a loss.
-      const cost = weiToToken(gasLimit * gasPrice, o.token, now.price);
+      const cost = weiToToken(gasLimit * gasPrice + l1, o.token, now.price);
       if (o.paid < cost) {
-        best = `${o.token.symbol}: paid ${o.paid} as quoted, but its gas limit of ${gasLimit} alone now costs ${cost} at the current price`;
+        best = `${o.token.symbol}: paid ${o.paid} as quoted, but its gas limit of ${gasLimit}${l1 ? ` (with an L1 data fee of up to ${l1} wei)` : ''} alone now costs ${cost} at the current price`;
         continue;
       }
       if (o.arrived < o.paid) throw new RelayError('insufficientFee', `the ${o.token.symbol} fee of ${o.paid} does not arrive in simulation (${o.arrived} did)`);

@@ -193,6 +193,11 @@ export interface ProbeSettings {
    * relayer can be made to pay (docs/relayer-worst-case.md).
    */
   gasPrice?: () => Promise<bigint>;
+  /**
+   * Ask eth_estimateGas even for a bundle the trial proved: on Arbitrum the limit must also hold the L1
+   * component, which only the node's estimate counts (fee-model.ts).
+   */
+  alwaysEstimate?: boolean;
 }
 
 /** The simulating sender's balance by state override: a priced simulation needs gas × price of it, whatever the sender holds. */
@@ -262,7 +267,7 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, chainNonces, slots };
       // Only a bundle the trial did not prove costs an eth_estimateGas (deep gas forwarding, a gasLimit
       // of its own): the node's binary search then decides, as before.
-      if (x.ok && trial !== 'passed') {
+      if (x.ok && (trial !== 'passed' || settings.alwaysEstimate)) {
         res.estimate = await client
           .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: [...overrides(probe, job.nonces, job.codes).slice(1), ...funding], ...fee })
           .catch(() => undefined);

@@ -20,8 +20,9 @@ import { currentRules, type SponsorRule } from './sponsors.ts';
  * (`onStatus`, on the transaction that drops it).
  *
  * Once mined, a charge is settled to what the meta-transaction actually cost (its share of the
- * receipt's gasUsed × effectiveGasPrice, the same figure a project balance is debited), on the
- * transaction that writes that status: the estimate only stands in while the bundle is in flight. A
+ * receipt's gasUsed × effectiveGasPrice plus its L1 data fee on the OP stack, the same figure a project
+ * balance is debited), on the transaction that writes that status: the estimate only stands in while
+ * the bundle is in flight. A
  * reverted bundle (FAILED) burnt gas too, so it keeps its charge. A reorg that mines it again settles
  * it again, to the new cost.
  */
@@ -156,7 +157,15 @@ export function spendCaps(db: Db) {
      */
     async onStatus(
       q: Queryable,
-      rows: Array<{ chain_id: number; id: string; status: string; sponsored: boolean; gas_used?: string | number | bigint | null; gas_price?: string | number | bigint | null }>,
+      rows: Array<{
+        chain_id: number;
+        id: string;
+        status: string;
+        sponsored: boolean;
+        gas_used?: string | number | bigint | null;
+        gas_price?: string | number | bigint | null;
+        l1_fee_wei?: string | null;
+      }>,
     ): Promise<void> {
       const dropped = rows.filter((r) => r.sponsored && r.status === 'DROPPED');
       const revived = rows.filter((r) => r.sponsored && MINED.has(r.status));
@@ -177,7 +186,7 @@ export function spendCaps(db: Db) {
       }
       const mined = revived.filter((r) => r.gas_used != null && r.gas_price != null);
       for (const chainId of new Set(mined.map((r) => r.chain_id))) {
-        const actual = new Map(mined.filter((r) => r.chain_id === chainId).map((r) => [r.id, BigInt(r.gas_used!) * BigInt(r.gas_price!)]));
+        const actual = new Map(mined.filter((r) => r.chain_id === chainId).map((r) => [r.id, BigInt(r.gas_used!) * BigInt(r.gas_price!) + BigInt(r.l1_fee_wei ?? '0')]));
         await settle(q, chainId, actual);
       }
     },

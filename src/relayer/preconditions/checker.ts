@@ -53,8 +53,19 @@ export class PreconditionChecker {
     this.poked = true;
   }
 
-  /** Called every dispatcher tick; reads the database only at a new head, after a poke, or every IDLE_READ_MS. */
-  async check(head: number) {
+  /** Meta-transactions were waiting at the last read: the dispatcher then keeps reading every head. */
+  private waitingSeen = false;
+
+  /**
+   * Called every dispatcher tick; reads the database only at a new head, after a poke, or every IDLE_READ_MS.
+   * Says whether meta-transactions wait (as last read).
+   */
+  async check(head: number): Promise<boolean> {
+    await this.judge(head);
+    return this.waitingSeen;
+  }
+
+  private async judge(head: number) {
     const fresh = head !== this.judged.head;
     if (!fresh && !this.poked && Date.now() - this.readAt < IDLE_READ_MS) return;
     this.poked = false;
@@ -62,6 +73,7 @@ export class PreconditionChecker {
     if (fresh) this.judged = { head, ids: new Set() };
     // Intake keeps their number within maxPendingPreconditions, so every one is read.
     const waiting = await this.deps.waits.waiting(this.chainId, this.relayer.deps.config.maxPendingPreconditions);
+    this.waitingSeen = waiting.length > 0;
     // Between blocks nothing that was judged can have started to hold: only deadlines and newcomers are looked at.
     const due = waiting.filter((w) => w.expired || !this.judged.ids.has(w.row.id));
     if (due.length === 0) return;
