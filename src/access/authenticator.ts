@@ -20,7 +20,8 @@ const INVALID: AuthOutcome = Object.freeze({ kind: 'invalid' });
  * anyway. Only the database holds nothing but hashes.
  */
 export class Authenticator {
-  private pending = new Map<number, number>();
+  /** Per key, its uses since the last flush by method family (FAMILIES' order). */
+  private pending = new Map<number, number[]>();
   private timer: NodeJS.Timeout | undefined;
   /** The outcome itself is cached, so a hit allocates nothing. */
   private readonly live: LruCache<KeyOutcome>;
@@ -65,20 +66,21 @@ export class Authenticator {
     return p;
   }
 
-  async authenticate(key: string | undefined): Promise<AuthOutcome> {
-    const known = this.authenticateCached(key);
+  /** `family`: the index of the request's method family (access/usage-family.ts), what the use is counted under. */
+  async authenticate(key: string | undefined, family = 3): Promise<AuthOutcome> {
+    const known = this.authenticateCached(key, family);
     if (known) return known;
     const resolved = await this.lookup(key!);
-    return resolved ? this.counted(resolved) : INVALID;
+    return resolved ? this.counted(resolved, family) : INVALID;
   }
 
   /**
    * The outcome when no query is needed (no key, a malformed or cached one), counted like
    * `authenticate`; undefined otherwise. Lets hot paths skip a promise per request.
    */
-  authenticateCached(key: string | undefined): AuthOutcome | undefined {
+  authenticateCached(key: string | undefined, family = 3): AuthOutcome | undefined {
     const known = this.peek(key);
-    return known?.kind === 'ok' ? this.counted(known) : known;
+    return known?.kind === 'ok' ? this.counted(known, family) : known;
   }
 
   /**
@@ -94,9 +96,11 @@ export class Authenticator {
     return found ?? INVALID;
   }
 
-  /** Counts one use of a key (flushed in batches). */
-  counted<T extends KeyOutcome>(resolved: T): T {
-    this.pending.set(resolved.keyId, (this.pending.get(resolved.keyId) ?? 0) + 1);
+  /** Counts one use of a key under a method family (flushed in batches). */
+  counted<T extends KeyOutcome>(resolved: T, family = 3): T {
+    let per = this.pending.get(resolved.keyId);
+    if (!per) this.pending.set(resolved.keyId, (per = [0, 0, 0, 0]));
+    per[family]++;
     if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);
       this.timer.unref?.();

@@ -13,6 +13,7 @@ import { mediaMethods } from './methods/media.ts';
 import { projectMethods } from './methods/projects.ts';
 import { sessionMethods } from './methods/session.ts';
 import { sponsorMethods } from './methods/sponsors.ts';
+import { usageMethods } from './methods/usage.ts';
 import { webhookMethods } from './methods/webhooks.ts';
 import { consoleQueries } from './queries.ts';
 import { sessionStore } from './sessions.ts';
@@ -46,6 +47,7 @@ export function consoleService(s: Services): ServiceDef {
       ...directoryMethods(deps),
       ...mediaMethods(deps),
       ...webhookMethods(deps),
+      ...usageMethods(deps),
     },
   };
 }

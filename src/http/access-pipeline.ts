@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHan
 import type { Authenticator, AuthOutcome } from '../access/authenticator.ts';
 import type { RateLimiter } from '../access/rate-limiter.ts';
 import { refusedNetwork } from '../access/allowed-networks.ts';
+import { familyOf } from '../access/usage-family.ts';
 import type { ResponseCache, ReusableAnswer } from '../access/response-cache.ts';
 import type { NetworkRegistry } from '../chain/registry.ts';
 import type { Project } from '../store/projects.ts';
@@ -121,8 +122,9 @@ export class AccessPipeline {
     if (a.mode === 'project') return this.admitProject(req, a);
     if (a.mode === 'none') return PUBLIC;
     const key = readAccessKey(req, a.queryKey);
-    const known = this.deps.auth.authenticateCached(key);
-    return known ? this.admitKey(known, a) : this.deps.auth.authenticate(key).then((outcome) => this.admitKey(outcome, a));
+    const family = familyOf(req.url);
+    const known = this.deps.auth.authenticateCached(key, family);
+    return known ? this.admitKey(known, a) : this.deps.auth.authenticate(key, family).then((outcome) => this.admitKey(outcome, a));
   }
 
   private admitKey(outcome: AuthOutcome, a: AccessRequest): Caller | Promise<Caller> {
@@ -182,7 +184,7 @@ export class AccessPipeline {
    * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
    * goes on to its route, whose hooks decide it as for any other.
    */
-  reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string): ReusableAnswer | undefined {
+  reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string, url?: string): ReusableAnswer | undefined {
     const { auth, responses, rateLimiter } = this.deps;
     if (reuseKey.length >= responses.maxKeyLength) return undefined;
     const caller = this.callerNow(mode, key);
@@ -191,7 +193,7 @@ export class AccessPipeline {
     if (outcome?.kind === 'ok' && outcome.project.allowedChainIds && refusedNetwork(outcome.project, this.deps.networks, networks())) return undefined;
     const hit = responses.peek(`${principal}\n${reuseKey}`, Date.now());
     if (!hit || (outcome && !rateLimiter.spendNow(outcome))) return undefined;
-    if (outcome?.kind === 'ok') auth.counted(outcome);
+    if (outcome?.kind === 'ok') auth.counted(outcome, familyOf(url));
     responses.hit();
     this.countReused(hit.tokens);
     return hit;

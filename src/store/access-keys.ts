@@ -5,6 +5,10 @@ import { toProject, type Project } from './projects.ts';
 
 export const KEY_PREFIX = 'mr_';
 
+/** The method families requests are counted by (access/usage-family.ts reads a request's from its path). */
+export const FAMILIES = ['metadata', 'relayer', 'indexer', 'other'] as const;
+export type UsageFamily = (typeof FAMILIES)[number];
+
 /** 24 random bytes: high entropy, so a fast unsalted digest is a sound way to store them. */
 export function generateAccessKey(): string {
   return KEY_PREFIX + randomBytes(24).toString('base64url');
@@ -144,16 +148,52 @@ export function accessKeyRepo(db: Queryable) {
       return { live: Number(res.rows[0].live), revoked: Number(res.rows[0].revoked) };
     },
 
-    /** Adds batched request counts; one statement per flush rather than a write per request. */
-    async recordUsage(counts: Map<number, number>): Promise<void> {
-      if (counts.size === 0) return;
-      const ids = [...counts.keys()];
-      const n = ids.map((id) => counts.get(id)!);
+    /**
+     * Adds batched request counts, per key either a total (counted as 'other') or one count per method
+     * family (FAMILIES' order). One statement per flush rather than a write per request: it adds to the
+     * keys' totals and to this hour's roll-up (key_usage_hourly) together, so the two never disagree.
+     */
+    async recordUsage(counts: Map<number, number | readonly number[]>): Promise<void> {
+      const ids: number[] = [];
+      const families: string[] = [];
+      const n: number[] = [];
+      for (const [id, c] of counts) {
+        const per = typeof c === 'number' ? [0, 0, 0, c] : c;
+        per.forEach((x, i) => {
+          if (x > 0) ids.push(id), families.push(FAMILIES[i]), n.push(x);
+        });
+      }
+      if (ids.length === 0) return;
       await db.query(
-        `UPDATE access_keys k SET request_count = k.request_count + u.n, last_used_at = now()
-           FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::bigint[]) AS n) u WHERE k.id = u.id`,
-        [ids, n],
+        `WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, family, n)),
+              k AS (UPDATE access_keys k SET request_count = k.request_count + t.n, last_used_at = now()
+                      FROM (SELECT id, SUM(n) AS n FROM u GROUP BY id) t WHERE k.id = t.id RETURNING k.id)
+         INSERT INTO key_usage_hourly (key_id, hour, family, requests)
+         SELECT u.id, to_timestamp(floor(extract(epoch FROM now()) / 3600) * 3600), u.family, u.n FROM u JOIN k ON k.id = u.id
+         ON CONFLICT (key_id, hour, family) DO UPDATE SET requests = key_usage_hourly.requests + EXCLUDED.requests`,
+        [ids, families, n],
       );
+    },
+
+    /** A project's requests per UTC day, key and family over the last `days` days, from the hourly roll-up. */
+    async usageByDay(projectId: number, days: number): Promise<Array<{ day: string; keyId: number; family: UsageFamily; requests: number }>> {
+      const r = await db.query<{ day: string; key_id: string; family: UsageFamily; n: string }>(
+        `SELECT to_char(u.hour AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, u.key_id::text, u.family, SUM(u.requests)::text AS n
+           FROM key_usage_hourly u JOIN access_keys k ON k.id = u.key_id
+          WHERE k.project_id = $1 AND u.hour >= (((now() AT TIME ZONE 'UTC')::date - $2::int)::timestamp AT TIME ZONE 'UTC')
+          GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+        [projectId, days - 1],
+      );
+      return r.rows.map((x) => ({ day: x.day, keyId: Number(x.key_id), family: x.family, requests: Number(x.n) }));
+    },
+
+    /** Every project's requests since `since`, from the hourly roll-up (the project list's totals). */
+    async requestsByProject(since: Date): Promise<Map<number, number>> {
+      const r = await db.query<{ project_id: string; n: string }>(
+        `SELECT k.project_id::text, SUM(u.requests)::text AS n FROM key_usage_hourly u JOIN access_keys k ON k.id = u.key_id WHERE u.hour >= $1 GROUP BY 1`,
+        [since],
+      );
+      return new Map(r.rows.map((x) => [Number(x.project_id), Number(x.n)]));
     },
   };
 }

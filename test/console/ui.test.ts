@@ -247,6 +247,40 @@ describe('console page', () => {
     expect(await chart.locator('text').first().textContent()).toBe('0');
     await shot('project-balance');
 
+    // The Overview tab: its charts are the database's roll-ups, and the roll-ups are the raw rows.
+    await env.services.auth.flush();
+    await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/overview`);
+    const overview = page.getByTestId('overview');
+    await overview.waitFor();
+    const raw = await dbOne<{ day: string; n: string; gas: string; cost: string }>(
+      `SELECT to_char((queued_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS day, COUNT(*)::text AS n, SUM(gas_used)::text AS gas, SUM(gas_used::numeric * gas_price)::text AS cost
+         FROM meta_txns WHERE project_id = $1 AND status = 'SUCCEEDED' GROUP BY 1 ORDER BY 1 DESC LIMIT 1`,
+      [projectId],
+    );
+    expect(raw.n).toBe('2');
+    const txChart = overview.getByTestId('metatxns-chart');
+    expect(await txChart.locator(`rect[data-key="${raw.day}"][data-series="SUCCEEDED"]`).getAttribute('data-value')).toBe(raw.n);
+    expect(await txChart.locator(`rect[data-key="${raw.day}"][data-series="SUCCEEDED"] title`).textContent()).toBe(`${raw.day}: succeeded 2`);
+    expect(await overview.getByTestId('gas-chart').locator(`rect[data-key="${raw.day}"]`).getAttribute('data-value')).toBe(raw.gas);
+    expect(await overview.getByTestId('usage-spend-chart').locator(`rect[data-key="${raw.day}"]`).getAttribute('data-value')).toBe(raw.cost);
+    expect(await overview.getByTestId('success-chart').locator(`rect[data-key="${raw.day}"]`).getAttribute('data-value')).toBe('100');
+    // Requests: today's metadata segment is what the flush rolled up, and every hour adds up to the key's count.
+    const reqs = await dbOne<{ rolled: string; total: string }>(
+      `SELECT (SELECT SUM(u.requests) FROM key_usage_hourly u JOIN access_keys k ON k.id = u.key_id WHERE k.project_id = $1 AND u.family = 'metadata'
+                 AND to_char(u.hour AT TIME ZONE 'UTC', 'YYYY-MM-DD') = $2)::text AS rolled,
+              (SELECT SUM(request_count) FROM access_keys WHERE project_id = $1)::text AS total`,
+      [projectId, raw.day],
+    );
+    expect(Number(reqs.rolled)).toBeGreaterThan(0);
+    expect(await overview.getByTestId('requests-chart').locator(`rect[data-key="${raw.day}"][data-series="metadata"]`).getAttribute('data-value')).toBe(reqs.rolled);
+    expect(await overview.getByTestId('total-requests').textContent()).toBe(Number(reqs.total).toLocaleString('en-US'));
+    expect(await overview.getByTestId('total-spend').getAttribute('data-wei')).toBe(raw.cost);
+    await shot('project-overview');
+    await page.goto(`${env.baseUrl}/console/#/projects`);
+    await expect.poll(() => page.getByTestId(`totals-metatxns-${projectId}`).textContent()).toBe('2');
+    expect(await page.getByTestId(`totals-requests-${projectId}`).textContent()).toBe(Number(reqs.total).toLocaleString('en-US'));
+    await shot('projects');
+
     await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/keys`);
     const keyRow = page.getByTestId('keys').locator('tbody tr').filter({ hasText: 'browser test' });
     // Revoking asks first; Cancel leaves the key working.

@@ -1,10 +1,12 @@
 import { useState } from 'preact/hooks';
 import { api, when } from '../api.ts';
+import { readableNative, readableUsd } from '../amount.tsx';
 import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
 import { Activity } from './activity.tsx';
 import { Balances } from './balances.tsx';
+import { Overview } from './overview.tsx';
 import { Sponsors } from './sponsors.tsx';
 import { Webhooks } from './webhooks.tsx';
 
@@ -15,6 +17,8 @@ export interface Project {
   archivedAt: string | null;
   allowedChainIds: number[] | null;
   liveKeys: number;
+  /** The last 30 days, from the server's roll-ups. */
+  totals: { requests: number; metaTxns: number; succeeded: number; successRate: number | null; spendUsd: number | null; spend: { chainId: number; network: string; costWei: string }[] };
 }
 
 export function Projects() {
@@ -47,6 +51,10 @@ export function Projects() {
               <th>Id</th>
               <th>Name</th>
               <th>Live keys</th>
+              <th title="last 30 days">Requests</th>
+              <th title="last 30 days">Meta-txns</th>
+              <th title="of those finished, last 30 days">Success</th>
+              <th title="last 30 days">Spend</th>
               <th>Networks</th>
               <th>Created</th>
               <th>State</th>
@@ -60,6 +68,13 @@ export function Projects() {
                   <a href={`#/projects/${p.id}`}>{p.name}</a>
                 </td>
                 <td>{p.liveKeys}</td>
+                <td data-testid={`totals-requests-${p.id}`}>{p.totals.requests.toLocaleString('en-US')}</td>
+                <td data-testid={`totals-metatxns-${p.id}`}>{p.totals.metaTxns.toLocaleString('en-US')}</td>
+                <td>{p.totals.successRate == null ? '—' : `${Math.round(p.totals.successRate * 1000) / 10}%`}</td>
+                <td title={p.totals.spend.map((x) => `${x.network}: ${x.costWei} wei`).join('\n')}>
+                  {p.totals.spend.length === 0 ? '—' : p.totals.spend.map((x) => `${readableNative(x.costWei)} (${x.network})`).join(', ')}
+                  {p.totals.spendUsd != null && <span class="usd"> · {readableUsd(p.totals.spendUsd)}</span>}
+                </td>
                 <td>{p.allowedChainIds?.join(', ') ?? 'all'}</td>
                 <td>{when(p.createdAt)}</td>
                 <td>{p.archivedAt ? 'archived' : 'active'}</td>
@@ -73,6 +88,7 @@ export function Projects() {
 }
 
 const TABS: [string, string][] = [
+  ['overview', 'Overview'],
   ['keys', 'Access keys'],
   ['sponsors', 'Sponsorship'],
   ['balance', 'Balance'],
@@ -102,6 +118,7 @@ export function ProjectDetail({ projectId, tab }: { projectId: number; tab: stri
           </a>
         ))}
       </nav>
+      {tab === 'overview' && <Overview projectId={projectId} />}
       {tab === 'keys' && <Keys projectId={projectId} />}
       {tab === 'sponsors' && <Sponsors projectId={projectId} />}
       {tab === 'balance' && <Balances projectId={projectId} />}

@@ -7,6 +7,7 @@ import type { AccessKeyInfo } from '../../store/access-keys.ts';
 import { Id, PageArgs, ProjectId, chainIdArg, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 import { NameTaken } from '../queries.ts';
+import { projectTotals } from './usage.ts';
 
 const Name = z.string().trim().min(1, 'must not be empty').max(100);
 const Label = z.string().trim().max(100);
@@ -35,7 +36,15 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
   };
 
   return {
-    ListProjects: method({ input: NoArgs, handler: async () => ({ projects: await q.projects() }) }),
+    /** Projects, each with its totals over the last 30 days (`totals`, from the usage roll-ups). */
+    ListProjects: method({
+      input: NoArgs,
+      handler: async () => {
+        const [projects, totals] = await Promise.all([q.projects(), projectTotals(s, new Date(Date.now() - 30 * 86_400_000))]);
+        const none = { requests: 0, metaTxns: 0, succeeded: 0, successRate: null, spendUsd: null, spend: [] };
+        return { projects: projects.map((p) => ({ ...p, totals: totals.get(p.id) ?? none })) };
+      },
+    }),
     CreateProject: method({
       input: z.object({ name: Name, allowedChainIDs: z.array(ChainArg).max(100).optional() }),
       handler: async (a) =>
