@@ -89,7 +89,7 @@ try {
   const pollAnswers: number[] = [];
   const polls = ids.slice(0, POLLS).map((id) =>
     post('GetMetaTxnReceipt', { metaTxID: id })
-      .then((r) => pollAnswers.push(performance.now() - signalAt))
+      .then((_r) => pollAnswers.push(performance.now() - signalAt))
       .catch(() => undefined),
   );
   await new Promise((r) => setTimeout(r, 500));

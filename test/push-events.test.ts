@@ -29,7 +29,8 @@ const FLOOR = '1';
 beforeAll(async () => {
   env = await startRelayerEnv({
     webhooks: { pollMs: 20, retryBaseMs: 100 },
-    relayer: { confirmations: 3, pollMs: 30, minSenderBalance: FLOOR, warnSenderBalance: WARN },
+    // Balances are changed from outside (anvil_setBalance): every sweep reads them, quiet senders included.
+    relayer: { confirmations: 3, pollMs: 30, minSenderBalance: FLOOR, warnSenderBalance: WARN, quietSenderReadMs: 0 },
   });
   hooks = await startRawServer((req, res) => {
     const chunks: Buffer[] = [];

@@ -51,6 +51,12 @@ export const RelayerChainConfigSchema = z
     refill: z.object({ treasuryKey: PrivateKey, targetBalance: Decimal }).strict().optional(),
     /** Optional early warning above minSenderBalance: crossing it sends sender.low_balance with level "warning" (the sender keeps working). */
     warnSenderBalance: Decimal.optional(),
+    /**
+     * How often a quiet sender (nothing in flight, above its floor) has its nonces and balance read from the
+     * node; busy senders are read every block. Lower it to notice balances changed from outside sooner, at
+     * more node calls (docs/production.md, node-call sizing).
+     */
+    quietSenderReadMs: z.number().int().min(0).default(30_000),
     /** Signed transactions a sender may have in flight (not yet mined) at once. */
     maxInFlightPerSender: z.number().int().min(1).max(1024).default(64),
     /** Where fees are paid to (default: the first sender). */

@@ -14,12 +14,13 @@ import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
 import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
+import { UNSURE_PASSES, judgeStillGood } from './still-good.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
 
 export type { DispatcherDeps, SenderState } from './context.ts';
 import { recogniseWallets, type WalletKind } from '../intake/wallets.ts';
-import { AUTHORIZATION_GAS, delegatedTo, designator, type Authorization } from '../intake/authorization.ts';
+import { delegatedTo, type Authorization } from '../intake/authorization.ts';
 
 const MAX_ATTEMPTS = 5;
 const QUEUE_READ = 256;
@@ -76,6 +77,8 @@ export class Dispatcher implements EngineContext {
   private nonceCache: { head: number; at: Map<string, bigint> } = { head: -1, at: new Map() };
   private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
   private sweptAt = 0;
+  /** Queued meta-transactions judged unsure at consecutive passes (still-good.ts), by id. */
+  private readonly unsure = new Map<string, number>();
   private feeMemo?: { head: number; fees: Promise<Fees> };
   /** Nothing in flight and nothing to reconcile at the last tick: the next one may wait IDLE_POLL_MS. */
   private idle = false;
@@ -391,32 +394,13 @@ export class Dispatcher implements EngineContext {
 
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
   private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<boolean> {
-    const r = this.relayer;
-    // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
-    const intrinsic = intrinsicGas(row.input as Hex) + (row.authorization ? AUTHORIZATION_GAS : 0n);
-    const codes = carry ? [{ address: row.wallet as Address, code: designator(carry.implementation) }] : undefined;
-    const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsic, wallets, codes);
-    if (!sim.ok) {
-      await this.drop(row, `no longer executes: ${sim.reason}`);
-      return false;
-    }
-    if (row.fee_token) {
-      const i = r.feeTokens.findIndex((t) => tokenKey(t) === row.fee_token);
-      if (i < 0 || (sim.paid[i] ?? 0n) < BigInt(row.fee_value ?? '0')) {
-        await this.drop(row, 'the bundle no longer pays the fee it was accepted with');
-        return false;
-      }
-    }
-    // The gas limit is what its fee, its sponsor's caps and hold were priced on: never raised here. A bundle
-    // that no longer runs within it is dropped, and sent again it is priced again through the whole of intake.
-    if (sim.trial === 'failed' || (sim.estimate != null && sim.estimate > BigInt(row.gas_limit))) {
-      // Arbitrum: the L1 component rose since intake; a larger limit the bundle's cover pays for is taken (l2-gas.ts).
-      if (r.feeModel === 'arbitrum' && sim.trial !== 'failed') return this.resize(row, sim.estimate!);
-      const needs = sim.estimate != null ? `${sim.estimate} gas` : 'more gas';
-      await this.drop(row, `it now needs ${needs}, more than the gas limit of ${row.gas_limit} it was accepted and priced with; send it again to have it priced anew`);
-      return false;
-    }
-    return true;
+    const v = await judgeStillGood(this.relayer, sender, row, overrides, wallets, carry);
+    const unsure = v.kind === 'unsure' ? (this.unsure.get(row.id) ?? 0) + 1 : 0;
+    if (unsure > 0 && unsure < UNSURE_PASSES) this.unsure.set(row.id, unsure);
+    else this.unsure.delete(row.id);
+    if (v.kind === 'resize') return this.resize(row, v.estimate);
+    if (v.kind === 'drop' || unsure >= UNSURE_PASSES) await this.drop(row, v.kind === 'good' ? '' : v.reason);
+    return v.kind === 'good';
   }
 
   /**

@@ -17,12 +17,6 @@ import { receiptL1Fee } from '../fee-model.ts';
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
 const FILLER_GAS = 21_000n;
-/**
- * A quiet sender (nothing in flight, its ledger where the chain's count was) is read again at least this
- * often, not every block: what can change it then is a key used elsewhere or a deposit (docs/production.md).
- */
-const QUIET_READ_MS = 30_000;
-
 interface Slot {
   sender: Address;
   nonce: number;
@@ -56,7 +50,7 @@ export class Sweeper {
   /** The highest mined-transaction count read per sender. */
   private readonly noncesSeen = new Map<string, number>();
   /** Reads in a row that found no block where a mined transaction was recorded, per transaction. */
-  private readonly blockMisses = new Map<string, number>();
+  private readonly blockMisses = new Map<string, { reads: number }>();
   /** The last sweep found no attempt of a held sender pending or awaiting confirmations. */
   quiet = false;
   /** Each held sender's last counts and balance read from the node, and when. */
@@ -82,13 +76,13 @@ export class Sweeper {
     const next = await ownedNextNonces(this.db, d.chainId, d.owner);
     for (const a of [...this.seen.keys()]) if (!held.includes(a)) this.seen.delete(a);
     // Only senders with something in flight (or whose ledger moved, or below their floor) are read every
-    // head; a quiet one's last read stands for QUIET_READ_MS. `full` (a refusal, a takeover) reads all.
+    // head; a quiet one's last read stands for relayer.quietSenderReadMs. `full` (a refusal, a takeover) reads all.
     const busy = new Set(attempts.map((a) => a.sender));
     this.quiet = busy.size === 0;
     const reads = await Promise.all(
       senders.map(async (address) => {
         const was = this.seen.get(address);
-        const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && Date.now() - was.at < QUIET_READ_MS;
+        const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && Date.now() - was.at < d.config.quietSenderReadMs;
         if (quiet) return { address, latest: was.latest, pending: was.pending, balance: was.balance };
         const [latest, pending, balance] = await Promise.all([
           d.client.getTransactionCount({ address, blockTag: 'latest' }),
@@ -332,19 +326,33 @@ export class Sweeper {
     const d = this.d;
     if (slots.length === 0) return;
     const numbers = [...new Set(slots.map((s) => s.attempts.find((a) => a.status === 'MINED')!.mined_block!))];
-    const blocks = await Promise.all(numbers.map((n) => d.client.getBlock({ blockNumber: BigInt(n) }).catch(() => null)));
-    const hashAt = new Map(numbers.map((n, i) => [n, blocks[i]?.hash ?? null]));
+    // A block the node says it has not (null) may be a reorg; a read that failed (429, 5xx, a dropped
+    // connection) says nothing about the chain: undefined, looked at again without counting a miss.
+    const blocks = await Promise.all(
+      numbers.map((n) =>
+        d.client.getBlock({ blockNumber: BigInt(n) }).then(
+          (b) => b.hash,
+          (e: unknown) => ((e as { name?: string }).name === 'BlockNotFoundError' ? null : undefined),
+        ),
+      ),
+    );
+    const hashAt = new Map(numbers.map((n, i) => [n, blocks[i]]));
     const confirmable: { slot: Slot; winner: Attempt }[] = [];
     for (const s of slots) {
       const winner = s.attempts.find((a) => a.status === 'MINED')!;
       const now = hashAt.get(winner.mined_block!);
+      if (now === undefined) {
+        this.again = true;
+        continue;
+      }
       // No block returned is unknown, not a reorg: a load-balanced provider answers from nodes a block
       // or two behind, and one read fails now and then. The slot is looked at again at once; only a
       // block missing from several reads in a row (a chain that really got shorter) counts as gone.
       if (now == null) {
-        const misses = (this.blockMisses.get(winner.hash) ?? 0) + 1;
-        this.blockMisses.set(winner.hash, misses);
-        if (misses < MISSES_FOR_REORG) {
+        const m = this.blockMisses.get(winner.hash) ?? { reads: 0 };
+        m.reads++;
+        this.blockMisses.set(winner.hash, m);
+        if (m.reads < MISSES_FOR_REORG) {
           this.again = true;
           continue;
         }
@@ -354,9 +362,11 @@ export class Sweeper {
         if (head - winner.mined_block! + 1 >= d.config.confirmations) confirmable.push({ slot: s, winner });
         continue;
       }
+      const receipt = await this.receipt(winner.hash);
+      // The receipt still names the recorded block: the block reads were of a node behind, not a reorg.
+      if (receipt && receipt.blockHash.toLowerCase() === winner.mined_block_hash?.toLowerCase()) continue;
       d.deps.metrics?.relayReorgs.inc({ chain: d.chainName });
       this.noncesSeen.delete(s.sender);
-      const receipt = await this.receipt(winner.hash);
       if (receipt) {
         d.deps.log.info({ chainId: d.chainId, hash: winner.hash, from: winner.mined_block, to: Number(BigInt(receipt.blockNumber)) }, 'reorg moved a relay transaction');
         await this.mined([{ slot: s, winner, receipt }], head);
