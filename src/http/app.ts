@@ -14,6 +14,7 @@ import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
 import { registerEventStream } from './events.ts';
+import { OpenStreams } from './stream-registry.ts';
 import { AccessPipeline } from './access-pipeline.ts';
 import { registerCors } from './cors.ts';
 import { lazyChildLogger } from './request-logger.ts';
@@ -90,14 +91,20 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerHealthRoutes(app, s);
   registerRestRoutes(app, s, access);
   registerMediaRoutes(app, s, access);
-  registerEventStream(app, s);
+  // Streams end when the server closes, or they would hold its close open forever.
+  const streams = new OpenStreams(s.config.webhooks);
+  app.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
+  registerEventStream(app, s, streams);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   const deps = { access, metrics: s.metrics, early, outage: (err: unknown) => chainOutageOf(err, s.chains.values()) };
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
-  await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s), deps);
+  await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s, streams), deps);
   await registerConsole(app, s, deps);
   await app.ready();
   return app;

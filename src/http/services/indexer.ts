@@ -39,6 +39,8 @@ import {
 } from './indexer-args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { refusedIndexerMethods } from './indexer-unsupported.ts';
+import { indexerStreamMethods } from './indexer-streams.ts';
+import type { OpenStreams } from '../stream-registry.ts';
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
@@ -68,7 +70,7 @@ function raw(members: Record<string, unknown>, lists: Record<string, string[]>):
 const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a?.length ? a : undefined);
 const merge = (one: string | undefined, many: string[] | undefined) => nonEmpty([...(one ? [one] : []), ...(many ?? [])]);
 
-export function indexerService(s: Services): ServiceDef {
+export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
   /** The query's contract filters narrowed to the contracts of a grade (one read of the chain's verified list, only when asked). */
   const graded = async <Q extends { contracts?: string[]; excludeContracts?: string[] }>(ix: ChainIndexer, q: Q, grade: Grade): Promise<Q> =>
     grade ? narrowToGrade(q, grade, await s.indexerMetadata.verified(ix.chain.chainId)) : q;
@@ -141,8 +143,9 @@ export function indexerService(s: Services): ServiceDef {
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
     methods: {
-      // Webhook listeners and subscriptions: refused, saying what serves meanwhile.
+      // Webhook listeners: refused, saying what serves meanwhile.
       ...refusedIndexerMethods(),
+      ...indexerStreamMethods((ctx) => indexerFor(s, ctx), { hub: s.events.streams, open: streams, clientIpv6Prefix: s.config.clientIpv6Prefix, rateLimited: IndexerErrors.RateLimited }),
       Ping: method({
         input: NoArgs,
         handler: async (_a, ctx) => {
