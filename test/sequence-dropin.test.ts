@@ -256,20 +256,13 @@ describe('relayer methods refused with why', () => {
     expect(network.cause).toMatch(/ask FeeOptions/);
   });
 
-  it('the ecosystem gas-sponsor methods say there are no ecosystems; the indexer webhook listeners and subscriptions say what serves meanwhile', async () => {
+  it('the ecosystem gas-sponsor methods say there are no ecosystems; the indexer webhook listeners say what serves meanwhile', async () => {
     const eco = await refusal(relayer.listEcosystemGasSponsors({ ecosystemId: 1 }, admin()));
     expect(eco).toMatchObject({ name: 'MethodNotFound', status: 404 });
     expect(eco.cause).toMatch(/no ecosystems.*AddGasSponsor/);
     const listener = await refusal(indexer.addWebhookListener({ url: 'http://127.0.0.1:1/hook', filters: { contractAddresses: [env.token] } }));
     expect(listener).toMatchObject({ name: 'MethodNotFound', status: 404 });
     expect(listener.cause).toMatch(/Console\/CreateWebhook/);
-    const stream = await fetch(`${env.baseUrl}/indexer/${env.chain.chainConfig.name}/rpc/Indexer/SubscribeReceipts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-access-key': env.accessKey },
-      body: JSON.stringify({ filter: {} }),
-    });
-    expect(stream.status).toBe(404);
-    expect(await stream.json()).toMatchObject({ error: 'MethodNotFound', cause: expect.stringMatching(/GET \/events/) });
   });
 
   it('FeeOptions refuses simulate: false (every option comes from a simulation) instead of ignoring it', async () => {

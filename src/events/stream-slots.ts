@@ -17,12 +17,13 @@ export class StreamSlots {
   constructor(private readonly caps: StreamCaps) {}
 
   /** A slot and the function that gives it back (once), or why there is none. */
-  take(keyId: number, address: string): { ok: true; release: () => void } | { ok: false; reason: string } {
+  take(keyId: number | null, address: string): { ok: true; release: () => void } | { ok: false; reason: string } {
     if (this.total >= this.caps.total) return { ok: false, reason: `the server already has ${this.caps.total} event streams open` };
-    if ((this.byKey.get(keyId) ?? 0) >= this.caps.perKey) return { ok: false, reason: `this access key already has ${this.caps.perKey} event streams open` };
+    if (keyId !== null && (this.byKey.get(keyId) ?? 0) >= this.caps.perKey) return { ok: false, reason: `this access key already has ${this.caps.perKey} event streams open` };
     if ((this.byAddress.get(address) ?? 0) >= this.caps.perAddress) return { ok: false, reason: `client address ${address} already has ${this.caps.perAddress} event streams open` };
     this.total++;
-    bump(this.byKey, keyId, 1);
+    // A caller without a key (a method open to anyone) is held by its address alone.
+    if (keyId !== null) bump(this.byKey, keyId, 1);
     bump(this.byAddress, address, 1);
     let held = true;
     return {
@@ -31,7 +32,7 @@ export class StreamSlots {
         if (!held) return;
         held = false;
         this.total--;
-        bump(this.byKey, keyId, -1);
+        if (keyId !== null) bump(this.byKey, keyId, -1);
         bump(this.byAddress, address, -1);
       },
     };

@@ -17,6 +17,7 @@ import { adminTokenStore } from '../console/admin-tokens.ts';
 import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
 import { registerEventStream } from './events.ts';
+import { OpenStreams } from './stream-registry.ts';
 import { AccessPipeline } from './access-pipeline.ts';
 import { registerCors } from './cors.ts';
 import { lazyChildLogger } from './request-logger.ts';
@@ -94,7 +95,13 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerRestRoutes(app, s, access);
   registerMediaRoutes(app, s, access);
   if (s.collections) registerCollectionRoutes(app, s.collections, access, s.config.media.maxBytes);
-  registerEventStream(app, s);
+  // Streams end when the server closes, or they would hold its close open forever.
+  const streams = new OpenStreams(s.config.webhooks);
+  app.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
+  registerEventStream(app, s, streams);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   const deps = { access, metrics: s.metrics, early, outage: (err: unknown) => chainOutageOf(err, s.chains.values()) };
@@ -102,7 +109,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   if (s.collections) await registerWebrpcService(app, '/rpc/Collections/', collectionsService(s.collections), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);
-  await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s), deps);
+  await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s, streams), deps);
   // The gateway's path in indexergw.gen.ts, at the root as Sequence serves it: `new SequenceIndexerGateway(<base>)`.
   await registerWebrpcService(app, '/rpc/IndexerGateway/', indexerGatewayService(s), deps);
   await registerConsole(app, s, deps);

@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../services.ts';
 import { EVENT_TYPES, envelope, type StoredEvent, type StreamFilter } from '../events/outbox.ts';
-import { StreamSlots } from '../events/stream-slots.ts';
 import { clientAddress } from './client-address.ts';
 import { readAccessKey } from './auth.ts';
 import { MetadataErrors, RpcError, type ErrorDef } from './errors.ts';
 import { sendError } from './webrpc.ts';
+import type { OpenStreams } from './stream-registry.ts';
 
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind in reading (bytes buffered) is cut off; it resumes with Last-Event-ID. */
@@ -31,14 +31,8 @@ const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event 
  * the deployment's). `types` and `chains` filter; `Last-Event-ID` (or `?lastEventId=`) resumes after
  * the event with that `id:`; without it the stream starts with the next event.
  */
-export function registerEventStream(app: FastifyInstance, s: Services) {
-  // Open streams end when the server closes, or they would hold its close open forever.
-  const streams = new Set<() => void>();
-  const w = s.config.webhooks;
-  const slots = new StreamSlots({ total: w.maxStreams, perKey: w.maxStreamsPerKey, perAddress: w.maxStreamsPerAddress });
-  app.addHook('preClose', async () => {
-    for (const end of streams) end();
-  });
+export function registerEventStream(app: FastifyInstance, s: Services, registry: OpenStreams) {
+  const slots = registry.slots;
   app.get('/events', async (req, reply) => {
     let filter: StreamFilter;
     let after: number | null = null;
@@ -83,10 +77,10 @@ export function registerEventStream(app: FastifyInstance, s: Services) {
       open = false;
       detach?.();
       release();
-      streams.delete(end);
+      forget();
       res.end();
     };
-    streams.add(end);
+    const forget = registry.add(end);
     req.raw.on('close', end);
     const sink = {
       filter,

@@ -92,6 +92,9 @@ export class ReusableJson extends RawJson {
   }
 }
 
+/** A handler's answer when it took the reply over (a webrpc stream): the router sends nothing more. */
+export const STREAMED = Symbol('metarelay.webrpc.streamed');
+
 export const WEBRPC_VERSION = 'webrpc@v0.31.0;metarelay@v0.1.0';
 
 export interface WebrpcDeps {
@@ -314,6 +317,7 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
           throw new RpcError(missing ? E.requiredArgument : E.invalidArgument, text);
         }
         const out = await def.handler(parsed.data, ctx);
+        if (out === STREAMED) return reply;
         if (out instanceof ReusableJson) {
           keep(reply, { until: out.until, isCurrent: out.isCurrent, tokens: out.tokens });
           return sendJsonBytes(reply, Buffer.from(out.text, 'utf8'));

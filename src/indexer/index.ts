@@ -9,7 +9,7 @@ export { metadataFor, tokenBalanceJson, tokenSupplyJson, transactionJson, type M
 export { forgetIndexedChain } from './forget-chain.ts';
 export { syncBalance } from './sync-balance.ts';
 export { fetchReceipt, receiptWire } from './receipt.ts';
-export { eventTopic, findReceipt, type ReceiptFilter } from './receipt-filter.ts';
+export { eventTopic, findReceipt, receiptMatches, type ReceiptFilter } from './receipt-filter.ts';
 export { ContractInfoCache } from './contract-info-cache.ts';
 export { watchContract, deploymentBlock, type WatchOutcome } from './watch.ts';
 export { BackfillRunner } from './backfill-runner.ts';

@@ -6,7 +6,6 @@ import { method, type MethodDef } from '../webrpc.ts';
 // unknown-route answer a client cannot tell from a wrong URL). Arguments are not read.
 const WEBHOOKS =
   'is not offered yet: the indexer\'s balance changes reach a project as "balance.updated" events (chains indexed with scope: watchlist), delivered to webhooks registered with Console/CreateWebhook (signed, at least once) — docs/webhooks.md';
-const STREAMS = 'is not offered yet: subscribe to GET /events (Server-Sent Events: metatxn.status, balance.updated, …) — docs/webhooks.md';
 
 const REFUSED: Record<string, string> = Object.fromEntries([
   ...[
@@ -20,7 +19,6 @@ const REFUSED: Record<string, string> = Object.fromEntries([
     'GetAllWebhookListeners',
     'RemoveAllWebhookListeners',
   ].map((m) => [m, `${m} ${WEBHOOKS}`]),
-  ...['SubscribeReceipts', 'SubscribeEvents', 'SubscribeBalanceUpdates'].map((m) => [m, `${m} ${STREAMS}`]),
 ]);
 
 export function refusedIndexerMethods(): Record<string, MethodDef<z.ZodType>> {

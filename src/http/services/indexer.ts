@@ -26,6 +26,8 @@ import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, to
 import { listedPrices, listedWire, onePrice, queryPrices } from './indexer-prices.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { refusedIndexerMethods } from './indexer-unsupported.ts';
+import { indexerStreamMethods } from './indexer-streams.ts';
+import type { OpenStreams } from '../stream-registry.ts';
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
@@ -52,7 +54,7 @@ function raw(members: Record<string, unknown>, lists: Record<string, string[]>):
   return new RawJson(`{${parts.join(',')}}`);
 }
 
-export function indexerService(s: Services): ServiceDef {
+export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
   /** Summary and Details share the filter; they differ in one row per token or per contract. */
   const byFilter = (summary: boolean) =>
     method({
@@ -69,8 +71,9 @@ export function indexerService(s: Services): ServiceDef {
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
     methods: {
-      // Webhook listeners and subscriptions: refused, saying what serves meanwhile.
+      // Webhook listeners: refused, saying what serves meanwhile.
       ...refusedIndexerMethods(),
+      ...indexerStreamMethods((ctx) => indexerFor(s, ctx), { hub: s.events.streams, open: streams, clientIpv6Prefix: s.config.clientIpv6Prefix, rateLimited: IndexerErrors.RateLimited }),
       Ping: method({
         input: NoArgs,
         handler: async (_a, ctx) => {
