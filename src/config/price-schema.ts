@@ -52,20 +52,22 @@ export const UsdPricedTokenSchema = z
   .refine((t) => t.usdPrice === undefined || /[1-9]/.test(t.usdPrice), { message: 'a fixed usdPrice must be above zero', path: ['usdPrice'] });
 
 /** USD prices the indexer answers (balances' priceUSD, GetTokenPrice(s), ListTokenPrices): only what the operator lists. */
+/** A native/USD Chainlink feed and how old its answer may be. */
+export const NativeUsdFeedSchema = z
+  .object({
+    feed: Address,
+    heartbeatSec: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400),
+  })
+  .strict();
+
 export const ChainPricesConfigSchema = z
   .object({
     /** The native/USD Chainlink feed: the native token's price, and what every live token price is multiplied by. */
-    nativeUsdFeed: z
-      .object({
-        feed: Address,
-        heartbeatSec: z
-          .number()
-          .int()
-          .positive()
-          .max(7 * 86_400),
-      })
-      .strict()
-      .optional(),
+    nativeUsdFeed: NativeUsdFeedSchema.optional(),
     /** USD per whole native unit, fixed: the fallback when the feed is absent or withdrawn. */
     nativeUsdPrice: Decimal.refine((d) => /[1-9]/.test(d), 'must be above zero').optional(),
     /** The wrapped native token (WETH) `uniswapV3` sources' pools pair with. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Address, Decimal } from './fields.ts';
-import { ChainPricesConfigSchema, PriceSourceSchema } from './price-schema.ts';
+import { ChainPricesConfigSchema, NativeUsdFeedSchema, PriceSourceSchema } from './price-schema.ts';
 
 export { PriceSourceSchema, type ChainPricesConfig } from './price-schema.ts';
 
@@ -65,17 +65,7 @@ export const RelayerChainConfigSchema = z
     gasless: z.boolean().default(false),
     feeTokens: z.array(FeeTokenConfigSchema).default([]),
     /** The native/USD Chainlink feed that `quote: 'usd'` price sources divide by (docs/fee-prices.md). */
-    nativeUsdFeed: z
-      .object({
-        feed: Address,
-        heartbeatSec: z
-          .number()
-          .int()
-          .positive()
-          .max(7 * 86_400),
-      })
-      .strict()
-      .optional(),
+    nativeUsdFeed: NativeUsdFeedSchema.optional(),
     /** The wrapped native token (WETH) that `uniswapV3` price sources' pools pair the fee token with. */
     wrappedNative: Address.optional(),
     /** The fee is the gas cost times this. */
