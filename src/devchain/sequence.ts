@@ -202,7 +202,14 @@ async function waitForReceipts(rpcUrl: string, hashes: Hash[]): Promise<Hex[]> {
     pending = pending.filter((h) => !status.has(h));
     // anvil's automine has been seen to leave a transaction pending on a loaded machine (the cause of a
     // flaky 30 s wait in CI): every 2 s without progress, a block is mined to take what the pool holds.
-    if (pending.length > 0 && round > 0 && round % 40 === 0) await rpcBatch(rpcUrl, [{ method: 'evm_mine', params: [] }]).catch(() => undefined);
+    // Its base fee is set to zero first: the deployments fill blocks, each full block raises the base
+    // fee, and a transaction priced when the batch was sent can fall under it and wait forever.
+    if (pending.length > 0 && round > 0 && round % 40 === 0) {
+      await rpcBatch(rpcUrl, [
+        { method: 'anvil_setNextBlockBaseFeePerGas', params: ['0x0'] },
+        { method: 'evm_mine', params: [] },
+      ]).catch(() => undefined);
+    }
     if (pending.length > 0 && Date.now() > deadline) {
       throw new Error(`Sequence v2 deployment transactions not mined within ${RECEIPT_TIMEOUT_MS / 1000} s: ${pending.join(', ')}`);
     }
