@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { APP_VERSION } from '../../version.ts';
 import { runReadinessChecks } from '../health.ts';
+import { RpcError, type ErrorDef } from '../errors.ts';
+import { method, type MethodDef } from '../webrpc.ts';
 
 export const NoArgs = z.object({}).loose();
 
@@ -37,4 +39,22 @@ export async function runtimeStatus(s: Services) {
     // An object keyed by check name: the relayer schema's RuntimeChecks is an object (a Go client cannot decode an array into it).
     checks: Object.fromEntries(checks.map((c) => [c.name, { ok: c.ok, ...(c.detail ? { detail: c.detail } : {}) }])),
   };
+}
+
+/**
+ * Methods of a schema this service refuses, each answering `notFound` with why and what to use instead: a
+ * client gets a clear answer, never a call accepted and ignored. Arguments are not read.
+ */
+export function refusedMethodDefs(reasons: Record<string, string>, notFound: ErrorDef): Record<string, MethodDef<z.ZodType>> {
+  return Object.fromEntries(
+    Object.entries(reasons).map(([name, why]) => [
+      name,
+      method({
+        input: NoArgs,
+        handler: async () => {
+          throw new RpcError(notFound, why);
+        },
+      }),
+    ]),
+  );
 }

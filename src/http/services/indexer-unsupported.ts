@@ -1,6 +1,7 @@
-import { z } from 'zod';
-import { IndexerErrors, RpcError } from '../errors.ts';
-import { method, type MethodDef } from '../webrpc.ts';
+import type { z } from 'zod';
+import { IndexerErrors } from '../errors.ts';
+import type { MethodDef } from '../webrpc.ts';
+import { refusedMethodDefs } from './common.ts';
 
 // Indexer methods of the schema not served yet, refused with what to use meanwhile (rather than an
 // unknown-route answer a client cannot tell from a wrong URL). Arguments are not read.
@@ -22,15 +23,5 @@ const REFUSED: Record<string, string> = Object.fromEntries([
 ]);
 
 export function refusedIndexerMethods(): Record<string, MethodDef<z.ZodType>> {
-  return Object.fromEntries(
-    Object.entries(REFUSED).map(([name, why]) => [
-      name,
-      method({
-        input: z.object({}).loose(),
-        handler: async () => {
-          throw new RpcError(IndexerErrors.MethodNotFound, why);
-        },
-      }),
-    ]),
-  );
+  return refusedMethodDefs(REFUSED, IndexerErrors.MethodNotFound);
 }

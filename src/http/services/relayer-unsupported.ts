@@ -1,6 +1,7 @@
-import { z } from 'zod';
-import { RelayerErrors, RpcError } from '../errors.ts';
-import { method, type MethodDef } from '../webrpc.ts';
+import type { z } from 'zod';
+import { RelayerErrors } from '../errors.ts';
+import type { MethodDef } from '../webrpc.ts';
+import { refusedMethodDefs } from './common.ts';
 
 /**
  * Relayer methods of the schema metarelay refuses, each with why and what to use instead: a client gets a
@@ -31,15 +32,5 @@ export const REFUSED_ADMIN_METHODS = [
 ];
 
 export function refusedMethods(): Record<string, MethodDef<z.ZodType>> {
-  return Object.fromEntries(
-    Object.entries(REFUSED).map(([name, why]) => [
-      name,
-      method({
-        input: z.object({}).loose(),
-        handler: async () => {
-          throw new RpcError(RelayerErrors.MethodNotFound, why);
-        },
-      }),
-    ]),
-  );
+  return refusedMethodDefs(REFUSED, RelayerErrors.MethodNotFound);
 }
