@@ -67,8 +67,10 @@ export function registerEventStream(app: FastifyInstance, s: Services, registry:
 
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.write(`retry: 2000\n\n`);
+    // Headers go out once the stream is attached to the reader (below): a client that saw the 200
+    // gets every event written after it, not only those after the reader's first look at the head.
+    res.statusCode = 200;
+    for (const [k, v] of Object.entries({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })) res.setHeader(k, v);
     let beat = Date.now();
     let detach: (() => void) | undefined;
     let open = true;
@@ -97,8 +99,10 @@ export function registerEventStream(app: FastifyInstance, s: Services, registry:
     };
     try {
       const off = await s.events.streams.subscribe(sink, after);
-      if (open) detach = off;
-      else off();
+      if (open) {
+        detach = off;
+        res.write(`retry: 2000\n\n`);
+      } else off();
     } catch (err) {
       req.log.warn({ err }, 'event stream ended by an error');
       end();
