@@ -12,6 +12,10 @@ import { CONTRACT_TOKEN_ID, MEDIA_FIELDS } from './media-store.ts';
 import type { MediaMetrics } from './metrics.ts';
 import { probeMedia, type ProbeLimits } from './probe.ts';
 import { FORMAT_TYPES, render, renditionName, type Rendition } from './renditions.ts';
+import { toWire, type AssetWire } from './asset-wire.ts';
+import { ByteCache } from './byte-cache.ts';
+
+export type { AssetWire } from './asset-wire.ts';
 
 /** The part of the metadata fetcher media needs (the wiring passes the real one). */
 export type BytesFetcher = {
@@ -31,22 +35,6 @@ export type MediaOptions = ProbeLimits & {
   publicUrl?: string;
 };
 
-/** Sequence's Asset, with both `filename` (what the Go server emits) and `name` (what the TS clients read). */
-export type AssetWire = {
-  id: number;
-  collectionId: number;
-  tokenId: string;
-  url: string;
-  metadataField: string;
-  filename: string;
-  name: string;
-  mimeType: string;
-  filesize?: number;
-  width?: number;
-  height?: number;
-  updatedAt: string;
-};
-
 export type RenditionResult = { ok: true; bytes: Buffer; contentType: string } | { ok: false; reason: string; message: string };
 
 /** A token's assets and their JSON (empty string when there are none). */
@@ -58,21 +46,6 @@ export type TokenMedia = { tokenId: string; urls: Partial<Record<MediaField, str
 export type ContractMediaSource = { address: string; logo: string | null; ogImage: string | null };
 /** The cached URLs of a contract's media, where stored. */
 export type ContractMediaUrls = { logo?: string; ogImage?: string };
-
-const EXTENSIONS: Record<string, string> = {
-  'image/png': 'png',
-  'image/apng': 'png',
-  'image/jpeg': 'jpg',
-  'image/gif': 'gif',
-  'image/webp': 'webp',
-  'image/avif': 'avif',
-  'image/svg+xml': 'svg',
-  'video/mp4': 'mp4',
-  'video/webm': 'webm',
-  'audio/mpeg': 'mp3',
-  'audio/ogg': 'ogg',
-  'audio/wav': 'wav',
-};
 
 export function isImage(mime: string): boolean {
   return mime.startsWith('image/');
@@ -436,7 +409,7 @@ export class MediaService {
     if (missing.length) {
       const rows = await this.d.store.assetsOf(chainId, contract, missing);
       const lists = new Map<string, AssetWire[]>(missing.map((id) => [id, []]));
-      for (const a of rows) if (a.status === 'READY' && a.blob) lists.get(a.key.tokenId)!.push(this.toWire(a, a.blob));
+      for (const a of rows) if (a.status === 'READY' && a.blob) lists.get(a.key.tokenId)!.push(toWire(this.blobUrl.bind(this), a, a.blob));
       for (const [id, list] of lists) {
         const entry: TokenAssets = { list, json: list.length ? JSON.stringify(list) : '' };
         out.set(id, entry);
@@ -446,76 +419,8 @@ export class MediaService {
     return out;
   }
 
-  private toWire(a: MediaAsset, b: BlobInfo): AssetWire {
-    const svg = b.mimeType === 'image/svg+xml';
-    const filename = fileNameOf(a.sourceUrl, a.key.field, svg ? 'webp' : (EXTENSIONS[b.mimeType] ?? 'bin'));
-    return {
-      id: a.id,
-      collectionId: 0,
-      tokenId: a.key.tokenId,
-      url: this.blobUrl(b),
-      metadataField: a.key.field,
-      filename,
-      name: filename,
-      mimeType: svg ? 'image/webp' : b.mimeType,
-      ...(svg ? {} : { filesize: b.filesize }),
-      // SVG is served rasterised at 1024 px wide.
-      ...(b.width ? { width: svg ? 1024 : b.width } : {}),
-      ...(b.height && b.width ? { height: svg ? Math.round((b.height * 1024) / b.width) : b.height } : {}),
-      updatedAt: a.updatedAt.toISOString(),
-    };
-  }
-
   async close(): Promise<void> {
     await this.idle();
     this.d.blobs.close();
-  }
-}
-
-function fileNameOf(url: string, field: string, ext: string): string {
-  if (!url.startsWith('data:')) {
-    try {
-      const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
-      const clean = last.replace(/[^\w.-]/g, '_').slice(0, 100);
-      if (clean && clean !== '_') return clean.replace(/\.svg$/i, `.${ext}`);
-    } catch {
-      // Not a URL we can name from: fall through to the field's name.
-    }
-  }
-  return `${field}.${ext}`;
-}
-
-/** A map of buffers bounded by their total size (oldest out first); entries above `maxEntry` are not kept. */
-class ByteCache {
-  private readonly map = new Map<string, Buffer>();
-  private total = 0;
-
-  constructor(
-    private readonly maxTotal: number,
-    private readonly maxEntry: number,
-  ) {}
-
-  get(key: string): Buffer | undefined {
-    return this.map.get(key);
-  }
-
-  set(key: string, value: Buffer): void {
-    if (value.length > this.maxEntry || this.map.has(key)) return;
-    this.map.set(key, value);
-    this.total += value.length;
-    for (const [k, v] of this.map) {
-      if (this.total <= this.maxTotal) break;
-      this.map.delete(k);
-      this.total -= v.length;
-    }
-  }
-
-  dropPrefix(prefix: string): void {
-    for (const [k, v] of this.map) {
-      if (k.startsWith(prefix)) {
-        this.map.delete(k);
-        this.total -= v.length;
-      }
-    }
   }
 }
