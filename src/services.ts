@@ -8,6 +8,7 @@ import { openDb, type Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
 import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
 import { projectRepo, type ProjectRepo } from './store/projects.ts';
+import { ecosystemRepo, type EcosystemRepo } from './store/ecosystems.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { createFetcher, type Fetcher } from './metadata/fetch/fetch.ts';
@@ -67,6 +68,8 @@ export interface Services {
   networks: NetworkRegistry;
   chains: ReadonlyMap<number, ChainClient>;
   projects: ProjectRepo;
+  /** Groups of projects whose ecosystem sponsorship rules cover them all. */
+  ecosystems: EcosystemRepo;
   accessKeys: AccessKeyRepo;
   auth: Authenticator;
   rateLimiter: RateLimiter;
@@ -357,6 +360,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     networks: new NetworkRegistry(config.chains),
     chains,
     projects: projectRepo(db),
+    ecosystems: ecosystemRepo(db),
     accessKeys,
     auth,
     rateLimiter: new RateLimiter(db, config.auth.rateLimit),

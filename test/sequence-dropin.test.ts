@@ -256,10 +256,20 @@ describe('relayer methods refused with why', () => {
     expect(network.cause).toMatch(/ask FeeOptions/);
   });
 
-  it('the ecosystem gas-sponsor methods say there are no ecosystems; the indexer webhook listeners say what serves meanwhile', async () => {
-    const eco = await refusal(relayer.listEcosystemGasSponsors({ ecosystemId: 1 }, admin()));
-    expect(eco).toMatchObject({ name: 'MethodNotFound', status: 404 });
-    expect(eco.cause).toMatch(/no ecosystems.*AddGasSponsor/);
+  it('the ecosystem gas-sponsor methods work through the official client (relayer-ecosystems.test.ts tests what they sponsor)', async () => {
+    const eco = await env.services.ecosystems.create(`dropin-${Math.random().toString(36).slice(2, 8)}`);
+    const added = await relayer.addEcosystemGasSponsor({ ecosystemId: eco.id, address: env.token, name: 'all games' }, admin());
+    expect(added.gasSponsor).toMatchObject({ ecosystemId: eco.id, projectId: 0, address: env.token.toLowerCase(), name: 'all games', active: true });
+    const listed = await relayer.listEcosystemGasSponsors({ ecosystemId: eco.id }, admin());
+    expect(listed.gasSponsors.map((g) => g.id)).toEqual([added.gasSponsor.id]);
+    expect((await relayer.updateEcosystemGasSponsor({ ecosystemId: eco.id, id: added.gasSponsor.id, active: false }, admin())).gasSponsor.active).toBe(false);
+    expect((await relayer.getEcosystemGasSponsor({ ecosystemId: eco.id, id: added.gasSponsor.id }, admin())).gasSponsor.active).toBe(false);
+    expect((await relayer.removeEcosystemGasSponsor({ ecosystemId: eco.id, id: added.gasSponsor.id }, admin())).status).toBe(true);
+    const gone = await refusal(relayer.getEcosystemGasSponsor({ ecosystemId: eco.id, id: added.gasSponsor.id }, admin()));
+    expect(gone).toMatchObject({ name: 'NotFound', status: 404 });
+  });
+
+  it('the indexer webhook listeners say what serves meanwhile', async () => {
     const listener = await refusal(indexer.addWebhookListener({ url: 'http://127.0.0.1:1/hook', filters: { contractAddresses: [env.token] } }));
     expect(listener).toMatchObject({ name: 'MethodNotFound', status: 404 });
     expect(listener.cause).toMatch(/Console\/CreateWebhook/);

@@ -26,6 +26,7 @@ Usage:
   metarelay sponsors set ID --project NAME [policy flags: --daily-cap-wei, --total-budget-usd, --valid-until, --allow …]
   metarelay sponsors list --project NAME [--chain C]
   metarelay sponsors enable|disable|remove ID --project NAME
+  metarelay ecosystems add NAME | list | join NAME --project P | leave --project P
   metarelay webhooks add --project NAME --url URL [--events T1,T2|*] [--chains C1,C2] [--description D]
   metarelay webhooks list --project NAME | webhooks remove ID   (the signing secret is printed once, at add)
   metarelay tokenlist import <file-or-url> [--config FILE]      Uniswap-format token list
@@ -43,6 +44,7 @@ const VERBS: Record<string, readonly string[]> = {
   keys: ['create', 'list', 'revoke'],
   admin: ['create', 'revoke'],
   sponsors: ['add', 'set', 'list', 'enable', 'disable', 'remove'],
+  ecosystems: ['add', 'list', 'join', 'leave'],
   webhooks: ['add', 'list', 'remove'],
   indexer: ['backfill', 'work', 'status', 'watch'],
   tokenlist: ['import'],
@@ -104,6 +106,8 @@ export async function main(argv: string[]): Promise<void> {
         return await (await import('./relayer.ts')).runRelayer(rest);
       case 'sponsors':
         return await (await import('./relayer.ts')).runSponsors(rest);
+      case 'ecosystems':
+        return await (await import('./ecosystems.ts')).runEcosystems(rest);
       case 'webhooks':
         return await (await import('./webhooks.ts')).runWebhooks(rest);
       case 'tokenlist':

@@ -13,7 +13,7 @@ export type { ApprovalRequest, SponsorApprover } from './intake/approval.ts';
 export type { Decision } from './intake/decision.ts';
 export { formatUsd } from './intake/policy.ts';
 export { PolicyError, PolicyFields, mergePolicy, policyPatch } from './intake/policy-wire.ts';
-export { sponsorRepo, SponsorConflict, SponsorKind, sponsorWire, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
+export { sponsorRepo, SponsorConflict, SponsorKind, sponsorWire, type RuleOwner, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';
 export { spendCaps, type SpendCaps } from './intake/spend-caps.ts';
 export { feeTokenWire } from './intake/fees.ts';
 export { receiptWire } from './receipts.ts';

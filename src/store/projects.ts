@@ -7,6 +7,8 @@ export interface Project {
   archivedAt: string | null;
   /** The networks (chain ids) the project's keys may use; null: every network. */
   allowedChainIds: number[] | null;
+  /** The ecosystem it is in (its sponsorship rules cover the project too); null: none. */
+  ecosystemId: number | null;
 }
 
 interface ProjectRow {
@@ -15,6 +17,7 @@ interface ProjectRow {
   created_at: Date | string;
   archived_at: Date | string | null;
   allowed_chain_ids?: (number | string)[] | null;
+  ecosystem_id?: number | string | null;
 }
 
 const iso = (v: Date | string | null): string | null => (v == null ? null : new Date(v).toISOString());
@@ -26,6 +29,7 @@ export function toProject(r: ProjectRow): Project {
     createdAt: iso(r.created_at)!,
     archivedAt: iso(r.archived_at),
     allowedChainIds: r.allowed_chain_ids?.length ? r.allowed_chain_ids.map(Number) : null,
+    ecosystemId: r.ecosystem_id == null ? null : Number(r.ecosystem_id),
   };
 }
 
@@ -45,6 +49,11 @@ export function projectRepo(db: Queryable) {
     async getById(id: number): Promise<Project | null> {
       const res = await db.query<ProjectRow>('SELECT * FROM projects WHERE id = $1', [id]);
       return res.rows[0] ? toProject(res.rows[0]) : null;
+    },
+    /** Puts a project in an ecosystem (null: in none); a project is in at most one. False: no such project. */
+    async setEcosystem(projectId: number, ecosystemId: number | null): Promise<boolean> {
+      const res = await db.query('UPDATE projects SET ecosystem_id = $2 WHERE id = $1', [projectId, ecosystemId]);
+      return res.rowCount > 0;
     },
     async list(): Promise<Project[]> {
       const res = await db.query<ProjectRow>('SELECT * FROM projects ORDER BY id');

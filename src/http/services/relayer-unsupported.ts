@@ -16,20 +16,7 @@ const REFUSED: Record<string, string> = {
     'UpdateMetaTxnGasLimits is not offered (deprecated in the Sequence schema): the relayer sizes the gas limit it signs from its own simulation at intake and prices the fee for it (docs/relayer-worst-case.md); send the bundle with FeeOptions and SendMetaTxn',
   GetMetaTxnNetworkFeeOptions: 'GetMetaTxnNetworkFeeOptions is not offered (deprecated in the Sequence schema, v3 payloads): ask FeeOptions with the wallet, the entrypoint and the calldata',
 };
-// Sequence's ecosystems (a group of projects sharing sponsorships) do not exist here: a rule belongs to one project.
-const NO_ECOSYSTEMS = 'metarelay has no ecosystems: a gas sponsor belongs to one project (ListGasSponsors, AddGasSponsor, UpdateGasSponsor, RemoveGasSponsor with its projectId)';
-for (const m of ['List', 'Get', 'Add', 'Update', 'Remove'])
-  REFUSED[`${m}EcosystemGasSponsor${m === 'List' ? 's' : ''}`] = `${m}EcosystemGasSponsor${m === 'List' ? 's' : ''} is not offered: ${NO_ECOSYSTEMS}`;
-
-export const REFUSED_ADMIN_METHODS = [
-  'RepairSender',
-  'ResetSender',
-  'ListEcosystemGasSponsors',
-  'GetEcosystemGasSponsor',
-  'AddEcosystemGasSponsor',
-  'UpdateEcosystemGasSponsor',
-  'RemoveEcosystemGasSponsor',
-];
+export const REFUSED_ADMIN_METHODS = ['RepairSender', 'ResetSender'];
 
 export function refusedMethods(): Record<string, MethodDef<z.ZodType>> {
   return refusedMethodDefs(REFUSED, RelayerErrors.MethodNotFound);

@@ -32,6 +32,12 @@ import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 import { clientAddress } from '../client-address.ts';
 import { legacyTxn, metaTxnLog } from './relayer-logs.ts';
 import { REFUSED_ADMIN_METHODS, refusedMethods } from './relayer-unsupported.ts';
+import { SPONSOR_ADMIN_METHODS, sponsorMethods } from './relayer-sponsors.ts';
+
+export { MaxGas, WebhookToken, WebhookUrl } from './relayer-sponsors.ts';
+import { RelayerPage, paging } from './relayer-paging.ts';
+
+export { RelayerPage, paging } from './relayer-paging.ts';
 
 export { metaTxnLog } from './relayer-logs.ts';
 
@@ -70,47 +76,6 @@ const Uint = z
   ])
   .transform((v) => BigInt(v));
 const ProjectId = z.number().int().positive();
-/** A sponsorship rule's gas ceiling per meta-transaction (metarelay's extra field). */
-export const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
-/** A sponsorship rule's approval webhook: an http(s) URL, or "" for none (its address is vetted when it is called). */
-export const WebhookUrl = z
-  .string()
-  .max(2_000)
-  .refine((u) => u === '' || !targetProblem(u), { error: (i) => targetProblem(String(i.input)) ?? 'invalid URL' });
-export const WebhookToken = z.string().max(500);
-/** The reference's argument some Sequence clients still send; only the single tank this relayer has (0) is accepted. */
-const GasTankId = z.literal(0).optional();
-
-/** A rule's policy fields checked against the rule as it is (none for a new one) and the network's USD price source. */
-function policyOf(r: ChainRelayer, a: Parameters<typeof policyPatch>[0], base?: Parameters<typeof mergePolicy>[0]) {
-  try {
-    return mergePolicy(base, policyPatch(a), { usdPriced: r.deps.config.nativeUsdFeed !== undefined, network: r.deps.chain.name }).patch;
-  } catch (err) {
-    if (err instanceof PolicyError) throw new RpcError(RelayerErrors.InvalidArgument, err.message);
-    throw err;
-  }
-}
-export const RelayerPage = z
-  .object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() })
-  .loose()
-  .optional();
-
-const pageWire = (page: number, pageSize: number, more: boolean) => ({ pageSize, page, more, column: '', sort: [] });
-
-/**
- * A requested page: the row offset it starts at and how many rows to read (one more than the page, to
- * tell whether another follows), and `cut` to turn what was read into the page's rows and wire shape.
- */
-export function paging(p: { page?: number; pageSize?: number } | undefined, defaultSize: number) {
-  const page = p?.page ?? 0;
-  const pageSize = p?.pageSize ?? defaultSize;
-  return {
-    offset: page * pageSize,
-    limit: pageSize + 1,
-    cut: <T>(rows: T[]) => ({ page: pageWire(page, pageSize, rows.length > pageSize), rows: rows.slice(0, pageSize) }),
-  };
-}
-
 /** A sender by its RuntimeStatus index. */
 const SenderArgs = z.object({ sender: z.number().int().nonnegative() }).loose();
 
@@ -158,18 +123,7 @@ export function relayerService(s: Services): ServiceDef {
     'UpdateMetaTxnGasLimits',
     'GetMetaTxnNetworkFeeOptions',
   ]);
-  const ADMIN = new Set([
-    'ListGasSponsors',
-    'GetGasSponsor',
-    'AddGasSponsor',
-    'UpdateGasSponsor',
-    'RemoveGasSponsor',
-    'AddressGasSponsors',
-    'StartSender',
-    'StopSender',
-    ...BALANCE_ADMIN_METHODS,
-    ...REFUSED_ADMIN_METHODS,
-  ]);
+  const ADMIN = new Set([...SPONSOR_ADMIN_METHODS, 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS, ...REFUSED_ADMIN_METHODS]);
 
   /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
   const chargeKeyless = (ctx: RpcContext, cost: number) => {
@@ -381,100 +335,9 @@ export function relayerService(s: Services): ServiceDef {
         },
       }),
 
-      ListGasSponsors: method({
-        input: z.object({ projectId: ProjectId, page: RelayerPage }).loose(),
-        handler: async (a, ctx) => {
-          const r = relayerFor(s, ctx);
-          const p = paging(a.page, 50);
-          const { page, rows } = p.cut(await s.sponsors.list(a.projectId, r.chainId, p.offset, p.limit));
-          return { page, gasSponsors: rows.map(sponsorWire) };
-        },
-      }),
-      GetGasSponsor: method({
-        input: z.object({ projectId: ProjectId, id: z.number().int().positive() }).loose(),
-        handler: async (a) => {
-          const row = await s.sponsors.get(a.projectId, a.id);
-          if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
-          return { gasSponsor: sponsorWire(row) };
-        },
-      }),
-      AddGasSponsor: method({
-        input: lenient({
-          projectId: ProjectId,
-          address: Addr,
-          name: z.string().max(200).optional(),
-          active: z.boolean().optional(),
-          kind: SponsorKind.optional(),
-          maxGasLimit: MaxGas.optional(),
-          webhookUrl: WebhookUrl.optional(),
-          webhookAuthToken: WebhookToken.optional(),
-          gasTankId: GasTankId,
-          ...PolicyFields,
-        }),
-        handler: async ({ args: a, ignoredFields }, ctx) => {
-          const r = relayerFor(s, ctx);
-          await requireProject(a.projectId);
-          const policy = policyOf(r, a);
-          try {
-            const row = await s.sponsors.add({
-              projectId: a.projectId,
-              chainId: r.chainId,
-              kind: a.kind ?? 'ANY',
-              address: a.address,
-              name: a.name ?? '',
-              active: a.active ?? true,
-              maxGas: a.maxGasLimit ?? null,
-              webhookUrl: a.webhookUrl,
-              webhookAuthToken: a.webhookAuthToken,
-              policy,
-            });
-            return { status: true, gasSponsor: sponsorWire(row), ...ignoredWire(ignoredFields) };
-          } catch (err) {
-            if (err instanceof SponsorConflict) throw new RpcError(RelayerErrors.RequestConflict, err.message);
-            throw err;
-          }
-        },
-      }),
-      UpdateGasSponsor: method({
-        input: lenient({
-          projectId: ProjectId,
-          id: z.number().int().positive(),
-          name: z.string().max(200).optional(),
-          active: z.boolean().optional(),
-          maxGasLimit: MaxGas.nullable().optional(),
-          webhookUrl: WebhookUrl.optional(),
-          webhookAuthToken: WebhookToken.optional(),
-          gasTankId: GasTankId,
-          ...PolicyFields,
-        }),
-        handler: async ({ args: a, ignoredFields }, ctx) => {
-          const r = relayerFor(s, ctx);
-          const current = await s.sponsors.get(a.projectId, a.id);
-          if (!current) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
-          const policy = policyOf(r, a, current.policy);
-          const row = await s.sponsors.update(a.projectId, a.id, { name: a.name, active: a.active, maxGas: a.maxGasLimit, webhookUrl: a.webhookUrl, webhookAuthToken: a.webhookAuthToken, policy });
-          if (!row) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
-          return { status: true, gasSponsor: sponsorWire(row), ...ignoredWire(ignoredFields) };
-        },
-      }),
-      RemoveGasSponsor: method({
-        input: z.object({ projectId: ProjectId, id: z.number().int().positive() }).loose(),
-        handler: async (a) => {
-          if (!(await s.sponsors.remove(a.projectId, a.id))) throw new RpcError(RelayerErrors.NotFound, `no gas sponsor ${a.id} in project ${a.projectId}`);
-          return { status: true };
-        },
-      }),
+      ...sponsorMethods(s, (ctx) => relayerFor(s, ctx)),
       StopSender: method({ input: SenderArgs, handler: (a, ctx) => run(async () => (await switchSender(s.db, relayerFor(s, ctx), a.sender, false), {})) }),
       StartSender: method({ input: SenderArgs, handler: (a, ctx) => run(async () => (await switchSender(s.db, relayerFor(s, ctx), a.sender, true), {})) }),
-      AddressGasSponsors: method({
-        input: z.object({ address: Addr, page: RelayerPage }).loose(),
-        handler: async (a, ctx) => {
-          const r = relayerFor(s, ctx);
-          const p = paging(a.page, 50);
-          const { page, rows } = p.cut(await s.sponsors.byAddress(a.address, r.chainId, p.offset, p.limit));
-          return { page, gasSponsors: rows.map(sponsorWire) };
-        },
-      }),
     },
   };
 }

@@ -148,7 +148,7 @@ export class Intake {
     if (!this.chain.isFeeRequired) return;
     const payments = structuralFees(call, this.chain.payee(), this.chain.feeTokens);
     if (payments.length === 0 && rules.length === 0) {
-      const why = args.projectId == null ? 'no access key: only bundles that pay their own fee are relayed' : 'the project has no active sponsorship on this network';
+      const why = args.projectId == null ? 'no access key: only bundles that pay their own fee are relayed' : 'neither the project nor its ecosystem has an active sponsorship on this network';
       throw new RelayError(
         'insufficientFee',
         `the bundle pays no fee to ${this.chain.paymentAddress} in an accepted fee token (a top-level transfer of its wallet, revertOnError=true; not sponsored: ${why})`,

@@ -51,7 +51,8 @@ export class Pricing {
   ) {}
 
   async rulesOf(projectId: number | null) {
-    return projectId == null ? [] : (await this.deps.sponsors.list(projectId, this.chain.chainId)).filter((r) => r.active);
+    // The project's rules and its ecosystem's.
+    return projectId == null ? [] : (await this.deps.sponsors.forProject(projectId, this.chain.chainId)).filter((r) => r.active);
   }
 
   /** A cost in wei, and in atto-USD at the native/USD feed's price when there is one (for caps in USD). */
@@ -105,7 +106,7 @@ export class Pricing {
       deploys: [],
       candidates: [],
     };
-    const rules = await this.deps.sponsors.list(projectId, this.chain.chainId);
+    const rules = await this.deps.sponsors.forProject(projectId, this.chain.chainId);
     const gasPrice = await this.chain.client.getGasPrice();
     const decision = await this.sponsorship(projectId, rules, call, { gas, gasPrice, costWei: gas == null ? 1n : gas * gasPrice }, 'check');
     return { decision, rules };

@@ -26,7 +26,9 @@ export type SponsorKind = z.infer<typeof SponsorKind>;
 
 export interface SponsorRule {
   id: number;
-  projectId: number;
+  /** The project the rule belongs to, or null for an ecosystem's rule (it covers every project in the ecosystem). */
+  projectId: number | null;
+  ecosystemId: number | null;
   chainId: number;
   kind: SponsorKind;
   address: Address;
@@ -80,7 +82,7 @@ export interface Coverage {
 
 export function coverage(call: DecodedCall, rules: readonly Pick<SponsorRule, 'id' | 'kind' | 'address' | 'active'>[]): Coverage {
   const active = rules.filter((r) => r.active);
-  if (active.length === 0) return { sponsored: false, ruleIds: [], reason: 'the project has no active sponsorship on this network' };
+  if (active.length === 0) return { sponsored: false, ruleIds: [], reason: 'neither the project nor its ecosystem has an active sponsorship on this network' };
   const used = new Set<number>();
   for (const leaf of leavesOf(call)) {
     const rule = active.find((r) => covers(r, leaf));
@@ -111,7 +113,8 @@ type Num = string | number | null;
 
 export interface SponsorRow {
   id: string | number;
-  project_id: string | number;
+  project_id: string | number | null;
+  ecosystem_id: string | number | null;
   chain_id: string | number;
   kind: SponsorKind;
   address: string;
@@ -146,7 +149,8 @@ const date = (v: Date | string | null) => (v == null ? null : new Date(v));
 
 export const toRule = (r: SponsorRow): SponsorRule => ({
   id: Number(r.id),
-  projectId: Number(r.project_id),
+  projectId: r.project_id == null ? null : Number(r.project_id),
+  ecosystemId: r.ecosystem_id == null ? null : Number(r.ecosystem_id),
   chainId: Number(r.chain_id),
   kind: r.kind,
   address: r.address as Address,
@@ -171,7 +175,7 @@ export const toRule = (r: SponsorRow): SponsorRule => ({
 });
 
 /** Every column of a rule, with today's spend (UTC) beside its totals. */
-const SELECT = `SELECT g.id, g.project_id, g.chain_id, g.kind, g.address, g.name, g.active, g.max_gas, g.webhook_url, g.webhook_auth_token,
+const SELECT = `SELECT g.id, g.project_id, g.ecosystem_id, g.chain_id, g.kind, g.address, g.name, g.active, g.max_gas, g.webhook_url, g.webhook_auth_token,
   g.daily_cap_wei::text AS daily_cap_wei, g.daily_cap_usd::text AS daily_cap_usd, g.wallet_daily_cap_wei::text AS wallet_daily_cap_wei,
   g.wallet_daily_cap_usd::text AS wallet_daily_cap_usd, g.txn_cap_wei::text AS txn_cap_wei, g.txn_cap_usd::text AS txn_cap_usd,
   g.total_budget_wei::text AS total_budget_wei, g.total_budget_usd::text AS total_budget_usd, g.valid_from, g.valid_until, g.allow_wallets, g.deny_wallets,
@@ -205,8 +209,17 @@ function policyColumns(p: PolicyPatch): Array<[string, unknown]> {
 
 export class SponsorConflict extends Error {}
 
-export interface NewRule {
-  projectId: number;
+/**
+ * Whose rules: a project id, or an ecosystem. A rule is read, changed and removed only through its
+ * owner; a project's intake sees its own rules and those of its ecosystem (`forProject`).
+ */
+export type RuleOwner = number | { ecosystemId: number };
+const ownerOf = (o: RuleOwner): [column: 'project_id' | 'ecosystem_id', id: number] => (typeof o === 'number' ? ['project_id', o] : ['ecosystem_id', o.ecosystemId]);
+
+/** A new rule, of a project or of an ecosystem. */
+export type NewRule = ({ projectId: number } | { ecosystemId: number }) & NewRuleFields;
+
+interface NewRuleFields {
   chainId: number;
   kind: SponsorKind;
   address: Address;
@@ -240,11 +253,22 @@ export function sponsorRepo(db: Db) {
     return toRule(r.rows[0]);
   };
   return {
-    async list(projectId: number, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
+    /** The owner's own rules (not its ecosystem's: see forProject). */
+    async list(owner: RuleOwner, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
+      const [col, id] = ownerOf(owner);
       const r = await db.query<SponsorRow>(
-        prepared(`${SELECT} WHERE g.project_id = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
+        prepared(`${SELECT} WHERE g.${col} = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
          ORDER BY g.id OFFSET $3 LIMIT $4`),
-        [projectId, chainId, offset, limit],
+        [id, chainId, offset, limit],
+      );
+      return r.rows.map(toRule);
+    },
+    /** What may sponsor a project's bundles on a chain: its rules and those of its ecosystem. */
+    async forProject(projectId: number, chainId: number): Promise<SponsorRule[]> {
+      const r = await db.query<SponsorRow>(
+        prepared(`${SELECT} WHERE (g.project_id = $1 OR g.ecosystem_id = (SELECT p.ecosystem_id FROM projects p WHERE p.id = $1))
+           AND g.chain_id = $2 AND g.deleted_at IS NULL ORDER BY g.id`),
+        [projectId, chainId],
       );
       return r.rows.map(toRule);
     },
@@ -256,8 +280,9 @@ export function sponsorRepo(db: Db) {
       );
       return r.rows.map(toRule);
     },
-    async get(projectId: number, id: number): Promise<SponsorRule | undefined> {
-      const r = await db.query<SponsorRow>(`${SELECT} WHERE g.id = $1 AND g.project_id = $2 AND g.deleted_at IS NULL`, [id, projectId]);
+    async get(owner: RuleOwner, id: number): Promise<SponsorRule | undefined> {
+      const [col, ownerId] = ownerOf(owner);
+      const r = await db.query<SponsorRow>(`${SELECT} WHERE g.id = $1 AND g.${col} = $2 AND g.deleted_at IS NULL`, [id, ownerId]);
       return r.rows[0] ? toRule(r.rows[0]) : undefined;
     },
     /**
@@ -273,34 +298,49 @@ export function sponsorRepo(db: Db) {
       try {
         return await db.transaction(async (tx) => {
           const r = await tx.query<{ id: string }>(
-            `INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-            [rule.projectId, rule.chainId, rule.kind, rule.address.toLowerCase(), rule.name, rule.active, rule.maxGas ?? null, rule.webhookUrl ?? '', rule.webhookAuthToken ?? ''],
+            `INSERT INTO gas_sponsors (project_id, ecosystem_id, chain_id, kind, address, name, active, max_gas, webhook_url, webhook_auth_token)
+             VALUES ($1, $10, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+            [
+              'projectId' in rule ? rule.projectId : null,
+              rule.chainId,
+              rule.kind,
+              rule.address.toLowerCase(),
+              rule.name,
+              rule.active,
+              rule.maxGas ?? null,
+              rule.webhookUrl ?? '',
+              rule.webhookAuthToken ?? '',
+              'ecosystemId' in rule ? rule.ecosystemId : null,
+            ],
           );
           const id = Number(r.rows[0].id);
           await setPolicy(tx, id, rule.policy ?? {});
           return one(tx, id);
         });
       } catch (err) {
-        if ((err as { code?: string }).code === '23505') throw new SponsorConflict(`the project already has a ${rule.kind} sponsorship for ${rule.address}`);
+        if ((err as { code?: string }).code === '23505')
+          throw new SponsorConflict(`${'ecosystemId' in rule ? 'the ecosystem' : 'the project'} already has a ${rule.kind} sponsorship for ${rule.address}`);
         throw err;
       }
     },
-    async update(projectId: number, id: number, patch: RulePatch): Promise<SponsorRule | undefined> {
+    async update(owner: RuleOwner, id: number, patch: RulePatch): Promise<SponsorRule | undefined> {
+      const [col, ownerId] = ownerOf(owner);
       return db.transaction(async (tx) => {
         const r = await tx.query<{ id: string }>(
           `UPDATE gas_sponsors SET name = COALESCE($3, name), active = COALESCE($4, active),
              max_gas = CASE WHEN $5::boolean THEN $6::bigint ELSE max_gas END,
              webhook_url = COALESCE($7, webhook_url), webhook_auth_token = COALESCE($8, webhook_auth_token), updated_at = now()
-           WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING id`,
-          [id, projectId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null, patch.webhookUrl ?? null, patch.webhookAuthToken ?? null],
+           WHERE id = $1 AND ${col} = $2 AND deleted_at IS NULL RETURNING id`,
+          [id, ownerId, patch.name ?? null, patch.active ?? null, patch.maxGas !== undefined, patch.maxGas ?? null, patch.webhookUrl ?? null, patch.webhookAuthToken ?? null],
         );
         if (!r.rows[0]) return undefined;
         await setPolicy(tx, id, patch.policy ?? {});
         return one(tx, id);
       });
     },
-    async remove(projectId: number, id: number): Promise<boolean> {
-      const r = await db.query(`UPDATE gas_sponsors SET deleted_at = now(), active = false WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL`, [id, projectId]);
+    async remove(owner: RuleOwner, id: number): Promise<boolean> {
+      const [col, ownerId] = ownerOf(owner);
+      const r = await db.query(`UPDATE gas_sponsors SET deleted_at = now(), active = false WHERE id = $1 AND ${col} = $2 AND deleted_at IS NULL`, [id, ownerId]);
       return r.rowCount > 0;
     },
   };
@@ -327,8 +367,9 @@ export function sponsorWire(r: SponsorRule) {
   return {
     id: r.id,
     gasTankId: 0,
-    projectId: r.projectId,
-    ecosystemId: 0,
+    // 0 where the rule has no such owner, as Sequence's server sends it.
+    projectId: r.projectId ?? 0,
+    ecosystemId: r.ecosystemId ?? 0,
     chainId: r.chainId,
     address: r.address,
     name: r.name,
