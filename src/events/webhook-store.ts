@@ -68,7 +68,7 @@ export function webhookStore(db: Db) {
     async update(id: number, p: WebhookPatch, kind: WebhookKind = 'webhook', q?: Queryable): Promise<Webhook | undefined> {
       return within(q, async (tx) => {
         const found = await tx.query(`SELECT 1 FROM webhooks WHERE id = $1 AND deleted_at IS NULL AND kind = $2 FOR UPDATE`, [id, kind]);
-        if (found.rowCount === 0) return undefined;
+        if (found.rows.length === 0) return undefined;
         if (p.enabled === false) await parkPending(tx, id);
         if (p.enabled === true) await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE webhook_id = $1 AND status = 'PENDING' AND next_attempt_at = 'infinity'`, [id]);
         const r = await tx.query<Record<string, unknown>>(
