@@ -46,7 +46,7 @@ import { BackfillRunner, ChainIndexer, ContractInfoCache, backfillWorkerFor, typ
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
 import { listenerStore, type ListenerStore } from './events/listener-store.ts';
-import { listenerEvents } from './events/listener-events.ts';
+import { listenerHooks } from './events/listener-events.ts';
 import { DeliveryWorker } from './events/delivery.ts';
 import { EventStreamHub } from './events/stream-hub.ts';
 import { createPoster, type Poster } from './events/post.ts';
@@ -333,12 +333,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     dispatchers.push(dispatcher);
   }
   const indexers = new Map<number, ChainIndexer>();
+  // Every indexed chain tells its webhook listeners (a chain nobody listens on: one small read a step).
+  const listening = listenerHooks(bell, events.listeners);
   for (const c of config.chains) {
     if (!c.indexer || c.indexer.scope === 'off') continue;
     // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.
     const onBalances = c.indexer.scope === 'watchlist' ? balanceEvents(bell) : undefined;
-    // Every indexed chain tells its webhook listeners (a chain nobody listens on: one small read a step).
-    const hooks = { onBalances, onFresh: listenerEvents(bell, events.listeners) };
+    const hooks = { onBalances, ...listening };
     indexers.set(c.chainId, new ChainIndexer(withRole(chains.get(c.chainId)!, 'indexer'), { ...c.indexer, scope: c.indexer.scope, logReads: config.logReads }, db, log, metrics, hooks));
   }
   // A poll every 2 s is two small statements; a new backfill wakes it at once.

@@ -8,6 +8,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../src/events/signature.ts';
 import type { ChainIndexer } from '../src/indexer/index.ts';
+import { mine, revert, snapshot } from './support/anvil-control.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
 
@@ -217,6 +218,37 @@ describe('deliveries', () => {
       async () => bodiesAt('/coin').map((b) => b.event!.values[2]),
       (v) => expect(v).toEqual(['500', '2']),
     );
+    await client.removeAllWebhookListeners({});
+  });
+});
+
+describe('reorgs', () => {
+  it("a reorg that takes a told log away sends it again as BLOCK_REMOVED, then the new fork's log as BLOCK_ADDED", async () => {
+    const A = someone();
+    const url = chain.anvil.rpcUrl;
+    await client.addWebhookListener({ url: `${receiver.url}/reorg`, filters: { contractAddresses: [erc20], accounts: [A] } });
+    const snap = await snapshot(url);
+    await chain.send([call(erc20, 'TestIndexERC20', 'mint', [A, 11n])]);
+    await catchUp();
+    await eventually(
+      async () => bodiesAt('/reorg').length,
+      (n) => expect(n).toBe(1),
+    );
+    await revert(url, snap);
+    await chain.resyncNonce();
+    await chain.send([call(erc20, 'TestIndexERC20', 'mint', [A, 22n])]);
+    await mine(url, 2);
+    await catchUp();
+    const [added, removed, again] = await eventually(
+      async () => bodiesAt('/reorg'),
+      (b) => expect(b).toHaveLength(3),
+    );
+    expect(added).toMatchObject({ type: 'BLOCK_ADDED', event: { values: [expect.any(String), A, '11'] } });
+    const { id: _a, type: _t, ...same } = added!;
+    expect(removed).toEqual({ ...same, id: expect.any(Number), type: 'BLOCK_REMOVED' });
+    expect(removed!.id).toBeGreaterThan(added!.id);
+    expect(again).toMatchObject({ type: 'BLOCK_ADDED', blockNumber: added!.blockNumber, event: { values: [expect.any(String), A, '22'] } });
+    expect(again!.blockHash).not.toBe(added!.blockHash);
     await client.removeAllWebhookListeners({});
   });
 });

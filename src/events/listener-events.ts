@@ -1,16 +1,27 @@
 import type { Queryable } from '../store/db.ts';
 import { filterMatches, transferEventOf, type ListenedTransfer } from './listener-filter.ts';
 import type { ActiveListener, ListenerStore } from './listener-store.ts';
-import { appendDirectedEvents, LISTENER_EVENT, type DirectedEvent, type EventBell } from './outbox.ts';
+import { appendDirectedEvents, LISTENER_EVENT, listenerLogsOf, type DirectedEvent, type EventBell } from './outbox.ts';
+
+/** A log a reorg took away (src/indexer's RemovedLog, restated). */
+export interface RemovedLog {
+  blockNumber: number;
+  blockHash: string;
+  logIndex: number;
+}
 
 /**
- * The indexer's hook for webhook listeners: the transfers a step recorded for the first time, grouped
- * into their logs (a TransferBatch is one log of several ids), each matched against the chain's
- * active listeners; a log that some match becomes one `indexer.event_log` event delivered to those
- * only, on the transaction that recorded it. A chain nobody listens on costs one indexed read a step.
+ * The indexer's hooks for webhook listeners, on the transactions that change the index:
+ *
+ * - onFresh: the transfers a step recorded for the first time, grouped into their logs (a TransferBatch
+ *   is one log of several ids), each matched against the chain's active listeners; a log some match
+ *   becomes one `indexer.event_log` event (BLOCK_ADDED) delivered to those only. A chain nobody
+ *   listens on costs one indexed read a step.
+ * - onRemoved: the logs a reorg took away; each listener that was told of one (and is still active) is
+ *   sent the same EventLog as BLOCK_REMOVED, after it (same subject: in order).
  */
-export function listenerEvents(bell: EventBell, listeners: Pick<ListenerStore, 'active'>) {
-  return async (q: Queryable, chainId: number, fresh: readonly ListenedTransfer[]) => {
+export function listenerHooks(bell: EventBell, listeners: Pick<ListenerStore, 'active'>) {
+  const onFresh = async (q: Queryable, chainId: number, fresh: readonly ListenedTransfer[]) => {
     const told = await listeners.active(q, chainId);
     if (told.length === 0) return;
     const find = candidatesOf(told);
@@ -30,6 +41,23 @@ export function listenerEvents(bell: EventBell, listeners: Pick<ListenerStore, '
     await appendDirectedEvents(q, events);
     bell.ring();
   };
+  const onRemoved = async (q: Queryable, chainId: number, removed: readonly RemovedLog[]) => {
+    const active = new Set((await listeners.active(q, chainId)).map((l) => l.id));
+    if (active.size === 0) return;
+    const gone = new Set(removed.map((r) => `${r.blockHash}:${r.logIndex}`));
+    const told = await listenerLogsOf(q, chainId, [...new Set(removed.map((r) => r.blockNumber))]);
+    // One removal per log and listener, even if the log was told twice (a fork that came back).
+    const events = new Map<string, DirectedEvent & { webhookIds: number[] }>();
+    for (const t of told) {
+      const key = `${t.data.blockHash}:${t.data.txnLogIndex}`;
+      if (!gone.has(key)) continue;
+      const e = events.get(key) ?? { type: LISTENER_EVENT, chainId, subject: t.subject, data: { ...t.data, type: 'BLOCK_REMOVED' }, webhookIds: [] };
+      e.webhookIds = [...new Set([...e.webhookIds, ...t.webhookIds.filter((w) => active.has(w))])].sort((a, b) => a - b);
+      events.set(key, e);
+    }
+    if ((await appendDirectedEvents(q, [...events.values()])).length) bell.ring();
+  };
+  return { onFresh, onRemoved };
 }
 
 /** The transfers grouped by log, in block and log order, each log's parts in order. */

@@ -127,6 +127,22 @@ export async function appendDirectedEvents(q: Queryable, events: readonly Direct
   return r.rows.map((x) => Number(x.id));
 }
 
+/**
+ * The listener events told of logs (BLOCK_ADDED) in these blocks of a chain, with the endpoints each
+ * was delivered to: what a reorg that takes the blocks away must take back (listener-events.ts). The
+ * type is written out so the partial index (migration 0049) serves the read.
+ */
+export async function listenerLogsOf(q: Queryable, chainId: number, blockNumbers: readonly number[]): Promise<Array<{ subject: string | null; data: Record<string, unknown>; webhookIds: number[] }>> {
+  if (blockNumbers.length === 0) return [];
+  const r = await q.query<{ subject: string | null; payload: unknown; hooks: Array<number | string> }>(
+    `SELECT e.subject, e.payload, array_agg(DISTINCT d.webhook_id) AS hooks FROM events e JOIN webhook_deliveries d ON d.event_id = e.id
+     WHERE e.type = '${LISTENER_EVENT}' AND e.chain_id = $1 AND ((e.payload->>'blockNumber')::bigint) = ANY($2::bigint[]) AND e.payload->>'type' = 'BLOCK_ADDED'
+     GROUP BY e.id, e.subject, e.payload ORDER BY e.id`,
+    [chainId, blockNumbers],
+  );
+  return r.rows.map((x) => ({ subject: x.subject, data: (typeof x.payload === 'string' ? JSON.parse(x.payload) : x.payload) as Record<string, unknown>, webhookIds: x.hooks.map(Number) }));
+}
+
 interface EventRow {
   id: number | string;
   seq: number | string | null;

@@ -46,10 +46,21 @@ export interface TimedEntry extends TransferEntry {
  */
 export type TransferHook = (q: Queryable, chainId: number, fresh: TimedEntry[]) => Promise<void>;
 
+/** A log whose transfers a reorg undid. */
+export interface RemovedLog {
+  blockNumber: number;
+  blockHash: string;
+  logIndex: number;
+}
+
+/** Told, on the reorg's transaction, the logs it took away: listeners told of them are told they went. */
+export type RemovedHook = (q: Queryable, chainId: number, removed: RemovedLog[]) => Promise<void>;
+
 /** What the wiring is told as transfers are applied or undone, on their transaction (each optional). */
 export interface IndexHooks {
   onBalances?: BalanceHook;
   onFresh?: TransferHook;
+  onRemoved?: RemovedHook;
 }
 
 /** Which of `entries` the `fresh` column (keys of the rows inserted) names. */
@@ -134,10 +145,11 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
  */
 export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string, hooks: IndexHooks = {}): Promise<number> {
   const hook = hooks.onBalances;
-  const res = await q.query<{ n: string | number; changes?: unknown }>(
+  const removed = hooks.onRemoved ? `, (SELECT coalesce(json_agg(json_build_array(block_number, block_hash, log_index)), '[]'::json) FROM del) AS removed` : '';
+  const res = await q.query<{ n: string | number; changes?: unknown; removed?: unknown }>(
     `WITH del AS (
        DELETE FROM indexer_transfers WHERE chain_id = $1 AND block_number > $2
-       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash),
+       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash, log_index),
      ${DELTAS('del', '-')},
      up AS (
        UPDATE indexer_balances b SET balance = b.balance + agg.delta,
@@ -150,10 +162,17 @@ export async function rollbackAbove(q: Queryable, chainId: number, ancestor: big
                .join(', ')
            : '1'
        })
-     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}`,
+     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}${removed}`,
     [chainId, ancestor.toString(), ancestorHash],
   );
   await q.query('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number > $2', [chainId, ancestor.toString()]);
   await tell(q, chainId, hook, res.rows[0]?.changes);
+  if (hooks.onRemoved) {
+    const raw = res.rows[0]?.removed ?? [];
+    const rows = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<[number | string, string, number]>;
+    // A batch's parts are one log: told once.
+    const logs = new Map(rows.map(([b, h, l]) => [`${h}:${l}`, { blockNumber: Number(b), blockHash: h, logIndex: l }]));
+    if (logs.size) await hooks.onRemoved(q, chainId, [...logs.values()]);
+  }
   return Number(res.rows[0]?.n ?? 0);
 }

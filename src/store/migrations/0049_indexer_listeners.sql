@@ -17,3 +17,6 @@ CREATE TABLE indexer_listeners (
 );
 CREATE INDEX indexer_listeners_chain_idx ON indexer_listeners (chain_id);
 CREATE INDEX indexer_listeners_project_idx ON indexer_listeners (project_id, chain_id);
+
+-- A reorg tells the listeners that were told of a log that it went: their events are found by block.
+CREATE INDEX events_listener_logs_idx ON events (chain_id, ((payload->>'blockNumber')::bigint)) WHERE type = 'indexer.event_log';
