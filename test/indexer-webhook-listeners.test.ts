@@ -16,16 +16,9 @@ const ADMIN = 'indexer-listeners-test-admin-token';
 const MAX = 4;
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
 
-let chain: TokenChain;
-let t: TestService;
-let ix: ChainIndexer;
-let client: SequenceIndexer;
-let other: SequenceIndexer;
-let receiver: RawServer;
+let [chain, t, ix, client, other, receiver] = [] as unknown as [TokenChain, TestService, ChainIndexer, SequenceIndexer, SequenceIndexer, RawServer];
+let [erc20, nft, multi] = [] as unknown as Address[];
 const got: Array<{ path: string; headers: Record<string, unknown>; body: string }> = [];
-let erc20: Address;
-let nft: Address;
-let multi: Address;
 
 async function catchUp() {
   for (let i = 0; i < 200; i++) {
@@ -37,14 +30,11 @@ async function catchUp() {
 }
 
 /** The refusal a call ended with (the client throws WebrpcError subclasses). */
-async function refusal(p: Promise<unknown>): Promise<{ name: string; status: number; cause?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as { name: string; status: number; cause?: string };
-  }
-  throw new Error('the call was not refused');
-}
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => Promise.reject(new Error('the call was not refused')),
+    (err: { name: string; status: number; cause?: string }) => err,
+  );
 
 const deliveriesOf = async (id: number) => Number((await t.services.db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [id])).rows[0]!.n);
 const bodiesAt = (path: string) => got.filter((g) => g.path === path).map((g) => JSON.parse(g.body) as EventLog & { id: number; chainId: number });

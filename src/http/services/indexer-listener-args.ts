@@ -50,6 +50,9 @@ export const ListenerArg = z
     name: z.string().trim().max(200).optional(),
     updatedAt: z.string().max(64).nullish(),
     active: z.boolean().optional(),
+    // metarelay's own answer field, sent back with the rest of a listener as read: why it was disabled
+    // is not a setting (resuming it clears the reason), so its value changes nothing.
+    disabledReason: z.string().max(1_000).nullish(),
   })
   .strict();
 
