@@ -54,7 +54,8 @@ export function eventTopicOf(event: string): { topic: string } | { problem: stri
   const names = Object.keys(TRANSFER_EVENTS).join(', ');
   let topic: string | undefined;
   if (/^0x[0-9a-fA-F]{64}$/.test(e)) topic = e.toLowerCase();
-  else if (e in TRANSFER_EVENTS) topic = toEventSelector(TRANSFER_EVENTS[e as keyof typeof TRANSFER_EVENTS]);
+  // Own keys only: `toString` is in every object.
+  else if (Object.hasOwn(TRANSFER_EVENTS, e)) topic = toEventSelector(TRANSFER_EVENTS[e as keyof typeof TRANSFER_EVENTS]);
   else if (/^(event\s+)?[A-Za-z_$][\w$]*\s*\(.*\)$/s.test(e)) {
     try {
       topic = toEventSelector(e.replace(/^event\s+/, ''));

@@ -28,6 +28,8 @@ export interface PostOptions {
 }
 
 const MAX_ANSWER = 4_096;
+/** How long a registration waits for the name it vets to resolve. */
+const VET_LOOKUP_MS = 3_000;
 
 export type Poster = ((url: string, body: string, headers: Record<string, string>, deadlineMs: number) => Promise<PostResult>) & {
   /**
@@ -122,13 +124,17 @@ export function createPoster(opts: PostOptions): Poster {
     const url = new URL(raw);
     if (opts.allowPrivateNetworks || allowlisted(url)) return undefined;
     const host = stripBrackets(url.hostname);
+    // A name that does not exist cannot be delivered to; a resolver failing now, or slow to answer, may
+    // work later (every delivery is vetted again): the registration is not held up by it.
     const found = isIpLiteral(host)
       ? [host]
-      : await dns.lookup(host, { all: true }).then(
-          (list) => list.map((a) => a.address),
-          // A name that does not exist cannot be delivered to; a resolver failing now may work later.
-          (err: NodeJS.ErrnoException) => (err.code === 'ENOTFOUND' ? null : []),
-        );
+      : await Promise.race([
+          dns.lookup(host, { all: true }).then(
+            (list) => list.map((a) => a.address),
+            (err: NodeJS.ErrnoException) => (err.code === 'ENOTFOUND' ? null : []),
+          ),
+          new Promise<string[]>((resolve) => setTimeout(() => resolve([]), VET_LOOKUP_MS).unref()),
+        ]);
     if (found === null) return `${host} does not resolve`;
     const blocked = found.find((a) => isBlockedAddress(a));
     if (!blocked) return undefined;
