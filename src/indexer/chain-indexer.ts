@@ -37,8 +37,9 @@ export class ChainIndexer {
     log: Logger,
     metrics?: Metrics,
     /**
-     * Told the balances each step changes (the wiring records `balance.updated` for watchlist chains) and
-     * the transfers it records for the first time (sent on to webhook listeners); a backfill's too.
+     * Told the balances each step changes (the wiring records `balance.updated` for watchlist chains), the
+     * transfers it records for the first time and the logs a reorg takes away (webhook listeners are
+     * told of both); a backfill's balances and transfers too.
      */
     readonly hooks: IndexHooks = {},
   ) {
