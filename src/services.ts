@@ -46,6 +46,8 @@ import { projectBalances, type ProjectBalances } from './relayer/balances/index.
 import { BackfillRunner, ChainIndexer, ContractInfoCache, backfillWorkerFor, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
 import { webhookStore, type WebhookStore } from './events/webhook-store.ts';
+import { listenerStore, type ListenerStore } from './events/listener-store.ts';
+import { listenerHooks } from './events/listener-events.ts';
 import { DeliveryWorker } from './events/delivery.ts';
 import { EventStreamHub } from './events/stream-hub.ts';
 import { createPoster, type Poster } from './events/post.ts';
@@ -112,7 +114,7 @@ export interface Services {
   /** Works running backfills (those a watchlist addition schedules) in the background; none without indexed chains. */
   indexerBackfills: BackfillRunner | undefined;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
-  events: { outbox: Outbox; webhooks: WebhookStore; bell: EventBell; delivery: DeliveryWorker; post: Poster; streams: EventStreamHub };
+  events: { outbox: Outbox; webhooks: WebhookStore; listeners: ListenerStore; bell: EventBell; delivery: DeliveryWorker; post: Poster; streams: EventStreamHub };
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -246,7 +248,16 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const w = config.webhooks;
   // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
   const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
-  const events = { outbox: outbox(db), webhooks: webhookStore(db), bell, post, delivery: undefined as unknown as DeliveryWorker, streams: undefined as unknown as EventStreamHub };
+  const webhooks = webhookStore(db);
+  const events = {
+    outbox: outbox(db),
+    webhooks,
+    listeners: listenerStore(db, webhooks),
+    bell,
+    post,
+    delivery: undefined as unknown as DeliveryWorker,
+    streams: undefined as unknown as EventStreamHub,
+  };
   events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
   events.streams = new EventStreamHub({ outbox: events.outbox, bell, log });
   // Every status the relayer writes records a metatxn.status event on the same transaction; a sponsored
@@ -325,11 +336,14 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     dispatchers.push(dispatcher);
   }
   const indexers = new Map<number, ChainIndexer>();
+  // Every indexed chain tells its webhook listeners (a chain nobody listens on: one small read a step).
+  const listening = listenerHooks(bell, events.listeners);
   for (const c of config.chains) {
     if (!c.indexer || c.indexer.scope === 'off') continue;
     // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.
     const onBalances = c.indexer.scope === 'watchlist' ? balanceEvents(bell) : undefined;
-    indexers.set(c.chainId, new ChainIndexer(withRole(chains.get(c.chainId)!, 'indexer'), { ...c.indexer, scope: c.indexer.scope, logReads: config.logReads }, db, log, metrics, onBalances));
+    const hooks = { onBalances, ...listening };
+    indexers.set(c.chainId, new ChainIndexer(withRole(chains.get(c.chainId)!, 'indexer'), { ...c.indexer, scope: c.indexer.scope, logReads: config.logReads }, db, log, metrics, hooks));
   }
   // A poll every 2 s is two small statements; a new backfill wakes it at once.
   const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;

@@ -402,6 +402,8 @@ export const AppConfigSchema = z
         maxStreamsPerAddress: z.number().int().min(1).max(100_000).default(50),
         /** The sponsorship approval webhook must answer within this, or the rule does not sponsor. */
         approvalDeadlineMs: z.number().int().positive().max(30_000).default(2_000),
+        /** Indexer webhook listeners (AddWebhookListener) one project may have on one chain. */
+        maxListeners: z.number().int().min(1).max(10_000).default(50),
       })
       .prefault({}),
     console: z

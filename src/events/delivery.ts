@@ -1,5 +1,5 @@
 import type { Logger } from '../telemetry/logger.ts';
-import { envelope, type EventBell, type Outbox } from './outbox.ts';
+import { deliveryBody, type EventBell, type Outbox } from './outbox.ts';
 import type { Poster } from './post.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.ts';
 import type { ClaimedDelivery, WebhookStore } from './webhook-store.ts';
@@ -149,7 +149,7 @@ export class DeliveryWorker {
 
   private async deliver(d: ClaimedDelivery) {
     const s = this.deps.settings;
-    const body = JSON.stringify(envelope(d.event));
+    const body = JSON.stringify(deliveryBody(d.event));
     const t = Math.floor(Date.now() / 1000);
     const res = await this.deps.post(
       d.url,

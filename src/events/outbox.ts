@@ -9,6 +9,15 @@ import { prepared, type Db, type Queryable } from '../store/db.ts';
 export const EVENT_TYPES = ['metatxn.status', 'token.metadata_updated', 'sender.low_balance', 'sender.recovered', 'refresh.task_finished', 'contract.info_updated', 'balance.updated'] as const;
 export type EventType = (typeof EVENT_TYPES)[number] | 'webhook.test';
 
+/**
+ * An indexed log an indexer webhook listener's filter matched (listener-events.ts): written with its
+ * listeners as the only targets, never offered to subscriptions or streams, and POSTed as Sequence's
+ * EventLog itself rather than in metarelay's envelope.
+ */
+export const LISTENER_EVENT = 'indexer.event_log';
+/** Events that go only to the endpoints they were written for. */
+const DIRECTED = ['webhook.test', LISTENER_EVENT];
+
 export interface NewEvent {
   type: EventType;
   chainId: number | null;
@@ -34,6 +43,11 @@ export interface StoredEvent {
 /** The JSON body of a delivery and of an SSE message. */
 export function envelope(e: StoredEvent) {
   return { id: `evt_${e.id}`, type: e.type, createdAt: e.createdAt.toISOString(), chainId: e.chainId, projectId: e.projectId, data: e.data };
+}
+
+/** What a delivery POSTs: the envelope, or for a listener the EventLog, its `id` the event's (the same on every retry). */
+export function deliveryBody(e: StoredEvent): unknown {
+  return e.type === LISTENER_EVENT ? { id: e.id, ...(e.data as object) } : envelope(e);
 }
 
 /**
@@ -76,6 +90,59 @@ export async function appendEvents(q: Queryable, events: readonly NewEvent[], we
   return r.rows.map((x) => Number(x.id));
 }
 
+/** An event for the endpoints named, and those only. */
+export interface DirectedEvent {
+  type: typeof LISTENER_EVENT;
+  chainId: number | null;
+  subject: string | null;
+  data: unknown;
+  webhookIds: readonly number[];
+}
+
+/**
+ * Writes events and a delivery of each to its `webhookIds`, in one statement on the caller's
+ * transaction. The events belong to no project (they are never matched to subscriptions: DIRECTED).
+ * Ids are drawn first so each delivery row can name its event.
+ */
+export async function appendDirectedEvents(q: Queryable, events: readonly DirectedEvent[]): Promise<number[]> {
+  const sent = events.filter((e) => e.webhookIds.length > 0);
+  if (sent.length === 0) return [];
+  const targets = sent.flatMap((e, i) => e.webhookIds.map((w) => [i + 1, w] as const));
+  const r = await q.query<{ id: number | string }>(
+    prepared(`WITH src AS (
+       SELECT nextval(pg_get_serial_sequence('events', 'id')) AS id, u.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
+         WITH ORDINALITY AS u(type, chain_id, subject, payload, n)),
+     e AS (
+       INSERT INTO events (id, type, chain_id, project_id, subject, payload)
+       SELECT id, type, chain_id, NULL, subject, payload::jsonb FROM src ORDER BY n
+       RETURNING id),
+     d AS (
+       INSERT INTO webhook_deliveries (webhook_id, event_id, subject)
+       SELECT t.w, src.id, src.subject FROM src JOIN unnest($5::bigint[], $6::bigint[]) AS t(n, w) ON t.n = src.n
+       ORDER BY src.id, t.w
+       RETURNING id)
+     SELECT id FROM e ORDER BY id`),
+    [sent.map((e) => e.type), sent.map((e) => e.chainId), sent.map((e) => e.subject), sent.map((e) => JSON.stringify(e.data)), targets.map(([n]) => n), targets.map(([, w]) => w)],
+  );
+  return r.rows.map((x) => Number(x.id));
+}
+
+/**
+ * The listener events told of logs (BLOCK_ADDED) in these blocks of a chain, with the endpoints each
+ * was delivered to: what a reorg that takes the blocks away must take back (listener-events.ts). The
+ * type is written out so the partial index (migration 0049) serves the read.
+ */
+export async function listenerLogsOf(q: Queryable, chainId: number, blockNumbers: readonly number[]): Promise<Array<{ subject: string | null; data: Record<string, unknown>; webhookIds: number[] }>> {
+  if (blockNumbers.length === 0) return [];
+  const r = await q.query<{ subject: string | null; payload: unknown; hooks: Array<number | string> }>(
+    `SELECT e.subject, e.payload, array_agg(DISTINCT d.webhook_id) AS hooks FROM events e JOIN webhook_deliveries d ON d.event_id = e.id
+     WHERE e.type = '${LISTENER_EVENT}' AND e.chain_id = $1 AND ((e.payload->>'blockNumber')::bigint) = ANY($2::bigint[]) AND e.payload->>'type' = 'BLOCK_ADDED'
+     GROUP BY e.id, e.subject, e.payload ORDER BY e.id`,
+    [chainId, blockNumbers],
+  );
+  return r.rows.map((x) => ({ subject: x.subject, data: (typeof x.payload === 'string' ? JSON.parse(x.payload) : x.payload) as Record<string, unknown>, webhookIds: x.hooks.map(Number) }));
+}
+
 interface EventRow {
   id: number | string;
   seq: number | string | null;
@@ -106,7 +173,7 @@ export interface StreamFilter {
 }
 
 export function streamMatches(e: StoredEvent, f: StreamFilter): boolean {
-  if (e.type === 'webhook.test') return false;
+  if (DIRECTED.includes(e.type)) return false;
   if (e.projectId !== f.projectId && !(e.projectId === null && !e.type.startsWith('metatxn.'))) return false;
   if (f.types && !f.types.includes(e.type)) return false;
   return !f.chainIds || e.chainId === null || f.chainIds.includes(e.chainId);
@@ -139,11 +206,11 @@ export function outbox(db: Db) {
      */
     async since(afterSeq: number, f: { projectId: number | null; types?: string[]; chainIds?: number[]; upTo?: number; limit: number }): Promise<StoredEvent[]> {
       const r = await db.query<EventRow>(
-        `SELECT * FROM events WHERE seq > $1 AND ($6::bigint IS NULL OR seq <= $6) AND type <> 'webhook.test'
+        `SELECT * FROM events WHERE seq > $1 AND ($6::bigint IS NULL OR seq <= $6) AND type <> ALL($7::text[])
            AND ($2::bigint IS NULL OR project_id = $2 OR (project_id IS NULL AND type NOT LIKE 'metatxn.%'))
            AND ($3::text[] IS NULL OR type = ANY($3)) AND ($4::bigint[] IS NULL OR chain_id IS NULL OR chain_id = ANY($4))
          ORDER BY seq LIMIT $5`,
-        [afterSeq, f.projectId, f.types ?? null, f.chainIds ?? null, f.limit, f.upTo ?? null],
+        [afterSeq, f.projectId, f.types ?? null, f.chainIds ?? null, f.limit, f.upTo ?? null, DIRECTED],
       );
       return r.rows.map(toEvent);
     },

@@ -3,6 +3,7 @@
 // rebinding window), literal IPs are vetted before connecting, and redirects are answered, not followed.
 // The promise never rejects.
 
+import dns from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { BlockedAddressError, createHostAllowlist, guardedLookup, stripBrackets } from '../metadata/fetch/address-guard.ts';
@@ -27,8 +28,18 @@ export interface PostOptions {
 }
 
 const MAX_ANSWER = 4_096;
+/** How long a registration waits for the name it vets to resolve. */
+const VET_LOOKUP_MS = 3_000;
 
-export type Poster = ((url: string, body: string, headers: Record<string, string>, deadlineMs: number) => Promise<PostResult>) & { close(): void };
+export type Poster = ((url: string, body: string, headers: Record<string, string>, deadlineMs: number) => Promise<PostResult>) & {
+  /**
+   * Why a delivery to this URL would be refused now, if it would (targetProblem, then the address rule
+   * of the guard): for refusing a target when it is registered, with the reason, rather than only in its
+   * deliveries. The guard still vets every delivery (a name may resolve elsewhere later).
+   */
+  vet(url: string): Promise<string | undefined>;
+  close(): void;
+};
 
 /** A target URL is acceptable at registration: http(s), no credentials in it. Addresses are checked at delivery. */
 export function targetProblem(raw: string): string | undefined {
@@ -107,7 +118,30 @@ export function createPoster(opts: PostOptions): Poster {
       });
       req.end(body);
     });
+  const vet = async (raw: string): Promise<string | undefined> => {
+    const problem = targetProblem(raw);
+    if (problem) return problem;
+    const url = new URL(raw);
+    if (opts.allowPrivateNetworks || allowlisted(url)) return undefined;
+    const host = stripBrackets(url.hostname);
+    // A name that does not exist cannot be delivered to; a resolver failing now, or slow to answer, may
+    // work later (every delivery is vetted again): the registration is not held up by it.
+    const found = isIpLiteral(host)
+      ? [host]
+      : await Promise.race([
+          dns.lookup(host, { all: true }).then(
+            (list) => list.map((a) => a.address),
+            (err: NodeJS.ErrnoException) => (err.code === 'ENOTFOUND' ? null : []),
+          ),
+          new Promise<string[]>((resolve) => setTimeout(() => resolve([]), VET_LOOKUP_MS).unref()),
+        ]);
+    if (found === null) return `${host} does not resolve`;
+    const blocked = found.find((a) => isBlockedAddress(a));
+    if (!blocked) return undefined;
+    return `${host === blocked ? host : `${host} resolves to ${blocked}, which`} is a private, loopback or otherwise non-public address (allowed only with allowPrivateNetworks or webhooks.allowedPrivateHosts)`;
+  };
   return Object.assign(post, {
+    vet,
     close() {
       for (const a of [guarded.http, guarded.https, open.http, open.https]) a.destroy();
     },

@@ -1,36 +1,9 @@
 import type { Db, Queryable } from '../store/db.ts';
 import { toEvent, type StoredEvent } from './outbox.ts';
 import { newSecret } from './signature.ts';
+import { COLS, toDelivery, toWebhook, type Delivery, type Webhook, type WebhookKind } from './webhook-rows.ts';
 
-export interface Webhook {
-  id: number;
-  projectId: number;
-  url: string;
-  events: string[];
-  chainIds: number[] | null;
-  description: string;
-  enabled: boolean;
-  disabledReason: string | null;
-  failingSince: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export interface Delivery {
-  id: number;
-  webhookId: number;
-  eventId: number;
-  eventType: string;
-  status: 'PENDING' | 'DELIVERED' | 'DEAD';
-  attempts: number;
-  nextAttemptAt: Date | null;
-  lastStatus: number | null;
-  lastError: string | null;
-  lastLatencyMs: number | null;
-  responseSnippet: string | null;
-  createdAt: Date;
-  deliveredAt: Date | null;
-}
+export type { Delivery, Webhook, WebhookKind };
 
 /** A claimed delivery with what sending it needs. */
 export interface ClaimedDelivery {
@@ -42,46 +15,6 @@ export interface ClaimedDelivery {
   event: StoredEvent;
   firstAt: Date;
 }
-
-const num = (v: unknown) => (v == null ? null : Number(v));
-const date = (v: unknown) => {
-  if (v == null) return null;
-  const d = new Date(v as string);
-  // 'infinity' (a disabled endpoint's parked delivery) has no date to show.
-  return Number.isFinite(d.getTime()) ? d : null;
-};
-
-const toWebhook = (r: Record<string, unknown>): Webhook => ({
-  id: Number(r.id),
-  projectId: Number(r.project_id),
-  url: r.url as string,
-  events: r.events as string[],
-  chainIds: r.chain_ids == null ? null : (r.chain_ids as unknown[]).map(Number),
-  description: r.description as string,
-  enabled: r.enabled as boolean,
-  disabledReason: (r.disabled_reason as string | null) ?? null,
-  failingSince: date(r.failing_since),
-  createdAt: new Date(r.created_at as string),
-  updatedAt: new Date(r.updated_at as string),
-});
-
-const toDelivery = (r: Record<string, unknown>): Delivery => ({
-  id: Number(r.id),
-  webhookId: Number(r.webhook_id),
-  eventId: Number(r.event_id),
-  eventType: r.type as string,
-  status: r.status as Delivery['status'],
-  attempts: Number(r.attempts),
-  nextAttemptAt: r.status === 'PENDING' ? date(r.next_attempt_at) : null,
-  lastStatus: num(r.last_status),
-  lastError: (r.last_error as string | null) ?? null,
-  lastLatencyMs: num(r.last_latency_ms),
-  responseSnippet: (r.response_snippet as string | null) ?? null,
-  createdAt: new Date(r.created_at as string),
-  deliveredAt: date(r.delivered_at),
-});
-
-const COLS = 'id, project_id, url, events, chain_ids, description, enabled, disabled_reason, failing_since, created_at, updated_at';
 
 export interface WebhookPatch {
   url?: string;
@@ -95,32 +28,47 @@ export interface WebhookPatch {
 /** A disabled endpoint's pending deliveries wait at 'infinity' (out of the claim's reads) until it is enabled. */
 const parkPending = (q: Queryable, webhookId: number) => q.query(`UPDATE webhook_deliveries SET next_attempt_at = 'infinity' WHERE webhook_id = $1 AND status = 'PENDING'`, [webhookId]);
 
+/**
+ * Endpoints and their deliveries. Reads and changes by id are of one kind ('webhook' unless said), so
+ * the console never sees or changes a listener, nor the listener API a console webhook. `q`: the
+ * caller's transaction, when the change is part of a larger one (a listener's filter changes with it).
+ */
 export function webhookStore(db: Db) {
+  const within = <T>(q: Queryable | undefined, fn: (tx: Queryable) => Promise<T>) => (q ? fn(q) : db.transaction(fn));
   return {
     /** Returns the endpoint and its signing secret (the only time the secret leaves the store). */
-    async create(w: { projectId: number; url: string; events: string[]; chainIds: number[] | null; description: string }): Promise<{ webhook: Webhook; secret: string }> {
+    async create(
+      w: { projectId: number; url: string; events: string[]; chainIds: number[] | null; description: string; kind?: WebhookKind },
+      q: Queryable = db,
+    ): Promise<{ webhook: Webhook; secret: string }> {
       const secret = newSecret();
-      const r = await db.query<Record<string, unknown>>(`INSERT INTO webhooks (project_id, url, events, chain_ids, description, secret) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLS}`, [
+      const r = await q.query<Record<string, unknown>>(`INSERT INTO webhooks (project_id, url, events, chain_ids, description, secret, kind) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLS}`, [
         w.projectId,
         w.url,
         w.events,
         w.chainIds,
         w.description,
         secret,
+        w.kind ?? 'webhook',
       ]);
       return { webhook: toWebhook(r.rows[0]), secret };
     },
+    /** The console's endpoints (listeners are listed by listener-store.ts). */
     async list(projectId: number | null): Promise<Webhook[]> {
-      const r = await db.query<Record<string, unknown>>(`SELECT ${COLS} FROM webhooks WHERE ($1::bigint IS NULL OR project_id = $1) AND deleted_at IS NULL ORDER BY id`, [projectId]);
+      const r = await db.query<Record<string, unknown>>(`SELECT ${COLS} FROM webhooks WHERE ($1::bigint IS NULL OR project_id = $1) AND deleted_at IS NULL AND kind = 'webhook' ORDER BY id`, [
+        projectId,
+      ]);
       return r.rows.map(toWebhook);
     },
-    async get(id: number): Promise<Webhook | undefined> {
-      const r = await db.query<Record<string, unknown>>(`SELECT ${COLS} FROM webhooks WHERE id = $1 AND deleted_at IS NULL`, [id]);
+    async get(id: number, kind: WebhookKind = 'webhook'): Promise<Webhook | undefined> {
+      const r = await db.query<Record<string, unknown>>(`SELECT ${COLS} FROM webhooks WHERE id = $1 AND deleted_at IS NULL AND kind = $2`, [id, kind]);
       return r.rows[0] ? toWebhook(r.rows[0]) : undefined;
     },
     /** Re-enabling clears the disabled notice and the failure streak, and makes its waiting deliveries due. */
-    async update(id: number, p: WebhookPatch): Promise<Webhook | undefined> {
-      return db.transaction(async (tx) => {
+    async update(id: number, p: WebhookPatch, kind: WebhookKind = 'webhook', q?: Queryable): Promise<Webhook | undefined> {
+      return within(q, async (tx) => {
+        const found = await tx.query(`SELECT 1 FROM webhooks WHERE id = $1 AND deleted_at IS NULL AND kind = $2 FOR UPDATE`, [id, kind]);
+        if (found.rows.length === 0) return undefined;
         if (p.enabled === false) await parkPending(tx, id);
         if (p.enabled === true) await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE webhook_id = $1 AND status = 'PENDING' AND next_attempt_at = 'infinity'`, [id]);
         const r = await tx.query<Record<string, unknown>>(
@@ -136,9 +84,9 @@ export function webhookStore(db: Db) {
       });
     },
     /** Soft delete: its pending deliveries stop (they are dead-lettered), its history stays readable. */
-    async remove(id: number): Promise<boolean> {
-      return db.transaction(async (tx) => {
-        const r = await tx.query(`UPDATE webhooks SET deleted_at = now(), enabled = false, updated_at = now() WHERE id = $1 AND deleted_at IS NULL`, [id]);
+    async remove(id: number, kind: WebhookKind = 'webhook', q?: Queryable): Promise<boolean> {
+      return within(q, async (tx) => {
+        const r = await tx.query(`UPDATE webhooks SET deleted_at = now(), enabled = false, updated_at = now() WHERE id = $1 AND deleted_at IS NULL AND kind = $2`, [id, kind]);
         if (r.rowCount === 0) return false;
         await tx.query(`UPDATE webhook_deliveries SET status = 'DEAD', last_error = 'the endpoint was deleted' WHERE webhook_id = $1 AND status = 'PENDING'`, [id]);
         return true;

@@ -5,7 +5,7 @@ import { decodeChunk } from './chunk.ts';
 import { LogReader, UnreadableBlockError } from '../chain/logs.ts';
 import type { UnreadBlocks } from '../chain/unread-blocks.ts';
 import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
-import { applyTransfers, type BalanceHook } from './transfer-store.ts';
+import { applyTransfers, type IndexHooks } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
 export interface BackfillProgress {
@@ -131,8 +131,8 @@ export interface BackfillWorkerDeps {
   /** Most blocks per eth_getLogs (per chain); shrinks when the node refuses. */
   chunkBlocks: number | ((chainId: number) => number);
   leaseSec: number;
-  /** Told the balances each chunk changed, on its transaction. */
-  onBalances?: BalanceHook;
+  /** Told, per chain, the balances and new transfers each chunk applied, on its transaction. */
+  hooks?: (chainId: number) => IndexHooks | undefined;
   /**
    * Where a block no read can get is recorded when passed over (the chain's follower's, whose
    * retries read it later); without it such a block fails the range, retried when its lease runs out.
@@ -239,7 +239,7 @@ export class BackfillWorker {
           [c.backfillId, c.rangeFrom.toString(), this.owner, (to + 1n).toString(), chunk.logs, chunk.malformed, this.d.leaseSec, next.toString()],
         );
         if (!own.rows.length) return false;
-        await applyTransfers(tx, c.chainId, chunk.entries, this.d.onBalances);
+        await applyTransfers(tx, c.chainId, chunk.entries, this.d.hooks?.(c.chainId));
         if (passed) await unread!.flag(tx, passed, passedHash!.toLowerCase());
         return true;
       });

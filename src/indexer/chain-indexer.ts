@@ -8,7 +8,7 @@ import { balanceReader, type BalanceReader } from './balance-reader.ts';
 import { IndexFollower, readCursor, type Cursor } from './follower.ts';
 import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
 import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
-import type { BalanceHook } from './transfer-store.ts';
+import type { IndexHooks } from './transfer-store.ts';
 
 /**
  * Token metadata and contract info for answers with `includeMetadata`, given by the wiring (the
@@ -36,10 +36,14 @@ export class ChainIndexer {
     readonly db: Db,
     log: Logger,
     metrics?: Metrics,
-    /** Told the balances each step changes (the wiring records `balance.updated` for watchlist chains). */
-    readonly onBalances?: BalanceHook,
+    /**
+     * Told the balances each step changes (the wiring records `balance.updated` for watchlist chains), the
+     * transfers it records for the first time and the logs a reorg takes away (webhook listeners are
+     * told of both); a backfill's balances and transfers too.
+     */
+    readonly hooks: IndexHooks = {},
   ) {
-    this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), onBalances });
+    this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), hooks });
     this.reads = balanceReader(db, chain.chainId);
     this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
   }
@@ -64,7 +68,7 @@ export function backfillWorkerFor(db: Db, indexers: ReadonlyMap<number, ChainInd
     onChunk,
     // Blocks a backfill passes over are the follower's to retry (its reads cover the backfill's contracts).
     unread: (chainId) => indexers.get(chainId)?.follower.unread,
-    // Each chain's own hook: a backfill's balances are told as its follower's are.
-    onBalances: (q, chainId, changes) => indexers.get(chainId)?.onBalances?.(q, chainId, changes) ?? Promise.resolve(),
+    // Each chain's own hooks: a backfill's balances and transfers are told as its follower's are.
+    hooks: (chainId) => indexers.get(chainId)?.hooks,
   });
 }

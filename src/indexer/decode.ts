@@ -28,6 +28,9 @@ export interface TransferEntry {
   to: string;
   tokenId: string;
   amount: string;
+  /** The log as read (shared by a batch's parts): what an indexer webhook listener is sent as its rawLog. */
+  topics: readonly Hex[];
+  data: Hex;
 }
 
 /** An indexed address topic: 12 zero bytes then the address; anything else is not an address. */
@@ -53,6 +56,8 @@ export function decodeTransfer(log: RawLog): TransferEntry[] | null {
     txIndex: log.transactionIndex,
     logIndex: log.logIndex,
     contract: log.address.toLowerCase(),
+    topics: t,
+    data: log.data,
   };
   if ((log.data.length - 2) % 2 !== 0) return null;
   try {

@@ -7,7 +7,7 @@ import { LogReader, type UnreadableBlockError } from '../chain/logs.ts';
 import { UnreadBlocks, type UnreadBlocksConfig } from '../chain/unread-blocks.ts';
 import { decodeChunk } from './chunk.ts';
 import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
-import { applyTransfers, rollbackAbove, type BalanceHook } from './transfer-store.ts';
+import { applyTransfers, rollbackAbove, type IndexHooks } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
 export interface FollowerConfig {
@@ -59,7 +59,7 @@ export class IndexFollower {
   constructor(
     readonly chain: ChainClient,
     private readonly cfg: FollowerConfig,
-    private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]>; onBalances?: BalanceHook },
+    private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]>; hooks?: IndexHooks },
   ) {
     this.reader = new LogReader(chain, cfg.chunkBlocks, TRANSFER_TOPICS);
     this.unread = new UnreadBlocks({ db: d.db, chain, reader: `indexer:${cfg.scope}`, cfg: cfg.logReads, log: d.log, metrics: d.metrics });
@@ -145,7 +145,7 @@ export class IndexFollower {
         ]);
         const row = now.rows[0];
         if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return false;
-        await applyTransfers(tx, chainId, chunk.entries, this.d.onBalances);
+        await applyTransfers(tx, chainId, chunk.entries, this.d.hooks);
         const blocks = new Map(chunk.blockHashes);
         blocks.set(to, endHash);
         // Only blocks within the reorg window are worth remembering.
@@ -210,7 +210,7 @@ export class IndexFollower {
     await this.unread.retryDue(
       async (block) => decodeChunk(this.chain, await this.reader.readBlock(block, this.d.addresses ? await this.d.addresses() : undefined)),
       async (tx, _block, chunk) => {
-        await applyTransfers(tx, this.chain.chainId, chunk.entries, this.d.onBalances);
+        await applyTransfers(tx, this.chain.chainId, chunk.entries, this.d.hooks);
         this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
       },
     );
@@ -249,7 +249,7 @@ export class IndexFollower {
       ]);
       const row = now.rows[0];
       if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return null;
-      const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash, this.d.onBalances);
+      const n = await rollbackAbove(tx, chainId, ancestor, ancestorHash, this.d.hooks);
       // Blocks passed over above the fork are read again by the cursor (and passed over again if need be).
       await this.unread.forgetAbove(tx, ancestor);
       await tx.query('UPDATE indexer_cursors SET block_number = $3, block_hash = $4, updated_at = now() WHERE chain_id = $1 AND scope = $2', [

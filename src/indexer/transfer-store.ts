@@ -39,6 +39,37 @@ export interface TimedEntry extends TransferEntry {
   ts: number;
 }
 
+/**
+ * Told, on the transaction that recorded them, the transfers a step recorded for the first time (a log
+ * read again, by a backfill or a retried step, is not told again): the wiring sends them on to the
+ * indexer's webhook listeners.
+ */
+export type TransferHook = (q: Queryable, chainId: number, fresh: TimedEntry[]) => Promise<void>;
+
+/** A log whose transfers a reorg undid. */
+export interface RemovedLog {
+  blockNumber: number;
+  blockHash: string;
+  logIndex: number;
+}
+
+/** Told, on the reorg's transaction, the logs it took away: listeners told of them are told they went. */
+export type RemovedHook = (q: Queryable, chainId: number, removed: RemovedLog[]) => Promise<void>;
+
+/** What the wiring is told as transfers are applied or undone, on their transaction (each optional). */
+export interface IndexHooks {
+  onBalances?: BalanceHook;
+  onFresh?: TransferHook;
+  onRemoved?: RemovedHook;
+}
+
+/** Which of `entries` the `fresh` column (keys of the rows inserted) names. */
+function freshOf(entries: TimedEntry[], raw: unknown): TimedEntry[] {
+  const keys = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<[number | string, number, number]>;
+  const inserted = new Set(keys.map(([b, l, p]) => `${b}:${l}:${p}`));
+  return entries.filter((e) => inserted.has(`${e.blockNumber}:${e.logIndex}:${e.part}`));
+}
+
 // The balance deltas of a set of transfer rows (`src`), one per (contract, account, token id):
 // minus for the sender, plus for the receiver; the zero address (mint, burn) holds nothing.
 const DELTAS = (src: string, sign: '' | '-') => `
@@ -59,17 +90,19 @@ const DELTAS = (src: string, sign: '' | '-') => `
  * Balance rows are written in key order, so two workers applying overlapping accounts never deadlock.
  * Returns how many rows were new.
  */
-export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[], hook?: BalanceHook): Promise<number> {
+export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[], hooks: IndexHooks = {}): Promise<number> {
   if (!entries.length) return 0;
+  const { onBalances: hook, onFresh } = hooks;
   const col = <T>(f: (e: TimedEntry) => T) => entries.map(f);
-  const res = await q.query<{ n: string | number; changes?: unknown }>(
+  const fresh = onFresh ? `, (SELECT coalesce(json_agg(json_build_array(block_number, log_index, part)), '[]'::json) FROM ins) AS fresh` : '';
+  const res = await q.query<{ n: string | number; changes?: unknown; fresh?: unknown }>(
     `WITH ins AS (
        INSERT INTO indexer_transfers (chain_id, block_number, log_index, part, block_hash, tx_hash, tx_index, contract, contract_type,
                                       from_address, to_address, token_id, amount, ts)
        SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::int[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[],
                                 $10::text[], $11::text[], $12::numeric[], $13::numeric[], $14::timestamptz[])
        ON CONFLICT DO NOTHING
-       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash),
+       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash, log_index, part),
      ${DELTAS('ins', '')},
      up AS (
        INSERT INTO indexer_balances AS b (chain_id, contract, account, token_id, contract_type, balance, block_number, block_hash)
@@ -80,7 +113,7 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
          block_number = GREATEST(b.block_number, EXCLUDED.block_number),
          block_hash = CASE WHEN EXCLUDED.block_number >= b.block_number THEN EXCLUDED.block_hash ELSE b.block_hash END
        RETURNING ${hook ? UP_ROWS : '1'})
-     SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}`,
+     SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}${fresh}`,
     [
       chainId,
       col((e) => e.blockNumber.toString()),
@@ -99,6 +132,10 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
     ],
   );
   await tell(q, chainId, hook, res.rows[0]?.changes);
+  if (onFresh) {
+    const told = freshOf(entries, res.rows[0]?.fresh ?? []);
+    if (told.length) await onFresh(q, chainId, told);
+  }
   return Number(res.rows[0]?.n ?? 0);
 }
 
@@ -106,11 +143,13 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
  * Undoes every transfer above `ancestor` (a reorg replaced those blocks): the rows go and their
  * deltas are taken back from the balances, in one statement. Returns how many rows were undone.
  */
-export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string, hook?: BalanceHook): Promise<number> {
-  const res = await q.query<{ n: string | number; changes?: unknown }>(
+export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string, hooks: IndexHooks = {}): Promise<number> {
+  const hook = hooks.onBalances;
+  const removed = hooks.onRemoved ? `, (SELECT coalesce(json_agg(json_build_array(block_number, block_hash, log_index)), '[]'::json) FROM del) AS removed` : '';
+  const res = await q.query<{ n: string | number; changes?: unknown; removed?: unknown }>(
     `WITH del AS (
        DELETE FROM indexer_transfers WHERE chain_id = $1 AND block_number > $2
-       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash),
+       RETURNING contract, contract_type, from_address, to_address, token_id, amount, block_number, block_hash, log_index),
      ${DELTAS('del', '-')},
      up AS (
        UPDATE indexer_balances b SET balance = b.balance + agg.delta,
@@ -123,10 +162,17 @@ export async function rollbackAbove(q: Queryable, chainId: number, ancestor: big
                .join(', ')
            : '1'
        })
-     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}`,
+     SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}${removed}`,
     [chainId, ancestor.toString(), ancestorHash],
   );
   await q.query('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number > $2', [chainId, ancestor.toString()]);
   await tell(q, chainId, hook, res.rows[0]?.changes);
+  if (hooks.onRemoved) {
+    const raw = res.rows[0]?.removed ?? [];
+    const rows = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<[number | string, string, number]>;
+    // A batch's parts are one log: told once.
+    const logs = new Map(rows.map(([b, h, l]) => [`${h}:${l}`, { blockNumber: Number(b), blockHash: h, logIndex: l }]));
+    if (logs.size) await hooks.onRemoved(q, chainId, [...logs.values()]);
+  }
   return Number(res.rows[0]?.n ?? 0);
 }

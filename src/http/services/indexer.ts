@@ -25,7 +25,7 @@ import {
 import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory } from './indexer-answers.ts';
 import { listedPrices, listedWire, onePrice, queryPrices } from './indexer-prices.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
-import { refusedIndexerMethods } from './indexer-unsupported.ts';
+import { indexerListenerMethods } from './indexer-listeners.ts';
 import { indexerStreamMethods } from './indexer-streams.ts';
 import type { OpenStreams } from '../stream-registry.ts';
 
@@ -71,8 +71,8 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
     methods: {
-      // Webhook listeners: refused, saying what serves meanwhile.
-      ...refusedIndexerMethods(),
+      // Webhook listeners: a project's, on the chain of the path (access key, or admin token + projectId).
+      ...indexerListenerMethods(s, (ctx) => indexerFor(s, ctx)),
       ...indexerStreamMethods((ctx) => indexerFor(s, ctx), { hub: s.events.streams, open: streams, clientIpv6Prefix: s.config.clientIpv6Prefix, rateLimited: IndexerErrors.RateLimited }),
       Ping: method({
         input: NoArgs,
