@@ -20,6 +20,7 @@ import { TokenDirectory } from './metadata/contracts/directory.ts';
 import { directoryStore } from './metadata/contracts/directory-store.ts';
 import { RefreshService } from './metadata/refresh/refresh.ts';
 import { taskStore, type TaskStore } from './metadata/refresh/task-store.ts';
+import { MintMonitorService, mintMonitorStore } from './metadata/refresh/mint-monitors.ts';
 import { TaskWorker } from './metadata/refresh/worker.ts';
 import { PostingsCache } from './metadata/search/postings-cache.ts';
 import { postingsStore } from './metadata/search/postings-store.ts';
@@ -90,6 +91,8 @@ export interface Services {
   tokenSearch: TokenSearchService;
   tasks: TaskStore;
   refresh: RefreshService;
+  /** The legacy mint monitor: contracts projects asked the watchers to follow the mints of. */
+  mintMonitors: MintMonitorService;
   worker: TaskWorker;
   watchers: ChainWatcher[];
   /** One relayer per chain configured with `relayer`, by chain id. */
@@ -216,6 +219,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   // A refresh task reaching DONE or FAILED records a refresh.task_finished event on the same transaction.
   const tasks = taskStore(db, { onFinished: taskFinishedEvents(bell) });
   const refresh = new RefreshService({ tasks, config });
+  const mintMonitors = new MintMonitorService({ store: mintMonitorStore(db), tasks, refresh, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
   collectionChanged = async (links, projectId, ids) => {
     for (const l of links) {
@@ -390,6 +394,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     tokenSearch,
     tasks,
     refresh,
+    mintMonitors,
     worker,
     watchers,
     relayers,

@@ -8,6 +8,7 @@ import { buildApp } from '../http/app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { tokenStore } from '../metadata/tokens/token-store.ts';
+import { mintMonitorStore } from '../metadata/refresh/mint-monitors.ts';
 import { forgetRelayerChain } from '../relayer/forget-chain.ts';
 import { forgetIndexedChain } from '../indexer/index.ts';
 import { randomBytes } from 'node:crypto';
@@ -175,6 +176,7 @@ export async function runDev(argv: string[]) {
     await forgetRelayerChain(services.db, chain.manifest.chain.chainId);
     await forgetIndexedChain(services.db, chain.manifest.chain.chainId);
     await services.collections?.forgetChain(chain.manifest.chain.chainId);
+    await mintMonitorStore(services.db).forgetChain(chain.manifest.chain.chainId);
     const previous = previousManifest(manifestPath);
     const { key, project } = await devAccessKey(services, previous.accessKey);
     const adminToken = await devAdminToken(services.db, previous.adminToken);

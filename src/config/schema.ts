@@ -265,6 +265,8 @@ export const AppConfigSchema = z
         coolOffSec: z.number().int().min(0).default(600),
         /** Tokens a project may have queued at once. */
         maxQueuedPerProject: z.number().int().positive().default(100_000),
+        /** Contracts a project may keep in the mint monitor (each one the watchers read the logs of). */
+        maxMintMonitorsPerProject: z.number().int().positive().default(100),
         /** How long a worker holds claimed items before another worker may take them over. */
         leaseSec: z.number().int().positive().default(60),
         maxAttempts: z.number().int().min(1).max(20).default(5),

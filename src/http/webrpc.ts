@@ -141,7 +141,8 @@ export function describeIssues(error: z.ZodError, input: unknown): { missing: bo
   const parts = error.issues.slice(0, 5).map((i) => {
     const path = i.path.map(String).join('.') || '(body)';
     const absent = i.path.length > 0 && valueAt(input, i.path) === undefined;
-    if (i.code === 'invalid_type' && absent) {
+    // A refine that needs one of two spellings (taskId / taskID) says 'required' of the absent one.
+    if ((i.code === 'invalid_type' || (i.code === 'custom' && i.message === 'required')) && absent) {
       missing = true;
       return `${path}: required${spellingHint(input, i.path)}`;
     }

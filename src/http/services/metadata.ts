@@ -7,6 +7,7 @@ import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
 import { refreshMethods } from './refresh.ts';
+import { legacySyncMethods } from './legacy-sync.ts';
 import { tokenSearchMethods } from './token-search.ts';
 import { directoryMethods } from './directory.ts';
 
@@ -61,6 +62,7 @@ export function metadataService(s: Services): ServiceDef {
 
       ...contractMethods(s),
       ...refreshMethods(s),
+      ...legacySyncMethods(s),
       ...tokenSearchMethods(s),
       ...directoryMethods(s),
 

@@ -9,7 +9,7 @@ import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
 
 const MAX_TOKENS = 10_000;
 
-const TaskIdArgs = z
+export const TaskIdArgs = z
   .object({
     taskId: z.coerce.number().int().positive().optional(),
     taskID: z.coerce.number().int().positive().optional(),
@@ -25,7 +25,7 @@ const ChainEither = z
 const TokenIds = z.array(TokenIdArg).max(MAX_TOKENS, `at most ${MAX_TOKENS} tokenIDs per refresh`);
 
 /** Domain errors of the refresh engine, in the metadata catalog. */
-async function guard<T>(fn: () => Promise<T>): Promise<T> {
+export async function guard<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
@@ -35,7 +35,7 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function taskToWire(t: TaskRow) {
+export function taskToWire(t: TaskRow) {
   return {
     id: t.id,
     queue: t.kind === 'tokens' ? 'refresh_tokens' : 'refresh_contracts',

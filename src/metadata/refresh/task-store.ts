@@ -391,10 +391,17 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
       return res.rows[0] ? parseTask(res.rows[0]) : null;
     },
 
+    /**
+     * Stores the tokens a listing found. A task cancelled while its tokens were being listed gets
+     * none: claims do not look at the task, so items queued under it would still be fetched. The
+     * row lock taken first orders this with cancel(): whichever commits second sees the other.
+     */
     async finishEnumeration(taskId: number, items: { item: string; contract: string }[], chainId: number, priority: number): Promise<void> {
       const run = async (q: Queryable) => {
+        const live = await q.query(`UPDATE tasks SET enumerated = true, lease_owner = NULL, lease_until = NULL, updated_at = now() WHERE id = $1 AND NOT cancelled RETURNING id`, [taskId]);
+        if (!live.rows.length) return;
         const inserted = await insertItems(q, taskId, chainId, priority, items);
-        await q.query(`UPDATE tasks SET enumerated = true, lease_owner = NULL, lease_until = NULL, total = $2, updated_at = now() WHERE id = $1`, [taskId, inserted]);
+        await q.query('UPDATE tasks SET total = $2 WHERE id = $1', [taskId, inserted]);
       };
       await (db.transaction ? db.transaction(run) : run(db));
       await afterBulkInsert(items.length);

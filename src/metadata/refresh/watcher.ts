@@ -10,6 +10,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import type { RefreshService } from './refresh.ts';
 import { taskStore } from './task-store.ts';
 import { MINT_EVENTS, mintedIds } from './mint-logs.ts';
+import { mintMonitorStore } from './mint-monitors.ts';
 
 const EVENTS = [
   parseAbiItem('event MetadataUpdate(uint256 _tokenId)'),
@@ -29,7 +30,8 @@ interface Cursor {
 
 /**
  * Follows one chain a few blocks behind its head and queues refreshes for the contracts the service
- * knows: ERC-4906 MetadataUpdate / BatchMetadataUpdate, ERC-1155 URI, and new mints.
+ * knows and those a project put in the mint monitor: ERC-4906 MetadataUpdate / BatchMetadataUpdate,
+ * ERC-1155 URI, and new mints.
  */
 export class ChainWatcher {
   private readonly loop = new PollLoop(
@@ -184,9 +186,13 @@ export class ChainWatcher {
     if (queued) this.d.onEnqueued?.();
   }
 
+  /** The contracts read: token contracts the service met, and monitored ones it may not have met yet. */
   private async knownContracts(): Promise<Address[]> {
-    const res = await this.d.db.query<{ address: string }>(`SELECT address FROM contracts WHERE chain_id = $1 AND type IN ('ERC721', 'ERC1155')`, [this.chain.chainId]);
-    return res.rows.map((r) => r.address as Address);
+    const [res, monitored] = await Promise.all([
+      this.d.db.query<{ address: string }>(`SELECT address FROM contracts WHERE chain_id = $1 AND type IN ('ERC721', 'ERC1155')`, [this.chain.chainId]),
+      mintMonitorStore(this.d.db).addresses(this.chain.chainId),
+    ]);
+    return [...new Set([...res.rows.map((r) => r.address as Address), ...monitored])];
   }
 
   private async knownTokens(contract: Address): Promise<string[]> {
