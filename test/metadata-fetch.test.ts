@@ -239,7 +239,8 @@ describe('status codes', () => {
     const started = performance.now();
     const result = expectFailure(await fetcher.fetchJson(`${web.origin}/429`));
     expect(result).toMatchObject({ reason: 'HTTP_429', retryable: true, retryAfterMs: 7000 });
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // Waiting would take the 7 s asked; the bound is far from both, for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 });
 
@@ -353,7 +354,8 @@ describe('size and time limits', () => {
     const result = expectFailure(await quick.fetchJson(`${web.origin}${path}`));
     expect(result).toMatchObject({ reason: 'TIMEOUT', retryable: true });
     expect(result.trace[0].error).toBe('TIMEOUT');
-    expect(performance.now() - started).toBeLessThan(1_500);
+    // Against a server that never ends: well past the 300 ms deadline, and far below forever.
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it('stops when the caller aborts', async () => {
@@ -469,7 +471,8 @@ describe('gateway hedging and health', () => {
       const result = expectFailure(await f.fetchJson(`ipfs://${CID0}`));
       expect(result).toMatchObject({ reason: 'TIMEOUT', retryable: true });
       expect(result.trace.map((a) => a.error)).toEqual(['TIMEOUT', 'TIMEOUT']);
-      expect(performance.now() - started).toBeLessThan(1_500);
+      // Against a server that never ends: well past the 300 ms deadline, and far below forever.
+      expect(performance.now() - started).toBeLessThan(5_000);
     } finally {
       await silent.close();
     }

@@ -135,7 +135,8 @@ describe('rpc-proxy', () => {
     const t0 = Date.now();
     await expect(rpcCall(proxy.url, 'eth_blockNumber', [], { timeoutMs: 5_000 })).rejects.toThrow(/fetch failed|socket|closed|reset/i);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // Closed by the proxy, not by the client's 5 s timeout.
+    expect(Date.now() - t0).toBeLessThan(4_500);
   });
 
   it('batches: faults per element, answers keep the caller ids and order', async () => {
@@ -220,7 +221,8 @@ describe('rpc-proxy', () => {
     while (own.count('eth_blockNumber') === 0) await new Promise((r) => setTimeout(r, 10));
     const t0 = Date.now();
     await own.close();
-    expect(Date.now() - t0).toBeLessThan(1_000);
+    // Not held until the client's 10 s timeout.
+    expect(Date.now() - t0).toBeLessThan(5_000);
     expect(await held).toBeInstanceOf(Error);
   });
 });
