@@ -2,7 +2,7 @@
 // Raw-HTTP probe of every method of the Sequence schemas against a running metarelay: which methods
 // answer (anything but "no such route" or "method not found"), per service. The method lists are the
 // schemas' (Metadata, Collections, Admin, Relayer: the newest Go schemas, deprecated methods included,
-// and the legacy metadata methods old SDKs still call; Indexer and IndexerGateway: the generated
+// and the legacy methods old SDKs still call — 132 in all; Indexer and IndexerGateway: the generated
 // clients in node_modules). Arguments are empty: a method that exists answers, at worst, with an
 // argument error.
 //
@@ -34,6 +34,9 @@ const RELAYER =
     ' ',
   );
 
+/** Relayer methods of older schemas (the Go server's, and the 1.10/2.2 SDKs') that are not in the newest. */
+const RELAYER_OLDER = ['ResetSender', 'SentTransactions', 'PendingTransactions', 'ReportGasSponsorUsage'];
+
 /** The methods a generated client calls (`this.url('Name')`), read from its source in node_modules. */
 function clientMethods(pkg, file) {
   const root = fileURLToPath(new URL(`../node_modules/${pkg}/`, import.meta.url));
@@ -59,6 +62,7 @@ const services = [
   { name: 'Collections', path: '/rpc/Collections/', methods: COLLECTIONS },
   { name: 'Admin', path: '/rpc/Admin/', methods: ADMIN },
   { name: 'Relayer', path: `/relayer/${network}/rpc/Relayer/`, methods: RELAYER },
+  { name: 'Relayer (older)', path: `/relayer/${network}/rpc/Relayer/`, methods: RELAYER_OLDER },
   { name: 'Indexer', path: `/indexer/${network}/rpc/Indexer/`, methods: clientMethods('@0xsequence/indexer', 'src/indexer.gen.ts') },
   { name: 'IndexerGateway', path: '/rpc/IndexerGateway/', methods: clientMethods('@0xsequence/indexer', 'src/indexergw.gen.ts') },
 ];
