@@ -98,8 +98,9 @@ describe(`an idle serve's node calls, per block produced (${TEST_DB})`, () => {
     const perBlock = (n: number) => n / w.blocks;
     // Nobody asks for the head on their own: every reader takes the shared one.
     expect(w.byMethod.get('eth_blockNumber') ?? 0, detail).toBe(0);
-    // The head, read once per block time; a missed block joined by its parent hash.
-    expect(perBlock(sum(w.byMethod, (m) => HEAD_READS.has(m))), detail).toBeLessThanOrEqual(1.25);
+    // The head, read once per block time (1 per block on a quiet machine; a read that came before its
+    // block, or a block missed and joined by its parent hash, costs one more on a busy one).
+    expect(perBlock(sum(w.byMethod, (m) => HEAD_READS.has(m))), detail).toBeLessThanOrEqual(1.5);
     // Two readers of logs, each one eth_getLogs per idleReadMs (5 s) while nothing is found.
     expect(w.byMethod.get('eth_getLogs') ?? 0, detail).toBeLessThanOrEqual(2 * Math.ceil(w.blocks / 5) + 2);
     // Quiet senders are read once per quietSenderReadMs (30 s): 3 calls each, at most one round in a window this short.
@@ -112,9 +113,8 @@ describe(`an idle serve's node calls, per block produced (${TEST_DB})`, () => {
       [...w.byMethod.keys()].filter((m) => !HEAD_READS.has(m) && !SENDER_READS.has(m) && m !== 'eth_getLogs'),
       detail,
     ).toEqual([]);
-    // The budget: at most 2 calls per 1 s block, the senders' reads spread over their 30 s.
-    const senderShare = (3 * SENDERS.length * (w.blocks * 1_000)) / 30_000;
-    expect(perBlock(sum(w.byMethod, (m) => !SENDER_READS.has(m)) + senderShare), detail).toBeLessThanOrEqual(2);
+    // Per block produced, everything but the senders' reads (which are per 30 s, not per block): at most 2.
+    expect(perBlock(sum(w.byMethod, (m) => !SENDER_READS.has(m))), detail).toBeLessThanOrEqual(2);
   }, 90_000);
 
   it('through load-balanced nodes a block apart, still bounded per block: a head read from the node behind is not a new head', async () => {
@@ -128,9 +128,16 @@ describe(`an idle serve's node calls, per block produced (${TEST_DB})`, () => {
       // A read answered by the node behind brings no new head: it is read again a quarter interval later.
       expect(sum(w.byMethod, (m) => HEAD_READS.has(m)) / w.blocks, detail).toBeLessThanOrEqual(2.5);
       expect(w.byMethod.get('eth_getLogs') ?? 0, detail).toBeLessThanOrEqual(2 * Math.ceil(w.blocks / 5) + 4);
-      // The follower and the watcher moved on: nothing held them back.
-      const cursor = await testDb.db.query<{ b: string }>('SELECT block_number::text AS b FROM indexer_cursors WHERE chain_id = $1', [anvil.chainId]);
-      expect(Number(cursor.rows[0]!.b)).toBeGreaterThan((await head()) - 2 - 8);
+      // The follower and the watcher kept up: each reaches the head (less its confirmations) of the window's end.
+      const end = (await head()) - 2;
+      const cursors = async () => {
+        const f = await testDb.db.query<{ b: string }>('SELECT block_number::text AS b FROM indexer_cursors WHERE chain_id = $1', [anvil.chainId]);
+        const w = await testDb.db.query<{ b: string }>('SELECT block_number::text AS b FROM chain_cursors WHERE chain_id = $1', [anvil.chainId]);
+        return [Number(f.rows[0]!.b), Number(w.rows[0]!.b)];
+      };
+      const deadline = Date.now() + 20_000;
+      while ((await cursors()).some((b) => b < end) && Date.now() < deadline) await sleep(200);
+      expect(Math.min(...(await cursors()))).toBeGreaterThanOrEqual(end);
     } finally {
       provider.set({});
     }

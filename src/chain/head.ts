@@ -70,10 +70,13 @@ export class ChainHead {
   private top: BlockHeader | undefined;
   /** When the newest read the node answered was sent. */
   private readAt = 0;
-  /** When the last read was sent, answered or not: the loop's next read is timed from it. */
+  /** When the last read was sent, answered or not. */
   private triedAt = 0;
-  /** Reads in a row that brought no new head, and below the head. */
+  /** When the loop reads next: a grid one interval apart, so late timers do not drift it. */
+  private nextAt = 0;
+  /** The loop's reads in a row that brought no new head. */
   private misses = 0;
+  /** Reads in a row below the head. */
   private lower = 0;
   private readonly kept = new Map<bigint, BlockHeader>();
   private lo = 0n;
@@ -216,15 +219,10 @@ export class ChainHead {
     if (!top) return this.restart([h]);
     if (h.hash === top.hash) {
       this.lower = 0;
-      this.misses++;
       return;
     }
-    if (h.number < top.number) {
-      this.misses++;
-      if (++this.lower < LOWER_TO_ACCEPT) return;
-    }
+    if (h.number < top.number && ++this.lower < LOWER_TO_ACCEPT) return;
     this.lower = 0;
-    this.misses = 0;
     // Too far above what is kept to join it by reading parents: start afresh from the head.
     if (h.number - top.number - 1n > BigInt(MAX_WALK)) return this.restart([h]);
     const walked = [h];
@@ -263,7 +261,6 @@ export class ChainHead {
     for (const b of walked) this.kept.set(b.number, b);
     this.lo = walked[walked.length - 1]!.number;
     this.lower = 0;
-    this.misses = 0;
     this.setTop(walked[0]!);
   }
 
@@ -281,25 +278,37 @@ export class ChainHead {
   }
 
   /**
-   * Reads the head once per interval, timed from the last read (a reader's own read counts): after a
-   * new head, one interval; after a read that found none, a quarter of one once (the read came just
-   * before the block: the next ones then come just after theirs), then whole intervals.
+   * Reads the head once per interval, on a grid of its own (a late timer does not move the next read).
+   * A read that found no new head came just before the block: the grid moves half an interval later,
+   * once, so the reads fall midway between blocks, where jitter on either side costs neither a read
+   * that finds nothing nor a block missed. A slot where a reader read the head itself (within half an
+   * interval) is skipped.
    */
   private async run(): Promise<void> {
+    if (this.nextAt === 0) this.nextAt = Date.now();
     while (this.subscribers.size && !this.stopped) {
       const interval = this.intervalMs;
-      const wait = this.misses === 1 ? Math.max(50, Math.round(interval / 4)) : interval;
-      const due = this.triedAt + wait - Date.now();
-      if (due > 0) {
-        await this.sleep(due);
+      const now = Date.now();
+      if (this.nextAt > now) {
+        await this.sleep(this.nextAt - now);
         continue;
       }
+      // Late by more than an interval (a busy process): the grid starts again from now.
+      if (now - this.nextAt > interval) this.nextAt = now;
+      if (now - this.triedAt < interval / 2) {
+        this.nextAt += interval;
+        continue;
+      }
+      const before = this.top?.hash;
+      let fresh = false;
       try {
-        await this.read(0);
+        fresh = (await this.read(0)).hash !== before;
       } catch (err) {
         // The node's health logs an outage once; each failed poll is only worth a debug line.
         this.opts.log?.debug({ chain: this.opts.name, err: (err as Error).message?.split('\n')[0] }, 'chain head read failed');
       }
+      this.misses = fresh ? 0 : this.misses + 1;
+      this.nextAt += this.misses === 1 ? Math.round(interval / 2) : interval;
     }
     this.loop = undefined;
     if (this.subscribers.size && !this.stopped) this.loop = this.run();
@@ -356,6 +365,11 @@ export class ReadPacer {
   /** The cursor went back (a reorg): the next step reads at once. */
   reset(): void {
     this.readTo = undefined;
+    this.idle = false;
+  }
+
+  /** A step that was due could not read (a block the node did not return, a failed call): looked at again at the next head, not an idle spell later. */
+  retry(): void {
     this.idle = false;
   }
 }

@@ -114,7 +114,12 @@ export class IndexFollower {
     const head = this.chain.head;
     const h = await head.latest(this.cfg.pollMs);
     if (!this.catchingUp && !this.pacer.due(h.number - BigInt(this.cfg.confirmations), head.intervalMs / 2)) return false;
-    this.catchingUp = await this.step(h.number);
+    try {
+      this.catchingUp = await this.step(h.number);
+    } catch (err) {
+      this.pacer.retry();
+      throw err;
+    }
     return this.catchingUp;
   }
 
@@ -141,7 +146,10 @@ export class IndexFollower {
       await this.unwind(cur);
       return true;
     }
-    if (cur.block > head || (!seen && cur.hash !== '0x')) return false;
+    if (cur.block > head || (!seen && cur.hash !== '0x')) {
+      this.pacer.retry();
+      return false;
+    }
     await this.retryUnread();
     if (cur.block >= target) {
       this.pacer.at(cur.block);
@@ -154,7 +162,10 @@ export class IndexFollower {
       // The end block's hash is read before its logs: if a reorg lands in between, the next step
       // sees the cursor's hash gone from the chain and reads the range again.
       const endHash = await this.hashOf(planned);
-      if (!endHash) return false;
+      if (!endHash) {
+        this.pacer.retry();
+        return false;
+      }
       let read: { to: bigint; logs: RawLog[] };
       try {
         read = await this.reader.read(from, planned, address);

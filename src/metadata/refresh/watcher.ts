@@ -101,7 +101,12 @@ export class ChainWatcher {
     const head = this.chain.head;
     const h = await head.latest(this.d.config.watcher.pollMs);
     if (!this.catchingUp && !this.pacer.due(h.number - BigInt(this.d.config.watcher.confirmations), head.intervalMs / 2)) return false;
-    this.catchingUp = await this.step(h.number);
+    try {
+      this.catchingUp = await this.step(h.number);
+    } catch (err) {
+      this.pacer.retry();
+      throw err;
+    }
     return this.catchingUp;
   }
 
