@@ -70,19 +70,33 @@ describe('the shared chain head', () => {
     expect(await c.head.block(top + 5n)).toBeNull();
   });
 
-  it('a missed block is joined by its parent hash; a long gap starts afresh from the new head', async () => {
-    const c = client();
-    await c.head.read();
+  it('a missed block is joined by its parent hash while readers listen; a long gap, or nobody listening, starts afresh from the new head', async () => {
+    // Listening (the loop's own reads are a minute apart here: the reads below are the test's).
+    const c = client(60_000);
+    const unsubscribe = c.head.subscribe(() => undefined);
+    try {
+      await c.head.read();
+      await mine(anvil.rpcUrl, 2);
+      const joined = await callsOf(() => c.head.read());
+      expect(joined).toEqual({ eth_getBlockByNumber: 1, eth_getBlockByHash: 1 });
+      const top = c.head.current!.number;
+      expect(await callsOf(() => c.head.block(top - 1n))).toEqual({});
+      expect(await callsOf(() => c.head.block(top - 2n))).toEqual({});
+      await mine(anvil.rpcUrl, 20);
+      // Too far to join by parents: no walk of 20 reads, the old heights are dropped (not trusted).
+      expect(await callsOf(() => c.head.read())).toEqual({ eth_getBlockByNumber: 1 });
+      expect(await callsOf(() => c.head.block(top))).toEqual({ eth_getBlockByNumber: 1 });
+    } finally {
+      unsubscribe();
+      await c.head.stop();
+    }
+    // Nobody listening (a dispatcher alone, reading every 2 s): a gap is not joined by reading parents.
+    const alone = client();
+    await alone.head.read();
     await mine(anvil.rpcUrl, 2);
-    const joined = await callsOf(() => c.head.read());
-    expect(joined).toEqual({ eth_getBlockByNumber: 1, eth_getBlockByHash: 1 });
-    const top = c.head.current!.number;
-    expect(await callsOf(() => c.head.block(top - 1n))).toEqual({});
-    expect(await callsOf(() => c.head.block(top - 2n))).toEqual({});
-    await mine(anvil.rpcUrl, 20);
-    // Too far to join by parents: no walk of 20 reads, the old heights are dropped (not trusted).
-    expect(await callsOf(() => c.head.read())).toEqual({ eth_getBlockByNumber: 1 });
-    expect(await callsOf(() => c.head.block(top))).toEqual({ eth_getBlockByNumber: 1 });
+    expect(await callsOf(() => alone.head.read())).toEqual({ eth_getBlockByNumber: 1 });
+    const top = alone.head.current!.number;
+    expect(await callsOf(() => alone.head.block(top - 1n))).toEqual({ eth_getBlockByNumber: 1 });
   });
 
   it('a reorg: the new fork replaces the kept hashes above the block both share, and subscribers hear the new head', async () => {

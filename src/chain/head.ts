@@ -27,7 +27,11 @@ const KEPT = 256;
 /** Headers kept by hash (never stale: a hash names one block), for an hour at most. */
 const BY_HASH = 1_024;
 const BY_HASH_TTL_MS = 3_600_000;
-/** Parents read by hash to join a new head to the heights kept; a longer gap or deeper fork starts them afresh from the head. */
+/**
+ * Parents read by hash to join a new head to the heights kept, while the head polls for its readers (who
+ * use the kept heights); a longer gap or deeper fork starts them afresh from the head. Without readers
+ * (a dispatcher alone, reading every 2 s) nothing is read to join: the heights start afresh instead.
+ */
 const MAX_WALK = 3;
 /** Reads in a row below the head before the chain is taken to have gone back: one read may be a node behind (load-balanced providers). */
 const LOWER_TO_ACCEPT = 3;
@@ -223,14 +227,15 @@ export class ChainHead {
     }
     if (h.number < top.number && ++this.lower < LOWER_TO_ACCEPT) return;
     this.lower = 0;
+    const maxWalk = this.polling ? MAX_WALK : 0;
     // Too far above what is kept to join it by reading parents: start afresh from the head.
-    if (h.number - top.number - 1n > BigInt(MAX_WALK)) return this.restart([h]);
+    if (h.number - top.number - 1n > BigInt(maxWalk)) return this.restart([h]);
     const walked = [h];
     let c = h;
     for (let steps = 0; ; steps++) {
       const below = c.number - 1n;
       if (this.kept.get(below)?.hash === c.parentHash) return this.join(below, walked);
-      if (c.number <= 0n || below < this.lo || steps >= MAX_WALK) return this.restart(walked);
+      if (c.number <= 0n || below < this.lo || steps >= maxWalk) return this.restart(walked);
       const parent = await this.parent(c);
       // A parent the node does not return says nothing of the heights kept: they are dropped, not compared.
       if (!parent || parent.number !== below) return this.restart(walked);
