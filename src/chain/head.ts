@@ -149,10 +149,11 @@ export class ChainHead {
 
   /**
    * For a reader that follows the head: while the head polls on its own, whatever it read last (it is
-   * at most about one interval old); otherwise one read at most `maxAgeMs` ago.
+   * at most about one interval old); otherwise one read at most `maxAgeMs` ago, and never more often
+   * than the configured block time (no new head can come sooner).
    */
   latest(maxAgeMs: number): Promise<BlockHeader> {
-    return this.read(this.polling ? Math.max(maxAgeMs, 2 * this.intervalMs + 500) : maxAgeMs);
+    return this.read(this.polling ? Math.max(maxAgeMs, 2 * this.intervalMs + 500) : Math.max(maxAgeMs, this.opts.blockTimeMs ?? 0));
   }
 
   /**
