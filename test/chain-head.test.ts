@@ -68,6 +68,10 @@ describe('the shared chain head', () => {
     expect(await callsOf(() => c.head.block(top - 2n))).toEqual({});
     // Above the head: read, never kept, and null when the node has no such block (never an error).
     expect(await c.head.block(top + 5n)).toBeNull();
+    // A reader that found the node at odds with a kept header has it read again from the node.
+    c.head.distrust(top);
+    expect(await callsOf(() => c.head.block(top))).toEqual({ eth_getBlockByNumber: 1 });
+    expect(await callsOf(() => c.head.block(top - 1n))).toEqual({});
   });
 
   it('a missed block is joined by its parent hash while readers listen; a long gap, or nobody listening, starts afresh from the new head', async () => {

@@ -186,6 +186,17 @@ export class ChainHead {
     }
   }
 
+  /**
+   * A reader found the node's chain at odds with the kept header at height `n` (a log of that block
+   * from another fork): the heights from `n` up are dropped, so they are read from the node again,
+   * until a new head joins them anew.
+   */
+  distrust(n: bigint): void {
+    if (!this.top) return;
+    if (n <= this.lo) this.kept.clear();
+    else for (let k = this.top.number; k >= n; k--) this.kept.delete(k);
+  }
+
   /** `fn` is called with each new head (another number or hash); the head polls while anyone is subscribed. Returns the unsubscribe. */
   subscribe(fn: (head: BlockHeader) => void): () => void {
     this.subscribers.add(fn);

@@ -180,7 +180,11 @@ export class IndexFollower {
       const chunk = await decodeChunk(this.chain, logs);
       // A log of the end block from another fork than its header: the chain moved under us.
       const logged = chunk.blockHashes.get(to);
-      if (logged && logged !== endHash) return true;
+      if (logged && logged !== endHash) {
+        // The header may be one the shared head kept from before the move: read from the node next time.
+        this.chain.head.distrust(to);
+        return true;
+      }
       const moved = await db.transaction(async (tx) => {
         const now = await tx.query<{ b: string; block_hash: string }>('SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE', [
           chainId,
