@@ -448,6 +448,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
         await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop(), mediaSweep?.stop()]);
       }
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
+      // The shared head readers poll while the watchers and followers listen; none is left now.
+      await Promise.all([...chains.values()].map((c) => c.head.stop()));
       await events.delivery.stop();
       await events.streams.close();
       post.close();

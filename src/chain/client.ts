@@ -3,6 +3,7 @@ import type { ChainConfig } from '../config/schema.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { batchSplittingFetch } from './batch-split.ts';
 import { ChainHealth, observedFetch } from './health.ts';
+import { ChainHead } from './head.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 /**
@@ -12,7 +13,7 @@ import type { Logger } from '../telemetry/logger.ts';
  * - intake: user-triggered relayer work (FeeOptions, Simulate, SendMetaTxn's probes, nonce reads)
  * - engine: the dispatcher, its sweeps and sender refills
  * - indexer: the chain indexer
- * `public` serves everything else (metadata reads, the watcher, health).
+ * `public` serves everything else (metadata reads, the watcher, health); the shared head (head.ts) has its own.
  */
 export type NodeRole = 'intake' | 'engine' | 'indexer';
 
@@ -24,13 +25,15 @@ export interface ChainClient {
   readonly public: PublicClient;
   /** The node's state as every role's calls see it (one per chain, shared by the roles). */
   readonly health: ChainHealth;
+  /** The chain's head and recent headers, read once for every reader of the process (one per chain, shared by the roles). */
+  readonly head: ChainHead;
   /** The client of one role (made on first use, then kept). */
   forRole(role: NodeRole): PublicClient;
 }
 
 /** The same chain, whose `public` is the client of `role`: for a component that should only call the node as that role. */
 export function withRole(chain: ChainClient, role: NodeRole): ChainClient {
-  return { chainId: chain.chainId, name: chain.name, rpcUrls: chain.rpcUrls, public: chain.forRole(role), health: chain.health, forRole: (r) => chain.forRole(r) };
+  return { chainId: chain.chainId, name: chain.name, rpcUrls: chain.rpcUrls, public: chain.forRole(role), health: chain.health, head: chain.head, forRole: (r) => chain.forRole(r) };
 }
 
 /** The JSON-RPC methods in a request body (one, or several for a batch). */
@@ -41,7 +44,7 @@ function methodsOf(body: unknown): string[] {
 }
 
 export function createChainClient(
-  chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'> & { rpcTimeoutMs?: number },
+  chain: Pick<ChainConfig, 'chainId' | 'name' | 'rpcUrls' | 'rpcBatchSize'> & { rpcTimeoutMs?: number; blockTimeMs?: number },
   opts: { metrics?: Metrics; timeoutMs?: number; pollingIntervalMs?: number; log?: Logger } = {},
 ): ChainClient {
   const timeoutMs = opts.timeoutMs ?? chain.rpcTimeoutMs ?? 10_000;
@@ -87,12 +90,15 @@ export function createChainClient(
     }) as PublicClient;
   };
   const roles = new Map<NodeRole, PublicClient>();
+  // Its own client: a head read never waits in a batch behind another role's calls.
+  const head = new ChainHead(make(), { blockTimeMs: chain.blockTimeMs, health, log: opts.log, name: chain.name });
   return {
     chainId: chain.chainId,
     name: chain.name,
     rpcUrls: chain.rpcUrls,
     public: make(),
     health,
+    head,
     forRole(role) {
       let c = roles.get(role);
       if (!c) roles.set(role, (c = make()));

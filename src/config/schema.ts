@@ -151,6 +151,8 @@ export const IndexerChainConfigSchema = z.object({
   /** Most blocks per eth_getLogs; a node that refuses a range makes it shrink. */
   chunkBlocks: z.number().int().min(1).max(1_000_000).default(2_000),
   pollMs: z.number().int().positive().default(1_000),
+  /** While the follower's reads find no transfers, it reads at most this often: one eth_getLogs for the blocks of this long (0: every head). */
+  idleReadMs: z.number().int().min(0).default(5_000),
   /** Recent block hashes remembered to trace a reorg back to where the forks meet. */
   reorgWindow: z.number().int().min(1).max(10_000).default(128),
 });
@@ -164,6 +166,12 @@ export const ChainConfigSchema = z.object({
   rpcBatchSize: z.number().int().min(1).max(1000).default(200),
   /** A JSON-RPC call not answered within this long fails over to the next URL (a broadcast is then looked up, never re-signed). */
   rpcTimeoutMs: z.number().int().positive().default(10_000),
+  /**
+   * The chain's block time: how often the head is read (once for the dispatcher, the watcher and the
+   * indexer of the process). Unset: learned from the blocks' timestamps, kept within 1–2 s; set it on a
+   * slower chain (12000 on Ethereum) to read the head once per block (docs/production.md, node calls).
+   */
+  blockTimeMs: z.number().int().min(50).max(600_000).optional(),
   /**
    * First blocks of contracts, by address: where a whole-contract refresh and a watchlist backfill start
    * reading its events. Needed only when the node keeps no old state and the contract has no event
@@ -286,6 +294,8 @@ export const AppConfigSchema = z
         /** Blocks behind the head the watcher stays, so shallow reorgs never reach it. */
         confirmations: z.number().int().min(0).default(2),
         pollMs: z.number().int().positive().default(2_000),
+        /** While the watcher's reads find no events, it reads at most this often: one eth_getLogs for the blocks of this long. */
+        idleReadMs: z.number().int().min(0).default(5_000),
         /** Blocks per eth_getLogs. */
         maxBlocksPerPoll: z.number().int().positive().default(2_000),
       })

@@ -7,10 +7,13 @@ const TIMESTAMP_READS_AT_ONCE = 10;
 /** Tries of one header: a block the logs came from that a node does not return is a node behind (load-balanced providers). */
 const HEADER_TRIES = 4;
 
+/** A block's header: kept by the chain's shared head reader when recent (no call), else read through the caller's client. */
 async function headerOf(chain: ChainClient, blockNumber: bigint) {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await chain.public.getBlock({ blockNumber });
+      const b = await chain.head.block(blockNumber, chain.public);
+      if (b) return b;
+      throw new Error(`block ${blockNumber} not found`);
     } catch (err) {
       if (attempt >= HEADER_TRIES) throw err;
       await new Promise((r) => setTimeout(r, 100 * attempt));
@@ -46,7 +49,7 @@ export async function decodeChunk(chain: ChainClient, logs: RawLog[]): Promise<D
   const undatedList = [...undated];
   for (let i = 0; i < undatedList.length; i += TIMESTAMP_READS_AT_ONCE) {
     const blocks = await Promise.all(undatedList.slice(i, i + TIMESTAMP_READS_AT_ONCE).map((n) => headerOf(chain, n)));
-    for (const b of blocks) times.set(b.number!, Number(b.timestamp));
+    for (const b of blocks) times.set(b.number, Number(b.timestamp));
   }
   for (const log of logs) {
     const decoded = decodeTransfer(log);

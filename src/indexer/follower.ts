@@ -3,6 +3,7 @@ import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { ReadPacer } from '../chain/head.ts';
 import { LogReader, type UnreadableBlockError } from '../chain/logs.ts';
 import { UnreadBlocks, type UnreadBlocksConfig } from '../chain/unread-blocks.ts';
 import { decodeChunk } from './chunk.ts';
@@ -16,7 +17,10 @@ export interface FollowerConfig {
   fromBlock?: number;
   confirmations: number;
   chunkBlocks: number;
+  /** How often the background loop looks at the shared head when no new one woke it (new heads wake it at once). */
   pollMs: number;
+  /** While its reads find no transfers, one read per this long (several blocks per eth_getLogs); default 0: every new head. */
+  idleReadMs?: number;
   /** Recent block hashes kept to find where a reorg forked. */
   reorgWindow: number;
   /** When a block's logs cannot be read, how often before passing over it, and when to retry (logReads). */
@@ -40,7 +44,10 @@ export async function readCursor(db: Db, chainId: number, scope: IndexScope): Pr
 }
 
 /**
- * Follows one chain `confirmations` blocks behind its head and applies its token transfers. Each
+ * Follows one chain `confirmations` blocks behind its head and applies its token transfers. In the
+ * background it steps on the heads the chain's shared head reader (chain/head.ts) hands it, reading the
+ * block hashes it checks from the headers that reader keeps; while its reads find nothing, it reads
+ * once per `idleReadMs` (one eth_getLogs for several blocks). `poll()` steps once at the node's head. Each
  * step's transfers, the recent block hashes and the cursor's move are one transaction that first
  * locks the cursor and checks it is where the step began: of two followers on one chain (two
  * processes), one applies a range and the other drops its read. A cursor block whose hash changed
@@ -48,13 +55,17 @@ export async function readCursor(db: Db, chainId: number, scope: IndexScope): Pr
  */
 export class IndexFollower {
   private readonly loop = new PollLoop(
-    () => this.poll(),
+    () => this.tick(),
     () => this.cfg.pollMs,
     (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'indexer poll failed'),
   );
   private readonly reader: LogReader;
   /** Blocks this scope's follower passed over for their logs being unreadable, and their retries. */
   readonly unread: UnreadBlocks;
+  private readonly pacer = new ReadPacer(() => ({ busyMs: 0, idleMs: this.cfg.idleReadMs ?? 0 }));
+  /** The last step left blocks to read at once (catching up): the next one is not paced. */
+  private catchingUp = false;
+  private unsubscribe?: () => void;
 
   constructor(
     readonly chain: ChainClient,
@@ -75,24 +86,47 @@ export class IndexFollower {
   }
 
   start(): void {
+    // Each new head of the shared reader wakes the loop; the reader polls while someone listens.
+    this.unsubscribe ??= this.chain.head.subscribe(() => this.loop.wake());
     this.loop.start();
   }
 
   stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
     return this.loop.stop();
   }
 
+  /** The block's hash on the chain of the head (kept by the shared reader, else read); null: the node has none there. */
   private async hashOf(block: bigint): Promise<string | null> {
     if (block < 0n) return '0x';
-    const b = await this.chain.public.getBlock({ blockNumber: block }).catch(() => null);
-    return b?.hash?.toLowerCase() ?? null;
+    const b = await this.chain.head.block(block, this.chain.public).catch(() => null);
+    return b?.hash ?? null;
   }
 
-  /** One step; true when there is more to read right away. */
+  /** One step at the node's head, read now; true when there is more to read right away. */
   async poll(): Promise<boolean> {
+    return this.step((await this.chain.head.read()).number);
+  }
+
+  /** The background loop's step: at the shared reader's head, when its range is due. */
+  private async tick(): Promise<boolean> {
+    const head = this.chain.head;
+    const h = await head.latest(this.cfg.pollMs);
+    if (!this.catchingUp && !this.pacer.due(h.number - BigInt(this.cfg.confirmations), head.intervalMs / 2)) return false;
+    try {
+      this.catchingUp = await this.step(h.number);
+    } catch (err) {
+      this.pacer.retry();
+      throw err;
+    }
+    return this.catchingUp;
+  }
+
+  /** One step with the head at `head`; true when there is more to read right away. */
+  private async step(head: bigint): Promise<boolean> {
     const { db } = this.d;
     const chainId = this.chain.chainId;
-    const head = await this.chain.public.getBlockNumber();
     const target = head - BigInt(this.cfg.confirmations);
     if (target < 0n) return false;
     let cur = await readCursor(db, chainId, this.cfg.scope);
@@ -112,9 +146,15 @@ export class IndexFollower {
       await this.unwind(cur);
       return true;
     }
-    if (cur.block > head || (!seen && cur.hash !== '0x')) return false;
+    if (cur.block > head || (!seen && cur.hash !== '0x')) {
+      this.pacer.retry();
+      return false;
+    }
     await this.retryUnread();
-    if (cur.block >= target) return false;
+    if (cur.block >= target) {
+      this.pacer.at(cur.block);
+      return false;
+    }
     const from = cur.block + 1n;
     const address = this.d.addresses ? await this.d.addresses() : undefined;
     for (;;) {
@@ -122,7 +162,10 @@ export class IndexFollower {
       // The end block's hash is read before its logs: if a reorg lands in between, the next step
       // sees the cursor's hash gone from the chain and reads the range again.
       const endHash = await this.hashOf(planned);
-      if (!endHash) return false;
+      if (!endHash) {
+        this.pacer.retry();
+        return false;
+      }
       let read: { to: bigint; logs: RawLog[] };
       try {
         read = await this.reader.read(from, planned, address);
@@ -137,7 +180,11 @@ export class IndexFollower {
       const chunk = await decodeChunk(this.chain, logs);
       // A log of the end block from another fork than its header: the chain moved under us.
       const logged = chunk.blockHashes.get(to);
-      if (logged && logged !== endHash) return true;
+      if (logged && logged !== endHash) {
+        // The header may be one the shared head kept from before the move: read from the node next time.
+        this.chain.head.distrust(to);
+        return true;
+      }
       const moved = await db.transaction(async (tx) => {
         const now = await tx.query<{ b: string; block_hash: string }>('SELECT block_number::text AS b, block_hash FROM indexer_cursors WHERE chain_id = $1 AND scope = $2 FOR UPDATE', [
           chainId,
@@ -167,6 +214,7 @@ export class IndexFollower {
         return true;
       });
       if (moved) {
+        this.pacer.read(to, chunk.logs > 0, to >= target);
         this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
         if (chunk.malformed) this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'malformed' }, chunk.malformed);
       }
@@ -261,6 +309,7 @@ export class IndexFollower {
       return n;
     });
     if (undone !== null) {
+      this.pacer.reset();
       this.d.metrics?.indexerReorgs.inc({ chain: this.chain.name });
       this.d.log.warn({ chain: this.chain.name, from: cur.block.toString(), to: ancestor.toString(), undone }, 'reorg: transfers rolled back');
     }

@@ -1,6 +1,7 @@
 import { PollLoop } from '../../util/poll-loop.ts';
 import { decodeAbiParameters, parseAbiItem, toEventSelector, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { ReadPacer } from '../../chain/head.ts';
 import { LogReader, type ChainLog, type UnreadableBlockError } from '../../chain/logs.ts';
 import { UnreadBlocks } from '../../chain/unread-blocks.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -31,11 +32,13 @@ interface Cursor {
 /**
  * Follows one chain a few blocks behind its head and queues refreshes for the contracts the service
  * knows and those a project put in the mint monitor: ERC-4906 MetadataUpdate / BatchMetadataUpdate,
- * ERC-1155 URI, and new mints.
+ * ERC-1155 URI, and new mints. In the background it steps on the heads of the chain's shared head
+ * reader (chain/head.ts), at most once per pollMs, and once per idleReadMs while its reads find nothing
+ * (one eth_getLogs for several blocks).
  */
 export class ChainWatcher {
   private readonly loop = new PollLoop(
-    () => this.poll(),
+    () => this.tick(),
     () => this.d.config.watcher.pollMs,
     (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'chain watcher poll failed'),
   );
@@ -44,6 +47,10 @@ export class ChainWatcher {
   private readonly reader: LogReader;
   /** Blocks passed over for their logs being unreadable, and their retries. */
   readonly unread: UnreadBlocks;
+  private readonly pacer = new ReadPacer(() => ({ busyMs: this.d.config.watcher.pollMs, idleMs: this.d.config.watcher.idleReadMs }));
+  /** The last step stopped short of the target (maxBlocksPerPoll): the next one is not paced. */
+  private catchingUp = false;
+  private unsubscribe?: () => void;
 
   constructor(
     private readonly chain: ChainClient,
@@ -55,10 +62,14 @@ export class ChainWatcher {
   }
 
   start(): void {
+    // Each new head of the shared reader wakes the loop; the reader polls while someone listens.
+    this.unsubscribe ??= this.chain.head.subscribe(() => this.loop.wake());
     this.loop.start();
   }
 
   stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
     return this.loop.stop();
   }
 
@@ -76,27 +87,49 @@ export class ChainWatcher {
     this.lastProcessed = block;
   }
 
+  /** The block's hash on the chain of the head (kept by the shared reader, else read); null: the node has none there. */
   private async hashOf(block: bigint): Promise<string | null> {
-    const b = await this.chain.public.getBlock({ blockNumber: block }).catch(() => null);
+    const b = await this.chain.head.block(block, this.chain.public).catch(() => null);
     return b?.hash ?? null;
   }
 
-  /** One step: from the cursor up to head − confirmations, at most maxBlocksPerPoll blocks. */
+  /** One step at the node's head, read now. */
   async poll(): Promise<void> {
+    await this.step((await this.chain.head.read()).number);
+  }
+
+  /** The background loop's step: at the shared reader's head, when its range is due. */
+  private async tick(): Promise<boolean> {
+    const head = this.chain.head;
+    const h = await head.latest(this.d.config.watcher.pollMs);
+    if (!this.catchingUp && !this.pacer.due(h.number - BigInt(this.d.config.watcher.confirmations), head.intervalMs / 2)) return false;
+    try {
+      this.catchingUp = await this.step(h.number);
+    } catch (err) {
+      this.pacer.retry();
+      throw err;
+    }
+    return this.catchingUp;
+  }
+
+  /** One step: from the cursor up to head − confirmations, at most maxBlocksPerPoll blocks; true when it stopped short. */
+  private async step(head: bigint): Promise<boolean> {
     const w = this.d.config.watcher;
-    const head = await this.chain.public.getBlockNumber();
     const target = head - BigInt(w.confirmations);
-    if (target < 0n) return;
+    if (target < 0n) return false;
     let cur = await this.cursor();
     if (!cur) {
       // A new watcher starts at the head (or the configured block): history is what refresh tasks are for.
       const start = this.chainConfig.watchFromBlock !== undefined ? BigInt(this.chainConfig.watchFromBlock) - 1n : target;
       const from = start < 0n ? 0n : start;
       await this.saveCursor(from, (await this.hashOf(from)) ?? '0x');
-      if (this.chainConfig.watchFromBlock === undefined) return;
+      if (this.chainConfig.watchFromBlock === undefined) {
+        this.pacer.at(from);
+        return false;
+      }
       cur = await this.cursor();
     }
-    if (!cur) return;
+    if (!cur) return false;
     // A reorg replaced the block we stopped at: step back and read that stretch again.
     const seen = await this.hashOf(cur.block);
     if (seen && cur.hash !== '0x' && seen !== cur.hash) {
@@ -105,10 +138,14 @@ export class ChainWatcher {
       await this.saveCursor(back, (await this.hashOf(back)) ?? '0x');
       // What was passed over above `back` is read again from there (and passed over again if need be).
       await this.unread.forgetAbove(this.d.db, back);
-      return;
+      this.pacer.reset();
+      return true;
     }
     await this.retryUnread();
-    if (cur.block >= target) return;
+    if (cur.block >= target) {
+      this.pacer.at(cur.block);
+      return false;
+    }
     const from = cur.block + 1n;
     const upTo = from + BigInt(w.maxBlocksPerPoll) - 1n > target ? target : from + BigInt(w.maxBlocksPerPoll) - 1n;
     let scanned: { to: bigint; found: Map<Address, Set<string>> };
@@ -116,7 +153,10 @@ export class ChainWatcher {
       scanned = await this.scan(from, upTo);
     } catch (err) {
       // One block no read could get: after a few polls in a row, pass over it rather than hold up the chain.
-      if (this.unread.shouldPassOver(err)) return this.passOver(cur, err);
+      if (this.unread.shouldPassOver(err)) {
+        await this.passOver(cur, err);
+        return true;
+      }
       throw err;
     }
     this.unread.succeeded();
@@ -133,10 +173,12 @@ export class ChainWatcher {
       await tx.query('UPDATE chain_cursors SET block_number = $2, block_hash = $3, updated_at = now() WHERE chain_id = $1', [this.chain.chainId, to.toString(), toHash]);
       return tasks;
     });
-    if (!queued) return;
+    if (!queued) return false;
     this.lastProcessed = to;
+    this.pacer.read(to, found.size > 0, to >= target);
     for (const q of queued) this.d.log.info({ chain: this.chain.name, ...q }, 'refresh queued from chain events');
     if (queued.length) this.d.onEnqueued?.();
+    return to < target;
   }
 
   /** Queues the refreshes found, on the caller's transaction. */

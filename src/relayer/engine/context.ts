@@ -1,4 +1,5 @@
 import type { Address, PublicClient } from 'viem';
+import type { ChainHead } from '../../chain/head.ts';
 import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -47,6 +48,8 @@ export interface EngineContext {
   readonly chainId: number;
   readonly chainName: string;
   readonly client: PublicClient;
+  /** The chain's head and recent headers, shared with the process's other readers (chain/head.ts). */
+  readonly chainHead: ChainHead;
   readonly config: RelayerChainConfig;
   readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'observeBlock' | 'feeModel'>;
   readonly deps: DispatcherDeps;

@@ -28,7 +28,10 @@ const SIMULATE_AT_ONCE = 32;
 /** How long a claim on queued meta-transactions keeps other processes off them: one pass, with room. */
 const CLAIM_SEC = 15;
 const IDLE_SWEEP_MS = 3_000;
-/** How often an idle dispatcher (nothing in flight, nothing to reconcile) reads the head. */
+/**
+ * How often an idle dispatcher (nothing in flight, nothing to reconcile) looks at the head: the shared
+ * head reader's (chain/head.ts) when it polls for the watcher or the indexer, else read this often.
+ */
 const IDLE_POLL_MS = 2_000;
 /** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
 const UNREADY_DEFER_MS = 1_000;
@@ -111,6 +114,9 @@ export class Dispatcher implements EngineContext {
   get client() {
     return this.relayer.deps.chain.forRole('engine');
   }
+  get chainHead() {
+    return this.relayer.deps.chain.head;
+  }
   get config() {
     return this.relayer.deps.config;
   }
@@ -138,8 +144,9 @@ export class Dispatcher implements EngineContext {
     if (this.held.length === 0) return;
     // A sender newly taken over is reconciled before anything is signed with it.
     if (this.held.some((a) => !before.has(a)) || rows.some((r) => r.next_nonce == null)) this.dirty = true;
-    // Number and hash: a reorg to a chain of the same height is a new head too.
-    const block = await this.client.getBlock({ blockTag: 'latest' });
+    // Number and hash: a reorg to a chain of the same height is a new head too. Busy, read every
+    // pollMs (a receipt may be one block away); idle, the process's shared head will do.
+    const block = this.idle ? await this.chainHead.latest(IDLE_POLL_MS) : await this.chainHead.read(this.config.pollMs);
     const head = Number(block.number);
     // Also now and then without a new block: on a chain that mines only when a transaction arrives
     // (a dev node, some L2s), a node that lost its pool would otherwise never be sent anything again.

@@ -328,11 +328,12 @@ export class Sweeper {
     const numbers = [...new Set(slots.map((s) => s.attempts.find((a) => a.status === 'MINED')!.mined_block!))];
     // A block the node says it has not (null) may be a reorg; a read that failed (429, 5xx, a dropped
     // connection) says nothing about the chain: undefined, looked at again without counting a miss.
+    // Blocks within the confirmation depth are usually kept by the shared head reader: no call.
     const blocks = await Promise.all(
       numbers.map((n) =>
-        d.client.getBlock({ blockNumber: BigInt(n) }).then(
-          (b) => b.hash,
-          (e: unknown) => ((e as { name?: string }).name === 'BlockNotFoundError' ? null : undefined),
+        d.chainHead.block(BigInt(n), d.client).then(
+          (b) => b?.hash ?? null,
+          () => undefined,
         ),
       ),
     );
