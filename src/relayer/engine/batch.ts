@@ -1,6 +1,8 @@
 import { decodeEventLog, encodeFunctionData, type Address, type Hex } from 'viem';
 import { walletAbi } from '../abi.ts';
-import { describeRevert } from '../intake/simulate.ts';
+import { describeRevert, intrinsicGas } from '../intake/simulate.ts';
+import { tokenKey } from '../intake/fees.ts';
+import type { ChainRelayer } from '../chain-relayer.ts';
 import type { RawReceipt } from '../receipts.ts';
 import type { MetaTxnRow } from '../store.ts';
 
@@ -83,4 +85,25 @@ export function batchGroups<P extends { row: MetaTxnRow; overrides: readonly unk
     g.wallets.add(p.row.wallet);
   }
   return { alone: plans.filter((p) => !batchable.includes(p)), groups };
+}
+
+/**
+ * Whether a batch, simulated as the guest-module call it will be signed as (with `gas`, its members'
+ * wallets' code as it is), still pays the payee at least what each member owes in each fee token:
+ * a member that pays alone might not inside a batch (its fee read from state another member changed).
+ */
+export async function batchPays(r: ChainRelayer, sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
+  const sim = await r.simulate(
+    sender,
+    r.context.guestModule,
+    data,
+    [],
+    gas - intrinsicGas(data),
+    members.map((m) => m.wallet as Address),
+  );
+  if (!sim.ok) return false;
+  return r.feeTokens.every((t, i) => {
+    const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);
+    return (sim.paid[i] ?? 0n) >= owed;
+  });
 }

@@ -1,16 +1,14 @@
 import type { Address, Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
-import { batchCall, batchGroups } from './batch.ts';
+import { batchCall, batchGroups, batchPays } from './batch.ts';
 import { crashPoint } from './crash-points.ts';
-import { tokenKey } from '../intake/fees.ts';
 import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
-import { readNonces } from '../nonces.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
 import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';
-import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
+import type { NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow } from '../store.ts';
 import { Sweeper } from './sweep.ts';
 import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
@@ -19,8 +17,8 @@ import { PollLoop } from '../../util/poll-loop.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
 
 export type { DispatcherDeps, SenderState } from './context.ts';
-import { recogniseWallets, type WalletKind } from '../intake/wallets.ts';
-import { delegatedTo, type Authorization } from '../intake/authorization.ts';
+import { WalletReads, authorizationToCarry } from './wallet-reads.ts';
+import type { Authorization } from '../intake/authorization.ts';
 
 const MAX_ATTEMPTS = 5;
 const QUEUE_READ = 256;
@@ -77,8 +75,7 @@ export class Dispatcher implements EngineContext {
   readonly senders = new Map<Address, SenderState>();
   head = -1;
   private headHash?: string;
-  private nonceCache: { head: number; at: Map<string, bigint> } = { head: -1, at: new Map() };
-  private kindCache: { head: number; at: Map<Address, WalletKind> } = { head: -1, at: new Map() };
+  private readonly walletReads: WalletReads;
   private sweptAt = 0;
   /** Queued meta-transactions judged unsure at consecutive passes (still-good.ts), by id. */
   private readonly unsure = new Map<string, number>();
@@ -102,6 +99,7 @@ export class Dispatcher implements EngineContext {
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
     this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent, legacy: relayer.feeModel === 'legacy' };
     this.sweeper = new Sweeper(this);
+    this.walletReads = new WalletReads(() => this.client, relayer.context, relayer.wallets);
   }
 
   get chainId() {
@@ -235,7 +233,7 @@ export class Dispatcher implements EngineContext {
       rows.map((r) => r.id),
     );
     const flat = rows.flatMap((r) => bundles.get(r.id)!.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: BigInt(b.nonce) })));
-    const current = await this.walletNonces(flat);
+    const current = await this.walletReads.noncesAt(this.head, flat);
     const want = flat.filter((b, i) => b.nonce > current[i]).map((b) => ({ wallet: b.wallet, space: b.space.toString(), nonce: (b.nonce - 1n).toString() }));
     const holders = await this.deps.metaTxns.holdersOf(this.chainId, want);
     let k = 0;
@@ -264,24 +262,6 @@ export class Dispatcher implements EngineContext {
     }
     await this.deps.metaTxns.defer(this.chainId, unready, UNREADY_DEFER_MS);
     return plans;
-  }
-
-  /** What each wallet's code is, read once per head. */
-  private async walletKinds(wallets: Address[]): Promise<Map<Address, WalletKind>> {
-    if (this.kindCache.head !== this.head) this.kindCache = { head: this.head, at: new Map() };
-    const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kindCache.at.has(w));
-    for (const [w, k] of await recogniseWallets(this.client, this.relayer.context, missing, this.relayer.wallets)) this.kindCache.at.set(w, k);
-    return this.kindCache.at;
-  }
-
-  /** Wallet nonces, read from the chain once per head (a queue of unready rows must not cost node calls every pass). */
-  private async walletNonces(items: { wallet: Address; space: bigint }[]): Promise<bigint[]> {
-    if (this.nonceCache.head !== this.head) this.nonceCache = { head: this.head, at: new Map() };
-    const key = (x: { wallet: Address; space: bigint }) => `${x.wallet}:${x.space}`;
-    const missing = [...new Map(items.filter((x) => !this.nonceCache.at.has(key(x))).map((x) => [key(x), x])).values()];
-    const read = await readNonces(this.client, missing);
-    missing.forEach((x, i) => this.nonceCache.at.set(key(x), read[i]));
-    return items.map((x) => this.nonceCache.at.get(key(x))!);
   }
 
   /** Senders that may take new work now: held, not stopped, above the balance floor, with room in flight. */
@@ -359,26 +339,18 @@ export class Dispatcher implements EngineContext {
    * (pending included). An EOA that sent a transaction since voided it: on chain the authorization would
    * be skipped and the call would reach a plain account, so it is dropped and nothing is paid.
    */
-  private async delegation(row: MetaTxnRow): Promise<{ carry?: Authorization; void?: string }> {
-    const a = row.authorization;
-    if (!a) return {};
-    const wallet = row.wallet as Address;
-    const [code, next] = await Promise.all([this.client.getCode({ address: wallet }), this.client.getTransactionCount({ address: wallet, blockTag: 'pending' })]);
-    if (delegatedTo(code) === a.implementation) return {};
-    if (next !== a.nonce)
-      return { void: `its EIP-7702 authorization is void: it is for account nonce ${a.nonce} of ${wallet}, which is at ${next} (the EOA sent a transaction since); nothing was sent` };
-    return { carry: a };
-  }
-
   private async simulateAll(items: { sender: Address; p: Plan }[]): Promise<Map<string, boolean>> {
     const out = new Map<string, boolean>();
     // A wallet may have switched to other code since intake (its owner can call it directly): then its
     // bundles no longer have to honour signatures, nonces or fees, and are not sent.
-    const kinds = await this.walletKinds(items.flatMap(({ p }) => p.wallets));
+    const kinds = await this.walletReads.kindsAt(
+      this.head,
+      items.flatMap(({ p }) => p.wallets),
+    );
     for (let i = 0; i < items.length; i += SIMULATE_AT_ONCE) {
       await Promise.all(
         items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
-          const d = await this.delegation(p.row);
+          const d = await authorizationToCarry(this.client, p.row);
           if (d.void) {
             await this.drop(p.row, d.void);
             out.set(p.row.id, false);
@@ -432,28 +404,11 @@ export class Dispatcher implements EngineContext {
       groups.map(async (g): Promise<Unit[]> => {
         if (g.length < 2) return g.map((m) => single(m));
         const call = batchCall(g.map((m) => ({ wallet: m.entrypoint as Address, input: m.input as Hex, gasLimit: BigInt(m.gas_limit) })));
-        if (await this.batchPays(sender, call.data, call.gas, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
+        if (await batchPays(this.relayer, sender, call.data, call.gas, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
         return g.map((m) => single(m));
       }),
     );
     return [...units, ...built.flat()];
-  }
-
-  private async batchPays(sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
-    const r = this.relayer;
-    const sim = await r.simulate(
-      sender,
-      r.context.guestModule,
-      data,
-      [],
-      gas - intrinsicGas(data),
-      members.map((m) => m.wallet as Address),
-    );
-    if (!sim.ok) return false;
-    return r.feeTokens.every((t, i) => {
-      const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);
-      return (sim.paid[i] ?? 0n) >= owed;
-    });
   }
 
   /** Signs the units with consecutive nonces of one sender and records them, all in one transaction. */

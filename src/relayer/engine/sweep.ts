@@ -1,7 +1,7 @@
 import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import { authorizationsOf, broadcast, confirmAttempts, failAttempt, failTaken, insertAttempt, markBroadcast, markMined, noteBroadcast, openAttempts, sign, unmine, type Attempt } from './attempts.ts';
-import { ownedNextNonces, recordSenderRead, setNextNonce } from './ledger.ts';
+import { ownedNextNonces, recordSenderRead } from './ledger.ts';
 import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext, SenderState } from './context.ts';
 import { marketFees, replacementFees, type Fees } from './gas-price.ts';
@@ -13,10 +13,10 @@ import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
 import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
 import { receiptL1Fee } from '../fee-model.ts';
+import { mendLedger } from './ledger-mend.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
-const FILLER_GAS = 21_000n;
 interface Slot {
   sender: Address;
   nonce: number;
@@ -134,7 +134,7 @@ export class Sweeper {
           stalled ??= `nonce ${s.nonce}: ${why}`;
         }
       }
-      await this.mendLedger(r.address, r.pending, next.get(r.address) ?? null, mine, head);
+      await mendLedger(this.d, () => this.fees(), r.address, r.pending, next.get(r.address) ?? null, mine, head);
       await recordSenderRead(this.db, d.chainId, r.address, { balance: r.balance, belowFloor, latest: r.latest, pending: r.pending, stalled });
       await announceBalanceLevel(d, r.address, r.balance, this.levels);
     }
@@ -473,45 +473,5 @@ export class Sweeper {
     d.deps.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
     await failAttempt(this.db, d.chainId, hash, res.message);
     await this.db.transaction((tx) => d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, last.hash, 'replacement_refused'));
-  }
-
-  /**
-   * Keeps the ledger equal to what the chain and our open slots say: holes below an open slot are filled
-   * with a zero-value self-transfer (nothing after a hole can be mined), a counter past every open slot
-   * and the pool is rewound, and a counter behind the chain (the key used elsewhere) is moved up.
-   */
-  private async mendLedger(sender: Address, pending: number, next: number | null, open: Slot[], head: number) {
-    const d = this.d;
-    if (next == null || pending > next) {
-      if (next != null) d.deps.log.warn({ chainId: d.chainId, sender, ledger: next, chain: pending }, 'sender used outside this relayer; ledger moved up');
-      await this.setLedger(sender, pending);
-      return;
-    }
-    // Every open slot counts, mined ones too: a reorg can put a mined one back above the chain's count.
-    const taken = new Set(open.map((s) => s.nonce));
-    const highest = open.length ? Math.max(...open.map((s) => s.nonce)) : -1;
-    for (let n = pending; n < highest; n++) if (!taken.has(n)) await this.fill(sender, n, head);
-    const floor = Math.max(pending, highest + 1);
-    if (next > floor) {
-      d.deps.log.info({ chainId: d.chainId, sender, from: next, to: floor }, 'ledger rewound to the chain');
-      await this.setLedger(sender, floor);
-    }
-  }
-
-  private async setLedger(sender: Address, n: number) {
-    await setNextNonce(this.db, this.d.chainId, sender, n, this.d.owner);
-  }
-
-  private async fill(sender: Address, nonce: number, head: number) {
-    const d = this.d;
-    // Arbitrum counts an L1 component even in a bare transfer: the node says how much.
-    const gas = d.relayer.feeModel === 'arbitrum' ? await d.client.estimateGas({ account: sender, to: sender, value: 0n }) : FILLER_GAS;
-    const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees: await this.fees() };
-    const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
-    await insertAttempt(this.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
-    d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
-    const res = await broadcast(d.client, raw);
-    if (res.ok) d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
-    else await failAttempt(this.db, d.chainId, hash, res.message);
   }
 }

@@ -1,0 +1,41 @@
+import type { Address, Hex } from 'viem';
+import { broadcast, failAttempt, insertAttempt, sign } from './attempts.ts';
+import type { EngineContext } from './context.ts';
+import type { Fees } from './gas-price.ts';
+import { setNextNonce } from './ledger.ts';
+
+const FILLER_GAS = 21_000n;
+
+/**
+ * Keeps the ledger equal to what the chain and our open slots say: holes below an open slot are filled
+ * with a zero-value self-transfer (nothing after a hole can be mined), a counter past every open slot
+ * and the pool is rewound, and a counter behind the chain (the key used elsewhere) is moved up.
+ */
+export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, sender: Address, pending: number, next: number | null, open: readonly { nonce: number }[], head: number) {
+  if (next == null || pending > next) {
+    if (next != null) d.deps.log.warn({ chainId: d.chainId, sender, ledger: next, chain: pending }, 'sender used outside this relayer; ledger moved up');
+    await setNextNonce(d.deps.db, d.chainId, sender, pending, d.owner);
+    return;
+  }
+  // Every open slot counts, mined ones too: a reorg can put a mined one back above the chain's count.
+  const taken = new Set(open.map((s) => s.nonce));
+  const highest = open.length ? Math.max(...open.map((s) => s.nonce)) : -1;
+  for (let n = pending; n < highest; n++) if (!taken.has(n)) await fill(d, fees, sender, n, head);
+  const floor = Math.max(pending, highest + 1);
+  if (next > floor) {
+    d.deps.log.info({ chainId: d.chainId, sender, from: next, to: floor }, 'ledger rewound to the chain');
+    await setNextNonce(d.deps.db, d.chainId, sender, floor, d.owner);
+  }
+}
+
+async function fill(d: EngineContext, fees: () => Promise<Fees>, sender: Address, nonce: number, head: number) {
+  // Arbitrum counts an L1 component even in a bare transfer: the node says how much.
+  const gas = d.relayer.feeModel === 'arbitrum' ? await d.client.estimateGas({ account: sender, to: sender, value: 0n }) : FILLER_GAS;
+  const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees: await fees() };
+  const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
+  await insertAttempt(d.deps.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
+  d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
+  const res = await broadcast(d.client, raw);
+  if (res.ok) d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
+  else await failAttempt(d.deps.db, d.chainId, hash, res.message);
+}
