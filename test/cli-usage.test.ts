@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exampleHint } from '../src/cli/dev-banner.ts';
-import { BIN, runNode, type CliResult } from './support/cli.ts';
+import { SOURCE_BIN, runNode, type CliResult } from './support/cli.ts';
 import { freePort } from './support/ports.ts';
 
 const cwd = mkdtempSync(join(tmpdir(), 'metarelay-cli-usage-'));
@@ -18,12 +18,12 @@ const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !==
 
 function run(...args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SOURCE_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 

@@ -1,41 +1,14 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAnvil, type AnvilHandle } from '../src/devchain/anvil.ts';
 import { ANVIL_DEPLOYER_KEY } from '../src/devchain/samples.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { freePort } from './support/ports.ts';
-import { drainUnderLoad, type InstalledApp } from './support/package-drain.ts';
-
-// npm run from `npm test` exports its own settings (npm_config_*): a nested npm must not inherit them.
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
-
-function sh(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
-  const r = spawnSync(cmd, args, { cwd, env: { ...cleanEnv, ...env }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
-  return r.stdout;
-}
-
-// What `npm pack` needs of the checkout. The pack builds (prepack) in a copy, so this test never
-// empties the checkout's dist/ under another test serving the console page from it.
-const PACK_INPUTS = [
-  'bin',
-  'console',
-  'contracts',
-  'scripts',
-  'src',
-  'package.json',
-  'package-lock.json',
-  'tsconfig.json',
-  'tsconfig.build.json',
-  'README.md',
-  'docs',
-  'LICENSE',
-  'metarelay.example.json',
-];
+import { drainUnderLoad } from './support/package-drain.ts';
+import { appOf, cleanEnv, packedAndInstalled, sh, type InstalledApp } from './support/package.ts';
 
 let anvil: AnvilHandle;
 /** The tarball installed by the first test, for the drain under load. */
@@ -47,7 +20,7 @@ beforeAll(async () => {
   if (TEST_DB === 'pglite') await testDb.db.close();
 });
 afterAll(async () => {
-  if (installedApp) rmSync(installedApp.work, { recursive: true, force: true });
+  installedApp?.remove();
   await anvil?.stop();
   await testDb?.drop().catch(() => undefined);
 });
@@ -55,19 +28,10 @@ afterAll(async () => {
 describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
   // The bound is a guard against hangs: npm pack (with the build) and the install took up to ~10 min on the loaded 2-core machine.
   it('holds the build and no tests, installs without dev tooling, and migrates and serves with plain node', { timeout: 900_000 }, async () => {
-    const work = mkdtempSync(join(tmpdir(), 'metarelay-pkg-'));
-    const src = join(work, 'src-copy');
-    mkdirSync(src);
-    for (const f of PACK_INPUTS) cpSync(resolve(f), join(src, f), { recursive: true });
-    symlinkSync(resolve('node_modules'), join(src, 'node_modules'), 'dir');
-    const tPack = performance.now();
-    const tgz = sh('npm', ['pack', '--silent', '--pack-destination', work], src).trim().split('\n').pop()!;
-
-    const packMs = Math.round(performance.now() - tPack);
-    const files = sh('tar', ['-tzf', join(work, tgz)], work)
-      .trim()
-      .split('\n')
-      .map((f) => f.replace(/^package\//, ''));
+    // Packed and installed once per content of the sources (support/package.ts): the PostgreSQL half
+    // of `npm test` checks the same tarball and install the PGlite half made.
+    const pkg = await packedAndInstalled();
+    const files = pkg.files;
     for (const f of [
       'bin/metarelay.mjs',
       'dist/cli/main.js',
@@ -84,23 +48,16 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
     }
     expect(files.filter((f) => /^(test|bench|src|console|scripts)\/|\.test\.|\.ts$/.test(f))).toEqual([]);
 
-    const app = join(work, 'app');
-    mkdirSync(app);
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'operator', private: true }));
-    const tInstall = performance.now();
-    const installed = spawnSync('npm', ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', join(work, tgz)], { cwd: app, env: cleanEnv, encoding: 'utf8' });
-    const installOut = `${installed.stdout}\n${installed.stderr}`;
-    if (installed.status !== 0) throw new Error(`npm install of the tarball failed (${installed.status}):\n${installOut}`);
-    const installMs = Math.round(performance.now() - tInstall);
     // An operator's install is quiet: no engine warning (a dependency wanting a newer Node than
     // engines.node says) and no install-script warning (the checkout's `prepare` is not packed).
-    expect(installOut.split('\n').filter((l) => /npm warn/i.test(l) && /engine|prepare|install-scripts|allowScripts/i.test(l))).toEqual([]);
-    const manifest = JSON.parse(readFileSync(join(app, 'node_modules', 'metarelay', 'package.json'), 'utf8'));
+    expect(pkg.installOutput.split('\n').filter((l) => /npm warn/i.test(l) && /engine|prepare|install-scripts|allowScripts/i.test(l))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(pkg.nodeModules, 'metarelay', 'package.json'), 'utf8'));
     expect(manifest.scripts?.prepare).toBeUndefined();
-    expect(readFileSync(join(src, 'package.json'), 'utf8')).toContain('"prepare"');
-    for (const dev of ['tsx', 'typescript', 'vite', 'vitest', '@0xsequence/wallet-contracts']) expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);
-    const kb = Number(sh('du', ['-sk', 'node_modules'], app).split('\t')[0]);
-    const bin = join(app, 'node_modules', '.bin', 'metarelay');
+    expect(pkg.packedFromManifest).toContain('"prepare"');
+    for (const dev of ['tsx', 'typescript', 'vite', 'vitest', '@0xsequence/wallet-contracts']) expect(existsSync(join(pkg.nodeModules, dev)), dev).toBe(false);
+    const kb = Number(sh('du', ['-sk', pkg.nodeModules], pkg.nodeModules).split('\t')[0]);
+    const installed = appOf(pkg);
+    const { app, bin } = installed;
 
     const port = await freePort();
     const cfg = join(app, 'metarelay.json');
@@ -187,12 +144,12 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
       }
       // Figures, not assertions: what an operator installs and waits for.
       console.log(
-        `package: ${readdirSync(join(app, 'node_modules')).length} top-level modules, ${Math.round(kb / 1024)} MB installed; serve cold start to /ready ${readyMs} ms (npm pack with the build ${packMs} ms, install ${installMs} ms)`,
+        `package: ${readdirSync(pkg.nodeModules).length} top-level modules, ${Math.round(kb / 1024)} MB installed; serve cold start to /ready ${readyMs} ms (npm pack with the build ${pkg.packMs} ms, install ${pkg.installMs} ms${pkg.fresh ? '' : ', both earlier: reused'})`,
       );
-      installedApp = { work, app, bin };
+      installedApp = installed;
     } finally {
       if (srv.exitCode === null) srv.kill('SIGKILL');
-      if (!installedApp) rmSync(work, { recursive: true, force: true });
+      if (!installedApp) installed.remove();
     }
   });
 

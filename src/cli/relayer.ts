@@ -2,7 +2,6 @@ import type { Address } from 'viem';
 import { NetworkRegistry } from '../chain/registry.ts';
 import { PolicyError, PolicyFields, SponsorConflict, SponsorKind, mergePolicy, policyPatch, sponsorRepo, sponsorWire } from '../relayer/index.ts';
 import { z } from 'zod';
-import { createServices } from '../services.ts';
 import { projectRepo } from '../store/projects.ts';
 import { parse } from './args.ts';
 import { DB_FLAGS, configFrom, withDb } from './db.ts';
@@ -13,6 +12,9 @@ import { onShutdown } from './shutdown.ts';
 export async function runRelayer(argv: string[]) {
   const { values } = parse(argv, DB_FLAGS);
   const config = configFrom(values);
+  // Imported here, not at the top: the whole service is 1 s of CPU to load, which `metarelay sponsors`
+  // (this file too) has no use for.
+  const { createServices } = await import('../services.ts');
   const s = await createServices(config);
   if (s.dispatchers.length === 0) {
     await s.close();

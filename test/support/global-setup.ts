@@ -32,7 +32,14 @@ async function pgliteTemplate(): Promise<string> {
   const db = await openDb(tmp);
   await migrate(db);
   await db.close();
-  renameSync(tmp, dir);
+  try {
+    renameSync(tmp, dir);
+  } catch (err) {
+    // Another run (a worktree sharing node_modules, the other database half) built the same template
+    // at the same time and renamed it into place first: theirs is as good as ours.
+    rmSync(tmp, { recursive: true, force: true });
+    if (!existsSync(dir)) throw err;
+  }
   return dir;
 }
 

@@ -18,18 +18,11 @@ import { mine, setAutomine } from './anvil-control.ts';
 import { createTestDb } from './db.ts';
 import { TEST_DB } from './env.ts';
 import { freePort } from './ports.ts';
+import { cleanEnv, type InstalledApp } from './package.ts';
 import { deployWallets, mintBundles, type LoadItem } from './relay-load.ts';
 import { PAYEE, QUOTE_SECRET, SENDER_KEYS, erc20, type RelayerEnv } from './relayer-env.ts';
 import { startTokenChain } from './token-chain.ts';
 
-export interface InstalledApp {
-  work: string;
-  app: string;
-  /** node_modules/.bin/metarelay of the installed tarball. */
-  bin: string;
-}
-
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
 /** Broadcast and held before the signal (their receipt polls are open at it). */
 const HELD = 12;
 /** Sent while the drain begins, four at a time. */
