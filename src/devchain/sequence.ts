@@ -148,18 +148,13 @@ export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedS
       }
       setup.push({ method: 'anvil_setCode', params: [SINGLETON_FACTORY, create2Code] });
     }
-    setup.push({ method: 'eth_gasPrice', params: [] }, { method: 'eth_getTransactionCount', params: [DEPLOYER, 'pending'] });
+    setup.push({ method: 'eth_getTransactionCount', params: [DEPLOYER, 'pending'] });
     const txs = missing.map((name) => ({
       name,
       tx: { from: DEPLOYER, to: SINGLETON_FACTORY, data: concat([ZERO_SALT, sequenceInitCode(name)]) },
     }));
     const setupResults = await rpcBatch(rpcUrl, [...setup, ...txs.map(({ tx }) => ({ method: 'eth_estimateGas', params: [tx] }))]);
     const startNonce = Number(setupResults[setup.length - 1] as Hex);
-    // Priced far above the node's price: the deployments fill blocks, and each full block raises the
-    // base fee (by 1/8 at most: six blocks double it), so a transaction priced at the price of the
-    // moment could fall under it before its turn and stay pending. A legacy price, for chains without
-    // EIP-1559 too.
-    const gasPrice = toHex(BigInt(setupResults[setup.length - 2] as Hex) * 3n + 10n ** 9n);
     const gas = setupResults.slice(setup.length) as Hex[];
 
     const hashes = (await rpcBatch(
@@ -167,7 +162,7 @@ export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedS
       txs.map(({ tx }, i) => ({
         method: 'eth_sendTransaction',
         // The proxy forwards with CALL, so a tight estimate can leave the inner CREATE2 short.
-        params: [{ ...tx, gas: toHex((BigInt(gas[i]!) * 13n) / 10n), gasPrice, nonce: toHex(startNonce + i) }],
+        params: [{ ...tx, gas: toHex((BigInt(gas[i]!) * 13n) / 10n), nonce: toHex(startNonce + i) }],
       })),
     )) as Hash[];
     const statuses = await waitForReceipts(rpcUrl, hashes);
@@ -207,8 +202,8 @@ async function waitForReceipts(rpcUrl: string, hashes: Hash[]): Promise<Hex[]> {
     pending = pending.filter((h) => !status.has(h));
     // anvil's automine has been seen to leave a transaction pending on a loaded machine (the cause of a
     // flaky 30 s wait in CI): every 2 s without progress, a block is mined to take what the pool holds.
-    // Its base fee is set to zero first, should a transaction be priced under it all the same (the
-    // price above is three times the node's).
+    // Its base fee is set to zero first: the deployments fill blocks, each full block raises the base
+    // fee, and a transaction priced when the batch was sent can fall under it and wait forever.
     if (pending.length > 0 && round > 0 && round % 40 === 0) {
       await rpcBatch(rpcUrl, [
         { method: 'anvil_setNextBlockBaseFeePerGas', params: ['0x0'] },
