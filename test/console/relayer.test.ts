@@ -119,7 +119,7 @@ describe('console: CheckSponsorship', () => {
     const p = await newProject();
     const rule = await addRule(p.id, 'CONTRACT', env.token);
     await admin('UpdateGasSponsor', { projectId: p.id, id: rule.id, active: false });
-    expect((await check(p.id, env.token, '0x')).body).toMatchObject({ sponsored: false, reason: expect.stringMatching(/no active sponsorship/) });
+    expect((await check(p.id, env.token, '0x')).body).toMatchObject({ sponsored: false, reason: expect.stringMatching(/has an active sponsorship on this network/) });
     await admin('UpdateGasSponsor', { projectId: p.id, id: rule.id, active: true, dailyCapWei: '0' });
     expect((await check(p.id, env.token, '0x')).body).toMatchObject({ sponsored: false, reason: expect.stringMatching(/daily spend cap/) });
   });
