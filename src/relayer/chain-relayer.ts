@@ -22,7 +22,7 @@ export type { SendArgs, SendResult } from './intake/intake.ts';
 export type { Admission, Funding } from './intake/pricing.ts';
 export { sponsorshipWire } from './intake/pricing.ts';
 
-/** Reads answered from a block older than one seen (a node behind) are made again up to this many times in all, pausing a little longer each time. */
+/** Reads answered from a block older than one seen (a node behind) are made again up to this many times in all: once at once, then pausing a little longer each time. */
 const STALE_TRIES = 4;
 const STALE_PAUSE_MS = 100;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -159,7 +159,11 @@ export class ChainRelayer implements RelayerChain {
       // nodes a block or two apart), whose state may predate what the relayer did and reported (a
       // wallet it deployed, a nonce it used). Run again, on a node that has caught up.
       if (r.block < this.seenBlock && attempt < STALE_TRIES) {
-        await pause(STALE_PAUSE_MS * attempt);
+        // The chain's head is read again first (the shared head: one call): the run goes out after it,
+        // not in step with the round robin that gave this one to the node behind (a run and its
+        // estimate are two requests, which a strict alternation would hand to the same node each time).
+        await this.deps.chain.head.read().catch(() => undefined);
+        await pause(STALE_PAUSE_MS * (attempt - 1));
         continue;
       }
       // Failed on a block older than the head: the caller may act on a block this relayer has not seen
@@ -187,10 +191,23 @@ export class ChainRelayer implements RelayerChain {
       try {
         return ((await this.client.getCode({ address, blockNumber: this.seenBlock })) ?? '0x') !== '0x';
       } catch {
-        await pause(STALE_PAUSE_MS * attempt);
+        await pause(STALE_PAUSE_MS * (attempt - 1));
       }
     }
     return false;
+  }
+
+  /** Wallets recognised at the newest block seen (a node without it refuses: asked again at once); null when no node answered for it. */
+  private async recogniseAtSeen(asked: readonly Address[]): Promise<Awaited<ReturnType<typeof recogniseDeferring>> | null> {
+    const at = this.seenBlock;
+    for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
+      try {
+        return await recogniseDeferring(this.client, this.context, asked, new WalletCache(this.client, this.delegates, at));
+      } catch {
+        if (attempt > 1) await pause(STALE_PAUSE_MS * (attempt - 1));
+      }
+    }
+    return null;
   }
 
   get client() {
@@ -271,7 +288,13 @@ export class ChainRelayer implements RelayerChain {
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
     const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
     let [{ kinds, unverified }] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
-    // "No code" from a node behind is not the last word on a wallet that has code at a block already seen.
+    // "No code" from a node behind is not the last word on a wallet that has code at a block already
+    // seen: recognised again at that block (a node behind refuses it, and is not asked twice in a row
+    // by a load balancer's round robin), else at latest a few times more.
+    if (strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && (await this.codeAtSeen(first.entrypoint))) {
+      const pinned = await this.recogniseAtSeen(asked);
+      if (pinned) ({ kinds, unverified } = pinned);
+    }
     for (let attempt = 1; strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
       await pause(STALE_PAUSE_MS * attempt);
       ({ kinds, unverified } = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer));

@@ -35,9 +35,10 @@ const PROXY_CODE_HASH = keccak256(WALLET_PROXY_CODE);
 const SLOT_READER_CODE: Hex = '0x305460005260206000f3';
 
 /** Code hashes of many accounts in one eth_call (the probe's codeHashes; zero: no code). */
-async function readCodeHashes(client: PublicClient, accounts: Address[]): Promise<Hex[]> {
+async function readCodeHashes(client: PublicClient, accounts: Address[], blockNumber?: bigint): Promise<Hex[]> {
   const probe = probeAddress();
   const r = await client.call({
+    ...(blockNumber === undefined ? {} : { blockNumber }),
     to: probe,
     data: encodeFunctionData({ abi: probeAbi, functionName: 'codeHashes', args: [accounts] }),
     stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }],
@@ -46,10 +47,11 @@ async function readCodeHashes(client: PublicClient, accounts: Address[]): Promis
 }
 
 /** Implementation slots of many wallets in one eth_call: each answers through SLOT_READER, read by the probe's peek. */
-async function readSlots(client: PublicClient, wallets: Address[]): Promise<Hex[]> {
+async function readSlots(client: PublicClient, wallets: Address[], blockNumber?: bigint): Promise<Hex[]> {
   const probe = probeAddress();
   const data = encodeFunctionData({ abi: probeAbi, functionName: 'probeMany', args: [[], zeroAddress, [], wallets, wallets.map(() => 0n), 0n] });
   const r = await client.call({
+    ...(blockNumber === undefined ? {} : { blockNumber }),
     to: probe,
     data,
     stateOverride: [{ address: probe, code: RELAY_PROBE_CODE as Hex }, ...wallets.map((address) => ({ address, code: SLOT_READER_CODE }))],
@@ -77,10 +79,11 @@ export class WalletCache {
   /** Code hashes of the delegation designators of accepted implementations (a delegated EOA is never remembered: it may re-delegate). */
   private readonly delegated: Set<bigint>;
 
-  constructor(client: PublicClient, delegates: readonly Address[] = []) {
+  /** `blockNumber`: every read at that block (a cache of one request, pinned to a block already seen), else at latest. */
+  constructor(client: PublicClient, delegates: readonly Address[] = [], blockNumber?: bigint) {
     this.delegated = new Set(delegates.map((d) => BigInt(designatorHash(d))));
-    this.codes = new WindowBatch((a) => readCodeHashes(client, a));
-    this.slotReads = new WindowBatch((a) => readSlots(client, a));
+    this.codes = new WindowBatch((a) => readCodeHashes(client, a, blockNumber));
+    this.slotReads = new WindowBatch((a) => readSlots(client, a, blockNumber));
   }
 
   observe(block: bigint | number) {
