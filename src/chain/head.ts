@@ -353,8 +353,27 @@ export class ReadPacer {
   private lastAt = 0;
   private idle = false;
   private readTo: bigint | undefined;
+  /** The last step stopped short: the next runs at the next head, due or not. */
+  private catchingUp = false;
 
   constructor(private readonly spacing: () => { busyMs: number; idleMs: number }) {}
+
+  /**
+   * A background loop's step of a reader of `head` (the indexer follower, the chain watcher): at the
+   * shared reader's head (at most `maxAgeMs` old), runs `step` while catching up or when a read is due;
+   * true when there is more to read right away. A step that throws is looked at again at the next head.
+   */
+  async tick(head: ChainHead, o: { maxAgeMs: number; confirmations: number }, step: (head: bigint) => Promise<boolean>): Promise<boolean> {
+    const h = await head.latest(o.maxAgeMs);
+    if (!this.catchingUp && !this.due(h.number - BigInt(o.confirmations), head.intervalMs / 2)) return false;
+    try {
+      this.catchingUp = await step(h.number);
+    } catch (err) {
+      this.retry();
+      throw err;
+    }
+    return this.catchingUp;
+  }
 
   /**
    * Blocks up to `target` are unread and their turn has come. `slackMs`: reads are started by heads,

@@ -63,8 +63,6 @@ export class IndexFollower {
   /** Blocks this scope's follower passed over for their logs being unreadable, and their retries. */
   readonly unread: UnreadBlocks;
   private readonly pacer = new ReadPacer(() => ({ busyMs: 0, idleMs: this.cfg.idleReadMs ?? 0 }));
-  /** The last step left blocks to read at once (catching up): the next one is not paced. */
-  private catchingUp = false;
   private unsubscribe?: () => void;
 
   constructor(
@@ -110,17 +108,8 @@ export class IndexFollower {
   }
 
   /** The background loop's step: at the shared reader's head, when its range is due. */
-  private async tick(): Promise<boolean> {
-    const head = this.chain.head;
-    const h = await head.latest(this.cfg.pollMs);
-    if (!this.catchingUp && !this.pacer.due(h.number - BigInt(this.cfg.confirmations), head.intervalMs / 2)) return false;
-    try {
-      this.catchingUp = await this.step(h.number);
-    } catch (err) {
-      this.pacer.retry();
-      throw err;
-    }
-    return this.catchingUp;
+  private tick(): Promise<boolean> {
+    return this.pacer.tick(this.chain.head, { maxAgeMs: this.cfg.pollMs, confirmations: this.cfg.confirmations }, (h) => this.step(h));
   }
 
   /** One step with the head at `head`; true when there is more to read right away. */

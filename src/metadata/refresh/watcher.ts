@@ -48,8 +48,6 @@ export class ChainWatcher {
   /** Blocks passed over for their logs being unreadable, and their retries. */
   readonly unread: UnreadBlocks;
   private readonly pacer = new ReadPacer(() => ({ busyMs: this.d.config.watcher.pollMs, idleMs: this.d.config.watcher.idleReadMs }));
-  /** The last step stopped short of the target (maxBlocksPerPoll): the next one is not paced. */
-  private catchingUp = false;
   private unsubscribe?: () => void;
 
   constructor(
@@ -99,17 +97,8 @@ export class ChainWatcher {
   }
 
   /** The background loop's step: at the shared reader's head, when its range is due. */
-  private async tick(): Promise<boolean> {
-    const head = this.chain.head;
-    const h = await head.latest(this.d.config.watcher.pollMs);
-    if (!this.catchingUp && !this.pacer.due(h.number - BigInt(this.d.config.watcher.confirmations), head.intervalMs / 2)) return false;
-    try {
-      this.catchingUp = await this.step(h.number);
-    } catch (err) {
-      this.pacer.retry();
-      throw err;
-    }
-    return this.catchingUp;
+  private tick(): Promise<boolean> {
+    return this.pacer.tick(this.chain.head, { maxAgeMs: this.d.config.watcher.pollMs, confirmations: this.d.config.watcher.confirmations }, (h) => this.step(h));
   }
 
   /** One step: from the cursor up to head − confirmations, at most maxBlocksPerPoll blocks; true when it stopped short. */
