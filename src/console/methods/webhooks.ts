@@ -3,19 +3,11 @@ import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { ChainArg } from '../../http/services/args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { appendEvents, EVENT_TYPES } from '../../events/outbox.ts';
-import { targetProblem } from '../../events/post.ts';
+import { WebhookUrlArg } from '../../http/services/args.ts';
 import type { Delivery, Webhook } from '../../events/webhook-store.ts';
 import { Id, ProjectId, chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
-const Url = z
-  .string()
-  .trim()
-  .max(2_000)
-  .superRefine((u, ctx) => {
-    const problem = targetProblem(u);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
 const EventList = z
   .array(z.enum([...EVENT_TYPES, '*']))
   .min(1, 'subscribe to at least one event type (or "*")')
@@ -67,7 +59,7 @@ export function webhookMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
   return {
     /** Answers the signing secret once: it is never listed again. */
     CreateWebhook: method({
-      input: z.object({ projectId: ProjectId, url: Url, events: EventList, chainIds: z.array(ChainArg).max(100).optional(), description: Description.optional() }),
+      input: z.object({ projectId: ProjectId, url: WebhookUrlArg, events: EventList, chainIds: z.array(ChainArg).max(100).optional(), description: Description.optional() }),
       handler: async (a) => {
         await requireProject(a.projectId);
         const { webhook, secret } = await store.create({
@@ -91,7 +83,7 @@ export function webhookMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
     UpdateWebhook: method({
       input: z.object({
         id: Id,
-        url: Url.optional(),
+        url: WebhookUrlArg.optional(),
         events: EventList.optional(),
         chainIds: z.array(ChainArg).min(1).max(100).optional(),
         allChains: z.boolean().optional(),

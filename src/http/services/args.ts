@@ -4,6 +4,7 @@ import type { ChainClient } from '../../chain/client.ts';
 import { parseTokenId } from '../../metadata/tokens/token-id.ts';
 import type { Services } from '../../services.ts';
 import { RpcError, type ServiceErrorMap } from '../errors.ts';
+import { targetProblem } from '../../events/post.ts';
 
 /** Accepts a chain as the clients send it: a string, or a bare number from lenient callers. */
 export const ChainArg = z.union([z.string(), z.number().int()]).transform(String);
@@ -54,3 +55,13 @@ export const PageArg = z
   })
   .loose()
   .optional();
+
+/** A webhook's URL (Console webhooks, indexer listeners): http(s), not to a private or loopback address as written (events/post.ts). */
+export const WebhookUrlArg = z
+  .string()
+  .trim()
+  .max(2_000)
+  .superRefine((u, ctx) => {
+    const problem = targetProblem(u);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });

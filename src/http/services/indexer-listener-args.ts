@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { eventTopicOf, type ListenerFilter } from '../../events/listener-filter.ts';
-import { targetProblem } from '../../events/post.ts';
 import type { ChainIndexer } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError } from '../errors.ts';
 import type { RpcContext } from '../webrpc.ts';
-import { AddressArg, TokenIdArg } from './args.ts';
+import { AddressArg, TokenIdArg, WebhookUrlArg } from './args.ts';
 
 // The webhook-listener methods' request schemas (EventFilter, WebhookListener of indexer.gen.ts) and
 // the rules that turn them into what a listener keeps. Unknown fields are refused, never dropped; a
@@ -27,15 +26,6 @@ export const EventFilterArg = z
   })
   .strict();
 
-export const UrlArg = z
-  .string()
-  .trim()
-  .max(2_000)
-  .superRefine((u, ctx) => {
-    const problem = targetProblem(u);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
-
 /** `projectId` of the schema's requests: 0 and null are "not given" (Go's zero value). */
 export const ProjectIdArg = z.number().int().nonnegative().nullish();
 export const ListenerId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -45,7 +35,7 @@ export const ListenerArg = z
   .object({
     id: ListenerId,
     projectID: z.number().int().nonnegative().nullish(),
-    url: UrlArg.optional(),
+    url: WebhookUrlArg.optional(),
     filters: EventFilterArg.optional(),
     name: z.string().trim().max(200).optional(),
     updatedAt: z.string().max(64).nullish(),

@@ -4,7 +4,8 @@ import type { ChainIndexer } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
-import { EventFilterArg, ListenerArg, ListenerId, ProjectIdArg, UrlArg, bad, listenerFilter, projectOf, vetUrl } from './indexer-listener-args.ts';
+import { WebhookUrlArg } from './args.ts';
+import { EventFilterArg, ListenerArg, ListenerId, ProjectIdArg, bad, listenerFilter, projectOf, vetUrl } from './indexer-listener-args.ts';
 
 /** Sequence's WebhookListener; `disabledReason` is metarelay's own, when the delivery worker disabled it. */
 function wire(l: Listener) {
@@ -57,7 +58,7 @@ export function indexerListenerMethods(s: Services, chainOf: (ctx: RpcContext) =
   const methods: Record<string, MethodDef<any>> = {
     /** `secret` is metarelay's own: the key deliveries are signed with, answered this once. */
     AddWebhookListener: method({
-      input: z.object({ url: UrlArg, filters: EventFilterArg, ...Scoped }).strict(),
+      input: z.object({ url: WebhookUrlArg, filters: EventFilterArg, ...Scoped }).strict(),
       handler: async (a, ctx) => {
         const { ix, chainId, projectId } = await scope(ctx, a.projectId);
         const filter = await listenerFilter(ix, a.filters);
