@@ -23,6 +23,15 @@ const Addr = z
   .regex(/^0x[0-9a-fA-F]{40}$/, 'not a 20-byte 0x address')
   .transform((a) => a.toLowerCase() as Address);
 const Id = z.number().int().positive();
+/** The fields a rule is added and changed with, beside its owner, target and gas ceiling. */
+const RULE_FIELDS = {
+  name: z.string().max(200).optional(),
+  active: z.boolean().optional(),
+  webhookUrl: WebhookUrl.optional(),
+  webhookAuthToken: WebhookToken.optional(),
+  gasTankId: GasTankId,
+  ...PolicyFields,
+};
 
 export const SPONSOR_ADMIN_METHODS = [
   'ListGasSponsors',
@@ -97,18 +106,7 @@ export function sponsorMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     });
     out[`Add${o.prefix}GasSponsor`] = method({
-      input: lenient({
-        ...Owner,
-        address: Addr,
-        name: z.string().max(200).optional(),
-        active: z.boolean().optional(),
-        kind: SponsorKind.optional(),
-        maxGasLimit: MaxGas.optional(),
-        webhookUrl: WebhookUrl.optional(),
-        webhookAuthToken: WebhookToken.optional(),
-        gasTankId: GasTankId,
-        ...PolicyFields,
-      }),
+      input: lenient({ ...Owner, address: Addr, kind: SponsorKind.optional(), maxGasLimit: MaxGas.optional(), ...RULE_FIELDS }),
       handler: async ({ args: a, ignoredFields }, ctx) => {
         const r = relayerFor(ctx);
         const id = ownerId(a);
@@ -135,17 +133,8 @@ export function sponsorMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       },
     });
     out[`Update${o.prefix}GasSponsor`] = method({
-      input: lenient({
-        ...Owner,
-        id: Id,
-        name: z.string().max(200).optional(),
-        active: z.boolean().optional(),
-        maxGasLimit: MaxGas.nullable().optional(),
-        webhookUrl: WebhookUrl.optional(),
-        webhookAuthToken: WebhookToken.optional(),
-        gasTankId: GasTankId,
-        ...PolicyFields,
-      }),
+      // null removes the gas ceiling.
+      input: lenient({ ...Owner, id: Id, maxGasLimit: MaxGas.nullable().optional(), ...RULE_FIELDS }),
       handler: async ({ args: a, ignoredFields }, ctx) => {
         const r = relayerFor(ctx);
         const owner = o.owner(ownerId(a));
