@@ -9,18 +9,12 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, resolve } from 'node:path';
+import { abandoned, files } from './cache-lock.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CACHE = join(ROOT, 'node_modules/.cache/metarelay');
 /** What the build is made of: it is rebuilt when any of these changes. */
 const INPUTS = ['src', 'bin', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
-
-function files(path: string): string[] {
-  if (!statSync(path).isDirectory()) return [path];
-  return readdirSync(path)
-    .sort()
-    .flatMap((f) => files(join(path, f)));
-}
 
 function contentHash(): string {
   // The checkout's path too: the build links to its contracts/, examples/ and console page, and
@@ -30,15 +24,6 @@ function contentHash(): string {
     .update(readFileSync(join(ROOT, 'node_modules/typescript/package.json')));
   for (const f of INPUTS.flatMap((i) => files(join(ROOT, i)))) h.update(relative(ROOT, f)).update('\0').update(readFileSync(f)).update('\0');
   return h.digest('hex').slice(0, 16);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function build(dir: string) {
@@ -118,18 +103,4 @@ export function builtBin(): string {
   }
   built = bin;
   return bin;
-}
-
-/** A lock whose builder died: its pid is gone, or it never wrote one (killed right after taking it). */
-function abandoned(lock: string): boolean {
-  try {
-    const pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-    return pid > 0 && !alive(pid);
-  } catch {
-    try {
-      return Date.now() - statSync(lock).mtimeMs > 30_000;
-    } catch {
-      return false;
-    }
-  }
 }

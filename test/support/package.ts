@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { abandoned, files } from './cache-lock.ts';
 
 // npm run from `npm test` exports its own settings (npm_config_*): a nested npm must not inherit them.
 export const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
@@ -64,13 +65,6 @@ export interface PackedPackage {
   fresh: boolean;
 }
 
-function files(path: string): string[] {
-  if (!statSync(path).isDirectory()) return [path];
-  return readdirSync(path)
-    .sort()
-    .flatMap((f) => files(join(path, f)));
-}
-
 function contentKey(): string {
   const h = createHash('sha256').update(`node ${process.version}\0npm ${sh('npm', ['--version'], tmpdir()).trim()}\0`);
   for (const f of PACK_INPUTS.flatMap((i) => files(resolve(i))))
@@ -79,15 +73,6 @@ function contentKey(): string {
       .update(readFileSync(f))
       .update('\0');
   return h.digest('hex').slice(0, 16);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Packs the checkout and installs the tarball into an empty app, all under `dir`. */
@@ -153,14 +138,7 @@ export async function packedAndInstalled(): Promise<PackedPackage> {
       mkdirSync(lock);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      let pid = 0;
-      try {
-        pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-      } catch {
-        // Just taken, or its taker died before writing its pid: judged by its age.
-        if (Date.now() - statSync(lock).mtimeMs > 30_000) rmSync(lock, { recursive: true, force: true });
-      }
-      if (pid > 0 && !alive(pid)) rmSync(lock, { recursive: true, force: true });
+      if (abandoned(lock)) rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`the package at ${dir} was not packed in 900 s (lock ${lock})`);
       await new Promise((r) => setTimeout(r, 1_000));
       continue;
