@@ -10,6 +10,7 @@ import { SequenceCollections, SequenceMetadata } from '@0xsequence/metadata';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { originalKey } from '../src/media/blob-store.ts';
+import { uploadFile } from './support/collections.ts';
 import { bombPng, noisyPng, s3Backend, solidPng, type BlobBackend } from './support/media.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, explain, getRest, startTokenChain, type TokenChain } from './support/token-chain.ts';
@@ -79,12 +80,7 @@ for (const storeKind of ['folder', 's3'] as const) {
     });
 
     const blobs = () => t.services.media!.blobs;
-    const upload = async (path: string, bytes: Buffer, name = 'file.png', key = t.accessKey) => {
-      const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(bytes)]), name);
-      const res = await fetch(`${base}${path}`, { method: 'PUT', headers: { authorization: `Bearer ${key}` }, body: form });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> & { asset?: { url: string; id: number }; cause?: string; error?: string } };
-    };
+    const upload = (path: string, bytes: Buffer, name = 'file.png', key = t.accessKey) => uploadFile(base, path, bytes, name, key);
     /** A collection with one token and a declared image asset. */
     const scaffold = async (name: string, tokenId = '1') => {
       const { collection } = await collections.createCollection({ collection: { metadata: { name, description: `${name} collection` } } as never });
