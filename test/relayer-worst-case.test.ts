@@ -295,6 +295,32 @@ describe('bounded before signing: no attempt offers more per gas than its cover 
     expect(await env.services.bars.list()).toEqual([]);
   });
 
+  it('a base fee that climbs within feePriceRoom (1.25) does not hold a fee-paying bundle back: the least fee paid for that room', async () => {
+    await pinBaseFee(GWEI / 10n);
+    const u = user();
+    await mint(u.wallet.address, 10n ** 12n);
+    const txs = (f: bigint) => [fee(f)];
+    const required = await minimumFee(u, txs);
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: txs(required), deployed: false });
+    const before = await books();
+    await dispatcher().stop();
+    let priced = 0n;
+    try {
+      expect((await send(u.wallet.address, b.entrypoint, b.input)).status).toBe(200);
+      priced = BigInt((await stored(b.id)).gas_price_priced);
+      // The next base fee a little over the price it was priced at, within the room the fee paid for.
+      await pinBaseFee((priced * 9n) / 8n);
+    } finally {
+      dispatcher().start();
+    }
+    expect((await final(b.id)).status).toBe('SUCCEEDED');
+    const row = await stored(b.id);
+    expect(BigInt(row.gas_price)).toBeGreaterThan(priced); // mined above the price it was priced at
+    expect(BigInt(row.cover_wei)).toBeGreaterThanOrEqual((BigInt(row.gas_limit) * priced * 5n) / 4n);
+    expect(BigInt(row.gas_used) * BigInt(row.gas_price)).toBeLessThanOrEqual(BigInt(row.cover_wei));
+    expect(loss(before, await books()).unpaid).toBeLessThanOrEqual(0n);
+  });
+
   it('a meta-transaction whose cover cannot pay for its gas limit at the base fee (as a relayer without worst-case pricing stored them) is never signed, and is dropped after queueTimeoutSec', async () => {
     await pinBaseFee(2n * GWEI);
     const u = user();
