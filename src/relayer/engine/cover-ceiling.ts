@@ -1,5 +1,5 @@
 import { formatGwei } from 'viem';
-import type { Fees } from './gas-price.ts';
+import { replacementFees, type FeePolicy, type Fees, type Market, type Replacement } from './gas-price.ts';
 import type { MetaTxnRow } from '../store.ts';
 
 /*
@@ -35,4 +35,24 @@ export const feePerGas = (fees: Fees) => (fees.type === 'legacy' ? fees.gasPrice
 export function belowBaseFee(fees: Fees, ceiling: bigint | null, baseFee: bigint | null): string | null {
   if (ceiling == null || baseFee == null || feePerGas(fees) >= baseFee) return null;
   return `its fee or sponsorship pays for at most ${formatGwei(ceiling)} gwei per gas over its gas limit, below the base fee of ${formatGwei(baseFee)} gwei: it waits for the base fee to fall`;
+}
+
+/**
+ * A slot's replacement: bumped over the last attempt or at the market price, never above the fee cap or
+ * its ceiling; not signed at all when it could not meet the next base fee (the node would refuse it, and
+ * the same fees — the same hash — would come out again next block): then why it waits.
+ */
+export function boundedReplacement(last: Fees, market: Market, policy: FeePolicy, ceiling: bigint | null): Replacement {
+  const bound = ceiling != null && ceiling < policy.capWei;
+  const rep = replacementFees(last, market, bound ? { ...policy, capWei: ceiling } : policy);
+  const what = bound ? 'what its fee or sponsorship pays for over its gas limit' : 'the fee cap';
+  if (!rep.ok) return bound ? { ok: false, reason: `${rep.reason}: ${what}` } : rep;
+  const base = market.nextBaseFee;
+  if (base != null && feePerGas(rep.fees) < base) {
+    return {
+      ok: false,
+      reason: `a replacement may offer at most ${formatGwei(feePerGas(rep.fees))} gwei per gas (${what}), below the base fee of ${formatGwei(base)} gwei: it waits for the base fee to fall`,
+    };
+  }
+  return rep;
 }

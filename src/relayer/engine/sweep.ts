@@ -1,4 +1,4 @@
-import { formatGwei, parseEther, type Address, type Hex } from 'viem';
+import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import {
   attemptError,
@@ -19,8 +19,8 @@ import {
 import { ownedNextNonces, recordSenderRead } from './ledger.ts';
 import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext, SenderState } from './context.ts';
-import { marketFees, replacementFees, type Fees, type Market } from './gas-price.ts';
-import { coverCeiling, feePerGas } from './cover-ceiling.ts';
+import { marketFees, type Fees, type Market } from './gas-price.ts';
+import { boundedReplacement, coverCeiling } from './cover-ceiling.ts';
 import { outcomeOf, type RawReceipt } from '../receipts.ts';
 import type { SettledMeta } from '../store.ts';
 import { LOST_DELEGATION, type Shortfall } from '../bars.ts';
@@ -439,20 +439,10 @@ export class Sweeper {
     const d = this.d;
     const last = s.attempts.at(-1)!;
     if (last.broadcast_block != null && head - last.broadcast_block >= d.config.resubmitAfterBlocks) {
-      // Never above what the slot's covers pay for over its gas limit (cover-ceiling.ts), nor the fee cap.
       const covers = await d.deps.metaTxns.coversAtSlot(d.chainId, s.sender, s.nonce);
       const ceiling = coverCeiling(covers, BigInt(last.gas_limit), await d.relayer.l1FeeBound(last.data, last.raw.startsWith('0x04')));
-      const bound = ceiling != null && ceiling < d.policy.capWei;
-      const rep = replacementFees(last.fees, await this.fees(), bound ? { ...d.policy, capWei: ceiling } : d.policy);
-      if (!rep.ok && bound) rep.reason += ': what its fee or sponsorship pays for over its gas limit';
-      // A replacement that cannot meet the next base fee is not signed: the node would refuse it, and the
-      // same fees would be signed again next block (the same hash).
-      const nextBase = (await this.fees()).nextBaseFee;
-      const why = !rep.ok
-        ? rep.reason
-        : nextBase != null && feePerGas(rep.fees) < nextBase
-          ? `a replacement may offer at most ${formatGwei(feePerGas(rep.fees))} gwei per gas (${bound ? 'what its fee or sponsorship pays for over its gas limit' : 'the fee cap'}), below the base fee of ${formatGwei(nextBase)} gwei: it waits for the base fee to fall`
-          : await this.replace(s, last, rep.fees, head);
+      const rep = boundedReplacement(last.fees, await this.fees(), d.policy, ceiling);
+      const why = rep.ok ? await this.replace(s, last, rep.fees, head) : rep.reason;
       if (!why) return null;
       await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, why);
       if (s.nonce >= pending) await this.rebroadcast(last);
@@ -486,8 +476,7 @@ export class Sweeper {
     // A type-4 attempt's replacement carries the same authorization.
     const u = { nonce: s.nonce, to: last.to_address, data: last.data, value: last.value, gas: last.gas_limit, fees, authorization: authorizationsOf(last.raw) };
     const { raw, hash } = await sign(account, d.chainId, u);
-    // Signed before and refused (the same fees come out while the market and the bound stay put): not
-    // recorded twice, and not sent again — it waits as at the fee cap.
+    // Signed before and refused (same fees while the market and the bound stay put): it waits, as at the cap.
     const refused = await attemptError(this.db, d.chainId, hash);
     if (refused !== undefined) return `a replacement at these fees was refused: ${(refused ?? 'no reason given').slice(0, 200)}`;
     await this.db.transaction(async (tx) => {
