@@ -98,7 +98,8 @@ const TABS: [string, string][] = [
 ];
 
 export function ProjectDetail({ projectId, tab }: { projectId: number; tab: string }) {
-  const list = useApi<{ projects: Project[] }>('ListProjects', {});
+  // Read again for each project opened: one made since (another tab, the CLI) is not in an older list.
+  const list = useApi<{ projects: Project[] }>('ListProjects', {}, [projectId]);
   const project = list.data?.projects.find((p) => p.id === projectId);
   if (list.error) return <p class="error">{list.error}</p>;
   if (!list.data) return <p>Loading…</p>;
