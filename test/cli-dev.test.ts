@@ -83,7 +83,7 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       // manifest this start wrote, given by --manifest), relays a gasless transaction from a new wallet.
       expect(m.relayerUrl).toBe(`${m.baseUrl}/relayer/anvil`);
       const hint = dev.output().match(/^ {2}METARELAY_MANIFEST=(\S+) node (\S+) {3}\(/m);
-      expect(hint, 'the banner gives the example\'s command').not.toBeNull();
+      expect(hint, "the banner gives the example's command").not.toBeNull();
       expect(resolve(hint![1])).toBe(resolve(manifestPath));
       const example = await runNode([hint![2]], { METARELAY_MANIFEST: hint![1] });
       expect(example.code, example.stderr).toBe(0);

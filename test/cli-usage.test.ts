@@ -31,7 +31,7 @@ function runWith(fromSource: boolean, args: string[]): Promise<CliResult> {
 const run = (...args: string[]) => runWith(false, args);
 
 /** Every command of the usage, each answering `--help`. */
-const COMMANDS = ['dev', 'serve', 'worker', 'relayer', 'refresh', 'indexer', 'migrate', 'doctor', 'config', 'projects', 'keys', 'admin', 'sponsors', 'ecosystems', 'webhooks', 'tokenlist', 'contracts'];
+const COMMANDS = 'dev serve worker relayer refresh indexer migrate doctor config projects keys admin sponsors ecosystems webhooks tokenlist contracts'.split(' ');
 
 /** Runs them all, a few at a time (each is a node with tsx). */
 async function runAll(argvs: string[][]): Promise<CliResult[]> {
