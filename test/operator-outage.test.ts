@@ -6,7 +6,8 @@
 //   naming the chain, never 500;
 // - the outage is logged once when it begins (with its cause) and once when it ends, not per request,
 //   and no stack trace is logged;
-// - /ready's body and the console's Health keep the last head, the queue, the senders, down since and the cause.
+// - /ready's body and the console's Health keep the last head, the queue, the senders, down since and the cause;
+// - and, while it is up, an unknown meta-transaction is 404 NotFound and "chainId" for "chainID" is named.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,6 +116,13 @@ describe(`a chain down under a running serve process (${TEST_DB})`, () => {
       return c?.relayer?.senders.every((x: { balanceAt: string | null }) => x.balanceAt) ? c : undefined;
     });
     expect(up).toMatchObject({ ok: true, head: expect.any(Number), downSince: null });
+    // While it is up, two of the smaller answers: a meta-transaction this relayer never saw is 404
+    // NotFound (not 400), and "chainId" for "chainID" is named in the error.
+    const missing = await post(`/relayer/${name()}/rpc/Relayer/GetMetaTxnStatus`, { metaTxID: `0x${'ee'.repeat(32)}` }, { 'x-access-key': sc.accessKey });
+    expect([missing.status, missing.body.error]).toEqual([404, 'NotFound']);
+    const spelled = await post('/rpc/Metadata/GetContractInfo', { chainId: name(), contractAddress: sc.token }, { 'x-access-key': sc.accessKey });
+    expect(spelled.status).toBe(400);
+    expect(spelled.body.cause).toContain('(the body has "chainId": field names are case-sensitive, send "chainID")');
     const linesBefore = logLines().length;
 
     const drop = proxy.addRule(() => ({ kind: 'drop' }));
