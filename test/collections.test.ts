@@ -10,6 +10,7 @@ import { SequenceCollections, SequenceMetadata } from '@0xsequence/metadata';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { originalKey } from '../src/media/blob-store.ts';
+import { uploadFile } from './support/collections.ts';
 import { bombPng, noisyPng, s3Backend, solidPng, type BlobBackend } from './support/media.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, explain, getRest, startTokenChain, type TokenChain } from './support/token-chain.ts';
@@ -79,12 +80,7 @@ for (const storeKind of ['folder', 's3'] as const) {
     });
 
     const blobs = () => t.services.media!.blobs;
-    const upload = async (path: string, bytes: Buffer, name = 'file.png', key = t.accessKey) => {
-      const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(bytes)]), name);
-      const res = await fetch(`${base}${path}`, { method: 'PUT', headers: { authorization: `Bearer ${key}` }, body: form });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> & { asset?: { url: string; id: number }; cause?: string; error?: string } };
-    };
+    const upload = (path: string, bytes: Buffer, name = 'file.png', key = t.accessKey) => uploadFile(base, path, bytes, name, key);
     /** A collection with one token and a declared image asset. */
     const scaffold = async (name: string, tokenId = '1') => {
       const { collection } = await collections.createCollection({ collection: { metadata: { name, description: `${name} collection` } } as never });
@@ -138,6 +134,13 @@ for (const storeKind of ['folder', 's3'] as const) {
       );
       expect(again.tokenMetadata[0].assets![0]).toMatchObject({ metadataField: 'image', mimeType: 'image/png', width: 600 });
 
+      // The contractURI is the collection's own document, read locally as well.
+      await eventually(
+        async () => (await metadata.getContractInfo({ chainID: 'anvil', contractAddress: contract })).contractInfo,
+        (c) => expect(c.extensions?.description).toBe('Gems collection'),
+        30_000,
+      );
+
       const indexer = new SequenceIndexer(`${base}/indexer/anvil`, t.accessKey);
       const balances = await eventually(
         async () => (await indexer.getTokenBalances({ accountAddress: DEPLOYER, contractAddress: contract, includeMetadata: true })).balances,
@@ -163,33 +166,81 @@ for (const storeKind of ['folder', 's3'] as const) {
         (e) => expect(e.failureReason).toBe('HTTP_404'),
         30_000,
       );
+      // Hidden where clients read it too: the withdrawn document is not kept as a last good one.
+      const [hidden] = (await metadata.getTokenMetadata({ chainID: 'anvil', contractAddress: contract, tokenIDs: ['1'] })).tokenMetadata;
+      expect(hidden).toMatchObject({ tokenId: '1', name: '', image: '', status: 'NOT_AVAILABLE', failureReason: 'HTTP_404' });
+      expect(hidden!.assets).toBeUndefined();
+      const restHidden = await getRest(t, `/tokens/anvil/${contract}/1`, { 'x-access-key': t.accessKey });
+      expect(restHidden.text).not.toContain('Gems #1');
+      expect(restHidden.body[0]).toMatchObject({ name: '', status: 'NOT_AVAILABLE' });
+      const [held] = (await indexer.getTokenBalances({ accountAddress: DEPLOYER, contractAddress: contract, includeMetadata: true })).balances;
+      expect(held!.tokenMetadata).toMatchObject({ name: '', status: 'NOT_AVAILABLE' });
+      const info = await eventually(
+        async () => (await metadata.getContractInfo({ chainID: 'anvil', contractAddress: contract })).contractInfo,
+        (c) => expect(c.extensions?.description).toBeUndefined(),
+        30_000,
+      );
+      expect(info.name).toBe('Gems');
+
+      // Published again: it comes back.
+      await collections.publishCollection({ collectionId: collection.id });
+      await eventually(
+        () => metadata.getTokenMetadata({ chainID: 'anvil', contractAddress: contract, tokenIDs: ['1'] }),
+        (r) => expect(r.tokenMetadata[0]).toMatchObject({ name: 'Gems #1 (cut)', status: 'AVAILABLE' }),
+        30_000,
+      );
     });
 
     it('keeps a project to its own collections; the admin token acts for any project it names', async () => {
       const mine = await scaffold('Mine');
+      const [deployed] = await chain.deploy([{ contract: 'DevERC721', args: ['Mine', 'MINE', mine.collection.baseURIs!.tokenMetadataURI, mine.collection.baseURIs!.contractMetadataURI] }]);
+      const mineContract = deployed!.toLowerCase() as Address;
+      const chainId = chain.anvil.chainId;
+      await collections.createContractCollection({ contractCollection: { chainId, contractAddress: mineContract, collectionId: mine.collection.id } } as never);
       const other = await t.services.projects.create(`other-${storeKind}-${Date.now()}`);
       const { key } = await t.services.accessKeys.create(other.id, 'other');
       const theirs = new SequenceCollections(base, key);
+      const { collection: theirOwn } = await theirs.createCollection({ collection: { metadata: { name: 'Theirs' } } as never });
 
+      // Every one of the 21 methods that names another project's collection, token, asset or link.
       for (const call of [
         () => theirs.getCollection({ collectionId: mine.collection.id }),
         () => theirs.updateCollection({ collection: { id: mine.collection.id, metadata: { name: 'stolen' } } as never }),
         () => theirs.deleteCollection({ collectionId: mine.collection.id }),
         () => theirs.publishCollection({ collectionId: mine.collection.id }),
+        () => theirs.unpublishCollection({ collectionId: mine.collection.id }),
         () => theirs.createToken({ collectionId: mine.collection.id, token: { tokenId: '9', name: 'x' } as never }),
         () => theirs.getToken({ collectionId: mine.collection.id, tokenId: '1' }),
+        () => theirs.listTokens({ collectionId: mine.collection.id }),
+        () => theirs.updateToken({ collectionId: mine.collection.id, tokenId: '1', token: { tokenId: '1', name: 'stolen' } as never }),
+        () => theirs.deleteToken({ collectionId: mine.collection.id, tokenId: '1' }),
+        () => theirs.createAsset({ asset: { collectionId: mine.collection.id, tokenId: '1', metadataField: 'animation_url' } as never }),
         () => theirs.getAsset({ assetId: mine.asset.id }),
+        () => theirs.updateAsset({ asset: { id: mine.asset.id, collectionId: mine.collection.id, metadataField: 'image' } as never }),
         () => theirs.deleteAsset({ assetId: mine.asset.id }),
+        () => theirs.createContractCollection({ contractCollection: { chainId, contractAddress: mineContract, collectionId: mine.collection.id } } as never),
+        () => theirs.getContractCollection({ chainId, contractAddress: mineContract } as never),
+        () => theirs.listContractCollections({ collectionId: mine.collection.id } as never),
+        () => theirs.updateContractCollection({ contractCollection: { chainId, contractAddress: mineContract, collectionId: theirOwn.id } } as never),
+        () => theirs.deleteContractCollection({ chainId, contractAddress: mineContract } as never),
       ]) {
         expect(await errorOf(call())).toMatchObject({ code: 3000 });
       }
-      expect((await theirs.listCollections({})).collections).toEqual([]);
+      expect((await theirs.listCollections({})).collections.map((c) => c.id)).toEqual([theirOwn.id]);
+      expect((await theirs.listContractCollections({} as never)).contractCollections).toEqual([]);
+      // A contract already linked by one project cannot be taken over by another.
+      expect(await errorOf(theirs.createContractCollection({ contractCollection: { chainId, contractAddress: mineContract, collectionId: theirOwn.id } } as never))).toMatchObject({
+        code: 1004,
+      });
       expect(await errorOf(theirs.listCollections({ projectId }))).toMatchObject({ code: 1001 });
       const stolen = await upload(mine.uploadPath.replace(`/projects/${projectId}/`, `/projects/${other.id}/`), await solidPng(10, 10), 'x.png', key);
       expect(stolen.status).toBe(400);
       expect(stolen.body.error).toBe('NotFound');
       // Still intact for its owner.
-      expect((await collections.getCollection({ collectionId: mine.collection.id })).collection.metadata.name).toBe('Mine');
+      expect((await collections.getCollection({ collectionId: mine.collection.id })).collection).toMatchObject({ metadata: { name: 'Mine' }, private: true });
+      expect((await collections.getToken({ collectionId: mine.collection.id, tokenId: '1' })).token.name).toBe('Mine #1');
+      expect((await collections.getAsset({ assetId: mine.asset.id })).asset.metadataField).toBe('image');
+      expect((await collections.getContractCollection({ chainId, contractAddress: mineContract } as never)).contractCollection.collectionId).toBe(mine.collection.id);
 
       // No credential, a wrong one.
       expect(await errorOf(new SequenceCollections(base).getCollection({ collectionId: mine.collection.id }))).toMatchObject({ code: 1000 });
@@ -201,7 +252,7 @@ for (const storeKind of ['folder', 's3'] as const) {
       expect(await errorOf(admin.createCollection({ collection: { metadata: { name: 'x' } } as never }))).toMatchObject({ code: 2001 });
       const made = await admin.createCollection({ projectId: other.id, collection: { metadata: { name: 'For other' } } as never });
       expect(made.collection.projectId).toBe(other.id);
-      expect((await theirs.listCollections({})).collections.map((c) => c.id)).toEqual([made.collection.id]);
+      expect((await theirs.listCollections({})).collections.map((c) => c.id)).toEqual([theirOwn.id, made.collection.id]);
     });
 
     it('refuses hostile uploads with a clear reason and stores nothing of them', async () => {

@@ -1,7 +1,7 @@
 // What `metarelay dev` serves out of the box, read through the official clients from one dev start:
 // - its sample collection: the ERC-721's base URI points at this service, and GetTokenMetadata on that
 //   contract shows the collection's tokens with their pictures, stored in the dev media store and
-//   served by the media routes;
+//   served by the media routes; the console's Collections tab lists it with its tokens' pictures;
 // - its indexer: the official indexer client, pointed at the manifest's indexerUrl, reads the holder's
 //   balances (equal to the chain's) with their metadata, priced in USD by the dev feeds; the gateway
 //   client answers the same chain.
@@ -45,6 +45,29 @@ it('dev mode owns a published sample collection that a fresh ERC-721 points at, 
   const image = await fetch(tokenMetadata[0]!.image!);
   expect(image.status).toBe(200);
   expect(image.headers.get('content-type')).toBe('image/png');
+
+  // The console's Collections tab lists it and shows its tokens with pictures (its methods, as the page calls them).
+  const consoleCall = async (method: string, body: unknown) => {
+    const r = await fetch(`${m.baseUrl}/rpc/Console/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${m.adminToken}` },
+      body: JSON.stringify(body),
+    });
+    expect(r.status).toBe(200);
+    return r.json();
+  };
+  const projectId = Number(/\/projects\/(\d+)\//.exec(c.tokenMetadataURI)![1]);
+  const { collections } = await consoleCall('ListProjectCollections', { projectId });
+  expect(collections).toContainEqual(
+    expect.objectContaining({ id: c.id, name: 'Dev Collection', published: true, tokenCount: 3, contracts: [expect.objectContaining({ chainId: m.chain.chainId, contractAddress: c.contract })] }),
+  );
+  const { tokens } = await consoleCall('ListCollectionTokens', { projectId, collectionId: c.id });
+  expect(tokens.map((t: { name: string }) => t.name)).toEqual(['Ruby', 'Emerald', 'Sapphire']);
+  for (const t of tokens) {
+    const thumb = await fetch(`${m.baseUrl}${t.picture.thumbnail}`);
+    expect(thumb.status).toBe(200);
+    expect(thumb.headers.get('content-type')).toBe('image/webp');
+  }
 });
 
 it("dev mode indexes the samples: the official client reads the holder's balances with metadata, as the banner shows", async () => {

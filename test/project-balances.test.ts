@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Hex } from 'viem';
-import { mine, revert, setAutomine, snapshot, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
+import { mine, revert, setAutomine, setNextBaseFee, snapshot, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { allFinal, deployWallets, mintBundles, waitFor, type LoadItem, type User } from './support/relay-load.ts';
 import { holdAmount } from '../src/relayer/balances/index.ts';
@@ -339,6 +339,132 @@ describe('project balances: sponsorship', () => {
       await setAutomine(env.rpcUrl, true);
     }
   }, 120_000);
+});
+
+describe('project balances: a base fee that climbs between intake and inclusion', () => {
+  const GWEI = 1_000_000_000n;
+  const dispatcher = () => env.services.dispatchers[0];
+  const senders = () => env.services.relayers.get(env.chainId)!.senders;
+  const nonces = () => Promise.all(senders().map((a) => env.public.getTransactionCount({ address: a, blockTag: 'pending' })));
+  /** The next block's base fee pinned, then a block mined (anvil lowers it again after every near-empty block). */
+  const pinBaseFee = async (wei: bigint) => {
+    await setNextBaseFee(env.rpcUrl, wei);
+    await mine(env.rpcUrl);
+  };
+  const attempts = async (id: string) =>
+    (
+      await env.services.db.query<{ max_fee: string | null; gas_price: string | null; gas_limit: string }>(
+        `SELECT t.max_fee::text AS max_fee, t.gas_price::text AS gas_price, t.gas_limit::text AS gas_limit FROM relay_txs t
+           JOIN meta_txns m ON m.chain_id = t.chain_id AND m.sender = t.sender AND m.txn_nonce = t.nonce WHERE m.chain_id = $1 AND m.id = $2`,
+        [env.chainId, id],
+      )
+    ).rows;
+  /** Ground truth on the balance: every ledger entry's balance after, and the tank's, at or above zero; the debit within the hold. */
+  async function neverOverdrawn(id: string, hold: bigint) {
+    const rows = await ledger();
+    for (const e of rows) expect(BigInt(e.balance_wei!)).toBeGreaterThanOrEqual(0n);
+    expect(BigInt((await tankRow()).balance_wei)).toBeGreaterThanOrEqual(0n);
+    const debit = rows.filter((e) => e.meta_txn_id === id && e.kind === 'debit').reduce((a, e) => a - BigInt(e.amount_wei), 0n);
+    expect(debit).toBeGreaterThan(0n);
+    expect(debit).toBeLessThanOrEqual(hold);
+  }
+
+  it('a bundle whose hold no longer pays for its gas limit at the base fee is not signed until it does; the debit stays within the hold', async () => {
+    await pinBaseFee(GWEI);
+    const [item] = await mintBundles(env, take(1), 1);
+    await dispatcher().stop();
+    let id = '';
+    let row: Awaited<ReturnType<typeof env.services.metaTxns.find>>;
+    const before = await nonces();
+    try {
+      const gasPrice = await env.public.getGasPrice();
+      // Just this bundle's hold: nothing else in the balance to overdraw quietly.
+      await setBalance(holdAmount(200_000n, gasPrice, { feeMarkupFactor: '1' }));
+      const r = await send(item);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      id = String(r.body.txnHash).replace(/^0x/, '');
+      row = (await env.services.metaTxns.find(env.chainId, id))!;
+      // The base fee climbs to three times what the hold pays per gas of its limit.
+      await pinBaseFee((BigInt(row.cover_wei!) / BigInt(row.gas_limit)) * 3n);
+    } finally {
+      dispatcher().start();
+    }
+    const ceiling = BigInt(row!.cover_wei!) / BigInt(row!.gas_limit);
+    const hold = BigInt(row!.cover_wei!);
+    const waiting = await waitFor('the wait to be recorded', async () => {
+      const m = await env.services.metaTxns.find(env.chainId, id);
+      return m?.stalled ? m : undefined;
+    });
+    expect(waiting.status).toBe('QUEUED');
+    expect(waiting.stalled).toMatch(/pays for at most .* gwei per gas over its gas limit, below the base fee of .* gwei: it waits for the base fee to fall/);
+    // Nothing signed: no sender's nonce moved, no attempt recorded, the hold still set aside.
+    expect(await nonces()).toEqual(before);
+    expect(await attempts(id)).toEqual([]);
+    expect(await holds()).toBe(1);
+
+    // The base fee falls back under what the hold pays for: it goes, within it.
+    await pinBaseFee(GWEI);
+    await allFinal(env, [id], 60_000);
+    const mined = (await env.services.metaTxns.find(env.chainId, id))!;
+    expect(mined.status).toBe('SUCCEEDED');
+    for (const a of await attempts(id)) expect(BigInt(a.max_fee ?? a.gas_price!)).toBeLessThanOrEqual(ceiling);
+    const rc = await env.public.getTransactionReceipt({ hash: mined.txn_hash as Hex });
+    expect(rc.gasUsed * rc.effectiveGasPrice).toBeLessThanOrEqual(hold);
+    expect(mined.shortfall_wei).toBeNull();
+    await neverOverdrawn(id, hold);
+  }, 120_000);
+
+  it('a signed bundle the base fee outruns is replaced up to what its hold pays for and no further: never mined at a loss, the balance never below zero', async () => {
+    await pinBaseFee(GWEI);
+    const [item] = await mintBundles(env, take(1), 1);
+    const gasPrice = await env.public.getGasPrice();
+    await setBalance(holdAmount(200_000n, gasPrice, { feeMarkupFactor: '1' }));
+    await setAutomine(env.rpcUrl, false);
+    const head = async () => Number(await env.public.getBlockNumber({ cacheTime: 0 }));
+    const blockAt = async (baseFee: bigint) => {
+      await pinBaseFee(baseFee);
+      const h = await head();
+      await waitFor(`the sweep of block ${h}`, async () => dispatcher().head >= h, 20_000, 10);
+    };
+    try {
+      const r = await send(item);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const id = String(r.body.txnHash).replace(/^0x/, '');
+      const meta = async () => (await env.services.metaTxns.find(env.chainId, id))!;
+      await waitFor('the first attempt in the pool', async () => (await meta()).status === 'SENT' && txpoolHashes(await txpoolContent(env.rpcUrl)).includes((await meta()).txn_hash!), 20_000);
+      const row = await meta();
+      const ceiling = BigInt(row.cover_wei!) / BigInt(row.gas_limit);
+      const hold = BigInt(row.cover_wei!);
+      const [first] = await attempts(id);
+      expect(BigInt(first.max_fee!)).toBeLessThan(ceiling);
+
+      // The base fee at four times what the hold pays per gas, for four times as many blocks as a
+      // replacement waits (resubmitAfterBlocks = 3): the market price is far above the ceiling, and a
+      // replacement would have to offer it to be mined. Nothing above the ceiling is signed; it waits.
+      for (let i = 0; i < 12; i++) await blockAt(ceiling * 4n);
+      for (const a of await attempts(id)) expect(BigInt(a.max_fee!) * BigInt(a.gas_limit)).toBeLessThanOrEqual(hold);
+      expect((await meta()).status).toBe('SENT');
+      expect((await meta()).stalled).toMatch(/what its fee or sponsorship pays for over its gas limit/);
+
+      // Between the first attempt's max fee and the ceiling: replaced at no more than the ceiling, and mined.
+      const between = (BigInt(first.max_fee!) + ceiling) / 2n;
+      for (let i = 0; i < 6 && (await meta()).status === 'SENT'; i++) await blockAt(between);
+      await setAutomine(env.rpcUrl, true);
+      await mine(env.rpcUrl);
+      await allFinal(env, [id], 60_000);
+      const tried = await attempts(id);
+      expect(tried.length).toBeGreaterThan(1);
+      for (const a of tried) expect(BigInt(a.max_fee!)).toBeLessThanOrEqual(ceiling);
+      const mined = await meta();
+      expect(mined.status).toBe('SUCCEEDED');
+      const rc = await env.public.getTransactionReceipt({ hash: mined.txn_hash as Hex });
+      expect(rc.effectiveGasPrice).toBeGreaterThanOrEqual((between * 7n) / 8n); // mined at the raised base fee, not after it fell
+      expect(rc.gasUsed * rc.effectiveGasPrice).toBeLessThanOrEqual(hold);
+      await neverOverdrawn(id, hold);
+    } finally {
+      await setAutomine(env.rpcUrl, true);
+    }
+  }, 180_000);
 });
 
 describe('project balances: holds under contention', () => {

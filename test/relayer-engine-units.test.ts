@@ -5,6 +5,8 @@ import { classifySendError } from '../src/relayer/engine/rpc-errors.ts';
 import { raise, replacementFees, type FeePolicy } from '../src/relayer/engine/gas-price.ts';
 import { senderAccounts } from '../src/relayer/engine/sender-pool.ts';
 import { shareGas } from '../src/relayer/engine/batch.ts';
+import { belowBaseFee, clampToCeiling, coverCeiling } from '../src/relayer/engine/cover-ceiling.ts';
+import { reconcileCost } from '../src/relayer/engine/reconcile.ts';
 
 /** A JSON-RPC error answer as viem surfaces it. */
 const rpcError = (message: string, code = -32000) => new RpcRequestError({ body: {}, url: 'http://node', error: { code, message } });
@@ -78,6 +80,37 @@ describe('replacement fees', () => {
   it('legacy gas price bumps the same way', () => {
     expect(replacementFees({ type: 'legacy', gasPrice: 100n }, { type: 'legacy', gasPrice: 90n }, policy)).toEqual({ ok: true, fees: { type: 'legacy', gasPrice: 110n } });
     expect(replacementFees({ type: 'legacy', gasPrice: 950n }, { type: 'legacy', gasPrice: 90n }, policy).ok).toBe(false);
+  });
+});
+
+describe('the bound before signing: a fee per gas no higher than the covers pay for over the gas limit', () => {
+  it("is the members' covers (less the L1 fee bound) over the transaction's gas limit; none when a member has no cover", () => {
+    expect(coverCeiling([{ cover_wei: '1000000' }], 1_000n)).toBe(1_000n);
+    // A batch: the members' covers together, over the batch's limit (their limits plus the guest module's overhead).
+    expect(coverCeiling([{ cover_wei: '600000' }, { cover_wei: '400000' }], 1_250n)).toBe(800n);
+    expect(coverCeiling([{ cover_wei: '1000000' }], 1_000n, 400_000n)).toBe(600n);
+    expect(coverCeiling([{ cover_wei: '1000' }], 1_000n, 5_000n)).toBe(0n);
+    expect(coverCeiling([{ cover_wei: '1000000' }, { cover_wei: null }], 1_000n)).toBeNull();
+  });
+
+  it('lowers the max fee (and a tip above it) or the legacy price to the ceiling, and says when that is under the base fee', () => {
+    const market = { type: 'eip1559' as const, maxFeePerGas: 3_000n, maxPriorityFeePerGas: 1_000n };
+    expect(clampToCeiling(market, null)).toBe(market);
+    expect(clampToCeiling(market, 5_000n)).toBe(market);
+    expect(clampToCeiling(market, 2_000n)).toEqual({ type: 'eip1559', maxFeePerGas: 2_000n, maxPriorityFeePerGas: 1_000n });
+    expect(clampToCeiling(market, 500n)).toEqual({ type: 'eip1559', maxFeePerGas: 500n, maxPriorityFeePerGas: 500n });
+    expect(clampToCeiling({ type: 'legacy', gasPrice: 3_000n }, 2_000n)).toEqual({ type: 'legacy', gasPrice: 2_000n });
+    expect(belowBaseFee(clampToCeiling(market, 2_000n), 2_000n, 1_500n)).toBeNull();
+    expect(belowBaseFee(clampToCeiling(market, 1_000n), 1_000n, 1_500n)).toMatch(/at most 0\.000001 gwei per gas .* below the base fee of 0\.0000015 gwei: it waits/);
+    expect(belowBaseFee(market, null, 10_000n)).toBeNull();
+  });
+
+  it('after inclusion, a cost over the cover is a price shortfall when the gas was priced, a gas shortfall when it was not', () => {
+    const m = { cover_wei: '1000000', gas_price_priced: '1000' };
+    expect(reconcileCost(m, 900n, 1_000n)).toEqual({ shortfallWei: null, kind: null });
+    expect(reconcileCost(m, 900n, 2_000n)).toEqual({ shortfallWei: 800_000n, kind: 'price' });
+    expect(reconcileCost(m, 1_100n, 1_000n)).toEqual({ shortfallWei: 100_000n, kind: 'gas' });
+    expect(reconcileCost({ cover_wei: null, gas_price_priced: null }, 1_100n, 1_000n)).toEqual({ shortfallWei: null, kind: null });
   });
 });
 

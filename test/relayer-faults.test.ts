@@ -228,6 +228,9 @@ describe('relayer dispatch under faults (automine off, blocks mined by the test)
     nextUser += 3;
     const items = await mintBundles(env, picked, 1);
     const ids = (await sendAll(sendVia(env), items, 1)).map((x) => x.replace(/^0x/, ''));
+    // One sender takes the three (the other is stopped), so the refused first one is below signed ones.
+    const admin = { authorization: `Bearer ${env.adminToken}` };
+    expect((await env.call('StopSender', { sender: 1 }, admin)).status).toBe(200);
     // The first broadcast of the next tick is refused by the node (a reason that is not about the nonce).
     let sends = 0;
     const refuse = env.proxy!.addRule((c) => (c.method === 'eth_sendRawTransaction' && ++sends === 1 ? { kind: 'fail', message: 'intrinsic gas too low' } : undefined));
@@ -248,6 +251,7 @@ describe('relayer dispatch under faults (automine off, blocks mined by the test)
       expect(refused.rows[0]).toMatchObject({ sender: filler.sender, nonce: filler.nonce });
     } finally {
       refuse();
+      await env.call('StartSender', { sender: 1 }, admin);
     }
     for (let i = 0; i < 6; i++) {
       const st = await statuses(env, ids);

@@ -31,18 +31,30 @@ export function usePaged<T extends Paged>(method: string, args: Record<string, u
   };
 }
 
-/** "21–40 of 131", with Newer / Older. */
-export function Pager({ paged, shown, testid, noun }: { paged: ReturnType<typeof usePaged<Paged>>; shown: number; testid: string; noun: string }) {
+/** "21–40 of 131", with Newer / Older (or `labels`, for a list in another order than newest first). */
+export function Pager({
+  paged,
+  shown,
+  testid,
+  noun,
+  labels = ['‹ Newer', 'Older ›'],
+}: {
+  paged: ReturnType<typeof usePaged<Paged>>;
+  shown: number;
+  testid: string;
+  noun: string;
+  labels?: [string, string];
+}) {
   const d = paged.data;
   if (!d) return null;
   return (
     <div class="pager" data-testid={`${testid}-pager`}>
       <span data-testid={`${testid}-count`}>{d.total === 0 ? `No ${noun}` : `${shown ? paged.first + 1 : 0}–${paged.first + shown} of ${d.total} ${noun}`}</span>
       <button type="button" class="secondary" disabled={paged.atStart} onClick={paged.newer} data-testid={`${testid}-newer`}>
-        ‹ Newer
+        {labels[0]}
       </button>
       <button type="button" class="secondary" disabled={!d.nextCursor} onClick={paged.older} data-testid={`${testid}-older`}>
-        Older ›
+        {labels[1]}
       </button>
     </div>
   );

@@ -59,7 +59,7 @@ const NAV: [string, string][] = [
 function Page({ route }: { route: string[] }) {
   const [section, id, sub, subId] = route;
   if (section === 'projects' && id && sub === 'tx' && subId) return <ActivityDetail projectId={Number(id)} txKey={subId} />;
-  if (section === 'projects' && id) return <ProjectDetail projectId={Number(id)} tab={sub ?? 'keys'} />;
+  if (section === 'projects' && id) return <ProjectDetail projectId={Number(id)} tab={sub ?? 'keys'} item={subId} />;
   if (section === 'tasks') return <Tasks />;
   if (section === 'indexer') return <Indexer />;
   if (section === 'directory') return <Directory />;

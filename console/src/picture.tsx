@@ -40,6 +40,17 @@ export function Picture({ src, size, alt, testid, href }: { src: string | null |
   );
 }
 
+/** A token's picture: the first field the media pipeline could show, a placeholder while it works or saying why there is none. */
+export function FieldPicture({ pictures, pending, size, testid }: { pictures: PictureWire[] | null; pending: boolean; size: number; testid: string }) {
+  if (pending || !pictures) return <Placeholder size={size} text="thumbnail being made…" testid={`${testid}-pending`} />;
+  const shown = pictures.find((p) => p.ready && p.thumbnail);
+  if (!shown) {
+    const why = pictures.find((p) => !p.ready);
+    return <Placeholder size={size} text={why ? `no picture: ${why.failureReason}` : 'this token has no picture'} testid={`${testid}-none`} />;
+  }
+  return <Picture src={shown.thumbnail} size={size} alt={shown.field} testid={testid} href={shown.large ?? shown.original} />;
+}
+
 export function Placeholder({ size, text, testid }: { size: number; text: string; testid?: string }) {
   return (
     <span class="placeholder" data-testid={testid} style={{ width: `${size}px`, height: `${size}px` }} role="img" aria-label={text}>

@@ -16,7 +16,8 @@ export function localFirstFetcher(inner: Fetcher, collections: CollectionsServic
       if (!local) return inner.fetchJson(uri, opts);
       const ms = Math.round(performance.now() - t0);
       if (!local.ok) {
-        return { ok: false, reason: 'HTTP_404', retryable: false, message: `${local.message} (answered locally)`, trace: [{ url: expanded, status: 404, bytes: 0, ms }] };
+        // Our own answer, so certain: the owner unpublished or deleted it, and it must stop being served.
+        return { ok: false, reason: 'HTTP_404', retryable: false, withdrawn: true, message: `${local.message} (answered locally)`, trace: [{ url: expanded, status: 404, bytes: 0, ms }] };
       }
       const bytes = Buffer.byteLength(JSON.stringify(local.document));
       return {

@@ -226,6 +226,29 @@ export class CollectionsService {
     return this.d.store.forgetChain(chainId);
   }
 
+  // The console's pages (keyset cursors and counts, where Sequence's methods page by number)
+
+  /** A project's collections newest first, before a collection id, with each one's contract links. */
+  async collectionsPage(actor: Actor, requested: number, before: number | null, limit: number) {
+    const projectId = this.projectOf(actor, requested);
+    const { rows, total } = await this.d.store.collectionsBefore(projectId, before, Math.min(limit, PAGE_MAX + 1));
+    return { items: rows, total, links: await this.d.store.linksOf(rows.map((c) => c.id)) };
+  }
+
+  /** A collection's tokens after a token id, with their assets and the collection's contract links. */
+  async tokensPage(actor: Actor, requested: number, collectionId: number, after: string | null, limit: number) {
+    const c = await this.collection(actor, collectionId, requested);
+    const items = await this.d.store.tokensAfter(c.id, after, Math.min(limit, PAGE_MAX + 1));
+    const [assets, links] = await Promise.all([
+      this.d.store.assetsOf(
+        c.id,
+        items.map((t) => t.tokenId),
+      ),
+      this.d.store.linksOf([c.id]),
+    ]);
+    return { collection: c, items, assets, links };
+  }
+
   // Serving (public: no actor, only what is published)
 
   /** A published token's ERC-721/1155 metadata JSON, or undefined (no such collection, token, or not published). */

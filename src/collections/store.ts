@@ -99,6 +99,18 @@ export function collectionStore(db: Db) {
       return rows.map((r) => toCollection(CollectionRow.parse(r)));
     },
 
+    /**
+     * A project's collections newest first, before a collection id (the console's cursor), and how many
+     * the project has: a keyset page, so a collection created meanwhile does not shift the next one.
+     */
+    async collectionsBefore(projectId: number, before: number | null, limit: number): Promise<{ rows: CollectionRecord[]; total: number }> {
+      const [page, count] = await Promise.all([
+        db.query(`${SELECT_COLLECTION} WHERE c.project_id = $1 AND ($2::bigint IS NULL OR c.id < $2) ORDER BY c.id DESC LIMIT $3`, [projectId, before, limit]),
+        db.query<{ n: string | number }>('SELECT count(*) AS n FROM collections WHERE project_id = $1', [projectId]),
+      ]);
+      return { rows: page.rows.map((r) => toCollection(CollectionRow.parse(r))), total: Number(count.rows[0]?.n ?? 0) };
+    },
+
     async updateCollection(id: number, change: { metadata?: Record<string, unknown>; private?: boolean }): Promise<void> {
       await db.query('UPDATE collections SET metadata = COALESCE($2::jsonb, metadata), private = COALESCE($3, private), updated_at = now() WHERE id = $1', [
         id,
@@ -147,6 +159,15 @@ export function collectionStore(db: Db) {
     /** Tokens in id order (numeric: "10" after "9"). */
     async tokens(collectionId: number, offset: number, limit: number): Promise<TokenRecord[]> {
       const { rows } = await db.query('SELECT * FROM collection_tokens WHERE collection_id = $1 ORDER BY length(token_id), token_id LIMIT $2 OFFSET $3', [collectionId, limit, offset]);
+      return rows.map((r) => toToken(TokenRow.parse(r)));
+    },
+
+    /** Tokens in id order after a token id (the console's cursor): `(length, text)` is numeric order for canonical decimals. */
+    async tokensAfter(collectionId: number, after: string | null, limit: number): Promise<TokenRecord[]> {
+      const { rows } = await db.query(
+        'SELECT * FROM collection_tokens WHERE collection_id = $1 AND ($2::text IS NULL OR (length(token_id), token_id) > (length($2::text), $2::text)) ORDER BY length(token_id), token_id LIMIT $3',
+        [collectionId, after, limit],
+      );
       return rows.map((r) => toToken(TokenRow.parse(r)));
     },
 
@@ -247,6 +268,13 @@ export function collectionStore(db: Db) {
         `SELECT ${LINK_COLUMNS} FROM contract_collections WHERE ($1::bigint IS NULL OR project_id = $1) AND ($2::bigint IS NULL OR collection_id = $2) ORDER BY id LIMIT $3 OFFSET $4`,
         [projectId, collectionId, limit, offset],
       );
+      return rows.map((r) => toLink(LinkRow.parse(r)));
+    },
+
+    /** The contract links of these collections, in link order. */
+    async linksOf(collectionIds: number[]): Promise<ContractLink[]> {
+      if (!collectionIds.length) return [];
+      const { rows } = await db.query(`SELECT ${LINK_COLUMNS} FROM contract_collections WHERE collection_id = ANY($1::bigint[]) ORDER BY id`, [collectionIds]);
       return rows.map((r) => toLink(LinkRow.parse(r)));
     },
 

@@ -70,6 +70,12 @@ export const RelayerChainConfigSchema = z
     wrappedNative: Address.optional(),
     /** The fee is the gas cost times this. */
     feeMarkup: z.number().min(1).max(100).default(1.2),
+    /**
+     * A fee pays for the whole gas limit at the gas price times this: the room the base fee has to climb
+     * between intake and inclusion. No attempt offers more per gas than the fee pays for over the limit, so
+     * past it a fee-paying bundle waits for the base fee to fall (docs/relayer-worst-case.md).
+     */
+    feePriceRoom: z.number().min(1).max(10).default(1.25),
     /** Gas limit = simulated gas times this (plus the intrinsic cost). */
     gasMargin: z.number().min(1).max(10).default(1.25),
     /** Bundles needing more gas than this are refused. */

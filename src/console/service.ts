@@ -6,6 +6,7 @@ import { adminTokenStore } from './admin-tokens.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { activityMethods } from './methods/activity.ts';
 import { balanceMethods } from './methods/balances.ts';
+import { collectionMethods } from './methods/collections.ts';
 import { networkMethods } from './methods/network.ts';
 import { directoryMethods } from './methods/directory.ts';
 import { indexerMethods } from './methods/indexer.ts';
@@ -46,6 +47,7 @@ export function consoleService(s: Services): ServiceDef {
       ...indexerMethods(deps),
       ...directoryMethods(deps),
       ...mediaMethods(deps),
+      ...collectionMethods(deps),
       ...webhookMethods(deps),
       ...usageMethods(deps),
     },

@@ -36,6 +36,12 @@ export type FetchFailure = {
   retryAfterMs?: number;
   message: string;
   trace: Attempt[];
+  /**
+   * The document is known to be gone, not merely unreachable: this service's own collection token or
+   * collection that is unpublished or deleted (collections/local-fetcher.ts). Its last good document
+   * is dropped rather than kept, as it is for an origin that fails.
+   */
+  withdrawn?: true;
 };
 
 export function httpReason(status: number): FetchFailureReason {

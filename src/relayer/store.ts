@@ -336,6 +336,17 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       );
     },
 
+    /** The covers of the meta-transactions a slot carries (engine/cover-ceiling.ts bounds its replacements by them). */
+    async coversAtSlot(chainId: number, sender: string, nonce: number): Promise<Pick<MetaTxnRow, 'cover_wei'>[]> {
+      const r = await db.query<{ cover_wei: string | null }>(prepared('SELECT cover_wei::text AS cover_wei FROM meta_txns WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND status = $4'), [
+        chainId,
+        sender,
+        nonce,
+        'SENT',
+      ]);
+      return r.rows;
+    },
+
     /** Why the meta-transactions of a slot cannot be replaced now (the fee cap), as RuntimeStatus shows them. */
     async setStalledAtSlot(chainId: number, sender: string, nonce: number, reason: string) {
       await db.query('UPDATE meta_txns SET stalled = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND stalled IS DISTINCT FROM $4', [chainId, sender, nonce, reason]);

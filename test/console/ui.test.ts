@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { erc20, startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor } from '../support/sequence-wallet.ts';
 import { startRawServer, type RawServer } from '../support/token-chain.ts';
+import { hostCollection } from '../support/collections.ts';
 import { solidPng } from '../support/media.ts';
 import { WIDE, launchBrowser, loadedWidth, shot as shotOf } from './browser.ts';
 
@@ -333,5 +334,51 @@ describe('console page', () => {
     // Signed out means signed out for the API too, not just the page.
     const after = await page.evaluate(async () => (await fetch('/rpc/Console/ListProjects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
     expect(after).toBe(401);
+  });
+
+  it("shows a project's collections and, on the first visit, its tokens' pictures", async () => {
+    // A project hosts a collection as the dev sample does: two pictures uploaded, one linked from the
+    // document; an ERC-721 whose base URI points at the collection, tokens minted, contract linked.
+    const projectId = (await admin('CreateProject', { name: `gallery-${Math.random().toString(36).slice(2, 8)}` })).project.id as number;
+    const key = (await admin('CreateAccessKey', { projectId, label: 'collections' })).accessKey as string;
+    const { client, collection } = await hostCollection(env.baseUrl, key, projectId, 'Gallery', [
+      { tokenId: '1', name: 'Ruby', picture: { bytes: await solidPng(400, 400, '#c0392b'), filename: 'ruby.png' } },
+      { tokenId: '2', name: 'Emerald', picture: { bytes: await solidPng(300, 400, '#27ae60'), filename: 'emerald.png' } },
+      { tokenId: '3', name: 'Amber', image: `${logos.url}/amber.png` },
+    ]);
+    await hostCollection(env.baseUrl, key, projectId, 'Drafts', [{ tokenId: '1', name: 'Sketch' }], false);
+    const uris = collection.baseURIs!;
+    const [gallery] = await env.chain.deploy([{ contract: 'DevERC721', args: ['Gallery', 'GAL', uris.tokenMetadataURI, uris.contractMetadataURI] }]);
+    const contract = gallery!.toLowerCase() as Address;
+    await env.chain.send([1n, 2n, 3n].map((id) => ({ address: contract, contract: 'DevERC721', functionName: 'mint', args: [newSigner().address, id] })));
+    await client.createContractCollection({ contractCollection: { chainId: env.chainId, contractAddress: contract, collectionId: collection.id } } as never);
+
+    await page.goto(`${env.baseUrl}/console/`);
+    await page.getByTestId('admin-token').fill(env.adminToken);
+    await page.getByTestId('sign-in').click();
+    await page.goto(`${env.baseUrl}/console/#/projects/${projectId}`);
+    await page.getByTestId('tab-collections').click();
+    const row = page.getByTestId(`collection-${collection.id}`);
+    await row.waitFor();
+    expect(await row.getByRole('link').textContent()).toBe('Gallery');
+    expect(await row.getByTestId('collection-state').textContent()).toBe('published');
+    expect(await row.getByTestId('collection-token-count').textContent()).toBe('3');
+    expect(await row.getByTestId('collection-contracts').textContent()).toBe(`${env.chain.chainConfig.name} ${contract.slice(0, 10)}…${contract.slice(-4)}`);
+    const drafts = page.getByTestId('collections').locator('tbody tr').filter({ hasText: 'Drafts' });
+    expect(await drafts.getByTestId('collection-state').textContent()).toBe('unpublished');
+    expect(await page.getByTestId('collections-count').textContent()).toBe('1–2 of 2 collections');
+    await shot('collections');
+
+    await row.getByRole('link').click();
+    await expect.poll(() => page.getByTestId('collection-name').textContent()).toContain('Gallery');
+    const loaded = (id: string) => page.getByTestId(`token-image-${id}`).evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0));
+    // The uploads' 256 px renditions, made on this first request; the linked picture fetched by the media pipeline now.
+    await expect.poll(() => loaded('1'), { timeout: 30_000 }).toBe(256);
+    await expect.poll(() => loaded('2'), { timeout: 30_000 }).toBeGreaterThan(0);
+    await expect.poll(() => loaded('3'), { timeout: 30_000 }).toBeGreaterThan(0);
+    expect(await page.getByTestId('token-1').getByTestId('token-tile-name').textContent()).toBe('Ruby');
+    expect(await page.getByTestId('collection-tokens-count').textContent()).toBe('1–3 of 3 tokens');
+    expect(await page.locator('[data-testid$="-pending"]').count()).toBe(0);
+    await shot('collection-tokens');
   });
 });

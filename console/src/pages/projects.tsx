@@ -6,6 +6,7 @@ import { useAction, useApi } from '../hooks.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
 import { Activity } from './activity.tsx';
 import { Balances } from './balances.tsx';
+import { Collections } from './collections.tsx';
 import { Overview } from './overview.tsx';
 import { Sponsors } from './sponsors.tsx';
 import { Webhooks } from './webhooks.tsx';
@@ -94,10 +95,12 @@ const TABS: [string, string][] = [
   ['balance', 'Balance'],
   ['webhooks', 'Webhooks'],
   ['activity', 'Activity'],
+  ['collections', 'Collections'],
   ['settings', 'Settings'],
 ];
 
-export function ProjectDetail({ projectId, tab }: { projectId: number; tab: string }) {
+/** `item`: the route's fourth part, a collection's id on the Collections tab. */
+export function ProjectDetail({ projectId, tab, item }: { projectId: number; tab: string; item?: string }) {
   // Read again for each project opened: one made since (another tab, the CLI) is not in an older list.
   const list = useApi<{ projects: Project[] }>('ListProjects', {}, [projectId]);
   const project = list.data?.projects.find((p) => p.id === projectId);
@@ -125,6 +128,7 @@ export function ProjectDetail({ projectId, tab }: { projectId: number; tab: stri
       {tab === 'balance' && <Balances projectId={projectId} />}
       {tab === 'webhooks' && <Webhooks projectId={projectId} />}
       {tab === 'activity' && <Activity projectId={projectId} />}
+      {tab === 'collections' && <Collections projectId={projectId} collectionId={item ? Number(item) : undefined} />}
       {tab === 'settings' && <Settings project={project} onChange={list.reload} />}
     </section>
   );

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, short } from '../api.ts';
 import { useAction } from '../hooks.ts';
-import { Picture, Placeholder, type PictureWire } from '../picture.tsx';
+import { FieldPicture, type PictureWire } from '../picture.tsx';
 
 interface Attribute {
   trait_type?: string;
@@ -40,17 +40,6 @@ function sourceLine(uri: string | null | undefined): string {
 }
 
 const valueText = (v: unknown) => (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
-
-/** The picture of the token: the first field the media pipeline could show, a placeholder while it works. */
-function TokenPicture({ pictures, pending }: { pictures: PictureWire[] | null; pending: boolean }) {
-  if (pending || !pictures) return <Placeholder size={256} text="thumbnail being made…" testid="media-image-pending" />;
-  const shown = pictures.find((p) => p.ready && p.thumbnail);
-  if (!shown) {
-    const why = pictures.find((p) => !p.ready);
-    return <Placeholder size={256} text={why ? `no picture: ${why.failureReason}` : 'this token has no picture'} testid="media-image-none" />;
-  }
-  return <Picture src={shown.thumbnail} size={256} alt={shown.field} testid="media-image" href={shown.large ?? shown.original} />;
-}
 
 /** What was stored of each media field, with its renditions and original. */
 function MediaFacts({ pictures }: { pictures: PictureWire[] }) {
@@ -98,7 +87,7 @@ function TokenCard({ token, explanation, pictures, pending }: { token: Token; ex
   return (
     <div class="stack">
       <div class="token-card card" data-testid="token-card">
-        <TokenPicture pictures={pictures} pending={pending} />
+        <FieldPicture pictures={pictures} pending={pending} size={256} testid="media-image" />
         <div class="stack">
           <h3 data-testid="token-name">{token.name || <em>no name</em>}</h3>
           {token.description && <p data-testid="token-description">{token.description}</p>}

@@ -29,7 +29,11 @@ function pictureWire(field: string, a: MediaAsset | null) {
       original: null,
     };
   }
-  const b = a.blob;
+  return blobPicture(field, a.blob);
+}
+
+/** A stored blob's picture (a fetched token field, or a file uploaded to a collection): same-origin paths of its renditions. */
+export function blobPicture(field: string, b: { sha256: string; mimeType: string; width: number | null; height: number | null }) {
   const svg = b.mimeType === 'image/svg+xml';
   return {
     field,

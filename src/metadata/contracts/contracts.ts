@@ -134,7 +134,8 @@ export class ContractInfoService {
           this.d.metrics.metadataFetches.inc({ scheme: 'contractURI', outcome: f.ok ? 'ok' : f.reason });
           if (f.ok) uri = uriLayerFromDocument(f.document, (u) => toHttpMediaUrl(u, uriOpts));
           else {
-            uri = undefined;
+            // A withdrawn document (an unpublished collection of ours) goes; any other failure keeps the last good one.
+            uri = f.withdrawn ? null : undefined;
             failure = `contractURI: ${f.reason}: ${f.message}`;
           }
         }

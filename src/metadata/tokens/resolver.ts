@@ -452,7 +452,7 @@ export class TokenMetadataService {
           };
           if (!f.ok) {
             const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
-            results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace });
+            results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace, ...(f.withdrawn ? { withdrawn: true } : {}) });
             return;
           }
           if (f.idVariant !== undefined && f.idVariant !== (kind.idVariant ?? 0)) {

@@ -103,7 +103,7 @@ export function toRecord(row: unknown): TokenRecord {
 /** The outcome of one resolution attempt of one token. */
 export type Resolution =
   | { ok: true; tokenUri: string | null; metadata: Record<string, unknown>; raw: unknown; trace: unknown; source: string }
-  | { ok: false; tokenUri: string | null; reason: string; message: string; retryAfter: Date | null; trace: unknown };
+  | { ok: false; tokenUri: string | null; reason: string; message: string; retryAfter: Date | null; trace: unknown; withdrawn?: boolean };
 
 const ContractRowSchema = z.object({
   type: z.string(),
@@ -123,6 +123,8 @@ interface SaveRow {
   tokenUri: string | null;
   trace: unknown;
   json: string;
+  /** The failure says the document is gone for good (FetchFailure.withdrawn): the stored one is dropped. */
+  withdrawn: boolean;
 }
 
 function serialiseRow(tokenId: string, r: Resolution, retryUnstorable: Date): SaveRow {
@@ -140,7 +142,7 @@ function serialiseRow(tokenId: string, r: Resolution, retryUnstorable: Date): Sa
       retry_after: r.ok || !r.retryAfter ? null : r.retryAfter.toISOString(),
       trace,
     });
-    return { tokenId, tokenUri: r.tokenUri, trace, json };
+    return { tokenId, tokenUri: r.tokenUri, trace, json, withdrawn: !r.ok && r.withdrawn === true };
   } catch (err) {
     return unstorable(tokenId, r.tokenUri, trace, err, retryUnstorable);
   }
@@ -168,7 +170,7 @@ function unstorable(tokenId: string, tokenUri: string | null, trace: unknown, er
   } catch {
     json = row(null);
   }
-  return { tokenId, tokenUri, trace, json };
+  return { tokenId, tokenUri, trace, json, withdrawn: false };
 }
 
 async function upsert(db: Queryable, chainId: number, contract: string, rows: SaveRow[]): Promise<Map<string, TokenRecord>> {
@@ -231,13 +233,26 @@ async function contentHashes(q: Queryable, chainId: number, contract: string, id
 
 export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = {}) {
   const hook = opts.onDocumentChanged;
-  /** Upserts rows and, in the same transaction, re-indexes the resolved tokens' search entries. */
+  /** Upserts rows and, in the same transaction, re-indexes the resolved (and withdrawn) tokens' search entries. */
   const write = (chainId: number, contract: string, rows: SaveRow[], resolved: ReadonlySet<string>) =>
     db.transaction(async (tx) => {
-      const ids = rows.filter((r) => resolved.has(r.tokenId)).map((r) => r.tokenId);
+      const withdrawn = rows.filter((r) => r.withdrawn).map((r) => r.tokenId);
+      const ids = rows.filter((r) => resolved.has(r.tokenId) || r.withdrawn).map((r) => r.tokenId);
       // Read (and lock) the documents' hashes before the write, so only a real change is reported.
       const before = hook && ids.length ? await contentHashes(tx, chainId, contract, ids) : undefined;
       const saved = await upsert(tx, chainId, contract, rows);
+      if (withdrawn.length) {
+        // The upsert keeps the last good document of a failure; a withdrawn one must stop being served
+        // (and searched: the re-index below drops its entries).
+        const gone = await tx.query(
+          'UPDATE token_metadata SET metadata = NULL, raw = NULL, updated_at = now() WHERE chain_id = $1 AND contract_address = $2 AND token_id = ANY($3::text[]) RETURNING *',
+          [chainId, contract, withdrawn],
+        );
+        for (const row of gone.rows) {
+          const rec = toRecord(row);
+          saved.set(rec.tokenId, rec);
+        }
+      }
       await reindexTokens(tx, chainId, contract, ids);
       if (hook && before) {
         const after = await contentHashes(tx, chainId, contract, ids);
@@ -268,7 +283,8 @@ export function tokenStore(db: Db, opts: { onDocumentChanged?: DocumentHook } = 
     /**
      * Records attempts: a success replaces the document and, in the same transaction, the token's
      * search index entries; a failure only records its reason and keeps the last good document (and
-     * its index entries). Returns the records as stored after the write.
+     * its index entries), unless it is a withdrawal (`withdrawn`: our own unpublished collection),
+     * which drops them. Returns the records as stored after the write.
      *
      * Each token is saved on its own terms: one statement for the batch when every row goes in, and
      * when it does not (a document that cannot be serialised, or one the database refuses, such as a

@@ -61,11 +61,20 @@ export async function sign(account: SenderAccount, chainId: number, u: Unsigned)
 }
 
 /** Records a signed attempt; always before it is broadcast, so a crash never leaves an unknown transaction. */
+/**
+ * Records a signed attempt. The same transaction signed again after the node refused it (same nonce, fees
+ * and call: the same hash, e.g. while the fees are held at a cap or a cover's ceiling) takes the refused
+ * row back rather than failing on its hash; a live attempt with that hash is still an error.
+ */
 export async function insertAttempt(q: Queryable, chainId: number, a: { sender: Address; kind: Attempt['kind']; metaTxnId: string | null; hash: Hex; raw: Hex; head: number } & Unsigned) {
   const f = a.fees;
-  await q.query(
+  const r = await q.query(
     prepared(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, kind, hash, raw, to_address, data, value, gas_limit, max_fee, max_priority_fee, gas_price, broadcast_block)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`),
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+     ON CONFLICT (chain_id, hash) DO UPDATE SET status = 'PENDING', error = NULL, broadcast_at = NULL, broadcast_block = EXCLUDED.broadcast_block,
+       meta_txn_id = EXCLUDED.meta_txn_id, kind = EXCLUDED.kind
+     WHERE relay_txs.status = 'FAILED'
+     RETURNING id`),
     [
       chainId,
       a.sender,
@@ -84,6 +93,7 @@ export async function insertAttempt(q: Queryable, chainId: number, a: { sender: 
       a.head,
     ],
   );
+  if (r.rows.length === 0) throw new Error(`attempt ${a.hash} is already recorded and live`);
 }
 
 interface AttemptRow {
@@ -173,6 +183,12 @@ export async function markBroadcast(db: Db, client: PublicClient, chainId: numbe
   if (hashes.length === 0) return;
   const head = Number(await client.getBlockNumber({ cacheTime: 0 }));
   await db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [chainId, hashes, head]);
+}
+
+/** The error of an attempt already recorded with this hash (null: recorded without one); undefined when there is none. */
+export async function attemptError(q: Queryable, chainId: number, hash: Hex): Promise<string | null | undefined> {
+  const r = await q.query<{ error: string | null }>(prepared('SELECT error FROM relay_txs WHERE chain_id = $1 AND hash = $2'), [chainId, hash]);
+  return r.rows.length ? r.rows[0].error : undefined;
 }
 
 /** A signed attempt the node refused: it does not exist on chain, so it is never watched again. */

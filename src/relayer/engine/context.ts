@@ -51,7 +51,7 @@ export interface EngineContext {
   /** The chain's head and recent headers, shared with the process's other readers (chain/head.ts). */
   readonly chainHead: ChainHead;
   readonly config: RelayerChainConfig;
-  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'observeBlock' | 'feeModel'>;
+  readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'observeBlock' | 'feeModel' | 'l1FeeBound'>;
   readonly deps: DispatcherDeps;
   /** This process's lease owner id on relay_senders. */
   readonly owner: string;

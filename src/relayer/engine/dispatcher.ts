@@ -1,9 +1,9 @@
 import type { Address, Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
-import { batchCall, batchGroups, batchPays } from './batch.ts';
 import { crashPoint } from './crash-points.ts';
-import { gweiToWei, marketFees, type FeePolicy, type Fees } from './gas-price.ts';
+import { gweiToWei, marketFees, type FeePolicy, type Market } from './gas-price.ts';
+import { pricedUnits, unitsFor, type Plan, type Priced } from './units.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
 import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
@@ -34,28 +34,6 @@ const IDLE_POLL_MS = 2_000;
 /** A queued meta-transaction waiting on a predecessor is not read again for this long, so it cannot crowd out ready ones. */
 const UNREADY_DEFER_MS = 1_000;
 
-interface Plan {
-  row: MetaTxnRow;
-  /** Set when a predecessor in the same nonce space is in flight: it must ride on the same sender. */
-  sender?: Address;
-  /** The wallets whose bundles it carries. */
-  wallets: Address[];
-  overrides: NonceOverride[];
-  /** EIP-7702: the authorization its transaction carries (the EOA is not yet delegated to that implementation). */
-  carry?: Authorization;
-}
-
-/** One transaction to sign: a single meta-transaction, or several batched through the guest module. */
-interface Unit {
-  kind: 'meta' | 'batch';
-  metas: MetaTxnRow[];
-  to: Address;
-  data: Hex;
-  gas: bigint;
-  /** A type-4 transaction carrying this authorization. */
-  authorization?: Authorization;
-}
-
 export class LostLease extends Error {}
 
 /**
@@ -79,7 +57,7 @@ export class Dispatcher implements EngineContext {
   private sweptAt = 0;
   /** Queued meta-transactions judged unsure at consecutive passes (still-good.ts), by id. */
   private readonly unsure = new Map<string, number>();
-  private feeMemo?: { head: number; fees: Promise<Fees> };
+  private feeMemo?: { head: number; fees: Promise<Market> };
   /** Nothing in flight and nothing to reconcile at the last tick: the next one may wait IDLE_POLL_MS. */
   private idle = false;
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
@@ -172,7 +150,7 @@ export class Dispatcher implements EngineContext {
   }
 
   /** First-attempt fees from the fee history, read once per head, not once per pass. */
-  marketFeesNow(): Promise<Fees> {
+  marketFeesNow(): Promise<Market> {
     if (this.feeMemo?.head === this.head) return this.feeMemo.fees;
     const memo = { head: this.head, fees: marketFees(this.client, this.policy) };
     memo.fees.catch(() => {
@@ -312,15 +290,24 @@ export class Dispatcher implements EngineContext {
     }
     // The state may have moved since intake: never sign what would now revert or no longer pay.
     const checked = await this.simulateAll([...assigned].flatMap(([sender, ps]) => ps.map((p) => ({ sender, p }))));
-    const fees = await this.marketFeesNow();
-    const sent: { sender: Address; units: Unit[] }[] = [];
+    const market = await this.marketFeesNow();
+    const sent: { sender: Address; units: Priced[] }[] = [];
     await Promise.all(
       [...assigned].map(async ([sender, ps]) => {
         const passed = ps.filter((p) => checked.get(p.row.id));
-        if (passed.length) sent.push({ sender, units: await this.unitsFor(sender, passed) });
+        if (passed.length)
+          sent.push({
+            sender,
+            units: await pricedUnits(
+              await unitsFor(this.relayer, sender, passed),
+              market,
+              (u) => this.relayer.l1FeeBound(u.data, !!u.authorization),
+              (row, why) => this.waitForBaseFee(row, why),
+            ),
+          });
       }),
     );
-    const signed = (await Promise.all(sent.map(({ sender, units }) => this.persist(sender, units, fees)))).flat();
+    const signed = (await Promise.all(sent.map(({ sender, units }) => this.persist(sender, units)))).flat();
     crashPoint('after-persist', signed.length);
     const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
     crashPoint('after-broadcast', signed.length);
@@ -383,37 +370,18 @@ export class Dispatcher implements EngineContext {
     return v.kind === 'good';
   }
 
-  /**
-   * Singles, or guest-module batches of wallet-form meta-transactions when batching is on. A batch is
-   * simulated as a whole and must pay at least the sum of its members' fees; otherwise they go singly.
-   */
-  private async unitsFor(sender: Address, plans: Plan[]): Promise<Unit[]> {
-    const single = (row: MetaTxnRow, carry?: Authorization): Unit => ({
-      kind: 'meta',
-      metas: [row],
-      to: row.entrypoint as Address,
-      data: row.input as Hex,
-      gas: BigInt(row.gas_limit),
-      authorization: carry,
-    });
-    const size = this.config.batchSize;
-    if (size < 2) return plans.map((p) => single(p.row, p.carry));
-    const { alone, groups } = batchGroups(plans, size);
-    const units = alone.map((p) => single(p.row, p.carry));
-    // Every batch is simulated at once (one JSON-RPC batch), not one after the other.
-    const built = await Promise.all(
-      groups.map(async (g): Promise<Unit[]> => {
-        if (g.length < 2) return g.map((m) => single(m));
-        const call = batchCall(g.map((m) => ({ wallet: m.entrypoint as Address, input: m.input as Hex, gasLimit: BigInt(m.gas_limit) })));
-        if (await batchPays(this.relayer, sender, call.data, call.gas, g)) return [{ kind: 'batch', metas: g, to: this.relayer.context.guestModule, data: call.data, gas: call.gas }];
-        return g.map((m) => single(m));
-      }),
-    );
-    return [...units, ...built.flat()];
+  private async waitForBaseFee(row: MetaTxnRow, why: string) {
+    if (Date.now() - row.queued_at.getTime() > this.config.queueTimeoutSec * 1000) {
+      await this.drop(row, `not sent within ${this.config.queueTimeoutSec} s: ${why}; send it again to have it priced anew`);
+      return;
+    }
+    // Shown by GetMetaTxnReceipt and the console while it waits; looked at again next block.
+    if (row.stalled !== why) await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { stalled: why }, 'QUEUED');
+    await this.deps.metaTxns.defer(this.chainId, [row.id], UNREADY_DEFER_MS);
   }
 
   /** Signs the units with consecutive nonces of one sender and records them, all in one transaction. */
-  private async persist(sender: Address, units: Unit[], fees: Fees) {
+  private async persist(sender: Address, units: Priced[]) {
     const account = this.accounts.get(sender)!;
     try {
       return await this.deps.db.transaction(async (tx) => {
@@ -424,9 +392,9 @@ export class Dispatcher implements EngineContext {
         const ids = [...new Set(units.flatMap((u) => u.metas.map((m) => m.id)))].sort();
         const free = await this.deps.metaTxns.lockQueued(tx, this.chainId, ids);
         let nonce = next;
-        const out: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }[] = [];
+        const out: { sender: Address; unit: Priced; nonce: number; raw: Hex; hash: Hex }[] = [];
         for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
-          const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees, authorization: unit.authorization };
+          const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees: unit.fees, authorization: unit.authorization };
           const { raw, hash } = await sign(account, this.chainId, u);
           await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
           for (const [i, m] of unit.metas.entries()) {
@@ -438,6 +406,7 @@ export class Dispatcher implements EngineContext {
               batch_index: unit.kind === 'batch' ? i : null,
               gas_limit: unit.kind === 'meta' ? unit.gas.toString() : m.gas_limit,
               sent_at: new Date(),
+              stalled: null,
             });
           }
           out.push({ sender, unit, nonce, raw, hash });
@@ -454,7 +423,7 @@ export class Dispatcher implements EngineContext {
     }
   }
 
-  private async afterBroadcast(s: { sender: Address; unit: Unit; nonce: number; raw: Hex; hash: Hex }, res: BroadcastResult) {
+  private async afterBroadcast(s: { sender: Address; unit: Priced; nonce: number; raw: Hex; hash: Hex }, res: BroadcastResult) {
     if (res.ok) {
       this.deps.metrics?.relayBroadcasts.inc({ chain: this.chainName, kind: s.unit.kind === 'batch' ? 'batch' : 'first' });
       if (res.uncertain === 'transport') this.deps.log.warn({ chainId: this.chainId, hash: s.hash }, 'broadcast uncertain (no answer); the block sweep will look the slot up');

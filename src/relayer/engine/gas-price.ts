@@ -1,6 +1,8 @@
 import type { PublicClient } from 'viem';
 
 export type Fees = { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: 'legacy'; gasPrice: bigint };
+/** First-attempt fees with the next block's base fee they were read with (none on a legacy-priced chain). */
+export type Market = Fees & { nextBaseFee?: bigint };
 
 export interface FeePolicy {
   /** No max fee (or legacy gas price) above this. */
@@ -34,7 +36,7 @@ function median(xs: bigint[]): bigint {
  * The price of a first attempt from the last blocks' fee history: the median of their median tips,
  * and room for the base fee to double before the transaction is priced out.
  */
-export async function marketFees(client: PublicClient, policy: FeePolicy): Promise<Fees> {
+export async function marketFees(client: PublicClient, policy: FeePolicy): Promise<Market> {
   if (policy.legacy) return { type: 'legacy', gasPrice: min(await client.getGasPrice(), policy.capWei) };
   const h = await client.getFeeHistory({ blockCount: 10, blockTag: 'latest', rewardPercentiles: [50] });
   const next = h.baseFeePerGas.at(-1);
@@ -43,7 +45,7 @@ export async function marketFees(client: PublicClient, policy: FeePolicy): Promi
   }
   const tip = max(median((h.reward ?? []).map((r) => r[0] ?? 0n)), policy.minPriorityWei);
   const maxFee = min(next * 2n + tip, policy.capWei);
-  return { type: 'eip1559', maxFeePerGas: maxFee, maxPriorityFeePerGas: min(tip, maxFee) };
+  return { type: 'eip1559', maxFeePerGas: maxFee, maxPriorityFeePerGas: min(tip, maxFee), nextBaseFee: next };
 }
 
 export type Replacement = { ok: true; fees: Fees } | { ok: false; reason: string };

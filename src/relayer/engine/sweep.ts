@@ -1,10 +1,26 @@
-import { parseEther, type Address, type Hex } from 'viem';
+import { formatGwei, parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
-import { authorizationsOf, broadcast, confirmAttempts, failAttempt, failTaken, insertAttempt, markBroadcast, markMined, noteBroadcast, openAttempts, sign, unmine, type Attempt } from './attempts.ts';
+import {
+  attemptError,
+  authorizationsOf,
+  broadcast,
+  confirmAttempts,
+  failAttempt,
+  failTaken,
+  insertAttempt,
+  markBroadcast,
+  markMined,
+  noteBroadcast,
+  openAttempts,
+  sign,
+  unmine,
+  type Attempt,
+} from './attempts.ts';
 import { ownedNextNonces, recordSenderRead } from './ledger.ts';
 import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext, SenderState } from './context.ts';
-import { marketFees, replacementFees, type Fees } from './gas-price.ts';
+import { marketFees, replacementFees, type Fees, type Market } from './gas-price.ts';
+import { coverCeiling, feePerGas } from './cover-ceiling.ts';
 import { outcomeOf, type RawReceipt } from '../receipts.ts';
 import type { SettledMeta } from '../store.ts';
 import { LOST_DELEGATION, type Shortfall } from '../bars.ts';
@@ -41,7 +57,7 @@ interface Hit {
  */
 export class Sweeper {
   private readonly missingSince = new Map<string, number>();
-  private market?: Fees;
+  private market?: Market;
   private readonly receipts: BlockReceipts;
   /** The balance level last recorded per sender: the database is asked only when it seems to change. */
   private readonly levels = new Map<string, BalanceLevel>();
@@ -149,7 +165,7 @@ export class Sweeper {
     return { senders: states, again: this.again };
   }
 
-  private async fees(): Promise<Fees> {
+  private async fees(): Promise<Market> {
     this.market ??= await marketFees(this.d.client, this.d.policy);
     return this.market;
   }
@@ -423,14 +439,24 @@ export class Sweeper {
     const d = this.d;
     const last = s.attempts.at(-1)!;
     if (last.broadcast_block != null && head - last.broadcast_block >= d.config.resubmitAfterBlocks) {
-      const rep = replacementFees(last.fees, await this.fees(), d.policy);
-      if (rep.ok) {
-        await this.replace(s, last, rep.fees, head);
-        return null;
-      }
-      await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, rep.reason);
+      // Never above what the slot's covers pay for over its gas limit (cover-ceiling.ts), nor the fee cap.
+      const covers = await d.deps.metaTxns.coversAtSlot(d.chainId, s.sender, s.nonce);
+      const ceiling = coverCeiling(covers, BigInt(last.gas_limit), await d.relayer.l1FeeBound(last.data, last.raw.startsWith('0x04')));
+      const bound = ceiling != null && ceiling < d.policy.capWei;
+      const rep = replacementFees(last.fees, await this.fees(), bound ? { ...d.policy, capWei: ceiling } : d.policy);
+      if (!rep.ok && bound) rep.reason += ': what its fee or sponsorship pays for over its gas limit';
+      // A replacement that cannot meet the next base fee is not signed: the node would refuse it, and the
+      // same fees would be signed again next block (the same hash).
+      const nextBase = (await this.fees()).nextBaseFee;
+      const why = !rep.ok
+        ? rep.reason
+        : nextBase != null && feePerGas(rep.fees) < nextBase
+          ? `a replacement may offer at most ${formatGwei(feePerGas(rep.fees))} gwei per gas (${bound ? 'what its fee or sponsorship pays for over its gas limit' : 'the fee cap'}), below the base fee of ${formatGwei(nextBase)} gwei: it waits for the base fee to fall`
+          : await this.replace(s, last, rep.fees, head);
+      if (!why) return null;
+      await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, why);
       if (s.nonce >= pending) await this.rebroadcast(last);
-      return rep.reason;
+      return why;
     }
     // Not in the pool's executable run (never arrived, dropped, or lost in a node restart): send it again.
     if (s.nonce >= pending) await this.rebroadcast(last);
@@ -450,13 +476,20 @@ export class Sweeper {
     }
   }
 
-  /** The same call at the same nonce with higher fees; every earlier attempt stays watched for a receipt. */
-  private async replace(s: Slot, last: Attempt, fees: Fees, head: number) {
+  /**
+   * The same call at the same nonce with higher fees; every earlier attempt stays watched for a receipt.
+   * Null when it went out (or was refused and will be tried again higher); else why it waits.
+   */
+  private async replace(s: Slot, last: Attempt, fees: Fees, head: number): Promise<string | null> {
     const d = this.d;
     const account = d.accounts.get(s.sender)!;
     // A type-4 attempt's replacement carries the same authorization.
     const u = { nonce: s.nonce, to: last.to_address, data: last.data, value: last.value, gas: last.gas_limit, fees, authorization: authorizationsOf(last.raw) };
     const { raw, hash } = await sign(account, d.chainId, u);
+    // Signed before and refused (the same fees come out while the market and the bound stay put): not
+    // recorded twice, and not sent again — it waits as at the fee cap.
+    const refused = await attemptError(this.db, d.chainId, hash);
+    if (refused !== undefined) return `a replacement at these fees was refused: ${(refused ?? 'no reason given').slice(0, 200)}`;
     await this.db.transaction(async (tx) => {
       await insertAttempt(tx, d.chainId, { ...u, sender: s.sender, kind: last.kind, metaTxnId: last.meta_txn_id, hash, raw, head });
       await d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, hash, 'replaced', true);
@@ -466,12 +499,13 @@ export class Sweeper {
       d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'replacement' });
       d.deps.log.info({ chainId: d.chainId, sender: s.sender, nonce: s.nonce, hash, replaces: last.hash }, 'replaced a transaction not included in time');
       await markBroadcast(this.db, d.client, d.chainId, [hash]);
-      return;
+      return null;
     }
     // The replacement does not exist; the earlier attempts are still the slot's (and still watched).
     d.deps.metrics?.relayRefused.inc({ chain: d.chainName, reason: res.kind });
     d.deps.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
     await failAttempt(this.db, d.chainId, hash, res.message);
     await this.db.transaction((tx) => d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, last.hash, 'replacement_refused'));
+    return null;
   }
 }

@@ -47,9 +47,14 @@ export const gasCost = (gas: bigint, gasPrice: bigint, markup: number): bigint =
  * what it can then burn is bounded only by the signed gas limit. Pricing that limit is what makes the
  * relayer's worst case a paid one.
  */
-export function requiredWei(used: bigint, gasLimit: bigint, gasPrice: bigint, markup: number, l1FeeBound = 0n): bigint {
+/**
+ * The least fee, in wei: the expected use with the markup, and never less than the whole signed limit at
+ * the price times `room` — the room the base fee has to climb before inclusion, since no attempt may offer
+ * more per gas than the fee pays for over the limit (engine/cover-ceiling.ts): past it the bundle waits.
+ */
+export function requiredWei(used: bigint, gasLimit: bigint, gasPrice: bigint, markup: number, l1FeeBound = 0n, room = 1): bigint {
   const expected = gasCost(used, gasPrice, markup);
-  const worst = gasLimit * gasPrice;
+  const worst = ceilMul(gasLimit * gasPrice, room);
   // An L1 data fee (OP stack) is charged on top of the gas, whatever the gas: its upper bound is added whole.
   return (expected > worst ? expected : worst) + l1FeeBound;
 }

@@ -169,7 +169,7 @@ export class Pricing {
     if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chain.chainId, cover, limit, gasPrice, l1));
     const sponsorship = sponsorshipWire(cover);
     if (!this.chain.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], sponsorship };
-    const wei = requiredWei(gas, limit, gasPrice, this.deps.config.feeMarkup, l1);
+    const wei = requiredWei(gas, limit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
@@ -298,7 +298,7 @@ export class Pricing {
       // A bundle that turns out to need a larger gas limit than quoted is priced now instead.
       if (gasLimit <= BigInt(q.l ?? q.g)) quoted = q.o;
     }
-    const wei = requiredWei(gasUsed, gasLimit, gasPrice, this.deps.config.feeMarkup, l1);
+    const wei = requiredWei(gasUsed, gasLimit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     let best = '';
     for (const o of offers) {

@@ -1,0 +1,131 @@
+// The console's Collections tab through its admin API: a project's collections (published or not,
+// token counts, linked contracts) and a collection's tokens with the pictures uploaded to it, paged
+// by cursor, against a real service on anvil and a real database; the project's collections only,
+// and bad input refused with a clear error.
+import { SequenceCollections } from '@0xsequence/metadata';
+import type { Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostCollection } from '../support/collections.ts';
+import { solidPng } from '../support/media.ts';
+import { startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import { bearer, consoleClient, type Call } from './support.ts';
+
+let env: RelayerEnv;
+let call: Call;
+const admin = (method: string, body: unknown = {}) => call(method, body, bearer(env.adminToken));
+
+beforeAll(async () => {
+  env = await startRelayerEnv();
+  call = consoleClient(env.app);
+}, 120_000);
+afterAll(async () => {
+  await env?.close();
+});
+
+/** A fresh project and its access key, made as the console makes them. */
+async function project() {
+  const p = (await admin('CreateProject', { name: `coll-${Math.random().toString(36).slice(2, 8)}` })).body.project.id as number;
+  const key = (await admin('CreateAccessKey', { projectId: p, label: 'collections' })).body.accessKey as string;
+  return { id: p, key };
+}
+
+describe('console: collections', () => {
+  it("lists a project's collections newest first with state, token count and linked contracts, and a collection's tokens in id order with their pictures, a page at a time", async () => {
+    const p = await project();
+    const gems = await hostCollection(env.baseUrl, p.key, p.id, 'Gems', [
+      { tokenId: '1', name: 'Ruby', picture: { bytes: await solidPng(300, 200, '#c0392b'), filename: 'ruby.png' } },
+      {
+        tokenId: '2',
+        name: 'Emerald',
+        picture: { bytes: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="#27ae60"/></svg>'), filename: 'emerald.svg' },
+      },
+      { tokenId: '10', name: 'Sapphire', image: 'https://example.com/sapphire.png' },
+      { tokenId: '9', name: 'Topaz' },
+      { tokenId: '100', name: 'Opal' },
+    ]);
+    const drafts = await hostCollection(env.baseUrl, p.key, p.id, 'Drafts', [], false);
+    const third = await hostCollection(env.baseUrl, p.key, p.id, 'Third', []);
+    const [nft] = await env.chain.deploy([{ contract: 'DevERC721', args: ['Gems', 'GEM', gems.collection.baseURIs!.tokenMetadataURI, gems.collection.baseURIs!.contractMetadataURI] }]);
+    const contract = nft!.toLowerCase() as Address;
+    await gems.client.createContractCollection({ contractCollection: { chainId: env.chainId, contractAddress: contract, collectionId: gems.collection.id } } as never);
+
+    const first = await admin('ListProjectCollections', { projectId: p.id, pageSize: 2 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.total).toBe(3);
+    expect(first.body.collections.map((c: { name: string }) => c.name)).toEqual(['Third', 'Drafts']);
+    expect(first.body.collections[1]).toMatchObject({ id: drafts.collection.id, published: false, tokenCount: 0, contracts: [] });
+    const second = await admin('ListProjectCollections', { projectId: p.id, pageSize: 2, cursor: first.body.nextCursor });
+    expect(second.body.nextCursor).toBeNull();
+    expect(second.body.collections).toEqual([
+      expect.objectContaining({
+        id: gems.collection.id,
+        name: 'Gems',
+        description: 'Gems, hosted here',
+        published: true,
+        tokenCount: 5,
+        tokenMetadataURI: gems.collection.baseURIs!.tokenMetadataURI,
+        contracts: [{ chainId: env.chainId, network: env.chain.chainConfig.name, contractAddress: contract }],
+      }),
+    ]);
+    expect(third.collection.id).toBeGreaterThan(drafts.collection.id);
+
+    // Tokens in numeric id order ("9" before "10"), two to a page, each with its uploaded picture.
+    const ids: string[] = [];
+    const tokens: any[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 5; pages++) {
+      const r = await admin('ListCollectionTokens', { projectId: p.id, collectionId: gems.collection.id, pageSize: 2, ...(cursor ? { cursor } : {}) });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.total).toBe(5);
+      expect(r.body.collection).toMatchObject({ id: gems.collection.id, name: 'Gems', published: true });
+      tokens.push(...r.body.tokens);
+      ids.push(...r.body.tokens.map((t: { tokenId: string }) => t.tokenId));
+      cursor = r.body.nextCursor ?? undefined;
+      if (!cursor) break;
+    }
+    expect(ids).toEqual(['1', '2', '9', '10', '100']);
+    const [ruby, emerald, topaz, sapphire] = tokens;
+    expect(ruby).toMatchObject({ name: 'Ruby', published: true, attributes: [{ trait_type: 'Kind', value: 'Gems' }], imageSource: null });
+    expect(ruby.picture).toMatchObject({ field: 'image', ready: true, mimeType: 'image/png', width: 300, height: 200, thumbnail: expect.stringMatching(/^\/media\/b\/[0-9a-f]{64}\/256\.webp$/) });
+    expect(ruby.files).toEqual([{ field: 'image', mimeType: 'image/png', filename: 'ruby.png' }]);
+    // An uploaded SVG is only ever shown rasterised: a thumbnail, never the original.
+    expect(emerald.picture).toMatchObject({ mimeType: 'image/svg+xml', thumbnail: expect.stringMatching(/256\.webp$/), original: null });
+    expect(topaz).toMatchObject({ picture: null, imageSource: null });
+    expect(sapphire).toMatchObject({ picture: null, imageSource: 'https://example.com/sapphire.png' });
+    // The thumbnail is this origin's rendition of the upload.
+    const img = await env.app.inject({ method: 'GET', url: ruby.picture.thumbnail });
+    expect(img.statusCode).toBe(200);
+    expect(img.headers['content-type']).toBe('image/webp');
+  });
+
+  it('shows a project only its own collections, and refuses bad input with a clear error, not a 500', async () => {
+    const mine = await project();
+    const other = await project();
+    const { collection } = await hostCollection(env.baseUrl, mine.key, mine.id, 'Private stock', [{ tokenId: '1', name: 'One' }]);
+    expect((await admin('ListProjectCollections', { projectId: other.id })).body).toMatchObject({ collections: [], total: 0, nextCursor: null });
+    const theirs = await admin('ListCollectionTokens', { projectId: other.id, collectionId: collection.id });
+    expect(theirs.status).toBe(400);
+    expect(theirs.body).toMatchObject({ error: 'NotFound', cause: expect.stringContaining(`no collection ${collection.id}`) });
+    // Deleted through the official client: gone from the console too.
+    await new SequenceCollections(env.baseUrl, mine.key).deleteCollection({ collectionId: collection.id });
+    expect((await admin('ListProjectCollections', { projectId: mine.id })).body.total).toBe(0);
+
+    for (const [method, args, error, cause] of [
+      ['ListProjectCollections', { projectId: 9_999_999 }, 'ProjectNotFound', /no project 9999999/],
+      ['ListProjectCollections', { projectId: mine.id, cursor: 'abc' }, 'InvalidArgument', /cursor "abc"/],
+      ['ListProjectCollections', { projectId: mine.id, pageSize: 500 }, 'InvalidArgument', /pageSize/],
+      ['ListProjectCollections', {}, 'RequiredArgument', /projectId/],
+      ['ListCollectionTokens', { projectId: mine.id, collectionId: 'one' }, 'InvalidArgument', /collectionId/],
+      ['ListCollectionTokens', { projectId: mine.id, collectionId: collection.id, cursor: '01' }, 'InvalidArgument', /cursor/],
+      ['ListCollectionTokens', { projectId: mine.id, collectionId: collection.id }, 'NotFound', /no collection/],
+    ] as const) {
+      const r = await admin(method, args);
+      expect(r.status, `${method} ${JSON.stringify(args)}: ${JSON.stringify(r.body)}`).toBe(400);
+      expect(r.body.error).toBe(error);
+      expect(r.body.cause).toMatch(cause);
+    }
+    // The console's own rule: an admin session or token, never a project key.
+    expect((await call('ListProjectCollections', { projectId: mine.id })).status).toBe(401);
+    expect((await call('ListProjectCollections', { projectId: mine.id }, { 'x-access-key': mine.key })).status).toBe(403);
+  });
+});
