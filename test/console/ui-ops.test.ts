@@ -9,7 +9,7 @@ import { solidPng } from '../support/media.ts';
 import { startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
 import { waitFor } from '../support/relay-load.ts';
 import { newSigner } from '../support/sequence-wallet.ts';
-import { startRawServer, startTokenChain, type RawServer } from '../support/token-chain.ts';
+import { startRawServer, startTokenChain, type RawServer, type TokenChain } from '../support/token-chain.ts';
 import { TEST_DB } from '../support/env.ts';
 import { WIDE, launchBrowser, loadedWidth, shot as shotOf, signIn } from './browser.ts';
 
@@ -18,12 +18,13 @@ let browser: Browser;
 let page: Page;
 let nft: Address;
 let logos: RawServer;
+let chain: TokenChain;
 const holder = newSigner().address.toLowerCase() as Address;
 /** ETH/USD of the chain's feed: $2 000. */
 const USD_RATE = 2000;
 
 beforeAll(async () => {
-  const chain = await startTokenChain();
+  chain = await startTokenChain();
   const [feed] = await chain.deploy([{ contract: 'DevAggregator', args: [8, BigInt(USD_RATE * 1e8)] }]);
   env = await startRelayerEnv({
     chain,
@@ -50,6 +51,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await env?.close();
+  // Passed in, so the test's to stop (env.close stops only a chain it started).
+  await chain?.stop();
   await logos?.stop();
 });
 
