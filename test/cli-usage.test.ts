@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exampleHint } from '../src/cli/dev-banner.ts';
+import { builtBin } from './support/build.ts';
 import { SOURCE_BIN, runNode, type CliResult } from './support/cli.ts';
 import { freePort } from './support/ports.ts';
 
@@ -16,9 +17,10 @@ afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 // DATABASE_URL unset: the default database is a folder under the current one, which must not appear.
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL'));
 
-function run(...args: string[]): Promise<CliResult> {
+/** The CLI as the package runs it (the build, plain node); `fromSource`: the checkout's bin through tsx, as `npm start` runs it. */
+function runWith(fromSource: boolean, args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SOURCE_BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, fromSource ? [SOURCE_BIN, ...args] : ['--liftoff-only', builtBin(), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -26,34 +28,91 @@ function run(...args: string[]): Promise<CliResult> {
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
+const run = (...args: string[]) => runWith(false, args);
+
+/** Every command of the usage, each answering `--help`. */
+const COMMANDS = 'dev serve worker relayer refresh indexer migrate doctor config projects keys admin sponsors ecosystems webhooks tokenlist contracts'.split(' ');
+
+/** Runs them all, a few at a time (each is a node with tsx). */
+async function runAll(argvs: string[][]): Promise<CliResult[]> {
+  const out: CliResult[] = [];
+  for (let i = 0; i < argvs.length; i += 6) out.push(...(await Promise.all(argvs.slice(i, i + 6).map((a) => run(...a)))));
+  return out;
+}
 
 describe('metarelay usage', () => {
-  it('answers usage and --help without touching a database, refuses serve without a config, and says a list is empty', async () => {
+  it('answers --help for every command, and usage for a command without a verb or without what its verb needs, without touching a database', async () => {
+    const helps = await runAll(COMMANDS.map((c) => [c, '--help']));
+    for (const [i, c] of COMMANDS.entries()) {
+      expect([c, helps[i].code, helps[i].stderr]).toEqual([c, 0, '']);
+      expect(helps[i].stdout, c).toMatch(new RegExp(`^Usage:\\n  metarelay ${c}\\b`));
+    }
+    // Each refused with code 2 and its usage (or the one line that fixes it) on stderr, before a database is opened.
+    const refused: [string[], string][] = [
+      [['projects'], 'metarelay projects create NAME'],
+      [['keys'], 'metarelay keys create --project NAME'],
+      [['keys', 'create'], 'keys create --project NAME'],
+      [['keys', 'revoke'], 'metarelay keys revoke KEY'],
+      [['admin'], 'metarelay admin create'],
+      [['admin', 'revoke'], 'metarelay admin revoke ID'],
+      [['sponsors'], 'metarelay sponsors add'],
+      [['sponsors', 'add'], 'sponsors add --project NAME'],
+      [['ecosystems'], 'metarelay ecosystems add NAME'],
+      [['ecosystems', 'join'], 'usage:'],
+      [['webhooks'], 'metarelay webhooks add'],
+      [['webhooks', 'add'], 'webhooks add --project NAME --url URL'],
+      [['webhooks', 'list'], 'webhooks list --project NAME'],
+      [['webhooks', 'remove'], 'webhooks remove ID'],
+      [['indexer'], 'metarelay indexer backfill'],
+      [['indexer', 'backfill'], 'indexer backfill --chain'],
+      [['indexer', 'work'], 'indexer work needs a config'],
+      [['indexer', 'status'], 'indexer status ID'],
+      [['tokenlist'], 'metarelay tokenlist import'],
+      [['tokenlist', 'import'], 'tokenlist import <file-or-url>'],
+      [['contracts'], 'metarelay contracts override'],
+      [['contracts', 'override'], 'contracts override --chain'],
+      [['refresh'], 'metarelay refresh --chain'],
+      [['config'], 'metarelay config --print'],
+      [['serve'], 'metarelay: serve needs a config: metarelay serve --config metarelay.json'],
+      [['worker'], 'metarelay: worker needs a config: metarelay worker --config metarelay.json'],
+      [['relayer'], 'metarelay: relayer needs a config: metarelay relayer --config metarelay.json'],
+    ];
+    const answers = await runAll(refused.map(([argv]) => argv));
+    for (const [i, [argv, usage]] of refused.entries()) {
+      expect([argv.join(' '), answers[i].code, answers[i].stdout], answers[i].stderr).toEqual([argv.join(' '), 2, '']);
+      expect(answers[i].stderr, argv.join(' ')).toContain(usage);
+    }
+    // The long-running commands refuse in one line.
+    for (const i of [refused.length - 3, refused.length - 2, refused.length - 1]) expect(answers[i].stderr.trim().split('\n')).toHaveLength(1);
+    // The same from the checkout's bin (`npm start`'s way, through tsx).
+    const [serve, projects, help] = await Promise.all([runWith(true, ['serve']), runWith(true, ['projects']), runWith(true, ['keys', 'list', '--help'])]);
+    expect([serve.code, serve.stderr.trim().split('\n')]).toEqual([2, [expect.stringMatching(/^metarelay: serve needs a config: metarelay serve --config metarelay.json/)]]);
+    expect([projects.code, projects.stderr]).toEqual([2, expect.stringContaining('metarelay projects create NAME')]);
+    expect([help.code, help.stdout]).toEqual([0, expect.stringContaining('metarelay keys revoke KEY')]);
+    // Nothing was created where the commands ran.
+    expect(readdirSync(cwd)).toEqual([]);
+  });
+
+  it('says on stderr that a list is empty, and writes nothing on stdout (scripts read JSON lines there)', async () => {
     const emptyDb = join(cwd, '..', `${cwd.split('/').pop()}-db`);
-    const [projects, keys, backfill, serve, serveHelp, keysHelp, indexerHelp, list] = await Promise.all([
-      run('projects'),
-      run('keys', 'create'),
-      run('indexer', 'backfill'),
-      run('serve'),
-      run('serve', '--help'),
-      run('keys', 'list', '--help'),
-      run('indexer', '-h'),
-      run('projects', 'list', '--database', emptyDb),
-    ]);
+    const db = ['--database', emptyDb];
     try {
-      expect([projects.code, projects.stderr]).toEqual([2, expect.stringContaining('metarelay projects create NAME')]);
-      expect([keys.code, keys.stderr]).toEqual([2, expect.stringContaining('keys create --project NAME')]);
-      expect([backfill.code, backfill.stderr]).toEqual([2, expect.stringContaining('indexer backfill --chain')]);
-      expect(serve.code).toBe(2);
-      expect(serve.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^metarelay: serve needs a config: metarelay serve --config metarelay.json/)]);
-      expect([serveHelp.code, serveHelp.stdout]).toEqual([0, expect.stringContaining('metarelay serve --config')]);
-      expect([keysHelp.code, keysHelp.stdout]).toEqual([0, expect.stringContaining('metarelay keys revoke KEY')]);
-      expect(keysHelp.stdout).not.toContain('projects');
-      expect([indexerHelp.code, indexerHelp.stdout]).toEqual([0, expect.stringContaining('metarelay indexer work')]);
-      // Nothing was created where the commands ran.
+      // One at a time: a PGlite folder takes one process.
+      const projects = await run('projects', 'list', ...db);
+      expect([projects.code, projects.stdout, projects.stderr.trim()]).toEqual([0, '', 'no projects yet: metarelay projects create NAME']);
+      expect((await run('projects', 'create', 'empty', ...db)).code).toBe(0);
+      for (const list of [
+        ['keys', 'list', '--project', 'empty'],
+        ['sponsors', 'list', '--project', 'empty'],
+        ['webhooks', 'list', '--project', 'empty'],
+      ]) {
+        const r = await run(...list, ...db);
+        expect([list.join(' '), r.code, r.stdout]).toEqual([list.join(' '), 0, '']);
+        expect(r.stderr.trim().split('\n'), list.join(' ')).toEqual([expect.stringMatching(/^no [a-z ]+ in project empty: metarelay /)]);
+      }
+      const ecosystems = await run('ecosystems', 'list', ...db);
+      expect([ecosystems.code, ecosystems.stdout, ecosystems.stderr.trim()]).toEqual([0, '', 'no ecosystems yet: metarelay ecosystems add NAME']);
       expect(readdirSync(cwd)).toEqual([]);
-      // An empty list: nothing on stdout (scripts read JSON lines there), the note on stderr.
-      expect([list.code, list.stdout, list.stderr.trim()]).toEqual([0, '', 'no projects yet: metarelay projects create NAME']);
     } finally {
       rmSync(emptyDb, { recursive: true, force: true });
     }

@@ -60,7 +60,7 @@ export function Placeholder({ size, text, testid }: { size: number; text: string
 }
 
 /** A directory entry's logo: the cached one, or put through the media pipeline now (placeholder meanwhile). */
-export function Logo({ chainId, address, cached, source }: { chainId: number; address: string; cached?: string; source: string }) {
+export function Logo({ chainId, address, cached, source, size = 24 }: { chainId: number; address: string; cached?: string; source: string; size?: number }) {
   const [logo, setLogo] = useState<PictureWire | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -78,5 +78,5 @@ export function Logo({ chainId, address, cached, source }: { chainId: number; ad
         {logo?.failureReason ?? 'no logo'}
       </span>
     );
-  return <Picture src={path} size={24} alt="" testid={`logo-${address}`} />;
+  return <Picture src={path} size={size} alt="" testid={`logo-${address}`} />;
 }

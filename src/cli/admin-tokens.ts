@@ -7,6 +7,8 @@ import { adminTokenStore } from '../console/admin-tokens.ts';
 export async function runAdmin(argv: string[]) {
   const { values, positionals } = parse(argv, { ...DB_FLAGS, label: { type: 'string' } });
   const [sub, arg] = positionals;
+  // Checked before withDb opens (and would create and migrate) a database.
+  if (sub === 'revoke' && !arg) throw new UsageError('usage: metarelay admin revoke ID');
   await withDb(values, async (db, config) => {
     const tokens = adminTokenStore(db, config.admin.tokens);
     if (sub === 'create') {

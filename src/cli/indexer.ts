@@ -59,6 +59,8 @@ export async function runIndexer(argv: string[]): Promise<void> {
   // What each verb needs, checked before createServices opens (and would create and migrate) a database.
   const missing = sub === 'backfill' ? !values.chain || values.from === undefined : sub === 'watch' ? !values.chain || !values.contract : sub === 'status' ? !positionals[0] : false;
   if (missing) throw new UsageError(USAGE);
+  // The indexed chains are the config file's: without it there is nothing to index.
+  if (sub !== 'status' && !values.config) throw new UsageError(`indexer ${sub} needs a config: metarelay indexer ${sub} --config metarelay.json …\n${USAGE}`);
   const config = configFrom(values);
   const s = await createServices(config);
   try {

@@ -9,9 +9,9 @@ Usage:
   metarelay worker --config metarelay.json                    refresh worker + chain watchers, no HTTP
   metarelay relayer --config metarelay.json                   relayer dispatchers (sign, send, receipts), no HTTP
   metarelay refresh --chain C --contract A (--tokens 1,2 | --all)   enqueue a refresh and follow it
-  metarelay indexer backfill --chain C --from N [--to M]      index old blocks as a task, with a progress bar
-  metarelay indexer work [--backfill ID]                      one more backfill worker process
-  metarelay indexer status ID | watch --chain C --contract A
+  metarelay indexer backfill --chain C --from N [--to M] --config FILE   index old blocks as a task, with a progress bar
+  metarelay indexer work [--backfill ID] --config FILE        one more backfill worker process
+  metarelay indexer status ID | watch --chain C --contract A --config FILE
   metarelay migrate [--config FILE]                           apply database migrations
   metarelay doctor --config FILE [--offline]                  check chains, contracts, senders, database, gateways (--offline: not gateways)
   metarelay config --print [--config FILE]                    the effective config (file + env + secret files), secrets masked

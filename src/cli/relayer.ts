@@ -11,6 +11,8 @@ import { onShutdown } from './shutdown.ts';
 /** `metarelay relayer`: the relayer dispatchers alone (signing, sending, receipts), no HTTP. */
 export async function runRelayer(argv: string[]) {
   const { values } = parse(argv, DB_FLAGS);
+  // Without a file there are no chains to relay on: refused before a database is opened (and created).
+  if (!values.config) throw new UsageError('relayer needs a config: metarelay relayer --config metarelay.json (the same file serve runs with)');
   const config = configFrom(values);
   // Imported here, not at the top: the whole service is 1 s of CPU to load, which `metarelay sponsors`
   // (this file too) has no use for.

@@ -3,13 +3,20 @@ import type { Logger } from '../telemetry/logger.ts';
 export interface ShutdownPlan {
   /** First: stop taking new work and hand shared work back (leases), so other processes carry on at once. */
   drain?: () => Promise<void>;
-  /** Then wait this long (reads are still answered), */
+  /** Reads are still answered this long from the signal (the drain runs meanwhile), */
   graceMs?: number;
   /** then close everything (HTTP, database). */
   close: () => Promise<void>;
   /** All of it within this, or the process exits 1 anyway: an orchestrator's kill should not be what ends it. */
   deadlineMs?: number;
 }
+
+/**
+ * What bin/metarelay.mjs emits on `process` for a signal npm's shell did not pass on (the shell's loss:
+ * SIGTERM; the shell woken while it waits: SIGINT). It starts the drain if none runs, and is never
+ * taken as a second signal: a signal sent to the whole process group reaches the server and its shell.
+ */
+export const PARENT_SIGNAL = 'metarelay:parent-signal';
 
 /** SIGINT/SIGTERM run the plan once and exit 0; a second signal, or the deadline, exits at once. */
 export function onShutdown(log: Logger, plan: ShutdownPlan | (() => Promise<void>)) {
@@ -30,8 +37,10 @@ export function onShutdown(log: Logger, plan: ShutdownPlan | (() => Promise<void
       }, p.deadlineMs).unref();
     }
     (async () => {
-      await p.drain?.();
-      if (p.graceMs) await new Promise((r) => setTimeout(r, p.graceMs));
+      // Reads are answered for graceMs from the signal, while the drain runs (its dispatchers finish
+      // their pass meanwhile): the two overlap rather than add up.
+      await Promise.all([p.drain?.(), p.graceMs ? new Promise((r) => setTimeout(r, p.graceMs)) : undefined]);
+      log.info({ ms: Date.now() - t0 }, 'drained: closing');
       await p.close();
     })()
       .then(() => {
@@ -45,4 +54,9 @@ export function onShutdown(log: Logger, plan: ShutdownPlan | (() => Promise<void
   };
   process.on('SIGINT', () => handler('SIGINT'));
   process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on(PARENT_SIGNAL, (signal: string) => {
+    if (stopping) return;
+    log.info({ signal }, "npm's shell was sent the signal: taken as this process's own");
+    handler(signal);
+  });
 }

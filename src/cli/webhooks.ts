@@ -22,6 +22,8 @@ export async function runWebhooks(argv: string[]) {
     description: { type: 'string' },
   });
   const [sub, arg] = positionals;
+  // What each verb needs, checked before withDb opens (and would create and migrate) a database.
+  if ((sub === 'add' && (!values.project || !values.url)) || (sub === 'list' && !values.project) || (sub === 'remove' && !arg)) throw new UsageError(USAGE);
   await withDb(values, async (db, config) => {
     const hooks = webhookStore(db);
     const project = async () => {

@@ -10,6 +10,8 @@ import { parseTokenId } from '../metadata/tokens/token-id.ts';
 /** `metarelay worker`: the refresh worker and chain watchers, without HTTP. Run as many as you like. */
 export async function runWorker(argv: string[]) {
   const { values } = parse(argv, DB_FLAGS);
+  // Without a file there are no chains to watch: refused before a database is opened (and created).
+  if (!values.config) throw new UsageError('worker needs a config: metarelay worker --config metarelay.json (the same file serve runs with)');
   const config = configFrom(values);
   const s = await createServices(config);
   s.startBackground();

@@ -1,19 +1,14 @@
 // The console page in a real browser (Debian's chromium driven by playwright-core) against a real
 // metarelay on anvil: what an operator does, end to end, with screenshots of the main screens.
-import { existsSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { encodeFunctionData, type Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_DIST } from '../../src/console/static.ts';
 import { erc20, startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor } from '../support/sequence-wallet.ts';
 import { startRawServer, type RawServer } from '../support/token-chain.ts';
 import { hostCollection } from '../support/collections.ts';
 import { solidPng } from '../support/media.ts';
-
-const SHOTS = resolve('test-results/console');
-const CHROMIUM = process.env.METARELAY_CHROMIUM ?? '/usr/bin/chromium';
+import { WIDE, launchBrowser, loadedWidth, shot as shotOf } from './browser.ts';
 
 let env: RelayerEnv;
 let browser: Browser;
@@ -22,18 +17,12 @@ let nft: Address;
 let logos: RawServer;
 
 beforeAll(async () => {
-  // `npm ci` builds the page (prepare); build it here too when the folder was cleaned since.
-  if (!existsSync(resolve(CONSOLE_DIST, 'index.html'))) {
-    const { build } = await import('vite');
-    await build({ configFile: resolve('console/vite.config.mjs') });
-  }
-  mkdirSync(SHOTS, { recursive: true });
   env = await startRelayerEnv();
   const logo = await solidPng(200, 200, '#cc5500');
   logos = await startRawServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(logo));
   [nft] = await env.chain.deploy([{ contract: 'DevERC721OnChain' }]);
   await env.chain.send([{ address: nft, contract: 'DevERC721OnChain', functionName: 'mint', args: [newSigner().address, 1n] }]);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await launchBrowser();
   page = await browser.newPage({ viewport: WIDE });
 }, 180_000);
 
@@ -43,29 +32,7 @@ afterAll(async () => {
   await logos?.stop();
 });
 
-const WIDE = { width: 1280, height: 900 };
-const PHONE = { width: 390, height: 844 };
-
-/**
- * Screenshots of the page at 1280 and at 390 px. On the phone the page itself never scrolls sideways
- * (a table scrolls inside its card or reflows), and every nav link sits on the header's dark bar.
- */
-async function shot(name: string) {
-  await page.screenshot({ path: resolve(SHOTS, `${name}-1280.png`), fullPage: true });
-  await page.setViewportSize(PHONE);
-  const layout = await page.evaluate(() => {
-    const header = document.querySelector('header')?.getBoundingClientRect();
-    const links = [...document.querySelectorAll('header nav a')].map((a) => a.getBoundingClientRect());
-    return {
-      overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      outside: header ? links.filter((l) => l.bottom > header.bottom || l.right > header.right || l.top < header.top).length : 0,
-    };
-  });
-  expect(layout.overflow, `${name}: the page scrolls sideways at 390 px`).toBeLessThanOrEqual(0);
-  expect(layout.outside, `${name}: nav links outside the header at 390 px`).toBe(0);
-  await page.screenshot({ path: resolve(SHOTS, `${name}-390.png`), fullPage: true });
-  await page.setViewportSize(WIDE);
-}
+const shot = (name: string) => shotOf(page, name);
 
 /** A console API call as a script makes it (the admin token as a bearer). */
 async function admin(method: string, body: unknown) {
@@ -310,12 +277,18 @@ describe('console page', () => {
     await expect.poll(() => page.getByTestId('token-name').textContent()).toBe('OnChain #1');
     expect(await page.getByTestId('lookup-metadata').textContent()).toContain('OnChain #1');
     expect(await page.getByTestId('lookup-trace').textContent()).toMatch(/tokenURI|data:/);
-    await expect.poll(() => page.getByTestId('media-image').evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0)), { timeout: 30_000 }).toBe(256);
+    await expect.poll(() => page.getByTestId('media-image').evaluate(loadedWidth), { timeout: 30_000 }).toBe(256);
     expect(await page.getByTestId('media-image-pending').count()).toBe(0);
     // biome-ignore lint/performance/useDomNodeTextContent: what is on screen is the point (the folded raw JSON holds the base64)
     expect(await page.locator('main').innerText()).not.toMatch(/base64,[A-Za-z0-9+/=]{60}/);
     expect(await page.getByTestId('lookup-metadata').isVisible()).toBe(false);
+    // Its attributes as chips; the raw JSON behind a toggle that opens.
+    expect(await page.getByTestId('token-attributes').textContent()).toMatch(/^Hue \d+/);
     await shot('token-lookup');
+    await page.getByText('Raw JSON').click();
+    expect(await page.getByTestId('lookup-metadata').isVisible()).toBe(true);
+    expect(await page.getByTestId('lookup-metadata').textContent()).toContain('"trait_type": "Hue"');
+    await page.getByText('Raw JSON').click();
     await page.getByTestId('nav-tasks').click();
     await page.getByTestId('tasks').waitFor();
     await shot('tasks');
@@ -345,7 +318,7 @@ describe('console page', () => {
     // Its logo shows on the first visit: put through the media pipeline by the page, a placeholder meanwhile.
     await page.getByTestId('nav-directory').click();
     await page.getByTestId('directory').waitFor();
-    await expect.poll(() => page.getByTestId(`logo-${token}`).evaluate((img) => ((img as HTMLImageElement).complete ? (img as HTMLImageElement).naturalWidth : 0)), { timeout: 30_000 }).toBe(64);
+    await expect.poll(() => page.getByTestId(`logo-${token}`).evaluate(loadedWidth), { timeout: 30_000 }).toBe(64);
     // Removing a directory entry asks first; Cancel leaves it listed.
     const entry = page
       .getByTestId('directory')

@@ -3,9 +3,11 @@
 // more sends streaming in and status reads going on when SIGTERM arrives. What must hold: the process
 // exits 0 (inside shutdown.deadlineMs, else it exits 1) and frees the port, every held poll is answered,
 // a send is either accepted (200) or refused retryably (503), and every accepted meta-transaction is in
-// the database and, once a second serve runs with the node mining, succeeds on chain exactly once.
+// the database and, once a second serve runs with the node mining, succeeds on chain exactly once; and,
+// on a machine not overloaded, SIGTERM to exit within 3 s.
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { createPublicClient, http, type Address } from 'viem';
@@ -114,8 +116,10 @@ export async function drainUnderLoad(installed: InstalledApp): Promise<void> {
       const refused: LoadItem[] = [];
       let next = HELD;
       let signalAt = 0;
+      let loadAtSignal = 0;
       const signal = () => {
         signalAt = performance.now();
+        loadAtSignal = loadavg()[0];
         srv.child.kill('SIGTERM');
       };
       let signalled = false;
@@ -144,7 +148,13 @@ export async function drainUnderLoad(installed: InstalledApp): Promise<void> {
       await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
       for (const p of await Promise.all(polls)) expect(p.status).toBe(200);
       expect(accepted.size + refused.length).toBe(items.length);
-      console.log(`drain under load from the installed package (${TEST_DB}): SIGTERM to exit ${exitMs} ms, ${accepted.size} sends accepted, ${refused.length} refused with 503`);
+      console.log(
+        `drain under load from the installed package (${TEST_DB}): SIGTERM to exit ${exitMs} ms (load average ${loadAtSignal.toFixed(1)} on ${cpus().length} cores), ${accepted.size} sends accepted, ${refused.length} refused with 503`,
+      );
+      // Within 3 s (graceMs 2 s, then HTTP and the database closed): judged while the machine has a
+      // core for each runnable process; past that, CPU starvation, not the drain, sets the time.
+      if (loadAtSignal <= cpus().length) expect(exitMs, `SIGTERM to exit at load average ${loadAtSignal.toFixed(1)}`).toBeLessThan(3_000);
+      else console.log(`the 3 s bound not judged: load average ${loadAtSignal.toFixed(1)} > ${cpus().length} cores`);
     } finally {
       if (srv.child.exitCode === null) srv.child.kill('SIGKILL');
     }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, short, when } from '../api.ts';
 import { useAction, useApi } from '../hooks.ts';
+import { IndexerBalances } from './indexer-balances.tsx';
 
 interface Backfill {
   id: number;
@@ -40,7 +41,7 @@ interface UnreadBlock {
   nextRetryAt: string;
 }
 
-/** The indexed chains and the backfill tasks (`metarelay indexer backfill` starts them). */
+/** The indexed chains, an account's balances with pictures, and the backfill tasks (`metarelay indexer backfill` starts them). */
 export function Indexer() {
   const st = useApi<{ chains: IndexedChain[]; backfills: Backfill[]; unreadBlocks: UnreadBlock[] }>('IndexerStatus', {});
   const [network, setNetwork] = useState('');
@@ -105,6 +106,7 @@ export function Indexer() {
           {a.error && <span class="error">{a.error}</span>}
         </form>
       )}
+      <IndexerBalances networks={st.data?.chains ?? []} />
       <h3>Backfills</h3>
       <table data-testid="backfills">
         <thead>

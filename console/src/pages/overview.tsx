@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { readableNative, readableUsd, useUnits, NO_UNIT } from '../amount.tsx';
+import { readableNative, readableUsd, usdOfWei, useUnits, NO_UNIT } from '../amount.tsx';
 import { BarChart, StackedChart, type Series } from '../chart.tsx';
 import { useApi } from '../hooks.ts';
 
@@ -10,6 +10,8 @@ interface Usage {
   requests: { day: string; keyId: number; family: string; requests: number }[];
   networks: { chainId: number; network: string; usdRate: number | null }[];
   metaTxns: { day: string; chainId: number; status: string; txns: number; sponsored: number; gasUsed: string; costWei: string; cost: number; costUsd: number | null; feeWei: string }[];
+  /** The project's balance at each day's end, on the networks where it has one (null: none yet that day). */
+  tanks: { chainId: number; days: { day: string; balanceWei: string | null }[] }[];
 }
 
 const FAMILY_COLORS: Record<string, string> = { metadata: '#3b6fd8', relayer: '#2a9d6f', indexer: '#d9892b', other: '#8a94a6' };
@@ -30,7 +32,7 @@ const small = (v: number) => (v === 0 ? '0' : v < 0.001 ? v.toExponential(0) : S
 /**
  * A project over the last 30 UTC days, from the server's hourly roll-ups: requests per day by method
  * family (all keys or one), meta-transactions per day by status, the success rate of those finished,
- * gas used and what they cost in native units and dollars, per network.
+ * gas used and what they cost in native units and dollars, and the balance at each day's end, per network.
  */
 export function Overview({ projectId }: { projectId: number }) {
   const u = useApi<Usage>('ProjectUsage', { projectId, days: 30 });
@@ -81,6 +83,18 @@ export function Overview({ projectId }: { projectId: number }) {
       value: Number(wei) / 1e18,
       exact: wei.toString(),
       title: `${day}: ${readableNative(wei)} ${unit.symbol}${usd != null ? ` (${readableUsd(usd)})` : ''}, ${n} meta-transactions`,
+    };
+  });
+
+  const tank = d.tanks.find((t) => t.chainId === chainId);
+  const balances = tank?.days.map((x) => {
+    const wei = x.balanceWei == null ? null : BigInt(x.balanceWei);
+    const usd = wei == null ? null : usdOfWei(wei, unit.usdRate);
+    return {
+      key: x.day,
+      value: wei == null || wei < 0n ? 0 : Number(wei) / 1e18,
+      exact: x.balanceWei ?? '',
+      title: wei == null ? `${x.day}: no balance yet` : `${x.day}: ${readableNative(wei)} ${unit.symbol}${usd != null ? ` (${readableUsd(usd)})` : ''} at the day's end`,
     };
   });
 
@@ -150,6 +164,12 @@ export function Overview({ projectId }: { projectId: number }) {
           <h3>Spend per day{unit.usdRate != null ? ` (${unit.symbol}, dollars in the tooltip)` : ''}</h3>
           <BarChart testid="usage-spend-chart" bars={spend} unit={unit.symbol} format={small} label="spend per day" />
         </div>
+        {balances && (
+          <div>
+            <h3>Balance at each day's end{unit.usdRate != null ? ` (${unit.symbol}, dollars in the tooltip)` : ''}</h3>
+            <BarChart testid="tank-chart" bars={balances} unit={unit.symbol} format={small} label="balance at each day's end" />
+          </div>
+        )}
       </div>
     </div>
   );

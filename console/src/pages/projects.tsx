@@ -101,7 +101,8 @@ const TABS: [string, string][] = [
 
 /** `item`: the route's fourth part, a collection's id on the Collections tab. */
 export function ProjectDetail({ projectId, tab, item }: { projectId: number; tab: string; item?: string }) {
-  const list = useApi<{ projects: Project[] }>('ListProjects', {});
+  // Read again for each project opened: one made since (another tab, the CLI) is not in an older list.
+  const list = useApi<{ projects: Project[] }>('ListProjects', {}, [projectId]);
   const project = list.data?.projects.find((p) => p.id === projectId);
   if (list.error) return <p class="error">{list.error}</p>;
   if (!list.data) return <p>Loading…</p>;

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { DeploymentBlockError } from '../../chain/deployment-block.ts';
 import { MetadataErrors, RpcError, metadataErrorMap } from '../../http/errors.ts';
+import type { Address } from 'viem';
 import { AddressArg } from '../../http/services/args.ts';
 import { NoArgs } from '../../http/services/common.ts';
-import { ProjectId, chainIdArg } from '../args.ts';
+import { PageArgs, ProjectId, chainIdArg, idCursor } from '../args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import { backfillStore, watchContract } from '../../indexer/index.ts';
 import { listUnreadBlocks } from '../../chain/unread-blocks.ts';
@@ -35,6 +36,40 @@ export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
         backfills: await backfillStore(s.db).list(),
         unreadBlocks: await listUnreadBlocks(s.db),
       }),
+    }),
+    /**
+     * An account's balances as the index holds them (the database, not the node), a page at a time,
+     * each with its contract's name, symbol, decimals and logo source: the page shows an ERC-20's logo
+     * (ContractLogo) and a collectible's picture (TokenPictures) beside it.
+     */
+    IndexerBalances: method({
+      input: z.object({ chainID: z.string().min(1), accountAddress: AddressArg, ...PageArgs }),
+      handler: async (a) => {
+        const ix = s.indexers.get(chainIdArg(s, a.chainID));
+        if (!ix) throw new RpcError(MetadataErrors.ChainNotFound, `chain ${a.chainID} is not indexed`);
+        const size = a.pageSize ?? 25;
+        const offset = idCursor(a.cursor) ?? 0;
+        const rows = await ix.reads.balances({ accounts: [a.accountAddress], offset, limit: size + 1 });
+        const page = rows.slice(0, size);
+        const infos = page.length ? (await s.contracts.get(ix.chain, [...new Set(page.map((r) => r.contract))] as Address[])).infos : new Map();
+        return {
+          network: ix.chain.name,
+          balances: page.map((r) => {
+            const info = infos.get(r.contract);
+            return {
+              contractAddress: r.contract,
+              contractType: r.type,
+              tokenID: r.tokenId,
+              balance: r.balance,
+              name: info?.name ?? '',
+              symbol: info?.symbol ?? '',
+              decimals: info?.decimals ?? null,
+              logoURI: info?.logoURI ?? '',
+            };
+          }),
+          nextCursor: rows.length > size ? String(offset + size) : null,
+        };
+      },
     }),
     /**
      * Registers a contract on a watchlist chain, for a project: it is indexed from the next block on,

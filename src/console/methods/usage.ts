@@ -47,7 +47,7 @@ export async function projectTotals(s: Services, since: Date) {
 
 /**
  * A project's overview over time: requests per day by key and method family, meta-transactions per
- * day by network and status with their gas, cost and fees. Everything is read from the hourly
+ * day by network and status with their gas, cost and fees, and its balance at each day's end. Everything is read from the hourly
  * roll-ups (key_usage_hourly, meta_txn_usage_hourly); a view first folds in the meta-transactions
  * changed since the last pass, which is a few rows, not a recount.
  */
@@ -64,6 +64,14 @@ export function usageMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<an
         const chainIds = [...new Set([...s.relayers.keys(), ...txns.map((t) => t.chainId)])];
         const networks = await Promise.all(chainIds.map(async (chainId) => ({ chainId, network: chainName(s, chainId), usdRate: await s.balances.usdRate(chainId).catch(() => null) })));
         const rate = new Map(networks.map((n) => [n.chainId, n.usdRate]));
+        // The balance at each day's end, on the networks where the project has one.
+        const tanks = (
+          await Promise.all(
+            [...s.relayers.keys()].map(async (chainId) =>
+              (await s.balances.tanks.ofProject(a.projectId, chainId)) ? { chainId, days: await s.balances.tanks.balanceByDay(a.projectId, chainId, days) } : null,
+            ),
+          )
+        ).filter((t) => t !== null);
         return {
           days: lastDays(days),
           families: FAMILIES,
@@ -82,6 +90,7 @@ export function usageMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<an
             costUsd: usdOf(t.costWei, rate.get(t.chainId) ?? null),
             feeWei: t.feeWei.toString(),
           })),
+          tanks: tanks.map((t) => ({ chainId: t.chainId, days: t.days.map((d) => ({ day: d.day, balanceWei: d.wei?.toString() ?? null })) })),
         };
       },
     }),

@@ -64,7 +64,8 @@ export class ContractInfoService {
       const r = await within(this.resolve(chain, toResolve), opts.waitMs ?? cfg.inlineWaitMs);
       if (r.state === 'done') for (const [a, row] of r.value) rows.set(a, row);
       else {
-        if (r.state === 'failed') this.d.log.warn({ err: r.error, chain: chain.name }, 'contract info resolution failed');
+        // While the node is down the outage is logged once, by the chain's health, not here per request.
+        if (r.state === 'failed' && chain.health.ok) this.d.log.warn({ err: r.error, chain: chain.name }, 'contract info resolution failed');
         toResolve.forEach((a) => pending.add(a));
         // Never read and the node is down: a 503 naming the chain tells the caller more than NOT_AVAILABLE.
         if (!chain.health.ok && toResolve.some((a) => !rows.get(a)?.info_fetched_at)) throw new ChainUnreachableError(chain.chainId);

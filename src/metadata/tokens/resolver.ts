@@ -215,7 +215,7 @@ export class TokenMetadataService {
       // A token never read, while the node is down: a 503 naming the chain tells the caller more than
       // NOT_AVAILABLE (and the outage is logged once by the chain's health, not here per request).
       if (!chain.health.ok && toResolve.some((id) => !settled.has(id) && !records.get(id)?.metadata)) throw new ChainUnreachableError(chain.chainId);
-      if (failure) this.d.log.warn({ err: failure, chain: chain.name, contract }, 'token resolution failed');
+      if (failure && chain.health.ok) this.d.log.warn({ err: failure, chain: chain.name, contract }, 'token resolution failed');
       for (const id of toResolve) {
         if (!settled.has(id)) pending.add(id);
         else {

@@ -331,6 +331,28 @@ export function tankRepo(db: Db) {
       return { chargedWei: BigInt(x.charged), gasCostWei: BigInt(x.gas), count: Number(x.n) };
     },
 
+    /**
+     * The project's balance on a network at the end of each of the last `days` UTC days, oldest first
+     * (null before it had one). Each entry of the ledger keeps the balance it left, so a day's end is
+     * its last entry: two index probes a day ((project, chain, created_at), then the entries of that
+     * instant by id), not a sum over the ledger.
+     */
+    async balanceByDay(projectId: number, chainId: number, days: number): Promise<Array<{ day: string; wei: bigint | null }>> {
+      const r = await db.query<{ day: string; wei: string | null }>(
+        `SELECT to_char(d.day, 'YYYY-MM-DD') AS day,
+                (SELECT balance_wei::text FROM gas_tank_ledger l
+                  WHERE l.project_id = $1 AND l.chain_id = $2 AND l.tank_id IS NOT NULL AND l.created_at = d.at
+                  ORDER BY l.id DESC LIMIT 1) AS wei
+           FROM (SELECT g.day, (SELECT max(created_at) FROM gas_tank_ledger
+                                 WHERE project_id = $1 AND chain_id = $2 AND tank_id IS NOT NULL
+                                   AND created_at < ((g.day + interval '1 day') AT TIME ZONE 'UTC')) AS at
+                   FROM generate_series(((now() AT TIME ZONE 'UTC')::date - $3::int)::timestamp, (now() AT TIME ZONE 'UTC')::date::timestamp, interval '1 day') AS g(day)) d
+          ORDER BY d.day`,
+        [projectId, chainId, days - 1],
+      );
+      return r.rows.map((x) => ({ day: x.day, wei: x.wei == null ? null : BigInt(x.wei) }));
+    },
+
     /** Spend per UTC day over the last `days` days (days without spend are left out). */
     async spendByDay(projectId: number, chainId: number, days: number): Promise<Array<{ day: string; wei: bigint; count: number }>> {
       const r = await db.query<{ day: string; wei: string; n: string }>(

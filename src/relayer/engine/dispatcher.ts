@@ -66,7 +66,8 @@ export class Dispatcher implements EngineContext {
     () => this.tick(),
     // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
     () => (this.idle ? Math.max(this.config.pollMs, IDLE_POLL_MS) : this.config.pollMs),
-    (err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed'),
+    // While the node is down the outage is logged once, by the chain's health: a failed tick is not news.
+    (err) => (this.relayer.deps.chain.health.ok ? this.deps.log.warn : this.deps.log.debug).call(this.deps.log, { err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed'),
   );
 
   constructor(
