@@ -206,7 +206,6 @@ export class Dispatcher implements EngineContext {
 
   /** Which queued meta-transactions can go now, and on which sender (a successor rides with its predecessor). */
   private async plan(rows: MetaTxnRow[]): Promise<Plan[]> {
-    const timeoutMs = this.config.queueTimeoutSec * 1000;
     const bundles = await this.deps.metaTxns.bundlesOfMany(
       this.chainId,
       rows.map((r) => r.id),
@@ -236,7 +235,7 @@ export class Dispatcher implements EngineContext {
       }
       if (dropped) await this.drop(row, dropped);
       else if (ready) plans.push({ row, sender, overrides, wallets: bundles.get(row.id)!.map((b) => b.wallet as Address) });
-      else if (Date.now() - row.queued_at.getTime() > timeoutMs) await this.drop(row, `its nonce did not come up within ${this.config.queueTimeoutSec} s`);
+      else if (this.queuedTooLong(row)) await this.drop(row, `its nonce did not come up within ${this.config.queueTimeoutSec} s`);
       else unready.push(row.id);
     }
     await this.deps.metaTxns.defer(this.chainId, unready, UNREADY_DEFER_MS);
@@ -370,8 +369,13 @@ export class Dispatcher implements EngineContext {
     return v.kind === 'good';
   }
 
+  /** Queued for longer than queueTimeoutSec: whatever it waits on (a predecessor, the base fee), it is dropped. */
+  private queuedTooLong(row: MetaTxnRow) {
+    return Date.now() - row.queued_at.getTime() > this.config.queueTimeoutSec * 1000;
+  }
+
   private async waitForBaseFee(row: MetaTxnRow, why: string) {
-    if (Date.now() - row.queued_at.getTime() > this.config.queueTimeoutSec * 1000) {
+    if (this.queuedTooLong(row)) {
       await this.drop(row, `not sent within ${this.config.queueTimeoutSec} s: ${why}; send it again to have it priced anew`);
       return;
     }
