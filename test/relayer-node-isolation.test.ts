@@ -88,46 +88,8 @@ async function receipt(id: string) {
   throw new Error(`meta-transaction ${id} never reached a final status`);
 }
 
-describe('a batch the node refuses as a whole', () => {
-  it.each(['error', 'http'] as const)('is sent again in groups the node takes (refusal as %s), never whole again; only the member that itself fails, fails', async (answer) => {
-    const metrics = createMetrics();
-    const client = createChainClient({ chainId: env.chainId, name: 'isolation', rpcUrls: [proxy.url], rpcBatchSize: 200 }, { metrics });
-    const accounts = Array.from({ length: 10 }, () => newSigner().address.toLowerCase() as Address);
-    const truth = accounts.map((_, i) => BigInt(i + 1) * 10n ** 18n);
-    for (const [i, a] of accounts.entries()) await env.public.request({ method: 'anvil_setBalance' as never, params: [a, `0x${truth[i].toString(16)}`] as never });
-    const bad = accounts[1];
-    const unrule = proxy.addRule((c) => (c.method === 'eth_getBalance' && String(c.params[0]).toLowerCase() === bad ? { kind: 'fail', message: 'this one is refused' } : undefined));
-    proxy.refuseBatchesOver(BATCH_LIMIT, answer);
-    proxy.requests.length = 0;
-    try {
-      const got = await Promise.allSettled(accounts.map((address) => client.public.getBalance({ address })));
-      expect(got[1].status).toBe('rejected');
-      expect(String((got[1] as PromiseRejectedResult).reason)).toMatch(/this one is refused/);
-      got.forEach((g, i) => {
-        if (i !== 1) expect(g, `account ${i}`).toEqual({ status: 'fulfilled', value: truth[i] });
-      });
-      // One batch of all ten (refused), then groups of the limit the refusal names, never the ten again
-      // (the service's own traffic left out).
-      const ours = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
-      expect(ours.map((r) => r.length)).toEqual([accounts.length, BATCH_LIMIT, BATCH_LIMIT, accounts.length - 2 * BATCH_LIMIT]);
-      // Operators see it: one split, four round trips.
-      expect((await metrics.chainRpcBatchSplits.get()).values[0].value).toBe(1);
-      expect((await metrics.chainRpcRequests.get()).values[0].value).toBe(4);
-      // The limit is kept for the endpoint: the next batch of ten is cut before it is sent, and not refused.
-      const refused = proxy.refusedBatches;
-      proxy.requests.length = 0;
-      const again = await Promise.allSettled(accounts.map((address) => client.public.getBalance({ address })));
-      expect(again.filter((g) => g.status === 'fulfilled').length).toBe(accounts.length - 1);
-      expect(proxy.refusedBatches).toBe(refused);
-      const ours2 = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
-      expect(Math.max(...ours2.map((r) => r.length))).toBeLessThanOrEqual(BATCH_LIMIT);
-    } finally {
-      unrule();
-      proxy.refuseBatchesOver(null);
-    }
-  });
-});
-
+// First in the file: the service's clients keep a batch limit they learn for good, so a refusal met by
+// the service's own traffic in a later test would cut the flood's batches before the node sees them.
 describe('a keyless FeeOptions flood', () => {
   it("fails neither its own calls, nor another caller's FeeOptions and SendMetaTxn, nor the dispatcher's work", async () => {
     proxy.refuseBatchesOver(BATCH_LIMIT);
@@ -180,6 +142,46 @@ describe('a keyless FeeOptions flood', () => {
       proxy.refuseBatchesOver(null);
     }
   }, 60_000);
+});
+
+describe('a batch the node refuses as a whole', () => {
+  it.each(['error', 'http'] as const)('is sent again in groups the node takes (refusal as %s), never whole again; only the member that itself fails, fails', async (answer) => {
+    const metrics = createMetrics();
+    const client = createChainClient({ chainId: env.chainId, name: 'isolation', rpcUrls: [proxy.url], rpcBatchSize: 200 }, { metrics });
+    const accounts = Array.from({ length: 10 }, () => newSigner().address.toLowerCase() as Address);
+    const truth = accounts.map((_, i) => BigInt(i + 1) * 10n ** 18n);
+    for (const [i, a] of accounts.entries()) await env.public.request({ method: 'anvil_setBalance' as never, params: [a, `0x${truth[i].toString(16)}`] as never });
+    const bad = accounts[1];
+    const unrule = proxy.addRule((c) => (c.method === 'eth_getBalance' && String(c.params[0]).toLowerCase() === bad ? { kind: 'fail', message: 'this one is refused' } : undefined));
+    proxy.refuseBatchesOver(BATCH_LIMIT, answer);
+    proxy.requests.length = 0;
+    try {
+      const got = await Promise.allSettled(accounts.map((address) => client.public.getBalance({ address })));
+      expect(got[1].status).toBe('rejected');
+      expect(String((got[1] as PromiseRejectedResult).reason)).toMatch(/this one is refused/);
+      got.forEach((g, i) => {
+        if (i !== 1) expect(g, `account ${i}`).toEqual({ status: 'fulfilled', value: truth[i] });
+      });
+      // One batch of all ten (refused), then groups of the limit the refusal names, never the ten again
+      // (the service's own traffic left out).
+      const ours = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
+      expect(ours.map((r) => r.length)).toEqual([accounts.length, BATCH_LIMIT, BATCH_LIMIT, accounts.length - 2 * BATCH_LIMIT]);
+      // Operators see it: one split, four round trips.
+      expect((await metrics.chainRpcBatchSplits.get()).values[0].value).toBe(1);
+      expect((await metrics.chainRpcRequests.get()).values[0].value).toBe(4);
+      // The limit is kept for the endpoint: the next batch of ten is cut before it is sent, and not refused.
+      const refused = proxy.refusedBatches;
+      proxy.requests.length = 0;
+      const again = await Promise.allSettled(accounts.map((address) => client.public.getBalance({ address })));
+      expect(again.filter((g) => g.status === 'fulfilled').length).toBe(accounts.length - 1);
+      expect(proxy.refusedBatches).toBe(refused);
+      const ours2 = proxy.requests.filter((r) => r.every((c) => c.method === 'eth_getBalance' && accounts.includes(String(c.params[0]).toLowerCase() as Address)));
+      expect(Math.max(...ours2.map((r) => r.length))).toBeLessThanOrEqual(BATCH_LIMIT);
+    } finally {
+      unrule();
+      proxy.refuseBatchesOver(null);
+    }
+  });
 });
 
 describe('FeeOptions and Simulate limits', () => {
