@@ -446,6 +446,24 @@ describe('project balances: a base fee that climbs between intake and inclusion'
       expect((await meta()).status).toBe('SENT');
       expect((await meta()).stalled).toMatch(/what its fee or sponsorship pays for over its gas limit/);
 
+      // Every later nonce of the stalled slot's sender would wait behind it: bundles that pay for today's
+      // base fee go to the other sender and are mined while the stalled one still waits. Eight at once:
+      // by load alone, some of them would go to the stalled sender.
+      const stuck = row.sender!.toLowerCase();
+      const later = await mintBundles(env, take(8), 1);
+      await setBalance(BigInt((await tankRow()).balance_wei) + holdAmount(200_000n, await env.public.getGasPrice(), { feeMarkupFactor: '1' }) * 8n);
+      const laterIds = (await Promise.all(later.map((it) => send(it)))).map((r) => {
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        return String(r.body.txnHash).replace(/^0x/, '');
+      });
+      const laterRows = () => Promise.all(laterIds.map(async (x) => (await env.services.metaTxns.find(env.chainId, x))!));
+      for (let i = 0; i < 15 && (await laterRows()).some((m) => m.status !== 'SUCCEEDED'); i++) await blockAt(ceiling * 4n);
+      for (const m of await laterRows()) {
+        expect(m.status).toBe('SUCCEEDED');
+        expect(m.sender!.toLowerCase()).not.toBe(stuck);
+      }
+      expect((await meta()).status).toBe('SENT');
+
       // Between the first attempt's max fee and the ceiling: replaced at no more than the ceiling, and mined.
       const between = (BigInt(first.max_fee!) + ceiling) / 2n;
       for (let i = 0; i < 6 && (await meta()).status === 'SENT'; i++) await blockAt(between);

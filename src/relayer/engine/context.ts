@@ -41,6 +41,11 @@ export interface SenderState {
   belowFloor: boolean;
   /** Slots signed and not mined yet (what maxInFlightPerSender bounds). */
   open: number;
+  /**
+   * A slot of it waits and cannot be replaced (its cover's ceiling under the market, the fee cap, a
+   * refused replacement): every later nonce of the sender would wait behind it, so it takes no new work.
+   */
+  stalled: boolean;
 }
 
 /** The chain, the senders' keys, the fee policy and the stores an engine stage works with. */

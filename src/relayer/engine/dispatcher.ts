@@ -242,12 +242,15 @@ export class Dispatcher implements EngineContext {
     return plans;
   }
 
-  /** Senders that may take new work now: held, not stopped, above the balance floor, with room in flight. */
+  /**
+   * Senders that may take new work now: held, not stopped, above the balance floor, not stalled behind a
+   * slot that cannot be replaced, with room in flight.
+   */
   private usable(): Map<Address, number> {
     const out = new Map<Address, number>();
     for (const a of this.held) {
       const s = this.senders.get(a);
-      if (!s || this.stopped.has(a) || s.belowFloor || s.open >= this.config.maxInFlightPerSender) continue;
+      if (!s || this.stopped.has(a) || s.belowFloor || s.stalled || s.open >= this.config.maxInFlightPerSender) continue;
       out.set(a, s.open);
     }
     return out;

@@ -138,7 +138,6 @@ export class Sweeper {
       const belowFloor = floor > 0n && r.balance < floor;
       const waiting = mine.filter((s) => s.nonce >= r.latest && s.attempts.every((a) => a.status === 'PENDING'));
       // In flight = not mined yet; mined slots awaiting confirmations do not hold a sender back.
-      states.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length });
       d.deps.metrics?.relaySenderBalance.set({ chain: d.chainName, sender: r.address }, Number(r.balance));
       d.deps.metrics?.relaySenderBelowFloor.set({ chain: d.chainName, sender: r.address }, belowFloor ? 1 : 0);
       d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, stopped.has(r.address) ? 1 : 0);
@@ -150,6 +149,7 @@ export class Sweeper {
           stalled ??= `nonce ${s.nonce}: ${why}`;
         }
       }
+      states.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length, stalled: stalled != null });
       await mendLedger(this.d, () => this.fees(), r.address, r.pending, next.get(r.address) ?? null, mine, head);
       await recordSenderRead(this.db, d.chainId, r.address, { balance: r.balance, belowFloor, latest: r.latest, pending: r.pending, stalled });
       await announceBalanceLevel(d, r.address, r.balance, this.levels);
