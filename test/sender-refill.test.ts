@@ -19,7 +19,8 @@ let env: RelayerEnv;
 let senders: Address[];
 
 beforeAll(async () => {
-  env = await startRelayerEnv({ relayer: { minSenderBalance: '1', refill: { treasuryKey: TREASURY_KEY, targetBalance: '2' } } });
+  // Quiet senders read every second, not every 30 s: a balance set by the test is seen at the next block.
+  env = await startRelayerEnv({ relayer: { minSenderBalance: '1', quietSenderReadMs: 1_000, refill: { treasuryKey: TREASURY_KEY, targetBalance: '2' } } });
   senders = env.services.relayers.get(env.chainId)!.senders;
 }, 120_000);
 
