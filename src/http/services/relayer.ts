@@ -2,20 +2,13 @@ import { decodeAbiParameters, parseAbiParameters, type Address, type Hex as HexS
 import { z } from 'zod';
 import {
   FINAL_STATUSES,
-  PolicyError,
-  PolicyFields,
   RelayError,
-  SponsorConflict,
-  SponsorKind,
   TRANSACTION_TUPLE,
   bareId,
   feeTokenWire,
-  mergePolicy,
-  policyPatch,
   receiptWire,
   relayerHealth,
   simulateUnsigned,
-  sponsorWire,
   switchSender,
   type ChainRelayer,
   type MetaTxnRow,
@@ -26,8 +19,7 @@ import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '..
 import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
-import { targetProblem } from '../../events/post.ts';
-import { Preconditions, authorizationArg, ignoredWire, lenient } from './relayer-args.ts';
+import { Preconditions, authorizationArg } from './relayer-args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 import { clientAddress } from '../client-address.ts';
 import { legacyTxn, metaTxnLog } from './relayer-logs.ts';
@@ -141,10 +133,6 @@ export function relayerService(s: Services): ServiceDef {
     return row;
   };
   const receiptOf = async (r: ChainRelayer, row: MetaTxnRow) => receiptWire(row, await s.metaTxns.bundlesOf(r.chainId, row.id));
-
-  const requireProject = async (projectId: number) => {
-    if (!(await s.projects.getById(projectId))) throw new RpcError(RelayerErrors.ProjectNotFound, `no project ${projectId}`);
-  };
 
   return {
     name: 'Relayer',

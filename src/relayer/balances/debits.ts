@@ -1,6 +1,7 @@
 import { prepared, type Queryable } from '../../store/db.ts';
 import type { MetaTxnRow } from '../store.ts';
 import { applyFactor } from './amounts.ts';
+import { holdAgain, releaseHolds } from './holds.ts';
 import { entryOf, lockTank, post, tankOf, type LedgerEntry, type Tank } from './tanks.ts';
 
 /*
@@ -63,7 +64,7 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   });
   const released = rows.filter((r) => isMined(r) || r.status === 'DROPPED').map((r) => r.id);
   if (posting.length === 0) {
-    if (released.length) await q.query('DELETE FROM gas_tank_holds WHERE chain_id = $1 AND meta_txn_id = ANY($2)', [chainId, released]);
+    await releaseHolds(q, chainId, released);
     return;
   }
   const projects = [...new Set(posting.map((r) => r.project_id!))];
@@ -98,10 +99,10 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
     await reverse(q, tank, was, base);
     // It will be mined again: what it cost stays set aside meanwhile.
     if (tank && !tank.unlimited && r.status !== 'DROPPED') {
-      await q.query('INSERT INTO gas_tank_holds (tank_id, chain_id, meta_txn_id, amount_wei) VALUES ($1, $2, $3, $4)', [tank.id, chainId, r.id, (-was.amountWei).toString()]);
+      await holdAgain(q, tank.id, chainId, r.id, -was.amountWei);
     }
   }
-  if (released.length) await q.query('DELETE FROM gas_tank_holds WHERE chain_id = $1 AND meta_txn_id = ANY($2)', [chainId, released]);
+  await releaseHolds(q, chainId, released);
 }
 
 function reverse(q: Queryable, tank: Tank | null, debit: LedgerEntry, base: { chainId: number; projectId: number | null; nonce: null; identifier: null; metaTxnId: string; usdRate: number | null }) {

@@ -1,5 +1,5 @@
 import { formatEther } from 'viem';
-import { prepared, type Db, type QueryResult } from '../../store/db.ts';
+import { prepared, type Db, type Queryable, type QueryResult } from '../../store/db.ts';
 import type { Coverage } from '../intake/sponsors.ts';
 import { applyFactor } from './amounts.ts';
 import { HOLD_COUNTS, heldWei, tankOfProject, type Tank } from './tanks.ts';
@@ -108,3 +108,13 @@ export function balanceHolds(db: Db) {
   };
 }
 export type BalanceHolds = ReturnType<typeof balanceHolds>;
+
+/** Holds of meta-transactions mined or dropped are released (settlement, in the status write's transaction). */
+export async function releaseHolds(q: Queryable, chainId: number, metaTxnIds: string[]): Promise<void> {
+  if (metaTxnIds.length) await q.query('DELETE FROM gas_tank_holds WHERE chain_id = $1 AND meta_txn_id = ANY($2)', [chainId, metaTxnIds]);
+}
+
+/** A debit a reorg reversed is held again: the meta-transaction will be mined again. */
+export async function holdAgain(q: Queryable, tankId: number, chainId: number, metaTxnId: string, amountWei: bigint): Promise<void> {
+  await q.query('INSERT INTO gas_tank_holds (tank_id, chain_id, meta_txn_id, amount_wei) VALUES ($1, $2, $3, $4)', [tankId, chainId, metaTxnId, amountWei.toString()]);
+}
