@@ -132,7 +132,7 @@ describe(`signals reach the installed server however it is started (${TEST_DB})`
       process.kill(to === 'the process group' ? -s.group : s.outer(), signal);
       await within(s.allExited, 30_000, () => `still running 30 s after ${signal} (an orphan holds port ${port}?):\n${s.output()}`);
       const ms = Math.round(performance.now() - t0);
-      expect(s.output()).toMatch(/"msg":"shutting down: draining"[\s\S]*"msg":"shut down cleanly"/);
+      expect(s.output(), s.output()).toMatch(/"msg":"shutting down: draining"[\s\S]*"msg":"shut down cleanly"/);
       // The signal and npm's shell's loss (or wake) are one drain, not a second signal's exit at once.
       expect(s.output()).not.toContain('second signal');
       // Only the PID-1 case below warns.

@@ -22,7 +22,18 @@ export const PARENT_SIGNAL = 'metarelay:parent-signal';
 export function onShutdown(log: Logger, plan: ShutdownPlan | (() => Promise<void>)) {
   const p: ShutdownPlan = typeof plan === 'function' ? { close: plan } : plan;
   let stopping = false;
+  /**
+   * A drain started by PARENT_SIGNAL on behalf of a group's signal: the server's own copy of that signal
+   * may be handled after it (the watch's timer and the signal become due in one turn of a busy event
+   * loop). That copy is the same signal, not a second one: absorbed once.
+   */
+  let lateCopyOf: string | null = null;
   const handler = (signal: string) => {
+    if (stopping && lateCopyOf === signal) {
+      lateCopyOf = null;
+      log.info({ signal }, 'the same signal reached this process too: still draining');
+      return;
+    }
     if (stopping) {
       log.warn({ signal }, 'second signal: exiting now');
       process.exit(130);
@@ -58,5 +69,6 @@ export function onShutdown(log: Logger, plan: ShutdownPlan | (() => Promise<void
     if (stopping) return;
     log.info({ signal }, "npm's shell was sent the signal: taken as this process's own");
     handler(signal);
+    lateCopyOf = signal;
   });
 }
