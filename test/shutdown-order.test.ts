@@ -32,7 +32,9 @@ const run = (steps: string) => runNode(['--import', 'tsx', script(steps)], {}, 3
 describe('one drain for a signal sent to the process group', () => {
   it("the shell's signal first, then the server's own copy of it: drained and closed, exit 0", async () => {
     const r = await run(`process.emit(PARENT_SIGNAL, 'SIGINT');\nprocess.kill(process.pid, 'SIGINT');`);
-    expect(r.stdout, r.stdout + r.stderr).toMatch(/"msg":"shutting down: draining"[\s\S]*"msg":"the same signal reached this process too: still draining"[\s\S]*"msg":"closed"[\s\S]*"msg":"shut down cleanly"/);
+    expect(r.stdout, r.stdout + r.stderr).toMatch(
+      /"msg":"shutting down: draining"[\s\S]*"msg":"the same signal reached this process too: still draining"[\s\S]*"msg":"closed"[\s\S]*"msg":"shut down cleanly"/,
+    );
     expect(r.stdout).not.toContain('second signal');
     expect(r.code).toBe(0);
   });
