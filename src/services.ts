@@ -251,7 +251,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const relayEvents = new RelayEvents();
   const w = config.webhooks;
   // One SSRF-guarded client for webhook deliveries and sponsorship approvals.
-  const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts });
+  const post = createPoster({ allowPrivateNetworks: config.allowPrivateNetworks, allowedPrivateHosts: w.allowedPrivateHosts, maxSockets: Math.max(64, w.concurrency) });
   const webhooks = webhookStore(db);
   const events = {
     outbox: outbox(db),

@@ -103,6 +103,67 @@ describe(`metarelay webhooks (${TEST_DB})`, () => {
     // Two requests reached the receiver: the one whose sender was killed, and the delivered one.
     expect(got).toHaveLength(2);
   }, 90_000);
+
+  it('a worker SIGKILLed in the middle of a batch loses nothing: answered or not, recorded or not, every event arrives', async () => {
+    // A worker claims deliveries in batches and writes their outcomes a batch at a time: killed mid-batch,
+    // it leaves deliveries claimed and unsent, in flight, and answered 200 but maybe not yet recorded.
+    const N = 150;
+    const KILL_AT = 40;
+    let requests = 0;
+    let kill: (() => void) | undefined;
+    const answered = new Set<string>();
+    let badSignatures = 0;
+    let secret = '';
+    const receiver = await startRawServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        requests++;
+        if (!verifySignature(secret, String(req.headers['metarelay-signature']), Buffer.concat(chunks).toString('utf8'))) badSignatures++;
+        // The KILL_AT-th request is never answered: its sender is SIGKILLed as it arrives.
+        if (requests === KILL_AT) return kill?.();
+        answered.add(String(req.headers['metarelay-event-id']));
+        res.writeHead(200).end('{}');
+      });
+    });
+    await testDb.db.close().catch(() => undefined); // (PGlite: one process, one handle at a time)
+    let db = await openDb(testDb.location);
+    const project = await projectRepo(db).create('killed-mid-batch');
+    const created = await webhookStore(db).create({ projectId: project.id, url: `${receiver.url}/batch`, events: ['*'], chainIds: null, description: '' });
+    secret = created.secret;
+    const ids = await db.transaction((tx) =>
+      appendEvents(
+        tx,
+        Array.from({ length: N }, (_, i) => ({ type: 'metatxn.status' as const, chainId: 1, projectId: project.id, subject: `b${i}`, data: { i } })),
+      ),
+    );
+    await db.close();
+
+    const first = startCli(['worker', '--config', config, ...dbArgs]);
+    kill = () => first.child.kill('SIGKILL');
+    await eventually(
+      async () => requests,
+      (n) => expect(n).toBeGreaterThanOrEqual(KILL_AT),
+      60_000,
+    );
+    await first.stop('SIGKILL');
+    expect(first.child.signalCode).toBe('SIGKILL');
+    expect(answered.size).toBeLessThan(N);
+    const second = startCli(['worker', '--config', config, ...dbArgs]);
+    await eventually(
+      async () => answered.size,
+      (n) => expect(n).toBe(N),
+      60_000,
+    );
+    await second.stop('SIGTERM');
+    await receiver.stop();
+    expect([...answered].sort()).toEqual(ids.map((id) => `evt_${id}`).sort());
+    expect(badSignatures).toBe(0);
+    db = await openDb(testDb.location);
+    const rows = await db.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status`, [created.webhook.id]);
+    await db.close();
+    expect(rows.rows).toEqual([{ status: 'DELIVERED', n: N }]);
+  }, 120_000);
 });
 
 describe('examples/webhook-receiver.mjs', () => {

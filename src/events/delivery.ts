@@ -2,7 +2,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import { deliveryBody, type EventBell, type Outbox } from './outbox.ts';
 import type { Poster } from './post.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.ts';
-import type { ClaimedDelivery, WebhookStore } from './webhook-store.ts';
+import type { ClaimedDelivery, Settled, WebhookStore } from './webhook-store.ts';
 import { PollLoop } from '../util/poll-loop.ts';
 import { ownerId } from '../util/owner-id.ts';
 
@@ -26,16 +26,35 @@ export function nextAttemptAt(attempts: number, firstAt: Date, s: Pick<DeliveryS
   return at > firstAt.getTime() + s.retryHorizonSec * 1000 ? null : new Date(at);
 }
 
+/** How soon settled deliveries are written when no claim comes to take them along (a slow receiver's lanes). */
+const SETTLE_WITHIN_MS = 100;
+/** How often the outbox is sequenced here: the SSE hub sequences for its own readers; this keeps it moving (and prunable) without them. */
+const SEQUENCE_EVERY_MS = 1_000;
+/** A claimed delivery is sent only with this much of its lease left after the deadline, for its outcome to be written in it. */
+const RECORD_MARGIN_MS = 2_000;
+
+interface Claimed extends ClaimedDelivery {
+  /** performance.now() until which the lease surely holds (counted from before the claim was sent: the database's now() is later). */
+  leaseEnds: number;
+}
+
 /**
  * Sends due webhook deliveries: claims a batch (any process may run one of these: the claim is
- * SKIP LOCKED with a lease longer than the deadline), POSTs each signed, and records the outcome.
- * Also sequences the outbox for SSE readers and prunes it.
+ * SKIP LOCKED with a lease longer than the deadline), POSTs each signed, and records the outcomes.
+ * One statement per wake (webhook-store.ts claim()) writes what was delivered since the last one and
+ * claims the next batch with its events' payloads; failures are written one by one (record()), since
+ * they hold back their subject and may disable the endpoint. Also sequences the outbox and prunes it.
  */
 export class DeliveryWorker {
   readonly owner = ownerId();
   private readonly loop: PollLoop;
   private prunedAt = 0;
+  private sequencedAt = 0;
   private offBell: (() => void) | undefined;
+  /** Delivered or released since the last statement, for the next one to write. */
+  private settled: Settled[] = [];
+  private settleTimer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> | undefined;
 
   constructor(private readonly deps: { store: WebhookStore; outbox: Outbox; post: Poster; bell: EventBell; log: Logger; settings: DeliverySettings }) {
     // A full batch means more may be due: the next pass runs at once.
@@ -60,35 +79,90 @@ export class DeliveryWorker {
     if (!this.loop.active) return;
     this.offBell?.();
     await this.loop.stop();
+    // A pass writes what it settled before it ends; a write the timer started may still be running.
+    await this.writeSettled();
   }
 
   nudge() {
     this.loop.wake();
   }
 
-  /** One batch; true when it was full (more may be due). */
-  async pass(): Promise<boolean> {
+  private get leaseSec() {
+    // The lease outlives the deadline by a margin, so no other worker takes a claim whose POST may still run.
+    return Math.ceil(this.deps.settings.deadlineMs / 1000) + 5;
+  }
+
+  /** One statement: writes what is settled, claims up to `limit` more (0: only writes). */
+  private async wake(limit: number): Promise<Claimed[]> {
+    const batch = this.settled.splice(0);
+    clearTimeout(this.settleTimer);
+    this.settleTimer = undefined;
+    const sent = performance.now();
+    try {
+      const rows = await this.deps.store.claim(this.owner, limit, this.leaseSec, batch);
+      return rows.map((d) => ({ ...d, leaseEnds: sent + this.leaseSec * 1000 }));
+    } catch (err) {
+      // Not written (the statement rolled back as a whole): still ours to write with the next one.
+      // Until then they stay claimed; should the lease run out first, they are sent again (at least once).
+      for (const x of batch) this.settle(x);
+      throw err;
+    }
+  }
+
+  /** Writes what is settled; calls while a write runs share it, and what settles meanwhile goes in a next statement. */
+  private writeSettled(): Promise<void> {
+    if (this.writing) return this.writing;
+    if (this.settled.length === 0) return Promise.resolve();
+    const w = (async () => {
+      try {
+        while (this.settled.length) await this.wake(0);
+      } catch (err) {
+        this.deps.log.error({ err }, 'webhook delivery: recording delivered attempts failed');
+      }
+    })();
+    this.writing = w;
+    void w.finally(() => {
+      if (this.writing === w) this.writing = undefined;
+    });
+    return w;
+  }
+
+  private settle(item: Settled) {
+    this.settled.push(item);
+    this.settleTimer ??= setTimeout(() => {
+      this.settleTimer = undefined;
+      void this.writeSettled();
+    }, SETTLE_WITHIN_MS);
+  }
+
+  private async maintain() {
     const s = this.deps.settings;
-    await this.deps.outbox.sequence();
+    if (Date.now() - this.sequencedAt > SEQUENCE_EVERY_MS) {
+      this.sequencedAt = Date.now();
+      await this.deps.outbox.sequence();
+    }
     if (Date.now() - this.prunedAt > PRUNE_EVERY_MS) {
       this.prunedAt = Date.now();
       await this.deps.outbox.prune(s.retentionSec);
     }
-    // The lease outlives the deadline by a margin, so no other worker takes a claim whose POST may still run.
-    const lease = Math.ceil(s.deadlineMs / 1000) + 5;
+  }
+
+  /** Claims and sends until a claim comes back short; true when the last one was full (more may be due). */
+  async pass(): Promise<boolean> {
+    const s = this.deps.settings;
+    await this.maintain();
     const size = s.concurrency * 4;
-    const queue = await this.deps.store.claim(this.owner, size, lease);
-    let full = queue.length === size;
     // The next claim is made while the last of this one is still being sent, so the lanes do not all
     // wait for the slowest POST of a batch before the next batch is read. One claim at a time; a later
     // event of a subject in flight is not claimed (it is still pending), so per-subject order holds.
-    let refilling: Promise<void> | undefined;
-    const refill = () => {
-      if (!full || refilling || !this.loop.active) return;
-      // SSE readers follow `seq`: a long run of refills sequences new events as a new pass would.
-      refilling = this.deps.outbox
-        .sequence()
-        .then(() => this.deps.store.claim(this.owner, size, lease))
+    const queue: Claimed[] = [];
+    let full = true;
+    let claiming: Promise<void> | undefined;
+    const claim = () => {
+      if (!full || claiming || !this.loop.active) return;
+      const wait = this.writing ?? Promise.resolve();
+      claiming = wait
+        .then(() => this.wake(size))
         .then((more) => {
           queue.push(...more);
           full = more.length === size;
@@ -97,58 +171,34 @@ export class DeliveryWorker {
           full = false;
           this.deps.log.error({ err }, 'webhook delivery claim failed');
         })
-        .finally(() => (refilling = undefined));
+        .finally(() => (claiming = undefined));
     };
     const lane = async () => {
       for (;;) {
-        if (queue.length < s.concurrency) refill();
+        if (queue.length < s.concurrency) claim();
         const d = queue.shift();
         if (d) {
           await this.deliver(d);
           continue;
         }
-        if (!refilling) return;
-        await refilling;
+        if (!claiming) return;
+        await claiming;
       }
     };
+    claim();
+    await claiming;
     await Promise.all(Array.from({ length: s.concurrency }, lane));
+    // Nothing is left unwritten when a pass ends (a redelivery would be a duplicate, not a loss).
+    await this.writeSettled();
     return full;
   }
 
-  private delivered: { item: Parameters<WebhookStore['recordDelivered']>[1][number]; done: (err?: unknown) => void }[] = [];
-  private flushing = false;
-
-  /** Successes are written together: whatever finished while the previous write ran goes in the next one. */
-  private recordDelivered(item: Parameters<WebhookStore['recordDelivered']>[1][number]): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.delivered.push({ item, done: (err) => (err ? reject(err) : resolve()) });
-      void this.flush();
-    });
-  }
-
-  private async flush() {
-    if (this.flushing) return;
-    this.flushing = true;
-    try {
-      while (this.delivered.length) {
-        const batch = this.delivered.splice(0);
-        try {
-          await this.deps.store.recordDelivered(
-            this.owner,
-            batch.map((b) => b.item),
-          );
-          for (const b of batch) b.done();
-        } catch (err) {
-          for (const b of batch) b.done(err);
-        }
-      }
-    } finally {
-      this.flushing = false;
-    }
-  }
-
-  private async deliver(d: ClaimedDelivery) {
+  private async deliver(d: Claimed) {
     const s = this.deps.settings;
+    // Behind a slow receiver a claimed delivery may wait in the queue: one whose lease could run out
+    // before its answer is written goes back unsent, for another claim, rather than risk being sent
+    // by two workers at once.
+    if (performance.now() + s.deadlineMs + RECORD_MARGIN_MS > d.leaseEnds) return this.settle({ id: d.id, status: 0, ms: 0, snippet: '' });
     const body = JSON.stringify(deliveryBody(d.event));
     const t = Math.floor(Date.now() / 1000);
     const res = await this.deps.post(
@@ -165,9 +215,10 @@ export class DeliveryWorker {
       s.deadlineMs,
     );
     const ok = !res.error && res.status >= 200 && res.status < 300;
-    const error = ok ? null : (res.error ?? `HTTP ${res.status}`);
-    const retryAt = ok ? null : nextAttemptAt(d.attempts, d.firstAt, s);
-    if (ok) return this.recordDelivered({ id: d.id, webhookId: d.webhookId, status: res.status, ms: res.ms, snippet: res.body.slice(0, 500) });
+    // Written with the next statement; the lane does not wait for it.
+    if (ok) return this.settle({ id: d.id, status: res.status, ms: res.ms, snippet: res.body.slice(0, 500) });
+    const error = res.error ?? `HTTP ${res.status}`;
+    const retryAt = nextAttemptAt(d.attempts, d.firstAt, s);
     const out = await this.deps.store.record(
       this.owner,
       { id: d.id, webhookId: d.webhookId, subject: d.event.subject },

@@ -25,6 +25,8 @@ export interface PostOptions {
   allowPrivateNetworks: boolean;
   allowedPrivateHosts: readonly string[];
   userAgent?: string;
+  /** Kept-alive connections per target host and pool (64 unless said): at least the delivery worker's concurrency, or its lanes queue for a socket. */
+  maxSockets?: number;
 }
 
 const MAX_ANSWER = 4_096;
@@ -56,7 +58,7 @@ export function targetProblem(raw: string): string | undefined {
 
 export function createPoster(opts: PostOptions): Poster {
   const allowlisted = createHostAllowlist(opts.allowedPrivateHosts);
-  const pool = { keepAlive: true, maxSockets: 64 };
+  const pool = { keepAlive: true, maxSockets: opts.maxSockets ?? 64 };
   // Separate pools: a socket opened without the guard is never reused for a request that needs it.
   const guarded = { http: new http.Agent({ ...pool, lookup: guardedLookup }), https: new https.Agent({ ...pool, lookup: guardedLookup }) };
   const open = { http: new http.Agent(pool), https: new https.Agent(pool) };

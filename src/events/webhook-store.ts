@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../store/db.ts';
+import { prepared, type Db, type Queryable } from '../store/db.ts';
 import { toEvent, type StoredEvent } from './outbox.ts';
 import { newSecret } from './signature.ts';
 import { COLS, toDelivery, toWebhook, type Delivery, type Webhook, type WebhookKind } from './webhook-rows.ts';
@@ -14,6 +14,14 @@ export interface ClaimedDelivery {
   secret: string;
   event: StoredEvent;
   firstAt: Date;
+}
+
+/** What the worker settled of its claim: delivered (`status` the receiver's 2xx), or released unsent (`status` 0). */
+export interface Settled {
+  id: number;
+  status: number;
+  ms: number;
+  snippet: string;
 }
 
 export interface WebhookPatch {
@@ -114,69 +122,84 @@ export function webhookStore(db: Db) {
     },
 
     /**
-     * Claims due deliveries of enabled endpoints for `owner` until `leaseSec` from now (SKIP LOCKED: two
-     * workers never claim one row; the lease outlives the deadline, so a claim is never taken over while
-     * its attempt may still be running). A delivery waits while an older one of the same subject to the
-     * same endpoint is pending, so one meta-transaction's events arrive in order.
+     * One statement per wake of the delivery worker: records what `owner` has settled since its last
+     * one (`settled`: delivered, or released unsent) and claims up to `limit` due deliveries of enabled
+     * endpoints until `leaseSec` from now, each with its event and its endpoint's URL and secret.
+     *
+     * SKIP LOCKED: two workers never claim one row, and the lease outlives the deadline, so a claim is
+     * never taken over while its attempt may still be running (the worker sends nothing whose lease could
+     * run out before the deadline: it releases it). A delivery waits while an older one of the same subject
+     * to the same endpoint is pending, so one meta-transaction's events arrive in order; one recorded as
+     * delivered by this same statement no longer holds the next back (the claim reads the snapshot from
+     * before the statement's own writes, so it is named to it).
      */
-    async claim(owner: string, limit: number, leaseSec: number): Promise<ClaimedDelivery[]> {
+    async claim(owner: string, limit: number, leaseSec: number, settled: readonly Settled[] = []): Promise<ClaimedDelivery[]> {
       const r = await db.query<Record<string, unknown>>(
-        `WITH cand AS (
+        prepared(`WITH u AS (
+           SELECT * FROM unnest($5::bigint[], $6::int[], $7::int[], $8::text[]) AS u(id, status, ms, snippet)),
+         rec AS (
+           -- status 0: released unsent (the attempt the claim counted was not made).
+           UPDATE webhook_deliveries d SET
+             status = CASE WHEN u.status > 0 THEN 'DELIVERED' ELSE d.status END,
+             attempts = CASE WHEN u.status > 0 THEN d.attempts ELSE d.attempts - 1 END,
+             last_status = CASE WHEN u.status > 0 THEN u.status ELSE d.last_status END,
+             last_error = CASE WHEN u.status > 0 THEN NULL ELSE d.last_error END,
+             last_latency_ms = CASE WHEN u.status > 0 THEN u.ms ELSE d.last_latency_ms END,
+             response_snippet = CASE WHEN u.status > 0 THEN u.snippet ELSE d.response_snippet END,
+             delivered_at = CASE WHEN u.status > 0 THEN now() ELSE d.delivered_at END,
+             claimed_by = NULL, claimed_until = NULL
+           FROM u WHERE d.id = u.id AND d.claimed_by = $1 AND d.status = 'PENDING'
+           RETURNING d.id, d.webhook_id, d.status),
+         healthy AS (
+           UPDATE webhooks SET failing_since = NULL
+           WHERE id IN (SELECT webhook_id FROM rec WHERE status = 'DELIVERED') AND failing_since IS NOT NULL RETURNING id),
+         cand AS (
            -- The oldest due rows first, filtered only on their own columns: a top-N read that stays cheap
            -- whatever the planner's statistics. Rows not worth reading are kept out of it instead: a
            -- disabled endpoint's wait at 'infinity', and a failing delivery's later ones of the same subject
            -- wait with it (record()).
            SELECT id FROM webhook_deliveries
-           WHERE status = 'PENDING' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
+           WHERE status = 'PENDING' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now()) AND id <> ALL($5::bigint[])
            ORDER BY next_attempt_at, id LIMIT $4),
          c AS (
+           -- Not sorted again: rows are checked in cand's order until $2 pass, not all of cand before a
+           -- sort (a third of the statement's time); any due row may be claimed, the oldest come first.
            SELECT d.id FROM webhook_deliveries d JOIN cand ON cand.id = d.id
            WHERE d.status = 'PENDING' AND (d.claimed_until IS NULL OR d.claimed_until < now())
              AND (SELECT w.enabled AND w.deleted_at IS NULL FROM webhooks w WHERE w.id = d.webhook_id)
              AND (d.subject IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-                  WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.status = 'PENDING' AND p.id < d.id))
-           ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED)
-         UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3), attempts = d.attempts + 1
-         FROM c WHERE d.id = c.id
-         RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.created_at`,
-        [owner, limit, leaseSec, limit * 4],
+                  WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.status = 'PENDING' AND p.id < d.id
+                    AND p.id NOT IN (SELECT id FROM rec WHERE status = 'DELIVERED')))
+           LIMIT $2 FOR UPDATE OF d SKIP LOCKED),
+         claimed AS (
+           UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3), attempts = d.attempts + 1
+           FROM c WHERE d.id = c.id
+           RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.created_at)
+         -- The event and the endpoint are joined to the few claimed rows (looked up by key), not into the UPDATE.
+         SELECT cl.id, cl.webhook_id, cl.attempts, cl.created_at AS first_at, w.url, w.secret,
+           e.id AS e_id, e.seq, e.type, e.chain_id, e.project_id, e.subject, e.payload, e.created_at AS e_created_at
+         FROM claimed cl JOIN events e ON e.id = cl.event_id JOIN webhooks w ON w.id = cl.webhook_id
+         ORDER BY cl.id`),
+        [owner, limit, leaseSec, limit * 4, settled.map((x) => x.id), settled.map((x) => x.status), settled.map((x) => x.ms), settled.map((x) => x.snippet)],
       );
-      if (r.rows.length === 0) return [];
-      // Read apart from the claim: joined into the UPDATE, the planner may scan the whole outbox.
-      const [events, hooks] = await Promise.all([
-        db.query<Record<string, unknown>>('SELECT * FROM events WHERE id = ANY($1::bigint[])', [r.rows.map((x) => x.event_id)]),
-        db.query<{ id: number | string; url: string; secret: string }>('SELECT id, url, secret FROM webhooks WHERE id = ANY($1::bigint[])', [[...new Set(r.rows.map((x) => x.webhook_id))]]),
-      ]);
-      const eventById = new Map(events.rows.map((e) => [Number(e.id), toEvent(e as never)]));
-      const hookById = new Map(hooks.rows.map((w) => [Number(w.id), w]));
-      return r.rows
-        .map((x) => ({ x, e: eventById.get(Number(x.event_id)), w: hookById.get(Number(x.webhook_id)) }))
-        .filter((y) => y.e && y.w)
-        .sort((a, b) => Number(a.x.id) - Number(b.x.id))
-        .map(({ x, e, w }) => ({
-          id: Number(x.id),
-          webhookId: Number(x.webhook_id),
-          attempts: Number(x.attempts),
-          url: w!.url,
-          secret: w!.secret,
-          firstAt: new Date(x.created_at as string),
-          event: e!,
-        }));
-    },
-
-    /** Records many successful attempts at once (the worker batches them: one statement instead of one transaction each). */
-    async recordDelivered(owner: string, items: { id: number; webhookId: number; status: number; ms: number; snippet: string }[]): Promise<void> {
-      if (items.length === 0) return;
-      await db.transaction(async (tx) => {
-        await tx.query(
-          `UPDATE webhook_deliveries d SET status = 'DELIVERED', last_status = u.status, last_error = NULL, last_latency_ms = u.ms, response_snippet = u.snippet,
-             delivered_at = now(), claimed_by = NULL, claimed_until = NULL
-           FROM unnest($2::bigint[], $3::int[], $4::int[], $5::text[]) AS u(id, status, ms, snippet)
-           WHERE d.id = u.id AND d.claimed_by = $1 AND d.status = 'PENDING'`,
-          [owner, items.map((x) => x.id), items.map((x) => x.status), items.map((x) => x.ms), items.map((x) => x.snippet)],
-        );
-        await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1) AND failing_since IS NOT NULL', [[...new Set(items.map((x) => x.webhookId))]]);
-      });
+      return r.rows.map((x) => ({
+        id: Number(x.id),
+        webhookId: Number(x.webhook_id),
+        attempts: Number(x.attempts),
+        url: x.url as string,
+        secret: x.secret as string,
+        firstAt: new Date(x.first_at as string),
+        event: toEvent({
+          id: x.e_id as number,
+          seq: x.seq as number | null,
+          type: x.type as string,
+          chain_id: x.chain_id as number | null,
+          project_id: x.project_id as number | null,
+          subject: x.subject as string | null,
+          payload: x.payload,
+          created_at: x.e_created_at as string,
+        }),
+      }));
     },
 
     /**
