@@ -443,7 +443,10 @@ runBench(async (cleanup) => {
   if (PROFILE) {
     const relayer = env.services.relayers.get(env.chainId)!;
     PROFILE.wrapDb(env.services.db);
-    PROFILE.wrapMethods(relayer, ['send', 'precheck', 'check', 'recognise', 'probe', 'fund', 'enqueue', 'costOf', 'sponsorship', 'charge', 'rulesOf'], 'send');
+    // Intake's stages live on relayer.intake and relayer.pricing (intake/intake.ts, intake/pricing.ts).
+    PROFILE.wrapMethods(relayer, ['send', 'recognise', 'probe'], 'send');
+    PROFILE.wrapMethods(relayer.intake, ['precheck', 'check', 'simulateCall', 'enqueue', 'charge']);
+    PROFILE.wrapMethods(relayer.pricing, ['fund', 'costOf', 'sponsorship', 'rulesOf']);
     PROFILE.wrapMethods(relayer.deps.metaTxns, ['find', 'insert']);
     if (relayer.deps.spendCaps) PROFILE.wrapMethods(relayer.deps.spendCaps, ['budgetStops', 'charge']);
     if (relayer.deps.balances) PROFILE.wrapMethods(relayer.deps.balances, ['hold']);

@@ -69,6 +69,8 @@ export class IntakeProfile {
   wrapMethods(obj: object, names: string[], root?: string) {
     const o = obj as Record<string, (...a: unknown[]) => unknown>;
     for (const name of names) {
+      // A stage renamed or moved fails here, not as an undefined property deep in a run.
+      if (typeof o[name] !== 'function') throw new Error(`intake profile: no method ${name} on ${obj.constructor.name}`);
       const f = o[name].bind(obj);
       o[name] = (...a: unknown[]) => {
         const run = async () => {
