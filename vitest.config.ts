@@ -1,9 +1,17 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import LongFirstSequencer from './test/support/sequencer.ts';
+
+/**
+ * Files that open no database of the run's kind: the CLI's usage and refusals (which must open none, and
+ * whose one list check has a PGlite folder of its own) and the shutdown handler's signal order. The same
+ * processes would run twice for nothing: they run once, in the PGlite half (the default of `npx vitest run`).
+ */
+const WITHOUT_THE_RUNS_DATABASE = ['test/cli-usage.test.ts', 'test/shutdown-order.test.ts'];
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...(process.env.METARELAY_TEST_DB === 'postgres' ? WITHOUT_THE_RUNS_DATABASE : [])],
     globalSetup: ['test/support/global-setup.ts'],
     // A guard against hangs, not a speed check: tests that spawn the CLI (a fresh node, tsx and PGlite
     // per call) took up to 53 s of the old 60 s on a busy 2-core machine.
