@@ -102,9 +102,11 @@ export class DeliveryWorker {
       const rows = await this.deps.store.claim(this.owner, limit, this.leaseSec, batch);
       return rows.map((d) => ({ ...d, leaseEnds: sent + this.leaseSec * 1000 }));
     } catch (err) {
-      // Not written (the statement rolled back as a whole): still ours to write with the next one.
-      // Until then they stay claimed; should the lease run out first, they are sent again (at least once).
-      for (const x of batch) this.settle(x);
+      // Not written (the statement rolled back as a whole): still ours to write with the next statement,
+      // the poll loop's next claim (no timer of its own: with the database down it would retry and log
+      // every 100 ms). Until then they stay claimed; should the lease run out first, they are sent again
+      // (at least once).
+      this.settled.unshift(...batch);
       throw err;
     }
   }
