@@ -9,7 +9,9 @@ import { openDb, type Db } from '../src/store/db.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { setAutomine } from './support/anvil-control.ts';
 import { SENDER_KEYS, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
-import { deployWallets, expectClean, mintBundles, sendAll, sendVia, waitFor } from './support/relay-load.ts';
+import { deployWallets, expectClean, mintBundles, sendAll, sendVia, waitFor, type LoadItem } from './support/relay-load.ts';
+import { rpc } from './support/service.ts';
+import { buildApp } from '../src/http/app.ts';
 import { TEST_DB } from './support/env.ts';
 
 /** anvil accounts 3 and 4, added to the test env's two senders. */
@@ -74,7 +76,18 @@ describe('two relayer instances on one database', () => {
     const items = await mintBundles(env, users, 10);
     await intervalMining(env);
     const broadcasts = async (s: Services) => (await s.metrics.registry.getSingleMetric('metarelay_relayer_broadcasts_total')!.get()).values.reduce((a, v) => a + v.value, 0);
-    const firstHalf = await sendAll(sendVia(env), items.slice(0, 100), 8);
+    // Intake wakes its own process's dispatcher at once, which can take a whole burst before the other
+    // polls: half the first half goes in through each instance, as behind a load balancer.
+    const secondApp = await buildApp(second);
+    const viaSecond = (item: LoadItem) =>
+      rpc(
+        secondApp,
+        `/relayer/${env.chain.chainConfig.name}/rpc/Relayer/SendMetaTxn`,
+        { call: { walletAddress: item.user.wallet.address, contract: item.bundle.entrypoint, input: item.bundle.input } },
+        { 'x-access-key': env.accessKey },
+      );
+    const firstHalf = (await Promise.all([sendAll(sendVia(env), items.slice(0, 50), 4), sendAll(viaSecond, items.slice(50, 100), 4)])).flat();
+    await secondApp.close();
     await waitFor('both to broadcast', async () => (await broadcasts(env.services)) > 0 && (await broadcasts(second)) > 0);
     // The first instance hands over while its transactions are in flight.
     await one.stop();
