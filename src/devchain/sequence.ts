@@ -120,9 +120,9 @@ const RECEIPT_TIMEOUT_MS = 30_000;
 
 /**
  * Installs the Sequence v2 contracts on an anvil node at their production addresses. Contracts that
- * already have code are skipped, so it is idempotent; everything missing is estimated, sent and
- * awaited together (one block with automine off). Throws naming the contract whose address still has
- * no code afterwards.
+ * already have code are skipped, so it is idempotent; everything missing is estimated together, sent in
+ * nonce order and awaited together (in one block with automine off). Throws naming the contract whose
+ * address still has no code afterwards.
  */
 export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedSequenceV2Context> {
   const addresses = sequenceContractAddresses();
@@ -157,14 +157,20 @@ export async function deploySequenceV2Context(rpcUrl: string): Promise<DeployedS
     const startNonce = Number(setupResults[setup.length - 1] as Hex);
     const gas = setupResults.slice(setup.length) as Hex[];
 
-    const hashes = (await rpcBatch(
-      rpcUrl,
-      txs.map(({ tx }, i) => ({
-        method: 'eth_sendTransaction',
-        // The proxy forwards with CALL, so a tight estimate can leave the inner CREATE2 short.
-        params: [{ ...tx, gas: toHex((BigInt(gas[i]!) * 13n) / 10n), nonce: toHex(startNonce + i) }],
-      })),
-    )) as Hash[];
+    // One at a time, in nonce order: a batch's sends reach anvil's pool in any order, and automine can
+    // then leave a transaction whose predecessor came after it in the pool for good (foundry-rs/foundry#10122:
+    // a deployment here waited its whole 30 s under load). Six round trips on a local node.
+    const hashes: Hash[] = [];
+    for (const [i, { tx }] of txs.entries()) {
+      const [hash] = (await rpcBatch(rpcUrl, [
+        {
+          method: 'eth_sendTransaction',
+          // The proxy forwards with CALL, so a tight estimate can leave the inner CREATE2 short.
+          params: [{ ...tx, gas: toHex((BigInt(gas[i]!) * 13n) / 10n), nonce: toHex(startNonce + i) }],
+        },
+      ])) as Hash[];
+      hashes.push(hash!);
+    }
     const statuses = await waitForReceipts(rpcUrl, hashes);
     txs.forEach(({ name }, i) => (outcome[name] = `transaction ${hashes[i]} ${statuses[i] === '0x1' ? 'succeeded' : 'reverted'}`));
   }
@@ -211,7 +217,14 @@ async function waitForReceipts(rpcUrl: string, hashes: Hash[]): Promise<Hex[]> {
       ]).catch(() => undefined);
     }
     if (pending.length > 0 && Date.now() > deadline) {
-      throw new Error(`Sequence v2 deployment transactions not mined within ${RECEIPT_TIMEOUT_MS / 1000} s: ${pending.join(', ')}`);
+      // What anvil holds of them, so a failure says why they wait (gone from the pool, a nonce gap, under the base fee).
+      const seen = await rpcBatch(rpcUrl, [
+        ...pending.map((h) => ({ method: 'eth_getTransactionByHash', params: [h] })),
+        { method: 'eth_getTransactionCount', params: [DEPLOYER, 'latest'] },
+        { method: 'eth_getBlockByNumber', params: ['latest', false] },
+        { method: 'txpool_status', params: [] },
+      ]).catch((err: Error) => [err.message]);
+      throw new Error(`Sequence v2 deployment transactions not mined within ${RECEIPT_TIMEOUT_MS / 1000} s: ${pending.join(', ')}; anvil: ${JSON.stringify(seen).slice(0, 2_000)}`);
     }
   }
   return hashes.map((h) => status.get(h)!);
