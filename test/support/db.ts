@@ -14,69 +14,75 @@ export interface TestDb {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database of the run's backend, private to the caller. */
+/** A migrated database of the run's backend, private to the caller, holding what the template holds. */
 export async function createTestDb(): Promise<TestDb> {
-  const template = inject('dbTemplate');
-  const runId = inject('runId');
-  const n = `${process.pid}_${++counter}`;
-  if (TEST_DB === 'pglite') {
-    const spare = await takeSpare();
-    const dir = spare?.dir ?? mkdtempSync(join(tmpdir(), 'metarelay-db-'));
-    if (!spare) cpSync(template, dir, { recursive: true });
-    const db = spare?.db ?? (await openDb(dir));
-    if (!spare) pristine ??= readPristine(db);
-    await pristine;
-    return {
-      db,
-      location: dir,
-      async drop() {
-        if (spares.length < MAX_SPARES && (await unchangedSchema(db))) {
-          spares.push({ db, dir });
-          return;
-        }
-        await db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  }
-  const name = `metarelay_t_${runId}_${n}`;
-  const admin = await openDb(TEST_PG_URL);
-  try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-  } finally {
-    await admin.close();
-  }
-  const location = pgUrlFor(name);
-  const db = await openDb(location);
+  const spare = await takeSpare();
+  const made = spare ?? (await freshDb());
+  pristine ??= readPristine(made.db);
+  await pristine;
+  const { db, location } = made;
   return {
     db,
     location,
     async drop() {
-      await db.close();
-      const a = await openDb(TEST_PG_URL);
-      try {
-        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await a.close();
+      if (spares.length < MAX_SPARES && (await unchangedSchema(db))) {
+        // PGlite keeps its handle (opening it is the cost); PostgreSQL's connections close, the database stays.
+        if (db.kind === 'postgres') await db.close();
+        spares.push({ location, db: db.kind === 'pglite' ? db : undefined, dispose: made.dispose });
+        return;
       }
+      await db.close().catch(() => undefined);
+      await made.dispose();
     },
   };
 }
 
+interface Made {
+  db: Db;
+  location: string;
+  /** Deletes the database (its handle closed). */
+  dispose(): Promise<void>;
+}
+
+async function freshDb(): Promise<Made> {
+  const template = inject('dbTemplate');
+  if (TEST_DB === 'pglite') {
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-db-'));
+    cpSync(template, dir, { recursive: true });
+    return { db: await openDb(dir), location: dir, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `metarelay_t_${inject('runId')}_${process.pid}_${++counter}`;
+  await withAdmin((a) => a.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  const location = pgUrlFor(name);
+  return { db: await openDb(location), location, dispose: () => withAdmin(async (a) => void (await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))) };
+}
+
+async function withAdmin<T>(fn: (admin: Db) => Promise<T>): Promise<T> {
+  const admin = await openDb(TEST_PG_URL);
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.close();
+  }
+}
+
 /*
- * PGlite test databases are reused within a worker. Opening one costs ~1 s of CPU (copying the 42 MB
- * template folder, then starting PGlite on it; ~2 s a create and drop on a busy machine). A dropped
- * database is kept, and handed out again as the template left it: every table emptied (DELETE: a
- * TRUNCATE of ~60 tables makes new files for each and their indexes, ~350 ms against ~15 ms), the
- * template's rows written back, every sequence where the template had it, the session reset (DISCARD
- * ALL). The reset runs when it is handed out, the closest point to its next use. A database whose
- * schema a test changed, or that a test closed (to open its folder from another process), is not
- * reused: it is closed and deleted as before.
+ * Test databases are reused within a worker. A PGlite one costs ~1 s of CPU to make (copying the 42 MB
+ * template folder, then starting PGlite on it; ~2 s a create and drop on a busy machine); a PostgreSQL
+ * one 200-350 ms (CREATE DATABASE from the template, DROP DATABASE). A dropped database is kept, and
+ * handed out again as the template left it: every table emptied (DELETE: a TRUNCATE of ~60 tables makes
+ * new files for each and their indexes, ~350 ms on PGlite against ~15 ms), the template's rows written
+ * back, every sequence where the template had it, the session reset (PGlite: DISCARD ALL; PostgreSQL:
+ * new connections, and any other session on it ended, as DROP DATABASE WITH (FORCE) would). The reset
+ * runs when it is handed out, the closest point to its next use. A database whose schema a test
+ * changed, or that a test closed (to open a PGlite folder from another process), is not reused: it is
+ * deleted as before.
  */
 const MAX_SPARES = 3;
-const spares: { db: Db; dir: string }[] = [];
+const spares: { location: string; db: Db | undefined; dispose(): Promise<void> }[] = [];
+// PGlite folders of this worker go with it; PostgreSQL's databases of the run, with the run (global-setup.ts).
 process.once('exit', () => {
-  for (const s of spares) rmSync(s.dir, { recursive: true, force: true });
+  for (const s of spares) if (s.db) rmSync(s.location, { recursive: true, force: true });
 });
 
 interface Pristine {
@@ -140,12 +146,14 @@ async function unchangedSchema(db: Db): Promise<boolean> {
 }
 
 /** A kept database put back as the template left it, or undefined when there is none (or it cannot be). */
-async function takeSpare(): Promise<{ db: Db; dir: string } | undefined> {
+async function takeSpare(): Promise<Made | undefined> {
   const spare = spares.pop();
   if (!spare) return undefined;
-  if (await resetToPristine(spare.db)) return spare;
-  await spare.db.close().catch(() => undefined);
-  rmSync(spare.dir, { recursive: true, force: true });
+  const db = spare.db ?? (await openDb(spare.location));
+  if (db.kind === 'postgres') await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+  if (await resetToPristine(db)) return { db, location: spare.location, dispose: spare.dispose };
+  await db.close().catch(() => undefined);
+  await spare.dispose();
   return undefined;
 }
 
@@ -153,7 +161,7 @@ async function resetToPristine(db: Db): Promise<boolean> {
   try {
     const p = await pristine;
     if (!p) return false;
-    await db.exec('DISCARD ALL');
+    if (db.kind === 'pglite') await db.exec('DISCARD ALL');
     await db.transaction(async (tx) => {
       // The template's rows go back as they were: no trigger of a test's making or the schema's fires.
       await tx.exec(`SET LOCAL session_replication_role = replica; ${p.truncate}`);

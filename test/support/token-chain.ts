@@ -71,17 +71,36 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
     return a;
   };
 
+  // Every signed transaction not yet seen mined, by hash: what a nudge sends again.
+  const unmined = new Map<Hash, { nonce: number; raw: Hex }>();
+
+  /** Signs here and sends the raw transaction, so it can be sent again if anvil loses it. */
+  async function sendSigned(tx: { to?: Address; data: Hex; gas: bigint; nonce: number }): Promise<Hash> {
+    const raw = await wallet.signTransaction({ ...tx, ...feeFields, account, chain: wallet.chain });
+    const hash = (await pub.request({ method: 'eth_sendRawTransaction', params: [raw] })) as Hash;
+    unmined.set(hash, { nonce: tx.nonce, raw });
+    return hash;
+  }
+
   async function receiptOf(hash: Hash) {
     const start = Date.now();
     let nudged = start;
     for (;;) {
       const r = await pub.getTransactionReceipt({ hash }).catch(() => null);
-      if (r) return r;
+      if (r) {
+        unmined.delete(hash);
+        return r;
+      }
       const now = Date.now();
       // Anvil's automine can leave a ready transaction in its pool (foundry-rs/foundry#10122, seen in CI
-      // under load): after 2 s without a receipt, mine a block by hand so the pool is flushed.
+      // under load), and was seen to lose 19 in a row from it (a receipt awaited for nonce 565 with the
+      // account at 546 and nothing pending): after 2 s without a receipt, what is still unmined is sent
+      // again in nonce order (the node ignores what it holds or has mined) and a block is mined by hand.
       if (now - nudged > 2_000) {
         nudged = now;
+        for (const { raw } of [...unmined.values()].sort((a, b) => a.nonce - b.nonce)) {
+          await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).catch(() => undefined);
+        }
         await pub.request({ method: 'evm_mine' as never, params: [] as never }).catch(() => undefined);
       }
       if (now - start > 60_000) {
@@ -122,7 +141,7 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
         const addresses: Address[] = [];
         for (const [i, it] of items.entries()) {
           addresses.push(getContractAddress({ from: account.address, nonce: BigInt(nonce) }));
-          const hash = await wallet.sendTransaction({ data: data[i]!, gas: gasByContract.get(it.contract)!, nonce: nonce++, ...feeFields });
+          const hash = await sendSigned({ data: data[i]!, gas: gasByContract.get(it.contract)!, nonce: nonce++ });
           sent.push({ what: `deploy ${it.contract}`, hash });
         }
         await waitAll(sent);
@@ -134,7 +153,7 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
         const sent: Array<{ what: string; hash: Hash }> = [];
         for (const c of calls) {
           const input: Hex = encodeFunctionData({ abi: artifact(c.contract).abi, functionName: c.functionName, args: c.args });
-          const hash = await wallet.sendTransaction({ to: c.address, data: input, gas: CALL_GAS, nonce: nonce++, ...feeFields });
+          const hash = await sendSigned({ to: c.address, data: input, gas: CALL_GAS, nonce: nonce++ });
           sent.push({ what: `${c.contract}.${c.functionName}`, hash });
         }
         await waitAll(sent);
@@ -143,6 +162,8 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
     async resyncNonce() {
       await serial(async () => {
         nonce = await pub.getTransactionCount({ address: account.address, blockTag: 'pending' });
+        // What the revert took back is not to be sent again.
+        unmined.clear();
       });
     },
     stop: () => anvil.stop(),
