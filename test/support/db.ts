@@ -14,9 +14,13 @@ export interface TestDb {
   drop(): Promise<void>;
 }
 
-/** A migrated database of the run's backend, private to the caller, holding what the template holds. */
-export async function createTestDb(): Promise<TestDb> {
-  const spare = await takeSpare();
+/**
+ * A migrated database of the run's backend, private to the caller, holding what the template holds.
+ * `fresh`: never one reused (below): its tables and indexes hold no dead rows of earlier tests, for a
+ * test of what the planner chooses.
+ */
+export async function createTestDb(opts: { fresh?: boolean } = {}): Promise<TestDb> {
+  const spare = opts.fresh ? undefined : await takeSpare();
   const made = spare ?? (await freshDb());
   pristine ??= readPristine(made.db);
   await pristine;
