@@ -17,9 +17,11 @@ export default defineConfig({
     // per call) took up to 53 s of the old 60 s on a busy 2-core machine.
     testTimeout: 180_000,
     hookTimeout: 180_000,
-    // Two cores: more workers only add contention with anvil and PGlite.
+    // Three workers on two cores: many files spend their time waiting on blocks (1 s interval mining),
+    // timers and child processes, and a third file's work fills that. Measured on this 2-core VM, 29 Nov:
+    // the PostgreSQL half 309 s -> 262 s, the PGlite half 453-502 s -> 410 s (vmstat: 14 % idle -> ~1 %).
     pool: 'forks',
-    maxWorkers: 2,
+    maxWorkers: 3,
     // Each test file is a fresh process that compiles PGlite's 9 MB of WebAssembly: V8's optimising
     // tier recompiling it in the background cost more CPU than it saved for all but the heaviest
     // files (10 PGlite files: 49 s of CPU -> 37 s; token-search, 750 queries, even).
