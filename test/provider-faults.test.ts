@@ -5,22 +5,37 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeFunctionData, parseAbi, type Address } from 'viem';
+import { decodeFunctionData, encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeploymentBlockError, findDeploymentBlock } from '../src/chain/deployment-block.ts';
 import { createChainClient } from '../src/chain/client.ts';
 import { devPublicClient, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
+import { probeAbi } from '../src/relayer/abi.ts';
 import { openDb } from '../src/store/db.ts';
 import { mine } from './support/anvil-control.ts';
 import { runCli } from './support/cli.ts';
 import { createTestDb } from './support/db.ts';
 import { startProviderProxy, type ProviderFaults } from './support/provider-proxy.ts';
+import type { RpcCall } from './support/rpc-proxy.ts';
 import { call, erc721WithTokens, range, resultOf, waitForEnd } from './support/refresh.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, officialWallet } from './support/sequence-wallet.ts';
 import { startTestService } from './support/service.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
+
+/** Calls that run a bundle: the relayer's probe with jobs (eth_call of probeMany), and estimates. */
+const runsBundle = (call: RpcCall): boolean => {
+  if (call.method === 'eth_estimateGas') return true;
+  if (call.method !== 'eth_call') return false;
+  const data = (call.params[0] as { data?: Hex; input?: Hex } | undefined)?.data ?? (call.params[0] as { input?: Hex } | undefined)?.input;
+  try {
+    const d = decodeFunctionData({ abi: probeAbi, data: data ?? '0x' });
+    return d.functionName === 'probeMany' && d.args[0].length > 0;
+  } catch {
+    return false;
+  }
+};
 
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
 const balanceAbi = parseAbi(['function balanceOf(address) view returns (uint256)']);
@@ -263,6 +278,42 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     const sent = await sendAll(4);
     expect(env.provider!.hits.lag).toBeGreaterThan(0);
     await expectExecutedOnce(sent, 4, before);
+  }, 120_000);
+
+  it('simulations answered by a node a block behind: nothing is signed on its state, the bundle is relayed once the node has caught up', async () => {
+    const before = await signed();
+    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
+    const to = newSigner().address;
+    try {
+      await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
+      await mine(env.rpcUrl, 2);
+      // The first deploys the wallet, through the nodes a block apart by turns.
+      const first = await w.sendTransaction([transfer(to, 1n)]);
+      // Now every run of a bundle (the probe's eth_call, an estimate) goes to the node behind, where the
+      // wallet deployed a block ago has no code: the call reaches nothing and "needs" next to no gas.
+      // What the relayer signed on that state would run out of gas on the real one, at its expense.
+      const hits = env.provider!.hits.lag ?? 0;
+      env.provider!.set({ lag: { blocks: 1, only: runsBundle } });
+      const refused = await w.sendTransaction([transfer(to, 2n)]).then(
+        () => null,
+        (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause)}`,
+      );
+      expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
+      // Ground truth: each transaction the relayer signed has a successful receipt on anvil.
+      const txs = await env.services.db.query<{ hash: string }>(`SELECT hash FROM relay_txs WHERE kind <> 'filler' ORDER BY id OFFSET $1`, [before]);
+      const statuses = await Promise.all(txs.rows.map((t) => env.public.getTransactionReceipt({ hash: t.hash as Hex }).then((r) => r.status)));
+      expect(statuses).toEqual(txs.rows.map(() => 'success'));
+      // Not signed at all: refused as the node being behind (try again).
+      expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
+      expect((await signed()) - before).toBe(1);
+      // The node caught up: the same bundle is relayed and executed once.
+      env.provider!.set({ lag: { blocks: 1 } });
+      const second = await w.sendTransaction([transfer(to, 2n)]);
+      await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+    } finally {
+      env.provider!.set({ lag: { blocks: 1 } });
+      w.close();
+    }
   }, 120_000);
 
   it('with every fault class at once: each meta-transaction executed once, no phantom reorg, no replacement', async () => {

@@ -9,6 +9,7 @@ import { SEQUENCE_V2_CONTEXT } from '../src/relayer/context.ts';
 import { erc20, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, type User } from './support/relay-load.ts';
 import { signedBundle, type SignedBundle } from './support/sequence-wallet.ts';
+import { mine, revert, snapshot } from './support/anvil-control.ts';
 
 let env: RelayerEnv;
 let users: User[];
@@ -107,4 +108,29 @@ describe('probe batching with nonce overrides', () => {
     expect(x.gasUsed - alone.gasUsed).toBe(47n);
     expect(x.trial).toBe('passed');
   });
+});
+
+describe('simulations after the chain went back', () => {
+  it('a chain gone back below the block seen (a dev node reverted) is simulated on once the shared head has taken the lower head, not refused for good', async () => {
+    const [u] = users;
+    const r = relayer();
+    const b = await bundle(u, 12n, 0n);
+    const job = { sender: r.senders[0], entrypoint: u.wallet.address as Address, input: b.input, nonces: [], gasCap: 3_000_000n };
+    const snap = await snapshot(env.rpcUrl);
+    await mine(env.rpcUrl, 3);
+    // The relayer and the shared head have both seen the higher block.
+    const high = await env.public.getBlockNumber();
+    await r.deps.chain.head.read();
+    r.observeBlock(high);
+    await revert(env.rpcUrl, snap);
+    const low = await env.public.getBlockNumber();
+    expect(low).toBeLessThan(high);
+    // Refused (the node is behind the block seen) until the head has read the lower chain often enough to take it.
+    const deadline = Date.now() + 30_000;
+    let sim: Awaited<ReturnType<typeof r.probe>> | undefined;
+    const refusals: string[] = [];
+    while (!sim && Date.now() < deadline) sim = await r.probe(job).catch((err: Error) => void refusals.push(err.message));
+    expect(sim, refusals.join('\n')).toMatchObject({ ok: true, block: low });
+    for (const m of refusals) expect(m).toMatch(/node is behind/);
+  }, 60_000);
 });

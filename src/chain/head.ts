@@ -90,6 +90,7 @@ export class ChainHead {
   /** New heads are taken one at a time (joining one may read parents). */
   private serial: Promise<unknown> = Promise.resolve();
   private readonly subscribers = new Set<(head: BlockHeader) => void>();
+  private readonly backListeners = new Set<(head: BlockHeader) => void>();
   private loop?: Promise<void>;
   private wakeLoop?: () => void;
   private stopped = false;
@@ -207,6 +208,15 @@ export class ChainHead {
     };
   }
 
+  /**
+   * `fn` is told of each lower head taken (the chain really went back: read so several times in a row),
+   * for a reader that keeps the newest block seen: blocks above it are gone. Does not make the head poll.
+   */
+  onWentBack(fn: (head: BlockHeader) => void): () => void {
+    this.backListeners.add(fn);
+    return () => this.backListeners.delete(fn);
+  }
+
   /** Stops polling for good (the process is closing). */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -283,9 +293,10 @@ export class ChainHead {
 
   private setTop(h: BlockHeader): void {
     const changed = this.top?.hash !== h.hash;
+    const back = this.top !== undefined && h.number < this.top.number;
     this.top = h;
     if (!changed) return;
-    for (const fn of this.subscribers) {
+    for (const fn of back ? [...this.subscribers, ...this.backListeners] : this.subscribers) {
       try {
         fn(h);
       } catch (err) {

@@ -3,7 +3,7 @@ import type { Tx } from '../store/db.ts';
 import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
-import { RelayError } from './errors.ts';
+import { RelayError, StaleState } from './errors.ts';
 import { checkAuthorization, type Authorization } from './intake/authorization.ts';
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
@@ -25,6 +25,12 @@ export { sponsorshipWire } from './intake/pricing.ts';
 /** Reads answered from a block older than one seen (a node behind) are made again up to this many times in all: once at once, then pausing a little longer each time. */
 const STALE_TRIES = 4;
 const STALE_PAUSE_MS = 100;
+/**
+ * Simulations, whose results a gas limit is signed on, are tried longer: 10 runs within about 3 s (a
+ * node a block behind catches up within a block time), each pinned run a fresh chance at another node.
+ */
+const STALE_RUNS = 10;
+const STALE_PAUSE_MAX_MS = 400;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Who asks the node for a call's L1 gas (Arbitrum): an address with no code, never a sender. */
 const L1_GAS_PROBE: Address = '0x000000000000000000000000000000000000dEaD';
@@ -97,6 +103,13 @@ export class ChainRelayer implements RelayerChain {
       gasPrice: () => this.gasPriceNow(),
       alwaysEstimate: this.feeModel === 'arbitrum',
     };
+    // The chain went back below blocks seen (a deep reorg, a dev node reverted): those blocks are gone,
+    // and a simulation pinned to one would be refused by every node for good.
+    deps.chain.head.onWentBack((h) => {
+      if (h.number >= this.seenBlock) return;
+      deps.log.info({ chainId: this.chainId, seen: this.seenBlock.toString(), head: h.number.toString() }, 'the chain went back below the block seen');
+      this.seenBlock = h.number;
+    });
     this.probes = new ProbeBatcher(deps.chain.public, probeSettings);
     // The dispatcher's runs before signing go out on the engine's own client (chain/client.ts NodeRole).
     this.engineProbes = new ProbeBatcher(deps.chain.forRole('engine'), probeSettings);
@@ -151,19 +164,50 @@ export class ChainRelayer implements RelayerChain {
     return rest > 0n ? rest : 0n;
   }
 
-  /** One bundle through the shared probe batcher (one eth_call for every simulation in flight together). */
+  /**
+   * One bundle through the shared probe batcher (one eth_call for every simulation in flight together),
+   * never answered from a block older than one this relayer has seen. Its gas, nonces and verdict are
+   * what a gas limit is signed on: a run on a node behind (load-balanced providers answer from nodes a
+   * block or two apart) may predate a wallet the relayer deployed, where the bundle's call reaches no
+   * code and "needs" next to no gas. Such a run is made again pinned to the block seen, which a node
+   * behind refuses instead of answering; if no node gives that block within the tries, StaleState.
+   */
   async probe(job: ProbeJob, probes = this.probes): Promise<ProbeResult> {
+    let pinned = false;
+    let wentBack = false;
+    let last: { block: bigint; err?: unknown } | undefined;
     for (let attempt = 1; ; attempt++) {
-      const r = await probes.run(job);
-      // Run on a block older than one already seen: a node behind (load-balanced providers answer from
-      // nodes a block or two apart), whose state may predate what the relayer did and reported (a
-      // wallet it deployed, a nonce it used). Run again, on a node that has caught up.
-      if (r.block < this.seenBlock && attempt < STALE_TRIES) {
-        // The chain's head is read again first (the shared head: one call): the run goes out after it,
-        // not in step with the round robin that gave this one to the node behind (a run and its
-        // estimate are two requests, which a strict alternation would hand to the same node each time).
+      if (attempt > STALE_RUNS) {
+        // Unless the chain itself went back below the block seen: the shared head takes a lower head once
+        // read so several times in a row, and then lowers it (onWentBack). Tried again from the start, once.
+        const seen = this.seenBlock;
         await this.deps.chain.head.read().catch(() => undefined);
-        await pause(STALE_PAUSE_MS * (attempt - 1));
+        if (wentBack || this.seenBlock >= seen) throw new StaleState(this.chainId, seen, last?.block, last?.err);
+        wentBack = true;
+        pinned = false;
+        attempt = 0;
+        continue;
+      }
+      if (attempt > 1) await pause(Math.min(STALE_PAUSE_MS * (attempt - 2), STALE_PAUSE_MAX_MS));
+      let r: ProbeResult;
+      try {
+        // Pinned, not re-read at latest: a retry in step with a round robin (a head read, a run) would
+        // land on the node behind every time, and its latest is the old state again.
+        r = await probes.run(pinned ? { ...job, block: this.seenBlock } : job);
+      } catch (err) {
+        // At latest, the node's failure is the caller's to handle, as before; pinned, it is most often a
+        // node behind refusing the block, and another may have it.
+        if (!pinned) throw err;
+        last = { block: last?.block ?? -1n, err };
+        continue;
+      }
+      if (r.block < this.seenBlock) {
+        this.deps.log.debug(
+          { chainId: this.chainId, attempt, ran: r.block.toString(), seen: this.seenBlock.toString() },
+          'simulation answered from a block behind the one seen: run again at that block',
+        );
+        pinned = true;
+        last = { block: r.block };
         continue;
       }
       // Failed on a block older than the head: the caller may act on a block this relayer has not seen

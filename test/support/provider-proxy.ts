@@ -23,9 +23,11 @@ export interface ProviderFaults {
   /**
    * Load-balanced nodes apart: every other HTTP request is answered by a view `blocks` behind the head
    * (its eth_blockNumber, blocks above it null, receipts of newer blocks null, state reads at "latest"
-   * from its head, a state read of a newer block refused "header not found").
+   * from its head, a state read of a newer block refused "header not found"). With `only`, the node
+   * behind answers every call `only` selects and no other: a provider that routes some calls (say,
+   * the heavy eth_calls) to a pool of its own, which is behind.
    */
-  lag?: { blocks: number };
+  lag?: { blocks: number; only?: (call: RpcCall) => boolean };
   /** A node without old state: eth_getCode / eth_call / eth_getBalance / eth_getTransactionCount / eth_getStorageAt at a block older than head − N refused. */
   noArchiveDepth?: number;
 }
@@ -68,16 +70,18 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     ctx.state.head = head;
     return head;
   };
-  /** The head of the view answering this request: the live one, or the lagging node's on every other request. */
-  const viewHead = async (ctx: RequestContext): Promise<{ head: number; lagged: boolean }> => {
+  /** Whether the node behind answers this call: the one `lag.only` selects, else every other request. */
+  const isLagged = (call: RpcCall, ctx: RequestContext) => (faults.lag ? (faults.lag.only ? faults.lag.only(call) : ctx.request % 2 === 1) : false);
+  /** The head of the view answering this call: the live one, or the lagging node's. */
+  const viewHead = async (call: RpcCall, ctx: RequestContext): Promise<{ head: number; lagged: boolean }> => {
     const live = await liveHead(ctx);
-    const lagged = !!faults.lag && ctx.request % 2 === 1;
+    const lagged = isLagged(call, ctx);
     return { head: lagged ? Math.max(0, live - faults.lag!.blocks) : live, lagged };
   };
-  const blockOf = async (tag: unknown, ctx: RequestContext): Promise<number> => {
+  const blockOf = async (tag: unknown, call: RpcCall, ctx: RequestContext): Promise<number> => {
     if (typeof tag === 'string' && tag.startsWith('0x')) return Number(tag);
     if (tag === 'earliest') return 0;
-    return (await viewHead(ctx)).head;
+    return (await viewHead(call, ctx)).head;
   };
 
   // Whole-request faults first: a rate limit and a flaky balancer answer before anything is forwarded.
@@ -106,8 +110,8 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     if (faults.logRangeCap && call.method === 'eth_getLogs') {
       const q = call.params[0] as { fromBlock?: unknown; toBlock?: unknown; blockHash?: unknown };
       if (!q.blockHash) {
-        const from = await blockOf(q.fromBlock ?? 'latest', ctx);
-        const to = await blockOf(q.toBlock ?? 'latest', ctx);
+        const from = await blockOf(q.fromBlock ?? 'latest', call, ctx);
+        const to = await blockOf(q.toBlock ?? 'latest', call, ctx);
         if (to - from + 1 > faults.logRangeCap) {
           hit('logRangeCap');
           // Asked of a range no node has: the node answers an error, which the transform words as providers do.
@@ -117,7 +121,7 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     }
     const needsView = faults.lag || faults.noArchiveDepth !== undefined;
     if (!needsView) return undefined;
-    const { head, lagged } = await viewHead(ctx);
+    const { head, lagged } = await viewHead(call, ctx);
     if (STATE_METHODS.has(call.method)) {
       const at = BLOCK_PARAM[call.method]!;
       const tag = call.params[at];
@@ -130,7 +134,7 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
         }
         return undefined;
       }
-      const block = await blockOf(tag, ctx);
+      const block = await blockOf(tag, call, ctx);
       const live = await liveHead(ctx);
       if (lagged && block > head) {
         hit('lag');
@@ -151,7 +155,7 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
       const q = call.params[0] as { toBlock?: unknown; blockHash?: unknown };
       if (!q.blockHash && (q.toBlock === undefined || (typeof q.toBlock === 'string' && TAGS.has(q.toBlock)))) return { method: call.method, params: [{ ...q, toBlock: hex(head) }] };
       // As geth words it: a node behind never answers a range past its head (an answer short of logs would be worse).
-      if (!q.blockHash && (await blockOf(q.toBlock, ctx)) > head) {
+      if (!q.blockHash && (await blockOf(q.toBlock, call, ctx)) > head) {
         hit('lag');
         ctx.state[`refuse:${JSON.stringify(call.params)}`] = 'block range extends beyond current head block';
       }
@@ -164,7 +168,7 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     if (typeof refusal === 'string') return { error: { code: -32000, message: refusal } };
     if (answer.error !== undefined) return answer;
     let result = answer.result;
-    const lagHead = faults.lag && ctx.request % 2 === 1 && typeof ctx.state.head === 'number' ? Math.max(0, ctx.state.head - faults.lag.blocks) : undefined;
+    const lagHead = faults.lag && isLagged(call, ctx) && typeof ctx.state.head === 'number' ? Math.max(0, ctx.state.head - faults.lag.blocks) : undefined;
     if (lagHead !== undefined) {
       const numberOf = (r: unknown) => Number((r as { number?: string; blockNumber?: string } | null)?.number ?? (r as { blockNumber?: string } | null)?.blockNumber ?? -1);
       if (call.method === 'eth_blockNumber') result = hex(lagHead);

@@ -3,6 +3,7 @@ import { walletAbi } from '../abi.ts';
 import { describeRevert, intrinsicGas } from '../intake/simulate.ts';
 import { tokenKey } from '../intake/fees.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';
+import { StaleState } from '../errors.ts';
 import type { RawReceipt } from '../receipts.ts';
 import type { MetaTxnRow } from '../store.ts';
 
@@ -93,14 +94,21 @@ export function batchGroups<P extends { row: MetaTxnRow; overrides: readonly unk
  * a member that pays alone might not inside a batch (its fee read from state another member changed).
  */
 export async function batchPays(r: ChainRelayer, sender: Address, data: Hex, gas: bigint, members: MetaTxnRow[]): Promise<boolean> {
-  const sim = await r.simulate(
-    sender,
-    r.context.guestModule,
-    data,
-    [],
-    gas - intrinsicGas(data),
-    members.map((m) => m.wallet as Address),
-  );
+  const sim = await r
+    .simulate(
+      sender,
+      r.context.guestModule,
+      data,
+      [],
+      gas - intrinsicGas(data),
+      members.map((m) => m.wallet as Address),
+    )
+    // Not run on the head seen: unproven as a batch, so its members go singly (each was judged on it).
+    .catch((err: unknown) => {
+      if (err instanceof StaleState) return null;
+      throw err;
+    });
+  if (!sim) return false;
   if (!sim.ok) return false;
   return r.feeTokens.every((t, i) => {
     const owed = members.filter((m) => m.fee_token === tokenKey(t)).reduce((a, m) => a + BigInt(m.fee_value ?? '0'), 0n);

@@ -364,6 +364,11 @@ export class Dispatcher implements EngineContext {
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
   private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<boolean> {
     const v = await judgeStillGood(this.relayer, sender, row, overrides, wallets, carry);
+    // Not judged at all (every run came from a node behind the head): nothing signed, nothing counted.
+    if (v.kind === 'behind') {
+      this.deps.log.debug({ chainId: this.chainId, id: row.id, reason: v.reason }, 'meta-transaction left queued: no node simulated it on the head seen');
+      return false;
+    }
     const unsure = v.kind === 'unsure' ? (this.unsure.get(row.id) ?? 0) + 1 : 0;
     if (unsure > 0 && unsure < UNSURE_PASSES) this.unsure.set(row.id, unsure);
     else this.unsure.delete(row.id);

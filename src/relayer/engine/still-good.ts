@@ -1,12 +1,16 @@
 import type { Address, Hex } from 'viem';
 import type { ChainRelayer } from '../chain-relayer.ts';
+import { StaleState } from '../errors.ts';
 import { AUTHORIZATION_GAS, designator, type Authorization } from '../intake/authorization.ts';
 import { tokenKey } from '../intake/fees.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow } from '../store.ts';
 
-/** What the dispatcher's run before signing says of a queued meta-transaction. */
-export type Verdict = { kind: 'good' } | { kind: 'drop'; reason: string } | { kind: 'resize'; estimate: bigint } | { kind: 'unsure'; reason: string };
+/**
+ * What the dispatcher's run before signing says of a queued meta-transaction. 'behind': no node ran it
+ * on the head seen (StaleState), so nothing is known of it: left queued as it is, judged at the next pass.
+ */
+export type Verdict = { kind: 'good' } | { kind: 'drop'; reason: string } | { kind: 'resize'; estimate: bigint } | { kind: 'unsure'; reason: string } | { kind: 'behind'; reason: string };
 
 /** Passes in a row a meta-transaction may be judged unsure (left queued, nothing signed) before it is dropped. */
 export const UNSURE_PASSES = 3;
@@ -22,12 +26,21 @@ const RECHECK_PAUSE_MS = 250;
  */
 export async function judgeStillGood(r: ChainRelayer, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
   const first = await judgeOnce(r, sender, row, overrides, wallets, carry);
-  if (first.kind === 'good') return first;
+  if (first.kind === 'good' || first.kind === 'behind') return first;
   await new Promise((resolve) => setTimeout(resolve, RECHECK_PAUSE_MS));
   return judgeOnce(r, sender, row, overrides, wallets, carry);
 }
 
 async function judgeOnce(r: ChainRelayer, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
+  try {
+    return await judgeRun(r, sender, row, overrides, wallets, carry);
+  } catch (err) {
+    if (err instanceof StaleState) return { kind: 'behind', reason: err.message };
+    throw err;
+  }
+}
+
+async function judgeRun(r: ChainRelayer, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
   // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
   const intrinsic = intrinsicGas(row.input as Hex) + (row.authorization ? AUTHORIZATION_GAS : 0n);
   const codes = carry ? [{ address: row.wallet as Address, code: designator(carry.implementation) }] : undefined;

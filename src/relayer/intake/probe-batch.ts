@@ -31,6 +31,8 @@ class Group {
 
   fits(job: ProbeJob): boolean {
     if (job.sender !== this.sender || this.items.length >= MAX_JOBS) return false;
+    // One eth_call runs on one block: a job pinned to a block seen shares it only with jobs of that block.
+    if (this.items.length > 0 && this.items[0].job.block !== job.block) return false;
     // Placed code changes what every other job of the call would see at that address: alone. Not so
     // slotReads (merged over the call, same code on each): the probe-aware proxy answers every call
     // but the probe's own slot read as the wallet does, a few gas dearer.

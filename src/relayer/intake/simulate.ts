@@ -168,6 +168,12 @@ export interface ProbeJob {
    * `codes` such a job may share its eth_call.
    */
   slotReads?: Address[];
+  /**
+   * Run on this block (one already seen) instead of at latest: a node behind it refuses ("header not
+   * found") rather than answering from state older than what the relayer knows. Jobs share an eth_call
+   * only with jobs of the same block.
+   */
+  block?: bigint;
 }
 
 export interface ProbeResult extends ExactSimulation {
@@ -237,6 +243,7 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
   });
   const r = await client.call({
     account: jobs[0].sender,
+    ...(jobs[0].block === undefined ? {} : { blockNumber: jobs[0].block }),
     to: probe,
     data,
     stateOverride: [
@@ -266,10 +273,20 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       const trial = x.trial === 1 ? 'passed' : x.trial === 2 ? 'failed' : 'untried';
       const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, chainNonces, slots };
       // Only a bundle the trial did not prove costs an eth_estimateGas (deep gas forwarding, a gasLimit
-      // of its own): the node's binary search then decides, as before.
+      // of its own): the node's binary search then decides, as before. Asked at the block the run was
+      // made on: it is a request of its own, which a load balancer may hand to a node a block behind
+      // (where a wallet deployed since has no code and "needs" next to no gas); such a node refuses it.
       if (x.ok && (trial !== 'passed' || settings.alwaysEstimate)) {
         res.estimate = await client
-          .estimateGas({ account: job.sender, to: job.entrypoint, data: job.input, gas: job.gasCap, stateOverride: [...overrides(probe, job.nonces, job.codes).slice(1), ...funding], ...fee })
+          .estimateGas({
+            account: job.sender,
+            to: job.entrypoint,
+            data: job.input,
+            gas: job.gasCap,
+            blockNumber: block,
+            stateOverride: [...overrides(probe, job.nonces, job.codes).slice(1), ...funding],
+            ...fee,
+          })
           .catch(() => undefined);
       }
       return res;
