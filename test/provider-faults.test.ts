@@ -37,6 +37,20 @@ const runsBundle = (call: RpcCall): boolean => {
   }
 };
 
+/** The read of wallets' implementation slots on their own (a probe run with no bundle), naming `wallet`. */
+const readsSlotOf =
+  (wallet: Address) =>
+  (call: RpcCall): boolean => {
+    if (call.method !== 'eth_call') return false;
+    const data = (call.params[0] as { data?: Hex; input?: Hex } | undefined)?.data ?? (call.params[0] as { input?: Hex } | undefined)?.input;
+    try {
+      const d = decodeFunctionData({ abi: probeAbi, data: data ?? '0x' });
+      return d.functionName === 'probeMany' && d.args[0].length === 0 && d.args[3].some((a) => a.toLowerCase() === wallet.toLowerCase());
+    } catch {
+      return false;
+    }
+  };
+
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
 const balanceAbi = parseAbi(['function balanceOf(address) view returns (uint256)']);
 const MINT_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
@@ -309,6 +323,30 @@ describe('the relayer through load-balanced nodes a block apart', () => {
       // The node caught up: the same bundle is relayed and executed once.
       env.provider!.set({ lag: { blocks: 1 } });
       const second = await w.sendTransaction([transfer(to, 2n)]);
+      await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+    } finally {
+      env.provider!.set({ lag: { blocks: 1 } });
+      w.close();
+    }
+  }, 120_000);
+
+  it("a wallet's implementation slot answered by the node behind, its code by one that is not: read again, not refused as another contract", async () => {
+    const before = await signed();
+    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
+    const to = newSigner().address;
+    try {
+      await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
+      await mine(env.rpcUrl, 2);
+      const first = await w.sendTransaction([transfer(to, 1n)]);
+      // The relayer deployed the wallet, so it has not seen its code yet: the next intake reads code and
+      // slot side by side. The first slot read goes to the node behind, where the wallet has no code and
+      // its slot is zero.
+      let lagged = 0;
+      const slotRead = readsSlotOf(w.address as Address);
+      env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && lagged++ === 0 } });
+      const second = await w.sendTransaction([transfer(to, 2n)]);
+      expect(lagged).toBeGreaterThan(1);
+      env.provider!.set({ lag: { blocks: 1 } });
       await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
     } finally {
       env.provider!.set({ lag: { blocks: 1 } });

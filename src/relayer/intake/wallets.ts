@@ -62,6 +62,9 @@ async function readSlots(client: PublicClient, wallets: Address[], blockNumber?:
 
 type CodeKind = 'proxy' | 'delegated' | 'empty' | 'other';
 
+/** Reads of a deployed proxy's slot that answered zero, made again (50, 100, 150, 200 ms apart) before it counts. */
+const ZERO_SLOT_TRIES = 4;
+
 /**
  * What recognising wallets asks the node, batched and remembered. Reads asked within 2 ms go out as one
  * eth_call (code hashes) and one more (implementation slots), however many wallets. A wallet proxy's
@@ -176,7 +179,15 @@ export async function recogniseDeferring(client: PublicClient, context: Sequence
         unverified.push(address);
         return 'wallet';
       }
-      const [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
+      let [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
+      // A wallet proxy stores its implementation as it is deployed, so a zero slot beside proxy code was
+      // read from a state before the deployment: a node behind (load-balanced providers answer from nodes
+      // a block apart; the code, remembered for good, may have come from one that is not). Read again.
+      for (let i = 1; code === 'proxy' && BigInt(slot) === 0n && i <= ZERO_SLOT_TRIES; i++) {
+        c.forget(address);
+        await new Promise((r) => setTimeout(r, 50 * i));
+        slot = await c.slot(address);
+      }
       if (code !== 'proxy') {
         c.forget(address);
         return code === 'delegated' ? 'wallet' : code === 'empty' ? 'empty' : 'other';
