@@ -294,65 +294,68 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     await expectExecutedOnce(sent, 4, before);
   }, 120_000);
 
-  it('simulations answered by a node a block behind: nothing is signed on its state, the bundle is relayed once the node has caught up', async () => {
+  /** A funded wallet whose first meta-transaction (which deploys it) went through the nodes a block apart by turns; the proxy's lag is put back after fn. */
+  async function afterDeployment(fn: (a: { w: ReturnType<typeof officialWallet>; to: Address; first: { hash: string }; before: number }) => Promise<void>) {
     const before = await signed();
     const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
     const to = newSigner().address;
     try {
       await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
       await mine(env.rpcUrl, 2);
-      // The first deploys the wallet, through the nodes a block apart by turns.
       const first = await w.sendTransaction([transfer(to, 1n)]);
-      // Now every run of a bundle (the probe's eth_call, an estimate) goes to the node behind, where the
-      // wallet deployed a block ago has no code: the call reaches nothing and "needs" next to no gas.
-      // What the relayer signed on that state would run out of gas on the real one, at its expense.
-      const hits = env.provider!.hits.lag ?? 0;
-      env.provider!.set({ lag: { blocks: 1, only: runsBundle } });
-      const refused = await w.sendTransaction([transfer(to, 2n)]).then(
-        () => null,
-        (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause)}`,
-      );
-      expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
-      // Ground truth: each transaction the relayer signed has a successful receipt on anvil.
-      const txs = await env.services.db.query<{ hash: string }>(`SELECT hash FROM relay_txs WHERE kind <> 'filler' ORDER BY id OFFSET $1`, [before]);
-      const statuses = await Promise.all(txs.rows.map((t) => env.public.getTransactionReceipt({ hash: t.hash as Hex }).then((r) => r.status)));
-      expect(statuses).toEqual(txs.rows.map(() => 'success'));
-      // Not signed at all: refused as the node being behind (try again).
-      expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
-      expect((await signed()) - before).toBe(1);
-      // The node caught up: the same bundle is relayed and executed once.
-      env.provider!.set({ lag: { blocks: 1 } });
-      const second = await w.sendTransaction([transfer(to, 2n)]);
-      await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+      await fn({ w, to, first, before });
     } finally {
       env.provider!.set({ lag: { blocks: 1 } });
       w.close();
     }
-  }, 120_000);
+  }
 
-  it("a wallet's implementation slot answered by the node behind, its code by one that is not: read again, not refused as another contract", async () => {
-    const before = await signed();
-    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
-    const to = newSigner().address;
-    try {
-      await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
-      await mine(env.rpcUrl, 2);
-      const first = await w.sendTransaction([transfer(to, 1n)]);
-      // The relayer deployed the wallet, so it has not seen its code yet: the next intake reads code and
-      // slot side by side. The first slot read goes to the node behind, where the wallet has no code and
-      // its slot is zero.
-      let lagged = 0;
-      const slotRead = readsSlotOf(w.address as Address);
-      env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && lagged++ === 0 } });
-      const second = await w.sendTransaction([transfer(to, 2n)]);
-      expect(lagged).toBeGreaterThan(1);
-      env.provider!.set({ lag: { blocks: 1 } });
-      await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
-    } finally {
-      env.provider!.set({ lag: { blocks: 1 } });
-      w.close();
-    }
-  }, 120_000);
+  it(
+    'simulations answered by a node a block behind: nothing is signed on its state, the bundle is relayed once the node has caught up',
+    () =>
+      afterDeployment(async ({ w, to, first, before }) => {
+        // Now every run of a bundle (the probe's eth_call, an estimate) goes to the node behind, where the
+        // wallet deployed a block ago has no code: the call reaches nothing and "needs" next to no gas.
+        // What the relayer signed on that state would run out of gas on the real one, at its expense.
+        const hits = env.provider!.hits.lag ?? 0;
+        env.provider!.set({ lag: { blocks: 1, only: runsBundle } });
+        const refused = await w.sendTransaction([transfer(to, 2n)]).then(
+          () => null,
+          (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause)}`,
+        );
+        expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
+        // Ground truth: each transaction the relayer signed has a successful receipt on anvil.
+        const txs = await env.services.db.query<{ hash: string }>(`SELECT hash FROM relay_txs WHERE kind <> 'filler' ORDER BY id OFFSET $1`, [before]);
+        const statuses = await Promise.all(txs.rows.map((t) => env.public.getTransactionReceipt({ hash: t.hash as Hex }).then((r) => r.status)));
+        expect(statuses).toEqual(txs.rows.map(() => 'success'));
+        // Not signed at all: refused as the node being behind (try again).
+        expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
+        expect((await signed()) - before).toBe(1);
+        // The node caught up: the same bundle is relayed and executed once.
+        env.provider!.set({ lag: { blocks: 1 } });
+        const second = await w.sendTransaction([transfer(to, 2n)]);
+        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+      }),
+    120_000,
+  );
+
+  it(
+    "a wallet's implementation slot answered by the node behind, its code by one that is not: read again, not refused as another contract",
+    () =>
+      afterDeployment(async ({ w, to, first, before }) => {
+        // The relayer deployed the wallet, so it has not seen its code yet: the next intake reads code and
+        // slot side by side. The first slot read goes to the node behind, where the wallet has no code and
+        // its slot is zero.
+        let lagged = 0;
+        const slotRead = readsSlotOf(w.address as Address);
+        env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && lagged++ === 0 } });
+        const second = await w.sendTransaction([transfer(to, 2n)]);
+        expect(lagged).toBeGreaterThan(1);
+        env.provider!.set({ lag: { blocks: 1 } });
+        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+      }),
+    120_000,
+  );
 
   it('with every fault class at once: each meta-transaction executed once, no phantom reorg, no replacement', async () => {
     env.provider!.set(ALL);
