@@ -47,7 +47,10 @@ describe('anvil', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     const [a, b] = await Promise.all([client.getBlock({ blockNumber: first }), client.getBlock({ blockNumber: first + 1n })]);
-    expect(b.timestamp - a.timestamp).toBe(1n);
+    // A second apart, or a little more when anvil's interval timer fires late on a loaded machine (2 s
+    // was seen under a CPU hog): its blocks carry the time they were mined, not a fixed step.
+    expect(b.timestamp - a.timestamp).toBeGreaterThanOrEqual(1n);
+    expect(b.timestamp - a.timestamp).toBeLessThanOrEqual(3n);
   });
 
   it('reports anvil startup failures with its stderr', async () => {

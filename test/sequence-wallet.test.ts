@@ -315,7 +315,9 @@ describe('official Wallet with RpcRelayer', () => {
 
       relayer.calls.length = 0;
       const sent = await w.sendTransaction(txs, { quote: fees.quote, fee: fees.options[0] });
-      expect(relayer.calls.map((c) => c.method)).toEqual(['SendMetaTxn', 'GetMetaTxnReceipt']);
+      // The client polls the receipt until it is there: once, or again when a loaded machine mined it late.
+      const [first, ...polls] = relayer.calls.map((c) => c.method);
+      expect([first, [...new Set(polls)]]).toEqual(['SendMetaTxn', ['GetMetaTxnReceipt']]);
       const send = relayer.calls[0]!.body as { call: { walletAddress: Address; contract: Address; input: Hex }; quote: string };
       expect(send.quote).toBe('quote-1');
       expect(send.call.walletAddress).toBe(w.address);
