@@ -71,39 +71,62 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
     return a;
   };
 
-  // Every signed transaction not yet seen mined, by hash: what a nudge sends again.
-  const unmined = new Map<Hash, { nonce: number; raw: Hex }>();
+  // Every transaction signed here, by nonce, until the account's mined nonce is past it: what a nudge
+  // sends again (a receipt seen is not enough: see nudgeIfStalled).
+  const signed = new Map<number, Hex>();
+  /** The head as last read, and when it last moved: a nudge waits for the chain to stall. */
+  const watch = { head: -1n, movedAt: Date.now(), checkedAt: 0 };
+  let nudging: Promise<void> | undefined;
 
   /** Signs here and sends the raw transaction, so it can be sent again if anvil loses it. */
   async function sendSigned(tx: { to?: Address; data: Hex; gas: bigint; nonce: number }): Promise<Hash> {
     const raw = await wallet.signTransaction({ ...tx, ...feeFields, account, chain: wallet.chain });
-    const hash = (await pub.request({ method: 'eth_sendRawTransaction', params: [raw] })) as Hash;
-    unmined.set(hash, { nonce: tx.nonce, raw });
-    return hash;
+    signed.set(tx.nonce, raw);
+    return (await pub.request({ method: 'eth_sendRawTransaction', params: [raw] })) as Hash;
+  }
+
+  /**
+   * Anvil's automine can leave a ready transaction in its pool (foundry-rs/foundry#10122), and was seen
+   * under load to lose 19 and 90 in a row (a receipt awaited for nonce 206 with the account at 116 and
+   * nothing pending). When the chain has not moved for 2 s while receipts are awaited, every transaction
+   * of ours at or above the account's mined nonce is sent again in nonce order (the node ignores what it
+   * holds) and one block is mined by hand. Once per stall for all waiters, never while blocks are coming:
+   * a nudge per waiter every 2 s (250 waiters for a batch of mints) mined beside a busy automine, and is
+   * the likely way those transactions were lost.
+   */
+  function nudgeIfStalled(): Promise<void> | undefined {
+    const now = Date.now();
+    if (nudging || now - watch.checkedAt < 500) return nudging;
+    watch.checkedAt = now;
+    nudging = (async () => {
+      const head = await pub.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
+      if (head === undefined) return;
+      if (head !== watch.head) {
+        watch.head = head;
+        watch.movedAt = Date.now();
+        return;
+      }
+      if (Date.now() - watch.movedAt < 2_000) return;
+      const mined = await pub.getTransactionCount({ address: account.address, blockTag: 'latest' });
+      for (const [nonce, raw] of [...signed].sort((a, b) => a[0] - b[0])) {
+        if (nonce < mined) signed.delete(nonce);
+        else await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).catch(() => undefined);
+      }
+      await pub.request({ method: 'evm_mine' as never, params: [] as never }).catch(() => undefined);
+      watch.movedAt = Date.now();
+    })().finally(() => {
+      nudging = undefined;
+    });
+    return nudging;
   }
 
   async function receiptOf(hash: Hash) {
     const start = Date.now();
-    let nudged = start;
     for (;;) {
       const r = await pub.getTransactionReceipt({ hash }).catch(() => null);
-      if (r) {
-        unmined.delete(hash);
-        return r;
-      }
-      const now = Date.now();
-      // Anvil's automine can leave a ready transaction in its pool (foundry-rs/foundry#10122, seen in CI
-      // under load), and was seen to lose 19 in a row from it (a receipt awaited for nonce 565 with the
-      // account at 546 and nothing pending): after 2 s without a receipt, what is still unmined is sent
-      // again in nonce order (the node ignores what it holds or has mined) and a block is mined by hand.
-      if (now - nudged > 2_000) {
-        nudged = now;
-        for (const { raw } of [...unmined.values()].sort((a, b) => a.nonce - b.nonce)) {
-          await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).catch(() => undefined);
-        }
-        await pub.request({ method: 'evm_mine' as never, params: [] as never }).catch(() => undefined);
-      }
-      if (now - start > 60_000) {
+      if (r) return r;
+      await nudgeIfStalled();
+      if (Date.now() - start > 60_000) {
         const tx = await pub.getTransaction({ hash }).catch(() => null);
         const counts = await Promise.all((['latest', 'pending'] as const).map((blockTag) => pub.getTransactionCount({ address: account.address, blockTag }).catch(() => -1)));
         throw new Error(`no receipt for ${hash} after 60 s (known to the node: ${tx ? `yes, nonce ${tx.nonce}` : 'no'}; account nonce latest/pending ${counts.join('/')})`);
@@ -163,7 +186,7 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
       await serial(async () => {
         nonce = await pub.getTransactionCount({ address: account.address, blockTag: 'pending' });
         // What the revert took back is not to be sent again.
-        unmined.clear();
+        signed.clear();
       });
     },
     stop: () => anvil.stop(),
