@@ -91,7 +91,8 @@ process.once('exit', () => {
 
 interface Pristine {
   schema: string;
-  truncate: string;
+  /** DELETE of every table (not TRUNCATE: see above). */
+  emptyAll: string;
   /** INSERT statements with the template's rows of that table as their one JSON parameter. */
   rows: { sql: string; json: string }[];
   sequences: string;
@@ -136,7 +137,7 @@ async function readPristine(db: Db): Promise<Pristine> {
       `SELECT format('SELECT setval(%L, %s, %L::boolean);', format('%I.%I', schemaname, sequencename), coalesce(last_value, start_value), last_value IS NOT NULL) AS s FROM pg_sequences`,
     )
   ).rows.map((x) => x.s);
-  return { schema: await schemaDigest(db), truncate: tables.map((t) => `DELETE FROM ${t};`).join(' '), rows, sequences: seqs.join('\n') };
+  return { schema: await schemaDigest(db), emptyAll: tables.map((t) => `DELETE FROM ${t};`).join(' '), rows, sequences: seqs.join('\n') };
 }
 
 /** Whether a dropped database can be kept: still open, its schema as the template's. */
@@ -168,7 +169,7 @@ async function resetToPristine(db: Db): Promise<boolean> {
     if (db.kind === 'pglite') await db.exec('DISCARD ALL');
     await db.transaction(async (tx) => {
       // The template's rows go back as they were: no trigger of a test's making or the schema's fires.
-      await tx.exec(`SET LOCAL session_replication_role = replica; ${p.truncate}`);
+      await tx.exec(`SET LOCAL session_replication_role = replica; ${p.emptyAll}`);
       for (const r of p.rows) await tx.query(r.sql, [r.json]);
       if (p.sequences) await tx.exec(p.sequences);
     });
