@@ -272,9 +272,9 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const caps = spendCaps(db);
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
   const metaTxnHooks: Parameters<typeof metaTxnRepo>[1] = {
-    onStatus: async (q, rows, cause) => {
-      await balances.onStatus(q, rows);
-      await statusEvents(q, rows, cause);
+    onStatus: async (q, rows, cause, known) => {
+      await balances.onStatus(q, rows, known);
+      await statusEvents(q, rows, cause, known);
       await caps.onStatus(q, rows);
     },
   };

@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import { receiptWire, type MetaTxnRepo, type MetaTxnRow, type StatusCause } from '../relayer/index.ts';
+import { receiptWire, type MetaTxnRepo, type MetaTxnRow, type StatusCause, type StatusKnown } from '../relayer/index.ts';
 import { appendEvents, type EventBell } from './outbox.ts';
 
 /**
@@ -8,16 +8,21 @@ import { appendEvents, type EventBell } from './outbox.ts';
  * a receiver that gets them late or twice still ends up right.
  */
 export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell) {
-  return async (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause) => {
+  return async (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause, known?: StatusKnown) => {
     if (rows.length === 0) return;
     const byChain = new Map<number, MetaTxnRow[]>();
     for (const r of rows) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
     for (const [chainId, list] of byChain) {
-      const bundles = await metaTxns().bundlesOfMany(
-        chainId,
-        list.map((r) => r.id),
-        q,
-      );
+      // Given by an insert, which has just written them; read back otherwise.
+      const given = known?.bundles;
+      const bundles =
+        given && list.every((r) => given.has(r.id))
+          ? given
+          : await metaTxns().bundlesOfMany(
+              chainId,
+              list.map((r) => r.id),
+              q,
+            );
       await appendEvents(
         q,
         list.map((r) => ({

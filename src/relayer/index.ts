@@ -7,7 +7,7 @@ export { ReceiptWaiters } from './receipt-waiters.ts';
 export { relayerHealth, relayerSnapshot, switchSender, type HealthDeps } from './health.ts';
 export { barRepo, describeBar, type Bar, type BarKind, type BarRepo } from './bars.ts';
 export { metaTxnUsage, type MetaTxnUsage, type MetaTxnUsageRollup } from './usage.ts';
-export { metaTxnRepo, FINAL_STATUSES, type MetaTxnRepo, type MetaTxnRow, type StatusCause } from './store.ts';
+export { metaTxnRepo, FINAL_STATUSES, type MetaTxnRepo, type MetaTxnRow, type StatusCause, type StatusKnown } from './store.ts';
 export { crossingKind, type BalanceCrossing, type BalanceHook } from './engine/balance-level.ts';
 export type { ApprovalRequest, SponsorApprover } from './intake/approval.ts';
 export type { Decision } from './intake/decision.ts';

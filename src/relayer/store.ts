@@ -149,7 +149,17 @@ function walletLockKeys(m: NewMetaTxn): number[] {
  * Called with every meta-transaction whose status was written, on the transaction that wrote it (the
  * events outbox records the change there, so it commits or rolls back with it).
  */
-export type StatusHook = (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause) => Promise<void>;
+export type StatusHook = (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause, known?: StatusKnown) => Promise<void>;
+
+/**
+ * What the writer already knows of the rows, so a hook need not read it back: `created`, the rows were
+ * inserted by this very transaction (no earlier life of theirs is live: a DROPPED one sent again was
+ * deleted first); `bundles`, their bundles by meta-transaction id, as just written.
+ */
+export interface StatusKnown {
+  created?: boolean;
+  bundles?: Map<string, BundleRow[]>;
+}
 
 /** Why a status was written again without a new status: a fee-bumped replacement (new txnHash), or a reorg that took its block away. */
 export type StatusCause = 'replaced' | 'replacement_refused' | 'reorged';
@@ -170,31 +180,31 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
 
   /**
    * The live meta-transaction this one already is (any of its ids known), or NonceTaken when another holds
-   * one of its nonces; `dropped`: a DROPPED meta-transaction has its id (it is sent again). Two statements
+   * one of its nonces; `dropped`: a DROPPED meta-transaction has its id (it is sent again). One statement
    * whatever the number of bundles.
    */
   const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<{ known?: MetaTxnRow; dropped: boolean }> => {
     const ids = [m.id, ...m.bundles.map((b) => b.id)];
-    const r = await q.query<Record<string, unknown>>(
-      prepared(`SELECT * FROM meta_txns WHERE chain_id = $1 AND id = ANY($2::text[])
+    // One statement: the rows known by any of its ids ('known'), and a live holder of one of its nonces
+    // ('held', at most one), which counts only when none is known.
+    const r = await q.query<Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null }>(
+      prepared(`SELECT 'known' AS why, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.* FROM meta_txns m WHERE m.chain_id = $1 AND m.id = ANY($2::text[])
        UNION ALL
-       SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-        WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id`),
-      [m.chainId, ids],
+       SELECT 'known', NULL, NULL, NULL, m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+        WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id
+       UNION ALL
+       (SELECT 'held', b.wallet, b.nonce_space::text, b.nonce::text, m.*
+         FROM unnest($3::text[], $4::numeric[], $5::numeric[]) AS u(wallet, space, nonce)
+         JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = u.wallet AND b.nonce_space = u.space AND b.nonce = u.nonce
+         JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+         WHERE m.status IN ${LIVE_IN} LIMIT 1)`),
+      [m.chainId, ids, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString())],
     );
-    const rows = r.rows.map(normalise);
+    const rows = r.rows.filter((x) => x.why === 'known').map(({ why: _w, held_wallet: _a, held_space: _b, held_nonce: _c, ...x }) => normalise(x));
     const known = rows.find((x) => x.id === m.id && x.status !== 'DROPPED') ?? rows.find((x) => x.status !== 'DROPPED');
     if (known) return { known, dropped: false };
-    const h = await q.query<Record<string, unknown>>(
-      prepared(`SELECT b.wallet AS held_wallet, b.nonce_space::text AS held_space, b.nonce::text AS held_nonce, m.id AS held_by
-       FROM unnest($2::text[], $3::numeric[], $4::numeric[]) AS u(wallet, space, nonce)
-       JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = u.wallet AND b.nonce_space = u.space AND b.nonce = u.nonce
-       JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-       WHERE m.status IN ${LIVE_IN} LIMIT 1`),
-      [m.chainId, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString())],
-    );
-    const held = h.rows[0];
-    if (held) throw new NonceTaken(String(held.held_wallet), BigInt(String(held.held_space)), BigInt(String(held.held_nonce)), String(held.held_by));
+    const held = r.rows.find((x) => x.why === 'held');
+    if (held) throw new NonceTaken(String(held.held_wallet), BigInt(String(held.held_space)), BigInt(String(held.held_nonce)), String(held.id));
     return { dropped: rows.some((x) => x.id === m.id) };
   };
 
@@ -211,10 +221,20 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
         await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
       }
+      // One bundle id once (a call may carry the same bundle twice; one upsert cannot touch a row twice).
+      const bundles = [...new Map(m.bundles.map((b) => [b.id, b])).values()];
+      // The row and its bundles in one statement: the intake transaction's round trips are its cost.
       const r = await tx.query<Record<string, unknown>>(
-        prepared(`INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
-           fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
-         VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19) RETURNING *`),
+        prepared(`WITH mt AS (
+           INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
+             fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
+           VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19) RETURNING *),
+         b AS (
+           INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce)
+           SELECT $1, u.id, $2, u.wallet, u.space, u.nonce FROM unnest($20::text[], $21::text[], $22::numeric[], $23::numeric[]) AS u(id, wallet, space, nonce)
+           ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
+             nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE)
+         SELECT * FROM mt`),
         [
           m.chainId,
           m.id,
@@ -235,19 +255,18 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
           m.authorization ? JSON.stringify(m.authorization) : null,
           m.gasPricePriced?.toString() ?? null,
           m.coverWei?.toString() ?? null,
+          bundles.map((b) => b.id),
+          bundles.map((b) => b.wallet),
+          bundles.map((b) => b.space.toString()),
+          bundles.map((b) => b.nonce.toString()),
         ],
       );
       await m.also?.(tx);
-      for (const b of m.bundles) {
-        await tx.query(
-          prepared(`INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
-             nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE`),
-          [m.chainId, b.id, m.id, b.wallet, b.space.toString(), b.nonce.toString()],
-        );
-      }
       const row = normalise(r.rows[0]);
-      await onStatus?.(tx, [row]);
+      const written: BundleRow[] = bundles
+        .map((b) => ({ bundle_id: b.id, meta_txn_id: m.id, wallet: b.wallet, nonce_space: b.space.toString(), nonce: b.nonce.toString() }))
+        .sort((a, b) => (a.bundle_id < b.bundle_id ? -1 : a.bundle_id > b.bundle_id ? 1 : 0));
+      await onStatus?.(tx, [row], undefined, { created: true, bundles: new Map([[m.id, written]]) });
       // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
       // The charge is the transaction's last statement, sent with the COMMIT (tx.atCommit): it locks its
       // rules' rows, which every sponsored intake of those rules waits on, for the server's time only.

@@ -1,5 +1,5 @@
 import { prepared, type Queryable } from '../../store/db.ts';
-import type { MetaTxnRow } from '../store.ts';
+import type { MetaTxnRow, StatusKnown } from '../store.ts';
 import { applyFactor } from './amounts.ts';
 import { holdAgain, releaseHolds } from './holds.ts';
 import { entryOf, lockTank, post, tankOf, type LedgerEntry, type Tank } from './tanks.ts';
@@ -29,8 +29,10 @@ export interface DebitOptions {
 }
 
 export function balanceDebits(opts: DebitOptions = {}) {
-  return async (q: Queryable, rows: MetaTxnRow[]) => {
-    const mine = rows.filter((r) => r.sponsored && r.project_id != null);
+  return async (q: Queryable, rows: MetaTxnRow[], known?: StatusKnown) => {
+    // A row just inserted (QUEUED, or waiting) has no debit, reversal or hold to settle: not read.
+    const settled = (r: MetaTxnRow) => !known?.created || MINED.has(r.status) || r.status === 'DROPPED';
+    const mine = rows.filter((r) => r.sponsored && r.project_id != null && settled(r));
     if (mine.length === 0) return;
     const byChain = new Map<number, MetaTxnRow[]>();
     for (const r of mine) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
