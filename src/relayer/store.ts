@@ -158,7 +158,19 @@ export type StatusHook = (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause,
  */
 export interface StatusKnown {
   created?: boolean;
+  /** The status every row had before this write, when the writer holds their locks and knows it. */
+  before?: string;
   bundles?: Map<string, BundleRow[]>;
+}
+
+/** A QUEUED meta-transaction signed into a sender's slot (markSent). */
+export interface SentMeta {
+  id: string;
+  sender: string;
+  nonce: number;
+  hash: string;
+  batchIndex: number | null;
+  gasLimit: string;
 }
 
 /** Why a status was written again without a new status: a fee-bumped replacement (new txnHash), or a reorg that took its block away. */
@@ -502,6 +514,34 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       ]);
       if (hook && r.rows.length) await hook(q, r.rows.map(normalise), cause);
       return r.rows.length > 0;
+    },
+
+    /**
+     * QUEUED meta-transactions signed into their senders' slots, marked SENT in one statement on the
+     * caller's transaction (which holds their row locks: lockQueued), and announced in one hook call.
+     */
+    async markSent(q: Queryable, chainId: number, sent: readonly SentMeta[], at: Date): Promise<void> {
+      if (sent.length === 0) return;
+      const r = await q.query<Record<string, unknown>>(
+        prepared(`UPDATE meta_txns m SET status = 'SENT', sender = u.sender, txn_nonce = u.nonce, txn_hash = u.hash, batch_index = u.batch_index,
+           gas_limit = u.gas_limit, sent_at = $8, stalled = NULL, updated_at = now()
+         FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[]) AS u(id, sender, nonce, hash, batch_index, gas_limit)
+         WHERE m.chain_id = $1 AND m.id = u.id AND m.status = 'QUEUED' RETURNING m.*`),
+        [
+          chainId,
+          sent.map((x) => x.id),
+          sent.map((x) => x.sender),
+          sent.map((x) => x.nonce),
+          sent.map((x) => x.hash),
+          sent.map((x) => x.batchIndex),
+          sent.map((x) => x.gasLimit),
+          at,
+        ],
+      );
+      // In the order they were signed (slot, then place in the batch): their events are written in it.
+      const order = new Map(sent.map((x, i) => [x.id, i]));
+      const rows = r.rows.map(normalise).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+      if (onStatus && rows.length) await onStatus(q, rows, undefined, { before: 'QUEUED' });
     },
 
     /** Points the meta-transactions of a sender's slot at another attempt's hash (a replacement, or back after one was refused), announcing it. */

@@ -30,8 +30,10 @@ export interface DebitOptions {
 
 export function balanceDebits(opts: DebitOptions = {}) {
   return async (q: Queryable, rows: MetaTxnRow[], known?: StatusKnown) => {
-    // A row just inserted (QUEUED, or waiting) has no debit, reversal or hold to settle: not read.
-    const settled = (r: MetaTxnRow) => !known?.created || MINED.has(r.status) || r.status === 'DROPPED';
+    // A row that was not mined before this write (just inserted, or written from an unmined status) and is not mined
+    // or dropped now has no debit to reverse and no hold to release: its ledger is not read.
+    const unminedBefore = known?.created || (known?.before !== undefined && !MINED.has(known.before));
+    const settled = (r: MetaTxnRow) => !unminedBefore || MINED.has(r.status) || r.status === 'DROPPED';
     const mine = rows.filter((r) => r.sponsored && r.project_id != null && settled(r));
     if (mine.length === 0) return;
     const byChain = new Map<number, MetaTxnRow[]>();

@@ -9,7 +9,7 @@ import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './led
 import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';
 import type { NonceOverride } from '../intake/simulate.ts';
-import type { MetaTxnRow } from '../store.ts';
+import type { MetaTxnRow, SentMeta } from '../store.ts';
 import { Sweeper } from './sweep.ts';
 import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
 import { UNSURE_PASSES, judgeStillGood } from './still-good.ts';
@@ -405,25 +405,19 @@ export class Dispatcher implements EngineContext {
         const free = await this.deps.metaTxns.lockQueued(tx, this.chainId, ids);
         let nonce = next;
         const out: { sender: Address; unit: Priced; nonce: number; raw: Hex; hash: Hex }[] = [];
+        const sent: SentMeta[] = [];
         for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
           const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees: unit.fees, authorization: unit.authorization };
           const { raw, hash } = await sign(account, this.chainId, u);
           await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
           for (const [i, m] of unit.metas.entries()) {
-            await this.deps.metaTxns.setStatus(tx, this.chainId, m.id, {
-              status: 'SENT',
-              sender,
-              txn_nonce: nonce,
-              txn_hash: hash,
-              batch_index: unit.kind === 'batch' ? i : null,
-              gas_limit: unit.kind === 'meta' ? unit.gas.toString() : m.gas_limit,
-              sent_at: new Date(),
-              stalled: null,
-            });
+            sent.push({ id: m.id, sender, nonce, hash, batchIndex: unit.kind === 'batch' ? i : null, gasLimit: unit.kind === 'meta' ? unit.gas.toString() : String(m.gas_limit) });
           }
           out.push({ sender, unit, nonce, raw, hash });
           nonce++;
         }
+        // Every one in one statement: they are locked QUEUED (lockQueued), so each is marked.
+        await this.deps.metaTxns.markSent(tx, this.chainId, sent, new Date());
         await setNextNonce(tx, this.chainId, sender, nonce);
         const s = this.senders.get(sender);
         if (s) s.open += out.length;
