@@ -527,16 +527,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
            gas_limit = u.gas_limit, sent_at = $8, stalled = NULL, updated_at = now()
          FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[]) AS u(id, sender, nonce, hash, batch_index, gas_limit)
          WHERE m.chain_id = $1 AND m.id = u.id AND m.status = 'QUEUED' RETURNING m.*`),
-        [
-          chainId,
-          sent.map((x) => x.id),
-          sent.map((x) => x.sender),
-          sent.map((x) => x.nonce),
-          sent.map((x) => x.hash),
-          sent.map((x) => x.batchIndex),
-          sent.map((x) => x.gasLimit),
-          at,
-        ],
+        [chainId, sent.map((x) => x.id), sent.map((x) => x.sender), sent.map((x) => x.nonce), sent.map((x) => x.hash), sent.map((x) => x.batchIndex), sent.map((x) => x.gasLimit), at],
       );
       // In the order they were signed (slot, then place in the batch): their events are written in it.
       const order = new Map(sent.map((x, i) => [x.id, i]));
