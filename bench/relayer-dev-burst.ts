@@ -204,6 +204,21 @@ async function projectLog(dev: Dev, project: number, want: Set<string>): Promise
   return out;
 }
 
+/**
+ * The dev process's event-loop delay since the last scrape (prom-client's default metrics: its histogram
+ * is reset at every scrape), in ms.
+ */
+async function eventLoopLag(dev: Dev): Promise<{ p50: number; p99: number; max: number } | null> {
+  try {
+    const text = await (await fetch(`${dev.baseUrl}/metrics`)).text();
+    const get = (name: string) => Number(new RegExp(`^${name}\\s+(\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+    const ms = (name: string) => round3(get(name) * 1000);
+    return { p50: ms('nodejs_eventloop_lag_p50_seconds'), p99: ms('nodejs_eventloop_lag_p99_seconds'), max: ms('nodejs_eventloop_lag_max_seconds') };
+  } catch {
+    return null;
+  }
+}
+
 /** The chain's receipts of `hashes` (one JSON-RPC batch per 100): block, sender, status. */
 async function chainReceipts(rpcUrl: string, hashes: string[]) {
   const out = new Map<string, { block: number; from: string; ok: boolean; gasUsed: number }>();
@@ -317,18 +332,21 @@ async function burst(dev: Dev, heads: HeadWatch, project: number, jobs: Job[], c
   // Start right after a new block, so every run meets the same phase of the block clock.
   const h0 = heads.head;
   await heads.waitFor(h0 + 1);
+  await eventLoopLag(dev); // resets the dev process's histogram
   const c0 = devCpu(dev);
   const m0 = cpuSnapshot();
   const burstStart = Date.now();
   const { value: ran, eventLoopDelayMs } = await withLoopDelay(() => closedLoop(jobs, concurrency, 1, heads, (job) => call(dev, 'SendMetaTxn', sendBody(job))));
   const c1 = devCpu(dev);
   const m1 = cpuSnapshot();
+  const lagWhileSending = await eventLoopLag(dev);
   const intake = intakeSummary(ran.samples);
   progress(`${label}: ${intake.accepted}/${jobs.length} accepted in ${intake.wallMs} ms (${intake.acceptedPerSec}/s)`);
   const ids = ran.samples.flatMap((s) => (s.id ? [s.id] : []));
   const got = await receipts(dev, ids, label);
   const c2 = devCpu(dev);
   const m2 = cpuSnapshot();
+  const lagAfterSending = await eventLoopLag(dev);
   const lastFinal = Math.max(...[...got.byId.values()].map((r) => r.seenAt));
   progress(`${label}: final after ${got.settleMs} ms more`);
   await heads.refresh();
@@ -419,6 +437,8 @@ async function burst(dev: Dev, heads: HeadWatch, project: number, jobs: Job[], c
     headBeforeBurst: h0,
     startedAt: new Date(burstStart).toISOString(),
     intake: { ...intake, eventLoopDelayMsOfBenchClient: eventLoopDelayMs },
+    // The dev process's event-loop delay (ms): intake, dispatcher, PGlite and the indexer share its one thread.
+    devEventLoopLagMs: { whileSending: lagWhileSending, fromLastAnswerToLastReceipt: lagAfterSending },
     cpu: {
       // Over the sending window: first request out to last answer in.
       perRequestWhileSending: cpuMsPer(c0, c1, jobs.length),
@@ -573,6 +593,7 @@ runBench(async (cleanup) => {
       cpuMsPerPing: ping.cpuPerRequest,
       cpuMsPerMetaTxnToLastReceipt: b.cpu.perMetaTxnToLastReceipt,
       machineBusyShareWhileSending: b.cpu.machinePerRequestWhileSending.machineBusyShare,
+      devEventLoopLagMsWhileSending: b.devEventLoopLagMs.whileSending,
       blockIntervalMs: b.blockIntervalMs,
     };
   }
