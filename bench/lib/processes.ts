@@ -24,6 +24,25 @@ export function processCpuUs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
+/** Processes whose parent is `pid` (from /proc), optionally only those named `comm` (e.g. dev's anvil). */
+export function childPids(pid: number, comm?: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid !== pid) continue;
+    if (comm !== undefined && stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+    out.push(Number(entry));
+  }
+  return out;
+}
+
 async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const gone = new Promise<void>((r) => child.once('exit', () => r()));
@@ -120,10 +139,13 @@ export interface DevProcess extends ServerProcess {
   manifest: { baseUrl: string; accessKey: string; chain: { chainId: number; name: string; rpcUrl: string }; contracts: Record<string, string> };
 }
 
-/** `metarelay dev` (what `npm start` runs) on a fresh data folder: its own anvil, PGlite, worker, watcher, indexer and dispatcher. */
-export async function startDev(dataDir: string): Promise<DevProcess> {
+/**
+ * `metarelay dev` (what `npm start` runs) on a fresh data folder: its own anvil, PGlite, worker, watcher,
+ * indexer and dispatcher. `databaseUrl`: a PostgreSQL database instead of PGlite (dev honours DATABASE_URL).
+ */
+export async function startDev(dataDir: string, opts: { databaseUrl?: string } = {}): Promise<DevProcess> {
   const manifestPath = path.join(dataDir, 'dev.json');
-  const child = spawnMetarelay(['dev', '--port', '0', '--data', dataDir], { DATABASE_URL: undefined }, path.join(dataDir, 'dev.log'));
+  const child = spawnMetarelay(['dev', '--port', '0', '--data', dataDir], { DATABASE_URL: opts.databaseUrl }, path.join(dataDir, 'dev.log'));
   const until = Date.now() + 180_000;
   while (!existsSync(manifestPath)) {
     if (child.exitCode !== null) throw new Error(`metarelay dev exited with code ${child.exitCode}; see ${dataDir}/dev.log`);
