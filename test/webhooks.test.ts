@@ -427,6 +427,84 @@ describe('delivery across processes', () => {
   }, 60_000);
 });
 
+describe('a slow endpoint', () => {
+  it("holds at most its share of a worker's lanes: while its deliveries hang, the other endpoint gets every event, new ones too", async () => {
+    const s = await startTestService({ admin: { tokens: [ADMIN] }, webhooks: { ...FAST, deadlineMs: 30_000, concurrency: 4 } });
+    stops.push(s.close);
+    const c = consoleClient(s.app);
+    // The slow receiver answers nothing until the test lets it (a receiver that takes the whole deadline).
+    const held: http.ServerResponse[] = [];
+    let slowNow = 0;
+    let slowMost = 0;
+    let slowAnswered = 0;
+    const slow = await startRawServer((req, res) => {
+      req.resume();
+      slowNow++;
+      slowMost = Math.max(slowMost, slowNow);
+      res.on('close', () => slowNow--);
+      held.push(res);
+    });
+    stops.push(slow.stop);
+    const fast = await receiver(() => 200);
+    stops.push(fast.server.stop);
+    const release = () => {
+      for (const res of held.splice(0)) {
+        slowAnswered++;
+        res.writeHead(200).end('{}');
+      }
+    };
+    for (const url of [`${slow.url}/slow`, `${fast.server.url}/fast`]) {
+      const r = await c('CreateWebhook', { projectId: s.project.id, url, events: ['*'] }, bearer(ADMIN));
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    const N = 20;
+    // Each event goes to both endpoints: their deliveries interleave in claim order.
+    await appendEvents(
+      s.services.db,
+      Array.from({ length: N }, (_, i) => event(s.project.id, null, { i })),
+    );
+    const worker = new DeliveryWorker({
+      store: webhookStore(s.services.db),
+      outbox: outbox(s.services.db),
+      post: s.services.events.post,
+      bell: s.services.events.bell,
+      log: createLogger('silent'),
+      settings: { ...s.services.config.webhooks },
+    });
+    worker.start();
+    try {
+      await eventually(
+        async () => fast.got.length,
+        (n) => expect(n).toBe(N),
+        15_000,
+      );
+      // An event written while the slow endpoint's deliveries still hang reaches the other one as well.
+      await appendEvents(s.services.db, [event(s.project.id, null, { i: N })]);
+      await eventually(
+        async () => fast.got.length,
+        (n) => expect(n).toBe(N + 1),
+        15_000,
+      );
+      // Nothing was answered by the slow endpoint meanwhile, and it never had more than half the lanes.
+      expect(slowAnswered).toBe(0);
+      expect(slowMost).toBe(2);
+      release();
+      await eventually(
+        async () => {
+          release();
+          return (await s.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM webhook_deliveries WHERE status = 'DELIVERED'`)).rows[0].n;
+        },
+        (n) => expect(n).toBe(String(2 * (N + 1))),
+        15_000,
+      );
+    } finally {
+      release();
+      await worker.stop();
+    }
+    expect(slowMost).toBe(2);
+  }, 90_000);
+});
+
 describe('GET /events (SSE)', () => {
   it('streams a project its events with filters and resumes after Last-Event-ID', async () => {
     const s = await startTestService({ webhooks: FAST });

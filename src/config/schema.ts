@@ -408,6 +408,11 @@ export const AppConfigSchema = z
         disableAfterSec: z.number().int().positive().default(259_200),
         /** Deliveries one process sends at once. */
         concurrency: z.number().int().min(1).max(256).default(16),
+        /**
+         * Deliveries to one endpoint one process sends at once (default: half of concurrency, rounded up), so
+         * a receiver that answers only at the deadline cannot hold every lane while others' events wait.
+         */
+        maxInFlightPerEndpoint: z.number().int().min(1).max(256).optional(),
         /** How often an idle delivery worker looks for due deliveries (other processes' events). */
         pollMs: z.number().int().positive().default(250),
         /** Webhook targets on loopback/private addresses are refused unless allowPrivateNetworks is true or the host is listed here. */

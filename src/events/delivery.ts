@@ -12,6 +12,8 @@ export interface DeliverySettings {
   retryBaseMs: number;
   disableAfterSec: number;
   concurrency: number;
+  /** Deliveries to one endpoint this worker sends at once; default half of `concurrency` (rounded up). */
+  maxInFlightPerEndpoint?: number;
   pollMs: number;
   retentionSec: number;
 }
@@ -48,6 +50,8 @@ interface Claimed extends ClaimedDelivery {
 export class DeliveryWorker {
   readonly owner = ownerId();
   private readonly loop: PollLoop;
+  /** Called on nudge(): lanes of a pass in progress that wait on slow deliveries claim again at once. */
+  private nudged: (() => void) | undefined;
   private prunedAt = 0;
   private sequencedAt = 0;
   private offBell: (() => void) | undefined;
@@ -78,13 +82,17 @@ export class DeliveryWorker {
   async stop() {
     if (!this.loop.active) return;
     this.offBell?.();
-    await this.loop.stop();
+    const stopping = this.loop.stop();
+    // Lanes waiting on slow deliveries look again now (and, the loop stopped, claim nothing more).
+    this.nudged?.();
+    await stopping;
     // A pass writes what it settled before it ends; a write the timer started may still be running.
     await this.writeSettled();
   }
 
   nudge() {
     this.loop.wake();
+    this.nudged?.();
   }
 
   private get leaseSec() {
@@ -92,14 +100,14 @@ export class DeliveryWorker {
     return Math.ceil(this.deps.settings.deadlineMs / 1000) + 5;
   }
 
-  /** One statement: writes what is settled, claims up to `limit` more (0: only writes). */
-  private async wake(limit: number): Promise<Claimed[]> {
+  /** One statement: writes what is settled, claims up to `limit` more (0: only writes), none for the endpoints in `skip`. */
+  private async wake(limit: number, skip: readonly number[] = []): Promise<Claimed[]> {
     const batch = this.settled.splice(0);
     clearTimeout(this.settleTimer);
     this.settleTimer = undefined;
     const sent = performance.now();
     try {
-      const rows = await this.deps.store.claim(this.owner, limit, this.leaseSec, batch);
+      const rows = await this.deps.store.claim(this.owner, limit, this.leaseSec, batch, skip);
       return rows.map((d) => ({ ...d, leaseEnds: sent + this.leaseSec * 1000 }));
     } catch (err) {
       // Not written (the statement rolled back as a whole): still ours to write with the next statement,
@@ -149,25 +157,44 @@ export class DeliveryWorker {
     }
   }
 
-  /** Claims and sends until a claim comes back short; true when the last one was full (more may be due). */
+  /**
+   * Claims and sends until nothing is due or in flight; true when the last claim was full (more may be
+   * due). One endpoint holds at most `maxInFlightPerEndpoint` of the lanes: a receiver that answers only
+   * at the deadline cannot take every lane, and while its deliveries hang the free lanes go on claiming
+   * (without it, at its cap) and sending to the others, on a nudge (a new event) or every pollMs.
+   */
   async pass(): Promise<boolean> {
     const s = this.deps.settings;
     await this.maintain();
     const size = s.concurrency * 4;
-    // The next claim is made while the last of this one is still being sent, so the lanes do not all
-    // wait for the slowest POST of a batch before the next batch is read. One claim at a time; a later
-    // event of a subject in flight is not claimed (it is still pending), so per-subject order holds.
+    const cap = s.maxInFlightPerEndpoint ?? Math.ceil(s.concurrency / 2);
+    // Claimed and not yet sent, in claim order. The next claim is made while the last of this one is still
+    // being sent, so the lanes do not all wait for the slowest POST of a batch before the next batch is
+    // read. One claim at a time; a later event of a subject in flight is not claimed (it is still
+    // pending), so per-subject order holds.
     const queue: Claimed[] = [];
+    const inFlight = new Map<number, number>();
+    const atCap = (webhookId: number) => (inFlight.get(webhookId) ?? 0) >= cap;
+    let sending = 0;
+    /** The last claim that skipped no endpoint came back full: more may be due. */
     let full = true;
+    /** When a claim last skipped endpoints at their cap (at most one per pollMs, or on a nudge). */
+    let skippedAt = Number.NEGATIVE_INFINITY;
     let claiming: Promise<void> | undefined;
     const claim = () => {
-      if (!full || claiming || !this.loop.active) return;
+      if (claiming || !this.loop.active) return;
+      const skip = [...inFlight].filter(([, n]) => n >= cap).map(([id]) => id);
+      // With an endpoint at its cap, a claim is only for other endpoints' events, which may not exist:
+      // asked at the poll's pace, not on every delivery that ends. Its rows say nothing of `full`.
+      if (skip.length > 0 ? performance.now() - skippedAt < s.pollMs : !full) return;
+      if (skip.length > 0) skippedAt = performance.now();
       const wait = this.writing ?? Promise.resolve();
       claiming = wait
-        .then(() => this.wake(size))
+        .then(() => this.wake(size, skip))
         .then((more) => {
           queue.push(...more);
-          full = more.length === size;
+          if (skip.length === 0) full = more.length === size;
+          if (more.length > 0) stir();
         })
         .catch((err) => {
           full = false;
@@ -175,21 +202,68 @@ export class DeliveryWorker {
         })
         .finally(() => (claiming = undefined));
     };
+    // Lanes with nothing to send wait here for a delivery to end, a nudge, or pollMs; then claim again.
+    let waiting: Array<() => void> = [];
+    /** Wakes every waiting lane (`one`: the longest waiting only). */
+    const stir = (one = false) => {
+      const w = one ? waiting.splice(0, 1) : waiting.splice(0);
+      for (const f of w) f();
+    };
+    this.nudged = () => {
+      full = true;
+      skippedAt = Number.NEGATIVE_INFINITY;
+      stir();
+    };
+    const idle = () =>
+      new Promise<void>((r) => {
+        const t = setTimeout(() => {
+          full = true;
+          r();
+        }, s.pollMs);
+        waiting.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
     const lane = async () => {
       for (;;) {
-        if (queue.length < s.concurrency) claim();
-        const d = queue.shift();
-        if (d) {
-          await this.deliver(d);
+        if (queue.filter((d) => !atCap(d.webhookId)).length < s.concurrency) claim();
+        const i = queue.findIndex((d) => !atCap(d.webhookId));
+        if (i >= 0) {
+          const d = queue.splice(i, 1)[0];
+          inFlight.set(d.webhookId, (inFlight.get(d.webhookId) ?? 0) + 1);
+          sending++;
+          try {
+            await this.deliver(d);
+          } finally {
+            sending--;
+            inFlight.set(d.webhookId, inFlight.get(d.webhookId)! - 1);
+            // This lane takes the next delivery itself; a lane waiting may take one of this endpoint's now,
+            // and with nothing in flight any more the waiting lanes end the pass.
+            stir(sending > 0);
+          }
           continue;
         }
-        if (!claiming) return;
-        await claiming;
+        if (claiming) {
+          await claiming;
+          continue;
+        }
+        // Nothing to send now: done unless deliveries are still in flight (the queue then holds only
+        // endpoints at their cap, or nothing), in which case the lane waits to claim or send again.
+        if (sending === 0 || !this.loop.active) return;
+        await idle();
       }
     };
-    claim();
-    await claiming;
-    await Promise.all(Array.from({ length: s.concurrency }, lane));
+    try {
+      claim();
+      await claiming;
+      await Promise.all(Array.from({ length: s.concurrency }, lane));
+    } finally {
+      this.nudged = undefined;
+      stir();
+    }
+    // Claimed but not sent (the worker stops): given back with the settled ones.
+    for (const d of queue.splice(0)) this.settle({ id: d.id, status: 0, ms: 0, snippet: '' });
     // Nothing is left unwritten when a pass ends (a redelivery would be a duplicate, not a loss).
     await this.writeSettled();
     return full;

@@ -133,7 +133,7 @@ export function webhookStore(db: Db) {
      * delivered by this same statement no longer holds the next back (the claim reads the snapshot from
      * before the statement's own writes, so it is named to it).
      */
-    async claim(owner: string, limit: number, leaseSec: number, settled: readonly Settled[] = []): Promise<ClaimedDelivery[]> {
+    async claim(owner: string, limit: number, leaseSec: number, settled: readonly Settled[] = [], skipWebhooks: readonly number[] = []): Promise<ClaimedDelivery[]> {
       const r = await db.query<Record<string, unknown>>(
         prepared(`WITH u AS (
            SELECT * FROM unnest($5::bigint[], $6::int[], $7::int[], $8::text[]) AS u(id, status, ms, snippet)),
@@ -160,6 +160,7 @@ export function webhookStore(db: Db) {
            -- wait with it (record()).
            SELECT id FROM webhook_deliveries
            WHERE status = 'PENDING' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now()) AND id <> ALL($5::bigint[])
+             AND webhook_id <> ALL($9::bigint[])
            ORDER BY next_attempt_at, id LIMIT $4),
          c AS (
            -- Not sorted again: rows are checked in cand's order until $2 pass, not all of cand before a
@@ -180,7 +181,7 @@ export function webhookStore(db: Db) {
            e.id AS e_id, e.seq, e.type, e.chain_id, e.project_id, e.subject, e.payload, e.created_at AS e_created_at
          FROM claimed cl JOIN events e ON e.id = cl.event_id JOIN webhooks w ON w.id = cl.webhook_id
          ORDER BY cl.id`),
-        [owner, limit, leaseSec, limit * 4, settled.map((x) => x.id), settled.map((x) => x.status), settled.map((x) => x.ms), settled.map((x) => x.snippet)],
+        [owner, limit, leaseSec, limit * 4, settled.map((x) => x.id), settled.map((x) => x.status), settled.map((x) => x.ms), settled.map((x) => x.snippet), [...skipWebhooks]],
       );
       return r.rows.map((x) => ({
         id: Number(x.id),
