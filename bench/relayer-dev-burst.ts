@@ -50,8 +50,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { rpcCall } from '../src/devchain/index.ts';
 import { erc20 } from '../test/support/relayer-env.ts';
 import { signedBundle } from '../test/support/sequence-wallet.ts';
-import { openDb } from '../src/store/db.ts';
-import { envNumber, machineInfo, progress, runBench, type Cleanup } from './lib/harness.ts';
+import { envNumber, machineInfo, newPgDatabase, progress, runBench } from './lib/harness.ts';
 import { childPids, cpuPerUnit, cpuSnapshot, processCpuUs, startDev } from './lib/processes.ts';
 import { HeadWatch, dist, histogram, round3, withLoopDelay } from './lib/relayer-bench.ts';
 import {
@@ -488,35 +487,12 @@ async function burst(dev: Dev, heads: HeadWatch, project: number, jobs: Job[], c
   };
 }
 
-/** BENCH_DEV_PG=1: a new PostgreSQL database for dev, dropped at cleanup. */
-async function newPgDatabase(cleanup: Cleanup): Promise<string> {
-  const adminUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `metarelay_devburst_${process.pid}_${Date.now().toString(36)}`;
-  const admin = await openDb(adminUrl);
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.close();
-  }
-  cleanup.add(`drop database ${name}`, async () => {
-    const a = await openDb(adminUrl);
-    try {
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await a.close();
-    }
-  });
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
 runBench(async (cleanup) => {
   const loadavgAtStart = machineInfo().loadavg1m;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'metarelay-devburst-'));
   if (KEEP) progress(`data folder ${dir} (kept)`);
   else cleanup.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
-  const databaseUrl = DEV_PG ? await newPgDatabase(cleanup) : undefined;
+  const databaseUrl = DEV_PG ? await newPgDatabase(cleanup, 'metarelay_devburst') : undefined;
   const server = await startDev(path.join(dir, 'dev'), { databaseUrl });
   cleanup.add('stop metarelay dev', () => server.stop());
   const m = server.manifest as typeof server.manifest & { relayerUrl: string; feeToken: { address: Address; symbol: string } };

@@ -212,17 +212,10 @@ export interface BenchDb {
 }
 
 /** A fresh, migrated database: PGlite in a temp folder, or a new PostgreSQL database; dropped at cleanup. */
-export async function openBenchDb(kind: DbKind, cleanup: Cleanup): Promise<BenchDb> {
-  if (kind === 'pglite') {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'metarelay-bench-'));
-    cleanup.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
-    const db = await openDb(dir);
-    cleanup.add('close pglite', () => db.close());
-    await migrate(db);
-    return { kind, db, location: dir };
-  }
+/** A new PostgreSQL database (BENCH_PG_URL's server), dropped at cleanup; its URL. */
+export async function newPgDatabase(cleanup: Cleanup, prefix: string): Promise<string> {
   const adminUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `metarelay_bench_${process.pid}_${Date.now().toString(36)}`;
+  const name = `${prefix}_${process.pid}_${Date.now().toString(36)}`;
   const admin = await openDb(adminUrl);
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -239,7 +232,19 @@ export async function openBenchDb(kind: DbKind, cleanup: Cleanup): Promise<Bench
   });
   const u = new URL(adminUrl);
   u.pathname = `/${name}`;
-  const location = u.toString();
+  return u.toString();
+}
+
+export async function openBenchDb(kind: DbKind, cleanup: Cleanup): Promise<BenchDb> {
+  if (kind === 'pglite') {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'metarelay-bench-'));
+    cleanup.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
+    const db = await openDb(dir);
+    cleanup.add('close pglite', () => db.close());
+    await migrate(db);
+    return { kind, db, location: dir };
+  }
+  const location = await newPgDatabase(cleanup, 'metarelay_bench');
   const db = await openDb(location);
   cleanup.add('close postgres pool', () => db.close());
   await migrate(db);
