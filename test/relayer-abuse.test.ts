@@ -147,6 +147,34 @@ describe('fees are structural: a fee shown only to the simulator is no fee', () 
   });
 });
 
+describe('a gas limit only the node can size', () => {
+  it('is refused, retryably, while the node gives no eth_estimateGas: nothing stored or sent; sent again once it does, it executes once', async () => {
+    const u = user();
+    await mint(u.wallet.address, FEE + 1n);
+    const payee = await balance(PAYEE);
+    const before = await sent();
+    // A call with a gas limit of its own: the wallet demands that much left, far above what the bundle
+    // burns, so the trial at the measured gas fails and only the node's estimate can size the limit.
+    const b = await signedBundle({ signerKey: u.key, wallet: u.wallet, chainId: env.chainId, txs: [fee(), tokenCall('transfer', newSigner().address, 1n, { gasLimit: 600_000n })], deployed: false });
+    const refuse = env.proxy!.addRule((c) => (c.method === 'eth_estimateGas' ? { kind: 'fail', message: 'request timed out' } : undefined));
+    let refused: Awaited<ReturnType<typeof send>>;
+    try {
+      refused = await send(u.wallet.address, b.entrypoint, b.input);
+    } finally {
+      refuse();
+    }
+    // The relayer's Unavailable (2002), as Sequence answers it: the client may send it again.
+    expect(refused.body.error, JSON.stringify(refused.body)).toBe('Unavailable');
+    expect(refused.body.cause).toMatch(/no eth_estimateGas/);
+    expect(await stored(b.id)).toBeUndefined();
+    const accepted = await send(u.wallet.address, b.entrypoint, b.input);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    expect((await final(b.id)).status).toBe('SUCCEEDED');
+    expect(await sent()).toBe(before + 1);
+    expect(await balance(PAYEE)).toBe(payee + FEE);
+  });
+});
+
 describe('one balance pays once', () => {
   it('relays one of two keyless bundles that each pay the whole balance in different nonce spaces; the other is refused, nothing is lost', async () => {
     const u = user();
