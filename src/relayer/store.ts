@@ -526,9 +526,11 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         prepared(`UPDATE meta_txns m SET status = 'SENT', sender = u.sender, txn_nonce = u.nonce, txn_hash = u.hash, batch_index = u.batch_index,
            gas_limit = u.gas_limit, sent_at = $8, stalled = NULL, updated_at = now()
          FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[]) AS u(id, sender, nonce, hash, batch_index, gas_limit)
-         WHERE m.chain_id = $1 AND m.id = u.id AND m.status = 'QUEUED' RETURNING m.*`),
+         WHERE m.chain_id = $1 AND m.id = u.id RETURNING m.*`),
         [chainId, sent.map((x) => x.id), sent.map((x) => x.sender), sent.map((x) => x.nonce), sent.map((x) => x.hash), sent.map((x) => x.batchIndex), sent.map((x) => x.gasLimit), at],
       );
+      // Every one is this transaction's to mark (locked QUEUED): one missing rolls the signing back.
+      if (r.rows.length !== sent.length) throw new Error(`markSent: ${sent.length - r.rows.length} of ${sent.length} meta-transactions not found`);
       // In the order they were signed (slot, then place in the batch): their events are written in it.
       const order = new Map(sent.map((x, i) => [x.id, i]));
       const rows = r.rows.map(normalise).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
