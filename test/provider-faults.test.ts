@@ -348,9 +348,31 @@ describe('the relayer through load-balanced nodes a block apart', () => {
         // its slot is zero.
         let lagged = 0;
         const slotRead = readsSlotOf(w.address as Address);
+        const at: unknown[] = [];
+        const stop = env.provider!.proxy.addRule((call) => void (slotRead(call) && at.push(call.params[1])));
         env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && lagged++ === 0 } });
-        const second = await w.sendTransaction([transfer(to, 2n)]);
+        const second = await w.sendTransaction([transfer(to, 2n)]).finally(stop);
         expect(lagged).toBeGreaterThan(1);
+        // Read again pinned to a block the relayer has seen, not at latest (where a node behind answers as before).
+        expect(at[0]).toBe('latest');
+        expect(at.slice(1)).toContainEqual(expect.stringMatching(/^0x[0-9a-f]+$/));
+        env.provider!.set({ lag: { blocks: 1 } });
+        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+      }),
+    120_000,
+  );
+
+  it(
+    'every implementation slot read at latest answered by the node behind: intake and the dispatcher recognise the wallet at a block seen',
+    () =>
+      afterDeployment(async ({ w, to, first, before }) => {
+        // A provider that routes these reads to a pool of its own which is behind: re-read at latest, the
+        // slot is zero every time; only a read pinned to a block seen (which that pool refuses or has) tells.
+        const slotRead = readsSlotOf(w.address as Address);
+        env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && (call.params[1] ?? 'latest') === 'latest' } });
+        const hits = env.provider!.hits.lag ?? 0;
+        const second = await w.sendTransaction([transfer(to, 2n)]);
+        expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
         env.provider!.set({ lag: { blocks: 1 } });
         await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
       }),

@@ -347,6 +347,11 @@ export class Dispatcher implements EngineContext {
             return;
           }
           p.carry = d.carry;
+          // A wallet whose code no node answered for at the head (wallet-reads.ts): left queued, judged next pass.
+          if (p.wallets.some((w) => !kinds.has(w.toLowerCase() as Address))) {
+            out.set(p.row.id, false);
+            return;
+          }
           // An EOA whose authorization is carried gets its code from it, whatever it has now.
           const changed = p.wallets.find((w) => kinds.get(w) === 'other' && !(p.carry && w === p.row.wallet));
           if (changed) {

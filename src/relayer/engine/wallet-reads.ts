@@ -1,7 +1,7 @@
 import type { Address, PublicClient } from 'viem';
 import type { SequenceContext } from '../context.ts';
 import { readNonces } from '../nonces.ts';
-import { recogniseWallets, type WalletCache, type WalletKind } from '../intake/wallets.ts';
+import { recogniseDeferring, type WalletCache, type WalletKind } from '../intake/wallets.ts';
 import { delegatedTo, type Authorization } from '../intake/authorization.ts';
 import type { MetaTxnRow } from '../store.ts';
 
@@ -20,11 +20,20 @@ export class WalletReads {
     private readonly known: WalletCache,
   ) {}
 
-  /** What each wallet's code is (lower-case addresses), read once per head. */
+  /**
+   * What each wallet's code is (lower-case addresses), read once per head. A wallet proxy whose slot read
+   * zero (a node behind answered it: Recognised.behind) is recognised again at `head`, a block seen; one
+   * no node answered for is left out of the map, unknown: not judged on this pass, read again at the next.
+   */
   async kindsAt(head: number, wallets: Address[]): Promise<Map<Address, WalletKind>> {
     if (this.kinds.head !== head) this.kinds = { head, at: new Map() };
     const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kinds.at.has(w));
-    for (const [w, k] of await recogniseWallets(this.client(), this.context, missing, this.known)) this.kinds.at.set(w, k);
+    const read = await recogniseDeferring(this.client(), this.context, missing, this.known);
+    const again = read.behind.length ? await recogniseDeferring(this.client(), this.context, read.behind, this.known.at(BigInt(head))).catch(() => null) : null;
+    for (const [w, k] of read.kinds) {
+      if (!read.behind.includes(w)) this.kinds.at.set(w, k);
+      else if (again && !again.behind.includes(w)) this.kinds.at.set(w, again.kinds.get(w)!);
+    }
     return this.kinds.at;
   }
 

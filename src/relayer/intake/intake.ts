@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem';
+import { getAddress, type Address, type Hex } from 'viem';
 import type { Tx } from '../../store/db.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
 import { LOST_DELEGATION, describeBar } from '../bars.ts';
@@ -191,6 +191,8 @@ export class Intake {
     for (const [i, w] of unverified.entries()) {
       // Remembered for this block either way: other sends of the wallet need no read.
       this.chain.wallets.learn(w, sim.slots[i], sim.block);
+      // A proxy seen with code whose slot is zero at the block simulated: that block predates its deployment.
+      if (BigInt(sim.slots[i]) === 0n) throw new RelayError('unavailable', `the chain's node is behind: wallet ${getAddress(w)} was simulated at block ${sim.block}, before its deployment; try again`);
       if (slotKind(this.chain.context, sim.slots[i]) !== 'wallet') throw new RelayError('simulationFailed', describeKind(w, 'other'));
     }
     const chainNonces = sim.chainNonces;
