@@ -16,26 +16,13 @@ import { openDb } from '../src/store/db.ts';
 import { mine } from './support/anvil-control.ts';
 import { runCli } from './support/cli.ts';
 import { createTestDb } from './support/db.ts';
-import { startProviderProxy, type ProviderFaults } from './support/provider-proxy.ts';
+import { runsBundle, startProviderProxy, type ProviderFaults } from './support/provider-proxy.ts';
 import type { RpcCall } from './support/rpc-proxy.ts';
 import { call, erc721WithTokens, range, resultOf, waitForEnd } from './support/refresh.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, officialWallet } from './support/sequence-wallet.ts';
 import { startTestService } from './support/service.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
-
-/** Calls that run a bundle: the relayer's probe with jobs (eth_call of probeMany), and estimates. */
-const runsBundle = (call: RpcCall): boolean => {
-  if (call.method === 'eth_estimateGas') return true;
-  if (call.method !== 'eth_call') return false;
-  const data = (call.params[0] as { data?: Hex; input?: Hex } | undefined)?.data ?? (call.params[0] as { input?: Hex } | undefined)?.input;
-  try {
-    const d = decodeFunctionData({ abi: probeAbi, data: data ?? '0x' });
-    return d.functionName === 'probeMany' && d.args[0].length > 0;
-  } catch {
-    return false;
-  }
-};
 
 /** The read of wallets' implementation slots on their own (a probe run with no bundle), naming `wallet`. */
 const readsSlotOf =
