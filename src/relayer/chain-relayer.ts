@@ -4,7 +4,7 @@ import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { RelayError, StaleState } from './errors.ts';
-import { checkAuthorization, type Authorization } from './intake/authorization.ts';
+import { checkAuthorization, readAuthorizationState, type Authorization } from './intake/authorization.ts';
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
 import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
@@ -115,6 +115,11 @@ export class ChainRelayer implements RelayerChain {
     this.engineProbes = new ProbeBatcher(deps.chain.forRole('engine'), probeSettings);
     this.pricing = new Pricing(this, deps);
     this.intake = new Intake(this, this.pricing, deps);
+  }
+
+  /** The newest block seen (-1 before any): reads that must not go back in time are pinned to at least it. */
+  get seen(): bigint {
+    return this.seenBlock;
   }
 
   /** A block seen by a simulation or the dispatcher: per-block caches (gas price, wallet slots) move on. */
@@ -295,11 +300,12 @@ export class ChainRelayer implements RelayerChain {
    * An EIP-7702 authorization a call brings, checked before anything is accepted: this chain, an accepted
    * implementation, signed by the wallet itself, for the EOA's next account nonce (pending included: a
    * transaction of its own in the pool would void it first), and only with a call of the wallet itself.
+   * The nonce is never one a node behind the block seen answered (readAuthorizationState): Unavailable then.
    */
   async checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
     const w = wallet.toLowerCase() as Address;
     await this.checkDelegationShape(auth, w, call);
-    const next = await this.client.getTransactionCount({ address: w, blockTag: 'pending' });
+    const { next } = await readAuthorizationState(this.client, w, auth, () => this.seenBlock);
     if (next !== auth.nonce) {
       throw new RelayError('invalidArgument', `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(w)} (${next}); sign the authorization for its next nonce`);
     }
