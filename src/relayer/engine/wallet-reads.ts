@@ -1,7 +1,7 @@
 import type { Address, PublicClient } from 'viem';
 import type { SequenceContext } from '../context.ts';
 import { readNonces } from '../nonces.ts';
-import { recogniseDeferring, type WalletCache, type WalletKind } from '../intake/wallets.ts';
+import { recogniseDeferring, recognisePinned, type WalletCache, type WalletKind } from '../intake/wallets.ts';
 import { readAuthorizationState, type AccountState, type Authorization } from '../intake/authorization.ts';
 import { RelayError } from '../errors.ts';
 import type { MetaTxnRow } from '../store.ts';
@@ -30,7 +30,7 @@ export class WalletReads {
     if (this.kinds.head !== head) this.kinds = { head, at: new Map() };
     const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kinds.at.has(w));
     const read = await recogniseDeferring(this.client(), this.context, missing, this.known);
-    const again = read.behind.length ? await recogniseDeferring(this.client(), this.context, read.behind, this.known.at(BigInt(head))).catch(() => null) : null;
+    const again = read.behind.length ? await recognisePinned(this.client(), this.context, read.behind, this.known.at(BigInt(head))) : null;
     for (const [w, k] of read.kinds) {
       if (!read.behind.includes(w)) this.kinds.at.set(w, k);
       else if (again && !again.behind.includes(w)) this.kinds.at.set(w, again.kinds.get(w)!);

@@ -211,6 +211,20 @@ export async function recogniseDeferring(client: PublicClient, context: Sequence
   return { kinds: new Map(unique.map((a, i) => [a, kinds[i]])), unverified, behind };
 }
 
+/** Recognitions pinned to a block, which a node behind refuses, are asked again up to this many times in all: at once, then 100, 200 ms apart. */
+const PINNED_TRIES = 4;
+
+/** recogniseDeferring with `pinned` (a cache of WalletCache.at a block seen), asked again while refused; null when no node answered for that block. */
+export async function recognisePinned(client: PublicClient, context: SequenceContext, addresses: readonly Address[], pinned: WalletCache): Promise<Recognised | null> {
+  for (let attempt = 1; attempt <= PINNED_TRIES; attempt++) {
+    if (attempt > 2) await new Promise((r) => setTimeout(r, 100 * (attempt - 2)));
+    try {
+      return await recogniseDeferring(client, context, addresses, pinned);
+    } catch {}
+  }
+  return null;
+}
+
 export function describeKind(address: Address, kind: WalletKind): string {
   const a = getAddress(address);
   if (kind === 'empty') return `${a} is not deployed (it has no code): an undeployed wallet must be deployed by the same call, through the guest module`;
