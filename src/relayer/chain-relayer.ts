@@ -364,7 +364,8 @@ export class ChainRelayer implements RelayerChain {
     }
     for (let attempt = 1; strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
       await pause(STALE_PAUSE_MS * attempt);
-      ({ kinds, unverified } = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer));
+      const again = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer);
+      ({ kinds, unverified } = again.behind.length > 0 ? await this.recogniseAtSeen(asked, again) : again);
     }
     // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
     if (auth) kinds.set(first.entrypoint, 'wallet');
