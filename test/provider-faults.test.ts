@@ -16,26 +16,13 @@ import { openDb } from '../src/store/db.ts';
 import { mine } from './support/anvil-control.ts';
 import { runCli } from './support/cli.ts';
 import { createTestDb } from './support/db.ts';
-import { startProviderProxy, type ProviderFaults } from './support/provider-proxy.ts';
+import { runsBundle, startProviderProxy, type ProviderFaults } from './support/provider-proxy.ts';
 import type { RpcCall } from './support/rpc-proxy.ts';
 import { call, erc721WithTokens, range, resultOf, waitForEnd } from './support/refresh.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, officialWallet } from './support/sequence-wallet.ts';
 import { startTestService } from './support/service.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
-
-/** Calls that run a bundle: the relayer's probe with jobs (eth_call of probeMany), and estimates. */
-const runsBundle = (call: RpcCall): boolean => {
-  if (call.method === 'eth_estimateGas') return true;
-  if (call.method !== 'eth_call') return false;
-  const data = (call.params[0] as { data?: Hex; input?: Hex } | undefined)?.data ?? (call.params[0] as { input?: Hex } | undefined)?.input;
-  try {
-    const d = decodeFunctionData({ abi: probeAbi, data: data ?? '0x' });
-    return d.functionName === 'probeMany' && d.args[0].length > 0;
-  } catch {
-    return false;
-  }
-};
 
 /** The read of wallets' implementation slots on their own (a probe run with no bundle), naming `wallet`. */
 const readsSlotOf =
@@ -348,9 +335,31 @@ describe('the relayer through load-balanced nodes a block apart', () => {
         // its slot is zero.
         let lagged = 0;
         const slotRead = readsSlotOf(w.address as Address);
+        const at: unknown[] = [];
+        const stop = env.provider!.proxy.addRule((call) => void (slotRead(call) && at.push(call.params[1])));
         env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && lagged++ === 0 } });
-        const second = await w.sendTransaction([transfer(to, 2n)]);
+        const second = await w.sendTransaction([transfer(to, 2n)]).finally(stop);
         expect(lagged).toBeGreaterThan(1);
+        // Read again pinned to a block the relayer has seen, not at latest (where a node behind answers as before).
+        expect(at[0]).toBe('latest');
+        expect(at.slice(1)).toContainEqual(expect.stringMatching(/^0x[0-9a-f]+$/));
+        env.provider!.set({ lag: { blocks: 1 } });
+        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+      }),
+    120_000,
+  );
+
+  it(
+    'every implementation slot read at latest answered by the node behind: intake and the dispatcher recognise the wallet at a block seen',
+    () =>
+      afterDeployment(async ({ w, to, first, before }) => {
+        // A provider that routes these reads to a pool of its own which is behind: re-read at latest, the
+        // slot is zero every time; only a read pinned to a block seen (which that pool refuses or has) tells.
+        const slotRead = readsSlotOf(w.address as Address);
+        env.provider!.set({ lag: { blocks: 1, only: (call) => slotRead(call) && (call.params[1] ?? 'latest') === 'latest' } });
+        const hits = env.provider!.hits.lag ?? 0;
+        const second = await w.sendTransaction([transfer(to, 2n)]);
+        expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
         env.provider!.set({ lag: { blocks: 1 } });
         await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
       }),

@@ -13,6 +13,8 @@ import { startTokenChain, type TokenChain } from './support/token-chain.ts';
 import type { SequenceTx } from './support/sequence-wallet.ts';
 import { mine, setAutomine, setNextBaseFee } from './support/anvil-control.ts';
 import { waitFor } from './support/relay-load.ts';
+import { runsBundle } from './support/provider-proxy.ts';
+import type { RpcCall } from './support/rpc-proxy.ts';
 
 let chain: TokenChain;
 let env: RelayerEnv;
@@ -27,7 +29,8 @@ beforeAll(async () => {
   chain = await startTokenChain({ anvilArgs: ['--hardfork', 'prague'] });
   impl = await deployDelegatedWallet(chain.anvil.rpcUrl, chain.artifacts);
   [stranger] = await chain.deploy([{ contract: 'DelegatedWallet' }]);
-  env = await startRelayerEnv({ chain, relayer: { delegatedWallets: [impl] } });
+  // Through a provider-like proxy, without faults but for the tests of a node behind.
+  env = await startRelayerEnv({ chain, relayer: { delegatedWallets: [impl] }, provider: {} });
 }, 180_000);
 afterAll(async () => {
   await env?.close();
@@ -483,4 +486,123 @@ describe('a race lost to the EOA after the last check (automine off)', () => {
     expect(refused.status).toBe(403);
     expect(refused.body.cause).toMatch(/barred from relaying: its EIP-7702 call .* reached no wallet/);
   }, 120_000);
+});
+
+describe("an EOA's account answered by a node a block behind (load-balanced providers): a void authorization is never carried", () => {
+  const dispatcher = () => env.services.dispatchers[0];
+  const TAGS = [undefined, 'latest', 'pending'];
+  /** The EOA's nonce and code read at a tag (not pinned to a block): what a pool of nodes behind answers. */
+  const accountOf = (who: Address) => (call: RpcCall) =>
+    (call.method === 'eth_getTransactionCount' || call.method === 'eth_getCode') && String(call.params[0]).toLowerCase() === who.toLowerCase() && TAGS.includes(call.params[1] as string);
+  const lastSigned = async () => Number((await env.services.db.query<{ n: string }>('SELECT coalesce(max(id), 0)::text AS n FROM relay_txs')).rows[0].n);
+
+  /**
+   * Ground truth of the relayer's money: what the payee's fee-token balance rose by in the block of each
+   * transaction the relayer signed after `mark` (each mined in a block of its own: automine).
+   */
+  async function feesOfSigned(mark: number): Promise<bigint[]> {
+    const txs = await env.services.db.query<{ hash: Hex }>(`SELECT hash FROM relay_txs WHERE id > $1 AND kind <> 'filler' ORDER BY id`, [mark]);
+    const at = (blockNumber: bigint) => env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [PAYEE], blockNumber });
+    const out: bigint[] = [];
+    for (const t of txs.rows) {
+      const r = await env.public.waitForTransactionReceipt({ hash: t.hash, timeout: 20_000 });
+      out.push((await at(r.blockNumber)) - (await at(r.blockNumber - 1n)));
+    }
+    return out;
+  }
+
+  /** An EOA with fee tokens and ether whose authorization (for nonce 0) it voids with a transaction of its own; `between` runs after signing. */
+  async function voided(between?: (u: Eoa, auth: Awaited<ReturnType<typeof authorize>>) => Promise<void>) {
+    const u = eoa();
+    await mint(u.address, 10n * FEE);
+    await fund(u, parseEther('1'));
+    const auth = await authorize(u);
+    await between?.(u, auth);
+    const w = createWalletClient({ account: privateKeyToAccount(u.privateKey), transport: http(env.rpcUrl) });
+    const { blockNumber } = await env.public.waitForTransactionReceipt({ hash: await w.sendTransaction({ to: u.address, value: 0n, chain: null }) });
+    expect(await env.public.getTransactionCount({ address: u.address })).toBe(1);
+    return { u, auth, block: Number(blockNumber) };
+  }
+
+  afterAll(() => env?.provider?.set({}));
+
+  it('intake: refused as a stale nonce, though the node behind still counts the EOA at the signed one', async () => {
+    const { u, auth, block } = await voided();
+    // The relayer has seen the block of the EOA's transaction (its dispatcher's head).
+    await waitFor(`the relayer at block ${block}`, async () => dispatcher().head >= block, 20_000);
+    const mark = await lastSigned();
+    const hits = env.provider!.hits.lag ?? 0;
+    env.provider!.set({ lag: { blocks: 1, only: accountOf(u.address) } });
+    let r: Awaited<ReturnType<typeof send>>;
+    try {
+      r = await send(u, (await bundle(u, [transfer(eoa().address, 1n), fee()])).input, auth);
+      if (r.status === 200) await final(r.body.txnHash);
+    } finally {
+      env.provider!.set({});
+    }
+    expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
+    // Every transaction signed paid its fee, or none was signed.
+    expect(await feesOfSigned(mark)).toEqual([]);
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.cause).toMatch(/^authorization\.nonce: 0 is not the account nonce of .* \(1\)/);
+  }, 60_000);
+
+  it('dispatch: voided while queued, dropped with the reason, though the node behind still counts the EOA at the signed one', async () => {
+    let id = '';
+    const mark = await lastSigned();
+    await dispatcher().stop();
+    try {
+      await voided(async (u, auth) => {
+        const r = await send(u, (await bundle(u, [transfer(eoa().address, 1n), fee()])).input, auth);
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        id = r.body.txnHash;
+      });
+      const u = (await stored(id))!.wallet as Address;
+      env.provider!.set({ lag: { blocks: 1, only: accountOf(u) } });
+    } finally {
+      dispatcher().start();
+    }
+    const hits = env.provider!.hits.lag ?? 0;
+    try {
+      const receipt = await final(id);
+      expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
+      expect(await feesOfSigned(mark)).toEqual([]);
+      expect(receipt.status).toBe('DROPPED');
+      expect((await stored(id))!.revert_reason).toMatch(/EIP-7702 authorization is void: it is for account nonce 0 of .*, which is at 1/);
+    } finally {
+      env.provider!.set({});
+    }
+  }, 60_000);
+
+  it('dispatch: a run before signing that places the delegation is checked against the nonce at its own block; nothing signed while the node behind answers every other read', async () => {
+    let id = '';
+    let from = 0;
+    const mark = await lastSigned();
+    await dispatcher().stop();
+    try {
+      await voided(async (u, auth) => {
+        const r = await send(u, (await bundle(u, [transfer(eoa().address, 1n), fee()])).input, auth);
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        id = r.body.txnHash;
+      });
+      // Every read but the runs of bundles goes to the pool behind: the dispatcher's head, so the block
+      // it has seen, is the one before the EOA's transaction, where the authorization still holds. Only
+      // the run before signing reaches the head, where the delegation placed by override hides that it does not.
+      env.provider!.set({ lag: { blocks: 1, only: (call) => !runsBundle(call) } });
+      from = env.provider!.proxy.calls.length;
+    } finally {
+      dispatcher().start();
+    }
+    try {
+      await waitFor('a run of the bundle', async () => env.provider!.proxy.calls.slice(from).some(runsBundle), 20_000);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await feesOfSigned(mark)).toEqual([]);
+      expect((await stored(id))!.status).toBe('QUEUED');
+    } finally {
+      env.provider!.set({});
+    }
+    // The node caught up: the authorization is seen void and the meta-transaction dropped, nothing sent.
+    expect((await final(id)).status).toBe('DROPPED');
+    expect(await feesOfSigned(mark)).toEqual([]);
+  }, 60_000);
 });

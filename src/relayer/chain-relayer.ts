@@ -4,7 +4,7 @@ import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { RelayError, StaleState } from './errors.ts';
-import { checkAuthorization, type Authorization } from './intake/authorization.ts';
+import { checkAuthorization, readAuthorizationState, type Authorization } from './intake/authorization.ts';
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
 import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
@@ -13,7 +13,7 @@ import { Pricing, type Admission, type Funding } from './intake/pricing.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
 import { intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import type { SponsorRule } from './intake/sponsors.ts';
-import { WalletCache, describeKind, recogniseDeferring, type WalletKind } from './intake/wallets.ts';
+import { WalletCache, describeKind, recogniseDeferring, type Recognised, type WalletKind } from './intake/wallets.ts';
 import { readNonces } from './nonces.ts';
 import { feeModelFor, hexBytes, l1FeeUpperBound, unsignedTxSize, type FeeModelName } from './fee-model.ts';
 
@@ -115,6 +115,11 @@ export class ChainRelayer implements RelayerChain {
     this.engineProbes = new ProbeBatcher(deps.chain.forRole('engine'), probeSettings);
     this.pricing = new Pricing(this, deps);
     this.intake = new Intake(this, this.pricing, deps);
+  }
+
+  /** The newest block seen (-1 before any): reads that must not go back in time are pinned to at least it. */
+  get seen(): bigint {
+    return this.seenBlock;
   }
 
   /** A block seen by a simulation or the dispatcher: per-block caches (gas price, wallet slots) move on. */
@@ -241,17 +246,33 @@ export class ChainRelayer implements RelayerChain {
     return false;
   }
 
-  /** Wallets recognised at the newest block seen (a node without it refuses: asked again at once); null when no node answered for it. */
-  private async recogniseAtSeen(asked: readonly Address[]): Promise<Awaited<ReturnType<typeof recogniseDeferring>> | null> {
-    const at = this.seenBlock;
+  /**
+   * Wallets recognised again at the newest block seen, after `latest` (the read at "latest") met a node
+   * behind: a wallet with no code there, or a proxy whose implementation slot read zero (latest.behind).
+   * A node without that block refuses it: asked again at once, then pausing a little longer each time.
+   * A proxy with no code even at the block seen was deployed after it (its code came from a node ahead
+   * of every block seen): the head is read, and the block seen moves on to it when it is newer.
+   * Undecided, the read at latest stands for "no code"; a zero slot is never judged on: Unavailable.
+   */
+  private async recogniseAtSeen(asked: readonly Address[], latest: Recognised): Promise<Recognised> {
     for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
+      if (attempt > 2) await pause(STALE_PAUSE_MS * (attempt - 2));
+      let r: Recognised;
       try {
-        return await recogniseDeferring(this.client, this.context, asked, new WalletCache(this.client, this.delegates, at));
+        r = await recogniseDeferring(this.client, this.context, asked, this.wallets.at(this.seenBlock));
       } catch {
-        if (attempt > 1) await pause(STALE_PAUSE_MS * (attempt - 1));
+        continue;
       }
+      if (r.behind.length === 0 && !latest.behind.some((a) => r.kinds.get(a) === 'empty')) return r;
+      const head = await this.client.getBlockNumber({ cacheTime: 0 }).catch(() => -1n);
+      if (head > this.seenBlock) this.observeBlock(head);
     }
-    return null;
+    const unsure = latest.behind[0];
+    if (!unsure) return latest;
+    throw new RelayError(
+      'unavailable',
+      `the chain's node is behind: the implementation slot of wallet ${getAddress(unsure)} was read from a block before its deployment, and no node answered for block ${this.seenBlock}, which this relayer has seen; try again`,
+    );
   }
 
   get client() {
@@ -279,11 +300,12 @@ export class ChainRelayer implements RelayerChain {
    * An EIP-7702 authorization a call brings, checked before anything is accepted: this chain, an accepted
    * implementation, signed by the wallet itself, for the EOA's next account nonce (pending included: a
    * transaction of its own in the pool would void it first), and only with a call of the wallet itself.
+   * The nonce is never one a node behind the block seen answered (readAuthorizationState): Unavailable then.
    */
   async checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
     const w = wallet.toLowerCase() as Address;
     await this.checkDelegationShape(auth, w, call);
-    const next = await this.client.getTransactionCount({ address: w, blockTag: 'pending' });
+    const { next } = await readAuthorizationState(this.client, w, auth, () => this.seenBlock);
     if (next !== auth.nonce) {
       throw new RelayError('invalidArgument', `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(w)} (${next}); sign the authorization for its next nonce`);
     }
@@ -331,17 +353,19 @@ export class ChainRelayer implements RelayerChain {
     const first = decoded ?? this.decode(walletAddress, contract, input);
     const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
     const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
-    let [{ kinds, unverified }] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
-    // "No code" from a node behind is not the last word on a wallet that has code at a block already
-    // seen: recognised again at that block (a node behind refuses it, and is not asked twice in a row
-    // by a load balancer's round robin), else at latest a few times more.
-    if (strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && (await this.codeAtSeen(first.entrypoint))) {
-      const pinned = await this.recogniseAtSeen(asked);
-      if (pinned) ({ kinds, unverified } = pinned);
+    const [read] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
+    let { kinds, unverified } = read;
+    // A node behind's answers are not the last word: a zero implementation slot beside wallet proxy code
+    // (read from a state before the deployment), and "no code" for a wallet that has code at a block
+    // already seen. Recognised again at that block (a node behind refuses it, and is not asked twice in
+    // a row by a load balancer's round robin); "no code" else at latest a few times more.
+    if (read.behind.length > 0 || (strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && (await this.codeAtSeen(first.entrypoint)))) {
+      ({ kinds, unverified } = await this.recogniseAtSeen(asked, read));
     }
     for (let attempt = 1; strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
       await pause(STALE_PAUSE_MS * attempt);
-      ({ kinds, unverified } = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer));
+      const again = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer);
+      ({ kinds, unverified } = again.behind.length > 0 ? await this.recogniseAtSeen(asked, again) : again);
     }
     // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
     if (auth) kinds.set(first.entrypoint, 'wallet');

@@ -1,6 +1,8 @@
 // A JSON-RPC proxy in front of anvil that behaves like a hosted provider (test/support/rpc-proxy.ts
 // underneath): each fault class is switched on and off with set(). What is forwarded really reaches the
 // node; a lagging or pruned view is made by asking the node about an older block, not by inventing answers.
+import { decodeFunctionData, type Hex } from 'viem';
+import { probeAbi } from '../../src/relayer/abi.ts';
 import { type RequestContext, type RpcCall, type RpcProxy, startRpcProxy } from './rpc-proxy.ts';
 
 export interface ProviderFaults {
@@ -213,3 +215,16 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     close: () => proxy.close(),
   };
 }
+
+/** Calls that run a bundle: the relayer's probe with jobs (eth_call of probeMany), and estimates (for `lag.only`). */
+export const runsBundle = (call: RpcCall): boolean => {
+  if (call.method === 'eth_estimateGas') return true;
+  if (call.method !== 'eth_call') return false;
+  const data = (call.params[0] as { data?: Hex; input?: Hex } | undefined)?.data ?? (call.params[0] as { input?: Hex } | undefined)?.input;
+  try {
+    const d = decodeFunctionData({ abi: probeAbi, data: data ?? '0x' });
+    return d.functionName === 'probeMany' && d.args[0].length > 0;
+  } catch {
+    return false;
+  }
+};

@@ -340,13 +340,23 @@ export class Dispatcher implements EngineContext {
     for (let i = 0; i < items.length; i += SIMULATE_AT_ONCE) {
       await Promise.all(
         items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
-          const d = await authorizationToCarry(this.client, p.row);
+          const d = await authorizationToCarry(this.client, p.row, () => this.relayer.seen);
+          if (d.behind) {
+            this.deps.log.debug({ chainId: this.chainId, id: p.row.id, reason: d.behind }, 'meta-transaction left queued: its EOA was not read at the head seen');
+            out.set(p.row.id, false);
+            return;
+          }
           if (d.void) {
             await this.drop(p.row, d.void);
             out.set(p.row.id, false);
             return;
           }
           p.carry = d.carry;
+          // A wallet whose code no node answered for at the head (wallet-reads.ts): left queued, judged next pass.
+          if (p.wallets.some((w) => !kinds.has(w.toLowerCase() as Address))) {
+            out.set(p.row.id, false);
+            return;
+          }
           // An EOA whose authorization is carried gets its code from it, whatever it has now.
           const changed = p.wallets.find((w) => kinds.get(w) === 'other' && !(p.carry && w === p.row.wallet));
           if (changed) {

@@ -1,7 +1,7 @@
 import type { Address, Hex } from 'viem';
 import type { ChainRelayer } from '../chain-relayer.ts';
 import { StaleState } from '../errors.ts';
-import { AUTHORIZATION_GAS, designator, type Authorization } from '../intake/authorization.ts';
+import { AUTHORIZATION_GAS, designator, readNonceAt, type Authorization } from '../intake/authorization.ts';
 import { tokenKey } from '../intake/fees.ts';
 import { intrinsicGas, type NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow } from '../store.ts';
@@ -46,6 +46,15 @@ async function judgeRun(r: ChainRelayer, sender: Address, row: MetaTxnRow, overr
   const codes = carry ? [{ address: row.wallet as Address, code: designator(carry.implementation) }] : undefined;
   const sim = await r.simulate(sender, row.entrypoint as Address, row.input as Hex, overrides, BigInt(row.gas_limit) - intrinsic, wallets, codes);
   if (!sim.ok) return { kind: 'drop', reason: `no longer executes: ${sim.reason}` };
+  // The delegation is placed by override, so the run passes whether or not the authorization holds: on
+  // chain it applies only while the EOA's nonce is the one signed, read here at the very block run on.
+  if (carry) {
+    const nonce = await readNonceAt(r.deps.chain.forRole('engine'), row.wallet as Address, sim.block);
+    if (nonce === null) return { kind: 'behind', reason: `no node answered the account nonce of ${row.wallet} at block ${sim.block}, which it was simulated on` };
+    if (nonce !== carry.nonce) {
+      return { kind: 'drop', reason: `its EIP-7702 authorization is void: it is for account nonce ${carry.nonce} of ${row.wallet}, which is at ${nonce} at block ${sim.block}; nothing was sent` };
+    }
+  }
   if (row.fee_token) {
     const i = r.feeTokens.findIndex((t) => tokenKey(t) === row.fee_token);
     if (i < 0 || (sim.paid[i] ?? 0n) < BigInt(row.fee_value ?? '0')) return { kind: 'drop', reason: 'the bundle no longer pays the fee it was accepted with' };

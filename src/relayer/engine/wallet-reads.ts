@@ -1,8 +1,9 @@
 import type { Address, PublicClient } from 'viem';
 import type { SequenceContext } from '../context.ts';
 import { readNonces } from '../nonces.ts';
-import { recogniseWallets, type WalletCache, type WalletKind } from '../intake/wallets.ts';
-import { delegatedTo, type Authorization } from '../intake/authorization.ts';
+import { recogniseDeferring, recognisePinned, type WalletCache, type WalletKind } from '../intake/wallets.ts';
+import { readAuthorizationState, type AccountState, type Authorization } from '../intake/authorization.ts';
+import { RelayError } from '../errors.ts';
 import type { MetaTxnRow } from '../store.ts';
 
 /**
@@ -20,11 +21,20 @@ export class WalletReads {
     private readonly known: WalletCache,
   ) {}
 
-  /** What each wallet's code is (lower-case addresses), read once per head. */
+  /**
+   * What each wallet's code is (lower-case addresses), read once per head. A wallet proxy whose slot read
+   * zero (a node behind answered it: Recognised.behind) is recognised again at `head`, a block seen; one
+   * no node answered for is left out of the map, unknown: not judged on this pass, read again at the next.
+   */
   async kindsAt(head: number, wallets: Address[]): Promise<Map<Address, WalletKind>> {
     if (this.kinds.head !== head) this.kinds = { head, at: new Map() };
     const missing = [...new Set(wallets.map((w) => w.toLowerCase() as Address))].filter((w) => !this.kinds.at.has(w));
-    for (const [w, k] of await recogniseWallets(this.client(), this.context, missing, this.known)) this.kinds.at.set(w, k);
+    const read = await recogniseDeferring(this.client(), this.context, missing, this.known);
+    const again = read.behind.length ? await recognisePinned(this.client(), this.context, read.behind, this.known.at(BigInt(head))) : null;
+    for (const [w, k] of read.kinds) {
+      if (!read.behind.includes(w)) this.kinds.at.set(w, k);
+      else if (again && !again.behind.includes(w)) this.kinds.at.set(w, again.kinds.get(w)!);
+    }
     return this.kinds.at;
   }
 
@@ -42,15 +52,23 @@ export class WalletReads {
 /**
  * An EIP-7702 meta-transaction's authorization at send time: none to carry when the EOA already
  * delegates to the implementation, carried while the EOA's nonce is the one it signed for, void (the
- * reason) once the EOA sent a transaction of its own since.
+ * reason) once the EOA sent a transaction of its own since. Read never from a node behind the block
+ * seen (readAuthorizationState): `behind` (the reason) when no node answered for it, and the
+ * meta-transaction is left queued, nothing signed.
  */
-export async function authorizationToCarry(client: PublicClient, row: MetaTxnRow): Promise<{ carry?: Authorization; void?: string }> {
+export async function authorizationToCarry(client: PublicClient, row: MetaTxnRow, seen: () => bigint): Promise<{ carry?: Authorization; void?: string; behind?: string }> {
   const a = row.authorization;
   if (!a) return {};
   const wallet = row.wallet as Address;
-  const [code, next] = await Promise.all([client.getCode({ address: wallet }), client.getTransactionCount({ address: wallet, blockTag: 'pending' })]);
-  if (delegatedTo(code) === a.implementation) return {};
-  if (next !== a.nonce)
-    return { void: `its EIP-7702 authorization is void: it is for account nonce ${a.nonce} of ${wallet}, which is at ${next} (the EOA sent a transaction since); nothing was sent` };
+  let s: AccountState;
+  try {
+    s = await readAuthorizationState(client, wallet, a, seen);
+  } catch (err) {
+    if (err instanceof RelayError && err.kind === 'unavailable') return { behind: err.message };
+    throw err;
+  }
+  if (s.delegated) return {};
+  if (s.next !== a.nonce)
+    return { void: `its EIP-7702 authorization is void: it is for account nonce ${a.nonce} of ${wallet}, which is at ${s.next} (the EOA sent a transaction since); nothing was sent` };
   return { carry: a };
 }

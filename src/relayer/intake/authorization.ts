@@ -1,4 +1,4 @@
-import { concat, getAddress, hexToBigInt, isAddress, keccak256, parseSignature, type Address, type Hex, type SignedAuthorization } from 'viem';
+import { concat, getAddress, hexToBigInt, isAddress, keccak256, parseSignature, type Address, type Hex, type PublicClient, type SignedAuthorization } from 'viem';
 import { recoverAuthorizationAddress } from 'viem/utils';
 import { RelayError } from '../errors.ts';
 
@@ -81,4 +81,66 @@ export async function checkAuthorization(a: Authorization, ctx: { field: string;
   if (signer.toLowerCase() !== ctx.wallet.toLowerCase()) {
     throw new RelayError('invalidArgument', `${f}.signature: signed by ${signer}, not by the wallet ${getAddress(ctx.wallet)} it would delegate`);
   }
+}
+
+/** Reads of an account answered from a state older than the block seen, made again up to this many times in all (at once, then 100, 200 ms apart). */
+const STALE_TRIES = 4;
+const STALE_PAUSE_MS = 100;
+
+const pause = (attempt: number) => (attempt > 2 ? new Promise((r) => setTimeout(r, STALE_PAUSE_MS * (attempt - 2))) : undefined);
+
+/**
+ * The account nonce of `wallet` at `block`, one a simulation that placed its delegation by override ran
+ * on: the authorization held there only if it is the nonce signed. A node without that block refuses it
+ * (asked again: another may have it); null when none answered.
+ */
+export async function readNonceAt(client: PublicClient, wallet: Address, block: bigint): Promise<number | null> {
+  for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
+    await pause(attempt);
+    try {
+      return await client.getTransactionCount({ address: wallet, blockNumber: block });
+    } catch {}
+  }
+  return null;
+}
+
+export interface AccountState {
+  /** The EOA's code is the designator of the authorization's implementation, at latest and at the block seen. */
+  delegated: boolean;
+  /** Its next account nonce, pending transactions included, never below its nonce at the block seen. */
+  next: number;
+}
+
+/**
+ * What an EIP-7702 authorization rests on, read so that a node behind cannot pass a void one. A node a
+ * block behind (load-balanced providers) answers "pending" from before transactions the relayer has
+ * seen mined: an authorization for a nonce the EOA has used since would look current, and carried, it
+ * is skipped on chain (the call reaches a plain account, no wallet runs, no fee is paid; the relayer
+ * pays the gas). So the account is also read at the newest block seen, which a node behind refuses:
+ * a nonce there past the authorization's voids it, whatever "pending" says; "pending" below it came
+ * from an older state and is asked again. Unavailable when no node answered for that block in the tries.
+ */
+export async function readAuthorizationState(client: PublicClient, wallet: Address, auth: Authorization, seen: () => bigint): Promise<AccountState> {
+  let why = '';
+  for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
+    await pause(attempt);
+    const at = seen();
+    // In one JSON-RPC batch: one node answers all four.
+    const pinned = at >= 0n ? { blockNumber: at } : { blockTag: 'latest' as const };
+    try {
+      const [code, codeAtSeen, nonce, pending] = await Promise.all([
+        client.getCode({ address: wallet }),
+        client.getCode({ address: wallet, ...pinned }),
+        client.getTransactionCount({ address: wallet, ...pinned }),
+        client.getTransactionCount({ address: wallet, blockTag: 'pending' }),
+      ]);
+      // Sent without the authorization only on both reads: a wrong "delegated" would cost the relayer a call to a plain account.
+      const delegated = delegatedTo(code) === auth.implementation && delegatedTo(codeAtSeen) === auth.implementation;
+      if (pending >= nonce || nonce > auth.nonce) return { delegated, next: Math.max(pending, nonce) };
+      why = `its pending nonce was answered as ${pending}, below its nonce ${nonce} at that block`;
+    } catch (err) {
+      why = `refused (${(err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 160)})`;
+    }
+  }
+  throw new RelayError('unavailable', `the chain's node is behind: the account of ${getAddress(wallet)} at block ${seen()}, which this relayer has seen, was ${why}; try again`);
 }

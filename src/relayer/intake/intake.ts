@@ -1,10 +1,10 @@
-import type { Address, Hex } from 'viem';
+import { getAddress, type Address, type Hex } from 'viem';
 import type { Tx } from '../../store/db.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
 import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
 import { checkWaitingFee } from '../preconditions/fee-floor.ts';
-import { AUTHORIZATION_GAS, designator } from './authorization.ts';
+import { AUTHORIZATION_GAS, designator, readNonceAt, type Authorization } from './authorization.ts';
 import { askOnce } from './approval.ts';
 import { bareId, type DecodedCall } from './bundle.ts';
 import { ceilMul, structuralFees } from './fees.ts';
@@ -143,6 +143,19 @@ export class Intake {
     });
   }
 
+  /** An authorization a simulation placed by override held at the block it ran on: the EOA's account nonce there is the one signed. */
+  private async authorizationHeld(auth: Authorization, wallet: Address, block: bigint) {
+    const nonce = await readNonceAt(this.chain.client, wallet, block);
+    if (nonce === null)
+      throw new RelayError('unavailable', `the chain's node is behind: no node answered the account nonce of ${getAddress(wallet)} at block ${block}, which the call was simulated on; try again`);
+    if (nonce !== auth.nonce) {
+      throw new RelayError(
+        'invalidArgument',
+        `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(wallet)} (${nonce} at block ${block}); sign the authorization for its next nonce`,
+      );
+    }
+  }
+
   /** What costs no node call: a fee or a sponsorship must be there at all, and a caller who did not pay before gets no credit. */
   private async precheck(args: SendArgs, call: DecodedCall, rules: SponsorRule[]) {
     if (!this.chain.isFeeRequired) return;
@@ -188,9 +201,13 @@ export class Intake {
     // The slot reads make this run's gas a few gas per call into the wallet dearer (probe-proxy.ts):
     // conservative. The dispatcher simulates again without them before signing.
     const sim = await this.chain.probe({ ...job, nonces: [], reads: call.bundles.map((b) => ({ wallet: b.wallet, space: b.space })), slotReads: unverified });
+    // The delegation is placed by override, so the run passes whether or not the authorization holds at its block.
+    if (args.authorization) await this.authorizationHeld(args.authorization, call.entrypoint, sim.block);
     for (const [i, w] of unverified.entries()) {
       // Remembered for this block either way: other sends of the wallet need no read.
       this.chain.wallets.learn(w, sim.slots[i], sim.block);
+      // A proxy seen with code whose slot is zero at the block simulated: that block predates its deployment.
+      if (BigInt(sim.slots[i]) === 0n) throw new RelayError('unavailable', `the chain's node is behind: wallet ${getAddress(w)} was simulated at block ${sim.block}, before its deployment; try again`);
       if (slotKind(this.chain.context, sim.slots[i]) !== 'wallet') throw new RelayError('simulationFailed', describeKind(w, 'other'));
     }
     const chainNonces = sim.chainNonces;

@@ -62,9 +62,6 @@ async function readSlots(client: PublicClient, wallets: Address[], blockNumber?:
 
 type CodeKind = 'proxy' | 'delegated' | 'empty' | 'other';
 
-/** Reads of a deployed proxy's slot that answered zero, made again (50, 100, 150, 200 ms apart) before it counts. */
-const ZERO_SLOT_TRIES = 4;
-
 /**
  * What recognising wallets asks the node, batched and remembered. Reads asked within 2 ms go out as one
  * eth_call (code hashes) and one more (implementation slots), however many wallets. A wallet proxy's
@@ -83,10 +80,19 @@ export class WalletCache {
   private readonly delegated: Set<bigint>;
 
   /** `blockNumber`: every read at that block (a cache of one request, pinned to a block already seen), else at latest. */
-  constructor(client: PublicClient, delegates: readonly Address[] = [], blockNumber?: bigint) {
+  constructor(
+    private readonly client: PublicClient,
+    private readonly delegates: readonly Address[] = [],
+    blockNumber?: bigint,
+  ) {
     this.delegated = new Set(delegates.map((d) => BigInt(designatorHash(d))));
     this.codes = new WindowBatch((a) => readCodeHashes(client, a, blockNumber));
     this.slotReads = new WindowBatch((a) => readSlots(client, a, blockNumber));
+  }
+
+  /** A fresh cache of the same node and accepted implementations whose every read is at `block` (one request's, never shared). */
+  at(block: bigint): WalletCache {
+    return new WalletCache(this.client, this.delegates, block);
   }
 
   observe(block: bigint | number) {
@@ -136,7 +142,8 @@ export class WalletCache {
   /** A slot a simulation read at `block` (folded into its probe): remembered when that is still the block observed. */
   learn(a: Address, slot: Hex, block: bigint) {
     this.observe(block);
-    if (block === this.block && !this.slots.has(a)) this.slots.set(a, Promise.resolve(slot));
+    // Zero beside proxy code is a state before the deployment (see Recognised.behind): never remembered.
+    if (block === this.block && BigInt(slot) !== 0n && !this.slots.has(a)) this.slots.set(a, Promise.resolve(slot));
   }
 }
 
@@ -150,6 +157,14 @@ export interface Recognised {
   kinds: Map<Address, WalletKind>;
   /** Taken for 'wallet' on their proxy code alone: the caller reads and checks their slot (slotKind) before relying on it. */
   unverified: Address[];
+  /**
+   * Wallet proxies whose implementation slot read zero. A proxy stores its implementation as it is
+   * deployed, so that slot was read from a state before the deployment: a node behind (load-balanced
+   * providers answer from nodes a block apart; the code, remembered for good, may have come from one
+   * that is not). 'other' in `kinds` and not remembered: not to be judged on, but recognised again at
+   * a block already seen (ChainRelayer.recognise, WalletReads.kindsAt), as 'empty' is.
+   */
+  behind: Address[];
 }
 
 /**
@@ -173,29 +188,41 @@ export async function recogniseDeferring(client: PublicClient, context: Sequence
   const unique = [...new Set(addresses.map((a) => a.toLowerCase() as Address))];
   const later = defer?.toLowerCase() as Address | undefined;
   const unverified: Address[] = [];
+  const behind: Address[] = [];
   const kinds = await Promise.all(
     unique.map(async (address): Promise<WalletKind> => {
       if (address === later && c.slotUnknown(address)) {
         unverified.push(address);
         return 'wallet';
       }
-      let [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
-      // A wallet proxy stores its implementation as it is deployed, so a zero slot beside proxy code was
-      // read from a state before the deployment: a node behind (load-balanced providers answer from nodes
-      // a block apart; the code, remembered for good, may have come from one that is not). Read again.
-      for (let i = 1; code === 'proxy' && BigInt(slot) === 0n && i <= ZERO_SLOT_TRIES; i++) {
-        c.forget(address);
-        await new Promise((r) => setTimeout(r, 50 * i));
-        slot = await c.slot(address);
-      }
+      const [code, slot] = await Promise.all([c.code(address), c.slot(address)]);
       if (code !== 'proxy') {
         c.forget(address);
         return code === 'delegated' ? 'wallet' : code === 'empty' ? 'empty' : 'other';
       }
+      if (BigInt(slot) === 0n) {
+        c.forget(address);
+        behind.push(address);
+        return 'other';
+      }
       return slotKind(context, slot);
     }),
   );
-  return { kinds: new Map(unique.map((a, i) => [a, kinds[i]])), unverified };
+  return { kinds: new Map(unique.map((a, i) => [a, kinds[i]])), unverified, behind };
+}
+
+/** Recognitions pinned to a block, which a node behind refuses, are asked again up to this many times in all: at once, then 100, 200 ms apart. */
+const PINNED_TRIES = 4;
+
+/** recogniseDeferring with `pinned` (a cache of WalletCache.at a block seen), asked again while refused; null when no node answered for that block. */
+export async function recognisePinned(client: PublicClient, context: SequenceContext, addresses: readonly Address[], pinned: WalletCache): Promise<Recognised | null> {
+  for (let attempt = 1; attempt <= PINNED_TRIES; attempt++) {
+    if (attempt > 2) await new Promise((r) => setTimeout(r, 100 * (attempt - 2)));
+    try {
+      return await recogniseDeferring(client, context, addresses, pinned);
+    } catch {}
+  }
+  return null;
 }
 
 export function describeKind(address: Address, kind: WalletKind): string {
