@@ -172,14 +172,7 @@ export interface Recognised {
  * code, and its implementation slot naming the context's main module (or its upgradable form). Without
  * a cache, a fresh one: still one call for the codes and one for the slots of all the addresses. An EOA
  * whose code is the EIP-7702 designator of an implementation the cache accepts is a wallet too, known
- * from the same code-hash call.
- */
-export async function recogniseWallets(client: PublicClient, context: SequenceContext, addresses: readonly Address[], cache?: WalletCache): Promise<Map<Address, WalletKind>> {
-  return (await recogniseDeferring(client, context, addresses, cache)).kinds;
-}
-
-/**
- * recogniseWallets, except for `defer`: when it is a known wallet proxy whose slot this block has not
+ * from the same code-hash call. `defer`: when it is a known wallet proxy whose slot this block has not
  * read, it is 'wallet' provisionally and listed in `unverified`, with no slot read awaited. Intake reads
  * that slot in its simulation's own eth_call instead (ProbeJob.slotReads) and checks it there.
  */
