@@ -86,52 +86,60 @@ export async function openPglite(location: string): Promise<Db> {
   }
   let txs = 0;
   let closed = false;
-  const queryable = (tx?: number, isOpen = () => true): Queryable => ({
-    async exec(sql: string) {
-      if (!isOpen()) throw new Error('Transaction is closed');
-      await pg.call({ op: 'exec', sql, tx });
-    },
-    async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
-      if (!isOpen()) throw new Error('Transaction is closed');
-      return pg.call<QueryResult<T>>({ op: 'query', sql, params, tx });
-    },
-  });
-  const base = queryable();
-  return {
-    kind: 'pglite',
-    query: base.query,
-    exec: base.exec,
-    async transaction(fn) {
-      const tx = ++txs;
-      await pg.call({ op: 'begin', tx });
-      const slot = commitSlot();
-      let ended = false;
-      try {
-        const value = await fn({ ...queryable(tx, () => !ended), atCommit: slot.atCommit });
-        ended = true;
-        // The atCommit statement goes with the COMMIT: one message, so nothing runs between them.
-        const last = slot.statement;
-        const result = await pg.call<QueryResult<unknown> | undefined>({ op: 'commit', tx, sql: last?.sql, params: last?.params });
-        slot.settle(result);
-        return value;
-      } catch (err) {
-        if (!ended) {
+  /** The Db, its statements marked `high` or not. */
+  const handle = (high: boolean): Db => {
+    const queryable = (tx?: number, isOpen = () => true): Queryable => ({
+      async exec(sql: string) {
+        if (!isOpen()) throw new Error('Transaction is closed');
+        await pg.call({ op: 'exec', sql, tx, high });
+      },
+      async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
+        if (!isOpen()) throw new Error('Transaction is closed');
+        return pg.call<QueryResult<T>>({ op: 'query', sql, params, tx, high });
+      },
+    });
+    const base = queryable();
+    return {
+      kind: 'pglite',
+      query: base.query,
+      exec: base.exec,
+      async transaction(fn) {
+        const tx = ++txs;
+        await pg.call({ op: 'begin', tx, high });
+        const slot = commitSlot();
+        let ended = false;
+        try {
+          const value = await fn({ ...queryable(tx, () => !ended), atCommit: slot.atCommit });
           ended = true;
-          await pg.call({ op: 'rollback', tx });
+          // The atCommit statement goes with the COMMIT: one message, so nothing runs between them.
+          const last = slot.statement;
+          const result = await pg.call<QueryResult<unknown> | undefined>({ op: 'commit', tx, sql: last?.sql, params: last?.params });
+          slot.settle(result);
+          return value;
+        } catch (err) {
+          if (!ended) {
+            ended = true;
+            await pg.call({ op: 'rollback', tx });
+          }
+          slot.settle(undefined);
+          throw err;
         }
-        slot.settle(undefined);
-        throw err;
-      }
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      try {
-        await pg.call({ op: 'close' });
-      } finally {
-        await pg.terminate();
-        lock?.release();
-      }
-    },
+      },
+      // The dispatcher's handle: the same connection, its statements ahead of the requests' waiting
+      // ones, as PostgreSQL gives it connections of its own (services.ts). Closed with this one.
+      dedicated: high ? undefined : async () => handle(true),
+      close: high ? async () => undefined : close,
+    };
   };
+  async function close() {
+    if (closed) return;
+    closed = true;
+    try {
+      await pg.call({ op: 'close' });
+    } finally {
+      await pg.terminate();
+      lock?.release();
+    }
+  }
+  return handle(false);
 }
