@@ -46,6 +46,14 @@ function next() {
 }
 
 async function run(m) {
+  if (m.tx && open?.failed && m.op !== 'begin') {
+    // Its BEGIN failed (main sends the first statements without waiting for it): every statement
+    // fails as BEGIN did, and the COMMIT too; the ROLLBACK has nothing to undo.
+    const { failed } = open;
+    if (m.op === 'commit' || m.op === 'rollback') open = undefined;
+    if (m.op === 'rollback') return undefined;
+    throw failed;
+  }
   const q = m.tx && open ? open.tx : pg;
   switch (m.op) {
     case 'query':
@@ -67,7 +75,12 @@ async function run(m) {
         if (last.op === 'rollback') throw ROLLBACK;
         return last.sql ? result(await tx.query(last.sql, last.params)) : undefined;
       });
-      await Promise.race([ready, done]);
+      try {
+        await Promise.race([ready, done]);
+      } catch (failed) {
+        open = { id: m.tx, failed };
+        throw failed;
+      }
       open.done = done;
       return undefined;
     }

@@ -62,7 +62,14 @@ async function startWorker(dataDir: string | undefined) {
     await worker.terminate();
     throw err;
   }
-  return { call, terminate: () => worker.terminate() };
+  return {
+    call,
+    /** Throws what the connection was lost to (close, a crash), as the next call would. */
+    check: () => {
+      if (gone) throw gone;
+    },
+    terminate: () => worker.terminate(),
+  };
 }
 
 /**
@@ -104,8 +111,12 @@ export async function openPglite(location: string): Promise<Db> {
       query: base.query,
       exec: base.exec,
       async transaction(fn) {
+        // A closed connection runs no fn, as PGlite's transaction() did not.
+        pg.check();
         const tx = ++txs;
-        await pg.call({ op: 'begin', tx, high });
+        // Not waited for: the first statement follows it at once, one round trip less while the
+        // transaction holds the connection. A failed BEGIN fails the statements and the COMMIT instead.
+        pg.call({ op: 'begin', tx, high }).catch(() => undefined);
         const slot = commitSlot();
         let ended = false;
         try {
