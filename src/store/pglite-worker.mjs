@@ -110,7 +110,12 @@ async function drain() {
     try {
       parentPort.postMessage({ id: m.id, value: await run(m) });
     } catch (err) {
-      parentPort.postMessage({ id: m.id, error: serialise(err) });
+      try {
+        parentPort.postMessage({ id: m.id, error: serialise(err) });
+      } catch {
+        // A field that cannot be cloned: the message still answers the call, the queue goes on.
+        parentPort.postMessage({ id: m.id, error: { message: String(err?.message ?? err), code: err?.code } });
+      }
     }
     // A turn of the event loop lets the messages that arrived meanwhile in: a `high` one goes next.
     await new Promise(setImmediate);
