@@ -15,6 +15,8 @@ rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 run('npx', ['tsc', '-p', 'tsconfig.build.json']);
 // migrate.ts reads its SQL next to itself.
 cpSync(new URL('../src/store/migrations', import.meta.url), new URL('../dist/store/migrations', import.meta.url), { recursive: true });
+// PGlite's worker thread is plain JavaScript (tsc compiles .ts only), loaded from next to pglite.js.
+cpSync(new URL('../src/store/pglite-worker.mjs', import.meta.url), new URL('../dist/store/pglite-worker.mjs', import.meta.url));
 // The Sequence wallet bytecode, read once from @0xsequence/wallet-contracts (a dev dependency).
 const { SEQUENCE_CONTRACTS, BUNDLED_BYTECODE, sequenceCreationCode } = await import('../dist/relayer/artifacts.js');
 writeFileSync(BUNDLED_BYTECODE, JSON.stringify(Object.fromEntries(SEQUENCE_CONTRACTS.map((n) => [n, sequenceCreationCode(n)]))));

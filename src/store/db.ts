@@ -61,7 +61,8 @@ export interface Db extends Queryable {
   /**
    * PostgreSQL: a pool of its own, of at most `max` connections, on the same database, so work that
    * must not wait behind a flood of requests (the relayer's dispatcher) has connections of its own.
-   * PGlite (one connection in this process): undefined, the caller keeps this Db.
+   * PGlite (one connection, in a worker thread): a handle on the same connection whose statements go
+   * ahead of the others waiting for it; its close() does nothing (this Db's closes the connection).
    */
   dedicated?(max: number): Promise<Db>;
   close(): Promise<void>;

@@ -32,8 +32,9 @@ function build(dir: string) {
   const tsc = createRequire(join(ROOT, 'package.json')).resolve('typescript/bin/tsc');
   const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(tmp, 'dist')], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`tsc (the CLI build for the tests) failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
-  // As scripts/build.mjs lays it out: migrations beside migrate.js.
+  // As scripts/build.mjs lays it out: migrations beside migrate.js, PGlite's worker beside pglite.js.
   cpSync(join(ROOT, 'src/store/migrations'), join(tmp, 'dist/store/migrations'), { recursive: true });
+  cpSync(join(ROOT, 'src/store/pglite-worker.mjs'), join(tmp, 'dist/store/pglite-worker.mjs'));
   cpSync(join(ROOT, 'bin'), join(tmp, 'bin'), { recursive: true });
   cpSync(join(ROOT, 'package.json'), join(tmp, 'package.json'));
   // What the code reads beside itself, live from the checkout as the sources read it: the contracts
