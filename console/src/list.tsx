@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { useApi } from './hooks.ts';
 
 /*
@@ -22,9 +22,13 @@ export function usePaged<T extends Paged>(method: string, args: Record<string, u
   const setCursors = (c: string[]) => setState({ key, cursors: c });
   const cursor = cursors[cursors.length - 1];
   const list = useApi<T>(method, { ...args, pageSize, ...(cursor ? { cursor } : {}) });
+  // The rows on screen are the last page that arrived: counted from where that page starts, not from the
+  // page asked for and still loading ("126–150 of 131" for a moment after Older, with the old 25 rows).
+  const shown = useRef<{ data: T | null; first: number }>({ data: null, first: 0 });
+  if (list.data !== shown.current.data) shown.current = { data: list.data, first: cursors.length * pageSize };
   return {
     ...list,
-    first: cursors.length * pageSize,
+    first: shown.current.first,
     older: () => list.data?.nextCursor && setCursors([...cursors, list.data.nextCursor]),
     newer: () => setCursors(cursors.slice(0, -1)),
     atStart: cursors.length === 0,

@@ -21,8 +21,11 @@ export interface PictureWire {
 
 /** An image that shows a placeholder until it has loaded, and the failure if it does not. */
 export function Picture({ src, size, alt, testid, href }: { src: string | null | undefined; size: number; alt: string; testid: string; href?: string | null }) {
-  const [state, setState] = useState<'loading' | 'loaded' | 'failed'>('loading');
-  useEffect(() => setState('loading'), [src]);
+  // The state belongs to one src: another src starts at 'loading' in the same render. (Reset by an effect,
+  // it ran after a fast load event and put the placeholder back over a picture already shown.)
+  const [seen, setSeen] = useState<{ src: typeof src; state: 'loading' | 'loaded' | 'failed' }>({ src, state: 'loading' });
+  const state = seen.src === src ? seen.state : 'loading';
+  const setState = (s: 'loaded' | 'failed') => setSeen({ src, state: s });
   if (!src) return <Placeholder size={size} text="thumbnail being made…" testid={`${testid}-pending`} />;
   const img = <img data-testid={testid} src={src} alt={alt} width={size} height={size} class={`picture ${state}`} onLoad={() => setState('loaded')} onError={() => setState('failed')} />;
   return (

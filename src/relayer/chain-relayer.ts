@@ -359,10 +359,12 @@ export class ChainRelayer implements RelayerChain {
     // (read from a state before the deployment), and "no code" for a wallet that has code at a block
     // already seen. Recognised again at that block (a node behind refuses it, and is not asked twice in
     // a row by a load balancer's round robin); "no code" else at latest a few times more.
-    if (read.behind.length > 0 || (strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && (await this.codeAtSeen(first.entrypoint)))) {
+    // An EOA bringing its authorization has no code of its own to find: its kind is the delegation's (below).
+    const undeployed = () => strict && !auth && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty';
+    if (read.behind.length > 0 || (undeployed() && (await this.codeAtSeen(first.entrypoint)))) {
       ({ kinds, unverified } = await this.recogniseAtSeen(asked, read));
     }
-    for (let attempt = 1; strict && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty' && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
+    for (let attempt = 1; undeployed() && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
       await pause(STALE_PAUSE_MS * attempt);
       const again = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer);
       ({ kinds, unverified } = again.behind.length > 0 ? await this.recogniseAtSeen(asked, again) : again);

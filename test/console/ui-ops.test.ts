@@ -85,7 +85,7 @@ describe(`console pages as a person reads them (${TEST_DB})`, () => {
     expect(await page.getByTestId('activity').locator('tbody tr').count()).toBe(25);
     for (const first of [26, 51, 76, 101, 126]) {
       await page.getByTestId('activity-older').click();
-      await expect.poll(() => count.textContent()).toBe(`${first}–${Math.min(first + 24, 131)} of 131 meta-transactions`);
+      await expect.poll(() => count.textContent(), { timeout: 10_000 }).toBe(`${first}–${Math.min(first + 24, 131)} of 131 meta-transactions`);
     }
     // The last page: rows 126 to 131, the oldest (i = 1) at the bottom, and no Older.
     const rows = page.getByTestId('activity').locator('tbody tr');
