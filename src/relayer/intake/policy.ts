@@ -150,6 +150,11 @@ export interface RuleSpend {
   wallets: Map<string, { wei: bigint; usd: bigint }>;
 }
 
+/** A budget limit in the words its refusals use (clients match on "daily spend cap" and "total budget"). */
+export function budgetWords(limit: LimitKind): string {
+  return limit === 'dailyCap' ? 'daily spend cap' : limit === 'walletDailyCap' ? 'daily cap for a wallet' : limit === 'totalBudget' ? 'total budget' : limit;
+}
+
 /** The budget limits: daily cap, per-wallet daily cap, total budget. */
 export function budgetStop(rule: RuleRef, spend: RuleSpend, wallets: readonly Address[], cost: Cost): Stop | null {
   const p = rule.policy;
