@@ -74,8 +74,8 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
   // Every transaction signed here, by nonce, until the account's mined nonce is past it: what a nudge
   // sends again (a receipt seen is not enough: see nudgeIfStalled).
   const signed = new Map<number, Hex>();
-  /** The head as last read, and when it last moved: a nudge waits for the chain to stall. */
-  const watch = { head: -1n, movedAt: Date.now(), checkedAt: 0 };
+  /** The account's mined nonce as last read, and when it last moved: a nudge waits for our transactions to stall. */
+  const watch = { mined: -1, movedAt: Date.now(), checkedAt: 0 };
   let nudging: Promise<void> | undefined;
 
   /** Signs here and sends the raw transaction, so it can be sent again if anvil loses it. */
@@ -88,9 +88,9 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
   /**
    * Anvil's automine can leave a ready transaction in its pool (foundry-rs/foundry#10122), and was seen
    * under load to lose 19 and 90 in a row (a receipt awaited for nonce 206 with the account at 116 and
-   * nothing pending). When the chain has not moved for 2 s while receipts are awaited, every transaction
+   * nothing pending). When our mined nonce has not moved for 2 s while receipts are awaited, every transaction
    * of ours at or above the account's mined nonce is sent again in nonce order (the node ignores what it
-   * holds) and one block is mined by hand. Once per stall for all waiters, never while blocks are coming:
+   * holds) and one block is mined by hand. Once per stall for all waiters, never while ours are mined:
    * a nudge per waiter every 2 s (250 waiters for a batch of mints) mined beside a busy automine, and is
    * the likely way those transactions were lost.
    */
@@ -99,15 +99,16 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
     if (nudging || now - watch.checkedAt < 500) return nudging;
     watch.checkedAt = now;
     nudging = (async () => {
-      const head = await pub.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
-      if (head === undefined) return;
-      if (head !== watch.head) {
-        watch.head = head;
+      // Our mined nonce, not the head: with interval mining (or others' transactions) blocks keep coming
+      // while ours are lost (the account stuck at 516 for 60 s, 532 waiting in the pool, under a CPU hog).
+      const mined = await pub.getTransactionCount({ address: account.address, blockTag: 'latest' }).catch(() => undefined);
+      if (mined === undefined) return;
+      if (mined !== watch.mined) {
+        watch.mined = mined;
         watch.movedAt = Date.now();
         return;
       }
       if (Date.now() - watch.movedAt < 2_000) return;
-      const mined = await pub.getTransactionCount({ address: account.address, blockTag: 'latest' });
       for (const [nonce, raw] of [...signed].sort((a, b) => a[0] - b[0])) {
         if (nonce < mined) signed.delete(nonce);
         else await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).catch(() => undefined);
