@@ -547,16 +547,23 @@ describe("an EOA's account answered by a node a block behind (load-balanced prov
     expect(r.body.cause).toMatch(/^authorization\.nonce: 0 is not the account nonce of .* \(1\)/);
   }, 60_000);
 
+  /** A meta-transaction queued (dispatcher stopped) whose authorization the EOA then voids; its id. */
+  async function queueVoided(): Promise<string> {
+    let id = '';
+    await voided(async (u, auth) => {
+      const r = await send(u, (await bundle(u, [transfer(eoa().address, 1n), fee()])).input, auth);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      id = r.body.txnHash;
+    });
+    return id;
+  }
+
   it('dispatch: voided while queued, dropped with the reason, though the node behind still counts the EOA at the signed one', async () => {
     let id = '';
     const mark = await lastSigned();
     await dispatcher().stop();
     try {
-      await voided(async (u, auth) => {
-        const r = await send(u, (await bundle(u, [transfer(eoa().address, 1n), fee()])).input, auth);
-        expect(r.status, JSON.stringify(r.body)).toBe(200);
-        id = r.body.txnHash;
-      });
+      id = await queueVoided();
       const u = (await stored(id))!.wallet as Address;
       env.provider!.set({ lag: { blocks: 1, only: accountOf(u) } });
     } finally {
@@ -580,11 +587,7 @@ describe("an EOA's account answered by a node a block behind (load-balanced prov
     const mark = await lastSigned();
     await dispatcher().stop();
     try {
-      await voided(async (u, auth) => {
-        const r = await send(u, (await bundle(u, [transfer(eoa().address, 1n), fee()])).input, auth);
-        expect(r.status, JSON.stringify(r.body)).toBe(200);
-        id = r.body.txnHash;
-      });
+      id = await queueVoided();
       // Every read but the runs of bundles goes to the pool behind: the dispatcher's head, so the block
       // it has seen, is the one before the EOA's transaction, where the authorization still holds. Only
       // the run before signing reaches the head, where the delegation placed by override hides that it does not.
