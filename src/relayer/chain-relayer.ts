@@ -4,6 +4,7 @@ import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { RelayError, StaleState } from './errors.ts';
+import { STALE_TRIES, askAgainWhileBehind } from './intake/ask-again.ts';
 import { checkAuthorization, readAuthorizationState, type Authorization } from './intake/authorization.ts';
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
 import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
@@ -22,8 +23,7 @@ export type { SendArgs, SendResult } from './intake/intake.ts';
 export type { Admission, Funding } from './intake/pricing.ts';
 export { sponsorshipWire } from './intake/pricing.ts';
 
-/** Reads answered from a block older than one seen (a node behind) are made again up to this many times in all: once at once, then pausing a little longer each time. */
-const STALE_TRIES = 4;
+/** Simulations answered from a block older than one seen (a node behind) are run again, pausing a little longer each time. */
 const STALE_PAUSE_MS = 100;
 /**
  * Simulations, whose results a gas limit is signed on, are tried longer: 10 runs within about 3 s (a
@@ -236,14 +236,8 @@ export class ChainRelayer implements RelayerChain {
    */
   private async codeAtSeen(address: Address): Promise<boolean> {
     if (this.seenBlock < 0n) return false;
-    for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
-      try {
-        return ((await this.client.getCode({ address, blockNumber: this.seenBlock })) ?? '0x') !== '0x';
-      } catch {
-        await pause(STALE_PAUSE_MS * (attempt - 1));
-      }
-    }
-    return false;
+    const code = await askAgainWhileBehind(async () => (await this.client.getCode({ address, blockNumber: this.seenBlock })) ?? '0x');
+    return code !== undefined && code !== '0x';
   }
 
   /**
@@ -255,18 +249,14 @@ export class ChainRelayer implements RelayerChain {
    * Undecided, the read at latest stands for "no code"; a zero slot is never judged on: Unavailable.
    */
   private async recogniseAtSeen(asked: readonly Address[], latest: Recognised): Promise<Recognised> {
-    for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
-      if (attempt > 2) await pause(STALE_PAUSE_MS * (attempt - 2));
-      let r: Recognised;
-      try {
-        r = await recogniseDeferring(this.client, this.context, asked, this.wallets.at(this.seenBlock));
-      } catch {
-        continue;
-      }
+    const again = await askAgainWhileBehind(async () => {
+      const r = await recogniseDeferring(this.client, this.context, asked, this.wallets.at(this.seenBlock));
       if (r.behind.length === 0 && !latest.behind.some((a) => r.kinds.get(a) === 'empty')) return r;
       const head = await this.client.getBlockNumber({ cacheTime: 0 }).catch(() => -1n);
       if (head > this.seenBlock) this.observeBlock(head);
-    }
+      return undefined;
+    });
+    if (again) return again;
     const unsure = latest.behind[0];
     if (!unsure) return latest;
     throw new RelayError(

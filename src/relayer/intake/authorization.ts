@@ -1,6 +1,7 @@
 import { concat, getAddress, hexToBigInt, isAddress, keccak256, parseSignature, type Address, type Hex, type PublicClient, type SignedAuthorization } from 'viem';
 import { recoverAuthorizationAddress } from 'viem/utils';
 import { RelayError } from '../errors.ts';
+import { askAgainWhileBehind } from './ask-again.ts';
 
 /**
  * EIP-7702 on the wire (MetaTxn.authorization): the EOA `walletAddress` signs "my code is
@@ -83,25 +84,13 @@ export async function checkAuthorization(a: Authorization, ctx: { field: string;
   }
 }
 
-/** Reads of an account answered from a state older than the block seen, made again up to this many times in all (at once, then 100, 200 ms apart). */
-const STALE_TRIES = 4;
-const STALE_PAUSE_MS = 100;
-
-const pause = (attempt: number) => (attempt > 2 ? new Promise((r) => setTimeout(r, STALE_PAUSE_MS * (attempt - 2))) : undefined);
-
 /**
  * The account nonce of `wallet` at `block`, one a simulation that placed its delegation by override ran
  * on: the authorization held there only if it is the nonce signed. A node without that block refuses it
- * (asked again: another may have it); null when none answered.
+ * (asked again: another may have it, ask-again.ts); null when none answered.
  */
 export async function readNonceAt(client: PublicClient, wallet: Address, block: bigint): Promise<number | null> {
-  for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
-    await pause(attempt);
-    try {
-      return await client.getTransactionCount({ address: wallet, blockNumber: block });
-    } catch {}
-  }
-  return null;
+  return (await askAgainWhileBehind(() => client.getTransactionCount({ address: wallet, blockNumber: block }))) ?? null;
 }
 
 export interface AccountState {
@@ -122,8 +111,7 @@ export interface AccountState {
  */
 export async function readAuthorizationState(client: PublicClient, wallet: Address, auth: Authorization, seen: () => bigint): Promise<AccountState> {
   let why = '';
-  for (let attempt = 1; attempt <= STALE_TRIES; attempt++) {
-    await pause(attempt);
+  const state = await askAgainWhileBehind(async (): Promise<AccountState | undefined> => {
     const at = seen();
     // In one JSON-RPC batch: one node answers all four.
     const pinned = at >= 0n ? { blockNumber: at } : { blockTag: 'latest' as const };
@@ -141,6 +129,8 @@ export async function readAuthorizationState(client: PublicClient, wallet: Addre
     } catch (err) {
       why = `refused (${(err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 160)})`;
     }
-  }
+    return undefined;
+  });
+  if (state) return state;
   throw new RelayError('unavailable', `the chain's node is behind: the account of ${getAddress(wallet)} at block ${seen()}, which this relayer has seen, was ${why}; try again`);
 }

@@ -236,11 +236,11 @@ export class Intake {
   }
 
   private size(args: SendArgs, { sim, anonymous }: Checked) {
-    // The trial did not prove the measured gas enough (a call of the bundle asks for more gas than it
-    // burns), or the chain's limit must hold what only the node's estimate counts (Arbitrum's L1 part), and
-    // the node gave no estimate: a limit from the measured gas would fail on chain at the relayer's
-    // expense, so nothing is accepted; the estimate usually comes back on a retry.
-    if ((sim.trial !== 'passed' || this.chain.feeModel === 'arbitrum') && sim.estimate === undefined) {
+    // The limit rests on the node's estimate (simulate.ts says when: the trial did not prove the measured
+    // gas, or the chain charges a part only the estimate counts) and the node gave none: a limit from the
+    // measured gas would fail on chain at the relayer's expense, so nothing is accepted; the estimate
+    // usually comes back on a retry.
+    if (sim.estimateNeeded && sim.estimate === undefined) {
       throw new RelayError(
         'unavailable',
         'the node gave no eth_estimateGas for a bundle whose gas limit needs one (a call of it asks for more gas than it burns, or the chain charges a part only the estimate counts); try again',

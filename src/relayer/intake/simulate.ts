@@ -181,6 +181,12 @@ export interface ProbeResult extends ExactSimulation {
   block: bigint;
   /** Whether the bundle also executed with its trial gas; 'failed' and 'untried' come with an eth_estimateGas `estimate`. */
   trial: 'passed' | 'failed' | 'untried';
+  /**
+   * Whether the gas limit rests on the node's eth_estimateGas (an executed bundle the trial did not
+   * prove, or every one where ProbeSettings.alwaysEstimate): then an `estimate` missing means the node
+   * refused it, and no limit can be sized (intake refuses Unavailable).
+   */
+  estimateNeeded: boolean;
   /** The job's `reads`, in order. */
   chainNonces: bigint[];
   /** The implementation slots of the job's `slotReads`, in order. */
@@ -266,17 +272,19 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       const x = results[i];
       if (!x.ran) {
         // Not judged within this call's gas (a heavy neighbour): alone, it has the whole call.
-        if (jobs.length === 1) return { ok: false, reason: 'the bundle needs more gas than the node gives one eth_call', gasUsed: 0n, paid: [], block, trial: 'untried', chainNonces, slots };
+        if (jobs.length === 1)
+          return { ok: false, reason: 'the bundle needs more gas than the node gives one eth_call', gasUsed: 0n, paid: [], block, trial: 'untried', estimateNeeded: false, chainNonces, slots };
         const [alone] = await probeMany(client, settings, [job]);
         return { ...alone, chainNonces: alone.chainNonces.length ? alone.chainNonces : chainNonces, slots: alone.slots.length ? alone.slots : slots };
       }
       const trial = x.trial === 1 ? 'passed' : x.trial === 2 ? 'failed' : 'untried';
-      const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, chainNonces, slots };
+      const estimateNeeded = x.ok && (trial !== 'passed' || settings.alwaysEstimate === true);
+      const res: ProbeResult = { ok: x.ok, reason: x.ok ? undefined : describeRevert(x.ret), gasUsed: x.gasUsed, paid: [...x.paid], block, trial, estimateNeeded, chainNonces, slots };
       // Only a bundle the trial did not prove costs an eth_estimateGas (deep gas forwarding, a gasLimit
       // of its own): the node's binary search then decides, as before. Asked at the block the run was
       // made on: it is a request of its own, which a load balancer may hand to a node a block behind
       // (where a wallet deployed since has no code and "needs" next to no gas); such a node refuses it.
-      if (x.ok && (trial !== 'passed' || settings.alwaysEstimate)) {
+      if (estimateNeeded) {
         res.estimate = await client
           .estimateGas({
             account: job.sender,

@@ -4,6 +4,7 @@ import { WindowBatch } from '../../util/window-batch.ts';
 import { RELAY_PROBE_CODE } from './probe-code.ts';
 import { probeAddress } from './simulate.ts';
 import type { SequenceContext } from '../context.ts';
+import { askAgainWhileBehind } from './ask-again.ts';
 import { designatorHash } from './authorization.ts';
 
 /**
@@ -204,18 +205,9 @@ export async function recogniseDeferring(client: PublicClient, context: Sequence
   return { kinds: new Map(unique.map((a, i) => [a, kinds[i]])), unverified, behind };
 }
 
-/** Recognitions pinned to a block, which a node behind refuses, are asked again up to this many times in all: at once, then 100, 200 ms apart. */
-const PINNED_TRIES = 4;
-
-/** recogniseDeferring with `pinned` (a cache of WalletCache.at a block seen), asked again while refused; null when no node answered for that block. */
+/** recogniseDeferring with `pinned` (a cache of WalletCache.at a block seen), asked again while refused (ask-again.ts); null when no node answered for that block. */
 export async function recognisePinned(client: PublicClient, context: SequenceContext, addresses: readonly Address[], pinned: WalletCache): Promise<Recognised | null> {
-  for (let attempt = 1; attempt <= PINNED_TRIES; attempt++) {
-    if (attempt > 2) await new Promise((r) => setTimeout(r, 100 * (attempt - 2)));
-    try {
-      return await recogniseDeferring(client, context, addresses, pinned);
-    } catch {}
-  }
-  return null;
+  return (await askAgainWhileBehind(() => recogniseDeferring(client, context, addresses, pinned))) ?? null;
 }
 
 export function describeKind(address: Address, kind: WalletKind): string {
