@@ -1,7 +1,7 @@
-// PostgreSQL statements run again and again are prepared once per connection (src/store/postgres.ts).
-// Runs against the test PostgreSQL server whatever METARELAY_TEST_DB says: PGlite has no such protocol.
+// Statements run again and again are prepared once per connection: on PostgreSQL (src/store/postgres.ts)
+// and on PGlite (src/store/pglite-worker.mjs). Runs against both whatever METARELAY_TEST_DB says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDb, prepared, type Db } from '../src/store/db.ts';
+import { PREPARED_MARK, openDb, prepared, type Db } from '../src/store/db.ts';
 import { StatementNames, openPostgres } from '../src/store/postgres.ts';
 import { TEST_PG_URL, pgUrlFor } from './support/env.ts';
 
@@ -28,11 +28,15 @@ describe('StatementNames', () => {
   });
 });
 
-describe('prepared statements on PostgreSQL', () => {
+describe.each(['PostgreSQL', 'PGlite'])('prepared statements on %s', (kind) => {
   const dbName = `metarelay_prepared_${process.pid}`;
   let db: Db;
 
   beforeAll(async () => {
+    if (kind === 'PGlite') {
+      db = await openDb('memory://');
+      return;
+    }
     const admin = await openDb(TEST_PG_URL);
     await admin.exec(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.exec(`CREATE DATABASE ${dbName}`);
@@ -43,6 +47,7 @@ describe('prepared statements on PostgreSQL', () => {
 
   afterAll(async () => {
     await db?.close();
+    if (kind === 'PGlite') return;
     const admin = await openDb(TEST_PG_URL);
     await admin.exec(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.close();
@@ -59,6 +64,40 @@ describe('prepared statements on PostgreSQL', () => {
     expect(inTx).toBe('a');
     await db.transaction((tx) => tx.query(prepared('SELECT $1::text AS y'), ['b']));
     expect(await preparedOnConnection()).toEqual([prepared('SELECT $1::int + 1 AS x'), prepared('SELECT $1::text AS y')]);
+  });
+
+  it('a session reset (DISCARD ALL, as a reused test database gets) drops the names: the next run names the statement again', async () => {
+    const sql = prepared('SELECT $1::int * 2 AS x');
+    expect((await db.query<{ x: number }>(sql, [2])).rows[0].x).toBe(4);
+    await db.exec('DISCARD ALL');
+    expect(await preparedOnConnection()).toEqual([]);
+    expect((await db.query<{ x: number }>(sql, [3])).rows[0].x).toBe(6);
+    expect((await db.query<{ x: number }>(sql, [4])).rows[0].x).toBe(8);
+    expect(await preparedOnConnection()).toEqual([sql]);
+    // Planned for its values every run, after the reset too.
+    expect((await db.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0].plan_cache_mode).toBe('force_custom_plan');
+  });
+
+  it('a named statement answers as an unnamed one: typed values in and out, nulls, arrays, counts, errors with their fields', async () => {
+    await db.exec('CREATE TABLE v (id int PRIMARY KEY, n numeric, big bigint, tags text[], doc jsonb, at timestamptz, ok boolean)');
+    const insert = prepared('INSERT INTO v (id, n, big, tags, doc, at, ok) VALUES ($1, $2, $3, $4, $5, $6, $7)');
+    const row = [1, '12345678901234567890', 9007199254740991, ['a', 'b"c'], JSON.stringify({ k: [1, 2] }), new Date('2026-01-02T03:04:05Z'), true];
+    expect((await db.query(insert, row)).rowCount).toBe(1);
+    expect((await db.query(insert, [2, null, null, null, null, null, null])).rowCount).toBe(1);
+    const select = prepared('SELECT * FROM v WHERE id = ANY($1::int[]) ORDER BY id');
+    for (const q of [select, select.slice(PREPARED_MARK.length)]) {
+      const { rows } = await db.query<Record<string, unknown>>(q, [[1, 2]]);
+      expect(rows[0]).toMatchObject({ id: 1, n: '12345678901234567890', tags: ['a', 'b"c'], doc: { k: [1, 2] }, ok: true });
+      expect(new Date(rows[0].at as string).toISOString()).toBe('2026-01-02T03:04:05.000Z');
+      expect(rows[1]).toEqual({ id: 2, n: null, big: null, tags: null, doc: null, at: null, ok: null });
+    }
+    expect((await db.query(prepared('UPDATE v SET ok = $2 WHERE id <= $1'), [2, false])).rowCount).toBe(2);
+    expect((await db.query(prepared('SELECT id FROM v WHERE id = $1'), [99])).rows).toEqual([]);
+    const dup = await db.query(insert, row).catch((e: unknown) => e as { code?: string; constraint?: string });
+    expect(dup).toMatchObject({ code: '23505', constraint: 'v_pkey' });
+    // A failed statement inside a transaction aborts it, named or not; the connection goes on.
+    await expect(db.transaction((tx) => tx.query(insert, row))).rejects.toMatchObject({ code: '23505' });
+    expect((await db.query<{ c: number }>(prepared('SELECT count(*)::int AS c FROM v WHERE id > $1'), [0])).rows[0].c).toBe(2);
   });
 
   it('a table changed under a prepared statement (a migration while running): the next run answers the new columns', async () => {

@@ -8,7 +8,7 @@
 // marked `high` (the dispatcher's, pglite.ts) goes ahead of the normal ones waiting.
 import { readFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, parse, protocol } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 
 /** Thrown into PGlite's transaction() to have it roll back: main asked for it, nothing failed. */
@@ -29,6 +29,97 @@ const pg = await PGlite.create(workerData.dataDir, { extensions: { pg_trgm }, pg
   parentPort.postMessage({ id: 0, error: serialise(err) });
   return undefined;
 });
+
+
+
+/** The marker of statements run on hot paths (store/db.ts `prepared()`): named here, parsed once. */
+const PREPARED_MARK = '/*prepared*/ ';
+/** Statements named at most, as on PostgreSQL. */
+const MAX_PREPARED = 500;
+/** Named statements by text: name, parameter types, and the row description of their results. */
+const named = new Map();
+/** Names are never reused: one forgotten inside a transaction still exists in the session. */
+let nameSeq = 0;
+const wire = protocol.serialize;
+
+function concat(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** A named statement's plan no longer fits (a migration changed a table under it), or the statement is gone. */
+const isStaleName = (err) => (err?.code === '0A000' && /cached plan must not change result type/.test(String(err.message))) || err?.code === '26000';
+
+/**
+ * Session settings every statement runs under, set again after a DISCARD ALL resets them. As on
+ * PostgreSQL (postgres.ts): a named statement is still planned for its values every run; a generic plan
+ * (what PostgreSQL may switch to after five runs) read every bundle of a chain for a look-up by id.
+ */
+const SESSION = 'SET plan_cache_mode = force_custom_plan';
+if (pg) await pg.exec(SESSION);
+
+/**
+ * A statement marked `prepared()`, run as a named statement: parsed and described once (one message),
+ * then each run is one message to PGlite (bind, execute, sync) instead of query()'s six, with no parse
+ * and no analysis. PGlite's query() spent more on that than on most statements' execution (a look-up
+ * by key 0.28 ms against 0.09 ms named; bench/relayer-dev-burst.ts, issue #36). Values are serialised
+ * by the types PostgreSQL described, as query() does.
+ */
+async function runNamed(sql, params, inTx) {
+  let st = named.get(sql);
+  if (!st) {
+    const name = `mr_${++nameSeq}`;
+    const described = await pg.execProtocol(concat([wire.parse({ name, text: sql }), wire.describe({ type: 'S', name }), wire.sync()]), { syncToFs: false });
+    const rowDescription = described.messages.find((m) => m.name === 'rowDescription');
+    st = { name, types: parse.parseDescribeStatementResults(described.messages), rowDescription };
+    named.set(sql, st);
+  }
+  const values = params.map((v, i) => {
+    if (v === null || v === undefined) return null;
+    const serialise = pg.serializers[st.types[i]];
+    return serialise ? serialise(v) : v.toString();
+  });
+  const r = await pg.execProtocol(concat([wire.bind({ statement: st.name, values }), wire.execute({}), wire.sync()]), { syncToFs: !inTx });
+  const messages = st.rowDescription ? [st.rowDescription, ...r.messages] : r.messages;
+  return result(parse.parseResults(messages, pg.parsers)[0]);
+}
+
+/** After a stale name: every statement is named again, fresh. */
+async function forgetNamed() {
+  named.clear();
+  await pg.exec('DEALLOCATE ALL').catch(() => undefined);
+}
+
+/**
+ * An exec that drops the session's named statements (DISCARD ALL, DEALLOCATE: a reset of a reused
+ * database, test/support/db.ts) forgets them here too, and sets the session's settings again.
+ */
+async function afterExec(sql) {
+  if (!/\b(DISCARD|DEALLOCATE)\b/i.test(sql)) return;
+  named.clear();
+  await pg.exec(SESSION);
+}
+
+async function runQuery(q, m, inTx) {
+  if (!m.params?.length || !m.sql.startsWith(PREPARED_MARK) || (!named.has(m.sql) && named.size >= MAX_PREPARED)) return result(await q.query(m.sql, m.params));
+  try {
+    return await runNamed(m.sql, m.params, inTx);
+  } catch (err) {
+    if (!isStaleName(err)) throw err;
+    // Outside a transaction the statement is run again, freshly; inside, the error aborted it.
+    if (inTx) {
+      named.clear();
+      throw err;
+    }
+    await forgetNamed();
+    return runNamed(m.sql, m.params, false);
+  }
+}
 
 const queue = [];
 /** The open transaction: its id, PGlite's tx, and how to end it. */
@@ -57,9 +148,10 @@ async function run(m) {
   const q = m.tx && open ? open.tx : pg;
   switch (m.op) {
     case 'query':
-      return result(await q.query(m.sql, m.params));
+      return runQuery(q, m, Boolean(m.tx && open));
     case 'exec':
       await q.exec(m.sql);
+      await afterExec(m.sql);
       return undefined;
     case 'begin': {
       // PGlite's own transaction(), held open until main ends it: its BEGIN, COMMIT (a COMMIT that

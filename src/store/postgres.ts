@@ -44,7 +44,9 @@ export class StatementNames {
   }
 }
 
-const isStalePlan = (err: unknown) => (err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
+/** A named statement's plan no longer fits (a migration changed a table under it), or the session dropped it (DISCARD ALL). */
+const isStalePlan = (err: unknown) =>
+  ((err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message))) || (err as { code?: string }).code === '26000';
 
 /**
  * Runs `sql` on a pool or a client, named when `names` says so. A stale cached plan renews the names;
