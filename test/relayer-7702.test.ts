@@ -409,8 +409,18 @@ describe('a type-4 attempt priced out is replaced by a type-4 attempt with the s
       expect(second.nonce).toBe(a.nonce);
       expect(second.authorizationList).toEqual(a.authorizationList);
       expect(second.authorizationList![0].address.toLowerCase()).toBe(impl.toLowerCase());
-      await mineAndSweep();
-      await waitFor('SUCCEEDED', async () => (await stored(id))?.status === 'SUCCEEDED', 30_000);
+      // Blocks are mined by hand here: one block may come before the last replacement's broadcast (a
+      // busy machine), so a block is mined per look until the row is SUCCEEDED.
+      await waitFor(
+        'SUCCEEDED',
+        async () => {
+          if ((await stored(id))?.status === 'SUCCEEDED') return true;
+          await mineAndSweep();
+          return false;
+        },
+        60_000,
+        10,
+      );
       expect((await attempts(id)).filter((x) => x.status === 'MINED' || x.status === 'CONFIRMED').length).toBe(1);
     } finally {
       await setAutomine(env.rpcUrl, true);
