@@ -83,6 +83,7 @@ export class LogReader {
     // The span grows only when it was not cut in this call: a caller that plans its range by the
     // span (the follower) then gets the range it planned with the span it asks again with.
     let cut = false;
+    let behind = 0;
     for (;;) {
       const end = from + this.span - 1n < to ? from + this.span - 1n : to;
       if (end === from) {
@@ -95,6 +96,13 @@ export class LogReader {
         if (!cut) this.grow();
         return { to: end, logs };
       } catch (err) {
+        // A node a block behind the one that gave the head (load-balanced providers) refuses a range
+        // up to it: the same range is asked again, at once, then 100 ms later; another node may have it.
+        // Failing at once put a refresh task back for retries that met the same node every time.
+        if (saysBehind(err) && behind < BEHIND_TRIES - 1) {
+          if (behind++ > 0) await new Promise((r) => setTimeout(r, 100));
+          continue;
+        }
         // A rate limit says nothing about the range: asking for less would only ask more often.
         if (rateLimited(err)) throw err;
         const half = (end - from + 1n) / 2n;
@@ -144,6 +152,8 @@ async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilte
 const halves = <T>(xs: readonly T[]): [T[], T[]] => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
 
 /** A node behind the block asked (geth, erigon and providers' words): it says nothing of the range or block either. */
+/** Reads of a range a node behind refused, made in all before the refusal fails the read (at once, at once again, 100 ms later). */
+const BEHIND_TRIES = 3;
 const BEHIND = /beyond (?:the )?current head|header not found|unknown block|block not found|after last accepted block/i;
 
 /**
@@ -152,8 +162,15 @@ const BEHIND = /beyond (?:the )?current head|header not found|unknown block|bloc
  * of them fail the same way, and a block must not count as unreadable for it. Either fails the read as is.
  */
 function rateLimited(err: unknown): boolean {
-  for (let e = err as { status?: unknown; cause?: unknown; details?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
+  for (let e = err as { status?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
     if (e.status === 429) return true;
+  }
+  return saysBehind(err);
+}
+
+/** The node said it is behind the blocks asked for (BEHIND), in the error or one of its causes. */
+function saysBehind(err: unknown): boolean {
+  for (let e = err as { cause?: unknown; details?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
     if ((typeof e.details === 'string' && BEHIND.test(e.details)) || (typeof e.message === 'string' && BEHIND.test(e.message))) return true;
   }
   return false;
