@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem';
 import type { ChainClient } from './client.ts';
+import { askAgainIfBehind } from './ask-again.ts';
 import { LogReader } from './logs.ts';
 
 /**
@@ -23,8 +24,6 @@ const RATE_LIMITED = /\b429\b|rate.?limit|too many requests|exceeded (?:the )?(?
  * log search then covers the blocks the code search could not decide.
  */
 const NEAR_HEAD = 8n;
-/** Reads of the code near the head that a node behind refused, made in all (at once, at once again, 100 ms later). */
-const NEAR_HEAD_TRIES = 3;
 
 export type StateReadFault = 'no-state' | 'rate-limited' | 'unavailable';
 
@@ -87,18 +86,17 @@ export async function findDeploymentBlock(chain: ChainClient, address: Address, 
   if (opts.configured !== undefined) return { block: opts.configured, source: 'configured' };
   /** true / false: code or none; 'no-state': the node keeps no state that far back. */
   const codeAt = async (block: bigint): Promise<boolean | 'no-state'> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return ((await chain.public.getCode({ address, blockNumber: block })) ?? '0x') !== '0x';
-      } catch (err) {
-        const fault = stateReadFault(err);
-        if (fault === 'no-state' && head - block > NEAR_HEAD) return 'no-state';
-        // Near the head, no state is a node a block behind the one that gave the head (load-balanced
-        // providers): asked again at once, then 100 ms later, another node may have it. Failing at once
-        // put the task back for a retry that met the same node every time while the chain stood still.
-        if (fault !== 'no-state' || attempt >= NEAR_HEAD_TRIES) throw new DeploymentBlockError(address, block, fault, err);
-        if (attempt > 1) await new Promise((r) => setTimeout(r, 100));
-      }
+    try {
+      // Near the head, no state is a node behind the one that gave the head: asked again (ask-again.ts).
+      const code = await askAgainIfBehind(
+        () => chain.public.getCode({ address, blockNumber: block }),
+        (err) => stateReadFault(err) === 'no-state' && head - block <= NEAR_HEAD,
+      );
+      return (code ?? '0x') !== '0x';
+    } catch (err) {
+      const fault = stateReadFault(err);
+      if (fault === 'no-state' && head - block > NEAR_HEAD) return 'no-state';
+      throw new DeploymentBlockError(address, block, fault, err);
     }
   };
   const atHead = await codeAt(head);

@@ -1,4 +1,5 @@
 import type { Hex } from 'viem';
+import { askAgainIfBehind } from './ask-again.ts';
 import type { ChainClient } from './client.ts';
 
 /** A log as eth_getLogs (or a receipt) gives it, with numbers decoded. */
@@ -83,7 +84,6 @@ export class LogReader {
     // The span grows only when it was not cut in this call: a caller that plans its range by the
     // span (the follower) then gets the range it planned with the span it asks again with.
     let cut = false;
-    let behind = 0;
     for (;;) {
       const end = from + this.span - 1n < to ? from + this.span - 1n : to;
       if (end === from) {
@@ -92,17 +92,11 @@ export class LogReader {
         return { to: end, logs };
       }
       try {
-        const logs = await getLogs(this.chain, from, end, { topics: this.topics, address });
+        // A range a node behind refuses is asked again as is first (ask-again.ts): another node may have it.
+        const logs = await askAgainIfBehind(() => getLogs(this.chain, from, end, { topics: this.topics, address }), saysBehind);
         if (!cut) this.grow();
         return { to: end, logs };
       } catch (err) {
-        // A node a block behind the one that gave the head (load-balanced providers) refuses a range
-        // up to it: the same range is asked again, at once, then 100 ms later; another node may have it.
-        // Failing at once put a refresh task back for retries that met the same node every time.
-        if (saysBehind(err) && behind < BEHIND_TRIES - 1) {
-          if (behind++ > 0) await new Promise((r) => setTimeout(r, 100));
-          continue;
-        }
         // A rate limit says nothing about the range: asking for less would only ask more often.
         if (rateLimited(err)) throw err;
         const half = (end - from + 1n) / 2n;
@@ -152,8 +146,6 @@ async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilte
 const halves = <T>(xs: readonly T[]): [T[], T[]] => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
 
 /** A node behind the block asked (geth, erigon and providers' words): it says nothing of the range or block either. */
-/** Reads of a range a node behind refused, made in all before the refusal fails the read (at once, at once again, 100 ms later). */
-const BEHIND_TRIES = 3;
 const BEHIND = /beyond (?:the )?current head|header not found|unknown block|block not found|after last accepted block/i;
 
 /**

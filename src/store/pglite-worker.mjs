@@ -30,8 +30,6 @@ const pg = await PGlite.create(workerData.dataDir, { extensions: { pg_trgm }, pg
   return undefined;
 });
 
-
-
 /** The marker of statements run on hot paths (store/db.ts `prepared()`): named here, parsed once. */
 const PREPARED_MARK = '/*prepared*/ ';
 /** Statements named at most, as on PostgreSQL. */
