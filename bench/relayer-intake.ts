@@ -41,6 +41,7 @@ import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type Signe
 import { startTokenChain } from '../test/support/token-chain.ts';
 import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench } from './lib/harness.ts';
+import { planProbe } from './lib/plan-probe.ts';
 import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
 import { callRelayer, type Answer } from './lib/relayer-load.ts';
 import { cpuPerUnit, cpuSnapshot } from './lib/processes.ts';
@@ -527,6 +528,9 @@ runBench(async (cleanup) => {
     };
   };
 
+  // PostgreSQL only: what planning costs each statement of the profiled window (bench/lib/plan-probe.ts).
+  const plans = PROFILE && TEST_DB === 'postgres' ? await planProbe(env.testDb.location, [...PROFILE.everyStatement.values()], (n) => round3(n / Math.max(1, PROFILE.sends))) : undefined;
+
   return {
     bench: 'relayer-intake',
     issue: 8,
@@ -549,5 +553,6 @@ runBench(async (cleanup) => {
     },
     rounds: results,
     ...(PROFILE ? { profile: { what: `round ${TRANSPORTS[0]}, phase B, inside ChainRelayer.send`, ...PROFILE.report(profiledCpu) } } : {}),
+    ...(plans ? { plans: { what: `every statement of round ${TRANSPORTS[0]}'s phase B (per send), planned for its values and generic (bench/lib/plan-probe.ts)`, statements: plans } } : {}),
   };
 });

@@ -3,7 +3,7 @@
 // those indexes unusable and every SendMetaTxn counted its key's rows by reading the whole table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
-import { LIMITS_SQL, metaTxnRepo } from '../src/relayer/store.ts';
+import { KNOWN_SQL, LIMITS_SQL, metaTxnRepo } from '../src/relayer/store.ts';
 import { queueRow } from './support/meta-rows.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
@@ -15,6 +15,43 @@ const IP = '203.0.113.9';
 const KEY = 42;
 
 let t: TestDb;
+
+interface Scan {
+  relation: string;
+  index?: string;
+  type: string;
+  cond?: string;
+}
+
+/** The scans of an EXPLAIN (FORMAT JSON) plan, with the index condition each looked up by. */
+function scansOf(plan: unknown): Scan[] {
+  const scans: Scan[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    if (node['Relation Name'])
+      scans.push({ relation: String(node['Relation Name']), index: node['Index Name'] as string | undefined, type: String(node['Node Type']), cond: node['Index Cond'] as string | undefined });
+    for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+  };
+  walk((plan as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+  return scans;
+}
+
+/**
+ * The plan PostgreSQL keeps for a named statement once it settles on one plan for every run (a generic
+ * plan: made for no values in particular; what plan_cache_mode=auto may choose after five runs, and what
+ * PGlite always uses).
+ */
+async function genericScans(sql: string, nParams: number): Promise<Scan[]> {
+  return t.db.transaction(async (tx) => {
+    await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan');
+    await tx.exec(`PREPARE generic_probe AS ${sql}`);
+    try {
+      const r = await tx.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE generic_probe(${Array(nParams).fill('NULL').join(', ')})`);
+      return scansOf(r.rows[0]['QUERY PLAN']);
+    } finally {
+      await tx.exec('DEALLOCATE generic_probe');
+    }
+  });
+}
 beforeAll(async () => {
   // Fresh: a reused database's tables and indexes still hold earlier tests' deleted rows, which move the planner.
   t = await createTestDb({ fresh: true });
@@ -55,16 +92,42 @@ describe(`intake queue limits (${TEST_DB})`, () => {
 
   it('read them from the partial indexes over live rows: no scan reads the 3 000 finished ones', async () => {
     const r = await t.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${LIMITS_SQL}`, params);
-    const scans: Array<{ relation: string; index?: string; type: string }> = [];
-    const walk = (node: Record<string, unknown>) => {
-      if (node['Relation Name']) scans.push({ relation: String(node['Relation Name']), index: node['Index Name'] as string | undefined, type: String(node['Node Type']) });
-      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
-    };
-    walk((r.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+    const scans = scansOf(r.rows[0]['QUERY PLAN']);
     // The payer, the payer's own bundles, the wallets' fee-paying rows, the wallet's bundles, the key and
     // the address: six scans, each of a live-rows index.
     expect(scans).toHaveLength(6);
     for (const scan of scans) expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
+  });
+
+  it('keep reading them from the live-rows indexes under a generic plan', async () => {
+    const scans = await genericScans(LIMITS_SQL, params.length);
+    expect(scans).toHaveLength(6);
+    for (const scan of scans) expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
+  });
+});
+
+// What a new meta-transaction already is (its ids known, its nonces held) is asked on every SendMetaTxn.
+// A generic plan of it once started from the chain's live meta-transactions and read every one of them
+// (26 Nov); it must look each id and each nonce up by key, whatever plan is kept.
+describe(`the "already known" look-up (${TEST_DB})`, () => {
+  it('looks up each id and each nonce by key under a generic plan: no scan of a table by chain alone', async () => {
+    const scans = await genericScans(KNOWN_SQL, 5);
+    expect(
+      scans.filter((s) => s.type === 'Seq Scan'),
+      JSON.stringify(scans),
+    ).toEqual([]);
+    const byKey = (s: Scan) => (s.relation === 'meta_txns' ? /\bid = /.test(s.cond ?? '') : /\bbundle_id = |\bwallet = .*\bnonce = /.test(s.cond ?? ''));
+    for (const scan of scans) expect(byKey(scan), JSON.stringify(scans)).toBe(true);
+    // Its ids in meta_txns, its ids in meta_txn_bundles and their rows, its nonces' holders and their rows.
+    expect(scans).toHaveLength(5);
+  });
+
+  it('finds a live holder of a nonce and the row an id is', async () => {
+    const r = await t.db.query<{ why: string; id: string }>(KNOWN_SQL, [CHAIN, ['old7', 'nothing'], [WALLET], ['0'], ['1']]);
+    expect(r.rows.map((x) => [x.why, x.id]).sort()).toEqual([
+      ['held', 'live1'],
+      ['known', 'old7'],
+    ]);
   });
 });
 

@@ -78,6 +78,20 @@ describe.each(['PostgreSQL', 'PGlite'])('prepared statements on %s', (kind) => {
     expect((await db.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0].plan_cache_mode).toBe(kind === 'PGlite' ? 'force_generic_plan' : 'force_custom_plan');
   });
 
+  it('a statement prepared and deallocated inside a transaction (an EXPLAIN of a kept plan) ends, and named statements go on', async () => {
+    const sql = prepared('SELECT $1::int - 1 AS x');
+    expect((await db.query<{ x: number }>(sql, [5])).rows[0].x).toBe(4);
+    const shown = await db.transaction(async (tx) => {
+      await tx.exec('PREPARE p_in_tx AS SELECT $1::int AS x');
+      const r = await tx.query<{ x: number }>('EXECUTE p_in_tx(7)');
+      await tx.exec('DEALLOCATE p_in_tx');
+      return r.rows[0].x;
+    });
+    expect(shown).toBe(7);
+    expect((await db.query<{ x: number }>(sql, [9])).rows[0].x).toBe(8);
+    expect((await db.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0].plan_cache_mode).toBe(kind === 'PGlite' ? 'force_generic_plan' : 'force_custom_plan');
+  });
+
   it('a named statement answers as an unnamed one: typed values in and out, nulls, arrays, counts, errors with their fields', async () => {
     await db.exec('CREATE TABLE v (id int PRIMARY KEY, n numeric, big bigint, tags text[], doc jsonb, at timestamptz, ok boolean)');
     const insert = prepared('INSERT INTO v (id, n, big, tags, doc, at, ok) VALUES ($1, $2, $3, $4, $5, $6, $7)');

@@ -32,6 +32,8 @@ export class IntakeProfile {
   readonly statements = new Map<string, Stat>();
   readonly stages = new Map<string, Stat>();
   readonly transactions: Stat = { n: 0, ms: 0 };
+  /** Every statement of the window, wherever it ran (dispatcher and receipts too), with one run's values. */
+  readonly everyStatement = new Map<string, { sql: string; params: unknown[]; n: number }>();
   sends = 0;
   enabled = false;
 
@@ -43,6 +45,12 @@ export class IntakeProfile {
     const timed = (q: Queryable['query']) =>
       async function (this: unknown, sql: string, params?: unknown[]) {
         const on = self.enabled && inSend.getStore();
+        if (self.enabled) {
+          const k = shape(sql);
+          const seen = self.everyStatement.get(k);
+          if (seen) seen.n++;
+          else self.everyStatement.set(k, { sql, params: params ?? [], n: 1 });
+        }
         const t0 = performance.now();
         try {
           return await q(sql, params);

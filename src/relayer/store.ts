@@ -19,6 +19,25 @@ function walletLockKeys(m: NewMetaTxn): number[] {
   return [...new Set([...wallets].map((w) => Number.parseInt(w.slice(2, 10), 16) | 0))].sort((a, b) => a - b);
 }
 
+/**
+ * What a new meta-transaction already is, in one statement: the rows known by any of its ids ($2,
+ * 'known'), and a live holder of one of its nonces ($3..$5, 'held', at most one), which counts only when
+ * none is known. Each nonce, then its meta-transaction, is looked up by key (a LATERAL subquery with
+ * OFFSET 0 is not flattened into a join): whatever plan PostgreSQL keeps for the statement, it cannot
+ * start from the chain's live rows instead, as a plan made for no values in particular did (it read every
+ * live meta-transaction, 26 Nov).
+ */
+export const KNOWN_SQL = prepared(`SELECT 'known' AS why, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.* FROM meta_txns m WHERE m.chain_id = $1 AND m.id = ANY($2::text[])
+   UNION ALL
+   SELECT 'known', NULL, NULL, NULL, m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
+    WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id
+   UNION ALL
+   (SELECT 'held', b.wallet, b.nonce_space::text, b.nonce::text, m.*
+     FROM unnest($3::text[], $4::numeric[], $5::numeric[]) AS u(wallet, space, nonce)
+     CROSS JOIN LATERAL (SELECT * FROM meta_txn_bundles x WHERE x.chain_id = $1 AND x.wallet = u.wallet AND x.nonce_space = u.space AND x.nonce = u.nonce OFFSET 0) b
+     CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = $1 AND y.id = b.meta_txn_id AND y.status IN ${LIVE_IN} OFFSET 0) m
+     LIMIT 1)`);
+
 export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
   const onStatus = opts.onStatus;
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
@@ -40,21 +59,13 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
    */
   const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<{ known?: MetaTxnRow; dropped: boolean }> => {
     const ids = [m.id, ...m.bundles.map((b) => b.id)];
-    // One statement: the rows known by any of its ids ('known'), and a live holder of one of its nonces
-    // ('held', at most one), which counts only when none is known.
-    const r = await q.query<Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null }>(
-      prepared(`SELECT 'known' AS why, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.* FROM meta_txns m WHERE m.chain_id = $1 AND m.id = ANY($2::text[])
-       UNION ALL
-       SELECT 'known', NULL, NULL, NULL, m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-        WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id
-       UNION ALL
-       (SELECT 'held', b.wallet, b.nonce_space::text, b.nonce::text, m.*
-         FROM unnest($3::text[], $4::numeric[], $5::numeric[]) AS u(wallet, space, nonce)
-         JOIN meta_txn_bundles b ON b.chain_id = $1 AND b.wallet = u.wallet AND b.nonce_space = u.space AND b.nonce = u.nonce
-         JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-         WHERE m.status IN ${LIVE_IN} LIMIT 1)`),
-      [m.chainId, ids, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString())],
-    );
+    const r = await q.query<Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null }>(KNOWN_SQL, [
+      m.chainId,
+      ids,
+      m.bundles.map((b) => b.wallet),
+      m.bundles.map((b) => b.space.toString()),
+      m.bundles.map((b) => b.nonce.toString()),
+    ]);
     const rows = r.rows.filter((x) => x.why === 'known').map(({ why: _w, held_wallet: _a, held_space: _b, held_nonce: _c, ...x }) => normalise(x));
     const known = rows.find((x) => x.id === m.id && x.status !== 'DROPPED') ?? rows.find((x) => x.status !== 'DROPPED');
     if (known) return { known, dropped: false };

@@ -100,12 +100,14 @@ async function forgetNamed() {
 
 /**
  * An exec that drops the session's named statements (DISCARD ALL, DEALLOCATE: a reset of a reused
- * database, test/support/db.ts) forgets them here too, and sets the session's settings again.
+ * database, test/support/db.ts) forgets them here too, and sets the session's settings again (an exec
+ * of DEALLOCATE inside a transaction once hung here).
  */
-async function afterExec(sql) {
+async function afterExec(q, sql) {
   if (!/\b(DISCARD|DEALLOCATE)\b/i.test(sql)) return;
   named.clear();
-  await pg.exec(SESSION);
+  // On the same connection object: inside a transaction, PGlite's own exec would wait for it to end.
+  await q.exec(SESSION);
 }
 
 async function runQuery(q, m, inTx) {
@@ -154,7 +156,7 @@ async function run(m) {
       return runQuery(q, m, Boolean(m.tx && open));
     case 'exec':
       await q.exec(m.sql);
-      await afterExec(m.sql);
+      await afterExec(q, m.sql);
       return undefined;
     case 'begin': {
       // PGlite's own transaction(), held open until main ends it: its BEGIN, COMMIT (a COMMIT that
