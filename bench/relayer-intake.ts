@@ -57,7 +57,9 @@ const MORE_PER_WALLET = 3;
 // BENCH_TRANSPORTS=http for the HTTP round alone (BENCH_WALLETS=250: the 1 000-bundle round of issue #19).
 const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? 'http,inject').split(',') as Array<'http' | 'inject'>;
 const WARMUP_WALLETS = 8;
-// BENCH_PROFILE=1: statements, stage times and a CPU profile of the first round's phase B (bench/lib/intake-profile.ts).
+// BENCH_PROFILE=1: statements, stage times and a CPU profile of the first round's phase B (bench/lib/intake-profile.ts);
+// on PostgreSQL also each statement's planning and running, custom and generic (bench/lib/plan-probe.ts;
+// BENCH_PROBE_GROW=20000 probes after 20 000 finished meta-transactions joined the history).
 const PROFILE = process.env.BENCH_PROFILE === '1' ? new IntakeProfile() : undefined;
 let profiledCpu: CpuSummary | undefined;
 const BLOCK_TIME_S = 1;

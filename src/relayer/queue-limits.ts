@@ -29,15 +29,18 @@ export class QueueFull extends Error {}
 
 /**
  * The queue limits' counts in one statement (checkLimits): exported so a test can read its plan, which
- * must use the partial indexes over live rows whatever the table's history (migration 0027).
+ * must use the partial indexes over live rows whatever the table's history (migration 0027). The wallets
+ * ($3) are looked up one by one (LATERAL): as `= ANY($3)`, a plan made for no values in particular (what
+ * PGlite keeps) read every live row of the chain.
  */
 export const LIMITS_SQL = prepared(`SELECT
   (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
   (SELECT b.meta_txn_id FROM meta_txn_bundles b WHERE b.chain_id = $1 AND $2::text IS NOT NULL AND b.wallet = $2 AND b.live LIMIT 1) AS payer_moved,
-  (SELECT m.fee_payer || ' ' || m.id FROM meta_txns m WHERE m.chain_id = $1 AND m.fee_payer = ANY($3) AND m.status IN ${LIVE_IN} LIMIT 1) AS wallet_paying,
-  (SELECT json_agg(json_build_object('wallet', t.wallet, 'n', t.n)) FROM (
-     SELECT b.wallet, count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b
-      WHERE b.chain_id = $1 AND b.wallet = ANY($3) AND b.live GROUP BY b.wallet) t) AS per_wallet,
+  (SELECT m.fee_payer || ' ' || m.id FROM unnest($3::text[]) AS w(wallet)
+     CROSS JOIN LATERAL (SELECT fee_payer, id FROM meta_txns WHERE chain_id = $1 AND fee_payer = w.wallet AND status IN ${LIVE_IN} OFFSET 0) m LIMIT 1) AS wallet_paying,
+  (SELECT json_agg(json_build_object('wallet', w.wallet, 'n', t.n)) FROM unnest($3::text[]) AS w(wallet)
+     CROSS JOIN LATERAL (SELECT count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b WHERE b.chain_id = $1 AND b.wallet = w.wallet AND b.live) t
+     WHERE t.n > 0) AS per_wallet,
   CASE WHEN $4::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $4 AND status IN ${LIVE_IN}) END AS by_key,
   CASE WHEN $5::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $5 AND status IN ${LIVE_IN}) END AS by_ip`);
 

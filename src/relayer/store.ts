@@ -23,9 +23,10 @@ function walletLockKeys(m: NewMetaTxn): number[] {
  * What a new meta-transaction already is, in one statement: the rows known by any of its ids ($2,
  * 'known'), and a live holder of one of its nonces ($3..$5, 'held', at most one), which counts only when
  * none is known. Each nonce, then its meta-transaction, is looked up by key (a LATERAL subquery with
- * OFFSET 0 is not flattened into a join): whatever plan PostgreSQL keeps for the statement, it cannot
- * start from the chain's live rows instead, as a plan made for no values in particular did (it read every
- * live meta-transaction, 26 Nov).
+ * OFFSET 0 is not flattened into a join), and the status is checked after the look-up, not in it (a
+ * status condition lets the planner walk a live-rows index instead, which statistics taken when nothing
+ * was live make look free): whatever plan PostgreSQL keeps, it cannot start from the chain's live rows,
+ * as a plan made for no values in particular did (it read every live meta-transaction, 26 Nov).
  */
 export const KNOWN_SQL = prepared(`SELECT 'known' AS why, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.* FROM meta_txns m WHERE m.chain_id = $1 AND m.id = ANY($2::text[])
    UNION ALL
@@ -35,8 +36,8 @@ export const KNOWN_SQL = prepared(`SELECT 'known' AS why, NULL AS held_wallet, N
    (SELECT 'held', b.wallet, b.nonce_space::text, b.nonce::text, m.*
      FROM unnest($3::text[], $4::numeric[], $5::numeric[]) AS u(wallet, space, nonce)
      CROSS JOIN LATERAL (SELECT * FROM meta_txn_bundles x WHERE x.chain_id = $1 AND x.wallet = u.wallet AND x.nonce_space = u.space AND x.nonce = u.nonce OFFSET 0) b
-     CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = $1 AND y.id = b.meta_txn_id AND y.status IN ${LIVE_IN} OFFSET 0) m
-     LIMIT 1)`);
+     CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = $1 AND y.id = b.meta_txn_id OFFSET 0) m
+     WHERE m.status IN ${LIVE_IN} LIMIT 1)`);
 
 export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
   const onStatus = opts.onStatus;
