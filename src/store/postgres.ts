@@ -67,9 +67,10 @@ async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: stri
 }
 
 export async function openPostgres(url: string, opts: { max?: number; probe?: boolean } = {}): Promise<Db> {
-  // Named statements are planned for their values every run, as unnamed ones are: a generic plan (what
-  // PostgreSQL may switch to after five runs) read every bundle of the chain for a look-up by bundle id.
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=force_custom_plan' });
+  // PostgreSQL's default plan choice (plan_cache_mode=auto): a named statement keeps one generic plan once
+  // five runs show it costs no more than plans made for the values; unnamed (per-request) statements are
+  // always planned for their values. Planning was most of PostgreSQL's time per SendMetaTxn.
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=auto' });
   // Fail at boot, not at the first request, when the server is unreachable.
   if (opts.probe !== false) {
     const probe = await pool.connect();
