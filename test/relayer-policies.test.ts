@@ -9,6 +9,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 import type { FastifyInstance } from 'fastify';
 import { parseConfig } from '../src/config/load.ts';
 import { buildApp } from '../src/http/app.ts';
+import { spendCaps } from '../src/relayer/intake/spend-caps.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { consoleClient, bearer } from './console/support.ts';
@@ -389,6 +390,21 @@ describe('budgets charged at intake', () => {
       await second.close();
     }
   }, 240_000);
+
+  it('a wallet cap lost to a concurrent charge is refused in the same words as one seen before, naming the wallet', async () => {
+    // The charge statement's own check failed (a concurrent send spent the room), and the rule read again
+    // no longer shows the stop (the other charge was given back meanwhile): the reason is worded from
+    // the charge. Under load this is how a burst's refusals came out ("daily cap for a wallet").
+    const wallet = '0x00000000000000000000000000000000000000A1' as Address;
+    const over = await spendCaps(env.services.db).overBudget(new Error('metarelay_over_budget:987654:walletDailyCap'), {
+      chainId: env.chainId,
+      metaTxnId: '0x01',
+      ruleIds: [987654],
+      wallets: [wallet],
+      cost: { wei: 1n, usd: null },
+    });
+    expect(over?.message).toMatch(new RegExp(`daily cap for wallet ${wallet}`));
+  });
 
   it("settles a mined charge to what the transaction actually cost: the receipt's gasUsed × effectiveGasPrice, on every counter", async () => {
     const p = await newProject();

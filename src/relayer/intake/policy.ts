@@ -150,9 +150,13 @@ export interface RuleSpend {
   wallets: Map<string, { wei: bigint; usd: bigint }>;
 }
 
-/** A budget limit in the words its refusals use (clients match on "daily spend cap" and "total budget"). */
-export function budgetWords(limit: LimitKind): string {
-  return limit === 'dailyCap' ? 'daily spend cap' : limit === 'walletDailyCap' ? 'daily cap for a wallet' : limit === 'totalBudget' ? 'total budget' : limit;
+/**
+ * A budget limit in the words its refusals use (clients match on "daily spend cap", "daily cap for
+ * wallet" and "total budget"), naming the wallets when the limit is a wallet's.
+ */
+export function budgetWords(limit: LimitKind, wallets: readonly Address[] = []): string {
+  if (limit === 'walletDailyCap') return wallets.length ? `daily cap for wallet ${wallets.join(' or ')}` : 'daily cap for a wallet';
+  return limit === 'dailyCap' ? 'daily spend cap' : limit === 'totalBudget' ? 'total budget' : limit;
 }
 
 /** The budget limits: daily cap, per-wallet daily cap, total budget. */

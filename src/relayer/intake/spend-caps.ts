@@ -147,7 +147,7 @@ export function spendCaps(db: Db) {
       const ruleId = Number(m[1]);
       const limit = m[2] as Stop['limit'];
       const now = (await stopsOf(db, await currentRules(db, [ruleId]), c.wallets, c.cost)).find((x) => x.limit === limit);
-      return new OverBudget(now ?? { ruleId, limit, reason: `rule ${ruleId} has reached its ${budgetWords(limit)} (spent by another meta-transaction meanwhile)` });
+      return new OverBudget(now ?? { ruleId, limit, reason: `rule ${ruleId} has reached its ${budgetWords(limit, c.wallets)} (spent by another meta-transaction meanwhile)` });
     },
 
     /**
