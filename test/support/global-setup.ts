@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { compileContracts } from '../../src/devchain/compile.ts';
 import { openDb } from '../../src/store/db.ts';
 import { loadMigrations, migrate } from '../../src/store/migrate.ts';
 import { TEST_DB, TEST_PG_URL, pgUrlFor } from './env.ts';
@@ -44,6 +45,10 @@ async function pgliteTemplate(): Promise<string> {
 }
 
 export default async function setup(project: TestProject) {
+  // The sample contracts, compiled once before any test starts (cached across runs in node_modules):
+  // on a fresh clone every test file that starts a chain compiled them at once inside its own set-up,
+  // and under a CPU hog those concurrent solc runs took 200 s each and timed the set-ups out.
+  await compileContracts({ cacheDir: resolve(CACHE, 'solc') });
   const runId = `${process.pid}_${Date.now().toString(36)}`;
   project.provide('runId', runId);
   if (TEST_DB === 'pglite') {
