@@ -45,8 +45,8 @@ export class IntakeProfile {
     const timed = (q: Queryable['query']) =>
       async function (this: unknown, sql: string, params?: unknown[]) {
         const on = self.enabled && inSend.getStore();
+        const k = self.enabled ? shape(sql) : '';
         if (self.enabled) {
-          const k = shape(sql);
           const seen = self.everyStatement.get(k);
           if (seen) seen.n++;
           else self.everyStatement.set(k, { sql, params: params ?? [], n: 1 });
@@ -55,7 +55,7 @@ export class IntakeProfile {
         try {
           return await q(sql, params);
         } finally {
-          if (on) add(self.statements, shape(sql), performance.now() - t0);
+          if (on) add(self.statements, k, performance.now() - t0);
         }
       } as Queryable['query'];
     (db as { query: Queryable['query'] }).query = timed(query);
