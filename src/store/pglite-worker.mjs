@@ -55,13 +55,11 @@ const isStaleName = (err) => (err?.code === '0A000' && /cached plan must not cha
 
 /**
  * Session settings every statement runs under, set again after a DISCARD ALL resets them. Named
- * statements keep the one plan made for them without values (generic), unlike on PostgreSQL
- * (postgres.ts: planned for their values every run, because a generic plan there, with the server's
- * statistics, read every bundle of a chain for the "already known" look-up). PGlite has no statistics
- * (nothing analyses its tables), and planning was most of its time: the hot named statements of a
- * dev burst took 15.8 ms per round planned for their values against 4.5 ms generic, at 400 and at
- * 20 400 meta-transactions alike, and no generic plan of them scans a table that grows (issue #36;
- * docs/performance.md). Unnamed statements are planned for their values, as always.
+ * statements keep the one plan made for them without values (generic), as PostgreSQL's default may
+ * after five runs (postgres.ts). Planning was most of PGlite's time: the hot named statements of a dev
+ * burst took 15.8 ms per round planned for their values against 4.5 ms generic (issue #36;
+ * docs/performance.md). A kept plan is only as good as the statistics it was made with, which
+ * keepStatistics (below) keeps current. Unnamed statements are planned for their values, as always.
  */
 const SESSION = 'SET plan_cache_mode = force_generic_plan';
 if (pg) await pg.exec(SESSION);
@@ -123,6 +121,28 @@ async function runQuery(q, m, inTx) {
     }
     await forgetNamed();
     return runNamed(m.sql, m.params, false);
+  }
+}
+
+/**
+ * Statistics kept current as autovacuum would (store/statistics.ts, whose rule main hands over): PGlite
+ * has none, and a named statement keeps the plan made with the statistics of its first runs. Between
+ * transactions, at most every `everyMs`.
+ */
+const { everyMs: ANALYZE_EVERY_MS, dueSql: TABLES_DUE } = workerData.statistics;
+let analysedAt = Date.now();
+
+async function keepStatistics() {
+  if (open || Date.now() - analysedAt < ANALYZE_EVERY_MS) return;
+  analysedAt = Date.now();
+  try {
+    // PGlite's counters of changes reach pg_stat_user_tables only when flushed (between statements).
+    await pg.query('SELECT pg_stat_force_next_flush()');
+    const { rows } = await pg.query(TABLES_DUE);
+    // All at once: the tables a burst changed together are analysed before its next statements run.
+    if (rows.length) await pg.exec(`ANALYZE ${rows.map((r) => r.t).join(', ')}`);
+  } catch {
+    // Statistics are an optimisation: a failed analysis is tried again at the next turn.
   }
 }
 
@@ -216,6 +236,7 @@ async function drain() {
     }
     // A turn of the event loop lets the messages that arrived meanwhile in: a `high` one goes next.
     await new Promise(setImmediate);
+    await keepStatistics();
   }
   running = false;
 }

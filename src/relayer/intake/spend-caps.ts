@@ -217,12 +217,12 @@ async function moveSpend(q: Queryable, c: ChargeRow, wei: bigint, usd: bigint): 
     ...args,
     c.day,
   ]);
-  await q.query(
-    prepared(`UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
-      WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`),
-    [...args, c.day, c.wallets],
-  );
+  await q.query(WALLET_SPEND_MOVE, [...args, c.day, c.wallets]);
 }
+
+/** Each wallet's counter of a charge, by its key (rule, wallet, day; test/relayer-store-plans.test.ts). */
+export const WALLET_SPEND_MOVE = prepared(`UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
+      WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`);
 
 /**
  * Moves mined meta-transactions' standing charges from what they were (the intake estimate, or an
