@@ -90,4 +90,27 @@ describe(`statistics kept as the tables grow (${TEST_DB}; autovacuum's rule, by 
     expect(read).toBeGreaterThan(0);
     expect(read).toBeLessThan(20);
   }, 60_000);
+
+  it('rows a status change left dead are vacuumed: the table does not keep them, and its pages are marked all-visible', async () => {
+    const dead = async () => {
+      await t.db.query('SELECT pg_stat_force_next_flush()');
+      const r = await t.db.query<{ dead: number; visible: number }>(
+        `SELECT s.n_dead_tup::int AS dead, c.relallvisible::int AS visible FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = 'meta_txns'`,
+      );
+      return r.rows[0];
+    };
+    await t.db.transaction(async (tx) => {
+      await tx.exec(`UPDATE meta_txns SET status = 'FAILED' WHERE chain_id = ${CHAIN}`);
+      await tx.query('SELECT pg_stat_force_next_flush()');
+    });
+    expect((await dead()).dead).toBeGreaterThanOrEqual(4008);
+    const started = Date.now();
+    let now = await dead();
+    while (now.dead > 0 && Date.now() - started < 30_000) {
+      await new Promise((r) => setTimeout(r, 500));
+      now = await dead();
+    }
+    expect(now.dead).toBe(0);
+    expect(now.visible).toBeGreaterThan(0);
+  }, 60_000);
 });

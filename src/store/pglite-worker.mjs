@@ -59,7 +59,7 @@ const isStaleName = (err) => (err?.code === '0A000' && /cached plan must not cha
  * after five runs (postgres.ts). Planning was most of PGlite's time: the hot named statements of a dev
  * burst took 15.8 ms per round planned for their values against 4.5 ms generic (issue #36;
  * docs/performance.md). A kept plan is only as good as the statistics it was made with, which
- * keepStatistics (below) keeps current. Unnamed statements are planned for their values, as always.
+ * maintain (below) keeps current. Unnamed statements are planned for their values, as always.
  */
 const SESSION = 'SET plan_cache_mode = force_generic_plan';
 if (pg) await pg.exec(SESSION);
@@ -125,24 +125,23 @@ async function runQuery(q, m, inTx) {
 }
 
 /**
- * Statistics kept current as autovacuum would (store/statistics.ts, whose rule main hands over): PGlite
- * has none, and a named statement keeps the plan made with the statistics of its first runs. Between
- * transactions, at most every `everyMs`.
+ * What autovacuum does, done here as store/maintenance.ts says (main hands over its rules): PGlite has no
+ * autovacuum, so nothing analysed or vacuumed its tables. Between transactions, at most every `everyMs`.
  */
-const { everyMs: ANALYZE_EVERY_MS, dueSql: TABLES_DUE } = workerData.statistics;
-let analysedAt = Date.now();
+const { everyMs: MAINTAIN_EVERY_MS, dueSql: MAINTENANCE_DUE } = workerData.maintenance;
+let maintainedAt = Date.now();
 
-async function keepStatistics() {
-  if (open || Date.now() - analysedAt < ANALYZE_EVERY_MS) return;
-  analysedAt = Date.now();
+async function maintain() {
+  if (open || Date.now() - maintainedAt < MAINTAIN_EVERY_MS) return;
+  maintainedAt = Date.now();
   try {
     // PGlite's counters of changes reach pg_stat_user_tables only when flushed (between statements).
     await pg.query('SELECT pg_stat_force_next_flush()');
-    const { rows } = await pg.query(TABLES_DUE);
-    // All at once: the tables a burst changed together are analysed before its next statements run.
-    if (rows.length) await pg.exec(`ANALYZE ${rows.map((r) => r.t).join(', ')}`);
+    // Every table due at once: the tables a burst changed together are done before its next statements run.
+    const { rows } = await pg.query(MAINTENANCE_DUE);
+    for (const { sql } of rows) await pg.exec(sql);
   } catch {
-    // Statistics are an optimisation: a failed analysis is tried again at the next turn.
+    // An optimisation: what failed is due again at the next turn.
   }
 }
 
@@ -236,7 +235,7 @@ async function drain() {
     }
     // A turn of the event loop lets the messages that arrived meanwhile in: a `high` one goes next.
     await new Promise(setImmediate);
-    await keepStatistics();
+    await maintain();
   }
   running = false;
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { commitSlot, type Db, type QueryResult, type Queryable } from './db.ts';
 import { lockFolder, type FolderLock } from './folder-lock.ts';
-import { STATISTICS_EVERY_MS, TABLES_DUE_SQL } from './statistics.ts';
+import { MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS } from './maintenance.ts';
 
 /** pglite.wasm as the first worker compiled it: the next ones (one per database opened) skip that. */
 let wasmModule: WebAssembly.Module | undefined;
@@ -25,8 +25,8 @@ const revive = (e: Record<string, unknown>) => Object.assign(new Error(String(e.
 /** The worker running PGlite (pglite-worker.mjs), and the calls to it: one message, one answer. */
 async function startWorker(dataDir: string | undefined) {
   const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
-    // The rule of statistics.ts, run by the worker between transactions (PGlite is one connection).
-    workerData: { dataDir, wasmModule, statistics: { everyMs: STATISTICS_EVERY_MS, dueSql: TABLES_DUE_SQL } },
+    // The rules of maintenance.ts, run by the worker between transactions (PGlite is one connection).
+    workerData: { dataDir, wasmModule, maintenance: { everyMs: MAINTENANCE_EVERY_MS, dueSql: MAINTENANCE_DUE_SQL } },
     // Plain Node: no loader of the parent's (tsx, vitest) is needed for a .mjs importing only PGlite.
     execArgv: [],
   });

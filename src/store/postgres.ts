@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
-import { keepStatistics } from './statistics.ts';
+import { keepMaintained } from './maintenance.ts';
 
 // BIGINT (int8) comes back as string by default; ids and counters here fit in a JS number.
 pg.types.setTypeParser(20, (v) => {
@@ -67,7 +67,7 @@ async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: stri
   }
 }
 
-export async function openPostgres(url: string, opts: { max?: number; probe?: boolean; statistics?: boolean } = {}): Promise<Db> {
+export async function openPostgres(url: string, opts: { max?: number; probe?: boolean; maintain?: boolean } = {}): Promise<Db> {
   // PostgreSQL's default plan choice (plan_cache_mode=auto): a named statement keeps one generic plan once
   // five runs show it costs no more than plans made for the values; unnamed (per-request) statements are
   // always planned for their values. Planning was most of PostgreSQL's time per SendMetaTxn.
@@ -83,7 +83,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
   let closed = false;
   const names = new StatementNames();
   // The main pool's; a dedicated pool (a loop's few connections) leaves it to the main one.
-  const stopStatistics = opts.statistics === false ? () => undefined : keepStatistics(pool);
+  const stopMaintaining = opts.maintain === false ? () => undefined : keepMaintained(pool);
   return {
     kind: 'postgres',
     async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
@@ -128,11 +128,11 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
         client.release();
       }
     },
-    dedicated: (max: number) => openPostgres(url, { max, probe: false, statistics: false }),
+    dedicated: (max: number) => openPostgres(url, { max, probe: false, maintain: false }),
     async close() {
       if (closed) return;
       closed = true;
-      stopStatistics();
+      stopMaintaining();
       await pool.end();
     },
   };

@@ -1,0 +1,69 @@
+import type pg from 'pg';
+
+/*
+ * What PostgreSQL's autovacuum does, done by the service where nothing else does it: PGlite has no
+ * autovacuum, and a server may run without (this machine's CI server does).
+ * - Statistics: a named statement keeps the plan made with the statistics of its first runs until its
+ *   tables are analysed again. A plan of the "already known" look-up made while meta_txns held a few rows
+ *   read the chain's rows by chain alone on every SendMetaTxn once they were thousands: 2 700 buffers
+ *   each after 1 000 sends (30 Nov; test/store-statistics.test.ts, docs/performance.md).
+ * - Vacuum: rows updated or deleted stay in the table until vacuumed (meta_txns is updated at every
+ *   status), and a count over an index reads the table for every row until vacuum marks its pages
+ *   all-visible (the intake's count of a key's live rows read 245 buffers a send).
+ *
+ * At most every MAINTENANCE_EVERY_MS, with autovacuum's default rules: a table changed by more than 50
+ * rows and a tenth of it since its last analysis is analysed (which also drops the plans kept on it);
+ * one with more than 50 and a fifth of it dead, or 1 000 and a fifth of it inserted since its last
+ * vacuum, is vacuumed and analysed.
+ */
+export const MAINTENANCE_EVERY_MS = 10_000;
+
+/**
+ * What is due in the current schema by autovacuum's rules, as at most two statements (`sql`): one
+ * VACUUM (ANALYZE) and one ANALYZE, each of every table due.
+ */
+export const MAINTENANCE_DUE_SQL = `WITH due AS (
+  SELECT quote_ident(s.schemaname) || '.' || quote_ident(s.relname) AS t,
+    s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0) OR s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0) AS vacuum,
+    s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0) AS stale
+  FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.schemaname = current_schema())
+SELECT 'VACUUM (ANALYZE) ' || string_agg(t, ', ') AS sql FROM due WHERE vacuum HAVING count(*) > 0
+UNION ALL
+SELECT 'ANALYZE ' || string_agg(t, ', ') FROM due WHERE stale AND NOT vacuum HAVING count(*) > 0`;
+
+/** Processes sharing one PostgreSQL database take turns ("mrst" in ASCII): one does it, the others skip. */
+const MAINTENANCE_LOCK = 0x6d727374;
+
+/** Does what is due on PostgreSQL, unless another process is at it; errors wait for the next turn. */
+async function maintainDue(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect().catch(() => undefined);
+  if (!client) return;
+  try {
+    // A session lock: VACUUM cannot run inside a transaction.
+    const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MAINTENANCE_LOCK]);
+    if (!got.rows[0].ok) return;
+    try {
+      const due = await client.query<{ sql: string }>(MAINTENANCE_DUE_SQL);
+      for (const { sql } of due.rows) await client.query(sql);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]);
+    }
+  } catch {
+    // An optimisation: what failed is due again at the next turn.
+  } finally {
+    client.release();
+  }
+}
+
+/** Keeps a PostgreSQL pool's database vacuumed and analysed while it is open; returns the stop. */
+export function keepMaintained(pool: pg.Pool): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void maintainDue(pool).finally(() => (running = false));
+  }, MAINTENANCE_EVERY_MS);
+  // An idle process is not kept alive for it.
+  timer.unref();
+  return () => clearInterval(timer);
+}
