@@ -2,7 +2,8 @@ import type pg from 'pg';
 
 /*
  * What PostgreSQL's autovacuum does, done by the service where nothing else does it: PGlite has no
- * autovacuum, and a server may run without (this machine's CI server does).
+ * autovacuum, and a PostgreSQL server may run without (this machine's CI server does). A server with
+ * autovacuum on is left to it: its workers are throttled and run beside the service's connections.
  * - Statistics: a named statement keeps the plan made with the statistics of its first runs until its
  *   tables are analysed again. A plan of the "already known" look-up made while meta_txns held a few rows
  *   read the chain's rows by chain alone on every SendMetaTxn once they were thousands: 2 700 buffers
@@ -34,11 +35,16 @@ SELECT 'ANALYZE ' || string_agg(t, ', ') FROM due WHERE stale AND NOT vacuum HAV
 /** Processes sharing one PostgreSQL database take turns ("mrst" in ASCII): one does it, the others skip. */
 const MAINTENANCE_LOCK = 0x6d727374;
 
-/** Does what is due on PostgreSQL, unless another process is at it; errors wait for the next turn. */
+/**
+ * Does what is due on PostgreSQL, unless the server's autovacuum does it or another process is at it;
+ * errors wait for the next turn.
+ */
 async function maintainDue(pool: pg.Pool): Promise<void> {
   const client = await pool.connect().catch(() => undefined);
   if (!client) return;
   try {
+    const server = await client.query<{ on: boolean }>(`SELECT current_setting('autovacuum') = 'on' AS on`);
+    if (server.rows[0].on) return;
     // A session lock: VACUUM cannot run inside a transaction.
     const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MAINTENANCE_LOCK]);
     if (!got.rows[0].ok) return;

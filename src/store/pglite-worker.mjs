@@ -130,9 +130,10 @@ async function runQuery(q, m, inTx) {
  */
 const { everyMs: MAINTAIN_EVERY_MS, dueSql: MAINTENANCE_DUE } = workerData.maintenance;
 let maintainedAt = Date.now();
+let closed = false;
 
 async function maintain() {
-  if (open || Date.now() - maintainedAt < MAINTAIN_EVERY_MS) return;
+  if (open || closed || Date.now() - maintainedAt < MAINTAIN_EVERY_MS) return;
   maintainedAt = Date.now();
   try {
     // PGlite's counters of changes reach pg_stat_user_tables only when flushed (between statements).
@@ -214,6 +215,7 @@ async function run(m) {
       }
     }
     case 'close':
+      closed = true;
       await pg.close();
       return undefined;
   }
