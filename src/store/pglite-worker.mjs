@@ -128,7 +128,7 @@ async function runQuery(q, m, inTx) {
  * What autovacuum does, done here as store/maintenance.ts says (main hands over its rules): PGlite has no
  * autovacuum, so nothing analysed or vacuumed its tables. Between transactions, at most every `everyMs`.
  */
-const { everyMs: MAINTAIN_EVERY_MS, dueSql: MAINTENANCE_DUE } = workerData.maintenance;
+const { everyMs: MAINTAIN_EVERY_MS, dueSql: MAINTENANCE_DUE, targetSql: MAINTENANCE_TARGET } = workerData.maintenance;
 let maintainedAt = Date.now();
 let closed = false;
 
@@ -140,7 +140,13 @@ async function maintain() {
     await pg.query('SELECT pg_stat_force_next_flush()');
     // Every table due at once: the tables a burst changed together are done before its next statements run.
     const { rows } = await pg.query(MAINTENANCE_DUE);
-    for (const { sql } of rows) await pg.exec(sql);
+    if (!rows.length) return;
+    await pg.exec(MAINTENANCE_TARGET);
+    try {
+      for (const { sql } of rows) await pg.exec(sql);
+    } finally {
+      await pg.exec('RESET default_statistics_target');
+    }
   } catch {
     // An optimisation: what failed is due again at the next turn.
   }
