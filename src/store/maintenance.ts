@@ -58,10 +58,15 @@ async function maintainDue(pool: pg.Pool): Promise<void> {
     if (!got.rows[0].ok) return;
     try {
       const due = await client.query<{ sql: string }>(MAINTENANCE_DUE_SQL);
-      if (due.rows.length) await client.query(MAINTENANCE_TARGET_SQL);
-      for (const { sql } of due.rows) await client.query(sql);
+      if (due.rows.length) {
+        await client.query(MAINTENANCE_TARGET_SQL);
+        try {
+          for (const { sql } of due.rows) await client.query(sql);
+        } finally {
+          await client.query('RESET default_statistics_target');
+        }
+      }
     } finally {
-      await client.query('RESET default_statistics_target');
       await client.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]);
     }
   } catch {
