@@ -38,8 +38,8 @@ function scansOf(plan: unknown): Scan[] {
 
 /**
  * The plan PostgreSQL keeps for a named statement once it settles on one plan for every run (a generic
- * plan: made for no values in particular; what plan_cache_mode=auto may choose after five runs, and what
- * PGlite always uses).
+ * plan: made for no values in particular; what both engines use for named statements, postgres.ts and
+ * pglite-worker.mjs).
  */
 async function genericScans(sql: string, nParams: number): Promise<Scan[]> {
   return t.db.transaction(async (tx) => {

@@ -101,6 +101,19 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
       for (const table of [now.meta_txns, now.sponsor_wallet_spend]) expect(table.analysedAt!.getTime()).toBeLessThan(changedAt.getTime());
       return;
     }
+    // A table that keeps growing (400 rows a second, far past a tenth of it each second), from now on.
+    await t.db.exec('CREATE TABLE growth (n int)');
+    let growing = true;
+    const grower = (async () => {
+      for (let i = 0; growing; i++) {
+        await t.db.exec(`INSERT INTO growth SELECT g FROM generate_series(${i * 100}, ${i * 100 + 99}) g`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    const analysesOfGrowth = async () => {
+      await t.db.query('SELECT pg_stat_force_next_flush()');
+      return Number((await t.db.query<{ n: string }>(`SELECT analyze_count::text AS n FROM pg_stat_user_tables WHERE relname = 'growth'`)).rows[0].n);
+    };
     // The service looks at what changed at most every 10 s.
     const started = Date.now();
     let now = await tablesNow();
@@ -125,5 +138,17 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
     const read = await lookUp();
     expect(read).toBeGreaterThan(0);
     expect(read).toBeLessThan(20);
+
+    // A turn that found work is followed by another within a second or so, not 10 s (maintenance.ts): a
+    // growing table is analysed again while it grows, so the plans kept on it follow its size.
+    try {
+      const before = await analysesOfGrowth();
+      expect(before).toBeGreaterThan(0);
+      await new Promise((r) => setTimeout(r, 4_000));
+      expect(await analysesOfGrowth()).toBeGreaterThan(before);
+    } finally {
+      growing = false;
+      await grower;
+    }
   }, 60_000);
 });

@@ -128,19 +128,23 @@ async function runQuery(q, m, inTx) {
  * What autovacuum does, done here as store/maintenance.ts says (main hands over its rules): PGlite has no
  * autovacuum, so nothing analysed or vacuumed its tables. Between transactions, at most every `everyMs`.
  */
-const { everyMs: MAINTAIN_EVERY_MS, dueSql: MAINTENANCE_DUE, targetSql: MAINTENANCE_TARGET } = workerData.maintenance;
+const { everyMs: MAINTAIN_EVERY_MS, againMs: MAINTAIN_AGAIN_MS, busyMs: MAINTAIN_BUSY_MS, dueSql: MAINTENANCE_DUE, targetSql: MAINTENANCE_TARGET } = workerData.maintenance;
 let maintainedAt = Date.now();
+/** The last turn that found work: for busyMs after it, turns come every againMs (a growing table's plans follow its size). */
+let workedAt = Number.NEGATIVE_INFINITY;
 let closed = false;
 
 async function maintain() {
-  if (open || closed || Date.now() - maintainedAt < MAINTAIN_EVERY_MS) return;
-  maintainedAt = Date.now();
+  const now = Date.now();
+  if (open || closed || now - maintainedAt < (now - workedAt < MAINTAIN_BUSY_MS ? MAINTAIN_AGAIN_MS : MAINTAIN_EVERY_MS)) return;
+  maintainedAt = now;
   try {
     // PGlite's counters of changes reach pg_stat_user_tables only when flushed (between statements).
     await pg.query('SELECT pg_stat_force_next_flush()');
     // Every table due at once: the tables a burst changed together are done before its next statements run.
     const { rows } = await pg.query(MAINTENANCE_DUE);
     if (!rows.length) return;
+    workedAt = Date.now();
     await pg.exec(MAINTENANCE_TARGET);
     try {
       for (const { sql } of rows) await pg.exec(sql);

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { commitSlot, type Db, type QueryResult, type Queryable } from './db.ts';
 import { lockFolder, type FolderLock } from './folder-lock.ts';
-import { MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS, MAINTENANCE_TARGET_SQL } from './maintenance.ts';
+import { MAINTENANCE_AGAIN_MS, MAINTENANCE_BUSY_MS, MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS, MAINTENANCE_TARGET_SQL } from './maintenance.ts';
 
 /** pglite.wasm as the first worker compiled it: the next ones (one per database opened) skip that. */
 let wasmModule: WebAssembly.Module | undefined;
@@ -26,7 +26,11 @@ const revive = (e: Record<string, unknown>) => Object.assign(new Error(String(e.
 async function startWorker(dataDir: string | undefined) {
   const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
     // The rules of maintenance.ts, run by the worker between transactions (PGlite is one connection).
-    workerData: { dataDir, wasmModule, maintenance: { everyMs: MAINTENANCE_EVERY_MS, dueSql: MAINTENANCE_DUE_SQL, targetSql: MAINTENANCE_TARGET_SQL } },
+    workerData: {
+      dataDir,
+      wasmModule,
+      maintenance: { everyMs: MAINTENANCE_EVERY_MS, againMs: MAINTENANCE_AGAIN_MS, busyMs: MAINTENANCE_BUSY_MS, dueSql: MAINTENANCE_DUE_SQL, targetSql: MAINTENANCE_TARGET_SQL },
+    },
     // Plain Node: no loader of the parent's (tsx, vitest) is needed for a .mjs importing only PGlite.
     execArgv: [],
   });

@@ -68,10 +68,13 @@ async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: stri
 }
 
 export async function openPostgres(url: string, opts: { max?: number; probe?: boolean; maintain?: boolean } = {}): Promise<Db> {
-  // PostgreSQL's default plan choice (plan_cache_mode=auto): a named statement keeps one generic plan once
-  // five runs show it costs no more than plans made for the values; unnamed (per-request) statements are
-  // always planned for their values. Planning was most of PostgreSQL's time per SendMetaTxn.
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=auto' });
+  // Named statements keep the one plan made without values (generic), as on PGlite (pglite-worker.mjs):
+  // the same plans on both engines, which test/relayer-store-plans.test.ts holds to keyed look-ups.
+  // PostgreSQL's default (auto) kept planning the two intake statements that unnest arrays for their
+  // values at every run (a generic plan counts 100 elements an array, a custom one its real length, so
+  // the generic never looked cheaper): 1.3 ms of the server's time per SendMetaTxn (30 Nov, seventh
+  // session). Unnamed (per-request) statements are planned for their values, as always.
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=force_generic_plan' });
   // Fail at boot, not at the first request, when the server is unreachable.
   if (opts.probe !== false) {
     const probe = await pool.connect();
