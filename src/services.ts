@@ -11,6 +11,7 @@ import { projectRepo, type ProjectRepo } from './store/projects.ts';
 import { ecosystemRepo, type EcosystemRepo } from './store/ecosystems.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
+import { maintenanceReporter } from './telemetry/db-maintenance.ts';
 import { createFetcher, type Fetcher } from './metadata/fetch/fetch.ts';
 import { TokenMetadataService } from './metadata/tokens/resolver.ts';
 import { tokenStore, type TokenStore } from './metadata/tokens/token-store.ts';
@@ -146,6 +147,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = createMetrics();
   const db = opts.db ?? (await openDb(config.database));
+  db.onMaintenance?.(maintenanceReporter(log, metrics.dbMaintenance));
   try {
     if (opts.migrate !== false) {
       const applied = await migrate(db);

@@ -4,8 +4,10 @@
 // "already known" look-up of every SendMetaTxn then read the chain's meta-transactions by chain alone:
 // 2 700 buffers each after 1 000 sends (30 Nov). Judged by what the look-up reads, as counted by the
 // database itself.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KNOWN_SQL } from '../src/relayer/store.ts';
+import type { MaintenanceReport } from '../src/store/maintenance.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 
@@ -22,8 +24,11 @@ const LOOKUP = [CHAIN, ['m-new', 'b-new'], ['0x000000000000000000000000000000000
 let t: TestDb;
 /** A PostgreSQL server running autovacuum is left to it (maintenance.ts); PGlite has none. */
 let serverDoesIt = false;
+/** What the service's maintenance told of its turns (Db.onMaintenance), in order. */
+const reports: MaintenanceReport[] = [];
 beforeAll(async () => {
   t = await createTestDb({ fresh: true });
+  t.db.onMaintenance!((r) => reports.push(r));
   if (TEST_DB === 'postgres') serverDoesIt = (await t.db.query<{ on: boolean }>(`SELECT current_setting('autovacuum') = 'on' AS on`)).rows[0].on;
 }, 120_000);
 afterAll(() => t?.drop());
@@ -99,6 +104,7 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
       expect(now.meta_txns.vacuumed).toBe(false);
       // Analysed last by the test itself, before the changes (autovacuum's own runs are apart).
       for (const table of [now.meta_txns, now.sponsor_wallet_spend]) expect(table.analysedAt!.getTime()).toBeLessThan(changedAt.getTime());
+      expect(reports).toEqual([]);
       return;
     }
     // A table that keeps growing (400 rows a second, far past a tenth of it each second), from now on.
@@ -122,6 +128,8 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
       now = await tablesNow();
     }
     expect(now.meta_txns).toMatchObject({ tuples: 4008, dead: 0, vacuumed: true });
+    // The turn told what it ran (the service counts it and logs it at debug: telemetry/db-maintenance.ts).
+    expect(reports.flatMap((r) => ('ran' in r ? r.ran : []))).toContainEqual(expect.stringMatching(/^VACUUM \(ANALYZE\) .*public\.meta_txns/));
     // Marked all-visible: a count over an index reads the index alone.
     expect(now.meta_txns.visible).toBeGreaterThan(0);
     expect(now.sponsor_wallet_spend).toMatchObject({ tuples: 500, vacuumed: false });
@@ -150,5 +158,31 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
       growing = false;
       await grower;
     }
-  }, 60_000);
+    expect(reports.filter((r) => 'failed' in r)).toEqual([]);
+    if (TEST_DB !== 'postgres') return;
+
+    // On PostgreSQL a maintenance statement waits at most a second for a table's lock (a migration's,
+    // here another session's ACCESS EXCLUSIVE): the turn fails and says why, then runs once the lock is gone.
+    await t.db.transaction(async (tx) => {
+      await tx.exec('INSERT INTO growth SELECT g FROM generate_series(1, 50000) g');
+      await tx.query('SELECT pg_stat_force_next_flush()');
+    });
+    const other = new pg.Client({ connectionString: t.location });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('LOCK TABLE growth IN ACCESS EXCLUSIVE MODE');
+      const failedAt = reports.length;
+      const until = Date.now() + 20_000;
+      while (!reports.slice(failedAt).some((r) => 'failed' in r) && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+      expect(reports.slice(failedAt).find((r) => 'failed' in r)).toEqual({ failed: expect.stringMatching(/lock timeout/) });
+      await other.query('ROLLBACK');
+      const ranAt = reports.length;
+      const again = Date.now() + 20_000;
+      while (!reports.slice(ranAt).some((r) => 'ran' in r) && Date.now() < again) await new Promise((r) => setTimeout(r, 200));
+      expect(reports.slice(ranAt).flatMap((r) => ('ran' in r ? r.ran : []))).toContainEqual(expect.stringMatching(/public\.growth/));
+    } finally {
+      await other.end();
+    }
+  }, 90_000);
 });

@@ -1,3 +1,5 @@
+import type { MaintenanceListener } from './maintenance.ts';
+
 /** The one database interface domain code sees; PGlite and PostgreSQL both speak it. */
 export interface QueryResult<T> {
   rows: T[];
@@ -65,6 +67,11 @@ export interface Db extends Queryable {
    * ahead of the others waiting for it; its close() does nothing (this Db's closes the connection).
    */
   dedicated?(max: number): Promise<Db>;
+  /**
+   * Tells `listener` what each turn of the service's own vacuum and analysis did (maintenance.ts), in
+   * place of the listener set before. A dedicated pool runs none.
+   */
+  onMaintenance?(listener: MaintenanceListener): void;
   close(): Promise<void>;
 }
 

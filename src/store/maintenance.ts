@@ -51,52 +51,70 @@ SELECT 'VACUUM (ANALYZE) ' || string_agg(t, ', ') AS sql FROM due WHERE vacuum H
 UNION ALL
 SELECT 'ANALYZE ' || string_agg(t, ', ') FROM due WHERE stale AND NOT vacuum HAVING count(*) > 0`;
 
+/** What a turn of the maintenance did: the statements it ran and how long they took, or why it failed. */
+export type MaintenanceReport = { ran: string[]; ms: number } | { failed: string };
+/** Told of each turn that ran statements or failed (Db.onMaintenance); a turn with nothing due says nothing. */
+export type MaintenanceListener = (report: MaintenanceReport) => void;
+
+/**
+ * On PostgreSQL, how long a maintenance statement waits for a table's lock before it gives up (the turn
+ * fails, and what was due is due again at the next): a VACUUM or an ANALYZE waiting behind a migration's
+ * ALTER TABLE would otherwise hold every statement of the service queued behind it too. PGlite is one
+ * connection: nothing holds a lock between its turns.
+ */
+export const MAINTENANCE_LOCK_TIMEOUT = '1s';
+
 /** Processes sharing one PostgreSQL database take turns ("mrst" in ASCII): one does it, the others skip. */
 const MAINTENANCE_LOCK = 0x6d727374;
 
 /**
- * Does what is due on PostgreSQL, unless the server's autovacuum does it or another process is at it;
- * errors wait for the next turn. True when something was due.
+ * Does what is due on PostgreSQL, unless the server's autovacuum does it or another process is at it.
+ * What it ran, or why it failed (what failed is due again at the next turn); undefined when nothing was.
  */
-async function maintainDue(pool: pg.Pool): Promise<boolean> {
+async function maintainDue(pool: pg.Pool): Promise<MaintenanceReport | undefined> {
   const client = await pool.connect().catch(() => undefined);
-  if (!client) return false;
+  if (!client) return undefined;
   try {
     const server = await client.query<{ on: boolean }>(`SELECT current_setting('autovacuum') = 'on' AS on`);
-    if (server.rows[0].on) return false;
+    if (server.rows[0].on) return undefined;
     // A session lock: VACUUM cannot run inside a transaction.
     const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MAINTENANCE_LOCK]);
-    if (!got.rows[0].ok) return false;
+    if (!got.rows[0].ok) return undefined;
     try {
       const due = await client.query<{ sql: string }>(MAINTENANCE_DUE_SQL);
-      if (due.rows.length) {
-        await client.query(MAINTENANCE_TARGET_SQL);
-        try {
-          for (const { sql } of due.rows) await client.query(sql);
-        } finally {
-          await client.query('RESET default_statistics_target');
-        }
+      if (!due.rows.length) return undefined;
+      const started = Date.now();
+      await client.query(`${MAINTENANCE_TARGET_SQL}; SET lock_timeout = '${MAINTENANCE_LOCK_TIMEOUT}'`);
+      try {
+        for (const { sql } of due.rows) await client.query(sql);
+      } finally {
+        await client.query('RESET default_statistics_target; RESET lock_timeout');
       }
-      return due.rows.length > 0;
+      return { ran: due.rows.map((r) => r.sql), ms: Date.now() - started };
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]);
     }
-  } catch {
-    // An optimisation: what failed is due again at the next turn.
-    return false;
+  } catch (err) {
+    return { failed: (err as Error).message };
   } finally {
     client.release();
   }
 }
 
-/** Keeps a PostgreSQL pool's database vacuumed and analysed while it is open; returns the stop. */
-export function keepMaintained(pool: pg.Pool): () => void {
+/**
+ * Keeps a PostgreSQL pool's database vacuumed and analysed while it is open, telling `listener()` (read
+ * at each turn) what each turn did; returns the stop.
+ */
+export function keepMaintained(pool: pg.Pool, listener: () => MaintenanceListener | undefined = () => undefined): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout;
   let workedAt = Number.NEGATIVE_INFINITY;
   const turn = (ms: number) => {
     timer = setTimeout(async () => {
-      if (await maintainDue(pool)) workedAt = Date.now();
+      const report = await maintainDue(pool);
+      // A failed turn found work too: it is looked at again soon, as a busy one.
+      if (report) workedAt = Date.now();
+      if (report && !stopped) listener()?.(report);
       if (!stopped) turn(nextTurnIn(Date.now(), workedAt));
     }, ms);
     // An idle process is not kept alive for it.

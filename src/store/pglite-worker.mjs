@@ -151,9 +151,17 @@ async function maintain() {
     } finally {
       await pg.exec('RESET default_statistics_target');
     }
-  } catch {
-    // An optimisation: what failed is due again at the next turn.
+    report({ ran: rows.map((r) => r.sql), ms: Date.now() - workedAt });
+  } catch (err) {
+    // What failed is due again at the next turn; main tells the service's log and metrics.
+    workedAt = Date.now();
+    report({ failed: String(err?.message ?? err) });
   }
+}
+
+/** A turn's report to main (id -1: nobody asked for it; pglite.ts). */
+function report(maintenance) {
+  parentPort.postMessage({ id: -1, maintenance });
 }
 
 const queue = [];

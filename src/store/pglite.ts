@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { commitSlot, type Db, type QueryResult, type Queryable } from './db.ts';
 import { lockFolder, type FolderLock } from './folder-lock.ts';
-import { MAINTENANCE_AGAIN_MS, MAINTENANCE_BUSY_MS, MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS, MAINTENANCE_TARGET_SQL } from './maintenance.ts';
+import { MAINTENANCE_AGAIN_MS, MAINTENANCE_BUSY_MS, MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS, MAINTENANCE_TARGET_SQL, type MaintenanceListener, type MaintenanceReport } from './maintenance.ts';
 
 /** pglite.wasm as the first worker compiled it: the next ones (one per database opened) skip that. */
 let wasmModule: WebAssembly.Module | undefined;
@@ -17,7 +17,10 @@ interface Message {
   high?: boolean;
 }
 
-type Answer = { id: number; value?: unknown; error?: Record<string, unknown>; wasmModule?: WebAssembly.Module };
+type Answer = { id: number; value?: unknown; error?: Record<string, unknown>; wasmModule?: WebAssembly.Module; maintenance?: MaintenanceReport };
+
+/** The worker's report of a maintenance turn comes unasked, under this id. */
+const MAINTENANCE_REPORT = -1;
 
 /** An error as PGlite threw it in the worker, with the same fields (code, detail, constraint…). */
 const revive = (e: Record<string, unknown>) => Object.assign(new Error(String(e.message)), e);
@@ -44,7 +47,9 @@ async function startWorker(dataDir: string | undefined) {
   };
   worker.on('error', fail);
   worker.on('exit', () => fail(new Error('PGlite is closed')));
+  let maintenanceListener: MaintenanceListener | undefined;
   worker.on('message', (a: Answer) => {
+    if (a.id === MAINTENANCE_REPORT) return void maintenanceListener?.(a.maintenance!);
     const c = calls.get(a.id);
     if (!c) return;
     calls.delete(a.id);
@@ -75,6 +80,9 @@ async function startWorker(dataDir: string | undefined) {
       if (gone) throw gone;
     },
     terminate: () => worker.terminate(),
+    onMaintenance: (listener: MaintenanceListener) => {
+      maintenanceListener = listener;
+    },
   };
 }
 
@@ -145,6 +153,7 @@ export async function openPglite(location: string): Promise<Db> {
       // The dispatcher's handle: the same connection, its statements ahead of the requests' waiting
       // ones, as PostgreSQL gives it connections of its own (services.ts). Closed with this one.
       dedicated: high ? undefined : async () => handle(true),
+      onMaintenance: high ? undefined : pg.onMaintenance,
       close: high ? async () => undefined : close,
     };
   };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
-import { keepMaintained } from './maintenance.ts';
+import { keepMaintained, type MaintenanceListener } from './maintenance.ts';
 
 // BIGINT (int8) comes back as string by default; ids and counters here fit in a JS number.
 pg.types.setTypeParser(20, (v) => {
@@ -86,7 +86,8 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
   let closed = false;
   const names = new StatementNames();
   // The main pool's; a dedicated pool (a loop's few connections) leaves it to the main one.
-  const stopMaintaining = opts.maintain === false ? () => undefined : keepMaintained(pool);
+  let maintenanceListener: MaintenanceListener | undefined;
+  const stopMaintaining = opts.maintain === false ? () => undefined : keepMaintained(pool, () => maintenanceListener);
   return {
     kind: 'postgres',
     async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
@@ -132,6 +133,9 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
       }
     },
     dedicated: (max: number) => openPostgres(url, { max, probe: false, maintain: false }),
+    onMaintenance(listener) {
+      maintenanceListener = listener;
+    },
     async close() {
       if (closed) return;
       closed = true;

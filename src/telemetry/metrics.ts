@@ -62,6 +62,12 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    dbMaintenance: new Counter({
+      name: 'metarelay_db_maintenance_total',
+      help: "turns of the service's own vacuum and analysis (PGlite, or PostgreSQL with autovacuum off) that ran statements or failed",
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     refreshItems: new Counter({
       name: 'metarelay_refresh_items_total',
       help: 'refresh task items processed by this worker, by outcome (ok, retry, failed)',
