@@ -25,8 +25,11 @@ export const MAINTENANCE_EVERY_MS = 10_000;
 export const MAINTENANCE_AGAIN_MS = 1_000;
 export const MAINTENANCE_BUSY_MS = 10_000;
 
-/** When the next turn is due, after one at `now` (ms); `workedAt`: the last turn that found work. */
-export function nextTurnIn(now: number, workedAt: number): number {
+/**
+ * When the next turn is due, after one at `now` (ms); `workedAt`: the last turn that found work. The PGlite
+ * worker applies the same rule to the three values it is handed (it cannot import this module).
+ */
+function nextTurnIn(now: number, workedAt: number): number {
   return now - workedAt < MAINTENANCE_BUSY_MS ? MAINTENANCE_AGAIN_MS : MAINTENANCE_EVERY_MS;
 }
 
