@@ -455,6 +455,27 @@ describe('SearchContracts filters and pages', () => {
     expect(past.nextPage.more).toBe(false);
   });
 
+  it('ranks a two-letter prefix by tier, then shorter names first, and walks its pages with no duplicate and no gap', async () => {
+    const q = { q: 'wR', chainIDs: ['1'] };
+    const big = await search({ ...q, page: { page: 0, pageSize: 100 } });
+    expect(big.nextPage.more).toBe(false);
+    // Every "Wrapped <word>" of the list on mainnet, and Wrapped Ether.
+    expect(big.items.filter((i) => i.name.startsWith('Wrapped ')).length).toBe(WORDS.length + 1);
+    // The name-prefix tier (no symbol is "wr"), all from the token list (curated): no name longer than the one after it.
+    const prefix = big.items.filter((i) => i.name.toLowerCase().startsWith('wr'));
+    expect(big.items.slice(0, prefix.length)).toEqual(prefix);
+    expect(new Set(prefix.map((i) => i.source))).toEqual(new Set(['TOKEN_DIRECTORY_PUBLIC_TOKEN_LIST']));
+    const lengths = prefix.map((i) => i.name.length);
+    expect(lengths).toEqual([...lengths].sort((a, b) => a - b));
+    const walked: ContractInfoWire[] = [];
+    for (let page = 0; ; page++) {
+      const res = await search({ ...q, page: { page, pageSize: 9 } });
+      walked.push(...res.items);
+      if (!res.nextPage.more) break;
+    }
+    expect(walked.map(key)).toEqual(big.items.map(key));
+  });
+
   it('finds a contract by address in any case, on-chain (resolved on demand) and list-only chains', async () => {
     const lower = c.chainDollar.toLowerCase();
     for (const q of [c.chainDollar, lower, `0x${lower.slice(2).toUpperCase()}`]) {
