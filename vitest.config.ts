@@ -1,12 +1,7 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import LongFirstSequencer from './test/support/sequencer.ts';
+import { WITHOUT_THE_RUNS_DATABASE } from './test/support/without-db.ts';
 
-/**
- * Files that open no database of the run's kind: the CLI's usage and refusals (which must open none, and
- * whose one list check has a PGlite folder of its own) and the shutdown handler's signal order. The same
- * processes would run twice for nothing: they run once, in the PGlite half (the default of `npx vitest run`).
- */
-const WITHOUT_THE_RUNS_DATABASE = ['test/cli-usage.test.ts', 'test/shutdown-order.test.ts'];
 
 export default defineConfig({
   test: {

@@ -1,9 +1,10 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { inject } from 'vitest';
+import { join, relative } from 'node:path';
+import { expect, inject } from 'vitest';
 import { openDb, type Db } from '../../src/store/db.ts';
 import { TEST_DB, TEST_PG_URL, pgUrlFor } from './env.ts';
+import { WITHOUT_THE_RUNS_DATABASE } from './without-db.ts';
 
 let counter = 0;
 
@@ -20,6 +21,10 @@ export interface TestDb {
  * test of what the planner chooses.
  */
 export async function createTestDb(opts: { fresh?: boolean } = {}): Promise<TestDb> {
+  const file = expect.getState().testPath;
+  if (file && WITHOUT_THE_RUNS_DATABASE.includes(relative(process.cwd(), file))) {
+    throw new Error(`${relative(process.cwd(), file)} is listed in test/support/without-db.ts (run in the PGlite half only) but opens the run's database: take it off the list`);
+  }
   const spare = opts.fresh ? undefined : await takeSpare();
   const made = spare ?? (await freshDb());
   pristine ??= readPristine(made.db);

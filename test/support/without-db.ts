@@ -1,0 +1,29 @@
+/**
+ * Test files that open no database of the run's kind: the CLI's usage and refusals (which must open none,
+ * and whose one list check has a PGlite folder of its own), the shutdown handler's signal order, PGlite's
+ * own folder lock, and units of config, chain access, codecs and errors. In the PostgreSQL half of
+ * `npm test` they would run the same processes and checks a second time for nothing, so they run once, in
+ * the PGlite half (the default of `npx vitest run`). createTestDb refuses to serve one of them, so a file
+ * that starts using the run's database cannot stay on this list unnoticed.
+ */
+export const WITHOUT_THE_RUNS_DATABASE = [
+  'test/chain-head.test.ts',
+  'test/cli-usage.test.ts',
+  'test/config-secrets.test.ts',
+  'test/config.test.ts',
+  'test/db-maintenance-report.test.ts',
+  'test/devchain.test.ts',
+  'test/errors.test.ts',
+  'test/example-config.test.ts',
+  'test/metadata-fetch.test.ts',
+  'test/metadata-uri.test.ts',
+  'test/multicall.test.ts',
+  'test/networks.test.ts',
+  'test/pglite-lock.test.ts',
+  'test/relayer-engine-units.test.ts',
+  'test/relayer-probe-proxy.test.ts',
+  'test/relayer-receipts.test.ts',
+  'test/rpc-proxy.test.ts',
+  'test/sequence-wallet.test.ts',
+  'test/shutdown-order.test.ts',
+];
