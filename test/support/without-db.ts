@@ -4,7 +4,8 @@
  * own folder lock, and units of config, chain access, codecs and errors. In the PostgreSQL half of
  * `npm test` they would run the same processes and checks a second time for nothing, so they run once, in
  * the PGlite half (the default of `npx vitest run`). createTestDb refuses to serve one of them, so a file
- * that starts using the run's database cannot stay on this list unnoticed.
+ * that starts taking the run's database from it (directly or through startTestService, startRelayerEnv
+ * and the like) fails at once instead of running on PGlite alone unnoticed.
  */
 export const WITHOUT_THE_RUNS_DATABASE = [
   'test/chain-head.test.ts',
