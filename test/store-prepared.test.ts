@@ -66,6 +66,29 @@ describe.each(['PostgreSQL', 'PGlite'])('prepared statements on %s', (kind) => {
     expect(await preparedOnConnection()).toEqual([prepared('SELECT $1::int + 1 AS x'), prepared('SELECT $1::text AS y')]);
   });
 
+  it('a marked statement sent with the COMMIT (atCommit: the sponsorship charge, the tank hold) is prepared too, and commits or fails with its transaction', async () => {
+    await db.exec('CREATE TABLE IF NOT EXISTS at_commit_t (id int PRIMARY KEY, v text)');
+    const sql = prepared('INSERT INTO at_commit_t (id, v) VALUES ($1, $2) RETURNING v');
+    for (const id of [1, 2]) {
+      // Its answer settles once committed, after fn returns: fn must not wait for it.
+      let answered: Promise<{ rows: { v: string }[] } | undefined> | undefined;
+      await db.transaction(async (tx) => {
+        answered = tx.atCommit<{ v: string }>(sql, [id, `v${id}`]);
+      });
+      expect((await answered)?.rows).toEqual([{ v: `v${id}` }]);
+    }
+    expect(await preparedOnConnection()).toContain(sql);
+    // The same statement failing (a duplicate key) rolls back what the transaction wrote before it.
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query('INSERT INTO at_commit_t (id, v) VALUES (3, $1)', ['before']);
+        tx.atCommit(sql, [1, 'again']).catch(() => undefined);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect((await db.query<{ id: number }>('SELECT id FROM at_commit_t ORDER BY id')).rows).toEqual([{ id: 1 }, { id: 2 }]);
+    await db.exec('DROP TABLE at_commit_t');
+  });
+
   it('a session reset (DISCARD ALL, as a reused test database gets) drops the names: the next run names the statement again', async () => {
     const sql = prepared('SELECT $1::int * 2 AS x');
     expect((await db.query<{ x: number }>(sql, [2])).rows[0].x).toBe(4);
