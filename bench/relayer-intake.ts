@@ -40,7 +40,7 @@ import { TEST_DB } from '../test/support/env.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from '../test/support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTestWallet, type SignedBundle } from '../test/support/sequence-wallet.ts';
 import { startTokenChain } from '../test/support/token-chain.ts';
-import { HeadWatch, dist, histogram, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
+import { HeadWatch, dist, histogram, medianBy, provideTestDbContext, round3, waitFinal, withLoopDelay } from './lib/relayer-bench.ts';
 import { chainRpcCallsByMethod, envNumber, machineInfo, progress, runBench } from './lib/harness.ts';
 import { planProbe } from './lib/plan-probe.ts';
 import { IntakeProfile, cpuProfile, type CpuSummary } from './lib/intake-profile.ts';
@@ -426,8 +426,8 @@ async function pingBaseline(env: RelayerEnv, heads: HeadWatch, transport: Transp
     // CPU of this process (server and bench client together) per Ping: blurs less under load than req/s.
     rounds.push({ ...ran.summary, processCpuMsPerRequest: round3((c.user + c.system) / 1000 / count) });
   }
-  const median = [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor(rounds.length / 2)];
-  const cpu = rounds.map((r) => r.processCpuMsPerRequest).sort((a, b) => a - b)[Math.floor(rounds.length / 2)];
+  const median = medianBy(rounds, (r) => r.rps);
+  const cpu = medianBy(rounds, (r) => r.processCpuMsPerRequest).processCpuMsPerRequest;
   progress(`ping ${transport}: ${rounds.map((r) => r.rps).join(', ')} req/s (median ${median.rps})`);
   return { ...median, processCpuMsPerRequest: cpu, rounds: rounds.map((r) => ({ rps: r.rps, processCpuMsPerRequest: r.processCpuMsPerRequest })) };
 }

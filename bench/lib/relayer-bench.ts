@@ -25,6 +25,11 @@ export async function provideTestDbContext(cleanup: Cleanup): Promise<void> {
 
 export const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
+/** The middle item by `key` (the upper middle of an even count): the median round of a repeated baseline, whole. */
+export function medianBy<T>(items: readonly T[], key: (item: T) => number): T {
+  return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)];
+}
+
 export interface Dist {
   n: number;
   min?: number;
