@@ -214,10 +214,11 @@ export function contractStore(db: Db, opts: { onInfoChanged?: ContractChangeHook
      */
     async search(o: SearchOptions): Promise<{ rows: ContractRow[]; more: boolean }> {
       const q = o.q.trim().toLowerCase();
-      // Trigrams need three characters: shorter queries match by symbol, prefix and words only.
-      const fuzzy = q.length >= 3 ? 'OR lower(name) % $1 OR lower(name) %> $1 OR lower(symbol) % $1' : '';
-      const ranks = q.length >= 3 ? `, greatest(similarity(lower(name), $1), similarity(lower(symbol), $1)) AS sim, word_similarity($1, lower(name)) AS word_sim` : '';
-      const order = q.length >= 3 ? 'sim DESC, word_sim DESC' : 'length(name), lower(name)';
+      // Trigrams need three characters: shorter queries match by symbol, prefix and words only, and rank by length.
+      const trigrams = q.length >= 3;
+      const fuzzy = trigrams ? 'OR lower(name) % $1 OR lower(name) %> $1 OR lower(symbol) % $1' : '';
+      const ranks = trigrams ? `, greatest(similarity(lower(name), $1), similarity(lower(symbol), $1)) AS sim, word_similarity($1, lower(name)) AS word_sim` : '';
+      const order = trigrams ? 'sim DESC, word_sim DESC' : 'length(name), lower(name)';
       const res = await db.query(
         `WITH hits AS (
            SELECT ${CONTRACT_COLUMNS},
