@@ -74,6 +74,7 @@ const queries: { label: string; q: string; chainIds?: number[] }[] = [
   { label: 'two words', q: 'wrapped ether' },
   { label: 'chain filter', q: 'aave', chainIds: [137] },
   { label: 'common prefix', q: 'ko' },
+  { label: 'one letter', q: 'k' },
   { label: 'rare', q: 'zzqx' },
 ];
 
