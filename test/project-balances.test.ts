@@ -251,6 +251,8 @@ describe('project balances: sponsorship', () => {
 
     // Never overdrawn: the balance after every entry stayed at or above zero, and it is the funding less the cost.
     for (const e of rows) expect(BigInt(e.balance_wei!)).toBeGreaterThanOrEqual(0n);
+    // A running balance, in the order written (ids), though a status write posts many entries at once.
+    for (let i = 1; i < rows.length; i++) expect(BigInt(rows[i]!.balance_wei!), rows[i]!.id).toBe(BigInt(rows[i - 1]!.balance_wei!) + BigInt(rows[i]!.amount_wei));
     const tank = await tankRow();
     const credited = BigInt(rows.filter((e) => e.kind === 'adjustment').reduce((a, e) => a + BigInt(e.amount_wei), 0n));
     const allDebits = rows.filter((e) => e.kind !== 'adjustment').reduce((a, e) => a + BigInt(e.amount_wei), 0n);

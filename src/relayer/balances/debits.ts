@@ -2,7 +2,7 @@ import { prepared, type Queryable } from '../../store/db.ts';
 import type { MetaTxnRow, StatusKnown } from '../store.ts';
 import { applyFactor } from './amounts.ts';
 import { holdAgain, releaseHolds } from './holds.ts';
-import { entryOf, lockTank, post, tankOf, type LedgerEntry, type Tank } from './tanks.ts';
+import { entryOf, lockTank, postMany, tankOf, type LedgerEntry, type NewEntry, type Tank } from './tanks.ts';
 
 /*
  * The relayer's status hook for project balances: runs on the transaction that writes a sponsored
@@ -87,38 +87,48 @@ async function settleChain(q: Queryable, chainId: number, rows: MetaTxnRow[], us
   }
   const tankFor = (id: number | null | undefined) => (id == null ? null : (tanks.get(id) ?? null));
 
+  // Written in one go after the loop (postMany): the entries in this order, then the holds taken again.
+  const writes: Array<{ tank: Tank | null; e: NewEntry }> = [];
+  const heldAgain: Array<{ tankId: number; metaTxnId: string; amountWei: bigint }> = [];
   for (const r of posting) {
     const was = standing.get(r.id);
     const base = { chainId, projectId: r.project_id, nonce: null, identifier: null, metaTxnId: r.id, usdRate };
     if (isMined(r)) {
       const cost = costOf(r);
-      if (was) await reverse(q, tankFor(was.tankId), was, base);
+      if (was) writes.push(reversal(tankFor(was.tankId), was, base));
       const tank = tankFor(tankIdOfProject.get(r.project_id!));
       const charged = tank ? applyFactor(cost, tank.feeMarkupFactor) : cost;
-      await post(q, tank, { ...base, kind: 'debit', amountWei: -charged, txnHash: r.txn_hash, gasUsed: r.gas_used, gasPrice: BigInt(r.gas_price!), costWei: cost, reverses: null });
+      writes.push({ tank, e: { ...base, kind: 'debit', amountWei: -charged, txnHash: r.txn_hash, gasUsed: r.gas_used, gasPrice: BigInt(r.gas_price!), costWei: cost, reverses: null } });
       continue;
     }
     if (!was) continue;
     const tank = tankFor(was.tankId);
-    await reverse(q, tank, was, base);
+    writes.push(reversal(tank, was, base));
     // It will be mined again: what it cost stays set aside meanwhile.
-    if (tank && !tank.unlimited && r.status !== 'DROPPED') {
-      await holdAgain(q, tank.id, chainId, r.id, -was.amountWei);
-    }
+    if (tank && !tank.unlimited && r.status !== 'DROPPED') heldAgain.push({ tankId: tank.id, metaTxnId: r.id, amountWei: -was.amountWei });
   }
+  await postMany(q, writes);
+  for (const h of heldAgain) await holdAgain(q, h.tankId, chainId, h.metaTxnId, h.amountWei);
   await releaseHolds(q, chainId, released);
 }
 
-function reverse(q: Queryable, tank: Tank | null, debit: LedgerEntry, base: { chainId: number; projectId: number | null; nonce: null; identifier: null; metaTxnId: string; usdRate: number | null }) {
-  return post(q, tank, {
-    ...base,
-    projectId: debit.projectId,
-    kind: 'reversal',
-    amountWei: -debit.amountWei,
-    txnHash: debit.txnHash,
-    gasUsed: debit.gasUsed,
-    gasPrice: debit.gasPrice,
-    costWei: debit.costWei,
-    reverses: debit.id,
-  });
+function reversal(
+  tank: Tank | null,
+  debit: LedgerEntry,
+  base: { chainId: number; projectId: number | null; nonce: null; identifier: null; metaTxnId: string; usdRate: number | null },
+): { tank: Tank | null; e: NewEntry } {
+  return {
+    tank,
+    e: {
+      ...base,
+      projectId: debit.projectId,
+      kind: 'reversal',
+      amountWei: -debit.amountWei,
+      txnHash: debit.txnHash,
+      gasUsed: debit.gasUsed,
+      gasPrice: debit.gasPrice,
+      costWei: debit.costWei,
+      reverses: debit.id,
+    },
+  };
 }

@@ -180,8 +180,10 @@ export function spendCaps(db: Db) {
              RETURNING id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd`,
             [chainId, ids],
           );
-          // Sorted by rule, like charges, so a refund and a charge never lock rules crosswise.
-          for (const c of byRule(back.rows)) await moveSpend(q, c, sign * BigInt(c.wei), sign * BigInt(c.usd));
+          await moveSpend(
+            q,
+            back.rows.map((c) => ({ c, wei: sign * BigInt(c.wei), usd: sign * BigInt(c.usd) })),
+          );
         }
       }
       const mined = revived.filter((r) => r.gas_used != null && r.gas_price != null);
@@ -204,30 +206,84 @@ interface ChargeRow {
   usd: string;
 }
 
-const byRule = (rows: ChargeRow[]) => rows.sort((a, b) => Number(a.sponsor_id) - Number(b.sponsor_id));
-
-/**
- * Adds a (signed) amount to every counter a charge went to: the rule's total, its spend on the charge's
- * day, and each of the charge's wallets on that day; none goes below zero.
- */
-async function moveSpend(q: Queryable, c: ChargeRow, wei: bigint, usd: bigint): Promise<void> {
-  const args = [c.sponsor_id, wei.toString(), usd.toString()];
-  await q.query(prepared('UPDATE gas_sponsors SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE id = $1'), args);
-  await q.query(prepared('UPDATE sponsor_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric) WHERE sponsor_id = $1 AND day = $4::date'), [
-    ...args,
-    c.day,
-  ]);
-  await q.query(WALLET_SPEND_MOVE, [...args, c.day, c.wallets]);
+/** A signed amount to add to every counter a charge went to; `settled` also sets the charge itself to its new amount. */
+interface Move {
+  c: ChargeRow;
+  wei: bigint;
+  usd: bigint;
+  settled?: { wei: bigint; usd: bigint };
 }
 
-/** Each wallet's counter of a charge, by its key (rule, wallet, day; test/relayer-store-plans.test.ts). */
-export const WALLET_SPEND_MOVE = prepared(`UPDATE sponsor_wallet_spend SET spent_wei = GREATEST(0, spent_wei + $2::numeric), spent_usd = GREATEST(0, spent_usd + $3::numeric)
-      WHERE sponsor_id = $1 AND day = $4::date AND wallet = ANY($5::text[])`);
+/**
+ * Moves every counter of many charges at once (refunds, charges revived, settlements), and sets
+ * settled charges to their new amounts: one statement whatever their number. The rules' rows are
+ * locked in id order first (l), as a charge locks them, and every counter under a rule is written after
+ * its rule (s, w read g), so this and a charge never lock crosswise. Amounts are summed per counter and
+ * none goes below zero. A status write settling 50 mined meta-transactions wrote 4 statements per
+ * charge, holding the rules' locks (every sponsored intake of those rules waits on them) and, on PGlite,
+ * the one connection, across ~200 round trips (docs/performance.md, 30 Nov).
+ */
+export const MOVE_SPEND = prepared(`
+WITH l AS (SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
+g AS (
+  UPDATE gas_sponsors g SET spent_wei = GREATEST(0, g.spent_wei + x.wei), spent_usd = GREATEST(0, g.spent_usd + x.usd)
+  FROM l JOIN unnest($1::bigint[], $2::numeric[], $3::numeric[]) AS x(id, wei, usd) ON x.id = l.id WHERE g.id = l.id
+  RETURNING g.id
+),
+s AS (
+  UPDATE sponsor_spend s SET spent_wei = GREATEST(0, s.spent_wei + x.wei), spent_usd = GREATEST(0, s.spent_usd + x.usd)
+  FROM unnest($4::bigint[], $5::date[], $6::numeric[], $7::numeric[]) AS x(id, day, wei, usd)
+  WHERE s.sponsor_id = x.id AND s.day = x.day AND x.id IN (SELECT id FROM g)
+),
+w AS (
+  UPDATE sponsor_wallet_spend s SET spent_wei = GREATEST(0, s.spent_wei + x.wei), spent_usd = GREATEST(0, s.spent_usd + x.usd)
+  FROM unnest($8::bigint[], $9::date[], $10::text[], $11::numeric[], $12::numeric[]) AS x(id, day, wallet, wei, usd)
+  WHERE s.sponsor_id = x.id AND s.day = x.day AND s.wallet = x.wallet AND x.id IN (SELECT id FROM g)
+),
+c AS (
+  UPDATE sponsor_charges c SET wei = x.wei, usd = x.usd FROM unnest($13::bigint[], $14::numeric[], $15::numeric[]) AS x(id, wei, usd) WHERE c.id = x.id
+)
+SELECT count(*) AS rules FROM g`);
+
+/** Signed amounts summed per counter (its key's parts), as columns: the key's parts, then wei and usd. */
+function summed(parts: number, entries: Array<{ key: string[]; wei: bigint; usd: bigint }>): string[][] {
+  const out = new Map<string, { key: string[]; wei: bigint; usd: bigint }>();
+  for (const e of entries) {
+    const k = e.key.join('|');
+    const was = out.get(k);
+    out.set(k, was ? { ...was, wei: was.wei + e.wei, usd: was.usd + e.usd } : e);
+  }
+  const rows = [...out.values()];
+  return [...Array.from({ length: parts }, (_, i) => rows.map((r) => r.key[i]!)), rows.map((r) => r.wei.toString()), rows.map((r) => r.usd.toString())];
+}
+
+/** MOVE_SPEND's parameters: the amounts per rule, per rule and day, per rule, day and wallet, then the settled charges. */
+function moveSpendParams(moves: Move[]): unknown[] {
+  const settled = moves.filter((m) => m.settled);
+  const rules = summed(
+    1,
+    moves.map((m) => ({ key: [m.c.sponsor_id], wei: m.wei, usd: m.usd })),
+  );
+  const days = summed(
+    2,
+    moves.map((m) => ({ key: [m.c.sponsor_id, m.c.day], wei: m.wei, usd: m.usd })),
+  );
+  const wallets = summed(
+    3,
+    moves.flatMap((m) => [...new Set(m.c.wallets)].map((w) => ({ key: [m.c.sponsor_id, m.c.day, w], wei: m.wei, usd: m.usd }))),
+  );
+  return [...rules, ...days, ...wallets, settled.map((m) => m.c.id), settled.map((m) => m.settled!.wei.toString()), settled.map((m) => m.settled!.usd.toString())];
+}
+
+async function moveSpend(q: Queryable, moves: Move[]): Promise<void> {
+  if (moves.length === 0) return;
+  await q.query(MOVE_SPEND, moveSpendParams(moves));
+}
 
 /**
  * Moves mined meta-transactions' standing charges from what they were (the intake estimate, or an
  * earlier settlement) to what each actually cost, on every counter the charge went to; the USD figure
- * scales with it (the rate of intake). One read for all of them; rules are updated in id order, like charges.
+ * scales with it (the rate of intake). One read and one write for all of them.
  */
 async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>): Promise<void> {
   const open = await q.query<ChargeRow>(
@@ -235,12 +291,14 @@ async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>
       WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND refunded_at IS NULL`,
     [chainId, [...actual.keys()]],
   );
-  for (const c of byRule(open.rows.filter((c) => BigInt(c.wei) !== actual.get(c.meta_txn_id)))) {
-    const to = actual.get(c.meta_txn_id)!;
-    const wei = BigInt(c.wei);
-    const usd = wei > 0n ? (BigInt(c.usd) * to) / wei : 0n;
-    await moveSpend(q, c, to - wei, usd - BigInt(c.usd));
-    await q.query(prepared('UPDATE sponsor_charges SET wei = $2::numeric, usd = $3::numeric WHERE id = $1'), [c.id, to.toString(), usd.toString()]);
-  }
+  const moves = open.rows
+    .filter((c) => BigInt(c.wei) !== actual.get(c.meta_txn_id))
+    .map((c): Move => {
+      const to = actual.get(c.meta_txn_id)!;
+      const wei = BigInt(c.wei);
+      const usd = wei > 0n ? (BigInt(c.usd) * to) / wei : 0n;
+      return { c, wei: to - wei, usd: usd - BigInt(c.usd), settled: { wei: to, usd } };
+    });
+  await moveSpend(q, moves);
 }
 export type SpendCaps = ReturnType<typeof spendCaps>;
