@@ -79,10 +79,20 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
     db.transaction(async (tx) => {
       // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
       // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
-      for (const key of walletLockKeys(m)) await tx.query(prepared('SELECT pg_advisory_xact_lock($1::int, $2::int)'), [m.chainId % 2_000_000_000, key]);
-      const { known, dropped } = await knownIn(tx, m);
+      // The locks, what the meta-transaction already is and the caller's share of the queue are asked
+      // at once: a connection runs them in this order, the locks first, and answers them together. Each
+      // answer waited for was a round trip while the transaction held the connection (PGlite's only
+      // one): two of the intake's six (docs/performance.md, 30 Nov).
+      const locks = walletLockKeys(m).map((key) => tx.query(prepared('SELECT pg_advisory_xact_lock($1::int, $2::int)'), [m.chainId % 2_000_000_000, key]));
+      const knowing = knownIn(tx, m);
+      const checking = limits ? checkLimits(tx, m, limits) : undefined;
+      // Whatever is decided first, every answer is taken (none left rejected unheard).
+      void Promise.allSettled([...locks, knowing, ...(checking ? [checking] : [])]);
+      await Promise.all(locks);
+      const { known, dropped } = await knowing;
+      // Known: the same meta-transaction again, whatever its share of the queue says now.
       if (known) return { row: known, created: false };
-      if (limits) await checkLimits(tx, m, limits);
+      await checking;
       // A DROPPED meta-transaction sent again starts over under the same id.
       if (dropped) {
         await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
