@@ -68,24 +68,36 @@ describe(`store (${TEST_DB})`, () => {
     expect(await projectRepo(t.db).getByName('half-written')).toBeNull();
   });
 
-  it('runs a statement given to atCommit last, with the COMMIT; its failure rolls the whole transaction back and is what throws', async () => {
+  it('runs the statements given to atCommit last, in order, with the COMMIT; the first failure rolls the whole transaction back and is what throws', async () => {
+    let first: Promise<unknown> | undefined;
+    let second: Promise<{ rows: Array<{ name: string }> } | undefined> | undefined;
     const out = await t.db.transaction(async (tx) => {
-      tx.atCommit(`UPDATE projects SET name = 'at-commit-2' WHERE name = $1`, ['at-commit-1']);
+      first = tx.atCommit(`UPDATE projects SET name = 'at-commit-2' WHERE name = $1`, ['at-commit-1']);
+      // Registered second, run second: it sees what the first wrote.
+      second = tx.atCommit<{ name: string }>(`SELECT name FROM projects WHERE name = $1`, ['at-commit-2']);
       await tx.query(`INSERT INTO projects (name) VALUES ('at-commit-1')`);
-      expect(() => tx.atCommit('SELECT 1')).toThrow(/one statement/);
       return 'done';
     });
     expect(out).toBe('done');
+    expect(await first).toMatchObject({ rowCount: 1 });
+    expect((await second)?.rows).toEqual([{ name: 'at-commit-2' }]);
     expect(await projectRepo(t.db).getByName('at-commit-1')).toBeNull();
     expect(await projectRepo(t.db).getByName('at-commit-2')).not.toBeNull();
 
+    let before: Promise<unknown> | undefined;
+    let after: Promise<unknown> | undefined;
     await expect(
       t.db.transaction(async (tx) => {
         await tx.query(`INSERT INTO projects (name) VALUES ('at-commit-3')`);
+        before = tx.atCommit(`INSERT INTO projects (name) VALUES ('at-commit-4')`);
         tx.atCommit(`SELECT metarelay_over_budget($1, 'totalBudget')`, [7]);
+        after = tx.atCommit(`INSERT INTO projects (name) VALUES ('at-commit-5')`);
       }),
     ).rejects.toThrow('metarelay_over_budget:7:totalBudget');
-    expect(await projectRepo(t.db).getByName('at-commit-3')).toBeNull();
+    // Nothing of it stays, the atCommit statement that ran before the failure neither; none answers.
+    for (const name of ['at-commit-3', 'at-commit-4', 'at-commit-5']) expect(await projectRepo(t.db).getByName(name)).toBeNull();
+    expect(await before).toBeUndefined();
+    expect(await after).toBeUndefined();
     // The connection is usable afterwards (PostgreSQL: the pool's client was returned clean).
     for (let i = 0; i < 12; i++) expect((await t.db.transaction((tx) => tx.query<{ x: number }>('SELECT $1::int AS x', [i]))).rows[0].x).toBe(i);
   });

@@ -1,6 +1,6 @@
-import type { Queryable } from '../store/db.ts';
+import type { Queryable, Tx } from '../store/db.ts';
 import { receiptWire, type MetaTxnRepo, type MetaTxnRow, type StatusCause, type StatusKnown } from '../relayer/index.ts';
-import { appendEvents, type EventBell } from './outbox.ts';
+import { appendEvents, appendEventsAtCommit, type EventBell } from './outbox.ts';
 
 /**
  * The relayer's status hook: one `metatxn.status` event per written status, on the relayer's own
@@ -23,33 +23,37 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
               list.map((r) => r.id),
               q,
             );
-      await appendEvents(
-        q,
-        list.map((r) => ({
-          type: 'metatxn.status' as const,
+      const events = list.map((r) => ({
+        type: 'metatxn.status' as const,
+        chainId,
+        projectId: r.project_id,
+        subject: `metatxn:${chainId}:${r.id}`,
+        data: {
           chainId,
-          projectId: r.project_id,
-          subject: `metatxn:${chainId}:${r.id}`,
-          data: {
-            chainId,
-            metaTxnId: r.id,
-            status: r.status,
-            // Set when the status is written again for another reason than a new status: 'replaced' (a
-            // fee-bumped transaction, new txnHash), 'replacement_refused' (back to the previous hash), 'reorged'.
-            cause: cause ?? null,
-            txnHash: r.txn_hash ?? null,
-            wallet: r.wallet,
-            sponsored: r.sponsored,
-            attempts: r.attempts,
-            sender: r.sender,
-            queuedAt: r.queued_at?.toISOString() ?? null,
-            sentAt: r.sent_at?.toISOString() ?? null,
-            minedAt: r.mined_at?.toISOString() ?? null,
-            receipt: receiptWire(r, bundles.get(r.id) ?? []),
-          },
-        })),
-      );
+          metaTxnId: r.id,
+          status: r.status,
+          // Set when the status is written again for another reason than a new status: 'replaced' (a
+          // fee-bumped transaction, new txnHash), 'replacement_refused' (back to the previous hash), 'reorged'.
+          cause: cause ?? null,
+          txnHash: r.txn_hash ?? null,
+          wallet: r.wallet,
+          sponsored: r.sponsored,
+          attempts: r.attempts,
+          sender: r.sender,
+          queuedAt: r.queued_at?.toISOString() ?? null,
+          sentAt: r.sent_at?.toISOString() ?? null,
+          minedAt: r.mined_at?.toISOString() ?? null,
+          receipt: receiptWire(r, bundles.get(r.id) ?? []),
+        },
+      }));
+      // On a transaction, with its COMMIT: nothing before it reads them back, and the awaited insert was
+      // one of the intake's round trips while it held its connection (docs/performance.md, 30 Nov). The
+      // bell rings once they are committed, when readers can see them.
+      if (isTx(q)) void appendEventsAtCommit(q, events).then((committed) => committed && bell.ring());
+      else await appendEvents(q, events);
     }
-    bell.ring();
+    if (!isTx(q)) bell.ring();
   };
 }
+
+const isTx = (q: Queryable): q is Tx => typeof (q as Partial<Tx>).atCommit === 'function';

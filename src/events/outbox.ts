@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { prepared, type Db, type Queryable } from '../store/db.ts';
+import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
 
 /**
  * The event types metarelay emits, and so the ones an endpoint or a stream may subscribe to
@@ -66,28 +66,42 @@ const MATCHING = `w.enabled AND w.deleted_at IS NULL AND (e.type = ANY(w.events)
  */
 export async function appendEvents(q: Queryable, events: readonly NewEvent[], webhookId?: number): Promise<number[]> {
   if (events.length === 0) return [];
-  const r = await q.query<{ id: number | string }>(
-    prepared(`WITH e AS (
-       INSERT INTO events (type, chain_id, project_id, subject, payload)
-       SELECT type, chain_id, project_id, subject, payload::jsonb FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
-         AS u(type, chain_id, project_id, subject, payload)
-       RETURNING id, type, chain_id, project_id, subject),
-     d AS (
-       INSERT INTO webhook_deliveries (webhook_id, event_id, subject)
-       SELECT w.id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
-       ORDER BY e.id, w.id
-       RETURNING id)
-     SELECT id FROM e ORDER BY id`),
-    [
-      events.map((e) => e.type),
-      events.map((e) => e.chainId),
-      events.map((e) => e.projectId),
-      events.map((e) => e.subject),
-      events.map((e) => JSON.stringify(e.data, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))),
-      webhookId ?? null,
-    ],
-  );
+  const r = await q.query<{ id: number | string }>(APPEND, appendParams(events, webhookId));
   return r.rows.map((x) => Number(x.id));
+}
+
+/**
+ * appendEvents as one of the transaction's last statements, sent with its COMMIT (Tx.atCommit), for a
+ * writer that needs no event id before then: no round trip while the transaction holds its connection
+ * (the intake's: docs/performance.md, 30 Nov). Settles once the transaction has ended: true when the
+ * events were committed.
+ */
+export async function appendEventsAtCommit(tx: Tx, events: readonly NewEvent[]): Promise<boolean> {
+  if (events.length === 0) return false;
+  return (await tx.atCommit(APPEND, appendParams(events))) !== undefined;
+}
+
+const APPEND = prepared(`WITH e AS (
+   INSERT INTO events (type, chain_id, project_id, subject, payload)
+   SELECT type, chain_id, project_id, subject, payload::jsonb FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
+     AS u(type, chain_id, project_id, subject, payload)
+   RETURNING id, type, chain_id, project_id, subject),
+ d AS (
+   INSERT INTO webhook_deliveries (webhook_id, event_id, subject)
+   SELECT w.id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
+   ORDER BY e.id, w.id
+   RETURNING id)
+ SELECT id FROM e ORDER BY id`);
+
+function appendParams(events: readonly NewEvent[], webhookId?: number): unknown[] {
+  return [
+    events.map((e) => e.type),
+    events.map((e) => e.chainId),
+    events.map((e) => e.projectId),
+    events.map((e) => e.subject),
+    events.map((e) => JSON.stringify(e.data, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))),
+    webhookId ?? null,
+  ];
 }
 
 /** An event for the endpoints named, and those only. */

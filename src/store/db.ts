@@ -23,35 +23,44 @@ export const PREPARED_MARK = '/*prepared*/ ';
 /** A transaction's connection. */
 export interface Tx extends Queryable {
   /**
-   * Makes `sql` the transaction's last statement, run once fn has returned. On PostgreSQL it goes out
-   * with the COMMIT, with no client work between them: a row lock it takes is held for the server's
-   * time only, not for the wait of a busy event loop before the COMMIT is sent (how long a sponsorship
-   * rule stayed locked per SendMetaTxn). Its error rolls the transaction back and is what transaction()
-   * throws. At most one per transaction. The promise gives its result once the transaction has
-   * committed (undefined when it did not: transaction() throws why); awaiting it inside fn would wait
-   * forever, since the statement is sent after fn returns.
+   * Makes `sql` one of the transaction's last statements, run once fn has returned, in the order they
+   * were registered. On PostgreSQL they go out with the COMMIT, and on PGlite in the COMMIT's message,
+   * with no client work between them: a row lock one takes is held for the server's time only, not for
+   * the wait of a busy event loop before the COMMIT is sent (how long a sponsorship rule stayed locked
+   * per SendMetaTxn), and a statement whose answer nothing in fn needs costs no round trip while the
+   * transaction holds its connection. The first one's error rolls the transaction back and is what
+   * transaction() throws. Each promise gives its statement's result once the transaction has committed
+   * (undefined when it did not: transaction() throws why); awaiting it inside fn would wait forever,
+   * since the statements are sent after fn returns.
    */
   atCommit<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined>;
 }
 
+/** A statement registered with Tx.atCommit. */
+export interface AtCommit {
+  sql: string;
+  params?: unknown[];
+}
+
 /**
- * For Db implementations: the one statement a transaction's atCommit registered, and the settling of
- * the promise atCommit returned (with the statement's result once committed, undefined otherwise).
+ * For Db implementations: the statements a transaction's atCommit registered, in order, and the
+ * settling of the promises atCommit returned (each with its statement's result once committed,
+ * undefined otherwise).
  */
 export function commitSlot() {
-  let last: { sql: string; params?: unknown[]; done: (r: QueryResult<unknown> | undefined) => void } | undefined;
+  const last: Array<AtCommit & { done: (r: QueryResult<unknown> | undefined) => void }> = [];
   return {
     atCommit<T>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined> {
-      if (last) throw new Error('atCommit: one statement per transaction');
       return new Promise<QueryResult<T> | undefined>((resolve) => {
-        last = { sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void };
+        last.push({ sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void });
       });
     },
-    get statement(): { sql: string; params?: unknown[] } | undefined {
-      return last;
+    get statements(): AtCommit[] {
+      return last.map(({ sql, params }) => ({ sql, params }));
     },
-    settle(r: QueryResult<unknown> | undefined) {
-      last?.done(r);
+    /** The statements' results in order, or undefined: the transaction did not commit. */
+    settle(results: Array<QueryResult<unknown>> | undefined) {
+      last.forEach((s, i) => s.done(results?.[i]));
     },
   };
 }

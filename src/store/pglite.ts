@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { commitSlot, type Db, type QueryResult, type Queryable } from './db.ts';
+import { commitSlot, type AtCommit, type Db, type QueryResult, type Queryable } from './db.ts';
 import { lockFolder, type FolderLock } from './folder-lock.ts';
 import { MAINTENANCE_AGAIN_MS, MAINTENANCE_BUSY_MS, MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS, MAINTENANCE_TARGET_SQL, type MaintenanceListener, type MaintenanceReport } from './maintenance.ts';
 
@@ -15,6 +15,8 @@ interface Message {
   tx?: number;
   /** Goes ahead of the normal statements waiting (pglite-worker.mjs). */
   high?: boolean;
+  /** A COMMIT's: the transaction's atCommit statements, run in order before it. */
+  last?: AtCommit[];
 }
 
 type Answer = { id: number; value?: unknown; error?: Record<string, unknown>; wasmModule?: WebAssembly.Module; maintenance?: MaintenanceReport };
@@ -136,10 +138,9 @@ export async function openPglite(location: string): Promise<Db> {
         try {
           const value = await fn({ ...queryable(tx, () => !ended), atCommit: slot.atCommit });
           ended = true;
-          // The atCommit statement goes with the COMMIT: one message, so nothing runs between them.
-          const last = slot.statement;
-          const result = await pg.call<QueryResult<unknown> | undefined>({ op: 'commit', tx, sql: last?.sql, params: last?.params });
-          slot.settle(result);
+          // The atCommit statements go with the COMMIT: one message, so nothing runs between them.
+          const results = await pg.call<Array<QueryResult<unknown>>>({ op: 'commit', tx, last: slot.statements });
+          slot.settle(results);
           return value;
         } catch (err) {
           if (!ended) {

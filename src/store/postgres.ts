@@ -112,17 +112,19 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
           },
           atCommit: slot.atCommit,
         });
-        const last = slot.statement;
-        if (last) {
-          // Both queued on the connection now: the driver sends the COMMIT as soon as the statement's
-          // answer is read. A failed statement leaves the transaction aborted; its COMMIT then rolls back.
-          const [stmt, commit] = await Promise.allSettled([run(client, names, last.sql, last.params, false), client.query('COMMIT')]);
-          if (stmt.status === 'rejected') throw stmt.reason;
-          if (commit.status === 'rejected') throw commit.reason;
-          slot.settle({ rows: stmt.value.rows, rowCount: stmt.value.rowCount ?? 0 });
-        } else {
-          await client.query('COMMIT');
-        }
+        // All queued on the connection now: the driver sends each as soon as the answer before it is
+        // read, the COMMIT last. A failed statement leaves the transaction aborted; its COMMIT then rolls
+        // back, and the first failure is what this throws.
+        const last = slot.statements;
+        const settled = await Promise.allSettled([...last.map((x) => run(client, names, x.sql, x.params, false)), client.query('COMMIT')]);
+        const failed = settled.find((x) => x.status === 'rejected');
+        if (failed) throw failed.reason;
+        slot.settle(
+          settled.slice(0, last.length).map((x) => {
+            const r = (x as PromiseFulfilledResult<pg.QueryResult>).value;
+            return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+          }),
+        );
         return out;
       } catch (err) {
         slot.settle(undefined);
