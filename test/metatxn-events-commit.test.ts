@@ -8,6 +8,7 @@ import { metaTxnStatusEvents } from '../src/events/metatxn-events.ts';
 import { EventBell } from '../src/events/outbox.ts';
 import { metaTxnRepo, type MetaTxnRepo } from '../src/relayer/store.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
+import { queueRow } from './support/meta-rows.ts';
 
 const CHAIN = 31337;
 let t: TestDb;
@@ -27,31 +28,8 @@ afterAll(async () => {
 const eventsOf = async (id: string) =>
   (await t.db.query<{ status: string }>(`SELECT payload->>'status' AS status FROM events WHERE subject = $1`, [`metatxn:${CHAIN}:${id}`])).rows.map((r) => r.status);
 
-function send(id: string, beforeCommit?: Parameters<MetaTxnRepo['insert']>[2]) {
-  const wallet = `0x${id.slice(0, 40)}` as const;
-  return repo.insert(
-    {
-      chainId: CHAIN,
-      id,
-      projectId: null,
-      wallet,
-      entrypoint: wallet,
-      input: '0x',
-      gasLimit: 100_000n,
-      gasEstimated: 50_000n,
-      sponsored: true,
-      sponsorId: null,
-      feeToken: null,
-      feeValue: null,
-      feePayer: null,
-      keyId: null,
-      clientIp: null,
-      bundles: [{ id, wallet, space: 0n, nonce: 0n }],
-    },
-    undefined,
-    beforeCommit,
-  );
-}
+/** A meta-transaction of one bundle queued as intake writes it; `beforeCommit` runs on its transaction. */
+const send = (id: string, beforeCommit?: Parameters<MetaTxnRepo['insert']>[2]) => queueRow(repo, CHAIN, { id, wallet: `0x${id.slice(0, 40)}`, nonce: 0n }, undefined, beforeCommit);
 
 describe('the QUEUED event of an intake', () => {
   it('commits with the meta-transaction, and the bell rings once it has', async () => {

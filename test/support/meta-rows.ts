@@ -1,12 +1,21 @@
 import type { Address } from 'viem';
 import type { MetaTxnRepo, QueueLimits } from '../../src/relayer/store.ts';
 
+type BeforeCommit = Parameters<MetaTxnRepo['insert']>[2];
+
 /**
  * Puts a sponsored meta-transaction of one bundle straight into the queue, as intake would have stored
  * it: for tests of the engine's reads and claims, where how it got there does not matter (with `limits`,
- * within the queue's shares, as intake inserts it).
+ * within the queue's shares, as intake inserts it; with `beforeCommit`, on the transaction that writes it, as
+ * intake's charge is).
  */
-export function queueRow(repo: MetaTxnRepo, chainId: number, row: { id: string; wallet: Address; nonce: bigint; keyId?: number; clientIp?: string }, limits?: QueueLimits) {
+export function queueRow(
+  repo: MetaTxnRepo,
+  chainId: number,
+  row: { id: string; wallet: Address; nonce: bigint; keyId?: number; clientIp?: string },
+  limits?: QueueLimits,
+  beforeCommit?: BeforeCommit,
+) {
   return repo.insert(
     {
       chainId,
@@ -27,5 +36,6 @@ export function queueRow(repo: MetaTxnRepo, chainId: number, row: { id: string; 
       bundles: [{ id: row.id, wallet: row.wallet, space: 0n, nonce: row.nonce }],
     },
     limits,
+    beforeCommit,
   );
 }
