@@ -20,6 +20,9 @@ export interface Queryable {
 export const prepared = (sql: string): string => PREPARED_MARK + sql;
 export const PREPARED_MARK = '/*prepared*/ ';
 
+/** `s` as the literal part of a LIKE pattern written with ESCAPE '\': its %, _ and \ match themselves. */
+export const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
 /** A transaction's connection. */
 export interface Tx extends Queryable {
   /**

@@ -1,6 +1,6 @@
 import type { Address } from 'viem';
 import { z } from 'zod';
-import type { Db, Queryable } from '../../store/db.ts';
+import { likeEscape, type Db, type Queryable } from '../../store/db.ts';
 import { Extensions, ListLayer, OverrideLayer, UriLayer, mergeContractInfo } from './contract-merge.ts';
 import type { ChainLayer } from './contract-reader.ts';
 
@@ -232,8 +232,6 @@ function searchFilters(o: SearchOptions): string {
     ${directory}`;
 }
 
-const escapeLike = (q: string) => q.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 /** Three characters or more: every match found through the indexes, ranked by tier and similarity. */
 function trigramSearch(q: string, o: SearchOptions): [string, unknown[]] {
   return [
@@ -251,7 +249,7 @@ function trigramSearch(q: string, o: SearchOptions): [string, unknown[]] {
               OR lower(name) % $1 OR lower(name) %> $1 OR lower(symbol) % $1)
      )
      SELECT * FROM hits ORDER BY tier, curated DESC, sim DESC, word_sim DESC, chain_id, address LIMIT $5 OFFSET $6`,
-    [q, `${escapeLike(q)}%`, o.chainIds, o.types, o.pageSize + 1, o.page * o.pageSize],
+    [q, `${likeEscape(q)}%`, o.chainIds, o.types, o.pageSize + 1, o.page * o.pageSize],
   ];
 }
 

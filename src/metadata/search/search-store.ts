@@ -1,4 +1,4 @@
-import type { Queryable } from '../../store/db.ts';
+import { likeEscape, type Queryable } from '../../store/db.ts';
 import { summaryColumns, toRecord, toSummary, type TokenRecord, type TokenSummary } from '../tokens/token-store.ts';
 import { formatRankCursor, parseRankCursor } from './cursor.ts';
 import { numbersOf, valueKeysOf, type PropertyCondition, type TokenFilter } from './filter.ts';
@@ -16,7 +16,6 @@ class Params {
   }
 }
 
-const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 const NAME = `lower(t.metadata->>'name')`;
 const DESCRIPTION = `lower(t.metadata->>'description')`;
 
