@@ -11,6 +11,7 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
   return async (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause, known?: StatusKnown) => {
     if (rows.length === 0) return;
     const tx = isTx(q) ? q : undefined;
+    const committing: Array<Promise<boolean>> = [];
     const byChain = new Map<number, MetaTxnRow[]>();
     for (const r of rows) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
     for (const [chainId, list] of byChain) {
@@ -50,10 +51,11 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
       // On a transaction, with its COMMIT: nothing before it reads them back, and the awaited insert was
       // one of the intake's round trips while it held its connection (docs/performance.md, 30 Nov). The
       // bell rings once they are committed, when readers can see them.
-      if (tx) void appendEventsAtCommit(tx, events).then((committed) => committed && bell.ring());
+      if (tx) committing.push(appendEventsAtCommit(tx, events));
       else await appendEvents(q, events);
     }
-    if (!tx) bell.ring();
+    if (tx) void Promise.all(committing).then((committed) => committed.some(Boolean) && bell.ring());
+    else bell.ring();
   };
 }
 
