@@ -315,6 +315,7 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const profiled = PROFILE && name === 'B' && transport === TRANSPORTS[0];
     const c0 = process.cpuUsage();
     const m0 = cpuSnapshot();
+    const g0 = env.services.metaTxns.groupCounts();
     const run = () => withLoopDelay(() => drive(list, CONCURRENCY, heads, (job) => send('SendMetaTxn', sendBody(job))));
     if (profiled) PROFILE.enabled = true;
     const { value: ran, eventLoopDelayMs } = profiled ? await cpuProfile(run).then((x) => ((profiledCpu = x.cpu), x.value)) : await run();
@@ -324,6 +325,9 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const processCpuMsPerRequest = round3((cpu.user + cpu.system) / 1000 / list.length);
     // The whole machine's CPU per request, by process: what bounds intake on a shared 2-core machine.
     const cpuPerRequest = cpuPerUnit(m0, cpuSnapshot(), list.length);
+    // Intakes that shared a transaction (store.ts, KeyGroups): groups of two or more, and those run again one by one.
+    const g1 = env.services.metaTxns.groupCounts();
+    const intakeGroups = { groups: g1.groups - g0.groups, grouped: g1.grouped - g0.grouped, fallbacks: g1.fallbacks - g0.fallbacks };
     const out: Outcome[] = list.map((job, i) => {
       const s = ran.samples[i];
       const id = s.answer?.status === 200 ? String(s.answer.body?.txnHash) : undefined;
@@ -334,7 +338,7 @@ async function runRound(env: RelayerEnv, heads: HeadWatch, transport: Transport,
     const ids = out.flatMap((o) => (o.id ? [o.id] : []));
     const settled = await settle(env, ids, `${label} phase ${name}`);
     progress(`${label} phase ${name}: final after ${settled.settleMs} ms more`);
-    return { intake: { ...ran.summary, eventLoopDelayMs, processCpuMsPerRequest, cpuPerRequest }, out, settled };
+    return { intake: { ...ran.summary, eventLoopDelayMs, processCpuMsPerRequest, cpuPerRequest, intakeGroups }, out, settled };
   };
 
   const a = await phase('A', jobs.a);

@@ -279,6 +279,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       await statusEvents(q, rows, cause, known);
       await caps.onStatus(q, rows);
     },
+    lockRulesAtCommit: (tx, ruleIds) => caps.lockRules(tx, ruleIds),
   };
   const metaTxns: MetaTxnRepo = metaTxnRepo(db, metaTxnHooks);
   const bars = barRepo(db);

@@ -123,6 +123,8 @@ export interface NewMetaTxn {
   status?: 'QUEUED' | 'PENDING_PRECONDITION';
   /** Writes what belongs with the row (its preconditions) in the same transaction. */
   also?: (q: Queryable) => Promise<void>;
+  /** The sponsorship rules its charge locks at the COMMIT (an intake group locks all of its rules first, in order). */
+  chargedRules?: readonly number[];
 }
 
 export class NonceTaken extends Error {

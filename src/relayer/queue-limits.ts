@@ -50,26 +50,44 @@ export const LIMITS_SQL = prepared(`SELECT
  * meta-transaction per paying wallet at a time (each is simulated against the chain as it is, so two
  * would both count one balance) and a bounded share of the queue per wallet, exactly. The shares per
  * access key and per client address are counted without a lock (a key's sends would otherwise be serial
- * again): concurrent sends of one key may pass the count together, by at most the number in flight.
+ * again): concurrent sends of one key may pass the count together, by at most the number of intake
+ * transactions in flight (an intake group counts its own members: judgeLimits' alsoAdmitted).
  */
 export async function checkLimits(q: Queryable, m: LimitedMetaTxn, limits: QueueLimits) {
+  judgeLimits(m, await readLimits(q, m), limits);
+}
+
+/** What checkLimits counts, as LIMITS_SQL answers it. */
+export interface LimitCounts {
+  payer_busy: string | null;
+  payer_moved: string | null;
+  wallet_paying: string | null;
+  per_wallet: Array<{ wallet: string; n: number }> | null;
+  by_key: string;
+  by_ip: string;
+}
+
+/** The per-address share bounds callers without a key; a keyed backend relaying for many users from one address is bounded by its key's share instead. */
+const addressOf = (m: LimitedMetaTxn) => (m.keyId == null ? m.clientIp : null);
+
+/** The counts a meta-transaction's share of the queue is judged on (judgeLimits), in one round trip (each subquery keeps its own index). */
+export async function readLimits(q: Queryable, m: LimitedMetaTxn): Promise<LimitCounts> {
   const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
-  // Every count in one round trip (each subquery keeps its own index); refused in the order below. A
-  // wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
+  // A wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
   // from their partial index: joined to meta_txns by status, the planner walked every live row of the
-  // chain once per bundle of the wallet's history.
-  // The per-address share bounds callers without a key; a keyed backend relaying for many users from one
-  // address is bounded by its key's share instead (it was refused past 200 however its project was set).
-  const perAddressIp = m.keyId == null ? m.clientIp : null;
-  const r = await q.query<{
-    payer_busy: string | null;
-    payer_moved: string | null;
-    wallet_paying: string | null;
-    per_wallet: Array<{ wallet: string; n: number }> | null;
-    by_key: string;
-    by_ip: string;
-  }>(LIMITS_SQL, [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, perAddressIp]);
-  const x = r.rows[0];
+  // chain once per bundle of the wallet's history. (The per-address share was refused past 200 however a
+  // keyed backend's project was set, before it counted keyless callers only.)
+  const r = await q.query<LimitCounts>(LIMITS_SQL, [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, addressOf(m)]);
+  return r.rows[0];
+}
+
+/**
+ * Throws QueueFull when the counts leave no room, refused in the order below. `alsoAdmitted`: meta-
+ * transactions of the same key and address admitted since the counts were read, which they cannot see
+ * (an intake group's earlier members, store.ts).
+ */
+export function judgeLimits(m: LimitedMetaTxn, x: LimitCounts, limits: QueueLimits, alsoAdmitted = { byKey: 0, byAddress: 0 }) {
+  const perAddressIp = addressOf(m);
   if (x.payer_busy) {
     throw new QueueFull(`wallet ${m.feePayer} already has a fee-paying meta-transaction in flight (${x.payer_busy}); one balance pays one fee at a time: send the next once it is mined`);
   }
@@ -87,10 +105,15 @@ export async function checkLimits(q: Queryable, m: LimitedMetaTxn, limits: Queue
   }
   const full = (x.per_wallet ?? []).find((w) => Number(w.n) >= limits.perWallet);
   if (full) throw new QueueFull(`wallet ${full.wallet} already has ${full.n} meta-transactions queued or in flight (the limit is ${limits.perWallet})`);
-  if (m.keyId != null && Number(x.by_key) >= limits.perKey) {
+  if (m.keyId != null && Number(x.by_key) + alsoAdmitted.byKey >= limits.perKey) {
     throw new QueueFull(`this access key already has ${limits.perKey} meta-transactions queued or in flight`);
   }
-  if (perAddressIp != null && Number(x.by_ip) >= limits.perAddress) {
+  if (perAddressIp != null && Number(x.by_ip) + alsoAdmitted.byAddress >= limits.perAddress) {
     throw new QueueFull(`client address ${m.clientIp} already has ${limits.perAddress} meta-transactions queued or in flight`);
   }
+}
+
+/** The key and the address whose shares judgeLimits counts for `m` (null: that share does not apply). */
+export function sharesOf(m: LimitedMetaTxn): { key: number | null; address: string | null } {
+  return { key: m.keyId, address: addressOf(m) };
 }

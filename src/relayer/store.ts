@@ -1,8 +1,9 @@
 import type { Address, Hex } from 'viem';
 import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
+import { KeyGroups, type Outcome } from '../util/key-groups.ts';
 import type { Authorization } from './intake/authorization.ts';
 import { LIVE_IN } from './live.ts';
-import { checkLimits, type QueueLimits } from './queue-limits.ts';
+import { checkLimits, judgeLimits, readLimits, sharesOf, type QueueLimits } from './queue-limits.ts';
 import { NonceTaken, normalise, type BundleRow, type MetaTxnRow, type NewMetaTxn, type SentMeta, type SettledMeta, type StatusCause, type StatusHook } from './meta-txn-rows.ts';
 
 export { LIVE_IN, LIVE_STATUSES } from './live.ts';
@@ -18,6 +19,43 @@ function walletLockKeys(m: NewMetaTxn): number[] {
   const wallets = new Set([...m.bundles.map((b) => b.wallet.toLowerCase()), ...(m.feePayer ? [m.feePayer.toLowerCase()] : [])]);
   return [...new Set([...wallets].map((w) => Number.parseInt(w.slice(2, 10), 16) | 0))].sort((a, b) => a - b);
 }
+
+/** The advisory locks of a meta-transaction as (chain, key) pairs, and as the keys that keep two of them out of one intake group. */
+const lockPairs = (m: NewMetaTxn): Array<[number, number]> => walletLockKeys(m).map((k) => [m.chainId % 2_000_000_000, k]);
+const groupKeys = (m: NewMetaTxn): string[] => lockPairs(m).map(([c, k]) => `${c}:${k}`);
+
+/** The wallets' advisory locks of a whole intake group, taken in one order (chain, then key), as each intake takes its own. */
+const GROUP_LOCKS_SQL = prepared('SELECT pg_advisory_xact_lock(u.c, u.k) FROM (SELECT c, k FROM unnest($1::int[], $2::int[]) AS u(c, k) ORDER BY c, k) u');
+
+/** The rows and bundles of an intake group in one statement (insertGroupIn). */
+const GROUP_INSERT_SQL = prepared(`WITH mt AS (
+   INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
+     fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
+   SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::boolean[],
+     $11::bigint[], $12::text[], $13::numeric[], $14::text[], $15::bigint[], $16::text[], $17::text[], $18::numeric[], $19::numeric[])
+   RETURNING *),
+ b AS (
+   INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce)
+   SELECT * FROM unnest($20::bigint[], $21::text[], $22::text[], $23::text[], $24::numeric[], $25::numeric[])
+   ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
+     nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE)
+ SELECT * FROM mt`);
+
+/** One intake waiting for its group: what insert was given. */
+interface PendingIntake {
+  m: NewMetaTxn;
+  limits?: QueueLimits;
+  beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>;
+}
+
+/** One bundle id once (a call may carry the same bundle twice; one upsert cannot touch a row twice). */
+const distinctBundles = (m: NewMetaTxn) => [...new Map(m.bundles.map((b) => [b.id, b])).values()];
+
+/** The bundles as written, for the status hook (StatusKnown.bundles). */
+const writtenBundles = (m: NewMetaTxn): BundleRow[] =>
+  distinctBundles(m)
+    .map((b) => ({ bundle_id: b.id, meta_txn_id: m.id, wallet: b.wallet, nonce_space: b.space.toString(), nonce: b.nonce.toString() }))
+    .sort((a, b) => (a.bundle_id < b.bundle_id ? -1 : a.bundle_id > b.bundle_id ? 1 : 0));
 
 /**
  * What a new meta-transaction already is, in one statement: the rows known by any of its ids ($2,
@@ -39,7 +77,7 @@ export const KNOWN_SQL = prepared(`SELECT 'known' AS why, NULL AS held_wallet, N
      CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = $1 AND y.id = b.meta_txn_id OFFSET 0) m
      WHERE m.status IN ${LIVE_IN} LIMIT 1)`);
 
-export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
+export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCommit?: (tx: Tx, ruleIds: number[]) => void; groups?: { size: number; running: number } } = {}) {
   const onStatus = opts.onStatus;
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
     const r = await q.query<Record<string, unknown>>(
@@ -98,8 +136,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
         await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
         await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
       }
-      // One bundle id once (a call may carry the same bundle twice; one upsert cannot touch a row twice).
-      const bundles = [...new Map(m.bundles.map((b) => [b.id, b])).values()];
+      const bundles = distinctBundles(m);
       // The row and its bundles in one statement: the intake transaction's round trips are its cost.
       const r = await tx.query<Record<string, unknown>>(
         prepared(`WITH mt AS (
@@ -140,16 +177,136 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
       );
       await m.also?.(tx);
       const row = normalise(r.rows[0]);
-      const written: BundleRow[] = bundles
-        .map((b) => ({ bundle_id: b.id, meta_txn_id: m.id, wallet: b.wallet, nonce_space: b.space.toString(), nonce: b.nonce.toString() }))
-        .sort((a, b) => (a.bundle_id < b.bundle_id ? -1 : a.bundle_id > b.bundle_id ? 1 : 0));
-      await onStatus?.(tx, [row], undefined, { created: true, bundles: new Map([[m.id, written]]) });
+      await onStatus?.(tx, [row], undefined, { created: true, bundles: new Map([[m.id, writtenBundles(m)]]) });
       // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
       // The charge is the transaction's last statement, sent with the COMMIT (tx.atCommit): it locks its
       // rules' rows, which every sponsored intake of those rules waits on, for the server's time only.
       await beforeCommit?.(tx, row);
       return { row, created: true };
     });
+
+  /**
+   * Several intakes of different wallets in one transaction (KeyGroups: no two share a wallet lock), as
+   * each would run alone: the locks of all their wallets first (one statement, in one order), then for
+   * each what it already is and its share of the queue (sent at once), the new rows and bundles in one
+   * statement, their events, and their charges with the one COMMIT. What decides one intake alone (known,
+   * a nonce taken, its share of the queue full) is its outcome and leaves the others be; anything that
+   * fails the transaction throws, and KeyGroups runs each again alone. The shares of the queue are
+   * judged in the members' order, each counting the members admitted before it: a wallet is in one
+   * member of a group at most, and a key's or an address's share counts the group's earlier members.
+   */
+  const insertGroupIn = (group: PendingIntake[]): Promise<Outcome<{ row: MetaTxnRow; created: boolean }>[]> =>
+    db.transaction(async (tx) => {
+      const pairs = group.flatMap((x) => lockPairs(x.m));
+      const locking = tx.query(GROUP_LOCKS_SQL, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]);
+      const knowing = group.map((x) => knownIn(tx, x.m));
+      const counting = group.map((x) => (x.limits ? readLimits(tx, x.m) : undefined));
+      void Promise.allSettled([locking, ...knowing, ...counting]);
+      await locking;
+      const outcomes: Array<Outcome<{ row: MetaTxnRow; created: boolean }> | undefined> = [];
+      const fresh: Array<{ i: number; x: PendingIntake }> = [];
+      // The members admitted so far per key and per address: each counts against the next one's share.
+      const admitted = new Map<string, number>();
+      const judge = async (x: PendingIntake, i: number) => {
+        const counts = await counting[i];
+        if (!counts || !x.limits) return;
+        const { key, address } = sharesOf(x.m);
+        const [k, a] = [`${x.m.chainId}:key:${key}`, `${x.m.chainId}:address:${address}`];
+        judgeLimits(x.m, counts, x.limits, { byKey: admitted.get(k) ?? 0, byAddress: admitted.get(a) ?? 0 });
+        if (key != null) admitted.set(k, (admitted.get(k) ?? 0) + 1);
+        if (address != null) admitted.set(a, (admitted.get(a) ?? 0) + 1);
+      };
+      for (const [i, x] of group.entries()) {
+        const known = await knowing[i].catch((error: unknown) => ({ error }));
+        if ('error' in known) outcomes[i] = { ok: false, error: known.error };
+        else if (known.known) outcomes[i] = { ok: true, value: { row: known.known, created: false } };
+        else {
+          const full = await judge(x, i).then(
+            () => undefined,
+            (error: unknown) => ({ error }),
+          );
+          if (full) outcomes[i] = { ok: false, error: full.error };
+          else {
+            if (known.dropped) {
+              await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [x.m.chainId, x.m.id]);
+              await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [x.m.chainId, x.m.id]);
+            }
+            fresh.push({ i, x });
+          }
+        }
+      }
+      // Every answer is in: the unawaited counts of known or refused intakes settle without being heard.
+      await Promise.allSettled(counting);
+      if (fresh.length > 0) {
+        const ms = fresh.map(({ x }) => x.m);
+        const col = <V>(f: (m: NewMetaTxn) => V) => ms.map(f);
+        const bundles = ms.flatMap((m) => distinctBundles(m).map((b) => ({ m, b })));
+        const r = await tx.query<Record<string, unknown>>(GROUP_INSERT_SQL, [
+          col((m) => m.chainId),
+          col((m) => m.id),
+          col((m) => m.projectId),
+          col((m) => m.wallet),
+          col((m) => m.entrypoint),
+          col((m) => m.input),
+          col((m) => m.status ?? 'QUEUED'),
+          col((m) => m.gasLimit.toString()),
+          col((m) => m.gasEstimated.toString()),
+          col((m) => m.sponsored),
+          col((m) => m.sponsorId),
+          col((m) => m.feeToken),
+          col((m) => m.feeValue?.toString() ?? null),
+          col((m) => m.feePayer?.toLowerCase() ?? null),
+          col((m) => m.keyId),
+          col((m) => m.clientIp),
+          col((m) => (m.authorization ? JSON.stringify(m.authorization) : null)),
+          col((m) => m.gasPricePriced?.toString() ?? null),
+          col((m) => m.coverWei?.toString() ?? null),
+          bundles.map(({ m }) => m.chainId),
+          bundles.map(({ b }) => b.id),
+          bundles.map(({ m }) => m.id),
+          bundles.map(({ b }) => b.wallet),
+          bundles.map(({ b }) => b.space.toString()),
+          bundles.map(({ b }) => b.nonce.toString()),
+        ]);
+        const byId = new Map(r.rows.map((x) => [`${x.chain_id}:${x.id}`, normalise(x)]));
+        const rows = ms.map((m) => byId.get(`${m.chainId}:${m.id}`)!);
+        for (const m of ms) await m.also?.(tx);
+        await onStatus?.(tx, rows, undefined, { created: true, bundles: new Map(ms.map((m) => [m.id, writtenBundles(m)])) });
+        // The charges' rules are locked together first, in id order, as one charge locks its own: one
+        // charge after another, a group would lock rules out of order and could deadlock with another.
+        const rules = [...new Set(ms.flatMap((m) => m.chargedRules ?? []))].sort((a, b) => a - b);
+        if (rules.length > 1 && opts.lockRulesAtCommit) opts.lockRulesAtCommit(tx, rules);
+        for (const [k, { i, x }] of fresh.entries()) {
+          await x.beforeCommit?.(tx, rows[k]);
+          outcomes[i] = { ok: true, value: { row: rows[k], created: true } };
+        }
+      }
+      return outcomes as Outcome<{ row: MetaTxnRow; created: boolean }>[];
+    });
+
+  /** One intake alone (insertIn), or again alone when another process accepted the same bundle meanwhile. */
+  const insertOne = async ({ m, limits, beforeCommit }: PendingIntake): Promise<{ row: MetaTxnRow; created: boolean }> => {
+    try {
+      return await insertIn(m, limits, beforeCommit);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505') throw err;
+      // The same bundle accepted by a concurrent send (of other wallets, or in another process): one
+      // meta-transaction. Otherwise a nonce that a concurrent send holds now.
+      const { known } = await knownIn(db, m);
+      if (known) return { row: known, created: false };
+      throw err;
+    }
+  };
+
+  // Concurrent intakes share a transaction (docs/performance.md, "Intakes in groups"): PGlite runs one
+  // transaction at a time anyway; on PostgreSQL a few groups run at once, so one group waiting on a lock
+  // another process holds does not hold up every intake of this one.
+  const groups = new KeyGroups<PendingIntake, { row: MetaTxnRow; created: boolean }>({
+    keys: (x) => groupKeys(x.m),
+    one: insertOne,
+    many: insertGroupIn,
+    ...(opts.groups ?? { size: 32, running: db.kind === 'pglite' ? 1 : 4 }),
+  });
 
   /** The bundles of many meta-transactions at once, by meta-transaction id. */
   const bundlesOfMany = async (chainId: number, ids: string[], q: Queryable = db): Promise<Map<string, BundleRow[]>> => {
@@ -179,18 +336,12 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook } = {}) {
      * NonceTaken when another live meta-transaction holds one of its nonces. `beforeCommit` runs on the
      * same transaction once the row is written.
      */
-    async insert(m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> {
-      try {
-        return await insertIn(m, limits, beforeCommit);
-      } catch (err) {
-        if ((err as { code?: string }).code !== '23505') throw err;
-        // The same bundle accepted by a concurrent send (of other wallets, or in another process): one
-        // meta-transaction. Otherwise a nonce that a concurrent send holds now.
-        const { known } = await knownIn(db, m);
-        if (known) return { row: known, created: false };
-        throw err;
-      }
+    insert(m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> {
+      return groups.run({ m, limits, beforeCommit });
     },
+
+    /** How many intakes ran in groups, and how many groups were run again one by one. */
+    groupCounts: () => ({ ...groups.counts }),
 
     /** Nonces of live meta-transactions for one wallet and space at or above `from`, ascending. */
     async liveNonces(chainId: number, wallet: Address, space: bigint, from: bigint): Promise<bigint[]> {

@@ -284,6 +284,7 @@ export class Intake {
           clientIp: args.clientIp ?? null,
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
           authorization: args.authorization ?? null,
+          chargedRules: f.charge?.ruleIds,
           ...extra,
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },

@@ -86,6 +86,8 @@ o AS (
 -- Over a limit, the statement fails (migration 0028): the transaction rolls back, this charge with it.
 SELECT sum(CASE WHEN o.lim IS NULL THEN 0 ELSE metarelay_over_budget(o.id, o.lim) END) AS over FROM o`);
 
+const LOCK_RULES = prepared('SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE');
+
 /** The error of a charge over a rule's limit, as the database words it (migration 0028). */
 const OVER_BUDGET = /metarelay_over_budget:(\d+):(dailyCap|walletDailyCap|totalBudget)/;
 
@@ -134,6 +136,15 @@ export function spendCaps(db: Db) {
     charge(tx: Tx, c: Charge): void {
       const wallets = [...new Set(c.wallets.map((w) => w.toLowerCase()))];
       tx.atCommit(CHARGE, [[...new Set(c.ruleIds)], c.cost.wei.toString(), (c.cost.usd ?? 0n).toString(), wallets, c.chainId, c.metaTxnId, c.cost.usd != null]);
+    },
+
+    /**
+     * Locks these rules' rows in id order at the COMMIT, before the charges registered after it: an
+     * intake group (store.ts) charges several meta-transactions in one transaction, and one charge after
+     * another would take their rules out of order.
+     */
+    lockRules(tx: Tx, ruleIds: number[]): void {
+      tx.atCommit(LOCK_RULES, [ruleIds]);
     },
 
     /**
