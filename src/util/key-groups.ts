@@ -23,6 +23,8 @@ interface Waiting<T, R, K> {
 export class KeyGroups<T, R, K = string> {
   private readonly waiting: Waiting<T, R, K>[] = [];
   private underWay = 0;
+  /** The keys of the groups under way: a call that shares one waits for a later group (it would only wait on their locks). */
+  private readonly busy = new Set<K>();
   /** Groups of two or more run, and groups run again one by one (for the tests and the bench). */
   readonly counts = { groups: 0, grouped: 0, fallbacks: 0 };
 
@@ -46,10 +48,13 @@ export class KeyGroups<T, R, K = string> {
   private pump() {
     while (this.underWay < this.o.running && this.waiting.length > 0) {
       const group = this.take();
+      if (group.length === 0) return;
       this.underWay++;
+      for (const w of group) for (const k of w.keys) this.busy.add(k);
       void this.exec(group).then((outcomes) => {
         // The next group starts before this one's callers go on: whatever they send next waits its turn.
         this.underWay--;
+        for (const w of group) for (const k of w.keys) this.busy.delete(k);
         this.pump();
         group.forEach((w, i) => {
           const o = outcomes[i];
@@ -60,13 +65,18 @@ export class KeyGroups<T, R, K = string> {
     }
   }
 
-  /** The next group: the first waiting call, then each later one that shares no key with those taken, in order. */
+  /**
+   * The next group: the waiting calls, in order, that share no key with a group under way nor with a call
+   * taken before them, nor with an earlier call left waiting (calls of one key run in the order made).
+   */
   private take(): Waiting<T, R, K>[] {
-    const taken = new Set<K>();
+    const taken = new Set<K>(this.busy);
     const group: Waiting<T, R, K>[] = [];
     for (let i = 0; i < this.waiting.length && group.length < this.o.size; ) {
       const w = this.waiting[i];
       if (w.keys.some((k) => taken.has(k))) {
+        // Left waiting: its keys stay out of this group, so no later call of them overtakes it.
+        for (const k of w.keys) taken.add(k);
         i++;
         continue;
       }
