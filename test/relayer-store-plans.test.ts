@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
 import { MOVE_SPEND } from '../src/relayer/intake/spend-caps.ts';
-import { KNOWN_SQL, LIMITS_SQL, metaTxnRepo } from '../src/relayer/store.ts';
+import { GROUP_KNOWN_SQL, KNOWN_SQL, LIMITS_SQL, metaTxnRepo } from '../src/relayer/store.ts';
+import { GROUP_LIMITS_SQL, readLimitsMany } from '../src/relayer/queue-limits.ts';
 import { queueRow } from './support/meta-rows.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
@@ -108,6 +109,29 @@ describe(`intake queue limits (${TEST_DB})`, () => {
     for (const scan of scans) expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
   });
 
+  it('give each member of an intake group the counts it alone gets, and read them from the same indexes under a generic plan', async () => {
+    const member = (payer: string | null, wallets: string[], keyId: number | null, clientIp: string | null) => ({
+      chainId: CHAIN,
+      feePayer: payer as `0x${string}` | null,
+      bundles: wallets.map((w) => ({ wallet: w as `0x${string}` })),
+      keyId,
+      clientIp,
+    });
+    const members = [member(PAYER, [WALLET], KEY, IP), member(null, ['0x' + '5'.repeat(40), WALLET], null, IP), member(PAYER, [], 1001, null)];
+    const alone = await Promise.all(
+      members.map(async (m) => (await t.db.query(LIMITS_SQL, [CHAIN, m.feePayer, [...new Set(m.bundles.map((b) => b.wallet))], m.keyId, m.keyId == null ? m.clientIp : null])).rows[0]),
+    );
+    const together = await readLimitsMany(t.db, members);
+    expect(together).toEqual(alone);
+    const scans = await genericScans(GROUP_LIMITS_SQL, 7);
+    const tables = scans.filter((x) => x.relation === 'meta_txns' || x.relation === 'meta_txn_bundles');
+    expect(tables).toHaveLength(6);
+    for (const scan of tables) {
+      expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
+      expect(scan.cond, JSON.stringify(scans)).toMatch(/\b(fee_payer|wallet|key_id|client_ip) = /);
+    }
+  });
+
   it('keep reading them from the live-rows indexes under a generic plan, each by its payer, wallet, key or address', async () => {
     const scans = await genericScans(LIMITS_SQL, params.length);
     expect(scans).toHaveLength(6);
@@ -126,10 +150,16 @@ describe(`the "already known" look-up (${TEST_DB})`, () => {
   it('looks up each id and each nonce by key under a generic plan, whatever the statistics say of live rows: no scan by chain alone', async () => {
     const byKey = (s: Scan) => (s.relation === 'meta_txns' ? /\bid = /.test(s.cond ?? '') : /\bbundle_id = |\bwallet = .*\bnonce = /.test(s.cond ?? ''));
     const check = async () => {
-      const scans = await genericScans(KNOWN_SQL, 5);
-      for (const scan of scans) expect(byKey(scan), JSON.stringify(scans)).toBe(true);
-      // Its ids in meta_txns, its ids in meta_txn_bundles and their rows, its nonces' holders and their rows.
-      expect(scans).toHaveLength(5);
+      // One meta-transaction's look-up, and an intake group's.
+      for (const [sql, n] of [
+        [KNOWN_SQL, 5],
+        [GROUP_KNOWN_SQL, 8],
+      ] as const) {
+        const scans = (await genericScans(sql, n)).filter((x) => x.relation === 'meta_txns' || x.relation === 'meta_txn_bundles');
+        for (const scan of scans) expect(byKey(scan), JSON.stringify(scans)).toBe(true);
+        // Its ids in meta_txns, its ids in meta_txn_bundles and their rows, its nonces' holders and their rows.
+        expect(scans).toHaveLength(5);
+      }
     };
     await check();
     // Statistics taken when nothing was live (a relayer at rest) make a live-rows index look empty, and
@@ -142,6 +172,25 @@ describe(`the "already known" look-up (${TEST_DB})`, () => {
         `UPDATE meta_txns SET status = (ARRAY['QUEUED', 'SENT', 'PENDING_PRECONDITION'])[substr(id, 5)::int] WHERE chain_id = ${CHAIN} AND id LIKE 'live%'; ANALYZE meta_txns; ANALYZE meta_txn_bundles`,
       );
     }
+  });
+
+  it("finds each intake group member's live nonce holder and known rows, and tags them with the member", async () => {
+    const r = await t.db.query<{ why: string; i: number; id: string }>(GROUP_KNOWN_SQL, [
+      [0, 1, 1],
+      [CHAIN, CHAIN, CHAIN],
+      ['old7', 'nothing', 'old9'],
+      [1, 2],
+      [CHAIN, CHAIN],
+      [WALLET, WALLET],
+      ['0', '0'],
+      ['1', '2'],
+    ]);
+    expect(r.rows.map((x) => [x.why, Number(x.i), x.id]).sort()).toEqual([
+      ['held', 1, 'live1'],
+      ['held', 2, 'live2'],
+      ['known', 0, 'old7'],
+      ['known', 1, 'old9'],
+    ]);
   });
 
   it('finds a live holder of a nonce and the row an id is', async () => {

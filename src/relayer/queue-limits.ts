@@ -28,21 +28,42 @@ export interface QueueLimits {
 export class QueueFull extends Error {}
 
 /**
+ * The counts of checkLimits as the columns of one SELECT, for one meta-transaction (LIMITS_SQL) or for
+ * each of an intake group (GROUP_LIMITS_SQL): its chain, paying wallet, access key and keyless address are
+ * SQL expressions, and `wallets` a FROM item of its bundles' wallets, w(wallet).
+ */
+const limitColumns = (x: { chain: string; payer: string; wallets: string; key: string; ip: string }) => `
+  (SELECT id FROM meta_txns WHERE chain_id = ${x.chain} AND ${x.payer} IS NOT NULL AND fee_payer = ${x.payer} AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
+  (SELECT b.meta_txn_id FROM meta_txn_bundles b WHERE b.chain_id = ${x.chain} AND ${x.payer} IS NOT NULL AND b.wallet = ${x.payer} AND b.live LIMIT 1) AS payer_moved,
+  (SELECT m.fee_payer || ' ' || m.id FROM ${x.wallets}
+     CROSS JOIN LATERAL (SELECT fee_payer, id FROM meta_txns WHERE chain_id = ${x.chain} AND fee_payer = w.wallet AND status IN ${LIVE_IN} OFFSET 0) m LIMIT 1) AS wallet_paying,
+  (SELECT json_agg(json_build_object('wallet', w.wallet, 'n', t.n)) FROM ${x.wallets}
+     CROSS JOIN LATERAL (SELECT count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b WHERE b.chain_id = ${x.chain} AND b.wallet = w.wallet AND b.live) t
+     WHERE t.n > 0) AS per_wallet,
+  CASE WHEN ${x.key} IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = ${x.chain} AND key_id = ${x.key} AND status IN ${LIVE_IN}) END AS by_key,
+  CASE WHEN ${x.ip} IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = ${x.chain} AND client_ip = ${x.ip} AND status IN ${LIVE_IN}) END AS by_ip`;
+
+/**
  * The queue limits' counts in one statement (checkLimits): exported so a test can read its plan, which
  * must use the partial indexes over live rows whatever the table's history (migration 0027). The wallets
  * ($3) are looked up one by one (LATERAL): as `= ANY($3)`, a plan made for no values in particular (what
  * PGlite keeps) read every live row of the chain.
  */
-export const LIMITS_SQL = prepared(`SELECT
-  (SELECT id FROM meta_txns WHERE chain_id = $1 AND $2::text IS NOT NULL AND fee_payer = $2 AND status IN ${LIVE_IN} LIMIT 1) AS payer_busy,
-  (SELECT b.meta_txn_id FROM meta_txn_bundles b WHERE b.chain_id = $1 AND $2::text IS NOT NULL AND b.wallet = $2 AND b.live LIMIT 1) AS payer_moved,
-  (SELECT m.fee_payer || ' ' || m.id FROM unnest($3::text[]) AS w(wallet)
-     CROSS JOIN LATERAL (SELECT fee_payer, id FROM meta_txns WHERE chain_id = $1 AND fee_payer = w.wallet AND status IN ${LIVE_IN} OFFSET 0) m LIMIT 1) AS wallet_paying,
-  (SELECT json_agg(json_build_object('wallet', w.wallet, 'n', t.n)) FROM unnest($3::text[]) AS w(wallet)
-     CROSS JOIN LATERAL (SELECT count(DISTINCT b.meta_txn_id) AS n FROM meta_txn_bundles b WHERE b.chain_id = $1 AND b.wallet = w.wallet AND b.live) t
-     WHERE t.n > 0) AS per_wallet,
-  CASE WHEN $4::bigint IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND key_id = $4 AND status IN ${LIVE_IN}) END AS by_key,
-  CASE WHEN $5::text IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = $1 AND client_ip = $5 AND status IN ${LIVE_IN}) END AS by_ip`);
+export const LIMITS_SQL = prepared(`SELECT ${limitColumns({ chain: '$1', payer: '$2::text', wallets: 'unnest($3::text[]) AS w(wallet)', key: '$4::bigint', ip: '$5::text' })}`);
+
+/**
+ * The same counts for every member of an intake group in one statement (readLimitsMany), a row per
+ * member in its order: its chain, payer, key and address by member ($1..$5), its wallets as (member,
+ * wallet) pairs ($6, $7).
+ */
+export const GROUP_LIMITS_SQL = prepared(`SELECT ${limitColumns({
+  chain: 'u.chain',
+  payer: 'u.payer',
+  wallets: '(SELECT x.wallet FROM unnest($6::int[], $7::text[]) AS x(i, wallet) WHERE x.i = u.i) AS w',
+  key: 'u.key',
+  ip: 'u.ip',
+})}
+  FROM unnest($1::int[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS u(i, chain, payer, key, ip) ORDER BY u.i`);
 
 /**
  * Limits checked inside the intake transaction, which holds the advisory lock of every wallet the
@@ -79,6 +100,21 @@ export async function readLimits(q: Queryable, m: LimitedMetaTxn): Promise<Limit
   // keyed backend's project was set, before it counted keyless callers only.)
   const r = await q.query<LimitCounts>(LIMITS_SQL, [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, addressOf(m)]);
   return r.rows[0];
+}
+
+/** readLimits for many meta-transactions in one statement (an intake group, store.ts), in their order. */
+export async function readLimitsMany(q: Queryable, ms: readonly LimitedMetaTxn[]): Promise<LimitCounts[]> {
+  const wallets = ms.flatMap((m, i) => [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))].map((w) => [i, w] as const));
+  const r = await q.query<LimitCounts>(GROUP_LIMITS_SQL, [
+    ms.map((_, i) => i),
+    ms.map((m) => m.chainId),
+    ms.map((m) => m.feePayer?.toLowerCase() ?? null),
+    ms.map((m) => m.keyId),
+    ms.map((m) => addressOf(m)),
+    wallets.map((w) => w[0]),
+    wallets.map((w) => w[1]),
+  ]);
+  return r.rows;
 }
 
 /**

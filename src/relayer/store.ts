@@ -3,7 +3,7 @@ import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
 import { KeyGroups, type Outcome } from '../util/key-groups.ts';
 import type { Authorization } from './intake/authorization.ts';
 import { LIVE_IN } from './live.ts';
-import { checkLimits, judgeLimits, readLimits, sharesOf, type QueueLimits } from './queue-limits.ts';
+import { checkLimits, judgeLimits, readLimitsMany, sharesOf, type QueueLimits } from './queue-limits.ts';
 import { NonceTaken, normalise, type BundleRow, type MetaTxnRow, type NewMetaTxn, type SentMeta, type SettledMeta, type StatusCause, type StatusHook } from './meta-txn-rows.ts';
 
 export { LIVE_IN, LIVE_STATUSES } from './live.ts';
@@ -77,6 +77,42 @@ export const KNOWN_SQL = prepared(`SELECT 'known' AS why, NULL AS held_wallet, N
      CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = $1 AND y.id = b.meta_txn_id OFFSET 0) m
      WHERE m.status IN ${LIVE_IN} LIMIT 1)`);
 
+/**
+ * KNOWN_SQL for every member of an intake group in one statement, each row tagged with its member (i):
+ * its ids as (member, chain, id) ($1..$3), its nonces as (member, chain, wallet, space, nonce) ($4..$8).
+ * Each id and nonce is looked up by key, as in KNOWN_SQL; at most one live holder per member.
+ */
+export const GROUP_KNOWN_SQL = prepared(`SELECT 'known' AS why, u.i, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.*
+   FROM unnest($1::int[], $2::bigint[], $3::text[]) AS u(i, chain, id)
+   CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = u.chain AND y.id = u.id OFFSET 0) m
+   UNION ALL
+   SELECT 'known', u.i, NULL, NULL, NULL, m.*
+   FROM unnest($1::int[], $2::bigint[], $3::text[]) AS u(i, chain, id)
+   CROSS JOIN LATERAL (SELECT x.meta_txn_id FROM meta_txn_bundles x WHERE x.chain_id = u.chain AND x.bundle_id = u.id AND x.meta_txn_id <> x.bundle_id OFFSET 0) b
+   CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = u.chain AND y.id = b.meta_txn_id OFFSET 0) m
+   UNION ALL
+   (SELECT DISTINCT ON (u.i) 'held', u.i, b.wallet, b.nonce_space::text, b.nonce::text, m.*
+     FROM unnest($4::int[], $5::bigint[], $6::text[], $7::numeric[], $8::numeric[]) AS u(i, chain, wallet, space, nonce)
+     CROSS JOIN LATERAL (SELECT * FROM meta_txn_bundles x WHERE x.chain_id = u.chain AND x.wallet = u.wallet AND x.nonce_space = u.space AND x.nonce = u.nonce OFFSET 0) b
+     CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = u.chain AND y.id = b.meta_txn_id OFFSET 0) m
+     WHERE m.status IN ${LIVE_IN} ORDER BY u.i)`);
+
+/** A row of KNOWN_SQL or GROUP_KNOWN_SQL. */
+type KnownRow = Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null };
+
+/**
+ * What the look-up's rows say of a new meta-transaction: the live one it already is, or NonceTaken when
+ * another holds one of its nonces; `dropped`: a DROPPED meta-transaction has its id (it is sent again).
+ */
+function judgeKnown(m: NewMetaTxn, found: KnownRow[]): { known?: MetaTxnRow; dropped: boolean } {
+  const rows = found.filter((x) => x.why === 'known').map(({ why: _w, held_wallet: _a, held_space: _b, held_nonce: _c, i: _i, ...x }) => normalise(x));
+  const known = rows.find((x) => x.id === m.id && x.status !== 'DROPPED') ?? rows.find((x) => x.status !== 'DROPPED');
+  if (known) return { known, dropped: false };
+  const held = found.find((x) => x.why === 'held');
+  if (held) throw new NonceTaken(String(held.held_wallet), BigInt(String(held.held_space)), BigInt(String(held.held_nonce)), String(held.id));
+  return { dropped: rows.some((x) => x.id === m.id) };
+}
+
 export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCommit?: (tx: Tx, ruleIds: number[]) => void; groups?: { size: number; running: number } } = {}) {
   const onStatus = opts.onStatus;
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
@@ -98,19 +134,27 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCo
    */
   const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<{ known?: MetaTxnRow; dropped: boolean }> => {
     const ids = [m.id, ...m.bundles.map((b) => b.id)];
-    const r = await q.query<Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null }>(KNOWN_SQL, [
-      m.chainId,
-      ids,
-      m.bundles.map((b) => b.wallet),
-      m.bundles.map((b) => b.space.toString()),
-      m.bundles.map((b) => b.nonce.toString()),
+    const r = await q.query<KnownRow>(KNOWN_SQL, [m.chainId, ids, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString())]);
+    return judgeKnown(m, r.rows);
+  };
+
+  /** GROUP_KNOWN_SQL: the look-up's rows of each member, in the members' order. */
+  const knownOfMany = async (q: Queryable, ms: readonly NewMetaTxn[]): Promise<KnownRow[][]> => {
+    const ids = ms.flatMap((m, i) => [m.id, ...m.bundles.map((b) => b.id)].map((id) => ({ i, chain: m.chainId, id })));
+    const nonces = ms.flatMap((m, i) => m.bundles.map((b) => ({ i, chain: m.chainId, b })));
+    const r = await q.query<KnownRow & { i: number }>(GROUP_KNOWN_SQL, [
+      ids.map((x) => x.i),
+      ids.map((x) => x.chain),
+      ids.map((x) => x.id),
+      nonces.map((x) => x.i),
+      nonces.map((x) => x.chain),
+      nonces.map((x) => x.b.wallet),
+      nonces.map((x) => x.b.space.toString()),
+      nonces.map((x) => x.b.nonce.toString()),
     ]);
-    const rows = r.rows.filter((x) => x.why === 'known').map(({ why: _w, held_wallet: _a, held_space: _b, held_nonce: _c, ...x }) => normalise(x));
-    const known = rows.find((x) => x.id === m.id && x.status !== 'DROPPED') ?? rows.find((x) => x.status !== 'DROPPED');
-    if (known) return { known, dropped: false };
-    const held = r.rows.find((x) => x.why === 'held');
-    if (held) throw new NonceTaken(String(held.held_wallet), BigInt(String(held.held_space)), BigInt(String(held.held_nonce)), String(held.id));
-    return { dropped: rows.some((x) => x.id === m.id) };
+    const out: KnownRow[][] = ms.map(() => []);
+    for (const row of r.rows) out[Number(row.i)].push(row);
+    return out;
   };
 
   const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
@@ -199,35 +243,51 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCo
     db.transaction(async (tx) => {
       const pairs = group.flatMap((x) => lockPairs(x.m));
       const locking = tx.query(GROUP_LOCKS_SQL, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]);
-      const knowing = group.map((x) => knownIn(tx, x.m));
-      const counting = group.map((x) => (x.limits ? readLimits(tx, x.m) : undefined));
-      void Promise.allSettled([locking, ...knowing, ...counting]);
+      const knowing = knownOfMany(
+        tx,
+        group.map((x) => x.m),
+      );
+      const limited = group.filter((x) => x.limits);
+      const counting = limited.length
+        ? readLimitsMany(
+            tx,
+            limited.map((x) => x.m),
+          )
+        : Promise.resolve([]);
+      void Promise.allSettled([locking, knowing, counting]);
       await locking;
+      const found = await knowing;
+      const counts = new Map((await counting).map((c, k) => [limited[k], c]));
       const outcomes: Array<Outcome<{ row: MetaTxnRow; created: boolean }> | undefined> = [];
       const fresh: Array<{ i: number; x: PendingIntake }> = [];
       // The members admitted so far per key and per address: each counts against the next one's share.
       const admitted = new Map<string, number>();
-      const judge = async (x: PendingIntake, i: number) => {
-        const counts = await counting[i];
-        if (!counts || !x.limits) return;
+      const judge = (x: PendingIntake) => {
+        const c = counts.get(x);
+        if (!c || !x.limits) return;
         const { key, address } = sharesOf(x.m);
         const [k, a] = [`${x.m.chainId}:key:${key}`, `${x.m.chainId}:address:${address}`];
-        judgeLimits(x.m, counts, x.limits, { byKey: admitted.get(k) ?? 0, byAddress: admitted.get(a) ?? 0 });
+        judgeLimits(x.m, c, x.limits, { byKey: admitted.get(k) ?? 0, byAddress: admitted.get(a) ?? 0 });
         if (key != null) admitted.set(k, (admitted.get(k) ?? 0) + 1);
         if (address != null) admitted.set(a, (admitted.get(a) ?? 0) + 1);
       };
+      // Each member as it alone would be judged, in order: known first, then its share of the queue.
+      const judged = <V>(f: () => V): { value: V } | { error: unknown } => {
+        try {
+          return { value: f() };
+        } catch (error) {
+          return { error };
+        }
+      };
       for (const [i, x] of group.entries()) {
-        const known = await knowing[i].catch((error: unknown) => ({ error }));
+        const known = judged(() => judgeKnown(x.m, found[i]));
         if ('error' in known) outcomes[i] = { ok: false, error: known.error };
-        else if (known.known) outcomes[i] = { ok: true, value: { row: known.known, created: false } };
+        else if (known.value.known) outcomes[i] = { ok: true, value: { row: known.value.known, created: false } };
         else {
-          const full = await judge(x, i).then(
-            () => undefined,
-            (error: unknown) => ({ error }),
-          );
-          if (full) outcomes[i] = { ok: false, error: full.error };
+          const full = judged(() => judge(x));
+          if ('error' in full) outcomes[i] = { ok: false, error: full.error };
           else {
-            if (known.dropped) {
+            if (known.value.dropped) {
               await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [x.m.chainId, x.m.id]);
               await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [x.m.chainId, x.m.id]);
             }
@@ -235,8 +295,6 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCo
           }
         }
       }
-      // Every answer is in: the unawaited counts of known or refused intakes settle without being heard.
-      await Promise.allSettled(counting);
       if (fresh.length > 0) {
         const ms = fresh.map(({ x }) => x.m);
         const col = <V>(f: (m: NewMetaTxn) => V) => ms.map(f);
