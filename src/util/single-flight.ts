@@ -64,3 +64,20 @@ export class KeyedFlight<V> {
     return this.inflight.size;
   }
 }
+
+/**
+ * `fn`, with concurrent calls of the same key sharing one call: a call made while one of its key is under
+ * way gets that one's answer (or error) instead of starting its own. For reads where an answer begun a
+ * moment before the call is as good as one begun after it (what a caller reads it acts on later anyway).
+ */
+export function shareInFlight<A extends unknown[], V>(key: (...args: A) => string, fn: (...args: A) => Promise<V>): (...args: A) => Promise<V> {
+  const underWay = new Map<string, Promise<V>>();
+  return (...args: A) => {
+    const k = key(...args);
+    const running = underWay.get(k);
+    if (running) return running;
+    const p = fn(...args).finally(() => underWay.delete(k));
+    underWay.set(k, p);
+    return p;
+  };
+}

@@ -3,6 +3,7 @@ import { prepared, type Db, type Queryable, type QueryResult } from '../../store
 import type { Coverage } from '../intake/sponsors.ts';
 import { applyFactor } from './amounts.ts';
 import { HOLD_COUNTS, heldWei, tankOfProject, type Tank } from './tanks.ts';
+import { shareInFlight } from '../../util/single-flight.ts';
 
 /*
  * Intake's side of a project balance. A sponsored bundle of a project with a limited tank is accepted
@@ -55,6 +56,12 @@ placed AS (
 SELECT (SELECT id FROM placed)::text AS id, (SELECT wei FROM held)::text AS held`);
 
 export function balanceHolds(db: Db) {
+  // Every sponsored intake of a project reads its tank first (most have none, or an unlimited one):
+  // concurrent reads of one project's tank share one statement. Taking a hold reads it again, locked.
+  const seenTank = shareInFlight(
+    (projectId: number, chainId: number) => `${projectId}:${chainId}`,
+    (projectId: number, chainId: number) => tankOfProject(db, projectId, chainId),
+  );
   return {
     /** Would the project's balance take a bundle of this gas? Holds nothing (FeeOptions). */
     async fits(projectId: number | null, chainId: number, cover: Coverage, gas: bigint, gasPrice: bigint, l1Fee = 0n): Promise<Coverage> {
@@ -76,7 +83,7 @@ export function balanceHolds(db: Db) {
       const projectId = a.projectId;
       // Most projects hold nothing back (no tank, or an unlimited one): one read, no transaction. A tank
       // limited a moment later treats this intake as one that ran before the change, as under the lock.
-      const seen = await tankOfProject(db, projectId, a.chainId);
+      const seen = await seenTank(projectId, a.chainId);
       if (!seen || seen.unlimited) return { cover, refund };
       // The tank is locked by the first statement; the rest (what is held, the hold) is one statement
       // sent with the COMMIT, so every sponsored intake of the project waits on that lock for one

@@ -4,6 +4,7 @@ import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import { tokenMoveAbi } from '../abi.ts';
 import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
 import { EMPTY_POLICY, formatUsd, type Cap, type SponsorPolicy } from './policy.ts';
+import { shareInFlight } from '../../util/single-flight.ts';
 
 /**
  * What a sponsorship rule covers, leaf by leaf (a leaf is one call a wallet makes):
@@ -252,6 +253,18 @@ export function sponsorRepo(db: Db) {
     const r = await q.query<SponsorRow>(`${SELECT} WHERE g.id = $1`, [id]);
     return toRule(r.rows[0]);
   };
+  const forProject = shareInFlight(
+    (projectId: number, chainId: number) => `${projectId}:${chainId}`,
+    async (projectId: number, chainId: number): Promise<SponsorRule[]> => {
+      const r = await db.query<SponsorRow>(
+        prepared(`${SELECT} WHERE (g.project_id = $1 OR g.ecosystem_id = (SELECT p.ecosystem_id FROM projects p WHERE p.id = $1))
+           AND g.chain_id = $2 AND g.deleted_at IS NULL ORDER BY g.id`),
+        [projectId, chainId],
+      );
+      return r.rows.map(toRule);
+    },
+  );
+
   return {
     /** The owner's own rules (not its ecosystem's: see forProject). */
     async list(owner: RuleOwner, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
@@ -263,15 +276,12 @@ export function sponsorRepo(db: Db) {
       );
       return r.rows.map(toRule);
     },
-    /** What may sponsor a project's bundles on a chain: its rules and those of its ecosystem. */
-    async forProject(projectId: number, chainId: number): Promise<SponsorRule[]> {
-      const r = await db.query<SponsorRow>(
-        prepared(`${SELECT} WHERE (g.project_id = $1 OR g.ecosystem_id = (SELECT p.ecosystem_id FROM projects p WHERE p.id = $1))
-           AND g.chain_id = $2 AND g.deleted_at IS NULL ORDER BY g.id`),
-        [projectId, chainId],
-      );
-      return r.rows.map(toRule);
-    },
+    /**
+     * What may sponsor a project's bundles on a chain: its rules and those of its ecosystem. Asked by
+     * every sponsored intake of the project: concurrent asks share one read (the charge checks the
+     * budgets again under the rules' locks). The rules returned are shared: callers do not change them.
+     */
+    forProject,
     async byAddress(address: Address, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
       const r = await db.query<SponsorRow>(
         `${SELECT} WHERE g.address = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
