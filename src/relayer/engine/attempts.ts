@@ -66,34 +66,47 @@ export async function sign(account: SenderAccount, chainId: number, u: Unsigned)
  * and call: the same hash, e.g. while the fees are held at a cap or a cover's ceiling) takes the refused
  * row back rather than failing on its hash; a live attempt with that hash is still an error.
  */
-export async function insertAttempt(q: Queryable, chainId: number, a: { sender: Address; kind: Attempt['kind']; metaTxnId: string | null; hash: Hex; raw: Hex; head: number } & Unsigned) {
-  const f = a.fees;
-  const r = await q.query(
+export type NewAttempt = { sender: Address; kind: Attempt['kind']; metaTxnId: string | null; hash: Hex; raw: Hex; head: number } & Unsigned;
+
+export async function insertAttempt(q: Queryable, chainId: number, a: NewAttempt) {
+  await insertAttempts(q, chainId, [a]);
+}
+
+/** insertAttempt for several attempts in one statement (a sender's units of one dispatch pass). */
+export async function insertAttempts(q: Queryable, chainId: number, list: readonly NewAttempt[]) {
+  if (list.length === 0) return;
+  const col = <V>(f: (a: NewAttempt) => V) => list.map(f);
+  const r = await q.query<{ hash: string }>(
     prepared(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, kind, hash, raw, to_address, data, value, gas_limit, max_fee, max_priority_fee, gas_price, broadcast_block)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+     SELECT $1::bigint, u.* FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::numeric[], $11::bigint[],
+       $12::numeric[], $13::numeric[], $14::numeric[], $15::bigint[]) AS u
      ON CONFLICT (chain_id, hash) DO UPDATE SET status = 'PENDING', error = NULL, broadcast_at = NULL, broadcast_block = EXCLUDED.broadcast_block,
        meta_txn_id = EXCLUDED.meta_txn_id, kind = EXCLUDED.kind
      WHERE relay_txs.status = 'FAILED'
-     RETURNING id`),
+     RETURNING hash`),
     [
       chainId,
-      a.sender,
-      a.nonce,
-      a.metaTxnId,
-      a.kind,
-      a.hash,
-      a.raw,
-      a.to.toLowerCase(),
-      a.data,
-      a.value.toString(),
-      a.gas.toString(),
-      f.type === 'eip1559' ? f.maxFeePerGas.toString() : null,
-      f.type === 'eip1559' ? f.maxPriorityFeePerGas.toString() : null,
-      f.type === 'legacy' ? f.gasPrice.toString() : null,
-      a.head,
+      col((a) => a.sender),
+      col((a) => a.nonce),
+      col((a) => a.metaTxnId),
+      col((a) => a.kind),
+      col((a) => a.hash),
+      col((a) => a.raw),
+      col((a) => a.to.toLowerCase()),
+      col((a) => a.data),
+      col((a) => a.value.toString()),
+      col((a) => a.gas.toString()),
+      col((a) => (a.fees.type === 'eip1559' ? a.fees.maxFeePerGas.toString() : null)),
+      col((a) => (a.fees.type === 'eip1559' ? a.fees.maxPriorityFeePerGas.toString() : null)),
+      col((a) => (a.fees.type === 'legacy' ? a.fees.gasPrice.toString() : null)),
+      col((a) => a.head),
     ],
   );
-  if (r.rows.length === 0) throw new Error(`attempt ${a.hash} is already recorded and live`);
+  if (r.rows.length < list.length) {
+    const written = new Set(r.rows.map((x) => x.hash));
+    const live = list.find((a) => !written.has(a.hash));
+    throw new Error(`attempt ${live?.hash} is already recorded and live`);
+  }
 }
 
 interface AttemptRow {

@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
-import { broadcast, failAttempt, insertAttempt, markBroadcast, sign, type BroadcastResult } from './attempts.ts';
+import { broadcast, failAttempt, insertAttempts, markBroadcast, sign, type BroadcastResult, type NewAttempt } from './attempts.ts';
 import { crashPoint } from './crash-points.ts';
 import { gweiToWei, marketFees, type FeePolicy, type Market } from './gas-price.ts';
 import { pricedUnits, unitsFor, type Plan, type Priced } from './units.ts';
@@ -416,16 +416,19 @@ export class Dispatcher implements EngineContext {
         let nonce = next;
         const out: { sender: Address; unit: Priced; nonce: number; raw: Hex; hash: Hex }[] = [];
         const sent: SentMeta[] = [];
+        const attempts: NewAttempt[] = [];
         for (const unit of units.filter((u) => u.metas.every((m) => free.has(m.id)))) {
           const u = { nonce, to: unit.to, data: unit.data, value: 0n, gas: unit.gas, fees: unit.fees, authorization: unit.authorization };
           const { raw, hash } = await sign(account, this.chainId, u);
-          await insertAttempt(tx, this.chainId, { ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
+          attempts.push({ ...u, sender, kind: unit.kind, metaTxnId: unit.kind === 'meta' ? unit.metas[0].id : null, hash, raw, head: this.head });
           for (const [i, m] of unit.metas.entries()) {
             sent.push({ id: m.id, sender, nonce, hash, batchIndex: unit.kind === 'batch' ? i : null, gasLimit: unit.kind === 'meta' ? unit.gas.toString() : String(m.gas_limit) });
           }
           out.push({ sender, unit, nonce, raw, hash });
           nonce++;
         }
+        // Every attempt in one statement, recorded before any is broadcast (after this transaction commits).
+        await insertAttempts(tx, this.chainId, attempts);
         // Every one in one statement: they are locked QUEUED (lockQueued), so each is marked.
         await this.deps.metaTxns.markSent(tx, this.chainId, sent, new Date());
         await setNextNonce(tx, this.chainId, sender, nonce);
