@@ -43,7 +43,7 @@ import { ReceiptWaiters } from './relayer/receipt-waiters.ts';
 import { PreconditionChecker } from './relayer/preconditions/checker.ts';
 import { waitRepo } from './relayer/preconditions/store.ts';
 import { sponsorRepo, type SponsorRepo } from './relayer/intake/sponsors.ts';
-import { spendCaps, type SpendCaps } from './relayer/intake/spend-caps.ts';
+import { spendCaps, type Charge, type SpendCaps } from './relayer/intake/spend-caps.ts';
 import { projectBalances, type ProjectBalances } from './relayer/balances/index.ts';
 import { BackfillRunner, ChainIndexer, ContractInfoCache, backfillWorkerFor, type IndexerMetadata } from './indexer/index.ts';
 import { EventBell, outbox, type Outbox } from './events/outbox.ts';
@@ -279,7 +279,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       await statusEvents(q, rows, cause, known);
       await caps.onStatus(q, rows);
     },
-    lockRulesAtCommit: (tx, ruleIds) => caps.lockRules(tx, ruleIds),
+    chargeAtCommit: (tx, charges) => caps.chargeMany(tx, charges as Charge[]),
   };
   const metaTxns: MetaTxnRepo = metaTxnRepo(db, metaTxnHooks);
   const bars = barRepo(db);

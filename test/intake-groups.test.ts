@@ -16,7 +16,7 @@ const CHAIN = 31337;
 const LIMITS = { perWallet: 1, perKey: 1000, perAddress: 1000 };
 let t: TestDb;
 let repo: MetaTxnRepo;
-const ruleLocks: number[][] = [];
+const chargeCalls: string[][] = [];
 const commitOrder: string[] = [];
 
 beforeAll(async () => {
@@ -24,9 +24,9 @@ beforeAll(async () => {
   // One group at a time: the first call of a test runs alone, those made with it wait and go together.
   repo = metaTxnRepo(t.db, {
     onStatus: metaTxnStatusEvents(() => repo, new EventBell()),
-    lockRulesAtCommit: (tx, ids) => {
-      ruleLocks.push(ids);
-      commitOrder.push('lock rules');
+    chargeAtCommit: (tx, charges) => {
+      chargeCalls.push(charges.map((c) => (c as { metaTxnId: string }).metaTxnId));
+      commitOrder.push('charges');
       void tx.atCommit('SELECT 1');
     },
     groups: { size: 32, running: 1 },
@@ -140,16 +140,14 @@ describe('intakes in groups', () => {
     expect(rows.get(next.id)! > rows.get(one.id)!).toBe(true);
   });
 
-  it("locks every rule its intakes' charges touch, in id order, before the first charge", async () => {
-    ruleLocks.length = 0;
+  it("makes its members' charges in one call, after every member's own statements, with the COMMIT", async () => {
+    chargeCalls.length = 0;
     commitOrder.length = 0;
-    const charged = (name: string) => async (tx: Tx) => {
-      commitOrder.push(name);
-      void tx.atCommit('SELECT 1');
+    const before = async () => {
+      commitOrder.push('before commit');
     };
-    const a = fresh();
-    const b = fresh();
-    const insert = (x: { id: string; wallet: Address }, chargedRules: number[], name: string) =>
+    const [a, b, c] = [fresh(), fresh(), fresh()];
+    const charged = (x: { id: string; wallet: Address }) =>
       repo.insert(
         {
           chainId: CHAIN,
@@ -161,20 +159,49 @@ describe('intakes in groups', () => {
           gasLimit: 100_000n,
           gasEstimated: 50_000n,
           sponsored: true,
-          sponsorId: chargedRules[0],
+          sponsorId: 1,
           feeToken: null,
           feeValue: null,
           feePayer: null,
           keyId: null,
           clientIp: null,
           bundles: [{ id: x.id, wallet: x.wallet, space: 0n, nonce: 0n }],
-          chargedRules,
+          charge: { metaTxnId: x.id },
         },
         LIMITS,
-        charged(name),
+        before,
       );
-    await Promise.all([send(fresh()), insert(a, [5, 3], 'charge a'), insert(b, [4, 3], 'charge b')]);
-    expect(ruleLocks).toEqual([[3, 4, 5]]);
-    expect(commitOrder).toEqual(['lock rules', 'charge a', 'charge b']);
+    const filler = fresh();
+    await Promise.all([charged(filler), charged(a), send(fresh()), charged(b), charged(c)]);
+    expect(chargeCalls).toEqual([[filler.id], [a.id, b.id, c.id]]);
+    expect(commitOrder).toEqual(['before commit', 'charges', 'before commit', 'before commit', 'before commit', 'charges']);
+  });
+
+  it('refuses a charged meta-transaction when it has no way to make the charge, and writes nothing', async () => {
+    const bare = metaTxnRepo(t.db);
+    const x = fresh();
+    const m = { ...(await import('./support/meta-rows.ts')), x };
+    await expect(
+      bare.insert({
+        chainId: CHAIN,
+        id: x.id,
+        projectId: null,
+        wallet: x.wallet,
+        entrypoint: x.wallet,
+        input: '0x',
+        gasLimit: 1n,
+        gasEstimated: 1n,
+        sponsored: true,
+        sponsorId: 1,
+        feeToken: null,
+        feeValue: null,
+        feePayer: null,
+        keyId: null,
+        clientIp: null,
+        bundles: [{ id: x.id, wallet: x.wallet, space: 0n, nonce: 0n }],
+        charge: { metaTxnId: x.id },
+      }),
+    ).rejects.toThrow('no chargeAtCommit');
+    expect(await rowsOf([x.id])).toEqual([]);
   });
 });

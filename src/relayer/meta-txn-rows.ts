@@ -123,8 +123,11 @@ export interface NewMetaTxn {
   status?: 'QUEUED' | 'PENDING_PRECONDITION';
   /** Writes what belongs with the row (its preconditions) in the same transaction. */
   also?: (q: Queryable) => Promise<void>;
-  /** The sponsorship rules its charge locks at the COMMIT (an intake group locks all of its rules first, in order). */
-  chargedRules?: readonly number[];
+  /**
+   * Its sponsorship's charge (intake/spend-caps.ts Charge), made with the COMMIT by the repository's
+   * chargeAtCommit: an intake group's charges are one statement.
+   */
+  charge?: unknown;
 }
 
 export class NonceTaken extends Error {

@@ -113,8 +113,22 @@ function judgeKnown(m: NewMetaTxn, found: KnownRow[]): { known?: MetaTxnRow; dro
   return { dropped: rows.some((x) => x.id === m.id) };
 }
 
-export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCommit?: (tx: Tx, ruleIds: number[]) => void; groups?: { size: number; running: number } } = {}) {
+export function metaTxnRepo(
+  db: Db,
+  opts: {
+    onStatus?: StatusHook;
+    /** Makes the charges (NewMetaTxn.charge) of the meta-transactions a transaction writes, with its COMMIT. */
+    chargeAtCommit?: (tx: Tx, charges: unknown[]) => void;
+    groups?: { size: number; running: number };
+  } = {},
+) {
   const onStatus = opts.onStatus;
+  const chargeAtCommit = (tx: Tx, charges: unknown[]) => {
+    if (charges.length === 0) return;
+    // A charge never goes unmade: a repository without the hook refuses a charged meta-transaction.
+    if (!opts.chargeAtCommit) throw new Error('a sponsored meta-transaction with a charge, and no chargeAtCommit to make it');
+    opts.chargeAtCommit(tx, charges);
+  };
   const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
     const r = await q.query<Record<string, unknown>>(
       prepared(`SELECT * FROM meta_txns WHERE chain_id = $1 AND id = $2
@@ -226,6 +240,7 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCo
       // The charge is the transaction's last statement, sent with the COMMIT (tx.atCommit): it locks its
       // rules' rows, which every sponsored intake of those rules waits on, for the server's time only.
       await beforeCommit?.(tx, row);
+      if (m.charge) chargeAtCommit(tx, [m.charge]);
       return { row, created: true };
     });
 
@@ -330,14 +345,16 @@ export function metaTxnRepo(db: Db, opts: { onStatus?: StatusHook; lockRulesAtCo
         const rows = ms.map((m) => byId.get(`${m.chainId}:${m.id}`)!);
         for (const m of ms) await m.also?.(tx);
         await onStatus?.(tx, rows, undefined, { created: true, bundles: new Map(ms.map((m) => [m.id, writtenBundles(m)])) });
-        // The charges' rules are locked together first, in id order, as one charge locks its own: one
-        // charge after another, a group would lock rules out of order and could deadlock with another.
-        const rules = [...new Set(ms.flatMap((m) => m.chargedRules ?? []))].sort((a, b) => a - b);
-        if (rules.length > 1 && opts.lockRulesAtCommit) opts.lockRulesAtCommit(tx, rules);
         for (const [k, { i, x }] of fresh.entries()) {
           await x.beforeCommit?.(tx, rows[k]);
           outcomes[i] = { ok: true, value: { row: rows[k], created: true } };
         }
+        // Every charge of the group in one statement, the last with the COMMIT: it locks all their rules
+        // at once, in id order, as one charge locks its own.
+        chargeAtCommit(
+          tx,
+          ms.flatMap((m) => (m.charge ? [m.charge] : [])),
+        );
       }
       return outcomes as Outcome<{ row: MetaTxnRow; created: boolean }>[];
     });

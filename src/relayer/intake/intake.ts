@@ -284,12 +284,11 @@ export class Intake {
           clientIp: args.clientIp ?? null,
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
           authorization: args.authorization ?? null,
-          chargedRules: f.charge?.ruleIds,
+          // The sponsorship is charged in the transaction that queues the meta-transaction: both or neither.
+          charge: f.charge && this.deps.spendCaps ? { chainId: this.chain.chainId, metaTxnId: bareId(call.id), ...f.charge } : undefined,
           ...extra,
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
-        // The sponsorship is charged in the transaction that queues the meta-transaction: both or neither.
-        f.charge ? (tx, r) => this.charge(tx, r.id, f) : undefined,
       );
       if (created) this.deps.onQueued?.();
       // Already there (sent twice): what this send held of a project balance goes back.

@@ -45,48 +45,57 @@ export interface Charge {
 }
 
 /*
- * One charge in one statement: the rules' rows are locked in id order (l) before anything of them is
- * written (every writer of a rule's spend locks its row first, so none can deadlock), their totals, today's
- * spend and each wallet's today are increased, the charge is recorded, and a meta-transaction sent again
+ * Charges in one statement, one or many (an intake group's, store.ts): the rules' rows are locked in id
+ * order (l) before anything of them is written (every writer of a rule's spend locks its row first, so
+ * none can deadlock), then what the charges add is summed per counter (a), written once to each rule's
+ * total, its today and each wallet's today, every charge is recorded, and a meta-transaction sent again
  * after it was DROPPED drops its refunded charges (history). Then the limits are checked against the
- * spend written (o): over one, the statement fails and nothing of it stays.
+ * spend written (o): over one, the statement fails and nothing of it stays. Spend only grows here, so
+ * checking the sums is checking each charge after those before it, as one statement each did: a group
+ * fails where one of its charges would have, and is then charged again one by one (store.ts).
+ *
+ * The charges by position n (1..): $1 wei, $2 atto-USD, $3 chain, $4 meta-transaction, $5 whether its
+ * cost has a USD figure (USD limits are checked only then); their rules as (n, rule) pairs ($6, $7) and
+ * their wallets as (n, wallet) pairs in order ($8, $9).
  */
 const CHARGE = prepared(`
-WITH l AS (SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
+WITH ch AS (SELECT * FROM unnest($1::numeric[], $2::numeric[], $3::bigint[], $4::text[], $5::boolean[]) WITH ORDINALITY AS c(wei, usd, chain, meta, has_usd, n)),
+cr AS (SELECT * FROM unnest($6::int[], $7::bigint[]) AS p(n, rule)),
+cw AS (SELECT * FROM unnest($8::int[], $9::text[]) WITH ORDINALITY AS p(n, wallet, k)),
+l AS (SELECT id FROM gas_sponsors WHERE id IN (SELECT rule FROM cr) ORDER BY id FOR UPDATE),
+a AS (SELECT cr.rule, sum(ch.wei) AS wei, sum(ch.usd) AS usd, bool_or(ch.has_usd) AS has_usd FROM cr JOIN ch ON ch.n = cr.n GROUP BY cr.rule),
 g AS (
-  UPDATE gas_sponsors g SET spent_wei = g.spent_wei + $2::numeric, spent_usd = g.spent_usd + $3::numeric FROM l WHERE g.id = l.id
+  UPDATE gas_sponsors g SET spent_wei = g.spent_wei + a.wei, spent_usd = g.spent_usd + a.usd FROM l JOIN a ON a.rule = l.id WHERE g.id = l.id
   RETURNING g.id, g.daily_cap_wei, g.daily_cap_usd, g.wallet_daily_cap_wei, g.wallet_daily_cap_usd, g.total_budget_wei, g.total_budget_usd, g.spent_wei, g.spent_usd
 ),
 s AS (
-  INSERT INTO sponsor_spend AS s (sponsor_id, day, spent_wei, spent_usd) SELECT g.id, ${TODAY}, $2::numeric, $3::numeric FROM g
+  INSERT INTO sponsor_spend AS s (sponsor_id, day, spent_wei, spent_usd) SELECT g.id, ${TODAY}, a.wei, a.usd FROM g JOIN a ON a.rule = g.id
   ON CONFLICT (sponsor_id, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
   RETURNING s.sponsor_id, s.spent_wei AS today_wei, s.spent_usd AS today_usd
 ),
 w AS (
   INSERT INTO sponsor_wallet_spend AS s (sponsor_id, wallet, day, spent_wei, spent_usd)
-  SELECT g.id, x.wallet, ${TODAY}, $2::numeric, $3::numeric FROM g CROSS JOIN unnest($4::text[]) AS x(wallet)
+  SELECT g.id, cw.wallet, ${TODAY}, sum(ch.wei), sum(ch.usd) FROM g JOIN cr ON cr.rule = g.id JOIN cw ON cw.n = cr.n JOIN ch ON ch.n = cr.n GROUP BY g.id, cw.wallet
   ON CONFLICT (sponsor_id, wallet, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
   RETURNING s.sponsor_id, s.spent_wei AS wei, s.spent_usd AS usd
 ),
 c AS (
   INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd)
-  SELECT $5, $6, g.id, $4::text[], ${TODAY}, $2::numeric, $3::numeric FROM g
+  SELECT ch.chain, ch.meta, g.id, ARRAY(SELECT cw.wallet FROM cw WHERE cw.n = ch.n ORDER BY cw.k), ${TODAY}, ch.wei, ch.usd FROM g JOIN cr ON cr.rule = g.id JOIN ch ON ch.n = cr.n
 ),
-d AS (DELETE FROM sponsor_charges WHERE chain_id = $5 AND meta_txn_id = $6 AND refunded_at IS NOT NULL),
--- Each rule's first limit now exceeded, in budgetStop's order (policy.ts; USD limits only when the
--- cost has a USD figure, $7): what was spent before plus this charge, i.e. the totals written. A cap
--- that is NULL (none) compares to NULL, which is not true.
+d AS (DELETE FROM sponsor_charges x USING ch WHERE x.chain_id = ch.chain AND x.meta_txn_id = ch.meta AND x.refunded_at IS NOT NULL),
+-- Each rule's first limit now exceeded, in budgetStop's order (policy.ts; USD limits only when a charge
+-- of it has a USD figure): what was spent before plus these charges, i.e. the totals written. A cap that
+-- is NULL (none) compares to NULL, which is not true.
 o AS (
   SELECT g.id, CASE
-    WHEN s.today_wei > g.daily_cap_wei OR ($7 AND s.today_usd > g.daily_cap_usd) THEN 'dailyCap'
-    WHEN EXISTS (SELECT 1 FROM w WHERE w.sponsor_id = g.id AND (w.wei > g.wallet_daily_cap_wei OR ($7 AND w.usd > g.wallet_daily_cap_usd))) THEN 'walletDailyCap'
-    WHEN g.spent_wei > g.total_budget_wei OR ($7 AND g.spent_usd > g.total_budget_usd) THEN 'totalBudget'
+    WHEN s.today_wei > g.daily_cap_wei OR (a.has_usd AND s.today_usd > g.daily_cap_usd) THEN 'dailyCap'
+    WHEN EXISTS (SELECT 1 FROM w WHERE w.sponsor_id = g.id AND (w.wei > g.wallet_daily_cap_wei OR (a.has_usd AND w.usd > g.wallet_daily_cap_usd))) THEN 'walletDailyCap'
+    WHEN g.spent_wei > g.total_budget_wei OR (a.has_usd AND g.spent_usd > g.total_budget_usd) THEN 'totalBudget'
   END AS lim
-  FROM g JOIN s ON s.sponsor_id = g.id)
--- Over a limit, the statement fails (migration 0028): the transaction rolls back, this charge with it.
+  FROM g JOIN s ON s.sponsor_id = g.id JOIN a ON a.rule = g.id)
+-- Over a limit, the statement fails (migration 0028): the transaction rolls back, these charges with it.
 SELECT sum(CASE WHEN o.lim IS NULL THEN 0 ELSE metarelay_over_budget(o.id, o.lim) END) AS over FROM o`);
-
-const LOCK_RULES = prepared('SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE');
 
 /** The error of a charge over a rule's limit, as the database words it (migration 0028). */
 const OVER_BUDGET = /metarelay_over_budget:(\d+):(dailyCap|walletDailyCap|totalBudget)/;
@@ -123,6 +132,24 @@ export function spendCaps(db: Db) {
     return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id) ?? new Map()), wallets, cost)).filter((s): s is Stop => s !== null);
   };
 
+  /** `charge` for the meta-transactions of one transaction (an intake group), in one statement. */
+  const chargeMany = (tx: Tx, charges: readonly Charge[]): void => {
+    if (charges.length === 0) return;
+    const rules = charges.flatMap((c, i) => [...new Set(c.ruleIds)].map((r) => [i + 1, r] as const));
+    const wallets = charges.flatMap((c, i) => [...new Set(c.wallets.map((w) => w.toLowerCase()))].map((w) => [i + 1, w] as const));
+    tx.atCommit(CHARGE, [
+      charges.map((c) => c.cost.wei.toString()),
+      charges.map((c) => (c.cost.usd ?? 0n).toString()),
+      charges.map((c) => c.chainId),
+      charges.map((c) => c.metaTxnId),
+      charges.map((c) => c.cost.usd != null),
+      rules.map((x) => x[0]),
+      rules.map((x) => x[1]),
+      wallets.map((x) => x[0]),
+      wallets.map((x) => x[1]),
+    ]);
+  };
+
   return {
     /** The budget limits these rules would pass with one more bundle of `cost`; spends nothing (FeeOptions, CheckSponsorship, the decision before a charge). */
     budgetStops: (rules: SponsorRule[], wallets: readonly Address[], cost: Cost) => stopsOf(db, rules, wallets, cost),
@@ -134,18 +161,10 @@ export function spendCaps(db: Db) {
      * `overBudget` turns into OverBudget.
      */
     charge(tx: Tx, c: Charge): void {
-      const wallets = [...new Set(c.wallets.map((w) => w.toLowerCase()))];
-      tx.atCommit(CHARGE, [[...new Set(c.ruleIds)], c.cost.wei.toString(), (c.cost.usd ?? 0n).toString(), wallets, c.chainId, c.metaTxnId, c.cost.usd != null]);
+      chargeMany(tx, [c]);
     },
 
-    /**
-     * Locks these rules' rows in id order at the COMMIT, before the charges registered after it: an
-     * intake group (store.ts) charges several meta-transactions in one transaction, and one charge after
-     * another would take their rules out of order.
-     */
-    lockRules(tx: Tx, ruleIds: number[]): void {
-      tx.atCommit(LOCK_RULES, [ruleIds]);
-    },
+    chargeMany,
 
     /**
      * The OverBudget a failed charge stands for (null for any other error), with the stop budgetStop
