@@ -180,7 +180,6 @@ describe('intakes in groups', () => {
   it('refuses a charged meta-transaction when it has no way to make the charge, and writes nothing', async () => {
     const bare = metaTxnRepo(t.db);
     const x = fresh();
-    const m = { ...(await import('./support/meta-rows.ts')), x };
     await expect(
       bare.insert({
         chainId: CHAIN,
