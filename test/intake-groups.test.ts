@@ -177,6 +177,33 @@ describe('intakes in groups', () => {
     expect(commitOrder).toEqual(['before commit', 'charges', 'before commit', 'before commit', 'before commit', 'charges']);
   });
 
+  it('answers look-ups made together as each alone: by its own id, by a bundle inside it, or none', async () => {
+    const x = fresh();
+    const bundle = fresh().id;
+    await repo.insert({
+      chainId: CHAIN,
+      id: x.id,
+      projectId: null,
+      wallet: x.wallet,
+      entrypoint: x.wallet,
+      input: '0x',
+      gasLimit: 1n,
+      gasEstimated: 1n,
+      sponsored: false,
+      sponsorId: null,
+      feeToken: null,
+      feeValue: null,
+      feePayer: null,
+      keyId: null,
+      clientIp: null,
+      bundles: [{ id: bundle, wallet: x.wallet, space: 0n, nonce: 0n }],
+    });
+    const asked = [x.id, bundle, 'f'.repeat(64), bundle, x.id, 'e'.repeat(64)];
+    const together = await Promise.all(asked.map((id) => repo.find(CHAIN, id)));
+    expect(together.map((r) => r?.id)).toEqual([x.id, x.id, undefined, x.id, x.id, undefined]);
+    expect(await repo.find(CHAIN + 1, x.id)).toBeUndefined();
+  });
+
   it('refuses a charged meta-transaction when it has no way to make the charge, and writes nothing', async () => {
     const bare = metaTxnRepo(t.db);
     const x = fresh();

@@ -97,6 +97,15 @@ export const GROUP_KNOWN_SQL = prepared(`SELECT 'known' AS why, u.i, NULL AS hel
      CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = u.chain AND y.id = b.meta_txn_id OFFSET 0) m
      WHERE m.status IN ${LIVE_IN} ORDER BY u.i)`);
 
+/** The row each asked id is ($3, of chain $2, asked as $1), by its own id or the id of a bundle inside it: at most one each. */
+export const FIND_MANY_SQL = prepared(`SELECT u.i AS asked, m.* FROM unnest($1::int[], $2::bigint[], $3::text[]) AS u(i, chain, id)
+   CROSS JOIN LATERAL (
+     SELECT * FROM meta_txns y WHERE y.chain_id = u.chain AND y.id = u.id
+     UNION ALL
+     SELECT z.* FROM meta_txn_bundles b JOIN meta_txns z ON z.chain_id = b.chain_id AND z.id = b.meta_txn_id
+      WHERE b.chain_id = u.chain AND b.bundle_id = u.id AND b.meta_txn_id <> u.id
+     LIMIT 1) m`);
+
 /** A row of KNOWN_SQL or GROUP_KNOWN_SQL. */
 type KnownRow = Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null };
 
@@ -140,6 +149,24 @@ export function metaTxnRepo(
     );
     return r.rows[0] ? normalise(r.rows[0]) : undefined;
   };
+
+  /** findIn for many (chain, id) at once: the row each id is, by its own id or a bundle's, in one statement. */
+  const findMany = async (asked: ReadonlyArray<{ chainId: number; id: string }>): Promise<Array<MetaTxnRow | undefined>> => {
+    const r = await db.query<Record<string, unknown> & { asked: number }>(FIND_MANY_SQL, [asked.map((_, i) => i), asked.map((x) => x.chainId), asked.map((x) => x.id)]);
+    const out: Array<MetaTxnRow | undefined> = asked.map(() => undefined);
+    for (const { asked: i, ...row } of r.rows) out[Number(i)] = normalise(row);
+    return out;
+  };
+  // Look-ups of many callers at once (every SendMetaTxn asks first, and every GetMetaTxnReceipt poll): one
+  // runs at once when none is under way, those asked meanwhile go together in the next statement. Each
+  // is answered by a read begun after it was asked.
+  const finds = new KeyGroups<{ chainId: number; id: string }, MetaTxnRow | undefined, never>({
+    keys: () => [],
+    one: (x) => findIn(db, x.chainId, x.id),
+    many: async (asked) => (await findMany(asked)).map((value) => ({ ok: true, value })),
+    size: 64,
+    running: db.kind === 'pglite' ? 1 : 2,
+  });
 
   /**
    * The live meta-transaction this one already is (any of its ids known), or NonceTaken when another holds
@@ -397,7 +424,7 @@ export function metaTxnRepo(
 
   return {
     /** By its own id or the id of any wallet bundle inside it. */
-    find: (chainId: number, id: string) => findIn(db, chainId, id),
+    find: (chainId: number, id: string) => finds.run({ chainId, id }),
 
     bundlesOfMany,
 
