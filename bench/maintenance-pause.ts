@@ -10,7 +10,7 @@
 // Printed per statement: the wall time, the process's CPU (on PGlite the worker thread's work is the
 // process's; on PostgreSQL the server's is not counted), and how long a look-up by id sent just after
 // it started waited for its answer.
-import { KNOWN_SQL } from '../src/relayer/store.ts';
+import { GROUP_KNOWN_SQL } from '../src/relayer/store.ts';
 import { MAINTENANCE_TARGET_SQL } from '../src/store/maintenance.ts';
 import { benchDb, log } from './support.ts';
 
@@ -31,7 +31,7 @@ for (let from = 1; from <= ROWS; from += 10_000) {
 }
 log(`${ROWS} meta-transactions and bundles written in ${Date.now() - started} ms`);
 
-const lookUp = () => t.db.query(KNOWN_SQL, [CHAIN, ['x', 'y'], ['0x0000000000000000000000000000000000000abc'], ['0'], ['1']]);
+const lookUp = () => t.db.query(GROUP_KNOWN_SQL, [[0, 0], [CHAIN, CHAIN], ['x', 'y'], [0], [CHAIN], ['0x0000000000000000000000000000000000000abc'], ['0'], ['1']]);
 await lookUp();
 
 async function timed(sql: string) {

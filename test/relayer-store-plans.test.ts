@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
 import { MOVE_SPEND } from '../src/relayer/intake/spend-caps.ts';
-import { FIND_MANY_SQL, GROUP_KNOWN_SQL, KNOWN_SQL, LIMITS_SQL, metaTxnRepo } from '../src/relayer/store.ts';
+import { FIND_MANY_SQL, GROUP_KNOWN_SQL, metaTxnRepo } from '../src/relayer/store.ts';
 import { GROUP_LIMITS_SQL, readLimitsMany } from '../src/relayer/queue-limits.ts';
 import { queueRow } from './support/meta-rows.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
@@ -86,54 +86,59 @@ beforeAll(async () => {
 afterAll(() => t?.drop());
 
 describe(`intake queue limits (${TEST_DB})`, () => {
-  const params = [CHAIN, PAYER, [WALLET], KEY, IP];
+  const member = (payer: string | null, wallets: string[], keyId: number | null, clientIp: string | null) => ({
+    chainId: CHAIN,
+    feePayer: payer as `0x${string}` | null,
+    bundles: wallets.map((w) => ({ wallet: w as `0x${string}` })),
+    keyId,
+    clientIp,
+  });
+  // Keyed: its address's share does not apply (null); the key's does.
+  const one = member(PAYER, [WALLET], KEY, IP);
+  const keyless = member(null, [WALLET], null, IP);
+  // GROUP_LIMITS_SQL's parameters for these members, as readLimitsMany sends them.
+  const paramsOf = (ms: ReturnType<typeof member>[]) => {
+    const wallets = ms.flatMap((m, i) => m.bundles.map((b) => [i, b.wallet] as const));
+    return [
+      ms.map((_, i) => i),
+      ms.map((m) => m.chainId),
+      ms.map((m) => m.feePayer),
+      ms.map((m) => m.keyId),
+      ms.map((m) => (m.keyId == null ? m.clientIp : null)),
+      wallets.map((w) => w[0]),
+      wallets.map((w) => w[1]),
+    ];
+  };
 
   it('count the live meta-transactions of a payer, a wallet, a key and an address, not the finished ones', async () => {
-    const r = await t.db.query<{ payer_busy: string | null; per_wallet: Array<{ wallet: string; n: number }>; by_key: string; by_ip: string }>(LIMITS_SQL, params);
-    const x = r.rows[0];
+    const [x, y] = await readLimitsMany(t.db, [one, keyless]);
     expect(x.payer_busy).toMatch(/^live[123]$/);
     // The payer runs no bundle of its own here, and the wallet pays no fee: neither moves a live fee's balance.
-    expect((x as Record<string, unknown>).payer_moved).toBeNull();
-    expect((x as Record<string, unknown>).wallet_paying).toBeNull();
+    expect(x.payer_moved).toBeNull();
+    expect(x.wallet_paying).toBeNull();
     expect(x.per_wallet).toEqual([{ wallet: WALLET, n: 3 }]);
     expect(Number(x.by_key)).toBe(3);
-    expect(Number(x.by_ip)).toBe(3);
+    expect(Number(y.by_ip)).toBe(3);
   });
 
   it('read them from the partial indexes over live rows: no scan reads the 3 000 finished ones', async () => {
-    const r = await t.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${LIMITS_SQL}`, params);
-    const scans = scansOf(r.rows[0]['QUERY PLAN']);
+    const r = await t.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${GROUP_LIMITS_SQL}`, paramsOf([one, keyless]));
+    const scans = scansOf(r.rows[0]['QUERY PLAN']).filter((x) => x.relation === 'meta_txns' || x.relation === 'meta_txn_bundles');
     // The payer, the payer's own bundles, the wallets' fee-paying rows, the wallet's bundles, the key and
     // the address: six scans, each of a live-rows index.
     expect(scans).toHaveLength(6);
     for (const scan of scans) expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
   });
 
-  it('give each member of an intake group the counts it alone gets, and read them from the same indexes under a generic plan', async () => {
-    const member = (payer: string | null, wallets: string[], keyId: number | null, clientIp: string | null) => ({
-      chainId: CHAIN,
-      feePayer: payer as `0x${string}` | null,
-      bundles: wallets.map((w) => ({ wallet: w as `0x${string}` })),
-      keyId,
-      clientIp,
-    });
-    const members = [member(PAYER, [WALLET], KEY, IP), member(null, ['0x' + '5'.repeat(40), WALLET], null, IP), member(PAYER, [], 1001, null)];
-    const alone = await Promise.all(
-      members.map(async (m) => (await t.db.query(LIMITS_SQL, [CHAIN, m.feePayer, [...new Set(m.bundles.map((b) => b.wallet))], m.keyId, m.keyId == null ? m.clientIp : null])).rows[0]),
-    );
-    const together = await readLimitsMany(t.db, members);
-    expect(together).toEqual(alone);
-    const scans = await genericScans(GROUP_LIMITS_SQL, 7);
-    const tables = scans.filter((x) => x.relation === 'meta_txns' || x.relation === 'meta_txn_bundles');
-    expect(tables).toHaveLength(6);
-    for (const scan of tables) {
-      expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
-      expect(scan.cond, JSON.stringify(scans)).toMatch(/\b(fee_payer|wallet|key_id|client_ip) = /);
-    }
+  it('give each member of an intake group the counts it alone gets', async () => {
+    const members = [one, member(null, [`0x${'5'.repeat(40)}`, WALLET], null, IP), member(PAYER, [], 1001, null), keyless];
+    const alone = await Promise.all(members.map(async (m) => (await readLimitsMany(t.db, [m]))[0]));
+    expect(await readLimitsMany(t.db, members)).toEqual(alone);
+    expect(alone.map((x) => x.by_ip)).toEqual(['0', '3', '0', '3']);
   });
 
   it('keep reading them from the live-rows indexes under a generic plan, each by its payer, wallet, key or address', async () => {
-    const scans = await genericScans(LIMITS_SQL, params.length);
+    const scans = (await genericScans(GROUP_LIMITS_SQL, 7)).filter((x) => x.relation === 'meta_txns' || x.relation === 'meta_txn_bundles');
     expect(scans).toHaveLength(6);
     for (const scan of scans) {
       expect(scan.index, JSON.stringify(scans)).toMatch(/^meta_txns_live_|^meta_txn_bundles_live_/);
@@ -154,7 +159,6 @@ describe(`the "already known" look-up (${TEST_DB})`, () => {
       // Its ids in meta_txns, its ids in meta_txn_bundles and their rows, its nonces' holders and their
       // rows; for the look-ups of many callers (FIND_MANY_SQL), the first three.
       for (const [sql, n, scanned] of [
-        [KNOWN_SQL, 5, 5],
         [GROUP_KNOWN_SQL, 8, 5],
         [FIND_MANY_SQL, 3, 3],
       ] as const) {
@@ -192,14 +196,6 @@ describe(`the "already known" look-up (${TEST_DB})`, () => {
       ['held', 2, 'live2'],
       ['known', 0, 'old7'],
       ['known', 1, 'old9'],
-    ]);
-  });
-
-  it('finds a live holder of a nonce and the row an id is', async () => {
-    const r = await t.db.query<{ why: string; id: string }>(KNOWN_SQL, [CHAIN, ['old7', 'nothing'], [WALLET], ['0'], ['1']]);
-    expect(r.rows.map((x) => [x.why, x.id]).sort()).toEqual([
-      ['held', 'live1'],
-      ['known', 'old7'],
     ]);
   });
 });

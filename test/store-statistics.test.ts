@@ -6,7 +6,7 @@
 // database itself.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KNOWN_SQL } from '../src/relayer/store.ts';
+import { GROUP_KNOWN_SQL } from '../src/relayer/store.ts';
 import type { MaintenanceReport } from '../src/store/maintenance.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
@@ -18,8 +18,8 @@ const rows = (from: number, to: number) => `
     SELECT ${CHAIN}, 'm' || g, ${wallet('g')}, '0x', '0x', 'SUCCEEDED', 1, 1 FROM generate_series(${from}, ${to}) g;
   INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce, live)
     SELECT ${CHAIN}, 'b' || g, 'm' || g, ${wallet('g')}, 0, 0, false FROM generate_series(${from}, ${to}) g;`;
-// A send's look-up of ids and a nonce nobody has, as most are.
-const LOOKUP = [CHAIN, ['m-new', 'b-new'], ['0x0000000000000000000000000000000000000abc'], ['0'], ['1']];
+// A send's look-up of ids and a nonce nobody has, as most are: (member, chain, id) and (member, chain, wallet, space, nonce).
+const LOOKUP = [[0, 0], [CHAIN, CHAIN], ['m-new', 'b-new'], [0], [CHAIN], ['0x0000000000000000000000000000000000000abc'], ['0'], ['1']];
 
 let t: TestDb;
 /** A PostgreSQL server running autovacuum is left to it (maintenance.ts); PGlite has none. */
@@ -57,7 +57,7 @@ async function buffersRead(): Promise<number> {
 /** What one look-up reads. PGlite is one connection: its counters are this statement's, with the plan it kept. */
 async function lookUpOnPglite(): Promise<number> {
   const before = await buffersRead();
-  expect((await t.db.query(KNOWN_SQL, LOOKUP)).rows).toEqual([]);
+  expect((await t.db.query(GROUP_KNOWN_SQL, LOOKUP)).rows).toEqual([]);
   return (await buffersRead()) - before;
 }
 
@@ -67,12 +67,11 @@ async function lookUpOnPglite(): Promise<number> {
  */
 async function lookUpOnPostgres(): Promise<number> {
   return t.db.transaction(async (tx) => {
-    await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan; PREPARE look_up AS ${KNOWN_SQL}`);
+    await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan; PREPARE look_up AS ${GROUP_KNOWN_SQL}`);
     try {
-      const values = LOOKUP.map((v) => (Array.isArray(v) ? `ARRAY[${v.map((x) => `'${x}'`).join(', ')}]` : String(v)));
-      const r = await tx.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE look_up(${values[0]}, ${values[1]}::text[], ${values[2]}::text[], ${values[3]}::numeric[], ${values[4]}::numeric[])`,
-      );
+      const types = ['int', 'bigint', 'text', 'int', 'bigint', 'text', 'numeric', 'numeric'];
+      const values = LOOKUP.map((v, i) => `ARRAY[${v.map((x) => `'${x}'`).join(', ')}]::${types[i]}[]`);
+      const r = await tx.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE look_up(${values.join(', ')})`);
       const plan = r.rows[0]['QUERY PLAN'][0].Plan;
       return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
     } finally {
@@ -97,7 +96,7 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
     await t.db.exec(rows(1, 8));
     // Statistics of eight rows, as the first analysis of a new database's tables takes them.
     await t.db.exec('ANALYZE meta_txns; ANALYZE meta_txn_bundles; ANALYZE sponsor_wallet_spend');
-    for (let i = 0; i < 6; i++) expect((await t.db.query(KNOWN_SQL, LOOKUP)).rows).toEqual([]);
+    for (let i = 0; i < 6; i++) expect((await t.db.query(GROUP_KNOWN_SQL, LOOKUP)).rows).toEqual([]);
     const changedAt = new Date();
     await t.db.transaction(async (tx) => {
       // 4 000 rows more (due for a vacuum by inserts), then a status change of every one (4 008 dead rows).

@@ -28,8 +28,8 @@ export interface QueueLimits {
 export class QueueFull extends Error {}
 
 /**
- * The counts of checkLimits as the columns of one SELECT, for one meta-transaction (LIMITS_SQL) or for
- * each of an intake group (GROUP_LIMITS_SQL): its chain, paying wallet, access key and keyless address are
+ * The counts of a share of the queue as the columns of one SELECT, for each of an intake group's members
+ * (GROUP_LIMITS_SQL): its chain, paying wallet, access key and keyless address are
  * SQL expressions, and `wallets` a FROM item of its bundles' wallets, w(wallet).
  */
 const limitColumns = (x: { chain: string; payer: string; wallets: string; key: string; ip: string }) => `
@@ -44,17 +44,12 @@ const limitColumns = (x: { chain: string; payer: string; wallets: string; key: s
   CASE WHEN ${x.ip} IS NULL THEN '0' ELSE (SELECT count(*)::text FROM meta_txns WHERE chain_id = ${x.chain} AND client_ip = ${x.ip} AND status IN ${LIVE_IN}) END AS by_ip`;
 
 /**
- * The queue limits' counts in one statement (checkLimits): exported so a test can read its plan, which
- * must use the partial indexes over live rows whatever the table's history (migration 0027). The wallets
- * ($3) are looked up one by one (LATERAL): as `= ANY($3)`, a plan made for no values in particular (what
- * PGlite keeps) read every live row of the chain.
- */
-export const LIMITS_SQL = prepared(`SELECT ${limitColumns({ chain: '$1', payer: '$2::text', wallets: 'unnest($3::text[]) AS w(wallet)', key: '$4::bigint', ip: '$5::text' })}`);
-
-/**
- * The same counts for every member of an intake group in one statement (readLimitsMany), a row per
- * member in its order: its chain, payer, key and address by member ($1..$5), its wallets as (member,
- * wallet) pairs ($6, $7).
+ * The queue limits' counts of every member of an intake group (or of one) in one statement
+ * (readLimitsMany), a row per member in its order: its chain, payer, key and address by member ($1..$5),
+ * its wallets as (member, wallet) pairs ($6, $7). Exported so a test can read its plan, which must use the
+ * partial indexes over live rows whatever the table's history (migration 0027). The wallets are looked up
+ * one by one (LATERAL): as `= ANY(...)`, a plan made for no values in particular (what PGlite keeps) read
+ * every live row of the chain.
  */
 export const GROUP_LIMITS_SQL = prepared(`SELECT ${limitColumns({
   chain: 'u.chain',
@@ -74,11 +69,7 @@ export const GROUP_LIMITS_SQL = prepared(`SELECT ${limitColumns({
  * again): concurrent sends of one key may pass the count together, by at most the number of intake
  * transactions in flight (an intake group counts its own members: judgeLimits' alsoAdmitted).
  */
-export async function checkLimits(q: Queryable, m: LimitedMetaTxn, limits: QueueLimits) {
-  judgeLimits(m, await readLimits(q, m), limits);
-}
-
-/** What checkLimits counts, as LIMITS_SQL answers it. */
+/** What a meta-transaction's share of the queue is judged on (judgeLimits), as GROUP_LIMITS_SQL counts it. */
 export interface LimitCounts {
   payer_busy: string | null;
   payer_moved: string | null;
@@ -91,18 +82,12 @@ export interface LimitCounts {
 /** The per-address share bounds callers without a key; a keyed backend relaying for many users from one address is bounded by its key's share instead. */
 const addressOf = (m: LimitedMetaTxn) => (m.keyId == null ? m.clientIp : null);
 
-/** The counts a meta-transaction's share of the queue is judged on (judgeLimits), in one round trip (each subquery keeps its own index). */
-export async function readLimits(q: Queryable, m: LimitedMetaTxn): Promise<LimitCounts> {
-  const wallets = [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))];
-  // A wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration 0020)
-  // from their partial index: joined to meta_txns by status, the planner walked every live row of the
-  // chain once per bundle of the wallet's history. (The per-address share was refused past 200 however a
-  // keyed backend's project was set, before it counted keyless callers only.)
-  const r = await q.query<LimitCounts>(LIMITS_SQL, [m.chainId, m.feePayer?.toLowerCase() ?? null, wallets, m.keyId, addressOf(m)]);
-  return r.rows[0];
-}
-
-/** readLimits for many meta-transactions in one statement (an intake group, store.ts), in their order. */
+/**
+ * The counts of many meta-transactions' shares in one statement (an intake group, store.ts), in their
+ * order. A wallet's share counts its live bundles (meta_txn_bundles.live follows the status, migration
+ * 0020) from their partial index: joined to meta_txns by status, the planner walked every live row of the
+ * chain once per bundle of the wallet's history.
+ */
 export async function readLimitsMany(q: Queryable, ms: readonly LimitedMetaTxn[]): Promise<LimitCounts[]> {
   const wallets = ms.flatMap((m, i) => [...new Set(m.bundles.map((b) => b.wallet.toLowerCase()))].map((w) => [i, w] as const));
   const r = await q.query<LimitCounts>(GROUP_LIMITS_SQL, [

@@ -3,11 +3,11 @@ import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
 import { KeyGroups, type Outcome } from '../util/key-groups.ts';
 import type { Authorization } from './intake/authorization.ts';
 import { LIVE_IN } from './live.ts';
-import { checkLimits, judgeLimits, readLimitsMany, sharesOf, type QueueLimits } from './queue-limits.ts';
+import { judgeLimits, readLimitsMany, sharesOf, type QueueLimits } from './queue-limits.ts';
 import { NonceTaken, normalise, type BundleRow, type MetaTxnRow, type NewMetaTxn, type SentMeta, type SettledMeta, type StatusCause, type StatusHook } from './meta-txn-rows.ts';
 
 export { LIVE_IN, LIVE_STATUSES } from './live.ts';
-export { LIMITS_SQL, QueueFull, type QueueLimits } from './queue-limits.ts';
+export { QueueFull, type QueueLimits } from './queue-limits.ts';
 
 export * from './meta-txn-rows.ts';
 
@@ -58,29 +58,15 @@ const writtenBundles = (m: NewMetaTxn): BundleRow[] =>
     .sort((a, b) => (a.bundle_id < b.bundle_id ? -1 : a.bundle_id > b.bundle_id ? 1 : 0));
 
 /**
- * What a new meta-transaction already is, in one statement: the rows known by any of its ids ($2,
- * 'known'), and a live holder of one of its nonces ($3..$5, 'held', at most one), which counts only when
- * none is known. Each nonce, then its meta-transaction, is looked up by key (a LATERAL subquery with
- * OFFSET 0 is not flattened into a join), and the status is checked after the look-up, not in it (a
- * status condition lets the planner walk a live-rows index instead, which statistics taken when nothing
- * was live make look free): whatever plan PostgreSQL keeps, it cannot start from the chain's live rows,
- * as a plan made for no values in particular did (it read every live meta-transaction, 26 Nov).
- */
-export const KNOWN_SQL = prepared(`SELECT 'known' AS why, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.* FROM meta_txns m WHERE m.chain_id = $1 AND m.id = ANY($2::text[])
-   UNION ALL
-   SELECT 'known', NULL, NULL, NULL, m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-    WHERE b.chain_id = $1 AND b.bundle_id = ANY($2::text[]) AND b.meta_txn_id <> b.bundle_id
-   UNION ALL
-   (SELECT 'held', b.wallet, b.nonce_space::text, b.nonce::text, m.*
-     FROM unnest($3::text[], $4::numeric[], $5::numeric[]) AS u(wallet, space, nonce)
-     CROSS JOIN LATERAL (SELECT * FROM meta_txn_bundles x WHERE x.chain_id = $1 AND x.wallet = u.wallet AND x.nonce_space = u.space AND x.nonce = u.nonce OFFSET 0) b
-     CROSS JOIN LATERAL (SELECT * FROM meta_txns y WHERE y.chain_id = $1 AND y.id = b.meta_txn_id OFFSET 0) m
-     WHERE m.status IN ${LIVE_IN} LIMIT 1)`);
-
-/**
- * KNOWN_SQL for every member of an intake group in one statement, each row tagged with its member (i):
- * its ids as (member, chain, id) ($1..$3), its nonces as (member, chain, wallet, space, nonce) ($4..$8).
- * Each id and nonce is looked up by key, as in KNOWN_SQL; at most one live holder per member.
+ * What new meta-transactions (an intake group's members, or one) already are, in one statement, each
+ * row tagged with its member (i): the rows known by any of its ids ((member, chain, id): $1..$3,
+ * 'known'), and a live holder of one of its nonces ((member, chain, wallet, space, nonce): $4..$8,
+ * 'held', at most one per member), which counts only when none is known. Each id, each nonce, then its
+ * meta-transaction, is looked up by key (a LATERAL subquery with OFFSET 0 is not flattened into a join),
+ * and the status is checked after the look-up, not in it (a status condition lets the planner walk a
+ * live-rows index instead, which statistics taken when nothing was live make look free): whatever plan
+ * PostgreSQL keeps, it cannot start from the chain's live rows, as a plan made for no values in
+ * particular did (it read every live meta-transaction, 26 Nov).
  */
 export const GROUP_KNOWN_SQL = prepared(`SELECT 'known' AS why, u.i, NULL AS held_wallet, NULL AS held_space, NULL AS held_nonce, m.*
    FROM unnest($1::int[], $2::bigint[], $3::text[]) AS u(i, chain, id)
@@ -106,7 +92,7 @@ export const FIND_MANY_SQL = prepared(`SELECT u.i AS asked, m.* FROM unnest($1::
       WHERE b.chain_id = u.chain AND b.bundle_id = u.id AND b.meta_txn_id <> u.id
      LIMIT 1) m`);
 
-/** A row of KNOWN_SQL or GROUP_KNOWN_SQL. */
+/** A row of GROUP_KNOWN_SQL. */
 type KnownRow = Record<string, unknown> & { why: 'known' | 'held'; held_wallet: string | null; held_space: string | null; held_nonce: string | null };
 
 /**
@@ -168,17 +154,6 @@ export function metaTxnRepo(
     running: db.kind === 'pglite' ? 1 : 2,
   });
 
-  /**
-   * The live meta-transaction this one already is (any of its ids known), or NonceTaken when another holds
-   * one of its nonces; `dropped`: a DROPPED meta-transaction has its id (it is sent again). One statement
-   * whatever the number of bundles.
-   */
-  const knownIn = async (q: Queryable, m: NewMetaTxn): Promise<{ known?: MetaTxnRow; dropped: boolean }> => {
-    const ids = [m.id, ...m.bundles.map((b) => b.id)];
-    const r = await q.query<KnownRow>(KNOWN_SQL, [m.chainId, ids, m.bundles.map((b) => b.wallet), m.bundles.map((b) => b.space.toString()), m.bundles.map((b) => b.nonce.toString())]);
-    return judgeKnown(m, r.rows);
-  };
-
   /** GROUP_KNOWN_SQL: the look-up's rows of each member, in the members' order. */
   const knownOfMany = async (q: Queryable, ms: readonly NewMetaTxn[]): Promise<KnownRow[][]> => {
     const ids = ms.flatMap((m, i) => [m.id, ...m.bundles.map((b) => b.id)].map((id) => ({ i, chain: m.chainId, id })));
@@ -197,79 +172,6 @@ export function metaTxnRepo(
     for (const row of r.rows) out[Number(row.i)].push(row);
     return out;
   };
-
-  const insertIn = (m: NewMetaTxn, limits?: QueueLimits, beforeCommit?: (tx: Tx, row: MetaTxnRow) => Promise<void>): Promise<{ row: MetaTxnRow; created: boolean }> =>
-    db.transaction(async (tx) => {
-      // Sends of the same wallets take turns (in one order, so two cannot deadlock); unrelated wallets do
-      // not wait on each other. A live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq).
-      // The locks, what the meta-transaction already is and the caller's share of the queue are asked
-      // at once: a connection runs them in this order, the locks first, and answers them together. Each
-      // answer waited for was a round trip while the transaction held the connection (PGlite's only
-      // one): two of the intake's six (docs/performance.md, 30 Nov).
-      const locks = walletLockKeys(m).map((key) => tx.query(prepared('SELECT pg_advisory_xact_lock($1::int, $2::int)'), [m.chainId % 2_000_000_000, key]));
-      const knowing = knownIn(tx, m);
-      const checking = limits ? checkLimits(tx, m, limits) : undefined;
-      // Whatever is decided first, every answer is taken (none left rejected unheard).
-      void Promise.allSettled([...locks, knowing, ...(checking ? [checking] : [])]);
-      await Promise.all(locks);
-      const { known, dropped } = await knowing;
-      // Known: the same meta-transaction again, whatever its share of the queue says now.
-      if (known) return { row: known, created: false };
-      await checking;
-      // A DROPPED meta-transaction sent again starts over under the same id.
-      if (dropped) {
-        await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [m.chainId, m.id]);
-        await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [m.chainId, m.id]);
-      }
-      const bundles = distinctBundles(m);
-      // The row and its bundles in one statement: the intake transaction's round trips are its cost.
-      const r = await tx.query<Record<string, unknown>>(
-        prepared(`WITH mt AS (
-           INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
-             fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
-           VALUES ($1, $2, $3, $4, $5, $6, $16, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19) RETURNING *),
-         b AS (
-           INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce)
-           SELECT $1, u.id, $2, u.wallet, u.space, u.nonce FROM unnest($20::text[], $21::text[], $22::numeric[], $23::numeric[]) AS u(id, wallet, space, nonce)
-           ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
-             nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE)
-         SELECT * FROM mt`),
-        [
-          m.chainId,
-          m.id,
-          m.projectId,
-          m.wallet,
-          m.entrypoint,
-          m.input,
-          m.gasLimit.toString(),
-          m.gasEstimated.toString(),
-          m.sponsored,
-          m.sponsorId,
-          m.feeToken,
-          m.feeValue?.toString() ?? null,
-          m.feePayer?.toLowerCase() ?? null,
-          m.keyId,
-          m.clientIp,
-          m.status ?? 'QUEUED',
-          m.authorization ? JSON.stringify(m.authorization) : null,
-          m.gasPricePriced?.toString() ?? null,
-          m.coverWei?.toString() ?? null,
-          bundles.map((b) => b.id),
-          bundles.map((b) => b.wallet),
-          bundles.map((b) => b.space.toString()),
-          bundles.map((b) => b.nonce.toString()),
-        ],
-      );
-      await m.also?.(tx);
-      const row = normalise(r.rows[0]);
-      await onStatus?.(tx, [row], undefined, { created: true, bundles: new Map([[m.id, writtenBundles(m)]]) });
-      // What must commit with the row or not at all (a sponsorship's charge); throwing rolls both back.
-      // The charge is the transaction's last statement, sent with the COMMIT (tx.atCommit): it locks its
-      // rules' rows, which every sponsored intake of those rules waits on, for the server's time only.
-      await beforeCommit?.(tx, row);
-      if (m.charge) chargeAtCommit(tx, [m.charge]);
-      return { row, created: true };
-    });
 
   /**
    * Several intakes of different wallets in one transaction (KeyGroups: no two share a wallet lock), as
@@ -387,14 +289,16 @@ export function metaTxnRepo(
     });
 
   /** One intake alone (insertIn), or again alone when another process accepted the same bundle meanwhile. */
-  const insertOne = async ({ m, limits, beforeCommit }: PendingIntake): Promise<{ row: MetaTxnRow; created: boolean }> => {
+  const insertOne = async (x: PendingIntake): Promise<{ row: MetaTxnRow; created: boolean }> => {
     try {
-      return await insertIn(m, limits, beforeCommit);
+      const [o] = await insertGroupIn([x]);
+      if (o.ok) return o.value;
+      throw o.error;
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
       // The same bundle accepted by a concurrent send (of other wallets, or in another process): one
       // meta-transaction. Otherwise a nonce that a concurrent send holds now.
-      const { known } = await knownIn(db, m);
+      const { known } = judgeKnown(x.m, (await knownOfMany(db, [x.m]))[0]);
       if (known) return { row: known, created: false };
       throw err;
     }
