@@ -7,7 +7,7 @@ import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metaTxnStatusEvents } from '../src/events/metatxn-events.ts';
 import { EventBell } from '../src/events/outbox.ts';
-import { metaTxnRepo, NonceTaken, QueueFull, type MetaTxnRepo } from '../src/relayer/store.ts';
+import { metaTxnRepo, NonceTaken, QueueFull, type MetaTxnRepo, type NewMetaTxn } from '../src/relayer/store.ts';
 import type { Tx } from '../src/store/db.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { queueRow } from './support/meta-rows.ts';
@@ -45,6 +45,27 @@ const fresh = () => {
 };
 const send = (x: { id: string; wallet: Address; nonce?: bigint }, beforeCommit?: (tx: Tx) => Promise<void>) =>
   queueRow(repo, CHAIN, { id: x.id, wallet: x.wallet, nonce: x.nonce ?? 0n }, LIMITS, beforeCommit);
+
+/** A meta-transaction of one bundle of `x`'s wallet, as intake writes it; `bundle`: its bundle's own id. */
+const metaTxn = (x: { id: string; wallet: Address }, extra: Partial<NewMetaTxn> = {}, bundle = x.id): NewMetaTxn => ({
+  chainId: CHAIN,
+  id: x.id,
+  projectId: null,
+  wallet: x.wallet,
+  entrypoint: x.wallet,
+  input: '0x',
+  gasLimit: 100_000n,
+  gasEstimated: 50_000n,
+  sponsored: false,
+  sponsorId: null,
+  feeToken: null,
+  feeValue: null,
+  feePayer: null,
+  keyId: null,
+  clientIp: null,
+  bundles: [{ id: bundle, wallet: x.wallet, space: 0n, nonce: 0n }],
+  ...extra,
+});
 
 const rowsOf = async (ids: string[]) =>
   (
@@ -147,30 +168,7 @@ describe('intakes in groups', () => {
       commitOrder.push('before commit');
     };
     const [a, b, c] = [fresh(), fresh(), fresh()];
-    const charged = (x: { id: string; wallet: Address }) =>
-      repo.insert(
-        {
-          chainId: CHAIN,
-          id: x.id,
-          projectId: null,
-          wallet: x.wallet,
-          entrypoint: x.wallet,
-          input: '0x',
-          gasLimit: 100_000n,
-          gasEstimated: 50_000n,
-          sponsored: true,
-          sponsorId: 1,
-          feeToken: null,
-          feeValue: null,
-          feePayer: null,
-          keyId: null,
-          clientIp: null,
-          bundles: [{ id: x.id, wallet: x.wallet, space: 0n, nonce: 0n }],
-          charge: { metaTxnId: x.id },
-        },
-        LIMITS,
-        before,
-      );
+    const charged = (x: { id: string; wallet: Address }) => repo.insert(metaTxn(x, { sponsored: true, sponsorId: 1, charge: { metaTxnId: x.id } }), LIMITS, before);
     const filler = fresh();
     await Promise.all([charged(filler), charged(a), send(fresh()), charged(b), charged(c)]);
     expect(chargeCalls).toEqual([[filler.id], [a.id, b.id, c.id]]);
@@ -180,24 +178,7 @@ describe('intakes in groups', () => {
   it('answers look-ups made together as each alone: by its own id, by a bundle inside it, or none', async () => {
     const x = fresh();
     const bundle = fresh().id;
-    await repo.insert({
-      chainId: CHAIN,
-      id: x.id,
-      projectId: null,
-      wallet: x.wallet,
-      entrypoint: x.wallet,
-      input: '0x',
-      gasLimit: 1n,
-      gasEstimated: 1n,
-      sponsored: false,
-      sponsorId: null,
-      feeToken: null,
-      feeValue: null,
-      feePayer: null,
-      keyId: null,
-      clientIp: null,
-      bundles: [{ id: bundle, wallet: x.wallet, space: 0n, nonce: 0n }],
-    });
+    await repo.insert(metaTxn(x, {}, bundle));
     const asked = [x.id, bundle, 'f'.repeat(64), bundle, x.id, 'e'.repeat(64)];
     const together = await Promise.all(asked.map((id) => repo.find(CHAIN, id)));
     expect(together.map((r) => r?.id)).toEqual([x.id, x.id, undefined, x.id, x.id, undefined]);
@@ -207,27 +188,7 @@ describe('intakes in groups', () => {
   it('refuses a charged meta-transaction when it has no way to make the charge, and writes nothing', async () => {
     const bare = metaTxnRepo(t.db);
     const x = fresh();
-    await expect(
-      bare.insert({
-        chainId: CHAIN,
-        id: x.id,
-        projectId: null,
-        wallet: x.wallet,
-        entrypoint: x.wallet,
-        input: '0x',
-        gasLimit: 1n,
-        gasEstimated: 1n,
-        sponsored: true,
-        sponsorId: 1,
-        feeToken: null,
-        feeValue: null,
-        feePayer: null,
-        keyId: null,
-        clientIp: null,
-        bundles: [{ id: x.id, wallet: x.wallet, space: 0n, nonce: 0n }],
-        charge: { metaTxnId: x.id },
-      }),
-    ).rejects.toThrow('no chargeAtCommit');
+    await expect(bare.insert(metaTxn(x, { sponsored: true, sponsorId: 1, charge: { metaTxnId: x.id } }))).rejects.toThrow('no chargeAtCommit');
     expect(await rowsOf([x.id])).toEqual([]);
   });
 });
