@@ -185,6 +185,12 @@ export function metaTxnRepo(
    */
   const insertGroupIn = (group: PendingIntake[]): Promise<Outcome<{ row: MetaTxnRow; created: boolean }>[]> =>
     db.transaction(async (tx) => {
+      // Sends of the same wallets take turns on their advisory locks (in one order, so two transactions
+      // cannot deadlock), here and in every other process; unrelated wallets do not wait on each other. A
+      // live nonce is also unique by constraint (meta_txn_bundles_live_nonce_uq). The locks, what the
+      // members already are and their shares of the queue are asked at once: a connection runs them in
+      // this order, the locks first, and answers them together (one round trip while the transaction
+      // holds the connection, PGlite's only one).
       const pairs = group.flatMap((x) => lockPairs(x.m));
       const locking = tx.query(GROUP_LOCKS_SQL, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]);
       const knowing = knownOfMany(
@@ -231,6 +237,7 @@ export function metaTxnRepo(
           const full = judged(() => judge(x));
           if ('error' in full) outcomes[i] = { ok: false, error: full.error };
           else {
+            // A DROPPED meta-transaction sent again starts over under the same id.
             if (known.value.dropped) {
               await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [x.m.chainId, x.m.id]);
               await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [x.m.chainId, x.m.id]);
