@@ -60,15 +60,6 @@ export const GROUP_LIMITS_SQL = prepared(`SELECT ${limitColumns({
 })}
   FROM unnest($1::int[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS u(i, chain, payer, key, ip) ORDER BY u.i`);
 
-/**
- * Limits checked inside the intake transaction, which holds the advisory lock of every wallet the
- * meta-transaction touches, so concurrent sends of one wallet cannot all pass them: one fee-paying
- * meta-transaction per paying wallet at a time (each is simulated against the chain as it is, so two
- * would both count one balance) and a bounded share of the queue per wallet, exactly. The shares per
- * access key and per client address are counted without a lock (a key's sends would otherwise be serial
- * again): concurrent sends of one key may pass the count together, by at most the number of intake
- * transactions in flight (an intake group counts its own members: judgeLimits' alsoAdmitted).
- */
 /** What a meta-transaction's share of the queue is judged on (judgeLimits), as GROUP_LIMITS_SQL counts it. */
 export interface LimitCounts {
   payer_busy: string | null;
@@ -103,6 +94,14 @@ export async function readLimitsMany(q: Queryable, ms: readonly LimitedMetaTxn[]
 }
 
 /**
+ * Limits checked inside the intake transaction, which holds the advisory lock of every wallet the
+ * meta-transaction touches, so concurrent sends of one wallet cannot all pass them: one fee-paying
+ * meta-transaction per paying wallet at a time (each is simulated against the chain as it is, so two
+ * would both count one balance) and a bounded share of the queue per wallet, exactly. The shares per
+ * access key and per client address are counted without a lock (a key's sends would otherwise be serial
+ * again): concurrent sends of one key may pass the count together, by at most the number of intake
+ * transactions in flight (an intake group counts its own members: `alsoAdmitted`).
+ *
  * Throws QueueFull when the counts leave no room, refused in the order below. `alsoAdmitted`: meta-
  * transactions of the same key and address admitted since the counts were read, which they cannot see
  * (an intake group's earlier members, store.ts).

@@ -124,19 +124,7 @@ export function metaTxnRepo(
     if (!opts.chargeAtCommit) throw new Error('a sponsored meta-transaction with a charge, and no chargeAtCommit to make it');
     opts.chargeAtCommit(tx, charges);
   };
-  const findIn = async (q: Queryable, chainId: number, id: string): Promise<MetaTxnRow | undefined> => {
-    const r = await q.query<Record<string, unknown>>(
-      prepared(`SELECT * FROM meta_txns WHERE chain_id = $1 AND id = $2
-       UNION ALL
-       SELECT m.* FROM meta_txn_bundles b JOIN meta_txns m ON m.chain_id = b.chain_id AND m.id = b.meta_txn_id
-        WHERE b.chain_id = $1 AND b.bundle_id = $2 AND b.meta_txn_id <> $2
-       LIMIT 1`),
-      [chainId, id],
-    );
-    return r.rows[0] ? normalise(r.rows[0]) : undefined;
-  };
-
-  /** findIn for many (chain, id) at once: the row each id is, by its own id or a bundle's, in one statement. */
+  /** The row each (chain, id) is, by its own id or a bundle's, in one statement, one asked or many. */
   const findMany = async (asked: ReadonlyArray<{ chainId: number; id: string }>): Promise<Array<MetaTxnRow | undefined>> => {
     const r = await db.query<Record<string, unknown> & { asked: number }>(FIND_MANY_SQL, [asked.map((_, i) => i), asked.map((x) => x.chainId), asked.map((x) => x.id)]);
     const out: Array<MetaTxnRow | undefined> = asked.map(() => undefined);
@@ -148,7 +136,7 @@ export function metaTxnRepo(
   // is answered by a read begun after it was asked.
   const finds = new KeyGroups<{ chainId: number; id: string }, MetaTxnRow | undefined, never>({
     keys: () => [],
-    one: (x) => findIn(db, x.chainId, x.id),
+    one: async (x) => (await findMany([x]))[0],
     many: async (asked) => (await findMany(asked)).map((value) => ({ ok: true, value })),
     size: 64,
     running: db.kind === 'pglite' ? 1 : 2,
@@ -221,30 +209,27 @@ export function metaTxnRepo(
         if (key != null) admitted.set(k, (admitted.get(k) ?? 0) + 1);
         if (address != null) admitted.set(a, (admitted.get(a) ?? 0) + 1);
       };
-      // Each member as it alone would be judged, in order: known first, then its share of the queue.
-      const judged = <V>(f: () => V): { value: V } | { error: unknown } => {
-        try {
-          return { value: f() };
-        } catch (error) {
-          return { error };
-        }
-      };
+      // Each member as it alone would be judged, in order: known first (whatever its share of the queue
+      // says now), then its share. A refusal is that member's outcome; the others go on.
       for (const [i, x] of group.entries()) {
-        const known = judged(() => judgeKnown(x.m, found[i]));
-        if ('error' in known) outcomes[i] = { ok: false, error: known.error };
-        else if (known.value.known) outcomes[i] = { ok: true, value: { row: known.value.known, created: false } };
-        else {
-          const full = judged(() => judge(x));
-          if ('error' in full) outcomes[i] = { ok: false, error: full.error };
-          else {
-            // A DROPPED meta-transaction sent again starts over under the same id.
-            if (known.value.dropped) {
-              await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [x.m.chainId, x.m.id]);
-              await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [x.m.chainId, x.m.id]);
-            }
-            fresh.push({ i, x });
-          }
+        let verdict: { known?: MetaTxnRow; dropped: boolean };
+        try {
+          verdict = judgeKnown(x.m, found[i]);
+          if (!verdict.known) judge(x);
+        } catch (error) {
+          outcomes[i] = { ok: false, error };
+          continue;
         }
+        if (verdict.known) {
+          outcomes[i] = { ok: true, value: { row: verdict.known, created: false } };
+          continue;
+        }
+        // A DROPPED meta-transaction sent again starts over under the same id.
+        if (verdict.dropped) {
+          await tx.query('DELETE FROM meta_txn_bundles WHERE chain_id = $1 AND meta_txn_id = $2', [x.m.chainId, x.m.id]);
+          await tx.query('DELETE FROM meta_txns WHERE chain_id = $1 AND id = $2', [x.m.chainId, x.m.id]);
+        }
+        fresh.push({ i, x });
       }
       if (fresh.length > 0) {
         const ms = fresh.map(({ x }) => x.m);
@@ -295,7 +280,7 @@ export function metaTxnRepo(
       return outcomes as Outcome<{ row: MetaTxnRow; created: boolean }>[];
     });
 
-  /** One intake alone (insertIn), or again alone when another process accepted the same bundle meanwhile. */
+  /** One intake alone (a group of one), or again alone when another process accepted the same bundle meanwhile. */
   const insertOne = async (x: PendingIntake): Promise<{ row: MetaTxnRow; created: boolean }> => {
     try {
       const [o] = await insertGroupIn([x]);
