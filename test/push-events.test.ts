@@ -11,7 +11,7 @@ import { openDb } from '../src/store/db.ts';
 import { recordBalanceLevel } from '../src/relayer/engine/balance-level.ts';
 import { senderBalanceEvents } from '../src/events/sender-events.ts';
 import { verifySignature } from '../src/events/signature.ts';
-import { mine, revert, setAutomine, setNextBaseFee, snapshot } from './support/anvil-control.ts';
+import { mine, revert, setAutomine, setNextBaseFee, snapshot, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { SENDER_KEYS, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, mintBundles, sendVia, waitFor, type User } from './support/relay-load.ts';
 import { eventually, startRawServer, type RawServer } from './support/token-chain.ts';
@@ -96,6 +96,9 @@ describe('metatxn.status for replaced and reorged transactions', () => {
        WHERE m.chain_id = $1 AND m.id = $2 ORDER BY t.id`,
       [env.chainId, id],
     );
+    // SENT is recorded before the broadcast: priced out before it reaches the node, it would be refused there
+    // (a new first attempt), not replaced.
+    await waitFor('the first attempt in the pool', async () => txpoolHashes(await txpoolContent(env.rpcUrl)).includes(attempt.rows[0].hash), 20_000);
     // Priced out: the next blocks' base fee is far above the first attempt's cap, so it waits and is replaced after 3 blocks.
     await setNextBaseFee(env.rpcUrl, BigInt(attempt.rows[0].max_fee) * 3n);
     for (let i = 0; i < 6 && !statusEvents(id).some((d) => d.cause === 'replaced'); i++) await mineAndSweep();

@@ -11,7 +11,7 @@ import { authorizationsOf, sign as signAttempt } from '../src/relayer/engine/att
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
 import type { SequenceTx } from './support/sequence-wallet.ts';
-import { mine, setAutomine, setNextBaseFee } from './support/anvil-control.ts';
+import { mine, setAutomine, setNextBaseFee, txpoolContent, txpoolHashes } from './support/anvil-control.ts';
 import { waitFor } from './support/relay-load.ts';
 import { runsBundle } from './support/provider-proxy.ts';
 import type { RpcCall } from './support/rpc-proxy.ts';
@@ -382,8 +382,8 @@ describe('a type-4 attempt priced out is replaced by a type-4 attempt with the s
     };
     const attempts = async (id: string) =>
       (
-        await env.services.db.query<{ hash: Hex; raw: Hex; status: string; max_fee: string }>(
-          `SELECT t.hash, t.raw, t.status, t.max_fee::text AS max_fee FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce
+        await env.services.db.query<{ hash: Hex; raw: Hex; status: string; max_fee: string; broadcast_at: Date | null }>(
+          `SELECT t.hash, t.raw, t.status, t.max_fee::text AS max_fee, t.broadcast_at FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce
            WHERE m.chain_id = $1 AND m.id = $2 ORDER BY t.id`,
           [env.chainId, id.replace(/^0x/, '')],
         )
@@ -392,10 +392,13 @@ describe('a type-4 attempt priced out is replaced by a type-4 attempt with the s
       const r = await send(u, b.input, auth);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       const id: string = r.body.txnHash;
+      // Broadcast, not only signed: an attempt is recorded before it goes out, and one priced out before it
+      // reaches the node is refused there (a new first attempt, maybe from another sender), not replaced.
       const [first] = await waitFor('the first broadcast', async () => {
         const a = await attempts(id);
-        return a.length ? a : undefined;
+        return a.length && a[0].broadcast_at ? a : undefined;
       });
+      expect(txpoolHashes(await txpoolContent(env.rpcUrl))).toContain(first.hash);
       await setNextBaseFee(env.rpcUrl, BigInt(first.max_fee) * 3n);
       let all = await attempts(id);
       for (let i = 0; i < 8 && all.length < 2; i++) {
@@ -449,12 +452,14 @@ describe('a race lost to the EOA after the last check (automine off)', () => {
       const r = await send(u, b.input, await authorize(u));
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       id = r.body.txnHash;
+      // In the node's pool before the EOA's own transaction is sent: the race is for the block, not the pool.
       raw = await waitFor('the broadcast', async () => {
-        const a = await env.services.db.query<{ raw: Hex }>(
-          'SELECT t.raw FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce WHERE m.chain_id = $1 AND m.id = $2',
+        const a = await env.services.db.query<{ raw: Hex; hash: Hex }>(
+          'SELECT t.raw, t.hash FROM meta_txns m JOIN relay_txs t ON t.chain_id = m.chain_id AND t.sender = m.sender AND t.nonce = m.txn_nonce WHERE m.chain_id = $1 AND m.id = $2 AND t.broadcast_at IS NOT NULL',
           [env.chainId, id],
         );
-        return a.rows[0]?.raw;
+        const row = a.rows[0];
+        return row && txpoolHashes(await txpoolContent(env.rpcUrl)).includes(row.hash) ? row.raw : undefined;
       });
       // The EOA's own type-4 transaction, tipped to go first in the block: it re-delegates to the burner
       // (its authorization nonce is its transaction's + 1), which also voids the relayer's authorization.

@@ -6,7 +6,7 @@
  */
 export async function askAgain<T>(read: (attempt: number) => Promise<T>, again: (err: unknown) => boolean, tries: number): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    if (attempt > 2) await new Promise((r) => setTimeout(r, 100 * (attempt - 2)));
+    if (attempt > 2) await pauseAbout(100 * (attempt - 2));
     try {
       return await read(attempt);
     } catch (err) {
@@ -21,3 +21,14 @@ export async function askAgain<T>(read: (attempt: number) => Promise<T>, again: 
  * at once put a refresh task back for retries that met the same node every time.
  */
 export const askAgainIfBehind = <T>(read: () => Promise<T>, behind: (err: unknown) => boolean, tries = 3): Promise<T> => askAgain(read, behind, tries);
+
+/**
+ * A pause of about `ms` (between half and one and a half times it). Retries whose pauses are fixed
+ * multiples of the process's own polling period meet a round-robin of nodes at the same turn each time:
+ * a node behind got every pinned retry of a simulation, nine in a row (a flake of the lag tests, and a
+ * refusal a real provider could give too). A random pause decorrelates them.
+ */
+export function pauseAbout(ms: number): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((r) => setTimeout(r, ms * (0.5 + Math.random())));
+}

@@ -4,6 +4,7 @@ import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { RelayError, StaleState } from './errors.ts';
+import { pauseAbout } from '../chain/ask-again.ts';
 import { STALE_TRIES, askAgainWhileBehind } from './intake/ask-again.ts';
 import { checkAuthorization, readAuthorizationState, type Authorization } from './intake/authorization.ts';
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
@@ -31,7 +32,6 @@ const STALE_PAUSE_MS = 100;
  */
 const STALE_RUNS = 10;
 const STALE_PAUSE_MAX_MS = 400;
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Who asks the node for a call's L1 gas (Arbitrum): an address with no code, never a sender. */
 const L1_GAS_PROBE: Address = '0x000000000000000000000000000000000000dEaD';
 
@@ -193,7 +193,7 @@ export class ChainRelayer implements RelayerChain {
         attempt = 0;
         continue;
       }
-      if (attempt > 1) await pause(Math.min(STALE_PAUSE_MS * (attempt - 2), STALE_PAUSE_MAX_MS));
+      if (attempt > 1) await pauseAbout(Math.min(STALE_PAUSE_MS * (attempt - 2), STALE_PAUSE_MAX_MS));
       let r: ProbeResult;
       try {
         // Pinned, not re-read at latest: a retry in step with a round robin (a head read, a run) would
@@ -355,7 +355,7 @@ export class ChainRelayer implements RelayerChain {
       ({ kinds, unverified } = await this.recogniseAtSeen(asked, read));
     }
     for (let attempt = 1; undeployed() && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
-      await pause(STALE_PAUSE_MS * attempt);
+      await pauseAbout(STALE_PAUSE_MS * attempt);
       const again = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer);
       ({ kinds, unverified } = again.behind.length > 0 ? await this.recogniseAtSeen(asked, again) : again);
     }
