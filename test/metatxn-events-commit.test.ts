@@ -15,11 +15,16 @@ let t: TestDb;
 let repo: MetaTxnRepo;
 const bell = new EventBell();
 let rings = 0;
+/** What each ring said of webhook deliveries, in order. */
+let said: boolean[] = [];
 
 beforeAll(async () => {
   t = await createTestDb();
   repo = metaTxnRepo(t.db, { onStatus: metaTxnStatusEvents(() => repo, bell) });
-  bell.on(() => rings++);
+  bell.on((deliveries) => {
+    rings++;
+    said.push(deliveries);
+  });
 });
 afterAll(async () => {
   await t?.drop();
@@ -62,5 +67,24 @@ describe('the QUEUED event of an intake', () => {
     expect(await eventsOf(id)).toEqual([]);
     await new Promise((r) => setTimeout(r, 20));
     expect(rings).toBe(0);
+  });
+});
+
+describe('the bell says whether the events made webhook deliveries', () => {
+  it('no endpoint subscribed: rung for readers, without waking the delivery worker; one subscribed: with', async () => {
+    const project = Number((await t.db.query<{ id: string }>(`INSERT INTO projects (name) VALUES ('bell-${Date.now()}') RETURNING id`)).rows[0]!.id);
+    const deliveries = async () => Number((await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM webhook_deliveries')).rows[0]!.n);
+    const before = await deliveries();
+    said = [];
+    await queueRow(repo, CHAIN, { id: 'c3'.repeat(32), wallet: `0x${'c3'.repeat(20)}`, nonce: 0n, projectId: project });
+    await new Promise((r) => setImmediate(r));
+    expect(said).toEqual([false]);
+    expect(await deliveries()).toBe(before);
+
+    await t.db.query(`INSERT INTO webhooks (project_id, url, events, secret) VALUES ($1, 'https://example.com/hook', '{metatxn.status}', 's')`, [project]);
+    await queueRow(repo, CHAIN, { id: 'd4'.repeat(32), wallet: `0x${'d4'.repeat(20)}`, nonce: 0n, projectId: project });
+    await new Promise((r) => setImmediate(r));
+    expect(said).toEqual([false, true]);
+    expect(await deliveries()).toBe(before + 1);
   });
 });

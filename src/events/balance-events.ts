@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import { appendEvents, type EventBell } from './outbox.ts';
+import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /** A balance as the indexer left it (src/indexer's BalanceChange, restated: domains meet in the wiring). */
 export interface IndexedBalance {
@@ -23,7 +23,7 @@ export function balanceEvents(bell: EventBell) {
   return async (q: Queryable, chainId: number, changes: IndexedBalance[]) => {
     const byContract = new Map<string, IndexedBalance[]>();
     for (const c of changes) byContract.set(c.contract, [...(byContract.get(c.contract) ?? []), c]);
-    await appendEvents(
+    const { deliveries } = await appendEventsCounting(
       q,
       [...byContract].map(([contract, rows]) => {
         const last = rows.reduce((a, b) => (b.blockNumber > a.blockNumber ? b : a));
@@ -43,6 +43,6 @@ export function balanceEvents(bell: EventBell) {
         };
       }),
     );
-    bell.ring();
+    bell.ring(deliveries > 0);
   };
 }

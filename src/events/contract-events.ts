@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/db.ts';
 import type { ContractChange, ContractRow } from '../metadata/contracts/contract-store.ts';
-import { appendEvents, type EventBell } from './outbox.ts';
+import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**
  * The contract store's hook: one contract.info_updated per contract whose stored ContractInfo
@@ -9,7 +9,7 @@ import { appendEvents, type EventBell } from './outbox.ts';
  */
 export function contractInfoEvents(bell: EventBell, info: (chainId: number, row: ContractRow) => unknown) {
   return async (q: Queryable, changes: ContractChange[]) => {
-    await appendEvents(
+    const { deliveries } = await appendEventsCounting(
       q,
       changes.map((c) => ({
         type: 'contract.info_updated' as const,
@@ -19,7 +19,7 @@ export function contractInfoEvents(bell: EventBell, info: (chainId: number, row:
         data: { chainId: c.chainId, contractAddress: c.address, changed: c.fields.map((f) => WIRE_NAMES[f] ?? f), info: info(c.chainId, c.row) },
       })),
     );
-    bell.ring();
+    bell.ring(deliveries > 0);
   };
 }
 

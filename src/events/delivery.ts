@@ -72,7 +72,8 @@ export class DeliveryWorker {
   start() {
     if (this.loop.active) return;
     // The bell rings as an event is written, before its transaction commits: look a moment later too.
-    this.offBell = this.deps.bell.on(() => {
+    this.offBell = this.deps.bell.on((deliveries) => {
+      if (!deliveries) return;
       this.nudge();
       setTimeout(() => this.nudge(), 5).unref();
     });

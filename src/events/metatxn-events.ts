@@ -1,6 +1,6 @@
 import type { Queryable, Tx } from '../store/db.ts';
 import { receiptWire, type MetaTxnRepo, type MetaTxnRow, type StatusCause, type StatusKnown } from '../relayer/index.ts';
-import { appendEvents, appendEventsAtCommit, type EventBell } from './outbox.ts';
+import { appendEventsAtCommit, appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**
  * The relayer's status hook: one `metatxn.status` event per written status, on the relayer's own
@@ -11,7 +11,8 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
   return async (q: Queryable, rows: MetaTxnRow[], cause?: StatusCause, known?: StatusKnown) => {
     if (rows.length === 0) return;
     const tx = isTx(q) ? q : undefined;
-    const committing: Array<Promise<boolean>> = [];
+    const committing: Array<Promise<{ deliveries: number } | undefined>> = [];
+    let deliveries = 0;
     const byChain = new Map<number, MetaTxnRow[]>();
     for (const r of rows) byChain.set(r.chain_id, [...(byChain.get(r.chain_id) ?? []), r]);
     for (const [chainId, list] of byChain) {
@@ -52,10 +53,14 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
       // one of the intake's round trips while it held its connection (docs/performance.md, 30 Nov). The
       // bell rings once they are committed, when readers can see them.
       if (tx) committing.push(appendEventsAtCommit(tx, events));
-      else await appendEvents(q, events);
+      else deliveries += (await appendEventsCounting(q, events)).deliveries;
     }
-    if (tx) void Promise.all(committing).then((committed) => committed.some(Boolean) && bell.ring());
-    else bell.ring();
+    if (tx) {
+      void Promise.all(committing).then((all) => {
+        const committed = all.filter((x) => x !== undefined);
+        if (committed.length) bell.ring(committed.some((x) => x.deliveries > 0));
+      });
+    } else bell.ring(deliveries > 0);
   };
 }
 

@@ -65,9 +65,14 @@ const MATCHING = `w.enabled AND w.deleted_at IS NULL AND (e.type = ANY(w.events)
  * (a test event).
  */
 export async function appendEvents(q: Queryable, events: readonly NewEvent[], webhookId?: number): Promise<number[]> {
-  if (events.length === 0) return [];
-  const r = await q.query<{ id: number | string }>(APPEND, appendParams(events, webhookId));
-  return r.rows.map((x) => Number(x.id));
+  return (await appendEventsCounting(q, events, webhookId)).ids;
+}
+
+/** appendEvents, also saying how many webhook deliveries the events made (none: no worker need look). */
+export async function appendEventsCounting(q: Queryable, events: readonly NewEvent[], webhookId?: number): Promise<{ ids: number[]; deliveries: number }> {
+  if (events.length === 0) return { ids: [], deliveries: 0 };
+  const r = await q.query<AppendRow>(APPEND, appendParams(events, webhookId));
+  return { ids: r.rows.map((x) => Number(x.id)), deliveries: Number(r.rows[0]?.deliveries ?? 0) };
 }
 
 /**
@@ -76,9 +81,16 @@ export async function appendEvents(q: Queryable, events: readonly NewEvent[], we
  * (the intake's: docs/performance.md, 30 Nov). Settles once the transaction has ended: true when the
  * events were committed.
  */
-export async function appendEventsAtCommit(tx: Tx, events: readonly NewEvent[]): Promise<boolean> {
-  if (events.length === 0) return false;
-  return (await tx.atCommit(APPEND, appendParams(events))) !== undefined;
+export async function appendEventsAtCommit(tx: Tx, events: readonly NewEvent[]): Promise<{ deliveries: number } | undefined> {
+  if (events.length === 0) return undefined;
+  const r = await tx.atCommit<AppendRow>(APPEND, appendParams(events));
+  return r && { deliveries: Number(r.rows[0]?.deliveries ?? 0) };
+}
+
+/** A row of APPEND: an event's id, and the deliveries the whole statement made (on every row). */
+interface AppendRow {
+  id: number | string;
+  deliveries: number | string;
 }
 
 const APPEND = prepared(`WITH e AS (
@@ -91,7 +103,7 @@ const APPEND = prepared(`WITH e AS (
    SELECT w.id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
    ORDER BY e.id, w.id
    RETURNING id)
- SELECT id FROM e ORDER BY id`);
+ SELECT id, (SELECT count(*) FROM d) AS deliveries FROM e ORDER BY id`);
 
 function appendParams(events: readonly NewEvent[], webhookId?: number): unknown[] {
   return [
@@ -254,10 +266,15 @@ export class EventBell {
   constructor() {
     this.emitter.setMaxListeners(0);
   }
-  ring() {
-    this.emitter.emit('ring');
+  /**
+   * `deliveries`: whether the events written made webhook deliveries. Without them the delivery worker
+   * is not woken (its claim would find nothing: a statement per event on a service without webhooks,
+   * a ninth of the statements of an intake burst); SSE readers always are. Unknown: true.
+   */
+  ring(deliveries = true) {
+    this.emitter.emit('ring', deliveries);
   }
-  on(fn: () => void): () => void {
+  on(fn: (deliveries: boolean) => void): () => void {
     this.emitter.on('ring', fn);
     return () => this.emitter.off('ring', fn);
   }

@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/db.ts';
 import { crossingKind, type BalanceCrossing } from '../relayer/index.ts';
-import { appendEvents, type EventBell } from './outbox.ts';
+import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**
  * The sweep's balance hook: sender.low_balance when a sender's level gets worse (below the warning
@@ -11,7 +11,7 @@ export function senderBalanceEvents(bell: EventBell) {
   return async (q: Queryable, c: BalanceCrossing) => {
     const type = crossingKind(c);
     if (!type) return;
-    await appendEvents(q, [
+    const { deliveries } = await appendEventsCounting(q, [
       {
         type,
         chainId: c.chainId,
@@ -30,6 +30,6 @@ export function senderBalanceEvents(bell: EventBell) {
         },
       },
     ]);
-    bell.ring();
+    bell.ring(deliveries > 0);
   };
 }

@@ -34,8 +34,11 @@ export class EventStreamHub {
   private readonly offBell: () => void;
 
   constructor(private readonly deps: { outbox: Outbox; bell: EventBell; log: Logger; pollMs?: number }) {
-    // A short delay lets a burst of rings (one per written batch) end in one read.
-    this.offBell = deps.bell.on(() => setTimeout(() => this.wake?.(), 5).unref());
+    // A short delay lets a burst of rings (one per written batch) end in one read. With no stream open
+    // the loop reads nothing, so a ring needs no timer.
+    this.offBell = deps.bell.on(() => {
+      if (this.subs.size > 0) setTimeout(() => this.wake?.(), 5).unref();
+    });
   }
 
   /**

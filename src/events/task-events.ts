@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/db.ts';
 import type { TaskRow } from '../metadata/refresh/task-store.ts';
-import { appendEvents, type EventBell } from './outbox.ts';
+import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**
  * The task store's hook: one refresh.task_finished per task reaching DONE or FAILED, on the
@@ -9,7 +9,7 @@ import { appendEvents, type EventBell } from './outbox.ts';
  */
 export function taskFinishedEvents(bell: EventBell) {
   return async (q: Queryable, tasks: TaskRow[]) => {
-    await appendEvents(
+    const { deliveries } = await appendEventsCounting(
       q,
       tasks.map((t) => ({
         type: 'refresh.task_finished' as const,
@@ -34,6 +34,6 @@ export function taskFinishedEvents(bell: EventBell) {
         },
       })),
     );
-    bell.ring();
+    bell.ring(deliveries > 0);
   };
 }

@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/db.ts';
 import type { DocumentChange } from '../metadata/tokens/token-store.ts';
-import { appendEvents, type EventBell } from './outbox.ts';
+import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**
  * The token store's hook: one `token.metadata_updated` per token whose stored document changed (a
@@ -9,7 +9,7 @@ import { appendEvents, type EventBell } from './outbox.ts';
  */
 export function tokenDocumentEvents(bell: EventBell) {
   return async (q: Queryable, changes: DocumentChange[]) => {
-    await appendEvents(
+    const { deliveries } = await appendEventsCounting(
       q,
       changes.map((c) => ({
         type: 'token.metadata_updated' as const,
@@ -19,6 +19,6 @@ export function tokenDocumentEvents(bell: EventBell) {
         data: { chainId: c.chainId, contractAddress: c.contract, tokenId: c.tokenId, oldContentHash: c.oldHash, newContentHash: c.newHash, metadata: c.metadata },
       })),
     );
-    bell.ring();
+    bell.ring(deliveries > 0);
   };
 }

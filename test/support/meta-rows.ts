@@ -12,7 +12,7 @@ type BeforeCommit = Parameters<MetaTxnRepo['insert']>[2];
 export function queueRow(
   repo: MetaTxnRepo,
   chainId: number,
-  row: { id: string; wallet: Address; nonce: bigint; keyId?: number; clientIp?: string },
+  row: { id: string; wallet: Address; nonce: bigint; keyId?: number; clientIp?: string; projectId?: number },
   limits?: QueueLimits,
   beforeCommit?: BeforeCommit,
 ) {
@@ -20,7 +20,7 @@ export function queueRow(
     {
       chainId,
       id: row.id,
-      projectId: null,
+      projectId: row.projectId ?? null,
       wallet: row.wallet,
       entrypoint: row.wallet,
       input: '0x',
