@@ -297,13 +297,15 @@ export function metaTxnRepo(
   };
 
   // Concurrent intakes share a transaction (docs/performance.md, "Intakes in groups"): PGlite runs one
-  // transaction at a time anyway; on PostgreSQL a few groups run at once, so one group waiting on a lock
-  // another process holds does not hold up every intake of this one.
+  // transaction at a time anyway; on PostgreSQL two run at once, so one group waiting on a lock another
+  // process holds does not hold up every intake of this one. Not four: at 32 sends in flight a group then
+  // held 3.5 of them, and each group's six round trips cost both sides a write and a wake-up (one `serve`:
+  // 2.3 ms of PostgreSQL per intake at four, 1.5-1.8 at two; docs/performance.md, 30 Nov).
   const groups = new KeyGroups<PendingIntake, { row: MetaTxnRow; created: boolean }>({
     keys: (x) => groupKeys(x.m),
     one: insertOne,
     many: insertGroupIn,
-    ...(opts.groups ?? { size: 32, running: db.kind === 'pglite' ? 1 : 4 }),
+    ...(opts.groups ?? { size: 32, running: db.kind === 'pglite' ? 1 : 2 }),
   });
 
   /** The bundles of many meta-transactions at once, by meta-transaction id. */
