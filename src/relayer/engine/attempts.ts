@@ -1,9 +1,10 @@
-import { keccak256, parseTransaction, type Address, type Hex, type PublicClient, type SignedAuthorization } from 'viem';
+import { parseTransaction, serializeTransaction, type Address, type Hex, type PublicClient, type SignedAuthorization, type TransactionSerializable } from 'viem';
+import { keccak256, signHash } from '../../chain/native-crypto.ts';
 import { signedAuthorization, type Authorization } from '../intake/authorization.ts';
 import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import type { Fees } from './gas-price.ts';
 import { classifySendError, errorText, type SendFailure } from './rpc-errors.ts';
-import type { SenderAccount } from './sender-pool.ts';
+import { signingKeyOf, type SenderAccount } from './sender-pool.ts';
 
 /** One signed transaction: an attempt at a (sender, nonce) slot. Replacements are further attempts. */
 export interface Attempt {
@@ -49,15 +50,26 @@ export async function sign(account: SenderAccount, chainId: number, u: Unsigned)
     const authorizationList = Array.isArray(u.authorization) ? u.authorization : [signedAuthorization(u.authorization as Authorization)];
     // A type-4 transaction has EIP-1559 fees; on a legacy-priced chain both are the gas price.
     const [maxFeePerGas, maxPriorityFeePerGas] = u.fees.type === 'eip1559' ? [u.fees.maxFeePerGas, u.fees.maxPriorityFeePerGas] : [u.fees.gasPrice, u.fees.gasPrice];
-    const raw = await account.signTransaction({ ...base, type: 'eip7702', maxFeePerGas, maxPriorityFeePerGas, authorizationList });
+    const raw = await signTransaction(account, { ...base, type: 'eip7702', maxFeePerGas, maxPriorityFeePerGas, authorizationList });
     return { raw, hash: keccak256(raw) };
   }
-  const raw = await account.signTransaction(
+  const raw = await signTransaction(
+    account,
     u.fees.type === 'eip1559'
       ? { ...base, type: 'eip1559', maxFeePerGas: u.fees.maxFeePerGas, maxPriorityFeePerGas: u.fees.maxPriorityFeePerGas }
       : { ...base, type: 'legacy', gasPrice: u.fees.gasPrice },
   );
   return { raw, hash: keccak256(raw) };
+}
+
+/**
+ * What the account's signTransaction does (serialize, hash, sign, serialize with the signature), with
+ * the hash and the signature in native code when they can be (chain/native-crypto.ts): the same bytes.
+ */
+async function signTransaction(account: SenderAccount, tx: TransactionSerializable): Promise<Hex> {
+  const key = signingKeyOf(account);
+  const signature = key && signHash(keccak256(serializeTransaction(tx)), key);
+  return signature ? serializeTransaction(tx, signature) : account.signTransaction(tx);
 }
 
 /** Records a signed attempt; always before it is broadcast, so a crash never leaves an unknown transaction. */

@@ -1,13 +1,32 @@
-import type { Hex } from 'viem';
+import { toHex, type Hex } from 'viem';
 import { mnemonicToAccount, privateKeyToAccount, type HDAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { RelayerChainConfig } from '../config.ts';
 
 export type SenderAccount = PrivateKeyAccount | HDAccount;
 
+/**
+ * Each sender's private key, for signing in native code (attempts.ts sign). Beside the account, not on
+ * it: an account that reaches a log line carries no key.
+ */
+const keys = new WeakMap<SenderAccount, Hex>();
+
+/** The private key of a configured sender (undefined for any other account). */
+export const signingKeyOf = (account: SenderAccount): Hex | undefined => keys.get(account);
+
 /** The configured senders: explicit keys first, then the mnemonic's first `senderCount` accounts. */
 export function senderAccounts(c: Pick<RelayerChainConfig, 'senderKeys' | 'senderMnemonic' | 'senderCount'>): SenderAccount[] {
-  const out: SenderAccount[] = c.senderKeys.map((k) => privateKeyToAccount(k as Hex));
-  if (c.senderMnemonic) for (let i = 0; i < c.senderCount; i++) out.push(mnemonicToAccount(c.senderMnemonic, { addressIndex: i }));
+  const withKey = <A extends SenderAccount>(account: A, key: Hex): A => {
+    keys.set(account, key);
+    return account;
+  };
+  const out: SenderAccount[] = c.senderKeys.map((k) => withKey(privateKeyToAccount(k as Hex), k as Hex));
+  if (c.senderMnemonic) {
+    for (let i = 0; i < c.senderCount; i++) {
+      const a = mnemonicToAccount(c.senderMnemonic, { addressIndex: i });
+      const key = a.getHdKey().privateKey;
+      out.push(key ? withKey(a, toHex(key)) : a);
+    }
+  }
   const seen = new Set<string>();
   return out.filter((a) => !seen.has(a.address.toLowerCase()) && seen.add(a.address.toLowerCase()));
 }
