@@ -5,7 +5,7 @@ import type { RelayerChainConfig } from '../config.ts';
 export type SenderAccount = PrivateKeyAccount | HDAccount;
 
 /**
- * Each sender's private key, for signing in native code (attempts.ts sign). Beside the account, not on
+ * Each sender's private key, for signing in WebAssembly (attempts.ts sign). Beside the account, not on
  * it: an account that reaches a log line carries no key.
  */
 const keys = new WeakMap<SenderAccount, Hex>();

@@ -1,5 +1,5 @@
 import { concat, decodeFunctionData, encodeAbiParameters, getContractAddress, padHex, parseAbiParameters, sliceHex, type Address, type Hex } from 'viem';
-import { keccak256 } from '../../chain/native-crypto.ts';
+import { keccak256 } from '../../chain/evm-crypto.ts';
 import { DEPLOY_SELECTOR, EXECUTE_SELECTOR, TRANSACTION_TUPLE, factoryAbi, walletAbi } from '../abi.ts';
 import { WALLET_CREATION_CODE, type SequenceContext } from '../context.ts';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { decodeErrorResult, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, padHex, toHex, type Address, type Hex, type PublicClient } from 'viem';
-import { keccak256 } from '../../chain/native-crypto.ts';
+import { keccak256 } from '../../chain/evm-crypto.ts';
 import { estimationAbi, probeAbi, walletErrorsAbi } from '../abi.ts';
 import { sequenceCreationCode } from '../artifacts.ts';
 import type { WalletTransaction } from './bundle.ts';
