@@ -2,6 +2,7 @@
 // underneath): each fault class is switched on and off with set(). What is forwarded really reaches the
 // node; a lagging or pruned view is made by asking the node about an older block, not by inventing answers.
 import { decodeFunctionData, type Hex } from 'viem';
+import { mulberry32 } from './random.ts';
 import { probeAbi } from '../../src/relayer/abi.ts';
 import { type RequestContext, type RpcCall, type RpcProxy, startRpcProxy } from './rpc-proxy.ts';
 
@@ -29,7 +30,18 @@ export interface ProviderFaults {
    * behind answers every call `only` selects and no other: a provider that routes some calls (say,
    * the heavy eth_calls) to a pool of its own, which is behind.
    */
-  lag?: { blocks: number; only?: (call: RpcCall) => boolean };
+  lag?: {
+    blocks: number;
+    only?: (call: RpcCall) => boolean;
+    /**
+     * Half the requests, picked by a seeded coin per request, rather than strictly every other one. A
+     * client whose loop sends an even number of requests per turn meets strict turns at the same step
+     * every turn (the dispatcher's sender reads at each head, a simulation's pinned retries): always the
+     * node behind, which a load balancer serving many clients does not do. Strict turns guarantee that
+     * of any two requests one is answered by the live node, which head-reading tests count on.
+     */
+    coin?: boolean;
+  };
   /** A node without old state: eth_getCode / eth_call / eth_getBalance / eth_getTransactionCount / eth_getStorageAt at a block older than head − N refused. */
   noArchiveDepth?: number;
 }
@@ -59,6 +71,18 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     hits[k] = (hits[k] ?? 0) + 1;
   };
   let window = { at: 0, calls: 0 };
+  const coin = mulberry32(0x1a6);
+  const coins = new Map<number, boolean>();
+  /** The same answer for every call of one request (its batch goes to one node). */
+  const lagCoin = (request: number) => {
+    let c = coins.get(request);
+    if (c === undefined) {
+      c = coin() < 0.5;
+      coins.set(request, c);
+      if (coins.size > 10_000) coins.delete(coins.keys().next().value!);
+    }
+    return c;
+  };
   let callNo = 0;
 
   const liveHead = async (ctx: RequestContext): Promise<number> => {
@@ -72,8 +96,8 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     ctx.state.head = head;
     return head;
   };
-  /** Whether the node behind answers this call: the one `lag.only` selects, else every other request. */
-  const isLagged = (call: RpcCall, ctx: RequestContext) => (faults.lag ? (faults.lag.only ? faults.lag.only(call) : ctx.request % 2 === 1) : false);
+  /** Whether the node behind answers this call: the one `lag.only` selects, else every other request, or half of them by `lag.coin`. */
+  const isLagged = (call: RpcCall, ctx: RequestContext) => (faults.lag ? (faults.lag.only ? faults.lag.only(call) : faults.lag.coin ? lagCoin(ctx.request) : ctx.request % 2 === 1) : false);
   /** The head of the view answering this call: the live one, or the lagging node's. */
   const viewHead = async (call: RpcCall, ctx: RequestContext): Promise<{ head: number; lagged: boolean }> => {
     const live = await liveHead(ctx);
