@@ -71,18 +71,8 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
     hits[k] = (hits[k] ?? 0) + 1;
   };
   let window = { at: 0, calls: 0 };
-  const coin = mulberry32(0x1a6);
-  const coins = new Map<number, boolean>();
-  /** The same answer for every call of one request (its batch goes to one node). */
-  const lagCoin = (request: number) => {
-    let c = coins.get(request);
-    if (c === undefined) {
-      c = coin() < 0.5;
-      coins.set(request, c);
-      if (coins.size > 10_000) coins.delete(coins.keys().next().value!);
-    }
-    return c;
-  };
+  /** The coin of a request, from its number: the same for each of its calls (a batch goes to one node). */
+  const lagCoin = (request: number) => mulberry32(0x1a6 + request)() < 0.5;
   let callNo = 0;
 
   const liveHead = async (ctx: RequestContext): Promise<number> => {
