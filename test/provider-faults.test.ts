@@ -331,6 +331,41 @@ describe('the relayer through load-balanced nodes a block apart', () => {
   );
 
   it(
+    'a head read lower three times in a row by a node behind is not the chain gone back: nothing is signed on the older state, the bundle is relayed once the node has caught up',
+    () =>
+      afterDeployment(async ({ w, to, first, before }) => {
+        const relayer = env.services.relayers.get(env.chainId)!;
+        const head = env.services.chains.get(env.chainId)!.head;
+        const until = async (what: string, ok: () => boolean) => {
+          for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
+          expect(ok(), what).toBe(true);
+        };
+        // Every node at the head the relayer saw its wallet deployed at, then the head read from the node
+        // behind only, until the shared head takes the lower head (three reads in a row: "gone back").
+        env.provider!.set({});
+        await until('the shared head reaches the block seen', () => head.current?.number === relayer.seen);
+        const seen = relayer.seen;
+        const readsHead = (call: RpcCall) => call.method === 'eth_blockNumber' || (call.method === 'eth_getBlockByNumber' && call.params[0] === 'latest');
+        env.provider!.set({ lag: { blocks: 1, only: readsHead } });
+        await until('the shared head takes the lower head', () => (head.current?.number ?? seen) < seen);
+        // Every run of a bundle on the node behind too, where the wallet has no code yet: it "needs" next to
+        // no gas, and a transaction signed on that reverts on chain at the relayer's expense.
+        env.provider!.set({ lag: { blocks: 1, only: (call) => readsHead(call) || runsBundle(call) } });
+        const refused = await w.sendTransaction([transfer(to, 2n)]).then(
+          () => null,
+          (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause ?? JSON.stringify(err))}`,
+        );
+        // Ground truth: nothing more was signed, and what was has a successful receipt on anvil.
+        expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
+        expect((await signed()) - before).toBe(1);
+        env.provider!.set({ lag: LAG });
+        const second = await w.sendTransaction([transfer(to, 2n)]);
+        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+      }),
+    120_000,
+  );
+
+  it(
     "a wallet's implementation slot answered by the node behind, its code by one that is not: read again, not refused as another contract",
     () =>
       afterDeployment(async ({ w, to, first, before }) => {

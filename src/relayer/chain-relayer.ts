@@ -5,6 +5,7 @@ import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { RelayError, StaleState } from './errors.ts';
 import { pauseAbout } from '../chain/ask-again.ts';
+import { blockGone } from '../chain/block-gone.ts';
 import { STALE_TRIES, askAgainWhileBehind } from './intake/ask-again.ts';
 import { checkAuthorization, readAuthorizationState, type Authorization } from './intake/authorization.ts';
 import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
@@ -63,6 +64,8 @@ export class ChainRelayer implements RelayerChain {
   readonly pricing: Pricing;
   readonly intake: Intake;
   private seenBlock = -1n;
+  /** A check in flight of whether the chain went back below the block seen (lowerSeen). */
+  private lowering?: Promise<void>;
 
   private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
   /** The L1 fee bounds read for the block seen, by transaction size (an OP-stack oracle changes once per L1 block at most). */
@@ -103,18 +106,37 @@ export class ChainRelayer implements RelayerChain {
       gasPrice: () => this.gasPriceNow(),
       alwaysEstimate: this.feeModel === 'arbitrum',
     };
-    // The chain went back below blocks seen (a deep reorg, a dev node reverted): those blocks are gone,
-    // and a simulation pinned to one would be refused by every node for good.
-    deps.chain.head.onWentBack((h) => {
-      if (h.number >= this.seenBlock) return;
-      deps.log.info({ chainId: this.chainId, seen: this.seenBlock.toString(), head: h.number.toString() }, 'the chain went back below the block seen');
-      this.seenBlock = h.number;
-    });
+    // The shared head took a lower head: perhaps the chain went back below the block seen (see lowerSeen).
+    deps.chain.head.onWentBack((h) => void this.lowerSeen(h.number));
     this.probes = new ProbeBatcher(deps.chain.public, probeSettings);
     // The dispatcher's runs before signing go out on the engine's own client (chain/client.ts NodeRole).
     this.engineProbes = new ProbeBatcher(deps.chain.forRole('engine'), probeSettings);
     this.pricing = new Pricing(this, deps);
     this.intake = new Intake(this, this.pricing, deps);
+  }
+
+  /**
+   * The block seen goes down to `head` only when the chain really went back below it (a deep reorg, a dev
+   * node reverted): those blocks are gone, and a simulation pinned to one would be refused by every node
+   * for good. A head read lower three times in a row (what the shared head takes as gone back) may still
+   * be a node behind met three times by a load balancer; a block seen lowered on its word let a node
+   * behind's runs be signed on, at intake and before sending (a wallet deployed a block ago has no code
+   * there, its bundle "needs" next to no gas, and the transaction signed with that limit reverted on
+   * chain at the relayer's expense). So the block at the height seen is asked for first (blockGone).
+   */
+  lowerSeen(head: bigint): Promise<void> {
+    if (head >= this.seenBlock) return Promise.resolve();
+    this.lowering ??= (async () => {
+      const seen = this.seenBlock;
+      if (!(await blockGone(this.client, seen))) return;
+      const top = this.deps.chain.head.current?.number ?? head;
+      if (this.seenBlock !== seen || top >= seen) return;
+      this.deps.log.info({ chainId: this.chainId, seen: seen.toString(), head: top.toString() }, 'the chain went back below the block seen');
+      this.seenBlock = top;
+    })().finally(() => {
+      this.lowering = undefined;
+    });
+    return this.lowering;
   }
 
   /** The newest block seen (-1 before any): reads that must not go back in time are pinned to at least it. */
@@ -186,7 +208,8 @@ export class ChainRelayer implements RelayerChain {
         // Unless the chain itself went back below the block seen: the shared head takes a lower head once
         // read so several times in a row, and then lowers it (onWentBack). Tried again from the start, once.
         const seen = this.seenBlock;
-        await this.deps.chain.head.read().catch(() => undefined);
+        const head = await this.deps.chain.head.read().catch(() => undefined);
+        if (!wentBack && head) await this.lowerSeen(head.number);
         if (wentBack || this.seenBlock >= seen) throw new StaleState(this.chainId, seen, last?.block, last?.err);
         wentBack = true;
         pinned = false;
