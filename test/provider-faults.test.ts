@@ -405,6 +405,20 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     120_000,
   );
 
+  it("a provider whose senders' counts at latest all come from a node behind: each receipt is found at the head that mined it", async () => {
+    // A chain that mines only when sent to: after a meta-transaction's block, no new head comes. Counted
+    // at latest by the node behind, the sender's last transaction looks unmined at every sweep.
+    env.provider!.set({ lag: { blocks: 1, only: (call) => call.method === 'eth_getTransactionCount' && call.params[1] === 'latest' } });
+    try {
+      const before = await signed();
+      const sent = await sendAll(2);
+      expect(env.provider!.hits.lag).toBeGreaterThan(0);
+      await expectExecutedOnce(sent, 2, before);
+    } finally {
+      env.provider!.set({ lag: LAG });
+    }
+  }, 120_000);
+
   it('with every fault class at once: each meta-transaction executed once, no phantom reorg, no replacement', async () => {
     env.provider!.set({ ...ALL, lag: LAG });
     try {

@@ -1,5 +1,6 @@
 import { parseEther, type Address, type Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
+import { askAgain } from '../../chain/ask-again.ts';
 import {
   attemptError,
   authorizationsOf,
@@ -38,6 +39,22 @@ interface Slot {
   nonce: number;
   attempts: Attempt[];
 }
+
+/**
+ * A sender's mined-transaction count at the head swept, not at "latest": a load-balanced provider's node
+ * a block behind answers "latest" from before the block just read, where the sender's last transaction
+ * is not mined yet, and on a chain that mines only when sent to, no new head comes to sweep again: the
+ * receipt waited for the idle sweep (3 s). Pinned, such a node refuses the block ("header not found")
+ * and is asked again (ask-again.ts), a fresh chance at another node; none answering, "latest" stands.
+ */
+function minedCountAt(client: EngineContext['client'], address: Address, head: number): Promise<number> {
+  return askAgain(
+    () => client.getTransactionCount({ address, blockNumber: BigInt(head) }),
+    () => true,
+    PINNED_COUNT_TRIES,
+  ).catch(() => client.getTransactionCount({ address, blockTag: 'latest' }));
+}
+const PINNED_COUNT_TRIES = 3;
 
 /** Reads in a row without the block of a mined transaction before it is taken as reorged away. */
 const MISSES_FOR_REORG = 3;
@@ -100,11 +117,7 @@ export class Sweeper {
         const was = this.seen.get(address);
         const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && Date.now() - was.at < d.config.quietSenderReadMs;
         if (quiet) return { address, latest: was.latest, pending: was.pending, balance: was.balance };
-        const [latest, pending, balance] = await Promise.all([
-          d.client.getTransactionCount({ address, blockTag: 'latest' }),
-          d.client.getTransactionCount({ address, blockTag: 'pending' }),
-          d.client.getBalance({ address }),
-        ]);
+        const [latest, pending, balance] = await Promise.all([minedCountAt(d.client, address, head), d.client.getTransactionCount({ address, blockTag: 'pending' }), d.client.getBalance({ address })]);
         // A node behind (a load-balanced provider's) counts fewer mined transactions than one already
         // seen: the count never goes below what was seen, so no mined slot is taken as waiting and
         // replaced. A reorg that really unmines one forgets the count (watchMined).
