@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Address } from 'viem';
-import type { Db, Queryable, Tx } from '../../store/db.ts';
+import { prepared, type Db, type Queryable, type Tx } from '../../store/db.ts';
 
 /*
  * The senders' ledger: the only module that writes relay_senders and relay_instances. Leases between
@@ -46,7 +46,7 @@ export async function claimSenders(db: Db, chainId: number, owner: string, addre
   const all = addresses.map((a) => a.toLowerCase());
   // The heartbeat, the sender rows (an UPDATE can lease only what exists), and the other live processes.
   const live = await db.query<{ others: number }>(
-    `WITH beat AS (
+    prepared(`WITH beat AS (
        INSERT INTO relay_instances (chain_id, owner, seen_until) VALUES ($1, $2, now() + make_interval(secs => $4))
        ON CONFLICT (chain_id, owner) DO UPDATE SET seen_until = EXCLUDED.seen_until RETURNING 1
      ), gone AS (
@@ -54,7 +54,7 @@ export async function claimSenders(db: Db, chainId: number, owner: string, addre
      ), known AS (
        INSERT INTO relay_senders (chain_id, address) SELECT $1, a FROM unnest($3::text[]) AS a ON CONFLICT DO NOTHING RETURNING 1
      )
-     SELECT count(*)::int AS others FROM relay_instances WHERE chain_id = $1 AND owner <> $2 AND seen_until > now()`,
+     SELECT count(*)::int AS others FROM relay_instances WHERE chain_id = $1 AND owner <> $2 AND seen_until > now()`),
     [chainId, owner, all, LEASE_SEC],
   );
   const share = fairShare(all.length, live.rows[0].others + 1);
@@ -62,7 +62,7 @@ export async function claimSenders(db: Db, chainId: number, owner: string, addre
   // Own leases past the share (a process joined) go back now rather than when they expire.
   const take = () =>
     db.query<LeaseRow>(
-      `WITH pick AS (
+      prepared(`WITH pick AS (
          SELECT address FROM relay_senders
          WHERE chain_id = $1 AND address = ANY($3::text[])
            AND (owner = $2 OR owner IS NULL OR lease_until IS NULL OR lease_until < now())
@@ -74,7 +74,7 @@ export async function claimSenders(db: Db, chainId: number, owner: string, addre
        )
        UPDATE relay_senders rs SET owner = $2, lease_until = now() + make_interval(secs => $4), updated_at = now()
        FROM pick WHERE rs.chain_id = $1 AND rs.address = pick.address
-       RETURNING rs.address, rs.next_nonce::text AS next_nonce, rs.stopped_at IS NOT NULL AS stopped`,
+       RETURNING rs.address, rs.next_nonce::text AS next_nonce, rs.stopped_at IS NOT NULL AS stopped`),
       [chainId, owner, all, LEASE_SEC, share],
     );
   const rows = (await take()).rows;

@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../store/db.ts';
+import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import { QueueFull, normalise, type MetaTxnRow } from '../store.ts';
 import { fromJson, toJson, type Precondition } from './conditions.ts';
 
@@ -67,9 +67,9 @@ export function waitRepo(db: Db) {
     /** Every meta-transaction of a chain still waiting, oldest first, with whether its deadline has passed (by the database's clock). */
     async waiting(chainId: number, limit: number): Promise<Waiting[]> {
       const r = await db.query<Record<string, unknown> & { w_conditions: string; w_deadline: string | Date; w_quote: string | null; w_expired: boolean }>(
-        `SELECT m.*, w.conditions AS w_conditions, w.deadline AS w_deadline, w.quote AS w_quote, (w.deadline <= now()) AS w_expired
+        prepared(`SELECT m.*, w.conditions AS w_conditions, w.deadline AS w_deadline, w.quote AS w_quote, (w.deadline <= now()) AS w_expired
          FROM meta_txns m JOIN meta_txn_waits w ON w.chain_id = m.chain_id AND w.meta_txn_id = m.id
-         WHERE m.chain_id = $1 AND m.status = 'PENDING_PRECONDITION' ORDER BY m.queued_at, m.id LIMIT $2`,
+         WHERE m.chain_id = $1 AND m.status = 'PENDING_PRECONDITION' ORDER BY m.queued_at, m.id LIMIT $2`),
         [chainId, limit],
       );
       return r.rows.map(({ w_conditions, w_deadline, w_quote, w_expired, ...row }) => ({
