@@ -301,39 +301,45 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     }
   }
 
+  type Deployed = Parameters<Parameters<typeof afterDeployment>[0]>[0];
+
+  /**
+   * With `lag` in force, the deployed wallet's next send is refused as the node being behind and nothing
+   * is signed on its state; with the node caught up (the coin again), the same bundle is relayed and
+   * executed once. Ground truth: what the relayer signed, each with a successful receipt on anvil.
+   */
+  async function refusedWhileBehindThenRelayed({ w, to, first, before }: Deployed, lag: ProviderFaults['lag']) {
+    const hits = env.provider!.hits.lag ?? 0;
+    env.provider!.set({ lag });
+    const refused = await w.sendTransaction([transfer(to, 2n)]).then(
+      () => null,
+      (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause ?? JSON.stringify(err))}`,
+    );
+    expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
+    const txs = await env.services.db.query<{ hash: string }>(`SELECT hash FROM relay_txs WHERE kind <> 'filler' ORDER BY id OFFSET $1`, [before]);
+    const statuses = await Promise.all(txs.rows.map((t) => env.public.getTransactionReceipt({ hash: t.hash as Hex }).then((r) => r.status)));
+    expect(statuses).toEqual(txs.rows.map(() => 'success'));
+    expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
+    expect((await signed()) - before).toBe(1);
+    env.provider!.set({ lag: LAG });
+    const second = await w.sendTransaction([transfer(to, 2n)]);
+    await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+  }
+
   it(
     'simulations answered by a node a block behind: nothing is signed on its state, the bundle is relayed once the node has caught up',
     () =>
-      afterDeployment(async ({ w, to, first, before }) => {
-        // Now every run of a bundle (the probe's eth_call, an estimate) goes to the node behind, where the
-        // wallet deployed a block ago has no code: the call reaches nothing and "needs" next to no gas.
-        // What the relayer signed on that state would run out of gas on the real one, at its expense.
-        const hits = env.provider!.hits.lag ?? 0;
-        env.provider!.set({ lag: { blocks: 1, only: runsBundle } });
-        const refused = await w.sendTransaction([transfer(to, 2n)]).then(
-          () => null,
-          (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause)}`,
-        );
-        expect(env.provider!.hits.lag ?? 0).toBeGreaterThan(hits);
-        // Ground truth: each transaction the relayer signed has a successful receipt on anvil.
-        const txs = await env.services.db.query<{ hash: string }>(`SELECT hash FROM relay_txs WHERE kind <> 'filler' ORDER BY id OFFSET $1`, [before]);
-        const statuses = await Promise.all(txs.rows.map((t) => env.public.getTransactionReceipt({ hash: t.hash as Hex }).then((r) => r.status)));
-        expect(statuses).toEqual(txs.rows.map(() => 'success'));
-        // Not signed at all: refused as the node being behind (try again).
-        expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
-        expect((await signed()) - before).toBe(1);
-        // The node caught up: the same bundle is relayed and executed once.
-        env.provider!.set({ lag: LAG });
-        const second = await w.sendTransaction([transfer(to, 2n)]);
-        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
-      }),
+      // Every run of a bundle (the probe's eth_call, an estimate) goes to the node behind, where the wallet
+      // deployed a block ago has no code: the call reaches nothing and "needs" next to no gas. What the
+      // relayer signed on that state would run out of gas on the real one, at its expense.
+      afterDeployment((d) => refusedWhileBehindThenRelayed(d, { blocks: 1, only: runsBundle })),
     120_000,
   );
 
   it(
     'a head read lower three times in a row by a node behind is not the chain gone back: nothing is signed on the older state, the bundle is relayed once the node has caught up',
     () =>
-      afterDeployment(async ({ w, to, first, before }) => {
+      afterDeployment(async (d) => {
         const relayer = env.services.relayers.get(env.chainId)!;
         const head = env.services.chains.get(env.chainId)!.head;
         const until = async (what: string, ok: () => boolean) => {
@@ -348,19 +354,9 @@ describe('the relayer through load-balanced nodes a block apart', () => {
         const readsHead = (call: RpcCall) => call.method === 'eth_blockNumber' || (call.method === 'eth_getBlockByNumber' && call.params[0] === 'latest');
         env.provider!.set({ lag: { blocks: 1, only: readsHead } });
         await until('the shared head takes the lower head', () => (head.current?.number ?? seen) < seen);
-        // Every run of a bundle on the node behind too, where the wallet has no code yet: it "needs" next to
-        // no gas, and a transaction signed on that reverts on chain at the relayer's expense.
-        env.provider!.set({ lag: { blocks: 1, only: (call) => readsHead(call) || runsBundle(call) } });
-        const refused = await w.sendTransaction([transfer(to, 2n)]).then(
-          () => null,
-          (err: Error & { cause?: unknown }) => `${err.message}: ${String(err.cause ?? JSON.stringify(err))}`,
-        );
-        // Ground truth: nothing more was signed, and what was has a successful receipt on anvil.
-        expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
-        expect((await signed()) - before).toBe(1);
-        env.provider!.set({ lag: LAG });
-        const second = await w.sendTransaction([transfer(to, 2n)]);
-        await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
+        // Every run of a bundle on the node behind too, where the wallet has no code yet: a transaction
+        // signed on what it "needs" there reverts on chain at the relayer's expense.
+        await refusedWhileBehindThenRelayed(d, { blocks: 1, only: (call) => readsHead(call) || runsBundle(call) });
       }),
     120_000,
   );

@@ -206,7 +206,8 @@ export class ChainRelayer implements RelayerChain {
     for (let attempt = 1; ; attempt++) {
       if (attempt > STALE_RUNS) {
         // Unless the chain itself went back below the block seen: the shared head takes a lower head once
-        // read so several times in a row, and then lowers it (onWentBack). Tried again from the start, once.
+        // read so several times in a row, and the block seen follows it once its block is gone (lowerSeen).
+        // Tried again from the start, once.
         const seen = this.seenBlock;
         const head = await this.deps.chain.head.read().catch(() => undefined);
         if (!wentBack && head) await this.lowerSeen(head.number);
