@@ -76,6 +76,8 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
   const signed = new Map<number, Hex>();
   /** The account's mined nonce as last read, and when it last moved: a nudge waits for our transactions to stall. */
   const watch = { mined: -1, movedAt: Date.now(), checkedAt: 0 };
+  /** What the last nudge did, for the error of a receipt that never came (how anvil answered the lowest nonce sent again). */
+  const lastNudge = { at: 0, count: 0, lowest: '' };
   let nudging: Promise<void> | undefined;
 
   /** Signs here and sends the raw transaction, so it can be sent again if anvil loses it. */
@@ -109,9 +111,18 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
         return;
       }
       if (Date.now() - watch.movedAt < 2_000) return;
+      lastNudge.at = Date.now();
+      lastNudge.count++;
+      lastNudge.lowest = `nonce ${mined} not signed here`;
       for (const [nonce, raw] of [...signed].sort((a, b) => a[0] - b[0])) {
         if (nonce < mined) signed.delete(nonce);
-        else await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).catch(() => undefined);
+        else {
+          const answer = await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).then(
+            (h) => `accepted ${String(h).slice(0, 10)}`,
+            (err: Error) => `refused: ${err.message.split('\n')[0]?.slice(0, 160)}`,
+          );
+          if (nonce === mined) lastNudge.lowest = `nonce ${nonce} ${answer}`;
+        }
       }
       await pub.request({ method: 'evm_mine' as never, params: [] as never }).catch(() => undefined);
       watch.movedAt = Date.now();
@@ -130,7 +141,8 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
       if (Date.now() - start > 60_000) {
         const tx = await pub.getTransaction({ hash }).catch(() => null);
         const counts = await Promise.all((['latest', 'pending'] as const).map((blockTag) => pub.getTransactionCount({ address: account.address, blockTag }).catch(() => -1)));
-        throw new Error(`no receipt for ${hash} after 60 s (known to the node: ${tx ? `yes, nonce ${tx.nonce}` : 'no'}; account nonce latest/pending ${counts.join('/')})`);
+        const nudged = lastNudge.count ? `${lastNudge.count} nudges, the last ${Date.now() - lastNudge.at} ms ago: ${lastNudge.lowest}` : 'never nudged';
+        throw new Error(`no receipt for ${hash} after 60 s (known to the node: ${tx ? `yes, nonce ${tx.nonce}` : 'no'}; account nonce latest/pending ${counts.join('/')}; ${nudged})`);
       }
       await new Promise((res) => setTimeout(res, 50));
     }
