@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { encodeDeployData, encodeFunctionData, getContractAddress, type Address, type Hash, type Hex } from 'viem';
+import { encodeDeployData, encodeFunctionData, getContractAddress, keccak256, type Address, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ANVIL_DEPLOYER_KEY, REPO_ROOT, compileContracts, devPublicClient, devWalletClient, installMulticall3, startAnvil, type AnvilHandle, type Artifacts } from '../../src/devchain/index.ts';
 import type { FastifyInstance } from 'fastify';
@@ -77,7 +77,7 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
   /** The account's mined nonce as last read, and when it last moved: a nudge waits for our transactions to stall. */
   const watch = { mined: -1, movedAt: Date.now(), checkedAt: 0 };
   /** What the last nudge did, for the error of a receipt that never came (how anvil answered the lowest nonce sent again). */
-  const lastNudge = { at: 0, count: 0, lowest: '' };
+  const lastNudge = { at: 0, count: 0, mined: -1, lowest: '' };
   let nudging: Promise<void> | undefined;
 
   /** Signs here and sends the raw transaction, so it can be sent again if anvil loses it. */
@@ -111,12 +111,18 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
         return;
       }
       if (Date.now() - watch.movedAt < 2_000) return;
+      // Nudged at this mined nonce before, and the re-sends changed nothing: anvil may hold ours in its
+      // pool without mining them (foundry-rs/foundry#10122), answering a re-send "already known". Each is
+      // dropped from the pool first, so the re-send puts it back as new.
+      const again = lastNudge.mined === mined;
       lastNudge.at = Date.now();
       lastNudge.count++;
+      lastNudge.mined = mined;
       lastNudge.lowest = `nonce ${mined} not signed here`;
       for (const [nonce, raw] of [...signed].sort((a, b) => a[0] - b[0])) {
         if (nonce < mined) signed.delete(nonce);
         else {
+          if (again) await pub.request({ method: 'anvil_dropTransaction' as never, params: [keccak256(raw)] as never }).catch(() => undefined);
           const answer = await pub.request({ method: 'eth_sendRawTransaction', params: [raw] }).then(
             (h) => `accepted ${String(h).slice(0, 10)}`,
             (err: Error) => `refused: ${err.message.split('\n')[0]?.slice(0, 160)}`,
