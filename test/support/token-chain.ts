@@ -112,9 +112,11 @@ export async function startTokenChain(opts: { anvilArgs?: string[]; chainId?: nu
       }
       if (Date.now() - watch.movedAt < 2_000) return;
       // Nudged at this mined nonce before, and the re-sends changed nothing: anvil may hold ours in its
-      // pool without mining them (foundry-rs/foundry#10122), answering a re-send "already known". Each is
-      // dropped from the pool first, so the re-send puts it back as new.
+      // pool without mining them (foundry-rs/foundry#10122), answering a re-send "already known", or
+      // priced under a base fee that full blocks raised (src/devchain/sequence.ts met that). Each is
+      // dropped from the pool first, so the re-send puts it back as new, and the next block's base fee is 0.
       const again = lastNudge.mined === mined;
+      if (again) await pub.request({ method: 'anvil_setNextBlockBaseFeePerGas' as never, params: ['0x0'] as never }).catch(() => undefined);
       lastNudge.at = Date.now();
       lastNudge.count++;
       lastNudge.mined = mined;
