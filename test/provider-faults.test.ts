@@ -215,13 +215,14 @@ describe('the relayer through load-balanced nodes a block apart', () => {
    * request, every retry of a read pinned to the block seen can still meet it, rarely; such a refusal
    * queued nothing, which expectExecutedOnce checks on chain (each transfer counted once).
    */
-  async function sendTrying(w: ReturnType<typeof officialWallet>, txs: Parameters<ReturnType<typeof officialWallet>['sendTransaction']>[0]) {
+  async function sendTrying(w: ReturnType<typeof officialWallet>, txs: Parameters<ReturnType<typeof officialWallet>['sendTransaction']>[0], what: string) {
     for (let attempt = 1; ; attempt++) {
       try {
         return await w.sendTransaction(txs);
       } catch (err) {
         const e = err as Error & { cause?: unknown };
-        if (attempt >= 3 || !/^Unavailable resource/.test(e.message) || !/node is behind/.test(String(e.cause))) throw err;
+        if (attempt < 3 && /^Unavailable resource/.test(e.message) && /node is behind/.test(String(e.cause))) continue;
+        throw new Error(`${what}: ${e.message} (${String(e.cause ?? JSON.stringify(e))})`);
       }
     }
   }
@@ -254,9 +255,7 @@ describe('the relayer through load-balanced nodes a block apart', () => {
       await mine(env.rpcUrl, 2);
       // The first deploys the wallet; each next one is sent the moment the last one's receipt is in.
       for (let i = 1; i <= rounds; i++) {
-        const sent = await sendTrying(w, [transfer(to, BigInt(i))]).catch((err: Error & { cause?: unknown }) => {
-          throw new Error(`meta-transaction ${i} of ${rounds}: ${err.message} (${String(err.cause ?? JSON.stringify(err))})`);
-        });
+        const sent = await sendTrying(w, [transfer(to, BigInt(i))], `meta-transaction ${i} of ${rounds}`);
         hashes.push(sent.hash);
       }
     } finally {
@@ -310,7 +309,7 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     try {
       await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 1_000n] }]);
       await mine(env.rpcUrl, 2);
-      const first = await sendTrying(w, [transfer(to, 1n)]);
+      const first = await sendTrying(w, [transfer(to, 1n)], 'the first, deploying the wallet');
       await fn({ w, to, first, before });
     } finally {
       env.provider!.set({ lag: LAG });
@@ -339,9 +338,7 @@ describe('the relayer through load-balanced nodes a block apart', () => {
     expect(refused).toMatch(/^Unavailable resource: the chain's node is behind/);
     expect((await signed()) - before).toBe(1);
     env.provider!.set({ lag: LAG });
-    const second = await sendTrying(w, [transfer(to, 2n)]).catch((err: Error & { cause?: unknown }) => {
-      throw new Error(`sent again once caught up: ${err.message} (${String(err.cause ?? JSON.stringify(err))})`);
-    });
+    const second = await sendTrying(w, [transfer(to, 2n)], 'sent again once caught up');
     await expectExecutedOnce({ wallet: w.address as Address, to, hashes: [first.hash, second.hash] }, 2, before);
   }
 
