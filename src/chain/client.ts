@@ -4,6 +4,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { batchSplittingFetch } from './batch-split.ts';
 import { ChainHealth, observedFetch } from './health.ts';
 import { ChainHead } from './head.ts';
+import { nodeFetch } from './node-fetch.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 /**
@@ -53,6 +54,7 @@ export function createChainClient(
   // Health sees what the split made of a batch: a refusal it recovered from is not an outage.
   const fetchFn = observedFetch(
     batchSplittingFetch({
+      fetchFn: nodeFetch,
       onSplit: () => opts.metrics?.chainRpcBatchSplits.inc({ chain: chain.name }),
       onResend: () => opts.metrics?.chainRpcRequests.inc({ chain: chain.name }),
     }),

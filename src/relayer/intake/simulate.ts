@@ -52,15 +52,13 @@ export interface ExactSimulation {
 
 /** The base cost of a transaction carrying `data` (EIP-2028 rates, EIP-7623 floor). */
 export function intrinsicGas(data: Hex): bigint {
-  let zero = 0n;
-  let nonZero = 0n;
-  for (let i = 2; i < data.length; i += 2) {
-    if (data[i] === '0' && data[i + 1] === '0') zero++;
-    else nonZero++;
-  }
-  const standard = 21_000n + zero * 4n + nonZero * 16n;
-  const floor = 21_000n + (zero + nonZero * 4n) * 10n;
-  return standard > floor ? standard : floor;
+  // Counted in numbers, not bigints: it runs over every byte of every bundle taken in (48 = '0').
+  let zero = 0;
+  for (let i = 2; i < data.length; i += 2) if (data.charCodeAt(i) === 48 && data.charCodeAt(i + 1) === 48) zero++;
+  const nonZero = Math.ceil((data.length - 2) / 2) - zero;
+  const standard = 21_000 + zero * 4 + nonZero * 16;
+  const floor = 21_000 + (zero + nonZero * 4) * 10;
+  return BigInt(standard > floor ? standard : floor);
 }
 
 /** A revert payload in words: a wallet error by name, Error(string), Panic, or the raw bytes. */
