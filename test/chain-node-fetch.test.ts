@@ -8,6 +8,7 @@ import { createPublicClient, http as viemHttp } from 'viem';
 import { nodeFetch } from '../src/chain/node-fetch.ts';
 
 let server: http.Server;
+const bomb = zlib.gzipSync(Buffer.alloc(40 * 1024 * 1024));
 let base: string;
 const seen: Array<{ method?: string; url?: string; headers: http.IncomingHttpHeaders; body: string }> = [];
 
@@ -33,6 +34,15 @@ beforeAll(async () => {
       if (req.url === '/brotli') {
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'br' });
         return res.end(zlib.brotliCompressSync(JSON.stringify({ ok: 'br' })));
+      }
+      if (req.url === '/bomb') {
+        // 40 MiB of zeros in about 40 kB: over the 32 MiB an answer may inflate to.
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        return res.end(bomb);
+      }
+      if (req.url === '/huge') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(Buffer.alloc(33 * 1024 * 1024, 0x20));
       }
       if (req.url === '/busy') return json(429, { error: 'slow down' }, { 'retry-after': '7' });
       if (req.url === '/down') return json(503, { error: 'down' });
@@ -80,6 +90,16 @@ describe('nodeFetch (the chain clients’ HTTP)', () => {
     expect(res.headers.get('content-encoding')).toBeNull();
     expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 1, result: 'inflated' });
     expect(await (await nodeFetch(`${base}/brotli`)).json()).toEqual({ ok: 'br' });
+  });
+
+  it('refuses an answer that inflates, or arrives, past 32 MiB instead of holding it', async () => {
+    for (const path of ['/bomb', '/huge']) {
+      const err = await nodeFetch(`${base}${path}`, { method: 'POST', body: '{}' }).catch((e: unknown) => e);
+      expect(err, path).toBeInstanceOf(TypeError);
+      expect((err as TypeError).message).toBe('fetch failed');
+    }
+    // And the next call is answered as usual.
+    expect((await nodeFetch(`${base}/rpc`, { method: 'POST', body: '{"id":1,"method":"x"}' })).status).toBe(200);
   });
 
   it('hands back an HTTP error as an answer, its body and headers readable', async () => {

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
 /**
@@ -20,8 +21,12 @@ import zlib from 'node:zlib';
 
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-/** The largest answer taken, compressed or not (viem's own cap on a JSON-RPC body is far below). */
-const MAX_BODY_BYTES = 256 * 1024 * 1024;
+/**
+ * The largest answer taken, as sent and once inflated: a compressed answer cannot grow past it (a
+ * decompression bomb from a node is refused, not held). Above viem's own cap on a JSON-RPC body (10 MiB),
+ * so that cap, and its error, still decide what an answer may be.
+ */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 const agents = {
   'http:': new http.Agent({ keepAlive: true }),
@@ -37,7 +42,12 @@ function headerRecord(headers: RequestInit['headers']): Record<string, string> {
   return out;
 }
 
-function inflate(encoding: string | undefined, body: Buffer): Buffer {
+const gunzip = promisify(zlib.gunzip);
+const inflateRaw = promisify(zlib.inflate);
+const brotli = promisify(zlib.brotliDecompress);
+
+/** The body as sent, inflated off the event loop (a log read's answer runs to megabytes). */
+async function inflate(encoding: string | undefined, body: Buffer): Promise<Buffer> {
   const opts = { maxOutputLength: MAX_BODY_BYTES };
   switch (encoding?.trim().toLowerCase()) {
     case undefined:
@@ -46,11 +56,11 @@ function inflate(encoding: string | undefined, body: Buffer): Buffer {
       return body;
     case 'gzip':
     case 'x-gzip':
-      return zlib.gunzipSync(body, opts);
+      return gunzip(body, opts);
     case 'deflate':
-      return zlib.inflateSync(body, opts);
+      return inflateRaw(body, opts);
     case 'br':
-      return zlib.brotliDecompressSync(body, opts);
+      return brotli(body, opts);
     default:
       throw new Error(`the node answered in an encoding this client does not read: ${encoding}`);
   }
@@ -91,7 +101,7 @@ export const nodeFetch: Fetch = (input, init = {}) => {
         } else chunks.push(c);
       });
       res.on('error', (err) => fail(new TypeError('fetch failed', { cause: err })));
-      res.on('end', () => {
+      res.on('end', async () => {
         if (settled) return;
         try {
           const status = res.statusCode ?? 0;
@@ -99,12 +109,14 @@ export const nodeFetch: Fetch = (input, init = {}) => {
           const raw = res.rawHeaders;
           for (let i = 0; i + 1 < raw.length; i += 2) answer.append(raw[i], raw[i + 1]);
           const encoding = res.headers['content-encoding'];
-          const bytes = NULL_BODY.has(status) ? null : inflate(encoding, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+          const whole = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+          const bytes = NULL_BODY.has(status) ? null : encoding ? await inflate(encoding, whole) : whole;
           if (encoding) {
             // The body handed on is the inflated one, as fetch hands it on.
             answer.delete('content-encoding');
             answer.delete('content-length');
           }
+          if (settled) return;
           settled = true;
           signal?.removeEventListener('abort', onAbort);
           resolve(new Response(bytes as Uint8Array<ArrayBuffer> | null, { status, statusText: res.statusMessage ?? '', headers: answer }));
