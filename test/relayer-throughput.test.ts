@@ -40,6 +40,12 @@ async function calls(): Promise<Record<string, number>> {
   for (const v of (await env.services.metrics.chainRpcCalls.get()).values) out[String(v.labels.method)] = (out[String(v.labels.method)] ?? 0) + v.value;
   return out;
 }
+/** Broadcasts by kind (first, rebroadcast, replacement): what an eth_sendRawTransaction over one per bundle was. */
+async function broadcasts(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await env.services.metrics.relayBroadcasts.get()).values) out[String(v.labels.kind)] = (out[String(v.labels.kind)] ?? 0) + v.value;
+  return out;
+}
 const diff = (a: Record<string, number>, b: Record<string, number>) =>
   Object.fromEntries(
     Object.keys(b)
@@ -158,6 +164,7 @@ describe('intake node calls', () => {
       ),
     );
     const before = await calls();
+    const broadcastsBefore = await broadcasts();
     const answers = await Promise.all(
       bundles.map((b, i) => env.call('SendMetaTxn', { call: { walletAddress: users[Math.floor(i / 2)].wallet.address, contract: b.entrypoint, input: b.input } }, headers())),
     );
@@ -171,7 +178,8 @@ describe('intake node calls', () => {
     // Every probe proved its gas limit: the node's estimate was never needed (intake or before signing).
     expect(used.eth_estimateGas ?? 0).toBe(0);
     // One broadcast each, and far fewer simulation calls than the two per bundle (intake, before signing) of one call each.
-    expect(used.eth_sendRawTransaction).toBe(bundles.length);
+    // (Its message says what any extra broadcast was: a re-broadcast, a replacement, or a retried request.)
+    expect(used.eth_sendRawTransaction, JSON.stringify({ broadcasts: diff(broadcastsBefore, await broadcasts()), used })).toBe(bundles.length);
     // The eth_calls (probes at intake and before signing, wallet codes and slots, nonces) are shared by
     // what arrives together: without sharing they would be at least four per bundle. How many arrive
     // together depends on timing (the first test proves one call for many, deterministically).
