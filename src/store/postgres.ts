@@ -74,12 +74,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
   // values at every run (a generic plan counts 100 elements an array, a custom one its real length, so
   // the generic never looked cheaper): 1.3 ms of the server's time per SendMetaTxn (30 Nov, seventh
   // session). Unnamed (per-request) statements are planned for their values, as always.
-  //
-  // Pipelined (pg ≥ 8.23): statements a transaction issues together go out without waiting for each
-  // other's answers, each with its own Sync, and are answered in order: an intake group's BEGIN, locks,
-  // look-up and limits in one flight, its last statements and COMMIT in another. An error still aborts
-  // the transaction, so what follows it fails as it would have one by one.
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=force_generic_plan', pipeline: true } as pg.PoolConfig);
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=force_generic_plan' });
   // Fail at boot, not at the first request, when the server is unreachable.
   if (opts.probe !== false) {
     const probe = await pool.connect();
@@ -105,10 +100,8 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     async transaction(fn) {
       const client = await pool.connect();
       const slot = commitSlot();
-      // BEGIN goes out with the transaction's first statements (pipelined): if it fails, so do they.
-      const begun = client.query('BEGIN');
-      begun.catch(() => undefined);
       try {
+        await client.query('BEGIN');
         const out = await fn({
           async exec(sql: string) {
             await client.query(sql);
@@ -123,11 +116,11 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
         // read, the COMMIT last. A failed statement leaves the transaction aborted; its COMMIT then rolls
         // back, and the first failure is what this throws.
         const last = slot.statements;
-        const settled = await Promise.allSettled([begun, ...last.map((x) => run(client, names, x.sql, x.params, false)), client.query('COMMIT')]);
+        const settled = await Promise.allSettled([...last.map((x) => run(client, names, x.sql, x.params, false)), client.query('COMMIT')]);
         const failed = settled.find((x) => x.status === 'rejected');
         if (failed) throw failed.reason;
         slot.settle(
-          settled.slice(1, last.length + 1).map((x) => {
+          settled.slice(0, last.length).map((x) => {
             const r = (x as PromiseFulfilledResult<pg.QueryResult>).value;
             return { rows: r.rows, rowCount: r.rowCount ?? 0 };
           }),
