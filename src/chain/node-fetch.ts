@@ -33,17 +33,15 @@ const agents = {
   'https:': new https.Agent({ keepAlive: true }),
 };
 
+/** The request's headers, lower-cased, whatever form init gave them in (Headers parses each form). */
 function headerRecord(headers: RequestInit['headers']): Record<string, string> {
   const out: Record<string, string> = {};
-  if (!headers) return out;
-  if (headers instanceof Headers) headers.forEach((v, k) => (out[k] = v));
-  else if (Array.isArray(headers)) for (const [k, v] of headers) out[k.toLowerCase()] = v;
-  else for (const k of Object.keys(headers)) out[k.toLowerCase()] = (headers as Record<string, string>)[k];
+  new Headers(headers).forEach((v, k) => (out[k] = v));
   return out;
 }
 
 const gunzip = promisify(zlib.gunzip);
-const inflateRaw = promisify(zlib.inflate);
+const inflateZlib = promisify(zlib.inflate);
 const brotli = promisify(zlib.brotliDecompress);
 
 /** The body as sent, inflated off the event loop (a log read's answer runs to megabytes). */
@@ -58,7 +56,7 @@ async function inflate(encoding: string | undefined, body: Buffer): Promise<Buff
     case 'x-gzip':
       return gunzip(body, opts);
     case 'deflate':
-      return inflateRaw(body, opts);
+      return inflateZlib(body, opts);
     case 'br':
       return brotli(body, opts);
     default:
