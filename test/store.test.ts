@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { accessKeyRepo, hashAccessKey } from '../src/store/access-keys.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { ProjectExistsError, projectRepo } from '../src/store/projects.ts';
@@ -100,6 +101,54 @@ describe(`store (${TEST_DB})`, () => {
     expect(await after).toBeUndefined();
     // The connection is usable afterwards (PostgreSQL: the pool's client was returned clean).
     for (let i = 0; i < 12; i++) expect((await t.db.transaction((tx) => tx.query<{ x: number }>('SELECT $1::int AS x', [i]))).rows[0].x).toBe(i);
+  });
+
+  it('statements a transaction issues at once run in call order, one at a time (PostgreSQL: never through pg’s deprecated queue)', async () => {
+    // pg warns once per process, then drops the queue in version 9: the driver's own count is the witness.
+    const queued: number[] = [];
+    const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown; _queryQueue?: unknown[] };
+    const original = proto.query;
+    proto.query = function (this: { _queryQueue: unknown[] }, ...a: unknown[]) {
+      queued.push(this._queryQueue.length);
+      return original.apply(this, a);
+    };
+    try {
+      const order: number[] = [];
+      const rows = await t.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO projects (name) VALUES ('at-once-0')`);
+        // Each reads what the one issued before it wrote.
+        return Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            tx
+              .query<{ n: number }>(`UPDATE projects SET name = $2 WHERE name = $1 RETURNING (SELECT count(*)::int FROM projects WHERE name LIKE 'at-once-%') AS n`, [
+                `at-once-${i}`,
+                `at-once-${i + 1}`,
+              ])
+              .then((r) => {
+                order.push(i);
+                return r.rowCount;
+              }),
+          ),
+        );
+      });
+      expect(rows).toEqual(Array(8).fill(1));
+      expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      expect(await projectRepo(t.db).getByName('at-once-8')).not.toBeNull();
+      // A failure among them: what was issued after it is still sent (and refused), the whole rolls back.
+      await expect(
+        t.db.transaction(async (tx) => {
+          const all = [tx.query(`INSERT INTO projects (name) VALUES ('at-once-x')`), tx.query('SELECT 1/0'), tx.query(`INSERT INTO projects (name) VALUES ('at-once-y')`)];
+          await Promise.all(all);
+        }),
+      ).rejects.toThrow(/division by zero/);
+      for (const name of ['at-once-x', 'at-once-y']) expect(await projectRepo(t.db).getByName(name)).toBeNull();
+    } finally {
+      proto.query = original;
+    }
+    if (t.db.kind === 'postgres') {
+      expect(queued.length).toBeGreaterThan(10);
+      expect(queued.filter((n) => n > 0)).toEqual([]);
+    }
   });
 
   it('adds batched usage counts', async () => {

@@ -67,6 +67,21 @@ async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: stri
   }
 }
 
+/**
+ * One statement at a time on a connection: callers that issue several at once (Promise.all on a
+ * transaction) are sent in call order, each once the answer before it is read, whatever the outcome
+ * before it. It is what pg's own queue does, which pg deprecates (a warning in every log on its first
+ * use) and drops in version 9.
+ */
+function serialOn() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(send: () => Promise<T>): Promise<T> => {
+    const next = tail.then(send, send);
+    tail = next.catch(() => undefined);
+    return next;
+  };
+}
+
 export async function openPostgres(url: string, opts: { max?: number; probe?: boolean; maintain?: boolean } = {}): Promise<Db> {
   // Named statements keep the one plan made without values (generic), as on PGlite (pglite-worker.mjs):
   // the same plans on both engines, which test/relayer-store-plans.test.ts holds to keyed look-ups.
@@ -100,23 +115,24 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     async transaction(fn) {
       const client = await pool.connect();
       const slot = commitSlot();
+      const inTurn = serialOn();
       try {
         await client.query('BEGIN');
         const out = await fn({
           async exec(sql: string) {
-            await client.query(sql);
+            await inTurn(() => client.query(sql));
           },
           async query<T>(sql: string, params?: unknown[]) {
-            const res = await run(client, names, sql, params, false);
+            const res = await inTurn(() => run(client, names, sql, params, false));
             return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
           },
           atCommit: slot.atCommit,
         });
-        // All queued on the connection now: the driver sends each as soon as the answer before it is
-        // read, the COMMIT last. A failed statement leaves the transaction aborted; its COMMIT then rolls
-        // back, and the first failure is what this throws.
+        // All queued now: each is sent once the answer before it is read, the COMMIT last. A failed
+        // statement leaves the transaction aborted; its COMMIT then rolls back, and the first failure is
+        // what this throws.
         const last = slot.statements;
-        const settled = await Promise.allSettled([...last.map((x) => run(client, names, x.sql, x.params, false)), client.query('COMMIT')]);
+        const settled = await Promise.allSettled([...last.map((x) => inTurn(() => run(client, names, x.sql, x.params, false))), inTurn(() => client.query('COMMIT'))]);
         const failed = settled.find((x) => x.status === 'rejected');
         if (failed) throw failed.reason;
         slot.settle(
@@ -128,7 +144,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
         return out;
       } catch (err) {
         slot.settle(undefined);
-        await client.query('ROLLBACK').catch(() => undefined);
+        await inTurn(() => client.query('ROLLBACK')).catch(() => undefined);
         throw err;
       } finally {
         client.release();
