@@ -204,7 +204,7 @@ export class DeliveryWorker {
         .finally(() => (claiming = undefined));
     };
     // Lanes with nothing to send wait here for a delivery to end, a nudge, or pollMs; then claim again.
-    let waiting: Array<() => void> = [];
+    const waiting: Array<() => void> = [];
     /** Wakes every waiting lane (`one`: the longest waiting only). */
     const stir = (one = false) => {
       const w = one ? waiting.splice(0, 1) : waiting.splice(0);

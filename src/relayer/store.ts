@@ -1,7 +1,6 @@
-import type { Address, Hex } from 'viem';
+import type { Address } from 'viem';
 import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
 import { KeyGroups, type Outcome } from '../util/key-groups.ts';
-import type { Authorization } from './intake/authorization.ts';
 import { LIVE_IN } from './live.ts';
 import { judgeLimits, readLimitsMany, sharesOf, type QueueLimits } from './queue-limits.ts';
 import { NonceTaken, normalise, type BundleRow, type MetaTxnRow, type NewMetaTxn, type SentMeta, type SettledMeta, type StatusCause, type StatusHook } from './meta-txn-rows.ts';
