@@ -123,6 +123,50 @@ describe('nodeFetch (the chain clients’ HTTP)', () => {
     expect((await nodeFetch(`${base}/rpc`, { method: 'POST', body: '{"id":1,"method":"x"}' })).status).toBe(200);
   });
 
+  it("closes an idle connection itself a second before the server's Keep-Alive timeout, not after (a request on a closing connection fails)", async () => {
+    // Node's server answers `Keep-Alive: timeout=2` and closes a connection idle for 2 s.
+    const events: Array<{ what: 'answered' | 'client closed' | 'server closed'; at: number }> = [];
+    const hinting = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"jsonrpc":"2.0","id":1,"result":"0x1"}', () => events.push({ what: 'answered', at: Date.now() }));
+      });
+    });
+    hinting.keepAliveTimeout = 2_000;
+    let connections = 0;
+    hinting.on('connection', (socket) => {
+      connections++;
+      let ended = false;
+      socket.on('end', () => {
+        ended = true;
+        events.push({ what: 'client closed', at: Date.now() });
+      });
+      socket.on('close', () => ended || events.push({ what: 'server closed', at: Date.now() }));
+    });
+    await new Promise<void>((r) => hinting.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(hinting.address() as AddressInfo).port}/`;
+    try {
+      const first = await nodeFetch(url, { method: 'POST', body: '{}' });
+      expect(first.headers.get('keep-alive')).toBe('timeout=2');
+      await first.text();
+      // Reused while fresh: one connection for both.
+      await (await nodeFetch(url, { method: 'POST', body: '{}' })).text();
+      expect(connections).toBe(1);
+      await new Promise((r) => setTimeout(r, 1_600));
+      const answered = events.filter((e) => e.what === 'answered').at(-1)!.at;
+      const closed = events.find((e) => e.what !== 'answered');
+      expect(closed?.what).toBe('client closed');
+      expect(closed!.at - answered).toBeLessThan(1_800);
+      // The next request opens a new connection and is answered.
+      expect((await nodeFetch(url, { method: 'POST', body: '{}' })).status).toBe(200);
+      expect(connections).toBe(2);
+    } finally {
+      hinting.closeAllConnections();
+      await new Promise((r) => hinting.close(r));
+    }
+  });
+
   it("fails as fetch fails: TypeError('fetch failed') with the socket's error as its cause", async () => {
     const closed = http.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
