@@ -49,4 +49,12 @@ createServer((req, res) => {
     if (event.type === 'metatxn.status') console.log(`${event.id} ${event.type} ${d.metaTxnId} → ${d.status}${d.receipt?.txnHash ? ` (${d.receipt.txnHash})` : ''}`);
     else console.log(`${event.id} ${event.type} ${JSON.stringify(d)}`);
   });
-}).listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${port}/hook`));
+})
+  // PORT=0 takes any free port; the line says which.
+  .listen(port, '127.0.0.1', function () {
+    console.log(`listening on http://127.0.0.1:${this.address().port}/hook`);
+  })
+  .on('error', (err) => {
+    console.error(`cannot listen on 127.0.0.1:${port}: ${err.message}`);
+    process.exit(1);
+  });

@@ -169,16 +169,19 @@ describe(`metarelay webhooks (${TEST_DB})`, () => {
 describe('examples/webhook-receiver.mjs', () => {
   it('accepts a delivery signed with its secret and refuses a forged, a tampered and a stale one', async () => {
     const secret = newSecret();
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    const child = spawn(process.execPath, ['examples/webhook-receiver.mjs'], { env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // PORT=0: the receiver takes a free port and names it (a port picked here could be taken meanwhile).
+    const child = spawn(process.execPath, ['examples/webhook-receiver.mjs'], { env: { ...process.env, WEBHOOK_SECRET: secret, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let err = '';
     child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
     try {
       await eventually(
         async () => out,
-        (o) => expect(o).toMatch(/listening/),
+        (o) => expect(o, err).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+\/hook/),
         20_000,
       );
+      const port = Number(/127\.0\.0\.1:(\d+)\/hook/.exec(out)![1]);
       const body = JSON.stringify({ id: 'evt_7', type: 'metatxn.status', createdAt: new Date().toISOString(), chainId: 1, projectId: 1, data: { metaTxnId: 'ab', status: 'SENT', receipt: {} } });
       const send = (b: string, sig: string) => fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST', headers: { 'content-type': 'application/json', 'metarelay-signature': sig }, body: b });
       const now = Math.floor(Date.now() / 1000);
