@@ -53,7 +53,9 @@ if ((process.env.npm_lifecycle_event || process.env.npm_command) && LONG_RUNNING
   // In a container whose entry is `npx metarelay …` or `npm start`, npm is PID 1 with that shell between
   // it and this process: at a stop (SIGTERM) npm exits at once, and with PID 1 gone the runtime kills
   // this process before it can drain. Nothing here can prevent that, so it is said at start, with the two fixes.
-  if (process.ppid !== 1 && parentOf(process.ppid) === 1) {
+  // Only with a shell between: npm whose own parent is PID 1 (systemd's `ExecStart=npm run serve`, an npm
+  // left running by a shell that exited) is not PID 1, and systemd's stop reaches every process of the unit.
+  if (shell && parentOf(process.ppid) === 1) {
     console.error(
       'metarelay: npm is PID 1 here (a container entry of `npx metarelay` or `npm start`) with a shell between it and the server, so a stop kills the server without a drain: make the entry `node node_modules/metarelay/bin/metarelay.mjs …`, or set npm_config_script_shell=/bin/bash (docs/production.md, "Signals reach the server")',
     );

@@ -93,6 +93,49 @@ describe('metarelay usage', () => {
     expect(readdirSync(cwd)).toEqual([]);
   });
 
+  it("warns that a stop cannot drain only where npm is PID 1 with a shell before the server, not where npm's own parent is PID 1 (systemd)", async () => {
+    // The process whose parent must become PID 1 waits for it (its starter exits at once), says so, then
+    // becomes npm's stand-in (a node that starts the bin: npm execs a script's `exec node …`) or stays
+    // the shell between npm and the server (`npx metarelay …`, npm's script shell).
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-pid1-'));
+    try {
+      writeFileSync(
+        join(dir, 'orphan.sh'),
+        [
+          'i=0',
+          'while [ "$(cut -d" " -f4 /proc/$$/stat)" != 1 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done',
+          'echo "parent $(cut -d" " -f4 /proc/$$/stat)"',
+          'if [ "$1" = npm ]; then exec "$NODE" -e "$NPM_STAND_IN"; fi',
+          '"$NODE" "$BIN" serve',
+        ].join('\n'),
+      );
+      const orphan = (mode: 'npm' | 'shell') =>
+        new Promise<CliResult>((resolve) => {
+          const stand = `require('node:child_process').spawn(process.execPath, [process.env.BIN, 'serve'], { stdio: 'inherit' }).on('close', (c) => process.exit(c ?? 1))`;
+          const child = spawn('sh', ['-c', `sh ${join(dir, 'orphan.sh')} ${mode} &`], {
+            cwd,
+            env: { ...env, NODE: process.execPath, BIN: builtBin(), NPM_STAND_IN: stand, npm_lifecycle_event: 'serve' },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (d) => (stdout += d));
+          child.stderr.on('data', (d) => (stderr += d));
+          // The pipes close once the orphan and the bin are gone, long after the starter's exit.
+          child.on('close', () => resolve({ code: null, stdout, stderr }));
+        });
+      const [npm, shell] = await Promise.all([orphan('npm'), orphan('shell')]);
+      for (const r of [npm, shell]) {
+        expect(r.stdout, 'no subreaper between this test and PID 1').toContain('parent 1');
+        expect(r.stderr).toContain('serve needs a config');
+      }
+      expect(npm.stderr).not.toContain('npm is PID 1 here');
+      expect(shell.stderr).toContain('metarelay: npm is PID 1 here');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('says on stderr that a list is empty, and writes nothing on stdout (scripts read JSON lines there)', async () => {
     const emptyDb = join(cwd, '..', `${cwd.split('/').pop()}-db`);
     const db = ['--database', emptyDb];
