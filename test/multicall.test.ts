@@ -14,9 +14,13 @@ async function deployWithUris(anvil: AnvilHandle, artifacts: Artifacts, count: n
   const pub = devPublicClient(anvil.rpcUrl, anvil.chainId);
   const hash = await wallet.deployContract({ abi: artifacts.TestTokenURI.abi, bytecode: artifacts.TestTokenURI.bytecode });
   const address = (await pub.waitForTransactionReceipt({ hash })).contractAddress!;
+  let last: `0x${string}` | undefined;
   for (let id = 1; id <= count; id++) {
-    await wallet.writeContract({ address, abi, functionName: 'setTokenURI', args: [BigInt(id), `https://example.test/${id}-${'x'.repeat(200)}`], chain: null });
+    last = await wallet.writeContract({ address, abi, functionName: 'setTokenURI', args: [BigInt(id), `https://example.test/${id}-${'x'.repeat(200)}`], chain: null });
   }
+  // Automine answers a send before its block is made: a read at once could miss the last URIs (a loaded
+  // machine read id 3 as never set). Same sender, consecutive nonces: the last one mined means all were.
+  if (last) await pub.waitForTransactionReceipt({ hash: last });
   return address;
 }
 
