@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
 import { keepMaintained, type MaintenanceListener } from './maintenance.ts';
+import { Limiter } from '../util/limiter.ts';
 
 // BIGINT (int8) comes back as string by default; ids and counters here fit in a JS number.
 pg.types.setTypeParser(20, (v) => {
@@ -67,21 +68,6 @@ async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: stri
   }
 }
 
-/**
- * One statement at a time on a connection: callers that issue several at once (Promise.all on a
- * transaction) are sent in call order, each once the answer before it is read, whatever the outcome
- * before it. It is what pg's own queue does, which pg deprecates (a warning in every log on its first
- * use) and drops in version 9.
- */
-function serialOn() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(send: () => Promise<T>): Promise<T> => {
-    const next = tail.then(send, send);
-    tail = next.catch(() => undefined);
-    return next;
-  };
-}
-
 export async function openPostgres(url: string, opts: { max?: number; probe?: boolean; maintain?: boolean } = {}): Promise<Db> {
   // Named statements keep the one plan made without values (generic), as on PGlite (pglite-worker.mjs):
   // the same plans on both engines, which test/relayer-store-plans.test.ts holds to keyed look-ups.
@@ -115,15 +101,18 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
     async transaction(fn) {
       const client = await pool.connect();
       const slot = commitSlot();
-      const inTurn = serialOn();
+      // One statement at a time, in call order, whatever the outcome before it: callers issue several at
+      // once (Promise.all on a transaction, the statements held for the COMMIT). pg's own queue did this,
+      // but pg deprecates it (a warning in every log on its first use) and drops it in version 9.
+      const oneAtATime = new Limiter(1);
       try {
         await client.query('BEGIN');
         const out = await fn({
           async exec(sql: string) {
-            await inTurn(() => client.query(sql));
+            await oneAtATime.run(() => client.query(sql));
           },
           async query<T>(sql: string, params?: unknown[]) {
-            const res = await inTurn(() => run(client, names, sql, params, false));
+            const res = await oneAtATime.run(() => run(client, names, sql, params, false));
             return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
           },
           atCommit: slot.atCommit,
@@ -132,7 +121,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
         // statement leaves the transaction aborted; its COMMIT then rolls back, and the first failure is
         // what this throws.
         const last = slot.statements;
-        const settled = await Promise.allSettled([...last.map((x) => inTurn(() => run(client, names, x.sql, x.params, false))), inTurn(() => client.query('COMMIT'))]);
+        const settled = await Promise.allSettled([...last.map((x) => oneAtATime.run(() => run(client, names, x.sql, x.params, false))), oneAtATime.run(() => client.query('COMMIT'))]);
         const failed = settled.find((x) => x.status === 'rejected');
         if (failed) throw failed.reason;
         slot.settle(
@@ -144,7 +133,7 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
         return out;
       } catch (err) {
         slot.settle(undefined);
-        await inTurn(() => client.query('ROLLBACK')).catch(() => undefined);
+        await oneAtATime.run(() => client.query('ROLLBACK')).catch(() => undefined);
         throw err;
       } finally {
         client.release();

@@ -15,6 +15,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/db-maintenance-report.test.ts',
   'test/devchain.test.ts',
   'test/errors.test.ts',
+  'test/limiter.test.ts',
   'test/example-config.test.ts',
   'test/metadata-fetch.test.ts',
   'test/metadata-uri.test.ts',
