@@ -35,17 +35,15 @@ const mint = (to: Address, amount: bigint) => env.chain.send([{ address: env.tok
 const relayer = () => env.services.relayers.get(env.chainId)!;
 const headers = () => ({ 'x-access-key': env.accessKey });
 
-async function calls(): Promise<Record<string, number>> {
+/** A counter's values summed by one of its labels. */
+async function byLabel(metric: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> }, label: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const v of (await env.services.metrics.chainRpcCalls.get()).values) out[String(v.labels.method)] = (out[String(v.labels.method)] ?? 0) + v.value;
+  for (const v of (await metric.get()).values) out[String(v.labels[label])] = (out[String(v.labels[label])] ?? 0) + v.value;
   return out;
 }
+const calls = () => byLabel(env.services.metrics.chainRpcCalls, 'method');
 /** Broadcasts by kind (first, rebroadcast, replacement): what an eth_sendRawTransaction over one per bundle was. */
-async function broadcasts(): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const v of (await env.services.metrics.relayBroadcasts.get()).values) out[String(v.labels.kind)] = (out[String(v.labels.kind)] ?? 0) + v.value;
-  return out;
-}
+const broadcasts = () => byLabel(env.services.metrics.relayBroadcasts, 'kind');
 const diff = (a: Record<string, number>, b: Record<string, number>) =>
   Object.fromEntries(
     Object.keys(b)
