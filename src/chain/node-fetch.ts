@@ -35,7 +35,7 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  * an idle connection is closed here first: after 4 s, as the global fetch (undici) does, or a second
  * before the server's own `Keep-Alive: timeout=N`, which Node's agent honours only when it has a timeout.
  */
-export const IDLE_CONNECTION_MS = 4_000;
+const IDLE_CONNECTION_MS = 4_000;
 
 const agents = {
   'http:': new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
