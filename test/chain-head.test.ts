@@ -2,7 +2,7 @@
 // headers of the head's chain served without a call, a missed block joined by its parent hash, a reorg
 // replacing the kept hashes, a lower head taken as a node behind until read several times in a row, and
 // polling once per block time only while someone listens.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createChainClient, type ChainClient } from '../src/chain/client.ts';
 import { rpcCall, startAnvil, type AnvilHandle } from '../src/devchain/index.ts';
 import { mine, revert, snapshot } from './support/anvil-control.ts';
@@ -130,6 +130,24 @@ describe('the shared chain head', () => {
     expect([(await c.head.block(a.number - 1n))!.hash, (await c.head.block(a.number))!.hash]).not.toContain(oldHashes[0]);
     expect([(await c.head.block(a.number - 1n))!.hash, (await c.head.block(a.number))!.hash]).not.toContain(oldHashes[1]);
     await c.head.stop();
+  });
+
+  it('a read with no age asks the node every time, even within one millisecond of the last', async () => {
+    const c = client();
+    await c.head.read();
+    // The clock stands still (a node a hop away answers within the millisecond): each read is still one call.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      expect(
+        await callsOf(async () => {
+          for (let i = 0; i < 3; i++) await c.head.read();
+        }),
+      ).toEqual({ eth_getBlockByNumber: 3 });
+      // An age still serves the head held.
+      expect(await callsOf(() => c.head.read(1_000))).toEqual({});
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a lower head is a node behind: ignored, unless read three times in a row (the chain really went back)', async () => {

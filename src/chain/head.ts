@@ -134,9 +134,12 @@ export class ChainHead {
    */
   read(maxAgeMs = 0): Promise<BlockHeader> {
     const now = Date.now();
-    if (this.top && now - this.readAt <= maxAgeMs) return Promise.resolve(this.top);
+    // 0 is a read now even within the millisecond of the last (a node a hop away answers in less): the
+    // clock's grain must not turn it into the head held.
+    const recent = (at: number) => maxAgeMs > 0 && now - at <= maxAgeMs;
+    if (this.top && recent(this.readAt)) return Promise.resolve(this.top);
     const inFlight = this.reading;
-    if (inFlight && now - inFlight.at <= maxAgeMs) return inFlight.promise;
+    if (inFlight && recent(inFlight.at)) return inFlight.promise;
     const at = Date.now();
     const promise = this.readLatest(at);
     this.reading = { at, promise };
