@@ -2,7 +2,7 @@ import type { Queryable } from '../store/db.ts';
 import { toProject, type Project } from '../store/projects.ts';
 import { normalise, type MetaTxnRow } from '../relayer/store.ts';
 
-/** The console's reads and writes that no other part of the service needs. */
+/** The console's reads that no other part of the service needs (its writes go through the tables' own modules). */
 
 export interface ConsoleProject extends Project {
   liveKeys: number;
@@ -20,17 +20,6 @@ interface ProjectRow {
 const toConsoleProject = (r: ProjectRow): ConsoleProject => ({ ...toProject(r), liveKeys: Number(r.live_keys) });
 
 const PROJECT_SELECT = `SELECT p.*, (SELECT count(*) FROM access_keys k WHERE k.project_id = p.id AND k.revoked_at IS NULL) AS live_keys FROM projects p`;
-
-export class NameTaken extends Error {}
-
-const unique = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
-  try {
-    return await run();
-  } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new NameTaken(`a project named "${name}" already exists`);
-    throw err;
-  }
-};
 
 export interface ActivityRow extends MetaTxnRow {
   nonce_space: string | null;
@@ -95,44 +84,6 @@ export function consoleQueries(db: Queryable) {
     async project(id: number): Promise<ConsoleProject | null> {
       const r = await db.query<ProjectRow>(`${PROJECT_SELECT} WHERE p.id = $1`, [id]);
       return r.rows[0] ? toConsoleProject(r.rows[0]) : null;
-    },
-
-    async createProject(name: string, allowedChainIds: number[] | null): Promise<number> {
-      return unique(name, async () => {
-        const r = await db.query<{ id: number | string }>('INSERT INTO projects (name, allowed_chain_ids) VALUES ($1, $2) RETURNING id', [name, allowedChainIds]);
-        return Number(r.rows[0].id);
-      });
-    },
-
-    /** `archived`: true archives (keys stop working), false restores; `allowedChainIds` [] means all networks. */
-    async updateProject(id: number, patch: { name?: string; archived?: boolean; allowedChainIds?: number[] }): Promise<boolean> {
-      return unique(patch.name ?? '', async () => {
-        const r = await db.query(
-          `UPDATE projects SET name = COALESCE($2, name),
-             archived_at = CASE WHEN $3::boolean IS NULL THEN archived_at WHEN $3 THEN COALESCE(archived_at, now()) ELSE NULL END,
-             allowed_chain_ids = CASE WHEN $4::bigint[] IS NULL THEN allowed_chain_ids WHEN cardinality($4::bigint[]) = 0 THEN NULL ELSE $4::bigint[] END
-           WHERE id = $1`,
-          [id, patch.name ?? null, patch.archived ?? null, patch.allowedChainIds ?? null],
-        );
-        return r.rowCount > 0;
-      });
-    },
-
-    /** Label and rate limit of a key; a null rate or burst falls back to the configured default. */
-    async updateKey(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null }): Promise<boolean> {
-      const r = await db.query(
-        `UPDATE access_keys SET label = COALESCE($3, label),
-           rate_per_sec = CASE WHEN $4::boolean THEN $5::float8 ELSE rate_per_sec END,
-           rate_burst = CASE WHEN $6::boolean THEN $7::int ELSE rate_burst END
-         WHERE id = $2 AND project_id = $1`,
-        [projectId, keyId, patch.label ?? null, patch.ratePerSec !== undefined, patch.ratePerSec ?? null, patch.rateBurst !== undefined, patch.rateBurst ?? null],
-      );
-      return r.rowCount > 0;
-    },
-
-    async revokeKey(projectId: number, keyId: number): Promise<boolean> {
-      const r = await db.query('UPDATE access_keys SET revoked_at = now() WHERE id = $2 AND project_id = $1 AND revoked_at IS NULL', [projectId, keyId]);
-      return r.rowCount > 0;
     },
 
     /**

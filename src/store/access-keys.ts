@@ -81,16 +81,33 @@ export interface ResolvedKey {
 
 export function accessKeyRepo(db: Queryable) {
   return {
-    /** Returns the plaintext key: the only time it exists outside the caller's hands. */
-    async create(projectId: number, label = ''): Promise<{ key: string; info: AccessKeyInfo }> {
+    /**
+     * Returns the plaintext key: the only time it exists outside the caller's hands. Its own rate limit,
+     * if given, is written in the same row (no key ever exists without the limit it was made with).
+     */
+    async create(projectId: number, label = '', limits: { ratePerSec?: number; rateBurst?: number } = {}): Promise<{ key: string; info: AccessKeyInfo }> {
       const key = generateAccessKey();
-      const res = await db.query<KeyRow>(`INSERT INTO access_keys (project_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4) RETURNING *`, [
+      const res = await db.query<KeyRow>(`INSERT INTO access_keys (project_id, key_hash, key_prefix, label, rate_per_sec, rate_burst) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`, [
         projectId,
         hashAccessKey(key),
         key.slice(0, KEY_PREFIX.length + 6),
         label,
+        limits.ratePerSec ?? null,
+        limits.rateBurst ?? null,
       ]);
       return { key, info: toInfo(res.rows[0]) };
+    },
+
+    /** Label and rate limit of a project's key; a rate or burst set to null falls back to the configured default, one left out stays. False: no such key in the project. */
+    async update(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null }): Promise<boolean> {
+      const res = await db.query(
+        `UPDATE access_keys SET label = COALESCE($3, label),
+           rate_per_sec = CASE WHEN $4::boolean THEN $5::float8 ELSE rate_per_sec END,
+           rate_burst = CASE WHEN $6::boolean THEN $7::int ELSE rate_burst END
+         WHERE id = $2 AND project_id = $1`,
+        [projectId, keyId, patch.label ?? null, patch.ratePerSec !== undefined, patch.ratePerSec ?? null, patch.rateBurst !== undefined, patch.rateBurst ?? null],
+      );
+      return res.rowCount > 0;
     },
 
     /** A live key of a live project, or null. */
@@ -116,8 +133,9 @@ export function accessKeyRepo(db: Queryable) {
       return res.rowCount > 0;
     },
 
-    async revokeById(id: number): Promise<boolean> {
-      const res = await db.query('UPDATE access_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
+    /** Revokes a live key by id, only within `projectId` when given; false when no live key matched. */
+    async revokeById(id: number, projectId?: number): Promise<boolean> {
+      const res = await db.query('UPDATE access_keys SET revoked_at = now() WHERE id = $1 AND ($2::bigint IS NULL OR project_id = $2) AND revoked_at IS NULL', [id, projectId ?? null]);
       return res.rowCount > 0;
     },
 

@@ -37,10 +37,33 @@ export class ProjectExistsError extends Error {}
 
 export function projectRepo(db: Queryable) {
   return {
-    async create(name: string): Promise<Project> {
-      const res = await db.query<ProjectRow>('INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING *', [name]);
+    /** `allowedChainIds` null or empty: every network. ProjectExistsError when the name is taken. */
+    async create(name: string, allowedChainIds: number[] | null = null): Promise<Project> {
+      const res = await db.query<ProjectRow>('INSERT INTO projects (name, allowed_chain_ids) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING *', [
+        name,
+        allowedChainIds?.length ? allowedChainIds : null,
+      ]);
       if (res.rows.length === 0) throw new ProjectExistsError(`project "${name}" already exists`);
       return toProject(res.rows[0]);
+    },
+    /**
+     * `archived`: true archives (its keys stop working), false restores; `allowedChainIds` [] means every
+     * network; what is left out stays. False: no such project. ProjectExistsError when the new name is taken.
+     */
+    async update(id: number, patch: { name?: string; archived?: boolean; allowedChainIds?: number[] }): Promise<boolean> {
+      try {
+        const res = await db.query(
+          `UPDATE projects SET name = COALESCE($2, name),
+             archived_at = CASE WHEN $3::boolean IS NULL THEN archived_at WHEN $3 THEN COALESCE(archived_at, now()) ELSE NULL END,
+             allowed_chain_ids = CASE WHEN $4::bigint[] IS NULL THEN allowed_chain_ids WHEN cardinality($4::bigint[]) = 0 THEN NULL ELSE $4::bigint[] END
+           WHERE id = $1`,
+          [id, patch.name ?? null, patch.archived ?? null, patch.allowedChainIds ?? null],
+        );
+        return res.rowCount > 0;
+      } catch (err) {
+        if ((err as { code?: string }).code === '23505') throw new ProjectExistsError(`project "${patch.name}" already exists`);
+        throw err;
+      }
     },
     async getByName(name: string): Promise<Project | null> {
       const res = await db.query<ProjectRow>('SELECT * FROM projects WHERE name = $1', [name]);

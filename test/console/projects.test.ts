@@ -100,6 +100,13 @@ describe('console: access keys', () => {
     const relabelled = await admin('UpdateAccessKey', { projectId: t.project.id, keyId: key.id, label: 'ios', defaultRateLimit: true });
     expect(relabelled.body.key).toMatchObject({ label: 'ios', ratePerSec: null, rateBurst: null, rateLimit: null, rateLimitIsDefault: true });
 
+    // A key is revoked or changed only through its own project: another project's id finds nothing, and the row is untouched.
+    const other = (await admin('CreateProject', { name: 'someone-else' })).body.project.id;
+    expect((await admin('RevokeAccessKey', { projectId: other, keyId: key.id })).body.error).toBe('NotFound');
+    expect((await admin('UpdateAccessKey', { projectId: other, keyId: key.id, label: 'taken' })).body.error).toBe('NotFound');
+    const row = await t.testDb.db.query<{ label: string; revoked_at: Date | null }>('SELECT label, revoked_at FROM access_keys WHERE id = $1', [key.id]);
+    expect(row.rows).toEqual([{ label: 'ios', revoked_at: null }]);
+
     expect((await admin('RevokeAccessKey', { projectId: t.project.id, keyId: key.id })).status).toBe(200);
     const after = (await admin('ListAccessKeys', { projectId: t.project.id })).body.accessKeys.find((k: { id: number }) => k.id === key.id);
     expect(after.revokedAt).not.toBeNull();

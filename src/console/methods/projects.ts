@@ -4,9 +4,9 @@ import { NoArgs } from '../../http/services/common.ts';
 import { ChainArg } from '../../http/services/args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
 import type { AccessKeyInfo } from '../../store/access-keys.ts';
+import { ProjectExistsError } from '../../store/projects.ts';
 import { Id, PageArgs, ProjectId, chainIdArg, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
-import { NameTaken } from '../queries.ts';
 import { projectTotals } from './usage.ts';
 
 const Name = z.string().trim().min(1, 'must not be empty').max(100);
@@ -25,7 +25,7 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
     try {
       return await run();
     } catch (err) {
-      if (err instanceof NameTaken) throw new RpcError(MetadataErrors.RequestConflict, err.message);
+      if (err instanceof ProjectExistsError) throw new RpcError(MetadataErrors.RequestConflict, err.message);
       throw err;
     }
   };
@@ -50,7 +50,7 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       handler: async (a) =>
         named(async () => {
           const ids = chainIds(a.allowedChainIDs);
-          const id = await q.createProject(a.name, ids?.length ? ids : null);
+          const { id } = await s.projects.create(a.name, ids ?? null);
           return { project: await project(id) };
         }),
     }),
@@ -59,7 +59,7 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       handler: async (a) =>
         named(async () => {
           await project(a.projectId);
-          await q.updateProject(a.projectId, { name: a.name, archived: a.archived, allowedChainIds: chainIds(a.allowedChainIDs) });
+          await s.projects.update(a.projectId, { name: a.name, archived: a.archived, allowedChainIds: chainIds(a.allowedChainIDs) });
           // Archiving stops the project's keys, and its networks travel with them: drop this process's
           // cached key answers so the change holds at once.
           if (a.archived !== undefined || a.allowedChainIDs !== undefined) s.auth.forgetAll();
@@ -84,13 +84,9 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       handler: async (a) => {
         const p = await project(a.projectId);
         if (p.archivedAt) throw new RpcError(MetadataErrors.Fail, `project ${p.name} is archived`);
-        const { key, info } = await s.accessKeys.create(a.projectId, a.label ?? '');
-        if (a.ratePerSec !== undefined || a.rateBurst !== undefined) {
-          await q.updateKey(a.projectId, info.id, { ratePerSec: a.ratePerSec, rateBurst: a.rateBurst });
-        }
-        const created = (await s.accessKeys.list(a.projectId)).find((k) => k.id === info.id)!;
+        const { key, info } = await s.accessKeys.create(a.projectId, a.label ?? '', { ratePerSec: a.ratePerSec, rateBurst: a.rateBurst });
         // The only time the key is shown: the database keeps its hash.
-        return { accessKey: key, key: keyWire(created) };
+        return { accessKey: key, key: keyWire(info) };
       },
     }),
     UpdateAccessKey: method({
@@ -105,7 +101,7 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       }),
       handler: async (a) => {
         const patch = a.defaultRateLimit ? { label: a.label, ratePerSec: null, rateBurst: null } : { label: a.label, ratePerSec: a.ratePerSec, rateBurst: a.rateBurst };
-        if (!(await q.updateKey(a.projectId, a.keyId, patch))) throw new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
+        if (!(await s.accessKeys.update(a.projectId, a.keyId, patch))) throw new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
         // Limits travel with the cached key lookups.
         s.auth.forgetAll();
         const key = (await s.accessKeys.list(a.projectId)).find((k) => k.id === a.keyId)!;
@@ -115,7 +111,7 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
     RevokeAccessKey: method({
       input: z.object({ projectId: ProjectId, keyId: Id }),
       handler: async (a) => {
-        if (!(await q.revokeKey(a.projectId, a.keyId))) throw new RpcError(MetadataErrors.NotFound, `no live key ${a.keyId} in project ${a.projectId}`);
+        if (!(await s.accessKeys.revokeById(a.keyId, a.projectId))) throw new RpcError(MetadataErrors.NotFound, `no live key ${a.keyId} in project ${a.projectId}`);
         // This process refuses the key at once; others within auth.keyCacheMs.
         s.auth.forgetAll();
         return { ok: true };
