@@ -37,6 +37,11 @@ function reason(err: unknown): string {
   return text.split('\n')[0]!.slice(0, 500);
 }
 
+/** Drops every unread block a chain's readers named `<family>:…` hold (the chain is forgotten: a dev node started anew under its id). */
+export async function forgetUnreadBlocks(q: Queryable, chainId: number, family: string): Promise<void> {
+  await q.query(`DELETE FROM unread_blocks WHERE chain_id = $1 AND starts_with(reader, $2)`, [chainId, `${family}:`]);
+}
+
 /** The unread blocks of every reader (of one chain, or all), oldest first: what operators are shown. */
 export async function listUnreadBlocks(db: Queryable, chainId?: number): Promise<UnreadBlock[]> {
   const res = await db.query<Record<string, string | number | Date>>(

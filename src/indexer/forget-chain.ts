@@ -1,3 +1,4 @@
+import { forgetUnreadBlocks } from '../chain/unread-blocks.ts';
 import type { Db } from '../store/db.ts';
 
 /** Drops what the indexer holds about a chain (dev mode: each start has a new anvil under the same id). */
@@ -6,6 +7,6 @@ export async function forgetIndexedChain(db: Db, chainId: number): Promise<void>
     for (const table of ['indexer_transfers', 'indexer_balances', 'indexer_cursors', 'indexer_blocks', 'indexer_backfills']) {
       await tx.query(`DELETE FROM ${table} WHERE chain_id = $1`, [chainId]);
     }
-    await tx.query(`DELETE FROM unread_blocks WHERE chain_id = $1 AND reader LIKE 'indexer:%'`, [chainId]);
+    await forgetUnreadBlocks(tx, chainId, 'indexer');
   });
 }
