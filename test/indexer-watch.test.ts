@@ -162,4 +162,33 @@ describe('watchlist additions', () => {
       await server.stop();
     }
   });
+
+  it('a SyncBalance that changes a balance is told as balance.updated with the synced balance; one that changes nothing is not told', async () => {
+    const ix = t.services.indexers.get(chain.anvil.chainId)!;
+    const [erc20] = (await chain.deploy([{ contract: 'TestIndexERC20' }])).map((a) => a.toLowerCase() as Address);
+    const [G, H] = [someone(), someone()];
+    // Minted before anyone watches it; the watchlist takes it without its history (no backfill), so the
+    // indexer holds nothing of G until a sync.
+    await chain.send([call(erc20!, 'TestIndexERC20', 'mint', [G, 70n])]);
+    await catchUp(ix);
+    await ix.watchlist.add(erc20!, t.project.id);
+    await chain.send([call(erc20!, 'TestIndexERC20', 'mint', [H, 5n])]);
+    await catchUp(ix);
+    const told = async () =>
+      (
+        await t.testDb.db.query<{ payload: { balances: Array<{ accountAddress: string; balance: string }> } }>(
+          `SELECT payload FROM events WHERE type = 'balance.updated' AND subject = $1 ORDER BY id`,
+          [`balances:${chain.anvil.chainId}:${erc20}`],
+        )
+      ).rows.flatMap((r) => r.payload.balances);
+    expect(await told()).toEqual([expect.objectContaining({ accountAddress: H, balance: '5' })]);
+
+    await client.syncBalance({ accountAddress: G, contractAddress: erc20! });
+    const onChain = String(await pub.readContract({ address: erc20!, abi, functionName: 'balanceOf', args: [G] }));
+    expect(onChain).toBe('70');
+    expect((await told()).slice(1)).toEqual([expect.objectContaining({ accountAddress: G, balance: onChain })]);
+    // Synced again: the balance is what it was, and nobody is told of it twice.
+    await client.syncBalance({ accountAddress: G, contractAddress: erc20! });
+    expect(await told()).toHaveLength(2);
+  });
 });

@@ -1,6 +1,7 @@
 import { parseAbi, type Address } from 'viem';
 import type { ChainIndexer } from './chain-indexer.ts';
 import type { TokenType } from './decode.ts';
+import { setBalance } from './transfer-store.ts';
 
 const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function balanceOf(address, uint256) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 
@@ -13,7 +14,7 @@ export type SyncOutcome =
  * history the indexer never read (transfers before its first block); transfers after the cursor
  * keep adding to it. Done in a transaction holding the cursor, so the follower cannot move while
  * the chain is read. Refused while a backfill of the chain runs: the transfers it has yet to apply
- * would be counted twice.
+ * would be counted twice. A change is told as the follower's are (balance.updated on a watchlist chain).
  */
 export async function syncBalance(ix: ChainIndexer, account: Address, contract: Address, tokenId: string | undefined): Promise<SyncOutcome> {
   const chainId = ix.chain.chainId;
@@ -37,20 +38,7 @@ export async function syncBalance(ix: ChainIndexer, account: Address, contract: 
             ? 1n
             : 0n;
     const hash = (await ix.chain.public.getBlock({ blockNumber: block })).hash.toLowerCase();
-    const before = await tx.query<{ balance: string }>('SELECT balance::text AS balance FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND account = $3 AND token_id = $4', [
-      chainId,
-      contract,
-      account,
-      id,
-    ]);
-    await tx.query(
-      `INSERT INTO indexer_balances (chain_id, contract, account, token_id, contract_type, balance, block_number, block_hash)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (chain_id, contract, account, token_id) DO UPDATE SET balance = EXCLUDED.balance,
-         block_number = GREATEST(indexer_balances.block_number, EXCLUDED.block_number),
-         block_hash = CASE WHEN EXCLUDED.block_number >= indexer_balances.block_number THEN EXCLUDED.block_hash ELSE indexer_balances.block_hash END`,
-      [chainId, contract, account, id, type, onChain.toString(), block.toString(), hash],
-    );
-    return { ok: true, type, before: before.rows[0]?.balance ?? '0', after: onChain.toString(), block } as const;
+    const before = await setBalance(tx, chainId, { contract, account, tokenId: id, type, balance: onChain.toString(), blockNumber: Number(block), blockHash: hash }, ix.hooks.onBalances);
+    return { ok: true, type, before, after: onChain.toString(), block } as const;
   });
 }

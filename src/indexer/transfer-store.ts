@@ -140,6 +140,31 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
 }
 
 /**
+ * Sets one balance to what the chain says at `b.blockNumber` (SyncBalance), in one statement; returns
+ * the balance it held before ('0' when it had no row). A change is told to `hook` on the caller's
+ * transaction, as a step's changes are: a subscriber's last word on the holder is the synced balance.
+ */
+export async function setBalance(q: Queryable, chainId: number, b: BalanceChange, hook?: BalanceHook): Promise<string> {
+  const res = await q.query<{ before: string | null; after: string; changes: unknown }>(
+    `WITH old AS (
+       SELECT balance FROM indexer_balances WHERE chain_id = $1 AND contract = $2 AND account = $3 AND token_id = $4),
+     up AS (
+       INSERT INTO indexer_balances AS x (chain_id, contract, account, token_id, contract_type, balance, block_number, block_hash)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (chain_id, contract, account, token_id) DO UPDATE SET balance = EXCLUDED.balance,
+         block_number = GREATEST(x.block_number, EXCLUDED.block_number),
+         block_hash = CASE WHEN EXCLUDED.block_number >= x.block_number THEN EXCLUDED.block_hash ELSE x.block_hash END
+       RETURNING ${UP_ROWS})
+     SELECT (SELECT balance::text FROM old) AS before, (SELECT balance::text FROM up) AS after, ${CHANGES} AS changes`,
+    [chainId, b.contract, b.account, b.tokenId, b.type, b.balance, b.blockNumber, b.blockHash],
+  );
+  const row = res.rows[0]!;
+  const before = row.before ?? '0';
+  if (before !== row.after) await tell(q, chainId, hook, row.changes);
+  return before;
+}
+
+/**
  * Undoes every transfer above `ancestor` (a reorg replaced those blocks): the rows go and their
  * deltas are taken back from the balances, in one statement. Returns how many rows were undone.
  */
