@@ -1,5 +1,4 @@
 import { parseEther, type Address, type Hex } from 'viem';
-import type { Queryable } from '../../store/db.ts';
 import { askAgain } from '../../chain/ask-again.ts';
 import {
   attemptError,
@@ -18,19 +17,14 @@ import {
   type Attempt,
 } from './attempts.ts';
 import { ownedNextNonces, recordSenderRead } from './ledger.ts';
-import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext, SenderState } from './context.ts';
 import { marketFees, type Fees, type Market } from './gas-price.ts';
 import { boundedReplacement, coverCeiling } from './cover-ceiling.ts';
-import { outcomeOf, type RawReceipt } from '../receipts.ts';
-import type { SettledMeta } from '../store.ts';
-import { LOST_DELEGATION, type Shortfall } from '../bars.ts';
-import { feeReceived } from './fee-check.ts';
-import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
+import type { RawReceipt } from '../receipts.ts';
 import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
-import { receiptL1Fee } from '../fee-model.ts';
 import { mendLedger } from './ledger-mend.ts';
+import { settleMined } from './settle.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -232,106 +226,9 @@ export class Sweeper {
         d.chainId,
         rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce, winner: x.winner.hash, final: x.final, block: x.block, blockHash: x.receipt.blockHash })),
       );
-      return this.settle(tx, rows);
+      return settleMined(this.d, tx, rows);
     });
     for (const id of ids) d.emit(id);
-  }
-
-  /** Sets each meta-transaction of the slots from its receipt: its own wallet events decide its status. */
-  private async settle(tx: Queryable, rows: (Hit & { final: boolean })[]): Promise<string[]> {
-    const d = this.d;
-    const metas = await d.deps.metaTxns.atSlots(
-      tx,
-      d.chainId,
-      rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })),
-    );
-    const bundles = await d.deps.metaTxns.bundlesOfMany(
-      d.chainId,
-      metas.map((m) => m.id),
-      tx,
-    );
-    const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
-    // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
-    const gasOf = new Map<string, bigint>();
-    // An OP-stack L1 data fee is shared the same way; null on a chain whose receipts carry none.
-    const l1Of = new Map<string, bigint | null>();
-    const members = new Map<string, typeof metas>();
-    for (const m of metas) {
-      const key = slotKey(m.sender!, m.txn_nonce!);
-      members.set(key, [...(members.get(key) ?? []), m]);
-    }
-    for (const [key, ms] of members) {
-      const total = bySlot.get(key)?.receipt.gasUsed;
-      if (total == null) continue;
-      const ordered = [...ms].sort((a, b) => (a.batch_index ?? 0) - (b.batch_index ?? 0));
-      const shares = shareGas(
-        BigInt(total),
-        ordered.map((m) => BigInt(m.gas_estimated)),
-      );
-      ordered.forEach((m, i) => gasOf.set(m.id, shares[i]));
-      const l1 = bySlot.get(key)?.receipt.l1Fee;
-      const l1Shares = l1 == null ? null : shareGas(receiptL1Fee({ l1Fee: l1 }), shares);
-      ordered.forEach((m, i) => l1Of.set(m.id, l1Shares?.[i] ?? null));
-    }
-    const out: SettledMeta[] = [];
-    const shortfalls: Shortfall[] = [];
-    const feeCtx = { chainId: d.chainId, context: d.relayer.context, payee: d.relayer.paymentAddress.toLowerCase() as Address, feeTokens: d.relayer.feeTokens };
-    for (const m of metas) {
-      const h = bySlot.get(slotKey(m.sender!, m.txn_nonce!));
-      if (!h) continue;
-      const outcome = outcomeOf(h.receipt, m.id, bundles.get(m.id) ?? []);
-      const reason = m.batch_index != null && outcome.status === 'FAILED' ? (memberFailure(h.receipt, d.relayer.context.guestModule, m.batch_index) ?? outcome.reason) : outcome.reason;
-      // The fee recorded at intake is checked against what the receipt shows arrived.
-      const received = m.fee_token ? feeReceived(h.receipt, m, feeCtx) : null;
-      if (received != null && received < BigInt(m.fee_value ?? '0')) {
-        shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: m.fee_token, owed: BigInt(m.fee_value ?? '0'), received });
-      } else if (m.authorization && outcome.noWallet) {
-        // EIP-7702: a carried authorization whose call ran no wallet lost a race to its EOA (voided or
-        // re-delegated after the last check), and the relayer paid up to the whole gas limit: it counts
-        // against the signer, sponsored or not (owed: what it cost, in wei).
-        const cost = BigInt(h.receipt.gasUsed ?? '0') * BigInt(h.receipt.effectiveGasPrice ?? '0') + receiptL1Fee(h.receipt);
-        shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.wallet, keyId: null, clientIp: null, feeToken: LOST_DELEGATION, owed: cost, received: 0n });
-      }
-      // What it cost against what it was admitted with (engine/reconcile.ts).
-      const effective = h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice) : null;
-      const l1Fee = l1Of.get(m.id) ?? null;
-      const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective, l1Fee ?? 0n);
-      if (costCheck.kind) {
-        d.deps.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
-        d.deps.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
-        d.deps.log.warn(
-          { chainId: d.chainId, id: m.id, kind: costCheck.kind, shortfallWei: costCheck.shortfallWei!.toString(), cover: m.cover_wei },
-          'a meta-transaction cost more than its fee or sponsor hold covered',
-        );
-        if (costCheck.kind === 'gas' && !m.sponsored) shortfalls.push(gasShortfall(m, d.chainId, costCheck.shortfallWei!, contractsToBar(m, feeCtx)));
-      }
-      out.push({
-        id: m.id,
-        status: outcome.status,
-        reason,
-        hash: h.winner.hash,
-        block: Number(BigInt(h.receipt.blockNumber)),
-        gasUsed: gasOf.get(m.id)?.toString() ?? null,
-        gasPrice: h.receipt.effectiveGasPrice ? BigInt(h.receipt.effectiveGasPrice).toString() : null,
-        receipt: JSON.stringify(h.receipt),
-        confirmed: h.final,
-        feeReceived: received?.toString() ?? null,
-        shortfallWei: costCheck.shortfallWei?.toString() ?? null,
-        l1FeeWei: l1Fee?.toString() ?? null,
-      });
-    }
-    await d.deps.metaTxns.settleMany(tx, d.chainId, out);
-    if (shortfalls.length) {
-      await d.deps.bars?.record(tx, shortfalls);
-      for (const f of shortfalls.filter((x) => x.feeToken != null && x.feeToken !== LOST_DELEGATION)) {
-        d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
-        d.deps.log.warn(
-          { chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() },
-          'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying',
-        );
-      }
-    }
-    return out.map((m) => m.id);
   }
 
   /** Another transaction used the slot's nonce: ours never ran; their meta-transactions go back to the queue. */
