@@ -98,16 +98,16 @@ export function accessKeyRepo(db: Queryable) {
       return { key, info: toInfo(res.rows[0]) };
     },
 
-    /** Label and rate limit of a project's key; a rate or burst set to null falls back to the configured default, one left out stays. False: no such key in the project. */
-    async update(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null }): Promise<boolean> {
-      const res = await db.query(
+    /** Label and rate limit of a project's key; a rate or burst set to null falls back to the configured default, one left out stays. The key as it now is; null: no such key in the project. */
+    async update(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null }): Promise<AccessKeyInfo | null> {
+      const res = await db.query<KeyRow>(
         `UPDATE access_keys SET label = COALESCE($3, label),
            rate_per_sec = CASE WHEN $4::boolean THEN $5::float8 ELSE rate_per_sec END,
            rate_burst = CASE WHEN $6::boolean THEN $7::int ELSE rate_burst END
-         WHERE id = $2 AND project_id = $1`,
+         WHERE id = $2 AND project_id = $1 RETURNING *`,
         [projectId, keyId, patch.label ?? null, patch.ratePerSec !== undefined, patch.ratePerSec ?? null, patch.rateBurst !== undefined, patch.rateBurst ?? null],
       );
-      return res.rowCount > 0;
+      return res.rows[0] ? toInfo(res.rows[0]) : null;
     },
 
     /** A live key of a live project, or null. */

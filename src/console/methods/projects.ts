@@ -101,10 +101,10 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
       }),
       handler: async (a) => {
         const patch = a.defaultRateLimit ? { label: a.label, ratePerSec: null, rateBurst: null } : { label: a.label, ratePerSec: a.ratePerSec, rateBurst: a.rateBurst };
-        if (!(await s.accessKeys.update(a.projectId, a.keyId, patch))) throw new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
+        const key = await s.accessKeys.update(a.projectId, a.keyId, patch);
+        if (!key) throw new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
         // Limits travel with the cached key lookups.
         s.auth.forgetAll();
-        const key = (await s.accessKeys.list(a.projectId)).find((k) => k.id === a.keyId)!;
         return { key: keyWire(key) };
       },
     }),

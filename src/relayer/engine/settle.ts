@@ -17,7 +17,8 @@ export interface MinedSlot {
   final: boolean;
 }
 
-const slotKey = (sender: string, nonce: number) => `${sender}:${nonce}`;
+/** A slot's key in the maps of the sweep and of settling: (sender, nonce). */
+export const slotKey = (sender: string, nonce: number) => `${sender}:${nonce}`;
 
 /**
  * After inclusion, on the sweep's transaction: sets each meta-transaction of the mined slots from its

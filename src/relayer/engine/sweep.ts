@@ -24,7 +24,7 @@ import type { RawReceipt } from '../receipts.ts';
 import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
 import { mendLedger } from './ledger-mend.ts';
-import { settleMined } from './settle.ts';
+import { settleMined, slotKey } from './settle.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -52,8 +52,6 @@ const PINNED_COUNT_TRIES = 3;
 
 /** Reads in a row without the block of a mined transaction before it is taken as reorged away. */
 const MISSES_FOR_REORG = 3;
-
-const slotKey = (sender: string, nonce: number) => `${sender}:${nonce}`;
 
 interface Hit {
   slot: Slot;
