@@ -192,6 +192,49 @@ describe('whole-contract refresh on a node without old state', () => {
   }, 180_000);
 });
 
+describe('whole-contract refresh on a node without old state that words it its own way', () => {
+  // Providers word "no state for that block" as they please: anvil's own, and one no list could know.
+  // The node refuses the old read and serves the same read at the head: that is "no state there".
+  it.each([
+    ["anvil's wording", { code: -32602, message: 'BlockOutOfRangeError: block height is {head} but requested was {block}' }],
+    ['a made-up wording', { code: -32099, message: 'the vault forgot block {block} (it remembers from {head} on)' }],
+  ] as const)(
+    '%s: EnqueueTokensForRefresh with refreshAll finishes with every token',
+    async (_name, noArchiveError) => {
+      const ids = range(1, 6);
+      const prefix = `/worded-${noArchiveError.code}/`;
+      for (const id of ids) origin.setDocument(`${prefix}${id}`, { name: `Worded ${id}` });
+      const nft = await erc721WithTokens(chain, origin, prefix, ids);
+      await mine(chain.anvil.rpcUrl, 40);
+      const provider = await startProviderProxy(chain.anvil.rpcUrl, { noArchiveDepth: 16, noArchiveError });
+      try {
+        const t = await startTestService({
+          chains: [{ ...chain.chainConfig, rpcUrls: [provider.url], watch: false }],
+          metadata: { hotCacheTtlMs: 0, fetchTimeoutMs: 3_000, inlineWaitMs: 10_000 },
+          refresh: { pollMs: 50, logChunkBlocks: 100 },
+        });
+        try {
+          const res = await call(t, 'EnqueueTokensForRefresh', { chainID: 'anvil', contractAddress: nft, refreshAll: true });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          const taskId = res.body.taskId as number;
+          for (let i = 0; i < 200 && (await t.services.worker.tick().catch(() => 1)) > 0; i++);
+          expect(await waitForEnd(t, taskId, 60_000)).toBe('DONE');
+          const result = await resultOf(t, taskId);
+          expect(Object.keys(result.tokens).sort((a, b) => Number(a) - Number(b))).toEqual(ids);
+          expect(Object.values(result.tokens).every(Boolean)).toBe(true);
+          // The node did refuse old reads in those words: the start came from the logs, not from luck.
+          expect(provider.hits.noArchive).toBeGreaterThan(0);
+        } finally {
+          await t.close();
+        }
+      } finally {
+        await provider.close();
+      }
+    },
+    120_000,
+  );
+});
+
 describe('the relayer through load-balanced nodes a block apart', () => {
   // Half the requests to the node behind, by a seeded coin, not strictly by turns: the dispatcher's loop
   // sends two requests a tick, and strict turns gave its sender reads to the node behind every tick, so a

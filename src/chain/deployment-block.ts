@@ -8,13 +8,18 @@ import { LogReader } from './logs.ts';
  * its last 128 blocks only, a hosted provider that rate-limits or answers from a node a block behind.
  *
  * A binary search over eth_getCode is exact on an archive node. Elsewhere a read of an old block fails
- * ("missing trie node", "header not found", a 429): such a failure is never read as "no code there",
- * which would move the start past the contract's first events and make its history silently empty.
- * Where the node has no state, the first log of the contract (of the events the caller reads) gives
- * the start: nothing the caller reads happened before it.
+ * ("missing trie node", "header not found", anvil's "BlockOutOfRangeError", a 429): such a failure is
+ * never read as "no code there", which would move the start past the contract's first events and make
+ * its history silently empty. Where the node has no state, the first log of the contract (of the events
+ * the caller reads) gives the start: nothing the caller reads happened before it.
+ *
+ * "No state there" is decided by what the node does, not by its words, which every client and provider
+ * chooses for itself: an old block's read the node refuses with a JSON-RPC error (not a 429, not a
+ * transport failure) while the same read at the head succeeds. The phrases below are only a hint, for
+ * a block near the head, where a refusal in those words is a node behind and worth asking again.
  */
 
-/** The words nodes use for a block whose state they no longer keep (geth, erigon, nethermind, reth, providers). */
+/** Words nodes use for a block whose state they no longer keep (geth, erigon, nethermind, reth, providers): a hint, never the test. */
 const NO_STATE =
   /missing trie node|header not found|historical state|state (?:is )?not available|state histor|pruned|old data not available|not an archive|archive node|unknown block|required state|beyond (?:the )?(?:current )?head/i;
 const RATE_LIMITED = /\b429\b|rate.?limit|too many requests|exceeded (?:the )?(?:compute|capacity|quota|request)/i;
@@ -44,6 +49,23 @@ export function stateReadFault(err: unknown): StateReadFault {
   if (RATE_LIMITED.test(text)) return 'rate-limited';
   if (NO_STATE.test(text)) return 'no-state';
   return 'unavailable';
+}
+
+/** viem's names for a call that got no JSON-RPC answer: the node was not reached, or did not answer in time. */
+const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError', 'AbortError']);
+
+/**
+ * Whether the node itself refused the call with a JSON-RPC error (an answer carrying a code), as opposed
+ * to a transport failure on the way, which says nothing about the block asked for.
+ */
+export function refusedByNode(err: unknown): boolean {
+  let coded = false;
+  for (let e = err as { name?: unknown; code?: unknown; status?: unknown; cause?: unknown } | undefined, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++) {
+    // An HTTP error status (a 429, a 502) carries no verdict on the block, whatever its body says.
+    if (typeof e.name === 'string' && TRANSPORT.has(e.name)) return false;
+    if (typeof e.code === 'number') coded = true;
+  }
+  return coded;
 }
 
 /** The start could not be found: the search stopped on a node failure it must not guess through. */
@@ -84,6 +106,12 @@ export interface DeploymentBlockOptions {
  */
 export async function findDeploymentBlock(chain: ChainClient, address: Address, head: bigint, opts: DeploymentBlockOptions): Promise<DeploymentBlock | null> {
   if (opts.configured !== undefined) return { block: opts.configured, source: 'configured' };
+  /** Whether the node serves the same read at the head now: asked after each refusal of an old block. */
+  const readsAtHead = () =>
+    chain.public.getCode({ address, blockNumber: head }).then(
+      () => true,
+      () => false,
+    );
   /** true / false: code or none; 'no-state': the node keeps no state that far back. */
   const codeAt = async (block: bigint): Promise<boolean | 'no-state'> => {
     try {
@@ -95,7 +123,8 @@ export async function findDeploymentBlock(chain: ChainClient, address: Address, 
       return (code ?? '0x') !== '0x';
     } catch (err) {
       const fault = stateReadFault(err);
-      if (fault === 'no-state' && head - block > NEAR_HEAD) return 'no-state';
+      // Refused in the node's own words (whatever they are) while the head's state reads fine: no state that far back.
+      if (head - block > NEAR_HEAD && fault !== 'rate-limited' && refusedByNode(err) && (await readsAtHead())) return 'no-state';
       throw new DeploymentBlockError(address, block, fault, err);
     }
   };

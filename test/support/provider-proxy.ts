@@ -44,6 +44,12 @@ export interface ProviderFaults {
   };
   /** A node without old state: eth_getCode / eth_call / eth_getBalance / eth_getTransactionCount / eth_getStorageAt at a block older than head − N refused. */
   noArchiveDepth?: number;
+  /**
+   * How that node words the refusal of an old block (default: geth's "missing trie node", "header not
+   * found" for eth_call, code -32000). `{head}` and `{block}` in the message stand for the node's head
+   * and the block asked for: anvil's is `{ code: -32602, message: 'BlockOutOfRangeError: block height is {head} but requested was {block}' }`.
+   */
+  noArchiveError?: { code: number; message: string };
 }
 
 export interface ProviderProxy {
@@ -157,8 +163,12 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
         ctx.state[`refuse:${JSON.stringify(call.params)}`] = 'header not found';
       } else if (faults.noArchiveDepth !== undefined && block < live - faults.noArchiveDepth) {
         hit('noArchive');
-        ctx.state[`refuse:${JSON.stringify(call.params)}`] =
-          call.method === 'eth_call' ? 'header not found' : `missing trie node ${'ab'.repeat(32)} (path ) state ${'cd'.repeat(32)} is not available, not found`;
+        const worded = faults.noArchiveError;
+        ctx.state[`refuse:${JSON.stringify(call.params)}`] = worded
+          ? { code: worded.code, message: worded.message.replaceAll('{head}', String(live)).replaceAll('{block}', String(block)) }
+          : call.method === 'eth_call'
+            ? 'header not found'
+            : `missing trie node ${'ab'.repeat(32)} (path ) state ${'cd'.repeat(32)} is not available, not found`;
       }
       return undefined;
     }
@@ -182,6 +192,7 @@ export async function startProviderProxy(upstream: string, initial: ProviderFaul
   proxy.addAnswerTransform((call: RpcCall, answer, ctx) => {
     const refusal = ctx.state[`refuse:${JSON.stringify(call.params)}`];
     if (typeof refusal === 'string') return { error: { code: -32000, message: refusal } };
+    if (refusal && typeof refusal === 'object') return { error: refusal as { code: number; message: string } };
     if (answer.error !== undefined) return answer;
     let result = answer.result;
     const lagHead = faults.lag && isLagged(call, ctx) && typeof ctx.state.head === 'number' ? Math.max(0, ctx.state.head - faults.lag.blocks) : undefined;
