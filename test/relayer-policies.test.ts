@@ -260,28 +260,35 @@ describe('limits that need no stored spend', () => {
 
 describe('budgets charged at intake', () => {
   it('per-wallet daily cap: a wallet stops at its cap, another wallet goes on', async () => {
+    // Both wallets deployed first under another project, so each bundle below has the same shape (and gas).
+    const other = await newProject();
+    const deployer = await addRule(other.id);
+    const a = await user();
+    const b = await user();
+    for (const u of [a, b]) await accepted(other, u, await bundle(u), deployer.id, false);
     const p = await newProject();
     const rule = await addRule(p.id);
-    const a = await user();
-    const first = await accepted(p, a, await bundle(a), rule.id);
+    const first = await accepted(p, a, await bundle(a, { nonce: 1n, deployed: true }), rule.id);
     const [charge] = await chargesOf(rule.id);
     const cost = BigInt(charge.wei);
     expect(cost).toBeGreaterThan(0n);
-    // A send is charged its worst case (its gas limit at the gas price then) until it is mined and settled
-    // to its cost: room for one bundle like the first per wallet, not for a second one of the same wallet.
+    // A send is charged its worst case (its gas limit at the most an attempt may offer per gas: twice the
+    // gas price then, its cover) until it is mined and settled to its cost: room for one bundle like the
+    // first per wallet, not for a second one of the same wallet.
     const row = (
-      await env.services.db.query<{ gas_limit: string; gas_price_priced: string }>('SELECT gas_limit::text AS gas_limit, gas_price_priced::text AS gas_price_priced FROM meta_txns WHERE id = $1', [
-        first.replace(/^0x/, ''),
-      ])
+      await env.services.db.query<{ gas_limit: string; gas_price_priced: string; cover_wei: string }>(
+        'SELECT gas_limit::text AS gas_limit, gas_price_priced::text AS gas_price_priced, cover_wei::text AS cover_wei FROM meta_txns WHERE id = $1',
+        [first.replace(/^0x/, '')],
+      )
     ).rows[0];
-    const worst = BigInt(row.gas_limit) * BigInt(row.gas_price_priced);
+    const worst = BigInt(row.cover_wei);
+    expect(worst).toBe(BigInt(row.gas_limit) * BigInt(row.gas_price_priced) * 2n);
     expect(worst).toBeGreaterThan(cost);
     await update(p.id, rule.id, { walletDailyCapWei: ((worst * 21n) / 20n).toString() });
-    const stop = await refused(p, a, await bundle(a, { nonce: 1n, deployed: true }), 'walletDailyCap');
+    const stop = await refused(p, a, await bundle(a, { nonce: 2n, deployed: true }), 'walletDailyCap');
     expect(stop.reason).toContain(a.wallet.address.toLowerCase());
-    const b = await user();
-    await accepted(p, b, await bundle(b), rule.id, false);
-    await refused(p, b, await bundle(b, { nonce: 1n, deployed: true }), 'walletDailyCap');
+    await accepted(p, b, await bundle(b, { nonce: 1n, deployed: true }), rule.id, false);
+    await refused(p, b, await bundle(b, { nonce: 2n, deployed: true }), 'walletDailyCap');
     const charges = await chargesOf(rule.id);
     expect(charges).toHaveLength(2);
     const g = await ruleOf(p.id, rule.id);
@@ -464,12 +471,13 @@ describe('caps in USD', () => {
     const p = await newProject();
     const rule = await addRule(p.id);
     const a = await user();
-    await accepted(p, a, await bundle(a), rule.id);
+    const id = await accepted(p, a, await bundle(a), rule.id);
     const [c] = await chargesOf(rule.id);
     // Charged in USD at the feed's price: wei × 2000.
     expect(BigInt(c.usd)).toBe(BigInt(c.wei) * 2000n);
-    // A cap four times this bundle's USD cost at $2 000.
-    const cap = BigInt(c.usd) * 4n;
+    // A cap four times what a bundle like it is charged at intake (its cover: its gas limit at the max fee) at $2 000.
+    const cover = (await env.services.db.query<{ cover_wei: string }>('SELECT cover_wei::text AS cover_wei FROM meta_txns WHERE id = $1', [id.replace(/^0x/, '')])).rows[0].cover_wei;
+    const cap = BigInt(cover) * 2000n * 4n;
     const dollars = `${cap / 10n ** 18n}.${(cap % 10n ** 18n).toString().padStart(18, '0')}`;
     await update(p.id, rule.id, { txnCapUsd: dollars, dailyCapUsd: '1000' });
     await setUsd(20_000);

@@ -150,8 +150,10 @@ describe('console: daily spend caps at relayer intake', () => {
     await admin('UpdateGasSponsor', { projectId: p.id, id: rule.id, dailyCapWei: spent.toString() });
     const second = await sponsoredTransfer(p.key);
     expect((await second.send()).status).toBe(402);
-    // ...and one with room for it sponsors it again.
-    await admin('UpdateGasSponsor', { projectId: p.id, id: rule.id, dailyCapWei: (spent * 3n).toString() });
+    // ...and one with room for it at the max fee it is charged until mined (the first's cover, with room
+    // for the gas price to move) sponsors it again.
+    const cover = (await env.services.db.query<{ cover_wei: string }>('SELECT cover_wei::text AS cover_wei FROM meta_txns WHERE id = $1', [first.b.id.replace(/^0x/, '')])).rows[0].cover_wei;
+    await admin('UpdateGasSponsor', { projectId: p.id, id: rule.id, dailyCapWei: (spent + (BigInt(cover) * 3n) / 2n).toString() });
     expect((await second.send()).status).toBe(200);
     expect((await finalStatus(second.b.id)).status).toBe('SUCCEEDED');
   });

@@ -18,9 +18,16 @@ import { shareInFlight } from '../../util/single-flight.ts';
 
 export const HOLD_PRICE_FACTOR = 2n;
 
+/**
+ * A cost at today's price (gas limit × price, plus an L1 fee bound) at the most an attempt may pay: what a
+ * sponsored bundle's hold, its cover and every cap of its rules are charged (engine/cover-ceiling.ts signs
+ * no attempt above it), so a base fee that rises after intake cannot carry a rule past its budget.
+ */
+export const atMaxFee = (wei: bigint) => wei * HOLD_PRICE_FACTOR;
+
 export function holdAmount(gasLimit: bigint, gasPrice: bigint, tank: Pick<Tank, 'feeMarkupFactor'>, l1Fee = 0n): bigint {
   // An OP-stack L1 data fee (its upper bound now) moves with L1 prices as gas does with the base fee: the same room.
-  return applyFactor((gasLimit * gasPrice + l1Fee) * HOLD_PRICE_FACTOR, tank.feeMarkupFactor);
+  return applyFactor(atMaxFee(gasLimit * gasPrice + l1Fee), tank.feeMarkupFactor);
 }
 
 export interface HoldArgs {

@@ -9,7 +9,7 @@ import { bareId, type DecodedCall } from './bundle.ts';
 import type { SendArgs } from './request.ts';
 import { decideSponsorship, type Decision } from './decision.ts';
 import { calledContracts, ceilMul, feeTotals, requiredWei, structuralFees, tokenKey, tokenToWei, weiToToken, type FeePayment, type FeeTokenConfig, type PriceResult } from './fees.ts';
-import { HOLD_PRICE_FACTOR } from '../balances/holds.ts';
+import { atMaxFee } from '../balances/holds.ts';
 import { weiToAttoUsd, type Cost, type Stop } from './policy.ts';
 import { priceWire } from '../../prices/index.ts';
 import { signQuote, verifyQuote } from './quote.ts';
@@ -108,7 +108,7 @@ export class Pricing {
     };
     const rules = await this.deps.sponsors.forProject(projectId, this.chain.chainId);
     const gasPrice = await this.chain.client.getGasPrice();
-    const decision = await this.sponsorship(projectId, rules, call, { gas, gasPrice, costWei: gas == null ? 1n : gas * gasPrice }, 'check');
+    const decision = await this.sponsorship(projectId, rules, call, { gas, gasPrice, costWei: gas == null ? 1n : atMaxFee(gas * gasPrice) }, 'check');
     return { decision, rules };
   }
 
@@ -164,7 +164,7 @@ export class Pricing {
     const limit = this.limitFor(gas);
     // On an OP-stack chain the sender also pays an L1 data fee, up to the oracle's bound for the size (fee-model.ts).
     const l1 = await this.chain.l1FeeBound(data, !!auth);
-    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas: limit, gasPrice, costWei: limit * gasPrice + l1 }, 'feeOptions');
+    let cover = await this.sponsorship(projectId, await this.rulesOf(projectId), call, { gas: limit, gasPrice, costWei: atMaxFee(limit * gasPrice + l1) }, 'feeOptions');
     // A project's limited balance that cannot cover the bundle stops its sponsorship (balances/holds.ts).
     if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chain.chainId, cover, limit, gasPrice, l1));
     const sponsorship = sponsorshipWire(cover);
@@ -242,10 +242,11 @@ export class Pricing {
   async fund(args: SendArgs, rules: SponsorRule[], { call, sim, gasPrice }: Checked, { used, gasLimit }: Sized, approve: SponsorApprover, stopped: Stop[]): Promise<Funding> {
     const none: Funding = { sponsored: false, sponsorId: null, feeToken: null, feeValue: null, feePayer: null, charge: null, refund: async () => {} };
     if (!this.chain.isFeeRequired) return none;
-    // Caps, holds and charges are on the gas limit that will be signed (the worst case), not on what the
-    // simulation used: the charge is settled to the real cost once mined (spend-caps.ts).
+    // Caps, holds and charges are on the gas limit that will be signed at the most any attempt of it may
+    // offer per gas (the worst case), not on what the simulation used at today's price: the charge is
+    // settled to the real cost once mined (spend-caps.ts), which gives the difference back.
     const l1 = await this.chain.l1FeeBound(args.input, !!args.authorization);
-    const worst = gasLimit * gasPrice + l1;
+    const worst = atMaxFee(gasLimit * gasPrice + l1);
     let cover = await this.sponsorship(args.projectId, rules, call, { gas: gasLimit, gasPrice, costWei: worst }, 'send', approve, stopped);
     let refund = async () => {};
     // A project's limited balance holds what the bundle may cost, or it is not sponsored (balances/holds.ts).
@@ -255,10 +256,10 @@ export class Pricing {
       refund = held.refund;
     }
     if (cover.sponsored) {
+      // Charged what it is covered for: no attempt offers more per gas than the cover pays for over its
+      // gas limit (engine/cover-ceiling.ts), so what it costs once mined never passes its charge.
       const cost = await this.costOf(worst);
-      // Covered up to the hold's price room (balances/holds.ts): beyond it, what it cost is a shortfall.
-      const coverWei = worst * HOLD_PRICE_FACTOR;
-      return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, charge: { ruleIds: cover.ruleIds, wallets: cover.wallets, cost }, refund, gasPricePriced: gasPrice, coverWei };
+      return { ...none, sponsored: true, sponsorId: cover.ruleIds[0] ?? null, charge: { ruleIds: cover.ruleIds, wallets: cover.wallets, cost }, refund, gasPricePriced: gasPrice, coverWei: worst };
     }
     const payments = structuralFees(call, this.chain.payee(), this.chain.feeTokens);
     const payers = [...new Set(payments.map((p) => p.wallet))];

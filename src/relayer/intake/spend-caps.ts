@@ -5,9 +5,11 @@ import { currentRules, type SponsorRule } from './sponsors.ts';
 
 /*
  * The spend of sponsorship rules against their budgets: today's (UTC) per rule and per wallet, and
- * the total. Spend is counted at intake as the simulated gas times the gas price then: the dispatcher
- * may pay a little more or less (settled below once mined), but intake is the one place a bundle can still be refused before
- * anyone pays for it. A bundle covered by several rules is charged to each of them (each rule's
+ * the total. Spend is counted at intake as the most the bundle may cost: its gas limit at the highest
+ * fee per gas any attempt of it may offer (twice the gas price then, balances/holds.ts atMaxFee; the
+ * dispatcher signs nothing above it, engine/cover-ceiling.ts), so a base fee that rises after intake
+ * cannot carry a rule past a budget. Once mined it is settled to what it cost (below), which gives the
+ * difference back; intake is the one place a bundle can still be refused before anyone pays for it. A bundle covered by several rules is charged to each of them (each rule's
  * budget holds on its own), and to each wallet whose bundle it runs.
  *
  * `charge` runs inside the transaction that queues the meta-transaction, as its last statement, sent
