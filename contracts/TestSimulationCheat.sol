@@ -17,16 +17,25 @@ contract TestSimulationCheat {
     }
 
     uint256 public burned;
+    /// The block `arm` was called in: a run on its state (a simulation at "latest") is taken for a simulation.
+    uint256 public armedAt;
+
+    /// The attacker's switch between intake and mining: state changed in between is a tell no simulation
+    /// can hide (docs/relayer-worst-case.md). Called in the block before the bundle is sent.
+    function arm() external {
+        armedAt = block.number;
+    }
 
     /// Same selector as a Sequence wallet's execute: a selector-based decoder takes it for a wallet.
     function execute(Transaction[] calldata, uint256, bytes calldata) external {
         _burn(200);
     }
 
-    /// Gas price 0 was the relayer's old tell; it now simulates at the real price from a sender funded by
-    /// state override, and that funding is a tell of its own. A simulation is evidence, never a guarantee.
+    /// Gas price 0 and a sender funded by state override were the relayer's old tells; it now simulates like
+    /// the mined run, so this one keys on state set between intake and mining (a run on the block `arm` was
+    /// mined in). A simulation is evidence, never a guarantee.
     function simulated() public view returns (bool) {
-        return tx.gasprice == 0 || tx.origin.balance >= 1e23; // 1e24 less the gas bought up front
+        return tx.gasprice == 0 || (armedAt != 0 && block.number <= armedAt);
     }
 
     /// Pays `amount` of its own `token` to `payee` when simulated; burns gas for real.

@@ -109,7 +109,8 @@ describe('fees are structural: a fee shown only to the simulator is no fee', () 
     await mint(u.wallet.address, 2n * FEE);
     const payee = await balance(PAYEE);
     // Approve the cheat, let it take everything when not simulated, then "pay" the fee: fine in every
-    // simulation, reverted on chain.
+    // simulation, reverted on chain. Its tell is state set just before the send (the block it was armed
+    // in), which no simulation can hide; the tells of the relayer's own choosing are gone (simulation-tells.test.ts).
     const b = await signedBundle({
       signerKey: u.key,
       wallet: u.wallet,
@@ -117,6 +118,7 @@ describe('fees are structural: a fee shown only to the simulator is no fee', () 
       txs: [tokenCall('approve', cheat, maxUint256), { to: cheat, data: encodeFunctionData({ abi: cheatAbi, functionName: 'drainIfReal', args: [env.token] }) }, fee()],
       deployed: false,
     });
+    await env.chain.send([{ address: cheat, contract: 'TestSimulationCheat', functionName: 'arm', args: [] }]);
     const r = await send(u.wallet.address, b.entrypoint, b.input, key());
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const receipt = await final(b.id);

@@ -8,6 +8,7 @@ import { createMetrics } from '../src/telemetry/metrics.ts';
 import { SEQUENCE_V2_CONTEXT } from '../src/devchain/sequence.ts';
 import { TRANSACTION_TUPLE, estimationAbi } from '../src/relayer/abi.ts';
 import { sequenceCreationCode } from '../src/relayer/artifacts.ts';
+import { intrinsicGas } from '../src/relayer/intake/simulate.ts';
 import { PAYEE, erc20, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import type { RpcCall, RpcProxy } from './support/rpc-proxy.ts';
 import { newSigner, sequenceFactoryAbi, sequenceWalletAbi, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
@@ -17,6 +18,8 @@ import { startTokenChain, type TokenChain } from './support/token-chain.ts';
 const BATCH_LIMIT = 4;
 /** anonymousMaxGasLimit's default: a 12-bundle call of fresh wallets needs about 2.4 M. */
 const KEYLESS_GAS = 3_000_000;
+/** The keyless gas bucket per client address. */
+const KEYLESS_GAS_BURST = 3_500_000;
 /** Bundles per flood call: under the bundle cap (16) and the override-byte cap set below. */
 const FLOOD_BUNDLES = 12;
 const SIMULATE_EXECUTE = encodeFunctionData({ abi: estimationAbi, functionName: 'simulateExecute', args: [[]] }).slice(0, 10);
@@ -35,8 +38,8 @@ beforeAll(async () => {
     chain,
     proxy: true,
     relayer: { maxOverrideBytes: Math.floor(codeBytes * 12.5) },
-    // 30 tokens per client address: two 12-bundle FeeOptions, not three.
-    service: { anonymousRatePerSec: 0.5, anonymousBurst: 30 },
+    // A gas bucket of 3.5 M per client address that does not refill within the test (1 gas/s).
+    service: { anonymousSimulationGasPerSec: 1, anonymousSimulationGasBurst: KEYLESS_GAS_BURST },
   });
   proxy = env.proxy!;
 }, 120_000);
@@ -95,7 +98,9 @@ describe('a keyless FeeOptions flood', () => {
     proxy.refuseBatchesOver(BATCH_LIMIT);
     proxy.requests.length = 0;
     const refusedBefore = proxy.refusedBatches;
-    const flood = () => Array.from({ length: 6 }, (_, i) => from(`10.29.5.${i + 1}`, 'FeeOptions', freshBundles(FLOOD_BUNDLES)));
+    // Each flood from addresses of its own: two calls in flight at once from one address would take two gas
+    // budgets from its bucket at once (KEYLESS_GAS_BURST holds one).
+    const flood = (net: number) => Array.from({ length: 6 }, (_, i) => from(`10.29.${net}.${i + 1}`, 'FeeOptions', freshBundles(FLOOD_BUNDLES)));
     try {
       const u = { ...newSigner() };
       const wallet = walletFor(u.address);
@@ -103,7 +108,7 @@ describe('a keyless FeeOptions flood', () => {
       await chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [wallet.address, 10_000_000n] }]);
       const payeeBefore = await env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [PAYEE] });
 
-      const first = flood();
+      const first = flood(5);
       // Another caller's FeeOptions while the flood is in flight: theirs, and seven more of other wallets.
       const stub = await signedBundle({ signerKey: newSigner().privateKey, wallet, chainId: env.chainId, txs: [transfer(to, 7n)], deployed: false });
       const others = Array.from({ length: 7 }, () => {
@@ -114,7 +119,7 @@ describe('a keyless FeeOptions flood', () => {
       for (const r of [mine, ...rest]) expect(r.status, JSON.stringify(r.body)).toBe(200);
       const option = mine.body.options.find((o: { token: { symbol: string } }) => o.token.symbol === 'FUSD');
 
-      const second = flood();
+      const second = flood(6);
       const b = await signedBundle({ signerKey: u.privateKey, wallet, chainId: env.chainId, txs: [transfer(to, 7n), transfer(PAYEE, BigInt(option.value))], deployed: false });
       const sent = await env.call('SendMetaTxn', { call: { walletAddress: wallet.address, contract: b.entrypoint, input: b.input }, quote: mine.body.quote }, key());
       expect(sent.status, JSON.stringify(sent.body)).toBe(200);
@@ -133,8 +138,9 @@ describe('a keyless FeeOptions flood', () => {
         .filter(isSimulateExecute)
         .filter((c) => gasOf(c) <= KEYLESS_GAS);
       expect(keyless.length).toBeGreaterThanOrEqual(12 * FLOOD_BUNDLES);
-      // ...and never shared an HTTP request with the dispatcher's broadcasts or receipt reads.
-      const engine = new Set(['eth_sendRawTransaction', 'eth_getBlockReceipts', 'eth_getTransactionReceipt', 'eth_feeHistory']);
+      // ...and never shared an HTTP request with the dispatcher's broadcasts or receipt reads (not its fee
+      // history reads: intake reads it too, to simulate at the fees the dispatcher signs with).
+      const engine = new Set(['eth_sendRawTransaction', 'eth_getBlockReceipts', 'eth_getTransactionReceipt']);
       const mixed = proxy.requests.filter((r) => r.some(isSimulateExecute) && r.some((c) => engine.has(c.method)));
       expect(mixed).toEqual([]);
       expect(proxy.requests.flat().some((c) => c.method === 'eth_sendRawTransaction')).toBe(true);
@@ -199,15 +205,26 @@ describe('FeeOptions and Simulate limits', () => {
     expect(fits.status, JSON.stringify(fits.body)).toBe(200);
   });
 
-  it('charges a keyless caller per bundle simulated: two 12-bundle calls fit a burst of 30, a third does not, a 1-bundle call still does', async () => {
+  it('charges a keyless caller by the gas simulated, not per call: several 12-bundle calls fit a gas burst of 3.5 M, then 429 before any node call', async () => {
     const ip = '10.29.5.99';
-    for (let i = 0; i < 2; i++) expect((await from(ip, 'FeeOptions', freshBundles(FLOOD_BUNDLES))).status).toBe(200);
-    proxy.requests.length = 0;
-    const third = await from(ip, 'FeeOptions', freshBundles(FLOOD_BUNDLES));
-    expect(third.status).toBe(429);
-    expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
+    // Each call takes its budget (3 M) up front and gets back what its simulations did not use: charged by
+    // the call (3 M each), one would fit; charged by the gas simulated, several.
+    let served = 0;
+    let refused: Awaited<ReturnType<typeof from>> | undefined;
+    for (let i = 0; i < 40 && !refused; i++) {
+      proxy.requests.length = 0;
+      const r = await from(ip, 'FeeOptions', freshBundles(FLOOD_BUNDLES));
+      if (r.status === 200) served++;
+      else refused = r;
+    }
+    expect(served).toBeGreaterThan(Math.floor(KEYLESS_GAS_BURST / KEYLESS_GAS));
+    expect(refused?.status).toBe(429);
+    expect(refused?.body.cause).toMatch(/gas simulated without an access key from 10\.29\.5\.99 .* budget of 3000000 gas/);
+    expect(Number(refused?.headers['retry-after'])).toBeGreaterThan(0);
     expect(proxy.requests.flat().filter(isSimulateExecute)).toEqual([]);
-    expect((await from(ip, 'FeeOptions', freshBundles(1))).status).toBe(200);
+    // Another address, and a keyed caller, are served.
+    expect((await from('10.29.5.98', 'FeeOptions', freshBundles(1))).status).toBe(200);
+    expect((await env.call('FeeOptions', freshBundles(1), key())).status).toBe(200);
   });
 
   it('holds FeeOptions and Simulate without a key to anonymousMaxGasLimit; with a key, to maxGasLimit', async () => {
@@ -224,6 +241,8 @@ describe('FeeOptions and Simulate limits', () => {
     proxy.requests.length = 0;
     expect((await from('10.29.5.201', 'Simulate', { wallet, transactions: encoded })).status).toBe(200);
     expect((await env.call('Simulate', { wallet, transactions: encoded }, key())).status).toBe(200);
-    expect(proxy.requests.flat().filter(isSimulateExecute).map(gasOf)).toEqual([KEYLESS_GAS, 15_000_000]);
+    // Each run is given the cap for its transactions, and its own calldata's cost on top.
+    const runs = proxy.requests.flat().filter(isSimulateExecute);
+    expect(runs.map((c) => gasOf(c) - Number(intrinsicGas((c.params[0] as { data?: Hex; input?: Hex }).data ?? (c.params[0] as { input: Hex }).input)))).toEqual([KEYLESS_GAS, 15_000_000]);
   });
 });

@@ -391,6 +391,19 @@ export const AppConfigSchema = z
         /** Relayer calls without an access key, per client address and process: a token bucket. */
         anonymousRatePerSec: z.number().positive().default(10),
         anonymousBurst: z.number().int().min(1).default(40),
+        /**
+         * Gas that FeeOptions and Simulate may simulate for callers without an access key, per client address
+         * and process: a token bucket in gas. A call takes its whole gas budget (anonymousMaxGasLimit) up front
+         * and gets back what its simulations did not use; without the budget left, 429 with Retry-After.
+         */
+        anonymousSimulationGasPerSec: z.number().positive().default(6_000_000),
+        anonymousSimulationGasBurst: z.number().int().min(1).default(30_000_000),
+        /**
+         * Node simulations run at once for callers without an access key, all of them together, per process;
+         * past that they wait in line (at most anonymousSimulationQueue, else 429): keyed callers never queue behind them.
+         */
+        anonymousSimulationConcurrency: z.number().int().min(1).default(2),
+        anonymousSimulationQueue: z.number().int().min(0).default(32),
         /** GetMetaTxnReceipt calls held open at once, per process and per client address; past that the current status is answered at once. */
         maxReceiptWaiters: z.number().int().min(0).default(2_000),
         maxReceiptWaitersPerAddress: z.number().int().min(0).default(32),

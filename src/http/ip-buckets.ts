@@ -33,4 +33,12 @@ export class IpBuckets {
     this.buckets.set(ip, { tokens: tokens - need, at: now }, now);
     return { ok: true };
   }
+
+  /** Gives back `amount` tokens taken for `ip` and not used (a reservation larger than the work done), up to the burst. */
+  giveBack(ip: string, amount: number, now = Date.now()) {
+    const b = this.buckets.get(ip, now);
+    if (!b || amount <= 0) return;
+    const tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec + amount);
+    this.buckets.set(ip, { tokens, at: now }, now);
+  }
 }

@@ -14,7 +14,9 @@ import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
 import { PriceBook } from '../prices/index.ts';
 import { Pricing, type Admission, type Funding } from './intake/pricing.ts';
 import { ProbeBatcher } from './intake/probe-batch.ts';
-import { intrinsicGas, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
+import { feePolicyOf, marketFees, type FeePolicy } from './engine/gas-price.ts';
+import type { RunAs } from './intake/run-as.ts';
+import { intrinsicGas, probeAddress, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import type { SponsorRule } from './intake/sponsors.ts';
 import { WalletCache, describeKind, recogniseDeferring, type Recognised, type WalletKind } from './intake/wallets.ts';
 import { readNonces } from './nonces.ts';
@@ -35,6 +37,10 @@ const STALE_RUNS = 10;
 const STALE_PAUSE_MAX_MS = 400;
 /** Who asks the node for a call's L1 gas (Arbitrum): an address with no code, never a sender. */
 const L1_GAS_PROBE: Address = '0x000000000000000000000000000000000000dEaD';
+
+/** Runtime code returning block.number (NUMBER, MSTORE at 0, RETURN 32 bytes): asks whether the node takes block overrides. */
+const NUMBER_CODE: Hex = '0x4360005260206000f3';
+const OVERRIDE_CHECK_NUMBER = 0x7ffffffen;
 
 /** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
 const GAS_PRICE_MAX_AGE_MS = 2_000;
@@ -68,6 +74,11 @@ export class ChainRelayer implements RelayerChain {
   private lowering?: Promise<void>;
 
   private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
+  private runAsMemo?: { block: bigint; at: number; value: Promise<RunAs> };
+  /** Whether the node takes eth_call block overrides (asked once). */
+  private blockOverrides?: Promise<boolean>;
+  /** The fees the dispatcher signs with (its FeePolicy), which simulations run at too. */
+  readonly feePolicy: FeePolicy;
   /** The L1 fee bounds read for the block seen, by transaction size (an OP-stack oracle changes once per L1 block at most). */
   private l1BoundMemo?: { block: bigint; at: number; bySize: Map<number, Promise<bigint>> };
   readonly feeModel: FeeModelName;
@@ -95,6 +106,7 @@ export class ChainRelayer implements RelayerChain {
         { tokens: c.feeTokens, nativeUsdFeed: c.nativeUsdFeed, wrappedNative: c.wrappedNative, pollMs: c.pollMs },
         { gauges: deps.metrics && { unpriced: deps.metrics.relayFeeTokenUnpriced, price: deps.metrics.relayFeeTokenPrice }, log: deps.log, what: 'fee token' },
       );
+    this.feePolicy = feePolicyOf(c, this.feeModel === 'legacy');
     this.delegates = c.delegatedWallets.map((a) => a.toLowerCase() as Address);
     this.wallets = new WalletCache(deps.chain.public, this.delegates);
     const probeSettings = {
@@ -102,8 +114,8 @@ export class ChainRelayer implements RelayerChain {
       tokens: probeTokens(this.feeTokens),
       // The trial run gets gasUsed × gasMargin: what the gas limit sized from it leaves the entrypoint at least.
       trialBps: BigInt(Math.floor(c.gasMargin * 10_000)),
-      // Simulated at the chain's gas price, as the transaction will run (simulate.ts).
-      gasPrice: () => this.gasPriceNow(),
+      // Simulated as the transaction will run: its fees, the real sender's balance, the next block (run-as.ts).
+      runAs: () => this.runAs(),
       alwaysEstimate: this.feeModel === 'arbitrum',
     };
     // The shared head took a lower head: perhaps the chain went back below the block seen (see lowerSeen).
@@ -162,6 +174,70 @@ export class ChainRelayer implements RelayerChain {
     });
     this.gasPriceMemo = memo;
     return value;
+  }
+
+  /**
+   * How simulations run now, like the transaction that will be mined (intake/run-as.ts): the fees of the
+   * dispatcher's first attempt (fee history, read at most once per block seen), senders' own balances at
+   * that block, and the next block's base fee and number where the node takes block overrides.
+   */
+  runAs(): Promise<RunAs> {
+    const m = this.runAsMemo;
+    if (m && m.block >= this.seenBlock && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
+    const value = (async (): Promise<RunAs> => {
+      const [market, overrides] = await Promise.all([marketFees(this.client, this.feePolicy), this.takesBlockOverrides()]);
+      const fees = market.type === 'legacy' ? { gasPrice: market.gasPrice } : { maxFeePerGas: market.maxFeePerGas, maxPriorityFeePerGas: market.maxPriorityFeePerGas };
+      const top = [this.seenBlock, this.deps.chain.head.current?.number ?? -1n].reduce((a, b) => (a > b ? a : b));
+      const nextBlock = market.nextBlock ?? (top >= 0n ? top + 1n : (await this.client.getBlockNumber()) + 1n);
+      const balances = new Map<Address, Promise<bigint>>();
+      const funded = new Set<Address>();
+      return {
+        sender: this.senders[0],
+        fees,
+        next: overrides ? { number: nextBlock, baseFeePerGas: market.nextBaseFee } : undefined,
+        balanceOf: (a) => {
+          const k = a.toLowerCase() as Address;
+          let b = balances.get(k);
+          if (!b) {
+            b = this.client.getBalance({ address: k });
+            b.catch(() => balances.delete(k));
+            balances.set(k, b);
+          }
+          return b;
+        },
+        onFunded: (sender, has, need) => {
+          // Said once per sender and block: its simulations' sender balance is not its real one (a tell).
+          if (funded.has(sender)) return;
+          funded.add(sender);
+          this.deps.log.info(
+            { chainId: this.chainId, sender, balance: has.toString(), lent: need.toString() },
+            'a sender cannot buy the gas its simulations are given: they run with exactly that balance lent by state override',
+          );
+        },
+      };
+    })();
+    const memo = { block: this.seenBlock, at: Date.now(), value };
+    value.catch(() => {
+      if (this.runAsMemo === memo) this.runAsMemo = undefined;
+    });
+    this.runAsMemo = memo;
+    return value;
+  }
+
+  /**
+   * Whether the node runs an eth_call with block overrides (geth, anvil, reth do): asked once with a call
+   * reading NUMBER under an override. A node that refuses or ignores them gets none (simulations then see
+   * the latest block's base fee and number), said once in the log.
+   */
+  takesBlockOverrides(): Promise<boolean> {
+    this.blockOverrides ??= (async () => {
+      const at = probeAddress();
+      const r = await this.client.call({ to: at, stateOverride: [{ address: at, code: NUMBER_CODE }], blockOverrides: { number: OVERRIDE_CHECK_NUMBER } }).catch(() => undefined);
+      const ok = r?.data !== undefined && r.data !== '0x' && BigInt(r.data) === OVERRIDE_CHECK_NUMBER;
+      if (!ok) this.deps.log.info({ chainId: this.chainId }, "the node takes no eth_call block overrides: simulations see the latest block's base fee and number, not the next block's");
+      return ok;
+    })();
+    return this.blockOverrides;
   }
 
   l1FeeBound(input: string, withAuthorization = false): Promise<bigint> {

@@ -10,6 +10,7 @@ import type { BalanceHolds } from './balances/holds.ts';
 import type { SponsorApprover } from './intake/approval.ts';
 import type { Authorization } from './intake/authorization.ts';
 import type { DecodedCall } from './intake/bundle.ts';
+import type { RunAs } from './intake/run-as.ts';
 import type { FeeTokenConfig, PriceSource } from './intake/fees.ts';
 import type { ProbeJob, ProbeResult } from './intake/simulate.ts';
 import type { SponsorRepo } from './intake/sponsors.ts';
@@ -64,6 +65,8 @@ export interface RelayerChain {
   readonly feeModel: FeeModelName;
   payee(): Address;
   gasPriceNow(): Promise<bigint>;
+  /** How simulations run like the mined transaction now (intake/run-as.ts). */
+  runAs(): Promise<RunAs>;
   /** A block seen (a head, a receipt's block): reads that follow are pinned to at least it. */
   observeBlock(block: bigint | number): void;
   /**

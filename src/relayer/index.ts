@@ -11,6 +11,7 @@ export { metaTxnRepo, FINAL_STATUSES, type MetaTxnRepo, type MetaTxnRow, type St
 export { crossingKind, type BalanceCrossing, type BalanceHook } from './engine/balance-level.ts';
 export type { ApprovalRequest, SponsorApprover } from './intake/approval.ts';
 export type { Decision } from './intake/decision.ts';
+export type { SimulationMeter } from './intake/pricing.ts';
 export { formatUsd } from './intake/policy.ts';
 export { PolicyError, PolicyFields, mergePolicy, policyPatch } from './intake/policy-wire.ts';
 export { sponsorRepo, SponsorConflict, SponsorKind, sponsorWire, type RuleOwner, type SponsorRepo, type SponsorRule } from './intake/sponsors.ts';

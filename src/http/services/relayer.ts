@@ -13,11 +13,13 @@ import {
   type ChainRelayer,
   type MetaTxnRow,
   type RelayErrorKind,
+  type SimulationMeter,
 } from '../../relayer/index.ts';
 import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '../errors.ts';
 import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
+import { Limiter, LimiterFull } from '../../util/limiter.ts';
 import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
 import { Preconditions, authorizationArg } from './relayer-args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
@@ -98,7 +100,11 @@ function ownProject(ctx: RpcContext, projectId: number) {
 }
 
 export function relayerService(s: Services): ServiceDef {
-  const anonymous = new IpBuckets(s.config.relayer.anonymousRatePerSec, s.config.relayer.anonymousBurst);
+  const rc = s.config.relayer;
+  const anonymous = new IpBuckets(rc.anonymousRatePerSec, rc.anonymousBurst);
+  // Keyless simulations: a bucket in gas per client address, and a share of this process's node calls.
+  const keylessGas = new IpBuckets(rc.anonymousSimulationGasPerSec, rc.anonymousSimulationGasBurst);
+  const keylessShare = new Limiter(rc.anonymousSimulationConcurrency, rc.anonymousSimulationQueue);
   const PUBLIC = new Set([
     'Ping',
     'Version',
@@ -125,6 +131,40 @@ export function relayerService(s: Services): ServiceDef {
     if (!took.ok) {
       ctx.reply.header('Retry-After', String(took.retryAfterSec));
       throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls without an access key from ${client}: retry in ${took.retryAfterSec} s, or send an access key`);
+    }
+  };
+  /**
+   * A keyless caller's node simulations: their gas budget (`budget`) is taken from the client address's gas
+   * bucket up front (429 with Retry-After without it) and what they did not use is given back; they run
+   * within the keyless share of this process (at most anonymousSimulationConcurrency at once, all keyless
+   * callers together), so a keyed caller never waits behind them. A keyed caller runs at once, unmetered.
+   */
+  const simulating = async <T>(ctx: RpcContext, budget: bigint, work: (meter: SimulationMeter) => Promise<T>): Promise<T> => {
+    const meter: SimulationMeter = { gas: 0n };
+    if (ctx.project) return work(meter);
+    const client = clientAddress(ctx.request.ip, s.config.clientIpv6Prefix);
+    const took = keylessGas.take(client, Date.now(), Number(budget));
+    if (!took.ok) {
+      ctx.reply.header('Retry-After', String(took.retryAfterSec));
+      throw new RpcError(
+        RelayerErrors.RateLimited,
+        `the gas simulated without an access key from ${client} is over ${rc.anonymousSimulationGasPerSec} gas/s (burst ${rc.anonymousSimulationGasBurst}): this call's budget of ${budget} gas is free again in ${took.retryAfterSec} s; retry then, or send an access key`,
+      );
+    }
+    try {
+      return await keylessShare.run(() => work(meter));
+    } catch (err) {
+      if (err instanceof LimiterFull) {
+        ctx.reply.header('Retry-After', '1');
+        throw new RpcError(
+          RelayerErrors.RateLimited,
+          `the node simulations this relayer runs for callers without an access key are all busy (${err.limit} running, ${err.waiting} waiting): retry in 1 s, or send an access key`,
+        );
+      }
+      throw err;
+    } finally {
+      const unused = budget - meter.gas;
+      if (unused > 0n) keylessGas.giveBack(client, Number(unused));
     }
   };
   const load = async (r: ChainRelayer, id: string) => {
@@ -187,9 +227,10 @@ export function relayerService(s: Services): ServiceDef {
             const auth = authorizationArg({ authorization: a.authorization });
             const r = relayerFor(s, ctx);
             const decoded = r.decode(a.wallet, a.to, a.data);
-            // Each bundle is a simulation of its own: a keyless caller pays for the rest of them (prepare took one).
-            chargeKeyless(ctx, r.feeOptionsWork(decoded) - 1);
-            const out = await r.feeOptions(ctx.project?.id ?? null, a.wallet, a.to, a.data, auth, decoded);
+            // Refused before any node call when it carries too many bundles; a keyless caller's gas is then metered.
+            r.feeOptionsWork(decoded);
+            const projectId = ctx.project?.id ?? null;
+            const out = await simulating(ctx, r.simulationGasCap(projectId), (meter) => r.feeOptions(projectId, a.wallet, a.to, a.data, auth, decoded, meter));
             return {
               // metarelay extras: the price each option was computed at, and the tokens withdrawn for want of one.
               options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit, price: o.price })),
@@ -269,7 +310,14 @@ export function relayerService(s: Services): ServiceDef {
             } catch {
               throw new RelayError('invalidArgument', `transactions must be ABI-encoded ${TRANSACTION_TUPLE}[]`);
             }
-            const results = await simulateUnsigned(r.client, r.chainId, a.wallet, txs, r.simulationGasCap(ctx.project?.id ?? null), await r.gasPriceNow());
+            const cap = r.simulationGasCap(ctx.project?.id ?? null);
+            const results = await simulating(ctx, cap, async (meter) => {
+              // The whole cap is charged unless the run comes back with what it used.
+              meter.gas = cap;
+              const out = await simulateUnsigned(r.client, r.chainId, a.wallet, txs, cap, await r.runAs());
+              meter.gas = out.reduce((g, x) => g + x.gasUsed, 0n);
+              return out;
+            });
             return {
               results: results.map((x, i) => ({
                 executed: x.executed,

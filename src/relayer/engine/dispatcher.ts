@@ -2,7 +2,7 @@ import type { Address, Hex } from 'viem';
 import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempts, markBroadcast, sign, type BroadcastResult, type NewAttempt } from './attempts.ts';
 import { crashPoint } from './crash-points.ts';
-import { gweiToWei, marketFees, type FeePolicy, type Market } from './gas-price.ts';
+import { marketFees, type FeePolicy, type Market } from './gas-price.ts';
 import { pricedUnits, unitsFor, type Plan, type Priced } from './units.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
@@ -76,7 +76,7 @@ export class Dispatcher implements EngineContext {
   ) {
     const c = relayer.deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
-    this.policy = { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent, legacy: relayer.feeModel === 'legacy' };
+    this.policy = relayer.feePolicy;
     this.sweeper = new Sweeper(this);
     this.walletReads = new WalletReads(() => this.client, relayer.context, relayer.wallets);
   }

@@ -1,8 +1,8 @@
 import type { PublicClient } from 'viem';
 
 export type Fees = { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: 'legacy'; gasPrice: bigint };
-/** First-attempt fees with the next block's base fee they were read with (none on a legacy-priced chain). */
-export type Market = Fees & { nextBaseFee?: bigint };
+/** First-attempt fees with the next block's base fee and number they were read with (none on a legacy-priced chain). */
+export type Market = Fees & { nextBaseFee?: bigint; nextBlock?: bigint };
 
 export interface FeePolicy {
   /** No max fee (or legacy gas price) above this. */
@@ -11,6 +11,11 @@ export interface FeePolicy {
   bumpPercent: number;
   /** The chain's fee model is `legacy` (fee-model.ts): a legacy gas price even where the node reports a base fee. */
   legacy?: boolean;
+}
+
+/** The fee policy of a relayer's configuration (what the dispatcher signs with, and simulations run at). */
+export function feePolicyOf(c: { feeCapGwei: number; minPriorityFeeGwei: number; replacementBumpPercent: number }, legacy: boolean): FeePolicy {
+  return { capWei: gweiToWei(c.feeCapGwei), minPriorityWei: gweiToWei(c.minPriorityFeeGwei), bumpPercent: c.replacementBumpPercent, legacy };
 }
 
 export function gweiToWei(gwei: number): bigint {
@@ -45,7 +50,7 @@ export async function marketFees(client: PublicClient, policy: FeePolicy): Promi
   }
   const tip = max(median((h.reward ?? []).map((r) => r[0] ?? 0n)), policy.minPriorityWei);
   const maxFee = min(next * 2n + tip, policy.capWei);
-  return { type: 'eip1559', maxFeePerGas: maxFee, maxPriorityFeePerGas: min(tip, maxFee), nextBaseFee: next };
+  return { type: 'eip1559', maxFeePerGas: maxFee, maxPriorityFeePerGas: min(tip, maxFee), nextBaseFee: next, nextBlock: h.oldestBlock + BigInt(h.baseFeePerGas.length - 1) };
 }
 
 export type Replacement = { ok: true; fees: Fees } | { ok: false; reason: string };

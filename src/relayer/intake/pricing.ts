@@ -13,7 +13,7 @@ import { atMaxFee } from '../balances/holds.ts';
 import { weiToAttoUsd, type Cost, type Stop } from './policy.ts';
 import { priceWire } from '../../prices/index.ts';
 import { signQuote, verifyQuote } from './quote.ts';
-import { estimationCodeBytes, intrinsicGas, simulateUnsigned, type ProbeResult } from './simulate.ts';
+import { estimationCodeBytes, intrinsicGas, simulateUnsigned, type ProbeResult, type TxSimulation } from './simulate.ts';
 import { bundleKey, type Coverage, type SponsorRule } from './sponsors.ts';
 
 /*
@@ -29,6 +29,11 @@ const BUNDLE_OVERHEAD = 45_000n;
 const PER_TX_OVERHEAD = 8_000n;
 const DEPLOY_GAS = 110_000n;
 export const FEE_TRANSFER_ALLOWANCE = 60_000n;
+
+/** Gas simulated on the node for one request so far (what a keyless caller's bucket is charged). */
+export interface SimulationMeter {
+  gas: bigint;
+}
 
 /** What the checks of intake found: the decoded call, its exact simulation and the gas price it is priced at. */
 export interface Checked {
@@ -132,34 +137,56 @@ export class Pricing {
     return n;
   }
 
-  async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null, decoded?: DecodedCall) {
+  /**
+   * `meter.gas` is raised by the gas each simulation was given or used as it goes (the keyless bucket is
+   * charged by it: http/services/relayer.ts), whether or not the call ends in an answer.
+   */
+  async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null, decoded?: DecodedCall, meter: SimulationMeter = { gas: 0n }) {
     const first = decoded ?? this.chain.decode(wallet, to, data);
     this.feeOptionsWork(first);
     this.feeOptionsWork(first, await estimationCodeBytes(this.chain.client, this.chain.chainId));
     const { call, kinds } = await this.chain.recognise(wallet, to, data, false, auth, first);
-    // Without a key, each bundle runs with at most the keyless gas limit (as SendMetaTxn's), not maxGasLimit.
+    // Without a key, the call runs with at most the keyless gas limit (as SendMetaTxn's), not maxGasLimit.
     const anonymous = projectId == null;
     const gasCap = this.chain.simulationGasCap(projectId);
     const overCap = (gas: bigint) =>
       new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
-    // Its calldata alone over the limit: refused unsimulated (the node would refuse the eth_call anyway).
-    if (intrinsicGas(data as Hex) > gasCap) throw overCap(intrinsicGas(data as Hex));
-    // One gas price for the simulations and the fee (read once per block).
-    const gasPrice = await this.chain.gasPriceNow();
-    const sims = await Promise.all(call.bundles.map((b) => simulateUnsigned(this.chain.client, this.chain.chainId, b.wallet, b.txs, gasCap, gasPrice)));
-    sims.forEach((results, i) => {
-      const failed = results.findIndex((r, j) => r.executed && !r.succeeded && call.bundles[i].txs[j].revertOnError);
-      if (failed >= 0) throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${call.bundles[i].wallet} reverts: ${results[failed].reason}`);
-    });
     // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
     const undeployed = call.bundles.filter((b) => !call.deploys.includes(b.wallet) && kinds.get(b.wallet) === 'empty').length;
-    // On Arbitrum the L1 component of the calldata is gas too, inside the limit (fee-model.ts).
-    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE + (auth ? AUTHORIZATION_GAS : 0n) + (await this.chain.l1Gas(data));
-    sims.forEach((results, i) => {
-      gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(call.bundles[i].txs.length);
-      for (const r of results) gas += r.gasUsed;
-    });
+    // What the transaction costs besides its bundles' own gas. On Arbitrum the L1 component of the calldata
+    // is gas too, inside the limit (fee-model.ts).
+    let gas = intrinsicGas(data as Hex) + BigInt(call.deploys.length + undeployed) * DEPLOY_GAS + FEE_TRANSFER_ALLOWANCE + (auth ? AUTHORIZATION_GAS : 0n);
+    // Its calldata alone over the limit: refused unsimulated (the node would refuse the eth_call anyway).
     if (gas > gasCap) throw overCap(gas);
+    gas += await this.chain.l1Gas(data);
+    // One gas price for the fee (read once per block); the simulations run as the transaction will (runAs).
+    const [gasPrice, runAs] = await Promise.all([this.chain.gasPriceNow(), this.chain.runAs()]);
+    // One gas budget for the whole call, shared by its bundles: each runs in order with what the ones before
+    // it left, and the first that does not fit ends the call. So a call costs the node at most its limit
+    // in gas, however many bundles it carries, not one limit per bundle.
+    for (const b of call.bundles) {
+      gas += BUNDLE_OVERHEAD + PER_TX_OVERHEAD * BigInt(b.txs.length);
+      const left = gasCap - gas;
+      if (left <= 0n) throw overCap(gas);
+      let results: TxSimulation[];
+      try {
+        results = await simulateUnsigned(this.chain.client, this.chain.chainId, b.wallet, b.txs, left, runAs);
+      } catch (err) {
+        // The node refused the run whole (the wallet's own frame ran out of what was left): all of it was spent.
+        meter.gas += left;
+        throw err;
+      }
+      const used = results.reduce((a, r) => a + r.gasUsed, 0n);
+      meter.gas += used;
+      gas += used;
+      const failed = results.findIndex((r, j) => r.executed && !r.succeeded && b.txs[j].revertOnError);
+      if (failed >= 0) {
+        // A call that ran out of what its budget left is over the limit, whatever it reverted with.
+        if ((used * 64n) / 63n + 10_000n >= left) throw overCap(gas);
+        throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${b.wallet} reverts: ${results[failed].reason}`);
+      }
+      if (gas > gasCap) throw overCap(gas);
+    }
     // The gas limit a send of this bundle would be signed with (size): what fees, holds and caps are priced on.
     const limit = this.limitFor(gas);
     // On an OP-stack chain the sender also pays an L1 data fee, up to the oracle's bound for the size (fee-model.ts).

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { decodeErrorResult, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, padHex, toHex, type Address, type Hex, type PublicClient } from 'viem';
+import { decodeErrorResult, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, padHex, toHex, type Address, type Hex, type PublicClient, type StateOverride } from 'viem';
 import { keccak256 } from '../../chain/evm-crypto.ts';
 import { estimationAbi, probeAbi, walletErrorsAbi } from '../abi.ts';
 import { sequenceCreationCode } from '../artifacts.ts';
 import type { WalletTransaction } from './bundle.ts';
 import { RELAY_PROBE_CODE } from './probe-code.ts';
+import { blockOverridesFor, fundingFor, nextBlockOverrides, type RunAs } from './run-as.ts';
 import { SLOT_MAGIC_SPACE, probeAwareProxyCode } from './probe-proxy.ts';
 
 /**
@@ -198,12 +199,10 @@ export interface ProbeSettings {
   /** The gas margin in basis points: a bundle is tried again with gasUsed × trialBps / 10 000. */
   trialBps: bigint;
   /**
-   * The gas price simulations run at (the chain's price now). A simulation at gas price 0 is one a
-   * contract can tell from the mined run (`tx.gasprice == 0`); run like the real transaction, that
-   * trivial tell is gone. Other tells remain: worst-case pricing, not simulation, bounds what the
-   * relayer can be made to pay (docs/relayer-worst-case.md).
+   * How simulations run like the transaction that will be mined (run-as.ts): its fee fields, the real
+   * sender's balance, the next block's base fee. Without it, unpriced (gas price 0: a tell of its own).
    */
-  gasPrice?: () => Promise<bigint>;
+  runAs?: () => Promise<RunAs>;
   /**
    * Ask eth_estimateGas even for a bundle the trial proved: on Arbitrum the limit must also hold the L1
    * component, which only the node's estimate counts (fee-model.ts).
@@ -211,15 +210,22 @@ export interface ProbeSettings {
   alwaysEstimate?: boolean;
 }
 
-/** The simulating sender's balance by state override: a priced simulation needs gas × price of it, whatever the sender holds. */
-const SIMULATION_BALANCE = 10n ** 24n;
+/**
+ * The gas one probeMany eth_call is given: each job's cap twice (its run and its trial) and room for the
+ * probe's own frames, at most geth's default RPC gas cap (a node caps a larger figure silently). Given
+ * explicitly, since the sender must be able to buy it at the fee cap (run-as.ts fundingFor).
+ */
+const PROBE_CALL_GAS_MAX = 50_000_000n;
+const PROBE_FRAME_GAS = 1_000_000n;
+function probeCallGas(jobs: readonly ProbeJob[]): bigint {
+  const want = jobs.reduce((a, j) => a + 2n * j.gasCap, PROBE_FRAME_GAS);
+  return want < PROBE_CALL_GAS_MAX ? want : PROBE_CALL_GAS_MAX;
+}
 
-/** The fee fields and the sender's funding for a simulation run at `gasPrice` (nothing at 0: as before). */
-function priced(sender: Address, gasPrice: bigint | undefined) {
-  if (!gasPrice) return { fee: {}, funding: [] };
-  // Twice the price read, as the dispatcher's first attempt offers (2 × base fee + tip): the read may be a
-  // block old, and a node refuses an eth_call whose gas price is under the current base fee.
-  return { fee: { gasPrice: gasPrice * 2n }, funding: [{ address: sender, balance: SIMULATION_BALANCE }] };
+/** The fee fields, block overrides and the sender's funding of one run (nothing without runAs: unpriced, as before). */
+async function asReal(runAs: RunAs | undefined, sender: Address, gas: bigint, pinned?: bigint) {
+  if (!runAs) return { fee: {}, funding: [] as StateOverride, blockOverrides: undefined };
+  return { fee: runAs.fees, funding: await fundingFor(runAs, sender, gas), blockOverrides: blockOverridesFor(runAs, pinned) };
 }
 
 /**
@@ -231,7 +237,9 @@ function priced(sender: Address, gasPrice: bigint | undefined) {
 export async function probeMany(client: PublicClient, settings: ProbeSettings, jobs: ProbeJob[]): Promise<ProbeResult[]> {
   if (jobs.length === 0) return [];
   const probe = probeAddress();
-  const { fee, funding } = priced(jobs[0].sender, await settings.gasPrice?.());
+  const gas = probeCallGas(jobs);
+  const runAs = await settings.runAs?.();
+  const { fee, funding, blockOverrides } = await asReal(runAs, jobs[0].sender, gas, jobs[0].block);
   // A slot read is a nonce read of space SLOT_MAGIC, answered by the probe-aware proxy with the slot.
   const reads = jobs.flatMap((j) => [...(j.reads ?? []), ...(j.slotReads ?? []).map((wallet) => ({ wallet, space: SLOT_MAGIC_SPACE }))]);
   const data = encodeFunctionData({
@@ -251,6 +259,8 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
     ...(jobs[0].block === undefined ? {} : { blockNumber: jobs[0].block }),
     to: probe,
     data,
+    gas,
+    ...(blockOverrides ? { blockOverrides } : {}),
     stateOverride: [
       ...overrides(
         probe,
@@ -262,7 +272,9 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
     ],
     ...fee,
   });
-  const [block, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
+  const [reported, nonces, results] = decodeFunctionResult({ abi: probeAbi, functionName: 'probeMany', data: r.data ?? '0x' });
+  // A pinned run was given the next block's number (blockOverridesFor): the block it ran on top of is the one before.
+  const block = blockOverrides?.number !== undefined ? reported - 1n : reported;
   let k = 0;
   const out = await Promise.all(
     jobs.map(async (job, i): Promise<ProbeResult> => {
@@ -284,6 +296,8 @@ export async function probeMany(client: PublicClient, settings: ProbeSettings, j
       // made on: it is a request of its own, which a load balancer may hand to a node a block behind
       // (where a wallet deployed since has no code and "needs" next to no gas); such a node refuses it.
       if (estimateNeeded) {
+        // viem's estimateGas takes no block overrides: the estimate sees the latest block's base fee and number.
+        const { fee, funding } = await asReal(runAs, job.sender, job.gasCap);
         res.estimate = await client
           .estimateGas({
             account: job.sender,
@@ -311,8 +325,6 @@ export interface TxSimulation {
 }
 
 const moduleCode = new Map<number, Promise<Hex>>();
-/** Who an unsigned simulation is sent from when it is priced (an account with no code, funded by override). */
-const SIMULATION_CALLER: Address = '0x000000000000000000000000000000000000dEaD';
 
 /** The gas-estimation module's runtime code, produced by the node itself from the creation code. */
 function estimationModuleCode(client: PublicClient, chainId: number): Promise<Hex> {
@@ -328,23 +340,36 @@ function estimationModuleCode(client: PublicClient, chainId: number): Promise<He
   return p;
 }
 
-/**
- * Runs a wallet's transactions without its signature or nonce: the wallet's code is swapped for
- * Sequence's gas-estimation module (by state override), which executes each one and reports its gas.
- * This is what FeeOptions and Simulate use, since they receive unsigned bundles.
- */
 /** Bytes of code simulateUnsigned places on each wallet it runs (what a FeeOptions bundle costs in state overrides). */
 export async function estimationCodeBytes(client: PublicClient, chainId: number): Promise<number> {
   return (await estimationModuleCode(client, chainId)).length / 2 - 1;
 }
 
-export async function simulateUnsigned(client: PublicClient, chainId: number, wallet: Address, txs: readonly WalletTransaction[], gasCap: bigint, gasPrice?: bigint): Promise<TxSimulation[]> {
+/**
+ * Runs a wallet's transactions without its signature or nonce: the wallet's code is swapped for
+ * Sequence's gas-estimation module (by state override), which executes each one and reports its gas.
+ * This is what FeeOptions and Simulate use, since they receive unsigned bundles.
+ */
+export async function simulateUnsigned(client: PublicClient, chainId: number, wallet: Address, txs: readonly WalletTransaction[], gasCap: bigint, runAs?: RunAs): Promise<TxSimulation[]> {
   const code = await estimationModuleCode(client, chainId);
   const data = encodeFunctionData({ abi: estimationAbi, functionName: 'simulateExecute', args: [txs] });
-  // Run at the real gas price (from a funded stand-in caller) like the probe: see ProbeSettings.gasPrice.
-  const from = SIMULATION_CALLER;
-  const { fee, funding } = priced(from, gasPrice);
-  const r = await client.call({ account: gasPrice ? from : undefined, to: wallet, data, gas: gasCap, stateOverride: [{ address: wallet, code }, ...funding], ...fee });
+  // Run like the transaction (run-as.ts): from a real sender with its real balance, at the fees it will be
+  // signed with, in the next block. The wallet is called by the sender, as a send of its execute is.
+  const sender = runAs?.sender;
+  // `gasCap` is for the transactions: the simulation's own calldata cost (the transactions once more, as
+  // the argument of simulateExecute) comes on top, or a bundle with large calldata could never run.
+  const gas = gasCap + intrinsicGas(data);
+  const { fee, funding } = await asReal(runAs, sender ?? wallet, gas);
+  const blockOverrides = runAs ? nextBlockOverrides(runAs) : undefined;
+  const r = await client.call({
+    account: sender,
+    to: wallet,
+    data,
+    gas,
+    stateOverride: [{ address: wallet, code }, ...funding],
+    ...(blockOverrides ? { blockOverrides } : {}),
+    ...fee,
+  });
   const results = decodeFunctionResult({ abi: estimationAbi, functionName: 'simulateExecute', data: r.data ?? '0x' });
   return results.map((x) => ({
     executed: x.executed,
