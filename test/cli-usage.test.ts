@@ -2,7 +2,8 @@
 // a database, `serve` without a config refused in one line, empty lists said so. Real processes of
 // the binary, run together, in an empty folder that must stay empty.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,14 +19,19 @@ afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL'));
 
 /** The CLI as the package runs it (the build, plain node); `fromSource`: the checkout's bin through tsx, as `npm start` runs it. */
-function runWith(fromSource: boolean, args: string[]): Promise<CliResult> {
+function runWith(fromSource: boolean, args: string[], inDir = cwd): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, fromSource ? [SOURCE_BIN, ...args] : ['--liftoff-only', builtBin(), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, fromSource ? [SOURCE_BIN, ...args] : ['--liftoff-only', builtBin(), ...args], { cwd: inDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // A command that hangs (rather than exiting) is killed and shows as code null.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 const run = (...args: string[]) => runWith(false, args);
@@ -73,6 +79,10 @@ describe('metarelay usage', () => {
       [['contracts', 'override'], 'contracts override --chain'],
       [['refresh'], 'metarelay refresh --chain'],
       [['config'], 'metarelay config --print'],
+      // No config, no --database, no DATABASE_URL and no dev database here: refused, not a new database made.
+      [['admin', 'create'], 'no database named: give --config FILE'],
+      [['projects', 'list'], 'no database named: give --config FILE'],
+      [['migrate'], 'no database named: give --config FILE'],
       [['serve'], 'metarelay: serve needs a config: metarelay serve --config metarelay.json'],
       [['worker'], 'metarelay: worker needs a config: metarelay worker --config metarelay.json'],
       [['relayer'], 'metarelay: relayer needs a config: metarelay relayer --config metarelay.json'],
@@ -156,8 +166,42 @@ describe('metarelay usage', () => {
       const ecosystems = await run('ecosystems', 'list', ...db);
       expect([ecosystems.code, ecosystems.stdout, ecosystems.stderr.trim()]).toEqual([0, '', 'no ecosystems yet: metarelay ecosystems add NAME']);
       expect(readdirSync(cwd)).toEqual([]);
+      // Where the dev database exists (a checkout after `npm start`), a command without --config uses it, and says so.
+      const checkout = mkdtempSync(join(tmpdir(), 'metarelay-checkout-'));
+      try {
+        mkdirSync(join(checkout, '.metarelay'));
+        renameSync(emptyDb, join(checkout, '.metarelay', 'db'));
+        const used = await runWith(false, ['projects', 'list'], checkout);
+        expect([used.code, used.stderr.trim().split('\n')]).toEqual([0, [`metarelay: no --config: using the dev database at ${join(checkout, '.metarelay', 'db')}`]]);
+        expect(used.stdout).toContain('"name":"empty"');
+      } finally {
+        rmSync(checkout, { recursive: true, force: true });
+      }
     } finally {
       rmSync(emptyDb, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a taken port at once, naming --port, before opening anything (serve: its database; dev: its chain)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-taken-port-'));
+    const taken = createNetServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const takenPort = (taken.address() as AddressInfo).port;
+    try {
+      const folder = join(dir, 'db');
+      writeFileSync(join(dir, 'taken.json'), JSON.stringify({ port: takenPort, database: folder, chains: [] }));
+      const [serve, dev] = await Promise.all([
+        runWith(false, ['serve', '--config', join(dir, 'taken.json')], dir),
+        runWith(false, ['dev', '--port', String(takenPort), '--data', join(dir, 'dev')], dir),
+      ]);
+      const takenLine = `metarelay: port ${takenPort} on 127.0.0.1 is in use (another metarelay, or another server): stop it, or choose another port with --port N or PORT=N`;
+      // One line, no stack trace, and before the database (its folder is not made) or the dev chain (not started).
+      expect([serve.code, serve.stderr.trim().split('\n'), existsSync(folder)]).toEqual([2, [takenLine], false]);
+      expect([dev.code, dev.stderr.trim().split('\n')]).toEqual([2, [takenLine]]);
+      expect(dev.stdout).not.toContain('anvil');
+    } finally {
+      taken.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

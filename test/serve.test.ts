@@ -14,6 +14,7 @@ import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { rpc, startTestService } from './support/service.ts';
 import { freePort } from './support/ports.ts';
+import { runCli } from './support/cli.ts';
 
 let anvil: AnvilHandle;
 beforeAll(async () => {
@@ -136,6 +137,24 @@ describe(`metarelay serve (${TEST_DB})`, () => {
       } catch {
         // already gone
       }
+    }
+  });
+});
+
+describe(`metarelay serve refuses a chain of another chain id (${TEST_DB})`, () => {
+  it('exits 2 saying why, having closed what it opened (a PostgreSQL pool held the process, nothing listening)', async () => {
+    const testDb = await createTestDb();
+    if (TEST_DB === 'pglite') await testDb.db.close();
+    const dir = mkdtempSync(join(tmpdir(), 'metarelay-preflight-'));
+    const cfg = join(dir, 'metarelay.json');
+    writeFileSync(cfg, JSON.stringify({ port: await freePort(), database: testDb.location, chains: [{ chainId: 137, name: 'polygon', rpcUrls: [anvil.rpcUrl] }] }));
+    try {
+      const r = await runCli(['serve', '--config', cfg], {}, 60_000);
+      expect(r.code, r.stdout + r.stderr).toBe(2);
+      expect(r.stderr).toContain('metarelay: preflight failed');
+      expect(r.stderr).toContain('"polygon" is configured as chainId 137 but its RPC answers 31337');
+    } finally {
+      await testDb.drop().catch(() => undefined);
     }
   });
 });

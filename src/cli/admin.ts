@@ -4,11 +4,11 @@ import { accessKeyRepo } from '../store/access-keys.ts';
 import { projectRepo, ProjectExistsError } from '../store/projects.ts';
 import { parse } from './args.ts';
 import { UsageError } from './main.ts';
-import { DB_FLAGS as common, configFrom, withDb } from './db.ts';
+import { DB_FLAGS as common, databaseFor, withDb } from './db.ts';
 
 export async function runMigrate(argv: string[]) {
   const { values } = parse(argv, common);
-  const db = await openDb(configFrom(values).database);
+  const db = await openDb(databaseFor(values).database);
   try {
     const applied = await migrate(db);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

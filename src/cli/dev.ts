@@ -20,6 +20,7 @@ import { devBanner, type DevServiceManifest } from './dev-banner.ts';
 export type { DevServiceManifest } from './dev-banner.ts';
 import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
+import { assertPortFree, listenOn } from './port.ts';
 import { devCollection } from './dev-collection.ts';
 
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
@@ -91,6 +92,8 @@ export async function runDev(argv: string[]) {
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
 
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
+  // Before the chain and its compile: a taken port is said in a second, not after them.
+  await assertPortFree(host, port);
   say('metarelay dev: starting a local anvil chain and deploying sample contracts…');
   const chain = await startDevChain({ cacheDir: `${dataDir}/cache`, log: (m) => say(`  ${m}`) });
 
@@ -184,7 +187,7 @@ export async function runDev(argv: string[]) {
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
     await listSamples(services, chain.manifest.chain.chainId, chain.manifest.contracts);
     const app = await buildApp(services);
-    await app.listen({ port: config.port, host: config.host });
+    await listenOn(app, config.host, config.port);
     services.startBackground();
     services.startDispatchers();
     const bound = (app.server.address() as AddressInfo).port;

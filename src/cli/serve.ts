@@ -4,6 +4,7 @@ import { preflight } from '../config/preflight.ts';
 import { createServices } from '../services.ts';
 import { parse, portFlag } from './args.ts';
 import { onShutdown } from './shutdown.ts';
+import { assertPortFree, listenOn } from './port.ts';
 import { UsageError } from './main.ts';
 
 const CLOSE_CUT_MS = 500;
@@ -18,10 +19,21 @@ export async function runServe(argv: string[]) {
     file: values.config,
     overrides: { ...(port !== undefined ? { port } : {}), ...(values.host ? { host: values.host } : {}) },
   });
+  await assertPortFree(config.host, config.port);
   const services = await createServices(config);
-  await preflight(services);
-  const app = await buildApp(services, { logRequests: true });
-  await app.listen({ port: config.port, host: config.host });
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  try {
+    await preflight(services);
+    app = await buildApp(services, { logRequests: true });
+    await listenOn(app, config.host, config.port);
+  } catch (err) {
+    // What was opened is closed (database, chain clients, the HTTP server), so the process exits with
+    // the error's code instead of hanging on them with nothing listening.
+    await app?.close().catch(() => undefined);
+    await services.close().catch(() => undefined);
+    throw err;
+  }
+  const server = app;
   if (config.inProcessWorker) services.startBackground();
   if (config.relayer.inProcessDispatcher) services.startDispatchers();
   onShutdown(services.log, {
@@ -31,9 +43,9 @@ export async function runServe(argv: string[]) {
       // Requests have had graceMs to finish and held long polls were answered at the drain; a
       // keep-alive connection that is neither idle nor finishing (one opened as the listener closed)
       // must not hold the exit until the deadline, so what is left is cut after half a second.
-      const cut = setTimeout(() => app.server.closeAllConnections(), CLOSE_CUT_MS);
+      const cut = setTimeout(() => server.server.closeAllConnections(), CLOSE_CUT_MS);
       cut.unref();
-      await app.close();
+      await server.close();
       clearTimeout(cut);
       await services.close();
     },
