@@ -83,6 +83,23 @@ describe(`metarelay CLI (${TEST_DB})`, () => {
     const again = await runCli(['keys', 'revoke', accessKey, ...dbArgs]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('no live key');
+
+    // Both kinds: publishable (held to origins) and secret; a secret key rotated keeps its kind.
+    const web = JSON.parse((await runCli(['keys', 'create', '--project', 'acme', '--origin', 'https://app.example', ...dbArgs])).stdout);
+    expect(web).toMatchObject({ kind: 'publishable', allowedOrigins: ['https://app.example'] });
+    const sec = await runCli(['keys', 'create', '--project', 'acme', '--secret', '--label', 'backend', ...dbArgs]);
+    expect(sec.code, sec.stderr).toBe(0);
+    const secret = JSON.parse(sec.stdout);
+    expect(secret).toMatchObject({ kind: 'secret', label: 'backend', allowedOrigins: null });
+    expect(secret.accessKey).toMatch(/^mr_sk_/);
+    const rotated = await runCli(['keys', 'rotate', String(secret.id), '--project', 'acme', ...dbArgs]);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(JSON.parse(rotated.stdout)).toMatchObject({ kind: 'secret', label: 'backend' });
+    const listed = (await runCli(['keys', 'list', '--project', 'acme', ...dbArgs])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(listed.find((k) => k.id === secret.id)).toMatchObject({ kind: 'secret' });
+    expect(listed.find((k) => k.id === secret.id).revokedAt).not.toBeNull();
+    expect((await runCli(['keys', 'rotate', String(secret.id), '--project', 'acme', ...dbArgs])).stderr).toContain('no live key');
+    expect((await runCli(['keys', 'create', '--project', 'acme', '--origin', 'app.example/path', ...dbArgs])).stderr).toContain('is not an origin');
   });
 
   it('refuses a wrong config file naming the key, and exits non-zero', async () => {

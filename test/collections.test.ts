@@ -66,7 +66,8 @@ for (const storeKind of ['folder', 's3'] as const) {
       });
       base = await t.app.listen({ port: 0, host: '127.0.0.1' });
       t.services.startBackground();
-      collections = new SequenceCollections(base, t.accessKey);
+      // Writes take the project's secret key, as Sequence's builder API takes its secret credential.
+      collections = new SequenceCollections(base, t.secretKey);
       projectId = t.project.id;
     }, 120_000);
 
@@ -80,7 +81,7 @@ for (const storeKind of ['folder', 's3'] as const) {
     });
 
     const blobs = () => t.services.media!.blobs;
-    const upload = (path: string, bytes: Buffer, name = 'file.png', key = t.accessKey) => uploadFile(base, path, bytes, name, key);
+    const upload = (path: string, bytes: Buffer, name = 'file.png', key = t.secretKey) => uploadFile(base, path, bytes, name, key);
     /** A collection with one token and a declared image asset. */
     const scaffold = async (name: string, tokenId = '1') => {
       const { collection } = await collections.createCollection({ collection: { metadata: { name, description: `${name} collection` } } as never });
@@ -198,7 +199,7 @@ for (const storeKind of ['folder', 's3'] as const) {
       const chainId = chain.anvil.chainId;
       await collections.createContractCollection({ contractCollection: { chainId, contractAddress: mineContract, collectionId: mine.collection.id } } as never);
       const other = await t.services.projects.create(`other-${storeKind}-${Date.now()}`);
-      const { key } = await t.services.accessKeys.create(other.id, 'other');
+      const { key } = await t.services.accessKeys.create(other.id, 'other', { kind: 'secret' });
       const theirs = new SequenceCollections(base, key);
       const { collection: theirOwn } = await theirs.createCollection({ collection: { metadata: { name: 'Theirs' } } as never });
 
@@ -272,7 +273,7 @@ for (const storeKind of ['folder', 's3'] as const) {
       expect(big.body.cause).toMatch(/^TOO_LARGE/);
       const raw = await fetch(`${base}${uploadPath}`, {
         method: 'PUT',
-        headers: { authorization: `Bearer ${t.accessKey}`, 'content-type': 'application/octet-stream' },
+        headers: { authorization: `Bearer ${t.secretKey}`, 'content-type': 'application/octet-stream' },
         body: new Uint8Array(MAX_BYTES + 70_000),
       });
       expect(raw.status).toBe(413);
@@ -282,7 +283,7 @@ for (const storeKind of ['folder', 's3'] as const) {
       // Bad arguments are named, not a 500.
       expect(await errorOf(collections.createToken({ collectionId: 1, token: { tokenId: 'not-a-number', name: 'x' } as never }))).toMatchObject({ code: 2001 });
       expect(await errorOf(collections.createAsset({ asset: { collectionId: 1, metadataField: '../../etc' } as never }))).toMatchObject({ code: 2001 });
-      expect((await rpc(t.app, '/rpc/Collections/CreateCollection', { collection: { metadata: { name: '' } } }, { 'x-access-key': t.accessKey })).body).toMatchObject({ code: 2001 });
+      expect((await rpc(t.app, '/rpc/Collections/CreateCollection', { collection: { metadata: { name: '' } } }, { 'x-access-key': t.secretKey })).body).toMatchObject({ code: 2001 });
     });
 
     it('collects blobs nothing references once their assets, tokens or collections go', async () => {

@@ -59,9 +59,11 @@ beforeAll(async () => {
     });
   });
   const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
-  client = new SequenceIndexer(`${base}/indexer/anvil`, t.accessKey);
+  // Listeners are written with the project's secret key, where Sequence's client sends its secret
+  // credential (jwtAuth: Authorization: BEARER), beside the app's publishable key.
+  client = new SequenceIndexer(`${base}/indexer/anvil`, t.accessKey, t.secretKey);
   const p2 = await t.services.projects.create('listeners-other');
-  other = new SequenceIndexer(`${base}/indexer/anvil`, (await t.services.accessKeys.create(p2.id, 'k')).key);
+  other = new SequenceIndexer(`${base}/indexer/anvil`, undefined, (await t.services.accessKeys.create(p2.id, 'k', { kind: 'secret' })).key);
   [erc20, nft, multi] = (await chain.deploy([{ contract: 'TestIndexERC20' }, { contract: 'TestIndexERC721' }, { contract: 'TestIndexERC1155', args: ['http://127.0.0.1/{id}.json'] }])).map(
     (a) => a.toLowerCase() as Address,
   ) as [Address, Address, Address];

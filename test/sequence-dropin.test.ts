@@ -270,6 +270,9 @@ describe('relayer methods refused with why', () => {
   });
 
   it('the indexer webhook listeners are served (test/indexer-webhook-listeners.test.ts)', async () => {
+    // Listeners are the project's backend's: written with a secret key, sent as Sequence's client sends its secret credential.
+    const secret = (await env.services.accessKeys.create(env.project.id, 'backend', { kind: 'secret' })).key;
+    const indexer = new SequenceIndexer(`${env.baseUrl}/indexer/${env.chain.chainConfig.name}`, env.accessKey, secret);
     const added = await indexer.addWebhookListener({ url: 'http://127.0.0.1:1/hook', filters: { contractAddresses: [env.token] } });
     expect(added.listener).toMatchObject({ url: 'http://127.0.0.1:1/hook', active: true, filters: { contractAddresses: [env.token.toLowerCase()] } });
     expect((await indexer.removeWebhookListener({ id: added.listener.id })).status).toBe(true);

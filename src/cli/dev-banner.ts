@@ -1,7 +1,10 @@
 /** What `metarelay dev` writes to its manifest file: the running service, the dev chain and its samples (devchain DevManifest is the chain part). */
 export interface DevServiceManifest {
   baseUrl: string;
+  /** The dev project's publishable key: reads, relays, streams. */
   accessKey: string;
+  /** Its secret key: also writes (collections, uploads, webhook listeners); never from a browser. */
+  secretKey: string;
   project: string;
   chain: { chainId: number; name: string; rpcUrl: string };
   contracts: Record<string, string>;
@@ -63,7 +66,8 @@ export function devBanner(o: { manifest: DevServiceManifest; manifestPath: strin
     `  Database    ${rel(o.database)}`,
     `  Relayer     ${m.relayerUrl} (Sequence v2 wallets; the dev project sponsors the sample contracts)`,
     `  Indexer     ${m.indexerUrl} (balances and transfer history; the samples are held by ${m.holder})`,
-    `  Access key  ${m.accessKey} (project "${m.project}")`,
+    `  Access key  ${m.accessKey} (project "${m.project}", publishable: reads, relays, streams)`,
+    `  Secret key  ${m.secretKey} (writes: collections, uploads, webhook listeners; from a backend only)`,
     `  Console     ${m.consoleUrl} (sign in with admin token ${m.adminToken})`,
     ...(m.collection ? [`  Collection  ${m.collection.tokenMetadataURI} (hosted here; ERC-721 ${m.collection.contract} points at it)`] : []),
     `  Manifest    ${rel(o.manifestPath)}`,

@@ -1,3 +1,4 @@
+import type { KeyKind } from '../store/access-keys.ts';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -65,15 +66,15 @@ async function listSamples(s: Services, chainId: number, contracts: Record<strin
   await s.directory.setFeatureIndex(chainId, lower(contracts.erc721!), 1);
 }
 
-async function devAccessKey(s: Services, previous: unknown): Promise<{ key: string; project: string }> {
+async function devAccessKey(s: Services, previous: unknown, kind: KeyKind): Promise<string> {
   const projectName = 'dev';
   const project = (await s.projects.getByName(projectName)) ?? (await s.projects.create(projectName));
   if (typeof previous === 'string') {
     const live = await s.accessKeys.resolve(previous);
-    if (live && live.project.id === project.id) return { key: previous, project: projectName };
+    if (live && live.project.id === project.id && live.keyKind === kind) return previous;
   }
-  const { key } = await s.accessKeys.create(project.id, 'dev');
-  return { key, project: projectName };
+  const { key } = await s.accessKeys.create(project.id, kind === 'secret' ? 'dev (secret)' : 'dev', { kind });
+  return key;
 }
 
 export async function runDev(argv: string[]) {
@@ -181,7 +182,10 @@ export async function runDev(argv: string[]) {
     await services.collections?.forgetChain(chain.manifest.chain.chainId);
     await mintMonitorStore(services.db).forgetChain(chain.manifest.chain.chainId);
     const previous = previousManifest(manifestPath);
-    const { key, project } = await devAccessKey(services, previous.accessKey);
+    // A publishable key for apps and a secret one for what writes (collections, webhook listeners).
+    const project = 'dev';
+    const key = await devAccessKey(services, previous.accessKey, 'publishable');
+    const secretKey = await devAccessKey(services, previous.secretKey, 'secret');
     const adminToken = await devAdminToken(services.db, previous.adminToken);
     const devProject = (await services.projects.getByName(project))!;
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
@@ -207,6 +211,7 @@ export async function runDev(argv: string[]) {
     const manifest: DevServiceManifest = {
       baseUrl,
       accessKey: key,
+      secretKey,
       project,
       chain: chain.manifest.chain,
       contracts: chain.manifest.contracts,

@@ -17,8 +17,10 @@ Usage:
   metarelay config --print [--config FILE]                    the effective config (file + env + secret files), secrets masked
   metarelay projects create NAME [--config FILE]
   metarelay projects list [--config FILE]
-  metarelay keys create --project NAME [--label TEXT] [--config FILE]
+  metarelay keys create --project NAME [--secret] [--origin URL ...] [--label TEXT] [--config FILE]
+                         (publishable unless --secret: reads and relays; --origin holds it to those origins)
   metarelay keys list --project NAME [--config FILE]
+  metarelay keys rotate ID --project NAME [--config FILE]   a new key of the same kind; the old one is revoked
   metarelay keys revoke KEY [--config FILE]
   metarelay admin create [--label TEXT] [--config FILE]       a console/admin token, printed once
   metarelay admin revoke ID [--config FILE]
@@ -41,7 +43,7 @@ The database is config.database, or DATABASE_URL (postgres://… or a PGlite fol
  */
 const VERBS: Record<string, readonly string[]> = {
   projects: ['create', 'list'],
-  keys: ['create', 'list', 'revoke'],
+  keys: ['create', 'list', 'rotate', 'revoke'],
   admin: ['create', 'revoke'],
   sponsors: ['add', 'set', 'list', 'enable', 'disable', 'remove'],
   ecosystems: ['add', 'list', 'join', 'leave'],

@@ -4,6 +4,7 @@ import type { Authenticator, AuthOutcome } from '../access/authenticator.ts';
 import type { RateLimiter } from '../access/rate-limiter.ts';
 import { refusedNetwork } from '../access/allowed-networks.ts';
 import { familyOf } from '../access/usage-family.ts';
+import { keyRefusal, type KeyRefusal } from '../access/key-kinds.ts';
 import type { ResponseCache, ReusableAnswer } from '../access/response-cache.ts';
 import type { NetworkRegistry } from '../chain/registry.ts';
 import type { Project } from '../store/projects.ts';
@@ -14,10 +15,11 @@ import { RpcError, type ErrorDef } from './errors.ts';
 
 /**
  * `admin`: an operator token (Authorization: Bearer); a project access key never passes.
- * `project`: a project's access key (X-Access-Key, or as the Bearer token, which is where Sequence's
- * Collections client puts its credential), or an operator token acting for any project.
+ * `secret`: what writes project state. A project's secret key (X-Access-Key, or as the Bearer token,
+ * which is where Sequence's Collections client puts its credential), or an operator token acting for
+ * any project; a publishable key is refused (access/key-kinds.ts).
  */
-export type AuthMode = 'none' | 'optional' | 'required' | 'admin' | 'project';
+export type AuthMode = 'none' | 'optional' | 'required' | 'admin' | 'secret';
 
 /** The refusals of the access check, in the words of the service asking. */
 export interface AccessErrors {
@@ -25,6 +27,10 @@ export interface AccessErrors {
   permissionDenied: ErrorDef;
   networkNotAllowed: ErrorDef;
   rateLimited: ErrorDef;
+  /** A publishable key from an origin it does not allow. */
+  invalidOrigin: ErrorDef;
+  /** A secret key sent from a browser. */
+  secretKeyCors: ErrorDef;
 }
 
 /** What a route says about one request, for the access check and the response cache. */
@@ -119,15 +125,16 @@ export class AccessPipeline {
    */
   admit(req: FastifyRequest, a: AccessRequest): Caller | Promise<Caller> {
     if (a.mode === 'admin') return this.admitAdmin(req, a.errors);
-    if (a.mode === 'project') return this.admitProject(req, a);
+    if (a.mode === 'secret') return this.admitSecret(req, a);
     if (a.mode === 'none') return PUBLIC;
     const key = readAccessKey(req, a.queryKey);
     const family = familyOf(req.url);
+    const origin = originOf(req);
     const known = this.deps.auth.authenticateCached(key, family);
-    return known ? this.admitKey(known, a) : this.deps.auth.authenticate(key, family).then((outcome) => this.admitKey(outcome, a));
+    return known ? this.admitKey(known, a, origin) : this.deps.auth.authenticate(key, family).then((outcome) => this.admitKey(outcome, a, origin));
   }
 
-  private admitKey(outcome: AuthOutcome, a: AccessRequest): Caller | Promise<Caller> {
+  private admitKey(outcome: AuthOutcome, a: AccessRequest, origin: string | undefined): Caller | Promise<Caller> {
     const E = a.errors;
     if (outcome.kind === 'invalid') throw new RpcError(E.unauthorized, 'invalid access key');
     if (outcome.kind === 'none') {
@@ -136,6 +143,8 @@ export class AccessPipeline {
       }
       return ANONYMOUS;
     }
+    const refusal = keyRefusal(outcome, a.mode === 'secret', origin);
+    if (refusal) throw refusalError(refusal, E);
     if (outcome.project.allowedChainIds) {
       const refused = refusedNetwork(outcome.project, this.deps.networks, a.networks());
       if (refused) throw new RpcError(E.networkNotAllowed, `network ${refused.name} (chain ${refused.chainId}) is not enabled for project ${outcome.project.name}`);
@@ -157,7 +166,7 @@ export class AccessPipeline {
    * nothing. The first half of `reuseNow`, and what `mayReuse` asks.
    */
   private callerNow(mode: AuthMode, key: string | undefined): { outcome?: AuthOutcome; principal: string } | undefined {
-    if (!this.deps.responses.enabled || mode === 'admin' || mode === 'project') return undefined;
+    if (!this.deps.responses.enabled || mode === 'admin' || mode === 'secret') return undefined;
     if (mode === 'none') return { principal: PUBLIC.principal };
     const outcome = this.deps.auth.peek(key);
     if (!outcome || outcome.kind === 'invalid' || (outcome.kind === 'none' && mode === 'required')) return undefined;
@@ -184,12 +193,13 @@ export class AccessPipeline {
    * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
    * goes on to its route, whose hooks decide it as for any other.
    */
-  reuseNow(mode: AuthMode, key: string | undefined, networks: () => string[], reuseKey: string, url?: string): ReusableAnswer | undefined {
+  reuseNow(mode: AuthMode, key: string | undefined, origin: string | undefined, networks: () => string[], reuseKey: string, url?: string): ReusableAnswer | undefined {
     const { auth, responses, rateLimiter } = this.deps;
     if (reuseKey.length >= responses.maxKeyLength) return undefined;
     const caller = this.callerNow(mode, key);
     if (!caller) return undefined;
     const { outcome, principal } = caller;
+    if (outcome?.kind === 'ok' && keyRefusal(outcome, false, origin)) return undefined;
     if (outcome?.kind === 'ok' && outcome.project.allowedChainIds && refusedNetwork(outcome.project, this.deps.networks, networks())) return undefined;
     const hit = responses.peek(`${principal}\n${reuseKey}`, Date.now());
     if (!hit || (outcome && !rateLimiter.spendNow(outcome))) return undefined;
@@ -199,14 +209,26 @@ export class AccessPipeline {
     return hit;
   }
 
-  private async admitProject(req: FastifyRequest, a: AccessRequest): Promise<Caller> {
+  /**
+   * The secret key is the Bearer token where there is one (Sequence's clients send their secret
+   * credential there, `jwtAuth`, and may send the app's publishable key beside it in X-Access-Key,
+   * which must then be a live key of the same project), else X-Access-Key.
+   */
+  private async admitSecret(req: FastifyRequest, a: AccessRequest): Promise<Caller> {
+    const E = a.errors;
     const bearer = readBearer(req);
     if (bearer && (await this.deps.admin.verify(bearer))) return OPERATOR;
-    const key = readAccessKey(req, false) ?? bearer;
-    if (!key) throw new RpcError(a.errors.unauthorized, 'a project access key (X-Access-Key, or Authorization: Bearer <key>) or an admin token is required');
+    const header = readAccessKey(req, false);
+    const key = bearer ?? header;
+    if (!key) throw new RpcError(E.unauthorized, 'a project secret key (Authorization: Bearer <key>, or X-Access-Key) or an admin token is required');
     const outcome = await this.deps.auth.authenticate(key);
-    if (outcome.kind !== 'ok') throw new RpcError(a.errors.unauthorized, bearer && !readAccessKey(req, false) ? 'invalid admin token or access key' : 'invalid access key');
-    return this.admitKey(outcome, { ...a, mode: 'required' });
+    if (outcome.kind !== 'ok') throw new RpcError(E.unauthorized, bearer ? 'invalid admin token or access key' : 'invalid access key');
+    if (bearer && header && header !== bearer) {
+      const beside = await this.deps.auth.authenticate(header);
+      if (beside.kind !== 'ok') throw new RpcError(E.unauthorized, 'invalid access key in X-Access-Key');
+      if (beside.project.id !== outcome.project.id) throw new RpcError(E.permissionDenied, 'the X-Access-Key and the Bearer key belong to different projects');
+    }
+    return this.admitKey(outcome, a, originOf(req));
   }
 
   private async admitAdmin(req: FastifyRequest, E: AccessErrors): Promise<Caller> {
@@ -274,6 +296,17 @@ export class AccessPipeline {
     };
     return { preHandler, onSend };
   }
+}
+
+/** A key-kind refusal in the words of the route refusing it. */
+export function refusalError(r: KeyRefusal, E: AccessErrors): RpcError {
+  return new RpcError(r.reason === 'origin' ? E.invalidOrigin : r.reason === 'secretFromBrowser' ? E.secretKeyCors : E.permissionDenied, r.detail);
+}
+
+/** The request's Origin header: a browser's request carries one, a backend's does not. */
+function originOf(req: FastifyRequest): string | undefined {
+  const o = req.headers.origin;
+  return Array.isArray(o) ? o[0] : o;
 }
 
 /** The caller the pipeline admitted for this request. */

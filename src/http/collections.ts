@@ -7,18 +7,12 @@ import { z } from 'zod';
 import { parseCollectionPath, type CollectionsService } from '../collections/index.ts';
 import type { AccessPipeline } from './access-pipeline.ts';
 import { etagOf } from './access-pipeline.ts';
-import { MetadataErrors, RpcError } from './errors.ts';
+import { MetadataErrors, RpcError, metadataAccessErrors } from './errors.ts';
 import { assetWire, actorOf, refusals } from './services/collections-wire.ts';
 import { TokenIdString } from './services/args.ts';
 import { describeIssues, sendError } from './webrpc.ts';
 
 const NOT_FOUND = { ...MetadataErrors.NotFound, status: 404 };
-const ERRORS = {
-  unauthorized: MetadataErrors.Unauthorized,
-  permissionDenied: MetadataErrors.PermissionDenied,
-  networkNotAllowed: MetadataErrors.PermissionDenied,
-  rateLimited: MetadataErrors.RateLimited,
-};
 // Room for the multipart envelope around a file of the largest allowed size.
 const MULTIPART_SLACK = 64 * 1024;
 
@@ -66,7 +60,7 @@ export function registerCollectionRoutes(app: FastifyInstance, svc: CollectionsS
     });
     const upload = async (req: FastifyRequest, reply: FastifyReply) => {
       try {
-        const caller = await access.admit(req, { mode: 'project', errors: ERRORS, queryKey: false, networks: () => [], sendReused: () => reply });
+        const caller = await access.admit(req, { mode: 'secret', errors: metadataAccessErrors, queryKey: false, networks: () => [], sendReused: () => reply });
         const parsed = UploadParams.safeParse(req.params);
         if (!parsed.success) throw new RpcError(MetadataErrors.InvalidArgument, describeIssues(parsed.error, req.params).text);
         const p = parsed.data;

@@ -86,7 +86,7 @@ export class EarlyAnswers {
     if (c < 0 || c === path.length - 1 || path.indexOf('/', c + 1) >= 0 || path.includes('%')) return false;
     const network = path.slice(PREFIX.length, n);
     const key = pickAccessKey(req.headers['x-access-key'], q < 0 ? undefined : queryKey(url.slice(q + 1)));
-    const hit = this.access.reuseNow(this.restMode, key, () => [network], restReuseKey(url), url);
+    const hit = this.access.reuseNow(this.restMode, key, req.headers.origin, () => [network], restReuseKey(url), url);
     if (!hit) return false;
     const origin = req.headers.origin;
     const inm = req.headers['if-none-match'];
@@ -133,7 +133,7 @@ export class EarlyAnswers {
     });
     req.once('end', () => {
       const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, got);
-      const hit = got === length ? this.access.reuseNow(m.mode, key, () => networksOf(body), `${m.reusePrefix}${body.toString('latin1')}`, url) : undefined;
+      const hit = got === length ? this.access.reuseNow(m.mode, key, req.headers.origin, () => networksOf(body), `${m.reusePrefix}${body.toString('latin1')}`, url) : undefined;
       if (!hit) {
         (req as WithBody)[READ_BODY] = body;
         return next(req, res);

@@ -48,6 +48,17 @@ export const MetadataErrors = table({
   TokenDirectoryDisabled: [4001, 400, 'Token Directory is disabled'],
 });
 
+/**
+ * Key refusals of the shared authcontrol set that the service tables lack (kept out of them: those are
+ * the clients' tables, code for code). `SecretKeyCorsDisallowed` is authcontrol v0.9.1's refusal of a
+ * secret key sent from a browser; `InvalidOrigin` is the relayer's and indexer's 1103, which the
+ * metadata schema does not list.
+ */
+export const AuthControlErrors = table({
+  SecretKeyCorsDisallowed: [1009, 403, "CORS disallowed. Admin API Secret Key can't be used from a web app."],
+  InvalidOrigin: [1103, 403, 'Invalid origin for Access Key'],
+});
+
 export const RelayerErrors = table({
   Unauthorized: [1000, 401, 'Unauthorized access'],
   PermissionDenied: [1001, 403, 'Permission denied'],
@@ -123,6 +134,10 @@ export interface ServiceErrorMap {
   timeout: ErrorDef;
   /** A network the caller's project is not enabled for. */
   networkNotAllowed: ErrorDef;
+  /** A publishable key sent from an origin it does not allow. */
+  invalidOrigin: ErrorDef;
+  /** A secret key sent from a browser (an Origin header). */
+  secretKeyCors: ErrorDef;
   /** The chain's node cannot be reached (or rate-limits us): transient, HTTP 503 with Retry-After. */
   chainUnavailable: ErrorDef;
 }
@@ -141,6 +156,8 @@ export const metadataErrorMap: ServiceErrorMap = {
   rateLimited: MetadataErrors.RateLimited,
   timeout: MetadataErrors.Timeout,
   networkNotAllowed: MetadataErrors.PermissionDenied,
+  invalidOrigin: AuthControlErrors.InvalidOrigin,
+  secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
   chainUnavailable: unavailable(MetadataErrors.Fail, 'Chain node unavailable'),
 };
 
@@ -155,6 +172,8 @@ export const relayerErrorMap: ServiceErrorMap = {
   rateLimited: RelayerErrors.RateLimited,
   timeout: RelayerErrors.Timeout,
   networkNotAllowed: RelayerErrors.InvalidChain,
+  invalidOrigin: RelayerErrors.InvalidOrigin,
+  secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
   chainUnavailable: unavailable(RelayerErrors.Unavailable, 'Chain node unavailable'),
 };
 
@@ -170,8 +189,20 @@ export const indexerErrorMap: ServiceErrorMap = {
   rateLimited: IndexerErrors.RateLimited,
   timeout: IndexerErrors.Timeout,
   networkNotAllowed: IndexerErrors.InvalidService,
+  invalidOrigin: IndexerErrors.InvalidOrigin,
+  secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
   chainUnavailable: unavailable(IndexerErrors.Unavailable, 'Chain node unavailable'),
 };
+
+/** The access refusals of the metadata routes outside webrpc (REST, media, collection uploads). */
+export const metadataAccessErrors = {
+  unauthorized: MetadataErrors.Unauthorized,
+  permissionDenied: MetadataErrors.PermissionDenied,
+  networkNotAllowed: MetadataErrors.PermissionDenied,
+  rateLimited: MetadataErrors.RateLimited,
+  invalidOrigin: AuthControlErrors.InvalidOrigin,
+  secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
+} as const;
 
 export class RpcError extends Error {
   constructor(

@@ -4,7 +4,9 @@ import type { Services } from '../services.ts';
 import { EVENT_TYPES, envelope, type StoredEvent, type StreamFilter } from '../events/outbox.ts';
 import { clientAddress } from './client-address.ts';
 import { readAccessKey } from './auth.ts';
-import { MetadataErrors, RpcError, type ErrorDef } from './errors.ts';
+import { MetadataErrors, RpcError, metadataAccessErrors, type ErrorDef } from './errors.ts';
+import { keyRefusal } from '../access/key-kinds.ts';
+import { refusalError } from './access-pipeline.ts';
 import { sendError } from './webrpc.ts';
 import type { OpenStreams } from './stream-registry.ts';
 
@@ -40,6 +42,9 @@ export function registerEventStream(app: FastifyInstance, s: Services, registry:
     try {
       const outcome = await s.auth.authenticate(readAccessKey(req, true));
       if (outcome.kind !== 'ok') throw new RpcError(MetadataErrors.Unauthorized, outcome.kind === 'none' ? 'access key required: X-Access-Key header or ?accessKey=' : 'invalid access key');
+      // Streams are reads: any kind of key, from the origins it allows (access/key-kinds.ts).
+      const refusal = keyRefusal(outcome, false, req.headers.origin);
+      if (refusal) throw refusalError(refusal, metadataAccessErrors);
       const q = Query.safeParse(req.query);
       if (!q.success) throw new RpcError(MetadataErrors.InvalidArgument, q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       const unknown = q.data.types?.find((t) => !(EVENT_TYPES as readonly string[]).includes(t));

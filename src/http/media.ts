@@ -10,7 +10,7 @@ import type { Services } from '../services.ts';
 import { CONTRACT_MEDIA_FIELDS, MEDIA_FIELDS, formatFor, isImage, parseRendition, snapWidth, type BlobInfo, type MediaService } from '../media/index.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import type { AccessPipeline } from './access-pipeline.ts';
-import { MetadataErrors, RpcError, metadataErrorMap, toWire, type ErrorDef } from './errors.ts';
+import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, toWire, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
 import { describeIssues, sendError } from './webrpc.ts';
 
@@ -187,12 +187,7 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
       // The REST routes' access rule, through the same pipeline (no response cache: answers are redirects).
       await access.admit(req, {
         mode: s.config.auth.rest,
-        errors: {
-          unauthorized: MetadataErrors.Unauthorized,
-          permissionDenied: MetadataErrors.PermissionDenied,
-          networkNotAllowed: MetadataErrors.PermissionDenied,
-          rateLimited: MetadataErrors.RateLimited,
-        },
+        errors: metadataAccessErrors,
         queryKey: true,
         networks: () => networksNamed(req.params as Record<string, string>, undefined),
         sendReused: () => reply,

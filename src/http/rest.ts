@@ -8,7 +8,7 @@ import { ContractInfoWire } from '../metadata/contracts/contract-view.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import type { ReusableAnswer } from '../access/response-cache.ts';
 import { etagOf, keep, type AccessPipeline, type AccessRequest } from './access-pipeline.ts';
-import { MetadataErrors, RpcError, metadataErrorMap, type ErrorDef } from './errors.ts';
+import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
 import { LIMITS } from './services/metadata.ts';
 import { JSON_UTF8, describeIssues, sendError } from './webrpc.ts';
@@ -131,12 +131,7 @@ function sendReused(req: FastifyRequest, reply: FastifyReply, answer: Pick<Reusa
 }
 
 export function registerRestRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
-  const errors = {
-    unauthorized: MetadataErrors.Unauthorized,
-    permissionDenied: MetadataErrors.PermissionDenied,
-    networkNotAllowed: MetadataErrors.PermissionDenied,
-    rateLimited: MetadataErrors.RateLimited,
-  };
+  const errors = metadataAccessErrors;
   const refuse = (reply: FastifyReply, err: RpcError) => sendError(reply, err.def as ErrorDef, err.detail, err.headers);
   const describe =
     (reusable: boolean) =>

@@ -228,7 +228,14 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
     const headerValue = `${WEBRPC_VERSION};${service.schema}`;
     const cacheable = !service.prepare;
     const E = service.errors;
-    const accessErrors = { unauthorized: E.unauthorized, permissionDenied: E.permissionDenied, networkNotAllowed: E.networkNotAllowed, rateLimited: E.rateLimited };
+    const accessErrors = {
+      unauthorized: E.unauthorized,
+      permissionDenied: E.permissionDenied,
+      networkNotAllowed: E.networkNotAllowed,
+      rateLimited: E.rateLimited,
+      invalidOrigin: E.invalidOrigin,
+      secretKeyCors: E.secretKeyCors,
+    };
     const sendReused: AccessRequest['sendReused'] = (_req, reply, answer) => sendJsonBytes(reply, answer.body);
     const refuse = (reply: FastifyReply, err: RpcError) => {
       const st = (reply.request as RpcRequest)[RPC];

@@ -4,15 +4,24 @@ import { secretDigest } from './digest.ts';
 import { toProject, type Project } from './projects.ts';
 
 export const KEY_PREFIX = 'mr_';
+/** Secret keys say so in their first characters, so one pasted into an app's code is easy to spot. */
+export const SECRET_KEY_PREFIX = 'mr_sk_';
+
+/** What a key may do (access/key-kinds.ts decides): publishable keys read, relay and stream; secret keys also write. */
+export const KEY_KINDS = ['publishable', 'secret'] as const;
+export type KeyKind = (typeof KEY_KINDS)[number];
 
 /** The method families requests are counted by (access/usage-family.ts reads a request's from its path). */
 export const FAMILIES = ['metadata', 'relayer', 'indexer', 'other'] as const;
 export type UsageFamily = (typeof FAMILIES)[number];
 
 /** 24 random bytes: high entropy, so a fast unsalted digest is a sound way to store them. */
-export function generateAccessKey(): string {
-  return KEY_PREFIX + randomBytes(24).toString('base64url');
+export function generateAccessKey(kind: KeyKind = 'publishable'): string {
+  return (kind === 'secret' ? SECRET_KEY_PREFIX : KEY_PREFIX) + randomBytes(24).toString('base64url');
 }
+
+/** The part of a key kept in clear to tell keys apart in lists. */
+const prefixOf = (key: string) => key.slice(0, (key.startsWith(SECRET_KEY_PREFIX) ? SECRET_KEY_PREFIX : KEY_PREFIX).length + 6);
 
 export const hashAccessKey = secretDigest;
 
@@ -21,6 +30,9 @@ export interface AccessKeyInfo {
   projectId: number;
   prefix: string;
   label: string;
+  kind: KeyKind;
+  /** A publishable key's allowed origins; null: any. */
+  allowedOrigins: string[] | null;
   createdAt: string;
   revokedAt: string | null;
   lastUsedAt: string | null;
@@ -42,6 +54,8 @@ interface KeyRow {
   project_id: number | string;
   key_prefix: string;
   label: string;
+  kind: KeyKind;
+  allowed_origins: string[] | null;
   created_at: Date | string;
   revoked_at: Date | string | null;
   last_used_at: Date | string | null;
@@ -58,6 +72,8 @@ function toInfo(r: KeyRow): AccessKeyInfo {
     projectId: Number(r.project_id),
     prefix: r.key_prefix,
     label: r.label,
+    kind: r.kind,
+    allowedOrigins: r.allowed_origins ?? null,
     createdAt: iso(r.created_at)!,
     revokedAt: iso(r.revoked_at),
     lastUsedAt: iso(r.last_used_at),
@@ -71,9 +87,20 @@ const limitsOf = (r: KeyRow) => ({
   rateBurst: r.rate_burst == null ? null : Number(r.rate_burst),
 });
 
+/** How a key is made: its kind (publishable unless said), a publishable key's allowed origins, its own rate limit. */
+export interface KeyOptions {
+  kind?: KeyKind;
+  allowedOrigins?: string[] | null;
+  ratePerSec?: number;
+  rateBurst?: number;
+}
+
 export interface ResolvedKey {
   keyId: number;
   project: Project;
+  /** `keyKind`: AuthOutcome's `kind` says whether the key was found. */
+  keyKind: KeyKind;
+  allowedOrigins: string[] | null;
   /** The key's own rate limit, when it has one. */
   ratePerSec: number | null;
   rateBurst: number | null;
@@ -85,27 +112,62 @@ export function accessKeyRepo(db: Queryable) {
      * Returns the plaintext key: the only time it exists outside the caller's hands. Its own rate limit,
      * if given, is written in the same row (no key ever exists without the limit it was made with).
      */
-    async create(projectId: number, label = '', limits: { ratePerSec?: number; rateBurst?: number } = {}): Promise<{ key: string; info: AccessKeyInfo }> {
-      const key = generateAccessKey();
-      const res = await db.query<KeyRow>(`INSERT INTO access_keys (project_id, key_hash, key_prefix, label, rate_per_sec, rate_burst) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`, [
-        projectId,
-        hashAccessKey(key),
-        key.slice(0, KEY_PREFIX.length + 6),
-        label,
-        limits.ratePerSec ?? null,
-        limits.rateBurst ?? null,
-      ]);
+    async create(projectId: number, label = '', opts: KeyOptions = {}): Promise<{ key: string; info: AccessKeyInfo }> {
+      const kind = opts.kind ?? 'publishable';
+      const key = generateAccessKey(kind);
+      const res = await db.query<KeyRow>(
+        `INSERT INTO access_keys (project_id, key_hash, key_prefix, label, rate_per_sec, rate_burst, kind, allowed_origins) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+        [projectId, hashAccessKey(key), prefixOf(key), label, opts.ratePerSec ?? null, opts.rateBurst ?? null, kind, kind === 'secret' ? null : (opts.allowedOrigins ?? null)],
+      );
       return { key, info: toInfo(res.rows[0]) };
     },
 
-    /** Label and rate limit of a project's key; a rate or burst set to null falls back to the configured default, one left out stays. The key as it now is; null: no such key in the project. */
-    async update(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null }): Promise<AccessKeyInfo | null> {
+    /**
+     * Replaces a live key of the project with a new one of the same kind, label, origins and limits, and
+     * revokes the old one, in one statement (never both live, never neither). The new plaintext key, or
+     * null when the project has no such live key.
+     */
+    async rotate(projectId: number, keyId: number): Promise<{ key: string; info: AccessKeyInfo } | null> {
+      const publishable = generateAccessKey('publishable');
+      const secret = generateAccessKey('secret');
+      const res = await db.query<KeyRow>(
+        `WITH old AS (UPDATE access_keys SET revoked_at = now() WHERE id = $2 AND project_id = $1 AND revoked_at IS NULL RETURNING *)
+         INSERT INTO access_keys (project_id, key_hash, key_prefix, label, rate_per_sec, rate_burst, kind, allowed_origins)
+         SELECT project_id, CASE WHEN kind = 'secret' THEN $5 ELSE $3 END, CASE WHEN kind = 'secret' THEN $6 ELSE $4 END, label, rate_per_sec, rate_burst, kind, allowed_origins FROM old
+         RETURNING *`,
+        [projectId, keyId, hashAccessKey(publishable), prefixOf(publishable), hashAccessKey(secret), prefixOf(secret)],
+      );
+      const row = res.rows[0];
+      return row ? { key: row.kind === 'secret' ? secret : publishable, info: toInfo(row) } : null;
+    },
+
+    /**
+     * Label, rate limit and allowed origins of a project's key; a rate or burst set to null falls back to
+     * the configured default, one left out stays; origins null: any. The key as it now is; null: no such
+     * key in the project, or origins given for a secret key (which has none: it is refused with any Origin).
+     */
+    async update(
+      projectId: number,
+      keyId: number,
+      patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null; allowedOrigins?: string[] | null },
+    ): Promise<AccessKeyInfo | null> {
       const res = await db.query<KeyRow>(
         `UPDATE access_keys SET label = COALESCE($3, label),
            rate_per_sec = CASE WHEN $4::boolean THEN $5::float8 ELSE rate_per_sec END,
-           rate_burst = CASE WHEN $6::boolean THEN $7::int ELSE rate_burst END
-         WHERE id = $2 AND project_id = $1 RETURNING *`,
-        [projectId, keyId, patch.label ?? null, patch.ratePerSec !== undefined, patch.ratePerSec ?? null, patch.rateBurst !== undefined, patch.rateBurst ?? null],
+           rate_burst = CASE WHEN $6::boolean THEN $7::int ELSE rate_burst END,
+           allowed_origins = CASE WHEN $8::boolean THEN $9::text[] ELSE allowed_origins END
+         WHERE id = $2 AND project_id = $1 AND NOT ($9::text[] IS NOT NULL AND kind = 'secret') RETURNING *`,
+        [
+          projectId,
+          keyId,
+          patch.label ?? null,
+          patch.ratePerSec !== undefined,
+          patch.ratePerSec ?? null,
+          patch.rateBurst !== undefined,
+          patch.rateBurst ?? null,
+          patch.allowedOrigins !== undefined,
+          patch.allowedOrigins ?? null,
+        ],
       );
       return res.rows[0] ? toInfo(res.rows[0]) : null;
     },
@@ -123,6 +185,8 @@ export function accessKeyRepo(db: Queryable) {
       return {
         keyId: Number(r.id),
         project: toProject({ id: r.p_id, name: r.p_name, created_at: r.p_created_at, archived_at: r.p_archived_at, allowed_chain_ids: r.p_allowed }),
+        keyKind: r.kind,
+        allowedOrigins: r.allowed_origins ?? null,
         ...limitsOf(r),
       };
     },

@@ -22,10 +22,10 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** A fresh project and its access key, made as the console makes them. */
+/** A fresh project and its secret key (collections are written with one), made as the console makes them. */
 async function project() {
   const p = (await admin('CreateProject', { name: `coll-${Math.random().toString(36).slice(2, 8)}` })).body.project.id as number;
-  const key = (await admin('CreateAccessKey', { projectId: p, label: 'collections' })).body.accessKey as string;
+  const key = (await admin('CreateAccessKey', { projectId: p, label: 'collections', kind: 'secret' })).body.accessKey as string;
   return { id: p, key };
 }
 

@@ -112,4 +112,57 @@ describe('console: access keys', () => {
     expect(after.revokedAt).not.toBeNull();
     expect((await admin('RevokeAccessKey', { projectId: t.project.id, keyId: key.id })).body.error).toBe('NotFound');
   });
+
+  it('makes publishable and secret keys, holds a publishable one to origins, and rotates either kind: the new key works at once, the old one is refused', async () => {
+    const pid = t.project.id;
+    const collectionsCall = (key: string) => rpc(t.app, '/rpc/Collections/ListCollections', {}, { authorization: `Bearer ${key}` });
+    const read = (key: string, origin?: string) => rpc(t.app, '/rpc/Metadata/GetTask', { taskId: 1 }, { 'x-access-key': key, ...(origin ? { origin } : {}) });
+
+    const pub = (await admin('CreateAccessKey', { projectId: pid, label: 'web', allowedOrigins: ['https://App.Example/', 'https://app.example'] })).body;
+    expect(pub.key).toMatchObject({ kind: 'publishable', allowedOrigins: ['https://app.example'] });
+    expect(pub.accessKey).toMatch(/^mr_/);
+    const sec = (await admin('CreateAccessKey', { projectId: pid, label: 'backend', kind: 'secret' })).body;
+    expect(sec.key).toMatchObject({ kind: 'secret', allowedOrigins: null });
+    expect(sec.accessKey).toMatch(/^mr_sk_/);
+    expect((await collectionsCall(pub.accessKey)).body.error).toBe('PermissionDenied');
+    expect((await collectionsCall(sec.accessKey)).status).toBe(200);
+    expect((await read(pub.accessKey, 'https://evil.example')).body.error).toBe('InvalidOrigin');
+    expect((await read(pub.accessKey, 'https://app.example')).body.error).toBe('NotFound');
+
+    // The list says which is which.
+    const listed = (await admin('ListAccessKeys', { projectId: pid })).body.accessKeys as Array<{ id: number; kind: string }>;
+    expect(listed.find((k) => k.id === pub.key.id)?.kind).toBe('publishable');
+    expect(listed.find((k) => k.id === sec.key.id)?.kind).toBe('secret');
+
+    // Origins are edited (an empty list: any), and refused for a secret key or when they are no origins.
+    expect((await admin('UpdateAccessKey', { projectId: pid, keyId: pub.key.id, allowedOrigins: [] })).body.key.allowedOrigins).toBeNull();
+    expect((await read(pub.accessKey, 'https://evil.example')).body.error).toBe('NotFound');
+    expect((await admin('UpdateAccessKey', { projectId: pid, keyId: pub.key.id, allowedOrigins: ['https://app.example'] })).body.key.allowedOrigins).toEqual(['https://app.example']);
+    expect((await read(pub.accessKey, 'https://evil.example')).body.error).toBe('InvalidOrigin');
+    expect((await admin('UpdateAccessKey', { projectId: pid, keyId: sec.key.id, allowedOrigins: ['https://app.example'] })).body.error).toBe('InvalidArgument');
+    expect((await admin('CreateAccessKey', { projectId: pid, kind: 'secret', allowedOrigins: ['https://app.example'] })).body.error).toBe('InvalidArgument');
+    expect((await admin('CreateAccessKey', { projectId: pid, allowedOrigins: ['javascript:alert(1)'] })).body.error).toBe('InvalidArgument');
+    expect((await admin('CreateAccessKey', { projectId: pid, kind: 'root' })).body.error).toBe('InvalidArgument');
+
+    // Rotation: same kind, label and origins; the old key stops at once.
+    const rs = (await admin('RotateAccessKey', { projectId: pid, keyId: sec.key.id })).body;
+    expect(rs.accessKey).toMatch(/^mr_sk_/);
+    expect(rs.key).toMatchObject({ kind: 'secret', label: 'backend', revokedAt: null });
+    expect((await collectionsCall(sec.accessKey)).body.error).toBe('Unauthorized');
+    expect((await collectionsCall(rs.accessKey)).status).toBe(200);
+    const rp = (await admin('RotateAccessKey', { projectId: pid, keyId: pub.key.id })).body;
+    expect(rp.key).toMatchObject({ kind: 'publishable', label: 'web', allowedOrigins: ['https://app.example'] });
+    expect((await read(pub.accessKey)).body.error).toBe('Unauthorized');
+    expect((await read(rp.accessKey, 'https://evil.example')).body.error).toBe('InvalidOrigin');
+    const rows = await t.testDb.db.query<{ id: string; revoked: boolean }>('SELECT id::text, revoked_at IS NOT NULL AS revoked FROM access_keys WHERE id = ANY($1::bigint[]) ORDER BY id', [
+      [sec.key.id, pub.key.id],
+    ]);
+    expect(rows.rows.map((r) => r.revoked)).toEqual([true, true]);
+    // A revoked key, or another project's, is not rotated.
+    expect((await admin('RotateAccessKey', { projectId: pid, keyId: sec.key.id })).body.error).toBe('NotFound');
+    const other = (await admin('CreateProject', { name: 'rotate-other' })).body.project.id;
+    expect((await admin('RotateAccessKey', { projectId: other, keyId: rs.key.id })).body.error).toBe('NotFound');
+    expect((await admin('RevokeAccessKey', { projectId: pid, keyId: rs.key.id })).status).toBe(200);
+    expect((await collectionsCall(rs.accessKey)).body.error).toBe('Unauthorized');
+  });
 });

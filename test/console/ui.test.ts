@@ -341,7 +341,7 @@ describe('console page', () => {
     // A project hosts a collection as the dev sample does: two pictures uploaded, one linked from the
     // document; an ERC-721 whose base URI points at the collection, tokens minted, contract linked.
     const projectId = (await admin('CreateProject', { name: `gallery-${Math.random().toString(36).slice(2, 8)}` })).project.id as number;
-    const key = (await admin('CreateAccessKey', { projectId, label: 'collections' })).accessKey as string;
+    const key = (await admin('CreateAccessKey', { projectId, label: 'collections', kind: 'secret' })).accessKey as string;
     const { client, collection } = await hostCollection(env.baseUrl, key, projectId, 'Gallery', [
       { tokenId: '1', name: 'Ruby', picture: { bytes: await solidPng(400, 400, '#c0392b'), filename: 'ruby.png' } },
       { tokenId: '2', name: 'Emerald', picture: { bytes: await solidPng(300, 400, '#27ae60'), filename: 'emerald.png' } },

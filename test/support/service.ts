@@ -16,7 +16,10 @@ export interface TestService {
   testDb: TestDb;
   /** A project and a live key on it. */
   project: { id: number; name: string };
+  /** A publishable key of the project: reads, relays, streams. */
   accessKey: string;
+  /** A secret key of the project: what writes its state (collections, uploads, webhook listeners). */
+  secretKey: string;
   close(): Promise<void>;
 }
 
@@ -34,12 +37,14 @@ export async function startTestService(
   const app = await buildApp(services);
   const project = await services.projects.create(`test-${Math.random().toString(36).slice(2, 8)}`);
   const { key } = await services.accessKeys.create(project.id, 'test');
+  const secret = await services.accessKeys.create(project.id, 'test (secret)', { kind: 'secret' });
   return {
     services,
     app,
     testDb,
     project,
     accessKey: key,
+    secretKey: secret.key,
     async close() {
       await app.close();
       await services.close();

@@ -3,7 +3,8 @@ import { MetadataErrors, RpcError } from '../../http/errors.ts';
 import { NoArgs } from '../../http/services/common.ts';
 import { ChainArg } from '../../http/services/args.ts';
 import { method, type MethodDef } from '../../http/webrpc.ts';
-import type { AccessKeyInfo } from '../../store/access-keys.ts';
+import { KEY_KINDS, type AccessKeyInfo } from '../../store/access-keys.ts';
+import { normalOrigin } from '../../access/key-kinds.ts';
 import { ProjectExistsError } from '../../store/projects.ts';
 import { Id, PageArgs, ProjectId, chainIdArg, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
@@ -13,6 +14,22 @@ const Name = z.string().trim().min(1, 'must not be empty').max(100);
 const Label = z.string().trim().max(100);
 const Rate = z.number().positive().max(1_000_000);
 const Burst = z.number().int().min(1).max(1_000_000);
+const Kind = z.enum(KEY_KINDS);
+/** A publishable key's allowed origins, as browsers send them (scheme://host[:port]); an empty list: any. */
+const Origins = z
+  .array(z.string().max(300))
+  .max(100)
+  .transform((list, ctx) => {
+    const out: string[] = [];
+    for (const o of list) {
+      const n = normalOrigin(o);
+      if (!n) ctx.addIssue({ code: 'custom', message: `"${o.slice(0, 100)}" is not an origin: scheme://host[:port], http or https, no path` });
+      else if (!out.includes(n)) out.push(n);
+    }
+    return out.length ? out : null;
+  });
+
+const SECRET_HAS_NO_ORIGINS = 'a secret key has no allowed origins: it is refused from every browser (any Origin header)';
 
 /** Projects and their access keys. */
 export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
@@ -79,14 +96,26 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
         return { accessKeys: rows.map(keyWire), nextCursor, total: a.state ? counts[a.state] : counts.live + counts.revoked, counts };
       },
     }),
+    /** `kind`: publishable (the default: reads, relays, streams; may be held to `allowedOrigins`) or secret (also writes; refused from browsers). */
     CreateAccessKey: method({
-      input: z.object({ projectId: ProjectId, label: Label.optional(), ratePerSec: Rate.optional(), rateBurst: Burst.optional() }),
+      input: z.object({ projectId: ProjectId, label: Label.optional(), ratePerSec: Rate.optional(), rateBurst: Burst.optional(), kind: Kind.optional(), allowedOrigins: Origins.optional() }),
       handler: async (a) => {
         const p = await project(a.projectId);
         if (p.archivedAt) throw new RpcError(MetadataErrors.Fail, `project ${p.name} is archived`);
-        const { key, info } = await s.accessKeys.create(a.projectId, a.label ?? '', { ratePerSec: a.ratePerSec, rateBurst: a.rateBurst });
+        if (a.kind === 'secret' && a.allowedOrigins) throw new RpcError(MetadataErrors.InvalidArgument, SECRET_HAS_NO_ORIGINS);
+        const { key, info } = await s.accessKeys.create(a.projectId, a.label ?? '', { kind: a.kind, allowedOrigins: a.allowedOrigins, ratePerSec: a.ratePerSec, rateBurst: a.rateBurst });
         // The only time the key is shown: the database keeps its hash.
         return { accessKey: key, key: keyWire(info) };
+      },
+    }),
+    /** A new key in place of a live one (same kind, label, origins and limits); the old one is revoked at once. */
+    RotateAccessKey: method({
+      input: z.object({ projectId: ProjectId, keyId: Id }),
+      handler: async (a) => {
+        const rotated = await s.accessKeys.rotate(a.projectId, a.keyId);
+        if (!rotated) throw new RpcError(MetadataErrors.NotFound, `no live key ${a.keyId} in project ${a.projectId}`);
+        s.auth.forgetAll();
+        return { accessKey: rotated.key, key: keyWire(rotated.info) };
       },
     }),
     UpdateAccessKey: method({
@@ -98,11 +127,16 @@ export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
         rateBurst: Burst.optional(),
         /** Drop the key's own limit: the configured default applies again. */
         defaultRateLimit: z.boolean().optional(),
+        /** A publishable key's allowed origins; an empty list: any origin. */
+        allowedOrigins: Origins.optional(),
       }),
       handler: async (a) => {
-        const patch = a.defaultRateLimit ? { label: a.label, ratePerSec: null, rateBurst: null } : { label: a.label, ratePerSec: a.ratePerSec, rateBurst: a.rateBurst };
-        const key = await s.accessKeys.update(a.projectId, a.keyId, patch);
-        if (!key) throw new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
+        const limits = a.defaultRateLimit ? { ratePerSec: null, rateBurst: null } : { ratePerSec: a.ratePerSec, rateBurst: a.rateBurst };
+        const key = await s.accessKeys.update(a.projectId, a.keyId, { label: a.label, ...limits, allowedOrigins: a.allowedOrigins });
+        if (!key) {
+          const secret = a.allowedOrigins && (await s.accessKeys.list(a.projectId)).some((k) => k.id === a.keyId && k.kind === 'secret');
+          throw secret ? new RpcError(MetadataErrors.InvalidArgument, SECRET_HAS_NO_ORIGINS) : new RpcError(MetadataErrors.NotFound, `no key ${a.keyId} in project ${a.projectId}`);
+        }
         // Limits travel with the cached key lookups.
         s.auth.forgetAll();
         return { key: keyWire(key) };

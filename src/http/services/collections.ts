@@ -11,8 +11,9 @@ const pageOf = (p: Page) => ({ page: p?.page ?? 0, pageSize: p?.pageSize ?? 20 }
 
 /**
  * Sequence's Collections service (`/rpc/Collections/`): a project's collections, their tokens and
- * assets, and the contracts linked to them. A project access key acts on its own project's; an
- * admin token on any project's (naming it in `projectId`).
+ * assets, and the contracts linked to them. A project's secret key acts on its own project's; an
+ * admin token on any project's (naming it in `projectId`). Publishable keys are refused: they ship in
+ * apps, and unpublished collections are the project's own (http/access-pipeline.ts, mode `secret`).
  */
 export function collectionsService(svc: CollectionsService): ServiceDef {
   const Scoped = { projectId: ProjectIdArg };
@@ -21,7 +22,7 @@ export function collectionsService(svc: CollectionsService): ServiceDef {
     name: 'Collections',
     schema: METADATA_SCHEMA,
     errors: E,
-    defaultAuth: () => 'project',
+    defaultAuth: () => 'secret',
     methods: {
       CreateCollection: method({
         input: z.object({ ...Scoped, collection: CollectionArg }),

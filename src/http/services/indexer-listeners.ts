@@ -140,6 +140,7 @@ export function indexerListenerMethods(s: Services, chainOf: (ctx: RpcContext) =
       },
     }),
   };
-  // Whatever the indexer's own rule (it may let reads go without a key), listeners belong to a project.
-  return Object.fromEntries(Object.entries(methods).map(([name, def]) => [name, { ...def, auth: 'project' as const }]));
+  // Whatever the indexer's own rule (it may let reads go without a key), listeners belong to a project,
+  // and their URLs and secrets are its backend's business: a secret key (or an admin token) for all of them.
+  return Object.fromEntries(Object.entries(methods).map(([name, def]) => [name, { ...def, auth: 'secret' as const }]));
 }

@@ -1,0 +1,187 @@
+// Issue #55, key kinds as Sequence users know them: a publishable key (the one that ships in the dapp)
+// reads and relays but cannot write the project's state; a secret key writes, through the official
+// clients as Sequence's builder API is called (SequenceCollections with the key as its bearer,
+// SequenceIndexer's listener methods with it as jwtAuth), and is refused when a browser sends it. A
+// publishable key held to origins is refused from any other. Each refusal is judged by the stored rows.
+
+import { SequenceIndexer } from '@0xsequence/indexer';
+import { SequenceCollections, SequenceMetadata } from '@0xsequence/metadata';
+import type { Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uploadFile } from './support/collections.ts';
+import { solidPng } from './support/media.ts';
+import { rpc, startTestService, type TestService } from './support/service.ts';
+import { getRest, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+
+const DEPLOYER = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
+const APP = 'https://app.example';
+const EVIL = 'https://evil.example';
+
+let chain: TokenChain;
+let t: TestService;
+let docs: RawServer;
+let base: string;
+let nft: Address;
+/** A publishable key held to APP. */
+let webKey: string;
+
+const errorOf = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (err) {
+    return err as { code: number; error: string; status: number; cause?: string };
+  }
+  throw new Error('expected the call to be refused');
+};
+const count = async (table: string) => Number((await t.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}`)).rows[0]!.n);
+
+beforeAll(async () => {
+  chain = await startTokenChain();
+  docs = await startRawServer((_req, res, url) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: `Token ${url.pathname.slice(1)}` }));
+  });
+  t = await startTestService({
+    chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'all', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 } }],
+    webhooks: { allowedPrivateHosts: ['127.0.0.1'] },
+  });
+  base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  t.services.startBackground();
+  [nft] = (await chain.deploy([{ contract: 'DevERC721', args: ['Keys', 'KEY', `${docs.url}/`, `${docs.url}/contract`] }])).map((a) => a.toLowerCase() as Address);
+  await chain.send([{ address: nft!, contract: 'DevERC721', functionName: 'mint', args: [DEPLOYER, 1n] }]);
+  webKey = (await t.services.accessKeys.create(t.project.id, 'web', { allowedOrigins: [APP] })).key;
+}, 120_000);
+
+afterAll(async () => {
+  await t?.close();
+  await docs?.stop();
+  await chain?.stop();
+});
+
+describe('publishable keys read, secret keys write', () => {
+  it('every Collections write (and read of unpublished work) is refused with the publishable key, stores nothing, and is taken with the secret key', async () => {
+    const pub = new SequenceCollections(base, t.accessKey);
+    const sec = new SequenceCollections(base, t.secretKey);
+    expect(await errorOf(pub.createCollection({ collection: { metadata: { name: 'Stolen' } } as never }))).toMatchObject({ code: 1001, status: 403 });
+    expect(await count('collections')).toBe(0);
+
+    const { collection } = await sec.createCollection({ collection: { metadata: { name: 'Ours' } } as never });
+    await sec.createToken({ collectionId: collection.id, token: { tokenId: '1', name: 'One' } as never });
+    const { asset } = await sec.createAsset({ asset: { collectionId: collection.id, tokenId: '1', metadataField: 'image' } as never });
+    const link = { chainId: chain.anvil.chainId, contractAddress: nft, collectionId: collection.id };
+    const id = collection.id;
+    for (const call of [
+      () => pub.getCollection({ collectionId: id }),
+      () => pub.listCollections({}),
+      () => pub.updateCollection({ collection: { id, metadata: { name: 'Stolen' } } as never }),
+      () => pub.deleteCollection({ collectionId: id }),
+      () => pub.publishCollection({ collectionId: id }),
+      () => pub.unpublishCollection({ collectionId: id }),
+      () => pub.createToken({ collectionId: id, token: { tokenId: '2', name: 'x' } as never }),
+      () => pub.updateToken({ collectionId: id, tokenId: '1', token: { tokenId: '1', name: 'Stolen', external_url: 'javascript:alert(2)' } as never }),
+      () => pub.deleteToken({ collectionId: id, tokenId: '1' }),
+      () => pub.createAsset({ asset: { collectionId: id, tokenId: '1', metadataField: 'animation_url' } as never }),
+      () => pub.updateAsset({ asset: { id: asset.id, collectionId: id, metadataField: 'audio' } as never }),
+      () => pub.deleteAsset({ assetId: asset.id }),
+      () => pub.createContractCollection({ contractCollection: link } as never),
+      () => pub.updateContractCollection({ contractCollection: link } as never),
+      () => pub.deleteContractCollection({ chainId: link.chainId, contractAddress: nft } as never),
+    ]) {
+      expect(await errorOf(call())).toMatchObject({ code: 1001, status: 403 });
+    }
+    // The same key in X-Access-Key, as a hand-written client would send it.
+    const raw = await rpc(t.app, '/rpc/Collections/DeleteCollection', { collectionId: id }, { 'x-access-key': t.accessKey });
+    expect(raw.body).toMatchObject({ error: 'PermissionDenied', code: 1001 });
+    const up = await uploadFile(base, `/projects/${t.project.id}/collections/${id}/tokens/1/upload/${asset.id}`, await solidPng(8, 8), 'x.png', t.accessKey);
+    expect(up).toMatchObject({ status: 403, body: { error: 'PermissionDenied' } });
+
+    // The rows are as the secret key left them.
+    const rows = await t.services.db.query<{ name: string; private: boolean }>(`SELECT metadata->>'name' AS name, private FROM collections`);
+    expect(rows.rows).toEqual([{ name: 'Ours', private: true }]);
+    expect((await t.services.db.query<{ name: string }>(`SELECT metadata->>'name' AS name FROM collection_tokens`)).rows).toEqual([{ name: 'One' }]);
+    expect(await count('collection_assets')).toBe(1);
+    expect(await count('contract_collections')).toBe(0);
+    expect((await t.services.db.query(`SELECT 1 FROM collection_assets WHERE sha256 IS NOT NULL`)).rows).toEqual([]);
+
+    // And the secret key does all of it.
+    expect((await uploadFile(base, `/projects/${t.project.id}/collections/${id}/tokens/1/upload/${asset.id}`, await solidPng(8, 8), 'x.png', t.secretKey)).status).toBe(200);
+    expect((await sec.updateToken({ collectionId: id, tokenId: '1', token: { tokenId: '1', name: 'Uno' } as never })).token.name).toBe('Uno');
+    expect((await sec.publishCollection({ collectionId: id })).collection.private).toBe(false);
+    expect((await sec.deleteToken({ collectionId: id, tokenId: '1' })).status).toBe(true);
+    expect((await sec.deleteCollection({ collectionId: id })).status).toBe(true);
+    expect(await count('collections')).toBe(0);
+  });
+
+  it("the indexer's webhook listeners are refused with the publishable key (in either header) and written with the secret key", async () => {
+    const url = `${base}/indexer/anvil`;
+    const asKey = new SequenceIndexer(url, t.accessKey);
+    const asJwt = new SequenceIndexer(url, undefined, t.accessKey);
+    const sec = new SequenceIndexer(url, t.accessKey, t.secretKey);
+    const hook = { url: `${docs.url}/hook`, filters: { accounts: [DEPLOYER] } };
+    for (const c of [asKey, asJwt]) {
+      expect(await errorOf(c.addWebhookListener(hook))).toMatchObject({ code: 1001, status: 403 });
+      expect(await errorOf(c.getAllWebhookListeners({}))).toMatchObject({ code: 1001 });
+    }
+    expect(await count('indexer_listeners')).toBe(0);
+    const { listener } = await sec.addWebhookListener(hook);
+    for (const call of [
+      () => asKey.getWebhookListener({ id: listener.id }),
+      () => asKey.updateWebhookListener({ listener: { ...listener, url: `${EVIL}/hook` } }),
+      () => asKey.toggleWebhookListener({ id: listener.id }),
+      () => asKey.pauseAllWebhookListeners({}),
+      () => asKey.removeWebhookListener({ id: listener.id }),
+      () => asKey.removeAllWebhookListeners({}),
+    ]) {
+      expect(await errorOf(call())).toMatchObject({ code: 1001, status: 403 });
+    }
+    const stored = await t.services.db.query<{ url: string; active: boolean }>(`SELECT w.url, w.enabled AS active FROM indexer_listeners l JOIN webhooks w ON w.id = l.webhook_id`);
+    expect(stored.rows).toEqual([{ url: hook.url, active: true }]);
+    // The publishable key still reads the chain through the same client.
+    expect((await asKey.getChainID()).chainID).toBe(chain.anvil.chainId);
+    expect((await sec.removeAllWebhookListeners({})).status).toBe(true);
+    expect((await sec.getAllWebhookListeners({})).listeners).toEqual([]);
+  });
+
+  it('a secret key sent from a browser (an Origin header) is refused, for writes and reads; without one it works', async () => {
+    const h = { authorization: `Bearer ${t.secretKey}`, origin: APP };
+    const write = await rpc(t.app, '/rpc/Collections/CreateCollection', { collection: { metadata: { name: 'From a browser' } } }, h);
+    expect(write).toMatchObject({ status: 403, body: { error: 'SecretKeyCorsDisallowed', code: 1009 } });
+    expect(await count('collections')).toBe(0);
+    const read = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: nft, tokenIDs: ['1'] }, { 'x-access-key': t.secretKey, origin: APP });
+    expect(read).toMatchObject({ status: 403, body: { code: 1009 } });
+    const indexer = await rpc(t.app, '/indexer/anvil/rpc/Indexer/GetChainID', {}, { 'x-access-key': t.secretKey, origin: APP });
+    expect(indexer).toMatchObject({ status: 403, body: { code: 1009 } });
+    const stream = await fetch(`${base}/events?accessKey=${t.secretKey}`, { headers: { origin: APP } });
+    expect(stream.status).toBe(403);
+    expect(await stream.json()).toMatchObject({ code: 1009 });
+    // From a backend: the same key reads and writes.
+    const ok = await new SequenceMetadata(base, t.secretKey).getTokenMetadata({ chainID: 'anvil', contractAddress: nft, tokenIDs: ['1'] });
+    expect(ok.tokenMetadata[0]?.name).toBe('Token 1');
+  });
+
+  it('a publishable key held to origins answers its own origin and no Origin, and refuses any other (InvalidOrigin 1103), cached answers included', async () => {
+    const body = { chainID: 'anvil', contractAddress: nft, tokenIDs: ['1'] };
+    const mine = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', body, { 'x-access-key': webKey, origin: APP });
+    expect(mine.status).toBe(200);
+    expect(mine.body.tokenMetadata[0].name).toBe('Token 1');
+    // The same call again would be answered from the response cache: the origin is still checked.
+    const theirs = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', body, { 'x-access-key': webKey, origin: EVIL });
+    expect(theirs).toMatchObject({ status: 403, body: { error: 'InvalidOrigin', code: 1103 } });
+    // Through the socket, where cached answers are given before routing (http/early-answers.ts).
+    const early = await fetch(`${base}/rpc/Metadata/GetTokenMetadata`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-key': webKey, origin: EVIL }, body: JSON.stringify(body) });
+    expect(early.status).toBe(403);
+    expect(await early.json()).toMatchObject({ code: 1103 });
+    const rest = `/tokens/anvil/${nft}/1`;
+    expect((await getRest(t, rest, { 'x-access-key': webKey, origin: APP })).status).toBe(200);
+    const restEarly = await fetch(`${base}${rest}?accessKey=${webKey}`, { headers: { origin: EVIL } });
+    expect(restEarly.status).toBe(403);
+    expect((await getRest(t, rest, { 'x-access-key': webKey, origin: 'https://app.example.evil.example' })).status).toBe(403);
+    const ix = await rpc(t.app, '/indexer/anvil/rpc/Indexer/GetChainID', {}, { 'x-access-key': webKey, origin: EVIL });
+    expect(ix).toMatchObject({ status: 403, body: { error: 'InvalidOrigin', code: 1103 } });
+    const stream = await fetch(`${base}/events?accessKey=${webKey}`, { headers: { origin: EVIL } });
+    expect(stream.status).toBe(403);
+    expect(await stream.json()).toMatchObject({ code: 1103 });
+    // No Origin: a server, which origins cannot hold (the key's rate limit and networks still do).
+    expect((await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', body, { 'x-access-key': webKey })).status).toBe(200);
+    expect((await rpc(t.app, '/indexer/anvil/rpc/Indexer/GetChainID', {}, { 'x-access-key': webKey, origin: APP })).status).toBe(200);
+  });
+});
