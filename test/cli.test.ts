@@ -95,7 +95,10 @@ describe(`metarelay CLI (${TEST_DB})`, () => {
     const rotated = await runCli(['keys', 'rotate', String(secret.id), '--project', 'acme', ...dbArgs]);
     expect(rotated.code, rotated.stderr).toBe(0);
     expect(JSON.parse(rotated.stdout)).toMatchObject({ kind: 'secret', label: 'backend' });
-    const listed = (await runCli(['keys', 'list', '--project', 'acme', ...dbArgs])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const listed = (await runCli(['keys', 'list', '--project', 'acme', ...dbArgs])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(listed.find((k) => k.id === secret.id)).toMatchObject({ kind: 'secret' });
     expect(listed.find((k) => k.id === secret.id).revokedAt).not.toBeNull();
     expect((await runCli(['keys', 'rotate', String(secret.id), '--project', 'acme', ...dbArgs])).stderr).toContain('no live key');

@@ -167,7 +167,11 @@ describe('publishable keys read, secret keys write', () => {
     const theirs = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', body, { 'x-access-key': webKey, origin: EVIL });
     expect(theirs).toMatchObject({ status: 403, body: { error: 'InvalidOrigin', code: 1103 } });
     // Through the socket, where cached answers are given before routing (http/early-answers.ts).
-    const early = await fetch(`${base}/rpc/Metadata/GetTokenMetadata`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-key': webKey, origin: EVIL }, body: JSON.stringify(body) });
+    const early = await fetch(`${base}/rpc/Metadata/GetTokenMetadata`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': webKey, origin: EVIL },
+      body: JSON.stringify(body),
+    });
     expect(early.status).toBe(403);
     expect(await early.json()).toMatchObject({ code: 1103 });
     const rest = `/tokens/anvil/${nft}/1`;

@@ -17,7 +17,8 @@ export interface KindedKey {
 /** Why this key may not make this request (`writes`: the route changes project state), or null. */
 export function keyRefusal(key: KindedKey, writes: boolean, origin: string | undefined): KeyRefusal | null {
   if (key.keyKind === 'secret') {
-    if (origin !== undefined) return { reason: 'secretFromBrowser', detail: 'a secret key cannot be used from a web app (the request has an Origin header): call from a backend, or use a publishable key' };
+    if (origin !== undefined)
+      return { reason: 'secretFromBrowser', detail: 'a secret key cannot be used from a web app (the request has an Origin header): call from a backend, or use a publishable key' };
     return null;
   }
   if (writes) return { reason: 'secretRequired', detail: 'a publishable key cannot change project state: use a secret key (Authorization: Bearer <secret key>) from a backend' };

@@ -146,11 +146,7 @@ export function accessKeyRepo(db: Queryable) {
      * the configured default, one left out stays; origins null: any. The key as it now is; null: no such
      * key in the project, or origins given for a secret key (which has none: it is refused with any Origin).
      */
-    async update(
-      projectId: number,
-      keyId: number,
-      patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null; allowedOrigins?: string[] | null },
-    ): Promise<AccessKeyInfo | null> {
+    async update(projectId: number, keyId: number, patch: { label?: string; ratePerSec?: number | null; rateBurst?: number | null; allowedOrigins?: string[] | null }): Promise<AccessKeyInfo | null> {
       const res = await db.query<KeyRow>(
         `UPDATE access_keys SET label = COALESCE($3, label),
            rate_per_sec = CASE WHEN $4::boolean THEN $5::float8 ELSE rate_per_sec END,
