@@ -143,6 +143,8 @@ interface Key {
   id: number;
   prefix: string;
   label: string;
+  kind: 'publishable' | 'secret';
+  allowedOrigins: string[] | null;
   createdAt: string;
   revokedAt: string | null;
   lastUsedAt: string | null;
@@ -159,13 +161,17 @@ function Keys({ projectId }: { projectId: number }) {
   const [label, setLabel] = useState('');
   const [rate, setRate] = useState('');
   const [burst, setBurst] = useState('');
+  const [kind, setKind] = useState<'publishable' | 'secret'>('publishable');
+  const [origins, setOrigins] = useState('');
   const [shown, setShown] = useState<string | null>(null);
   const a = useAction();
   const create = async (e: Event) => {
     e.preventDefault();
-    const args: Record<string, unknown> = { projectId, label };
+    const args: Record<string, unknown> = { projectId, label, kind };
     if (rate) args.ratePerSec = Number(rate);
     if (burst) args.rateBurst = Number(burst);
+    const list = origins.split(/[\s,]+/).filter(Boolean);
+    if (kind === 'publishable' && list.length) args.allowedOrigins = list;
     const r = await a.run(() => api<{ accessKey: string }>('CreateAccessKey', args));
     if (r) {
       setShown(r.accessKey);
@@ -176,10 +182,22 @@ function Keys({ projectId }: { projectId: number }) {
   const revoke = async (k: Key) => {
     if (await a.run(() => api('RevokeAccessKey', { projectId, keyId: k.id }))) await keys.reload();
   };
+  const rotate = async (k: Key) => {
+    const r = await a.run(() => api<{ accessKey: string }>('RotateAccessKey', { projectId, keyId: k.id }));
+    if (r) {
+      setShown(r.accessKey);
+      await keys.reload();
+    }
+  };
   return (
     <div>
       <form class="row" onSubmit={create}>
+        <select data-testid="key-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value as 'publishable' | 'secret')} aria-label="Kind">
+          <option value="publishable">Publishable (apps: reads, relays)</option>
+          <option value="secret">Secret (backends: also writes)</option>
+        </select>
         <input data-testid="key-label" placeholder="Label" value={label} onInput={(e) => setLabel(e.currentTarget.value)} />
+        {kind === 'publishable' && <input data-testid="key-origins" placeholder="Allowed origins (any)" value={origins} onInput={(e) => setOrigins(e.currentTarget.value)} />}
         <input class="num" placeholder="Requests/s (default)" value={rate} onInput={(e) => setRate(e.currentTarget.value)} />
         <input class="num" placeholder="Burst" value={burst} onInput={(e) => setBurst(e.currentTarget.value)} />
         <button data-testid="create-key" disabled={a.busy}>
@@ -210,6 +228,7 @@ function Keys({ projectId }: { projectId: number }) {
           <thead>
             <tr>
               <th>Key</th>
+              <th>Kind</th>
               <th>Label</th>
               <th>Created</th>
               <th>Last used</th>
@@ -225,6 +244,10 @@ function Keys({ projectId }: { projectId: number }) {
                 <td data-label="Key">
                   <code>{k.prefix}…</code>
                 </td>
+                <td data-label="Kind" data-testid={`key-kind-${k.id}`}>
+                  {k.kind}
+                  {k.allowedOrigins ? ` (${k.allowedOrigins.join(', ')})` : ''}
+                </td>
                 <td data-label="Label">{k.label}</td>
                 <td data-label="Created">{when(k.createdAt)}</td>
                 <td data-label="Last used">{when(k.lastUsedAt)}</td>
@@ -232,6 +255,15 @@ function Keys({ projectId }: { projectId: number }) {
                 <td data-label="Rate limit">{k.rateLimit ? `${k.rateLimit.ratePerSec}/s, burst ${k.rateLimit.burst}${k.rateLimitIsDefault ? ' (default)' : ''}` : 'none'}</td>
                 <td data-label="State">{k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'live'}</td>
                 <td>
+                  {!k.revokedAt && (
+                    <ConfirmButton
+                      testid={`rotate-${k.id}`}
+                      label="Rotate"
+                      question={`Replace ${k.label || k.prefix} with a new ${k.kind} key? The old key stops at once.`}
+                      confirmLabel="Rotate key"
+                      onConfirm={() => rotate(k)}
+                    />
+                  )}{' '}
                   {!k.revokedAt && (
                     <ConfirmButton
                       testid={`revoke-${k.id}`}
