@@ -10,7 +10,7 @@ import { SequenceCollections, SequenceMetadata } from '@0xsequence/metadata';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { originalKey } from '../src/media/blob-store.ts';
-import { uploadFile } from './support/collections.ts';
+import { errorOf, uploadFile } from './support/collections.ts';
 import { bombPng, noisyPng, s3Backend, solidPng, type BlobBackend } from './support/media.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, explain, getRest, startTokenChain, type TokenChain } from './support/token-chain.ts';
@@ -19,14 +19,6 @@ const ADMIN = 'collections-admin-token-0123456789';
 const DEPLOYER = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
 const MAX_BYTES = 400_000;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const errorOf = async (p: Promise<unknown>) => {
-  try {
-    await p;
-  } catch (err) {
-    return err as { code: number; error: string; status: number; cause?: string };
-  }
-  throw new Error('expected the call to be refused');
-};
 
 let chain: TokenChain;
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import { SequenceIndexer } from '@0xsequence/indexer';
 import { SequenceCollections, SequenceMetadata } from '@0xsequence/metadata';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uploadFile } from './support/collections.ts';
+import { errorOf, uploadFile } from './support/collections.ts';
 import { solidPng } from './support/media.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { getRest, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
@@ -25,14 +25,6 @@ let nft: Address;
 /** A publishable key held to APP. */
 let webKey: string;
 
-const errorOf = async (p: Promise<unknown>) => {
-  try {
-    await p;
-  } catch (err) {
-    return err as { code: number; error: string; status: number; cause?: string };
-  }
-  throw new Error('expected the call to be refused');
-};
 const count = async (table: string) => Number((await t.services.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}`)).rows[0]!.n);
 
 beforeAll(async () => {

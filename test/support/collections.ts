@@ -2,6 +2,16 @@
 // records, and the upload route (a multipart form, as Sequence's builder sends) for the bytes.
 import { SequenceCollections } from '@0xsequence/metadata';
 
+/** The refusal a call of an official client ended with (it throws WebrpcError subclasses). */
+export async function errorOf(p: Promise<unknown>): Promise<{ code: number; error: string; status: number; cause?: string }> {
+  try {
+    await p;
+  } catch (err) {
+    return err as { code: number; error: string; status: number; cause?: string };
+  }
+  throw new Error('expected the call to be refused');
+}
+
 export type Uploaded = { status: number; body: Record<string, unknown> & { asset?: { url: string; id: number }; cause?: string; error?: string } };
 
 /** PUTs a file to an asset's upload URL (`path` from the service root) with a project key or admin token. */
