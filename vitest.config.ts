@@ -1,12 +1,12 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import LongFirstSequencer from './test/support/sequencer.ts';
-import { WITHOUT_THE_RUNS_DATABASE } from './test/support/without-db.ts';
+import { ONLY_WITH_POSTGRES, WITHOUT_THE_RUNS_DATABASE } from './test/support/without-db.ts';
 
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...(process.env.METARELAY_TEST_DB === 'postgres' ? WITHOUT_THE_RUNS_DATABASE : [])],
+    exclude: [...configDefaults.exclude, ...(process.env.METARELAY_TEST_DB === 'postgres' ? WITHOUT_THE_RUNS_DATABASE : ONLY_WITH_POSTGRES)],
     globalSetup: ['test/support/global-setup.ts'],
     // A guard against hangs, not a speed check: tests that spawn the CLI (a fresh node, tsx and PGlite
     // per call) took up to 53 s of the old 60 s on a busy 2-core machine.

@@ -5,6 +5,7 @@ import { Authenticator } from './access/authenticator.ts';
 import { RateLimiter } from './access/rate-limiter.ts';
 import { tokenResponseCache, type ResponseCache } from './access/response-cache.ts';
 import { openDb, type Db } from './store/db.ts';
+import { connectionBudget, connectionWarning } from './store/connection-budget.ts';
 import { migrate } from './store/migrate.ts';
 import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
 import { projectRepo, type ProjectRepo } from './store/projects.ts';
@@ -146,7 +147,7 @@ const ENGINE_CONNECTIONS = 5;
 export async function createServices(config: AppConfig, opts: CreateServicesOptions = {}): Promise<Services> {
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = createMetrics();
-  const db = opts.db ?? (await openDb(config.database));
+  const db = opts.db ?? (await openDb(config.database, config.postgres));
   db.onMaintenance?.(maintenanceReporter(log, metrics.dbMaintenance));
   try {
     if (opts.migrate !== false) {
@@ -290,6 +291,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const engineDb = config.chains.some((c) => c.relayer) ? ((await db.dedicated?.(ENGINE_CONNECTIONS)) ?? db) : db;
   const engineMetaTxns: MetaTxnRepo = engineDb === db ? metaTxns : metaTxnRepo(engineDb, metaTxnHooks);
   const engineBars = engineDb === db ? bars : barRepo(engineDb);
+  if (db.kind === 'postgres') {
+    // One line at start when processes × pools may pass max_connections: past it, calls answer 503.
+    const own = (db.connections ?? 0) + (engineDb === db ? 0 : (engineDb.connections ?? 0));
+    const budget = await connectionBudget(db, own).catch(() => undefined);
+    const warning = budget && connectionWarning(budget);
+    if (warning) log.warn({ connections: budget }, warning);
+  }
   const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {
     max: config.relayer.maxReceiptWaiters,
     perAddress: config.relayer.maxReceiptWaitersPerAddress,

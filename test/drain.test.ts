@@ -18,11 +18,11 @@ import { setAutomine } from './support/anvil-control.ts';
 import { startCli, type LongRunning } from './support/cli.ts';
 import type { TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
-import { PAYEE, QUOTE_SECRET, SENDER_KEYS, type RelayerEnv } from './support/relayer-env.ts';
+import { QUOTE_SECRET, SENDER_KEYS, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, expectClean, mintBundles, sendAll, waitFor, type LoadItem } from './support/relay-load.ts';
 import type { TokenChain } from './support/token-chain.ts';
 import { freePort } from './support/ports.ts';
-import { startSponsoredChain } from './support/sponsored-chain.ts';
+import { relayedChainConfig, startSponsoredChain } from './support/sponsored-chain.ts';
 
 const USERS = 15;
 const SPACES = 2;
@@ -46,20 +46,8 @@ function configFile(name: string, port: number): string {
       inProcessWorker: false,
       relayer: { quoteSecret: QUOTE_SECRET },
       shutdown: { graceMs: 1_500, deadlineMs: 20_000 },
-      chains: [
-        {
-          ...chain.chainConfig,
-          watch: false,
-          relayer: {
-            senderKeys: SENDER_KEYS,
-            paymentAddress: PAYEE,
-            feeTokens: [{ address: token, name: 'Fee USD', symbol: 'FUSD', decimals: 6, nativePrice: '0.0004' }],
-            pollMs: 50,
-            // Few in flight per sender: the stream takes several blocks, so the signal lands mid-stream.
-            maxInFlightPerSender: 3,
-          },
-        },
-      ],
+      // Few in flight per sender: the stream takes several blocks, so the signal lands mid-stream.
+      chains: [relayedChainConfig(chain, token, { maxInFlightPerSender: 3 })],
     }),
   );
   return file;

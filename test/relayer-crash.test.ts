@@ -17,11 +17,11 @@ import { setAutomine } from './support/anvil-control.ts';
 import { startCli, type LongRunning } from './support/cli.ts';
 import type { TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
-import { PAYEE, QUOTE_SECRET, SENDER_KEYS, type RelayerEnv } from './support/relayer-env.ts';
+import { QUOTE_SECRET, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, expectClean, mintBundles, sendAll, waitFor, type LoadItem } from './support/relay-load.ts';
 import type { TokenChain } from './support/token-chain.ts';
 import { freePort } from './support/ports.ts';
-import { startSponsoredChain } from './support/sponsored-chain.ts';
+import { relayedChainConfig, startSponsoredChain } from './support/sponsored-chain.ts';
 
 const USERS = 50;
 const SPACES = 4;
@@ -47,20 +47,8 @@ beforeAll(async () => {
     logLevel: 'warn',
     inProcessWorker: false,
     relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher },
-    chains: [
-      {
-        ...chain.chainConfig,
-        watch: false,
-        relayer: {
-          senderKeys: SENDER_KEYS,
-          paymentAddress: PAYEE,
-          feeTokens: [{ address: token, name: 'Fee USD', symbol: 'FUSD', decimals: 6, nativePrice: '0.0004' }],
-          pollMs: 50,
-          // Few in flight per sender: the queue goes out over many dispatch passes, so ":3" has a third.
-          maxInFlightPerSender: 8,
-        },
-      },
-    ],
+    // Few in flight per sender: the queue goes out over many dispatch passes, so ":3" has a third.
+    chains: [relayedChainConfig(chain, token, { maxInFlightPerSender: 8 })],
   });
   intakeConfig = join(dir, 'intake.json');
   fullConfig = join(dir, 'full.json');

@@ -9,7 +9,8 @@ import { DB_FLAGS as common, databaseFor, withDb } from './db.ts';
 
 export async function runMigrate(argv: string[]) {
   const { values } = parse(argv, common);
-  const db = await openDb(databaseFor(values).database);
+  const config = databaseFor(values);
+  const db = await openDb(config.database, config.postgres);
   try {
     const applied = await migrate(db);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

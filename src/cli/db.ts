@@ -41,7 +41,7 @@ export function databaseFor(values: DbFlagValues, env: NodeJS.ProcessEnv = proce
 /** Opens the configured database, migrates it, runs fn, and closes it whatever happens. */
 export async function withDb<T>(values: DbFlagValues, fn: (db: Db, config: AppConfig) => Promise<T>): Promise<T> {
   const config = databaseFor(values);
-  const db = await openDb(config.database);
+  const db = await openDb(config.database, config.postgres);
   try {
     await migrate(db);
     return await fn(db, config);

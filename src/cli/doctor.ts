@@ -35,7 +35,7 @@ async function databaseChecks(config: AppConfig, relayerChains: ChainConfig[]): 
   }
   let db;
   try {
-    db = await bounded(openDb(config.database), 'database', 20_000);
+    db = await bounded(openDb(config.database, config.postgres), 'database', 20_000);
     await bounded(db.query('SELECT 1'), 'database');
   } catch (err) {
     await db?.close().catch(() => undefined);

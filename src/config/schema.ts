@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Address, Decimal } from './fields.ts';
+import { PG_SESSION_DEFAULTS } from '../store/pg-session.ts';
 import { ChainPricesConfigSchema, NativeUsdFeedSchema, PriceSourceSchema } from './price-schema.ts';
 
 export { PriceSourceSchema, type ChainPricesConfig } from './price-schema.ts';
@@ -210,6 +211,18 @@ export const AppConfigSchema = z
     host: z.string().min(1).default('127.0.0.1'),
     /** A postgres:// URL, a PGlite data folder, or memory:// (PGlite in memory). */
     database: z.string().min(1).default('./.metarelay/db'),
+    /**
+     * PostgreSQL connections of each process (ignored on PGlite; docs/production.md): the main pool's
+     * size (the relayer's dispatchers add 5 of their own), and the session bounds that keep a frozen
+     * lock holder from stalling the fleet. 0 turns a bound off.
+     */
+    postgres: z
+      .object({
+        poolSize: z.number().int().min(1).max(1000).default(PG_SESSION_DEFAULTS.poolSize),
+        lockTimeoutMs: z.number().int().min(0).default(PG_SESSION_DEFAULTS.lockTimeoutMs),
+        idleInTransactionTimeoutMs: z.number().int().min(0).default(PG_SESSION_DEFAULTS.idleInTransactionTimeoutMs),
+      })
+      .prefault({}),
     chains: z.array(ChainConfigSchema).default([]),
     ipfsGateways: z.array(httpUrl).min(1).default(['https://ipfs.io/ipfs/', 'https://dweb.link/ipfs/']),
     arweaveGateway: httpUrl.default('https://arweave.net/'),

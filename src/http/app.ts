@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from '../services.ts';
-import { WebrpcErrors, MetadataErrors } from './errors.ts';
+import { WebrpcErrors, MetadataErrors, errorMapForPath } from './errors.ts';
+import { databaseUnavailable } from './db-outage.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMediaRoutes } from './media.ts';
 import { registerDrainGuard } from './drain.ts';
@@ -73,6 +74,10 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
       const cause = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body larger than ${s.config.bodyLimit} bytes` : err.message;
       return sendError(reply, { ...WebrpcErrors.WebrpcBadRequest, status }, cause);
     }
+    // The database restarting or out of connections (an access key looked up, a REST read): 503 with
+    // Retry-After in the service's own words, as the webrpc handlers answer it.
+    const dbDown = databaseUnavailable(errorMapForPath(req.url).databaseUnavailable, err);
+    if (dbDown) return sendError(reply, dbDown.def, dbDown.detail, dbDown.headers);
     req.log.error({ err }, 'unhandled error');
     return sendError(reply, WebrpcErrors.WebrpcInternalError, `internal error (request ${req.id})`);
   });

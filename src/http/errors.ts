@@ -140,6 +140,8 @@ export interface ServiceErrorMap {
   secretKeyCors: ErrorDef;
   /** The chain's node cannot be reached (or rate-limits us): transient, HTTP 503 with Retry-After. */
   chainUnavailable: ErrorDef;
+  /** The database cannot serve now (restarting, unreachable, out of connections): HTTP 503 with Retry-After. */
+  databaseUnavailable: ErrorDef;
 }
 
 // The Sequence tables have no "retry later" status: their closest code, answered as 503 so clients
@@ -159,6 +161,7 @@ export const metadataErrorMap: ServiceErrorMap = {
   invalidOrigin: AuthControlErrors.InvalidOrigin,
   secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
   chainUnavailable: unavailable(MetadataErrors.Fail, 'Chain node unavailable'),
+  databaseUnavailable: unavailable(MetadataErrors.Fail, 'Database unavailable'),
 };
 
 export const relayerErrorMap: ServiceErrorMap = {
@@ -175,6 +178,7 @@ export const relayerErrorMap: ServiceErrorMap = {
   invalidOrigin: RelayerErrors.InvalidOrigin,
   secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
   chainUnavailable: unavailable(RelayerErrors.Unavailable, 'Chain node unavailable'),
+  databaseUnavailable: unavailable(RelayerErrors.Unavailable, 'Database unavailable'),
 };
 
 export const indexerErrorMap: ServiceErrorMap = {
@@ -192,6 +196,7 @@ export const indexerErrorMap: ServiceErrorMap = {
   invalidOrigin: IndexerErrors.InvalidOrigin,
   secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
   chainUnavailable: unavailable(IndexerErrors.Unavailable, 'Chain node unavailable'),
+  databaseUnavailable: unavailable(IndexerErrors.Unavailable, 'Database unavailable'),
 };
 
 /** The access refusals of the metadata routes outside webrpc (REST, media, collection uploads). */
@@ -203,6 +208,13 @@ export const metadataAccessErrors = {
   invalidOrigin: AuthControlErrors.InvalidOrigin,
   secretKeyCors: AuthControlErrors.SecretKeyCorsDisallowed,
 } as const;
+
+/** The service whose error table answers for a path (the wire codes differ per service). */
+export function errorMapForPath(path: string): ServiceErrorMap {
+  if (path.startsWith('/relayer/')) return relayerErrorMap;
+  if (path.startsWith('/indexer/') || path.startsWith('/rpc/IndexerGateway/')) return indexerErrorMap;
+  return metadataErrorMap;
+}
 
 export class RpcError extends Error {
   constructor(

@@ -8,6 +8,7 @@ import { RpcError, WebrpcErrors, toWire, type ErrorDef, type ServiceErrorMap } f
 import { networksNamed } from '../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
 import type { ChainOutage } from '../chain/outage.ts';
+import { databaseUnavailable } from './db-outage.ts';
 
 /** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
 export interface EarlyRpcMethod {
@@ -339,6 +340,8 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         const outage = deps.outage?.(err);
         // Logged once per outage by the chain's health, not here per request.
         if (outage) return refuse(reply, unavailableError(E.chainUnavailable, outage));
+        const dbDown = databaseUnavailable(E.databaseUnavailable, err);
+        if (dbDown) return refuse(reply, dbDown);
         st.code = WebrpcErrors.WebrpcInternalError.code;
         req.log.error({ err, method: st.name }, 'unhandled error in rpc method');
         return sendError(reply, WebrpcErrors.WebrpcInternalError, `internal error (request ${req.id})`);

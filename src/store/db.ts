@@ -1,4 +1,5 @@
 import type { MaintenanceListener } from './maintenance.ts';
+import type { PgSession } from './pg-session.ts';
 
 /** The one database interface domain code sees; PGlite and PostgreSQL both speak it. */
 export interface QueryResult<T> {
@@ -70,6 +71,8 @@ export function commitSlot() {
 
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
+  /** PostgreSQL: the most connections this pool opens (the boot's connection check adds them up). */
+  readonly connections?: number;
   /** Runs fn inside BEGIN/COMMIT; rolls back when fn throws. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /**
@@ -91,11 +94,14 @@ export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//i.test(location);
 }
 
-/** Opens PostgreSQL for a postgres:// URL, PGlite otherwise (a folder, or `memory://`). */
-export async function openDb(location: string): Promise<Db> {
+/**
+ * Opens PostgreSQL for a postgres:// URL, PGlite otherwise (a folder, or `memory://`). `session`: the
+ * PostgreSQL connections' pool size and bounds (config `postgres`; ignored by PGlite).
+ */
+export async function openDb(location: string, session?: PgSession): Promise<Db> {
   if (isPostgresUrl(location)) {
     const { openPostgres } = await import('./postgres.ts');
-    return openPostgres(location);
+    return openPostgres(location, { session });
   }
   const { openPglite } = await import('./pglite.ts');
   return openPglite(location);

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { Held } from './pg-client.ts';
 
 /*
  * What PostgreSQL's autovacuum does, done by the service where nothing else does it: PGlite has no
@@ -75,8 +76,11 @@ const MAINTENANCE_LOCK = 0x6d727374;
  * What it ran, or why it failed (what failed is due again at the next turn); undefined when nothing was.
  */
 async function maintainDue(pool: pg.Pool): Promise<MaintenanceReport | undefined> {
-  const client = await pool.connect().catch(() => undefined);
-  if (!client) return undefined;
+  // Held: a connection that dies under the turn (a server restart) fails the turn, not the process.
+  const held = await Held.of(pool).catch(() => undefined);
+  if (!held) return undefined;
+  const client = held.client;
+  let failed: unknown;
   try {
     const server = await client.query<{ on: boolean }>(`SELECT current_setting('autovacuum') = 'on' AS on`);
     if (server.rows[0].on) return undefined;
@@ -98,9 +102,11 @@ async function maintainDue(pool: pg.Pool): Promise<MaintenanceReport | undefined
       await client.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]);
     }
   } catch (err) {
+    failed = err;
     return { failed: (err as Error).message };
   } finally {
-    client.release();
+    // A failed turn may leave its session holding the advisory lock or the SETs: not reused.
+    held.release(failed);
   }
 }
 

@@ -26,6 +26,9 @@ export async function migrate(db: Db, migrations = loadMigrations()): Promise<st
   const applied: string[] = [];
   for (const m of migrations) {
     const done = await db.transaction(async (tx) => {
+      // No lock_timeout here (config postgres.lockTimeoutMs): a process starting beside one that migrates
+      // waits for it, however long its migration takes, instead of failing its start.
+      await tx.query('SET LOCAL lock_timeout = 0');
       await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
       const seen = await tx.query('SELECT 1 FROM schema_migrations WHERE id = $1', [m.id]);
       if (seen.rows.length > 0) return false;

@@ -3,6 +3,9 @@ import pg from 'pg';
 import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
 import { keepMaintained, type MaintenanceListener } from './maintenance.ts';
 import { Limiter } from '../util/limiter.ts';
+import { isConnectionLoss } from './outage.ts';
+import { Held, isReadOnly, markNotRun, notRun, retrying } from './pg-client.ts';
+import { APPLICATION_NAME, PG_SESSION_DEFAULTS, sessionOptions, type PgSession } from './pg-session.ts';
 
 // BIGINT (int8) comes back as string by default; ids and counters here fit in a JS number.
 pg.types.setTypeParser(20, (v) => {
@@ -68,14 +71,25 @@ async function run(on: pg.Pool | pg.PoolClient, names: StatementNames, sql: stri
   }
 }
 
-export async function openPostgres(url: string, opts: { max?: number; probe?: boolean; maintain?: boolean } = {}): Promise<Db> {
+export interface PostgresOptions {
+  max?: number;
+  probe?: boolean;
+  maintain?: boolean;
+  /** Connection bounds (config `postgres`); the defaults when left out. */
+  session?: PgSession;
+}
+
+export async function openPostgres(url: string, opts: PostgresOptions = {}): Promise<Db> {
+  const session = opts.session ?? PG_SESSION_DEFAULTS;
+  const max = opts.max ?? session.poolSize;
   // Named statements keep the one plan made without values (generic), as on PGlite (pglite-worker.mjs):
   // the same plans on both engines, which test/relayer-store-plans.test.ts holds to keyed look-ups.
   // PostgreSQL's default (auto) kept planning the two intake statements that unnest arrays for their
   // values at every run (a generic plan counts 100 elements an array, a custom one its real length, so
   // the generic never looked cheaper): 1.3 ms of the server's time per SendMetaTxn (30 Nov, seventh
-  // session). Unnamed (per-request) statements are planned for their values, as always.
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c plan_cache_mode=force_generic_plan' });
+  // session). Unnamed (per-request) statements are planned for their values, as always. The session's
+  // lock and idle-transaction bounds ride along (pg-session.ts).
+  const pool = new pg.Pool({ connectionString: url, max, options: sessionOptions(session), application_name: APPLICATION_NAME });
   // Fail at boot, not at the first request, when the server is unreachable.
   if (opts.probe !== false) {
     const probe = await pool.connect();
@@ -89,57 +103,99 @@ export async function openPostgres(url: string, opts: { max?: number; probe?: bo
   // The main pool's; a dedicated pool (a loop's few connections) leaves it to the main one.
   let maintenanceListener: MaintenanceListener | undefined;
   const stopMaintaining = opts.maintain === false ? () => undefined : keepMaintained(pool, () => maintenanceListener);
+
+  /**
+   * One autocommit statement on a client of its own (pg-pool's query(), with the connection's death
+   * listened for). Retried when it never reached the server (no connection could be had), or when it
+   * only reads and its connection died under it. Like pg-pool's, a client whose statement failed is
+   * destroyed rather than kept.
+   */
+  const autocommit = (sql: string, params: unknown[] | undefined, named: boolean) =>
+    retrying(
+      async () => {
+        const held = await Held.of(pool);
+        try {
+          const res = named ? await run(held.client, names, sql, params) : await held.client.query(sql, params);
+          held.release();
+          return res;
+        } catch (err) {
+          held.release(err);
+          throw err;
+        }
+      },
+      (err) => notRun.has(err as object) || (isConnectionLoss(err) && isReadOnly(sql)),
+    );
+
   return {
     kind: 'postgres',
+    connections: max,
     async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
-      const res = await run(pool, names, sql, params);
+      const res = await autocommit(sql, params, true);
       return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
     },
     async exec(sql: string) {
-      await pool.query(sql);
+      await autocommit(sql, undefined, false);
     },
-    async transaction(fn) {
-      const client = await pool.connect();
-      const slot = commitSlot();
-      // One statement at a time, in call order, whatever the outcome before it: callers issue several at
-      // once (Promise.all on a transaction, the statements held for the COMMIT). pg's own queue did this,
-      // but pg deprecates it (a warning in every log on its first use) and drops it in version 9.
-      const oneAtATime = new Limiter(1);
-      try {
-        await client.query('BEGIN');
-        const out = await fn({
-          async exec(sql: string) {
-            await oneAtATime.run(() => client.query(sql));
-          },
-          async query<T>(sql: string, params?: unknown[]) {
-            const res = await oneAtATime.run(() => run(client, names, sql, params, false));
-            return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
-          },
-          atCommit: slot.atCommit,
-        });
-        // All queued now: each is sent once the answer before it is read, the COMMIT last. A failed
-        // statement leaves the transaction aborted; its COMMIT then rolls back, and the first failure is
-        // what this throws.
-        const last = slot.statements;
-        const settled = await Promise.allSettled([...last.map((x) => oneAtATime.run(() => run(client, names, x.sql, x.params, false))), oneAtATime.run(() => client.query('COMMIT'))]);
-        const failed = settled.find((x) => x.status === 'rejected');
-        if (failed) throw failed.reason;
-        slot.settle(
-          settled.slice(0, last.length).map((x) => {
-            const r = (x as PromiseFulfilledResult<pg.QueryResult>).value;
-            return { rows: r.rows, rowCount: r.rowCount ?? 0 };
-          }),
-        );
-        return out;
-      } catch (err) {
-        slot.settle(undefined);
-        await oneAtATime.run(() => client.query('ROLLBACK')).catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
+    /**
+     * Retried only when it failed before `fn` ran (no connection, or BEGIN on a connection that had
+     * died in the pool): `fn` may act outside the database (sign, broadcast, count in memory), so once
+     * it has run the failure is its caller's, as any failed transaction is. A connection lost later
+     * rolls the transaction back on the server (or, lost during COMMIT, leaves its outcome unknown),
+     * and the error goes up: HTTP answers 503, the loops try again at their next turn, and SendMetaTxn
+     * sent again finds the meta-transaction if it did commit.
+     */
+    transaction(fn) {
+      return retrying(
+        async () => {
+          const held = await Held.of(pool);
+          const client = held.client;
+          const slot = commitSlot();
+          // One statement at a time, in call order, whatever the outcome before it: callers issue several at
+          // once (Promise.all on a transaction, the statements held for the COMMIT). pg's own queue did this,
+          // but pg deprecates it (a warning in every log on its first use) and drops it in version 9.
+          const oneAtATime = new Limiter(1);
+          let unusable: unknown;
+          try {
+            await client.query('BEGIN').catch((err) => {
+              throw markNotRun(err);
+            });
+            const out = await fn({
+              async exec(sql: string) {
+                await oneAtATime.run(() => client.query(sql));
+              },
+              async query<T>(sql: string, params?: unknown[]) {
+                const res = await oneAtATime.run(() => run(client, names, sql, params, false));
+                return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
+              },
+              atCommit: slot.atCommit,
+            });
+            // All queued now: each is sent once the answer before it is read, the COMMIT last. A failed
+            // statement leaves the transaction aborted; its COMMIT then rolls back, and the first failure is
+            // what this throws.
+            const last = slot.statements;
+            const settled = await Promise.allSettled([...last.map((x) => oneAtATime.run(() => run(client, names, x.sql, x.params, false))), oneAtATime.run(() => client.query('COMMIT'))]);
+            const failed = settled.find((x) => x.status === 'rejected');
+            if (failed) throw failed.reason;
+            slot.settle(
+              settled.slice(0, last.length).map((x) => {
+                const r = (x as PromiseFulfilledResult<pg.QueryResult>).value;
+                return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+              }),
+            );
+            return out;
+          } catch (err) {
+            slot.settle(undefined);
+            // A ROLLBACK that fails (the connection is gone) leaves the client unusable: it is destroyed.
+            if (!held.lost) await oneAtATime.run(() => client.query('ROLLBACK')).catch((e) => (unusable = e));
+            throw err;
+          } finally {
+            held.release(unusable);
+          }
+        },
+        (err) => notRun.has(err as object),
+      );
     },
-    dedicated: (max: number) => openPostgres(url, { max, probe: false, maintain: false }),
+    dedicated: (n: number) => openPostgres(url, { max: n, probe: false, maintain: false, session }),
     onMaintenance(listener) {
       maintenanceListener = listener;
     },

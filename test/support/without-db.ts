@@ -29,3 +29,11 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/sequence-wallet.test.ts',
   'test/shutdown-order.test.ts',
 ];
+
+/**
+ * Test files that bring their own PostgreSQL and need no PGlite counterpart: `pg-faults` starts a private
+ * cluster (support/private-postgres.ts) to restart it, end its backends and fill its slots, which the
+ * shared server must not suffer and PGlite (one connection, in process) has no equivalent of. They run
+ * in the PostgreSQL half only, where the server's binaries are known to be installed.
+ */
+export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts'];

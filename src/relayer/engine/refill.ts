@@ -89,6 +89,10 @@ export class SenderRefill {
     const chainId = this.chain.chainId;
     const to = sender.toLowerCase();
     await this.db.transaction(async (tx) => {
+      // This transaction waits on the chain's node (reads, then the broadcast) while it holds the treasury's
+      // lock: the session's idle-in-transaction bound (config postgres) must not end it mid-send. Only
+      // other refills wait on that lock.
+      await tx.query('SET LOCAL idle_in_transaction_session_timeout = 0');
       // One signer of the treasury at a time, across processes and chains.
       await tx.query('SELECT pg_advisory_xact_lock(7250018, $1::int)', [Number.parseInt(this.treasury.slice(2, 9), 16)]);
       const recent = await tx.query(
