@@ -12,11 +12,13 @@ import type { Logger } from '../telemetry/logger.ts';
  * calls are batched only with its own: a caller's FeeOptions with many bundles can no longer share, and
  * sink, a JSON-RPC batch with the dispatcher's, the indexer's or the watcher's reads.
  * - intake: user-triggered relayer work (FeeOptions, Simulate, SendMetaTxn's probes, nonce reads)
+ * - keyless: the simulations FeeOptions and Simulate run for callers without an access key, apart from
+ *   intake's, so a keyed caller's reads never wait in a batch behind a keyless caller's heavy run
  * - engine: the dispatcher, its sweeps and sender refills
  * - indexer: the chain indexer
  * `public` serves everything else (metadata reads, the watcher, health); the shared head (head.ts) has its own.
  */
-export type NodeRole = 'intake' | 'engine' | 'indexer';
+export type NodeRole = 'intake' | 'keyless' | 'engine' | 'indexer';
 
 /** What domain code needs from a chain; wired once in createServices. */
 export interface ChainClient {

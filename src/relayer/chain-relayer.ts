@@ -369,6 +369,11 @@ export class ChainRelayer implements RelayerChain {
     return this.deps.chain.public;
   }
 
+  /** The client FeeOptions and Simulate run a caller's simulations on: keyless callers' have their own (chain/client.ts NodeRole). */
+  simulationClient(anonymous: boolean) {
+    return anonymous ? this.deps.chain.forRole('keyless') : this.deps.chain.public;
+  }
+
   get isFeeRequired() {
     return !this.deps.config.gasless;
   }

@@ -79,6 +79,8 @@ export interface RelayerChain {
   probe(job: ProbeJob): Promise<ProbeResult>;
   gasCap(anonymous: boolean): bigint;
   simulationGasCap(projectId: number | null): bigint;
+  /** The client a caller's FeeOptions and Simulate simulations run on (keyless callers' apart). */
+  simulationClient(anonymous: boolean): PublicClient;
   nextAfterQueued(wallet: Address, space: bigint, onChain: bigint): Promise<bigint>;
   decode(walletAddress: string, contract: string, input: string, isWallet?: (a: Address) => boolean): DecodedCall;
   checkDelegationShape(auth: Authorization, wallet: string, call: DecodedCall): Promise<void>;

@@ -314,7 +314,7 @@ export function relayerService(s: Services): ServiceDef {
             const results = await simulating(ctx, cap, async (meter) => {
               // The whole cap is charged unless the run comes back with what it used.
               meter.gas = cap;
-              const out = await simulateUnsigned(r.client, r.chainId, a.wallet, txs, cap, await r.runAs());
+              const out = await simulateUnsigned(r.simulationClient(!ctx.project), r.chainId, a.wallet, txs, cap, await r.runAs());
               meter.gas = out.reduce((g, x) => g + x.gasUsed, 0n);
               return out;
             });

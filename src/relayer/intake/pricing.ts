@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem';
+import { BaseError, ExecutionRevertedError, IntrinsicGasTooHighError, type Address, type Hex } from 'viem';
 import { describeBar } from '../bars.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
 import { RelayError } from '../errors.ts';
@@ -151,6 +151,11 @@ export class Pricing {
     const gasCap = this.chain.simulationGasCap(projectId);
     const overCap = (gas: bigint) =>
       new RelayError('simulationFailed', `the call needs about ${gas} gas, over this relayer's limit of ${gasCap}${anonymous ? ' for calls without an access key' : ''}`);
+    const outOfBudget = (w: Address, left: bigint) =>
+      new RelayError(
+        'simulationFailed',
+        `the call needs more than this relayer's limit of ${gasCap} gas${anonymous ? ' for calls without an access key' : ''}: the bundle of wallet ${w} ran out of the ${left} gas the bundles before it left`,
+      );
     // A wallet that is neither deployed nor deployed by this call will be by the one the client sends.
     const undeployed = call.bundles.filter((b) => !call.deploys.includes(b.wallet) && kinds.get(b.wallet) === 'empty').length;
     // What the transaction costs besides its bundles' own gas. On Arbitrum the L1 component of the calldata
@@ -170,10 +175,12 @@ export class Pricing {
       if (left <= 0n) throw overCap(gas);
       let results: TxSimulation[];
       try {
-        results = await simulateUnsigned(this.chain.client, this.chain.chainId, b.wallet, b.txs, left, runAs);
+        results = await simulateUnsigned(this.chain.simulationClient(anonymous), this.chain.chainId, b.wallet, b.txs, left, runAs);
       } catch (err) {
-        // The node refused the run whole (the wallet's own frame ran out of what was left): all of it was spent.
+        // The node refused the run whole: all that was left was spent. Out of gas or reverted in the
+        // wallet's own frame (a huge revert payload to copy with what was left) is the caller's; else the node's.
         meter.gas += left;
+        if (ranOutOrReverted(err)) throw outOfBudget(b.wallet, left);
         throw err;
       }
       const used = results.reduce((a, r) => a + r.gasUsed, 0n);
@@ -182,7 +189,7 @@ export class Pricing {
       const failed = results.findIndex((r, j) => r.executed && !r.succeeded && b.txs[j].revertOnError);
       if (failed >= 0) {
         // A call that ran out of what its budget left is over the limit, whatever it reverted with.
-        if ((used * 64n) / 63n + 10_000n >= left) throw overCap(gas);
+        if ((used * 64n) / 63n + 10_000n >= left || results[failed].reason?.startsWith('NotEnoughGas')) throw outOfBudget(b.wallet, left);
         throw new RelayError('simulationFailed', `transaction ${failed} of wallet ${b.wallet} reverts: ${results[failed].reason}`);
       }
       if (gas > gasCap) throw overCap(gas);
@@ -375,6 +382,12 @@ export interface Admission {
   call: DecodedCall;
   sized: { used: bigint; gasLimit: bigint };
   funded: Funding;
+}
+
+/** Whether a simulation's eth_call failed in the EVM (reverted, out of gas) rather than at the node or on the way. */
+function ranOutOrReverted(err: unknown): boolean {
+  if (!(err instanceof BaseError)) return false;
+  return err.walk((e) => e instanceof ExecutionRevertedError || e instanceof IntrinsicGasTooHighError || /out of gas/i.test((e as Error).message ?? '')) != null;
 }
 
 /** A sponsorship decision after the project's balance had its say (a limited tank that cannot cover it stops it). */
