@@ -100,10 +100,14 @@ describe(`metarelay doctor (${TEST_DB})`, () => {
   });
 
   it('fails a broken deployment and says what is wrong, line by line', async () => {
+    const deadPort = await freePort();
+    const gatewayPort = await freePort();
     const cfg = write('broken.json', {
       database: emptyDb,
-      ipfsGateways: [`http://127.0.0.1:${await freePort()}/ipfs/`],
+      ipfsGateways: [`http://127.0.0.1:${gatewayPort}/ipfs/`],
       chains: [
+        // A node that is not there: the line names why (not only viem's "HTTP request failed.").
+        { chainId: 10, name: 'dead', rpcUrls: [`http://127.0.0.1:${deadPort}`] },
         // The right node under the wrong chain id.
         { chainId: 5, name: 'wrongid', rpcUrls: [chain.anvil.rpcUrl] },
         // A chain without Multicall3 or the Sequence contracts, relaying with an empty sender.
@@ -120,8 +124,9 @@ describe(`metarelay doctor (${TEST_DB})`, () => {
       /^warn  multicall3 bare: absent/,
       /^FAIL  sequence context bare: no code at factory 0x/,
       /^FAIL  sender bare: 0x[0-9a-fA-F]{40} holds 0 \(floor 0\): fund it$/,
+      new RegExp(`^FAIL  chain dead: http://127\\.0\\.0\\.1:${deadPort}/ unreachable: HTTP request failed: connect ECONNREFUSED 127\\.0\\.0\\.1:${deadPort}$`),
       // Metadata falls back to the next gateway: a warning.
-      /^warn  ipfs gateway: .* unreachable/,
+      new RegExp(`^warn  ipfs gateway: .* unreachable: fetch failed: connect ECONNREFUSED 127\\.0\\.0\\.1:${gatewayPort}$`),
       // A shared database needs the quote secret; PGlite is one process's, so only a warning there.
       TEST_DB === 'postgres' ? /^FAIL  quote secret: unset on a database several processes can share/ : /^warn  quote secret: unset/,
     ]) {

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { isPostgresUrl, openDb } from '../store/db.ts';
 import { loadMigrations } from '../store/migrate.ts';
 import { parse } from './args.ts';
+import { causeOf } from '../util/cause.ts';
 import { configFrom, DB_FLAGS } from './db.ts';
 
 type Level = 'ok' | 'warn' | 'FAIL' | 'skip';
@@ -24,8 +25,6 @@ function bounded<T>(p: Promise<T>, what: string, ms = TIMEOUT_MS): Promise<T> {
   return Promise.race([p, new Promise<never>((_, r) => (timer = setTimeout(() => r(new Error(`${what}: no answer within ${ms / 1000} s`)), ms)))]).finally(() => clearTimeout(timer));
 }
 
-const firstLine = (err: unknown) => ((err as Error).message ?? String(err)).split('\n')[0];
-
 /** Database reachable and every migration of this version applied (doctor never migrates). */
 async function databaseChecks(config: AppConfig, relayerChains: ChainConfig[]): Promise<Check[]> {
   const where = maskUrl(config.database);
@@ -39,7 +38,7 @@ async function databaseChecks(config: AppConfig, relayerChains: ChainConfig[]): 
     await bounded(db.query('SELECT 1'), 'database');
   } catch (err) {
     await db?.close().catch(() => undefined);
-    return [{ level: 'FAIL', name: 'database', detail: `${where} unreachable: ${firstLine(err)}` }];
+    return [{ level: 'FAIL', name: 'database', detail: `${where} unreachable: ${causeOf(err)}` }];
   }
   const out: Check[] = [{ level: 'ok', name: 'database', detail: `${where} (${db.kind}) answers` }];
   try {
@@ -81,7 +80,7 @@ async function chainChecks(c: ChainConfig): Promise<Check[]> {
         client ??= probe;
       }
     } catch (err) {
-      out.push({ level: 'FAIL', name, detail: `${maskUrl(url)} unreachable: ${firstLine(err)}` });
+      out.push({ level: 'FAIL', name, detail: `${maskUrl(url)} unreachable: ${causeOf(err)}` });
     }
   }
   if (!client) return out;
@@ -124,7 +123,7 @@ async function gatewayCheck(gateway: string): Promise<Check> {
       : { level: 'warn', name: 'ipfs gateway', detail: `${maskUrl(gateway)} answers HTTP ${res.status}` };
   } catch (err) {
     // A warning: metadata falls back to the next gateway, and whatever is not on IPFS is unaffected.
-    return { level: 'warn', name: 'ipfs gateway', detail: `${maskUrl(gateway)} unreachable: ${firstLine(err)}` };
+    return { level: 'warn', name: 'ipfs gateway', detail: `${maskUrl(gateway)} unreachable: ${causeOf(err)}` };
   }
 }
 
@@ -138,7 +137,7 @@ export async function runDoctor(argv: string[]) {
   const relayerChains = config.chains.filter((c) => c.relayer);
   const groups = await Promise.all([
     databaseChecks(config, relayerChains),
-    ...config.chains.map((c) => chainChecks(c).catch((err): Check[] => [{ level: 'FAIL', name: `chain ${c.name}`, detail: firstLine(err) }])),
+    ...config.chains.map((c) => chainChecks(c).catch((err): Check[] => [{ level: 'FAIL', name: `chain ${c.name}`, detail: causeOf(err) }])),
     values.offline ? [{ level: 'skip' as Level, name: 'ipfs gateways', detail: 'not checked (--offline)' }] : Promise.all(config.ipfsGateways.map(gatewayCheck)),
   ]);
   const checks = [{ level: 'ok' as Level, name: 'config', detail: values.config ?? '(defaults and environment)' }, ...groups.flat()];

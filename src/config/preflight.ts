@@ -1,5 +1,6 @@
 import type { ChainClient } from '../chain/client.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { causeOf } from '../util/cause.ts';
 import { ConfigError } from './errors.ts';
 
 /**
@@ -14,7 +15,7 @@ export async function preflight(s: { chains: ReadonlyMap<number, ChainClient>; l
         const id = await Promise.race([c.public.getChainId(), new Promise<never>((_, r) => setTimeout(() => r(new Error('no answer within 5 s')), 5_000).unref())]);
         if (id !== c.chainId) problems.push(`chains: "${c.name}" is configured as chainId ${c.chainId} but its RPC answers ${id}`);
       } catch (err) {
-        s.log.warn({ chain: c.name, err: (err as Error).message.split('\n')[0] }, 'chain RPC unreachable at boot');
+        s.log.warn({ chain: c.name, err: causeOf(err) }, 'chain RPC unreachable at boot');
       }
     }),
   );

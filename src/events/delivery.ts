@@ -4,6 +4,7 @@ import type { Poster } from './post.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.ts';
 import type { ClaimedDelivery, Settled, WebhookStore } from './webhook-store.ts';
 import { PollLoop } from '../util/poll-loop.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
 import { ownerId } from '../util/owner-id.ts';
 
 export interface DeliverySettings {
@@ -65,7 +66,7 @@ export class DeliveryWorker {
     this.loop = new PollLoop(
       () => this.pass(),
       () => this.deps.settings.pollMs,
-      (err) => this.deps.log.error({ err }, 'webhook delivery pass failed'),
+      new FailureStreak(this.deps.log, 'webhook delivery pass'),
     );
   }
 

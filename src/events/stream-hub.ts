@@ -1,4 +1,5 @@
 import type { Logger } from '../telemetry/logger.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
 import { streamMatches, type EventBell, type Outbox, type StoredEvent, type StreamFilter } from './outbox.ts';
 
 const POLL_MS = 500;
@@ -32,8 +33,10 @@ export class EventStreamHub {
   private wake: (() => void) | undefined;
   private closed = false;
   private readonly offBell: () => void;
+  private readonly failures: FailureStreak;
 
   constructor(private readonly deps: { outbox: Outbox; bell: EventBell; log: Logger; pollMs?: number }) {
+    this.failures = new FailureStreak(deps.log, 'event streams: reading the outbox');
     // A short delay lets a burst of rings (one per written batch) end in one read. With no stream open
     // the loop reads nothing, so a ring needs no timer.
     this.offBell = deps.bell.on(() => {
@@ -120,8 +123,9 @@ export class EventStreamHub {
           }
           full = batch.length === BATCH;
           if (!full) for (const sub of this.subs) sub.idle();
+          this.failures.succeeded();
         } catch (err) {
-          this.deps.log.warn({ err }, 'event streams: reading the outbox failed; retrying');
+          this.failures.failed(err);
         }
       }
       if (full) continue;

@@ -1,5 +1,6 @@
 import type { Logger } from '../telemetry/logger.ts';
 import { PollLoop } from '../util/poll-loop.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
 import type { BackfillWorker } from './backfill.ts';
 
 /**
@@ -19,7 +20,8 @@ export class BackfillRunner {
     this.loop = new PollLoop(
       async () => void (await worker.runUntilIdle()),
       () => intervalMs,
-      (err) => log.warn({ err: (err as Error).message?.split('\n')[0] }, 'indexer backfill failed; its range is retried when the lease runs out'),
+      // A range that failed is retried when its lease runs out.
+      new FailureStreak(log, 'indexer backfill'),
     );
   }
 

@@ -1,4 +1,5 @@
 import { PollLoop } from '../util/poll-loop.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
 import type { ChainClient } from '../chain/client.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -54,11 +55,7 @@ export async function readCursor(db: Db, chainId: number, scope: IndexScope): Pr
  * is a reorg: the transfers above the last block both forks share are undone and read again.
  */
 export class IndexFollower {
-  private readonly loop = new PollLoop(
-    () => this.tick(),
-    () => this.cfg.pollMs,
-    (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'indexer poll failed'),
-  );
+  private readonly loop: PollLoop;
   private readonly reader: LogReader;
   /** Blocks this scope's follower passed over for their logs being unreadable, and their retries. */
   readonly unread: UnreadBlocks;
@@ -70,6 +67,11 @@ export class IndexFollower {
     private readonly cfg: FollowerConfig,
     private readonly d: { db: Db; log: Logger; metrics?: Metrics; addresses?: () => Promise<string[]>; hooks?: IndexHooks },
   ) {
+    this.loop = new PollLoop(
+      () => this.tick(),
+      () => this.cfg.pollMs,
+      new FailureStreak(this.d.log, 'indexer poll', { chain: this.chain.name }, () => !this.chain.health.ok),
+    );
     this.reader = new LogReader(chain, cfg.chunkBlocks, TRANSFER_TOPICS);
     this.unread = new UnreadBlocks({ db: d.db, chain, reader: `indexer:${cfg.scope}`, cfg: cfg.logReads, log: d.log, metrics: d.metrics });
   }

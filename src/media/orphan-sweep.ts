@@ -1,5 +1,6 @@
 import type { Logger } from '../telemetry/logger.ts';
 import { PollLoop } from '../util/poll-loop.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
 import type { MediaService } from './service.ts';
 
 /**
@@ -29,7 +30,7 @@ export class MediaOrphanSweep {
         this.collected.sweeps++;
       },
       () => settings.intervalSec * 1000,
-      (err) => log.warn({ err }, 'media orphan sweep failed'),
+      new FailureStreak(log, 'media orphan sweep'),
     );
   }
 

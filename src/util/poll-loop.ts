@@ -1,8 +1,11 @@
+import type { FailureStreak } from './failure-streak.ts';
+
 /**
  * The loop every background poller runs: call `tick`, sleep `intervalMs` (unless the tick says more
  * work is waiting, or `wake()` was called while it ran: that wake-up is not lost), wake early on
  * `wake()`, stop cleanly on `stop()` after the tick in progress.
- * A tick that throws is reported and the loop goes on.
+ * A tick that throws is told to `failures` and the loop goes on: a FailureStreak logs the first
+ * failure of a run of them, with its cause, and the tick that works again, not every failed tick.
  */
 export class PollLoop {
   private running = false;
@@ -15,7 +18,7 @@ export class PollLoop {
     // biome-ignore lint/suspicious/noConfusingVoidType: a tick that returns nothing (Promise<void>) is one that says nothing more waits
     private readonly tick: () => Promise<boolean | void>,
     private readonly intervalMs: () => number,
-    private readonly onError: (err: unknown) => void,
+    private readonly failures: Pick<FailureStreak, 'failed' | 'succeeded'>,
   ) {}
 
   get active(): boolean {
@@ -31,8 +34,9 @@ export class PollLoop {
         this.pending = false;
         try {
           more = (await this.tick()) === true;
+          this.failures.succeeded();
         } catch (err) {
-          this.onError(err);
+          this.failures.failed(err);
         }
         if (!this.running) break;
         if (more || this.pending) continue;

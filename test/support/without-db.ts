@@ -17,6 +17,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/errors.test.ts',
   'test/example-config.test.ts',
   'test/limiter.test.ts',
+  'test/loop-outages.test.ts',
   'test/metadata-fetch.test.ts',
   'test/metadata-uri.test.ts',
   'test/multicall.test.ts',

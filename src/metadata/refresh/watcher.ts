@@ -1,4 +1,5 @@
 import { PollLoop } from '../../util/poll-loop.ts';
+import { FailureStreak } from '../../util/failure-streak.ts';
 import { decodeAbiParameters, parseAbiItem, toEventSelector, type Address, type Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import { ReadPacer } from '../../chain/head.ts';
@@ -37,11 +38,7 @@ interface Cursor {
  * (one eth_getLogs for several blocks).
  */
 export class ChainWatcher {
-  private readonly loop = new PollLoop(
-    () => this.tick(),
-    () => this.d.config.watcher.pollMs,
-    (err) => this.d.log.warn({ err: (err as Error).message?.split('\n')[0], chain: this.chain.name }, 'chain watcher poll failed'),
-  );
+  private readonly loop: PollLoop;
   /** Blocks processed so far, for metrics and tests. */
   lastProcessed: bigint | null = null;
   private readonly reader: LogReader;
@@ -55,6 +52,11 @@ export class ChainWatcher {
     private readonly chainConfig: ChainConfig,
     private readonly d: { db: Db; refresh: RefreshService; config: AppConfig; log: Logger; metrics?: Metrics; onEnqueued?: () => void },
   ) {
+    this.loop = new PollLoop(
+      () => this.tick(),
+      () => this.d.config.watcher.pollMs,
+      new FailureStreak(this.d.log, 'chain watcher poll', { chain: this.chain.name }, () => !this.chain.health.ok),
+    );
     this.reader = new LogReader(chain, d.config.watcher.maxBlocksPerPoll, [...EVENT_BY_TOPIC.keys()]);
     this.unread = new UnreadBlocks({ db: d.db, chain, reader: 'watcher', cfg: d.config.logReads, log: d.log, metrics: d.metrics });
   }

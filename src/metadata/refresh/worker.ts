@@ -5,6 +5,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { ContractInfoService } from '../contracts/contracts.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
+import { FailureStreak } from '../../util/failure-streak.ts';
 import { enumerateTokens, startBlockOf } from './enumerate.ts';
 import { isRetryable, type FetchFailureReason } from '../errors.ts';
 import type { TokenMetadataService } from '../tokens/resolver.ts';
@@ -31,13 +32,15 @@ const isContractItem = (item: string) => /^0x[0-9a-f]{40}$/.test(item);
  */
 export class TaskWorker {
   readonly owner = ownerId();
-  private readonly loop = new PollLoop(
-    async () => (await this.tick()) > 0,
-    () => this.d.config.refresh.pollMs,
-    (err) => this.d.log.error({ err }, 'refresh worker cycle failed'),
-  );
+  private readonly loop: PollLoop;
 
-  constructor(private readonly d: WorkerDeps) {}
+  constructor(private readonly d: WorkerDeps) {
+    this.loop = new PollLoop(
+      async () => (await this.tick()) > 0,
+      () => this.d.config.refresh.pollMs,
+      new FailureStreak(this.d.log, 'refresh worker cycle'),
+    );
+  }
 
   start(): void {
     this.loop.start();

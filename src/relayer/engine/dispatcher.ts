@@ -14,6 +14,7 @@ import { Sweeper } from './sweep.ts';
 import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
 import { UNSURE_PASSES, judgeStillGood } from './still-good.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
+import { FailureStreak } from '../../util/failure-streak.ts';
 import type { DispatcherDeps, EngineContext, SenderState } from './context.ts';
 
 export type { DispatcherDeps, SenderState } from './context.ts';
@@ -62,18 +63,19 @@ export class Dispatcher implements EngineContext {
   private idle = false;
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
-  private readonly loop = new PollLoop(
-    () => this.tick(),
-    // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
-    () => (this.idle ? Math.max(this.config.pollMs, IDLE_POLL_MS) : this.config.pollMs),
-    // While the node is down the outage is logged once, by the chain's health: a failed tick is not news.
-    (err) => (this.relayer.deps.chain.health.ok ? this.deps.log.warn : this.deps.log.debug).call(this.deps.log, { err: errorText(err), chainId: this.chainId }, 'relayer dispatch tick failed'),
-  );
+  private readonly loop: PollLoop;
 
   constructor(
     readonly relayer: ChainRelayer,
     readonly deps: DispatcherDeps,
   ) {
+    this.loop = new PollLoop(
+      () => this.tick(),
+      // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
+      () => (this.idle ? Math.max(this.config.pollMs, IDLE_POLL_MS) : this.config.pollMs),
+      // While the node is down the outage is logged as a warning once, by the chain's health.
+      new FailureStreak(this.deps.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.relayer.deps.chain.health.ok),
+    );
     const c = relayer.deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
     this.policy = relayer.feePolicy;

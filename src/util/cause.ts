@@ -1,0 +1,27 @@
+/**
+ * An error in one line an operator can act on: the outer message's first line (viem's short message),
+ * what the node answered (an HTTP status), and the innermost cause that names the fault (`connect
+ * ECONNREFUSED 10.0.0.7:8545`, `other side closed`). viem's own message for a dead node is only
+ * "HTTP request failed.", with the reason two causes down.
+ */
+export function causeOf(err: unknown): string {
+  const e = err as { shortMessage?: unknown; message?: unknown; status?: unknown; cause?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return String(err);
+  const top = firstLine(typeof e.shortMessage === 'string' ? e.shortMessage : typeof e.message === 'string' ? e.message : String(err));
+  let status: unknown = e.status;
+  let inner: { message?: unknown; code?: unknown; cause?: unknown } = e;
+  for (let depth = 0; inner.cause && typeof inner.cause === 'object' && depth < 8; depth++) {
+    inner = inner.cause as typeof inner;
+    status ??= (inner as { status?: unknown }).status;
+  }
+  const parts = [top.replace(/\.$/, '')];
+  if (typeof status === 'number') parts.push(`HTTP ${status}`);
+  if (inner !== e) {
+    const msg = typeof inner.message === 'string' ? firstLine(inner.message) : '';
+    const code = typeof inner.code === 'string' && !msg.includes(inner.code) ? `${inner.code} ` : '';
+    if (code || msg) parts.push(`${code}${msg}`.trim());
+  }
+  return parts.join(': ');
+}
+
+const firstLine = (s: string) => s.split('\n')[0].trim();
