@@ -20,8 +20,9 @@ let nextUser = 0;
 const admin = () => ({ authorization: `Bearer ${env.adminToken}` });
 
 beforeAll(async () => {
-  // Batches of up to 4: members share their transaction's gas, and the debits must still add up.
-  env = await startRelayerEnv({ relayer: { batchSize: 4, confirmations: 2 } });
+  // Batches of up to 4: members share their transaction's gas, and the debits must still add up. A slot the
+  // base fee outruns waits for it to fall here (unblocking a stuck nonce is relayer-base-fee-rise's).
+  env = await startRelayerEnv({ relayer: { batchSize: 4, confirmations: 2, unblockAfterBlocks: 1_000 } });
   await sponsor(env, 'CONTRACT', env.token);
   users = await deployWallets(env, 70);
 }, 180_000);

@@ -126,6 +126,17 @@ export const RelayerChainConfigSchema = z
     maxOverrideBytes: z.number().int().min(1_024).max(16_777_216).default(262_144),
     /** A transaction not included within this many blocks is replaced at the same nonce with higher fees. */
     resubmitAfterBlocks: z.number().int().min(1).default(3),
+    /**
+     * A slot whose last attempt's max fee has been below the next base fee for this many blocks, and that
+     * no replacement within its cover can lift over it, is freed: a zero-value self-transfer at market fees,
+     * paid by the relayer, takes its nonce and its meta-transactions are DROPPED (docs/relayer-worst-case.md).
+     */
+    unblockAfterBlocks: z.number().int().min(1).max(10_000).default(10),
+    /**
+     * Senders (of those a process holds, when it holds more) kept for bundles that pay today's price: one
+     * whose cover cannot pay for the first attempt's max fee (the base fee doubled) never goes to them.
+     */
+    reserveSenders: z.number().int().min(0).max(256).default(1),
     /** How much a replacement raises both fees over the last broadcast; nodes refuse less than 10. */
     replacementBumpPercent: z.number().int().min(10).max(1000).default(10),
     /** No transaction is signed with a max fee per gas above this (gwei); a replacement that would need more waits. */

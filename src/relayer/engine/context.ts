@@ -42,8 +42,9 @@ export interface SenderState {
   /** Slots signed and not mined yet (what maxInFlightPerSender bounds). */
   open: number;
   /**
-   * A slot of it waits and cannot be replaced (its cover's ceiling under the market, the fee cap, a
-   * refused replacement): every later nonce of the sender would wait behind it, so it takes no new work.
+   * A slot of it cannot be mined in the next block (its last attempt's max fee under the next base fee) or
+   * cannot be replaced (its cover's ceiling under the market, the fee cap, a refused replacement): every
+   * later nonce of the sender would wait behind it, so it takes no new work (engine/unblock.ts).
    */
   stalled: boolean;
 }

@@ -31,6 +31,16 @@ export function clampToCeiling(fees: Fees, ceiling: bigint | null): Fees {
 /** The fee per gas a transaction offers at most. */
 export const feePerGas = (fees: Fees) => (fees.type === 'legacy' ? fees.gasPrice : fees.maxFeePerGas);
 
+/**
+ * Whether the covers pay for the market's first-attempt price over this gas (its max fee: room for the base
+ * fee to double); true without a ceiling. One that does not is signed at its ceiling, and is the first to
+ * stall its sender when the base fee climbs (dispatcher.ts keeps it off the reserve senders).
+ */
+export function paysForMarket(metas: readonly Pick<MetaTxnRow, 'cover_wei'>[], gas: bigint, market: Fees): boolean {
+  const ceiling = coverCeiling(metas, gas);
+  return ceiling == null || ceiling >= feePerGas(market);
+}
+
 /** Why fees clamped to a ceiling cannot be included at this base fee, or null when they can. */
 export function belowBaseFee(fees: Fees, ceiling: bigint | null, baseFee: bigint | null): string | null {
   if (ceiling == null || baseFee == null || feePerGas(fees) >= baseFee) return null;

@@ -3,6 +3,7 @@ import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempts, markBroadcast, sign, type BroadcastResult, type NewAttempt } from './attempts.ts';
 import { crashPoint } from './crash-points.ts';
 import { marketFees, type FeePolicy, type Market } from './gas-price.ts';
+import { paysForMarket } from './cover-ceiling.ts';
 import { pricedUnits, unitsFor, type Plan, type Priced } from './units.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
@@ -140,6 +141,8 @@ export class Dispatcher implements EngineContext {
       this.relayer.observeBlock(head);
       const swept = await this.sweeper.sweep(head, this.held, this.stopped, full);
       for (const [address, state] of swept.senders) this.senders.set(address, state);
+      // The sweep read the market at this head (something is in flight): signing uses the same read.
+      if (swept.market) this.feeMemo = { head, fees: Promise.resolve(swept.market) };
       if (swept.again) this.dirty = true;
       this.head = head;
       this.headHash = block.hash;
@@ -246,7 +249,8 @@ export class Dispatcher implements EngineContext {
 
   /**
    * Senders that may take new work now: held, not stopped, above the balance floor, not stalled behind a
-   * slot that cannot be replaced, with room in flight.
+   * slot that cannot be mined in the next block (its max fee under the next base fee) or cannot be
+   * replaced, with room in flight.
    */
   private usable(): Map<Address, number> {
     const out = new Map<Address, number>();
@@ -256,6 +260,12 @@ export class Dispatcher implements EngineContext {
       out.set(a, s.open);
     }
     return out;
+  }
+
+  /** The senders kept for bundles that pay today's price: the last reserveSenders held (by address), when more are held. */
+  private reserve(): Set<Address> {
+    const n = this.config.reserveSenders;
+    return new Set(n > 0 && this.held.length > n ? [...this.held].sort().slice(-n) : []);
   }
 
   private async sendReady() {
@@ -270,16 +280,30 @@ export class Dispatcher implements EngineContext {
     // The cap is on transactions in flight: with batching, a transaction may carry batchSize of them.
     const perTx = this.config.batchSize;
     const assigned = new Map<Address, Plan[]>();
+    const market = await this.marketFeesNow();
+    const reserve = this.reserve();
+    const forReserve: string[] = [];
     for (const p of plans) {
       let sender = p.sender;
       if (sender && !load.has(sender)) continue; // its predecessor's sender is busy or another process's
-      sender ??= [...load].sort((a, b) => a[1] - b[1])[0][0];
+      if (!sender) {
+        // One that cannot pay for the first attempt's price (the base fee doubled) is the kind that stalls
+        // a sender when the base fee rises: it never takes the reserve, kept for bundles that pay today's price.
+        const thin = !paysForMarket([p.row], BigInt(p.row.gas_limit), market);
+        const open = [...load].filter(([a]) => !(thin && reserve.has(a)));
+        if (open.length === 0) {
+          forReserve.push(p.row.id);
+          continue;
+        }
+        sender = open.sort((a, b) => a[1] - b[1])[0][0];
+      }
       const n = load.get(sender)!;
       if (n >= this.config.maxInFlightPerSender) continue;
       load.set(sender, n + 1 / perTx);
       assigned.set(sender, [...(assigned.get(sender) ?? []), p]);
     }
 
+    await this.deps.metaTxns.defer(this.chainId, forReserve, UNREADY_DEFER_MS);
     // Claimed first, so another process reading the same queue leaves these to this one.
     const mine = await this.deps.metaTxns.claim(
       this.chainId,
@@ -294,7 +318,6 @@ export class Dispatcher implements EngineContext {
     }
     // The state may have moved since intake: never sign what would now revert or no longer pay.
     const checked = await this.simulateAll([...assigned].flatMap(([sender, ps]) => ps.map((p) => ({ sender, p }))));
-    const market = await this.marketFeesNow();
     const sent: { sender: Address; units: Priced[] }[] = [];
     await Promise.all(
       [...assigned].map(async ([sender, ps]) => {

@@ -29,13 +29,25 @@ export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, se
 }
 
 async function fill(d: EngineContext, fees: () => Promise<Fees>, sender: Address, nonce: number, head: number) {
+  const { hash } = await sendFiller(d, sender, nonce, await fees(), head);
+  d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
+}
+
+/**
+ * Signs, records and broadcasts a zero-value self-transfer of `sender` at `nonce` with these fees: a
+ * hole's filler, or the replacement that frees a stuck slot (unblock.ts). Its hash, and whether the node took it.
+ */
+export async function sendFiller(d: EngineContext, sender: Address, nonce: number, fees: Fees, head: number): Promise<{ hash: Hex; ok: boolean; error?: string }> {
   // Arbitrum counts an L1 component even in a bare transfer: the node says how much.
   const gas = d.relayer.feeModel === 'arbitrum' ? await d.client.estimateGas({ account: sender, to: sender, value: 0n }) : FILLER_GAS;
-  const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees: await fees() };
+  const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees };
   const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
   await insertAttempt(d.deps.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
-  d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
   const res = await broadcast(d.client, raw);
-  if (res.ok) d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
-  else await failAttempt(d.deps.db, d.chainId, hash, res.message);
+  if (res.ok) {
+    d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
+    return { hash, ok: true };
+  }
+  await failAttempt(d.deps.db, d.chainId, hash, res.message);
+  return { hash, ok: false, error: res.message };
 }

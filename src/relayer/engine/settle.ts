@@ -8,11 +8,13 @@ import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext } from './context.ts';
 import { feeReceived } from './fee-check.ts';
 import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
+import { freedReason } from './unblock.ts';
 
 /** A slot the sweep found mined: the attempt that won it, its receipt, and whether it is past the confirmations. */
 export interface MinedSlot {
   slot: { sender: string; nonce: number };
-  winner: { hash: string };
+  /** A `filler` winner is a self-transfer that freed a stuck slot (unblock.ts): nothing of its meta-transactions ran. */
+  winner: { hash: string; kind?: 'meta' | 'batch' | 'filler' };
   receipt: RawReceipt;
   final: boolean;
 }
@@ -63,9 +65,18 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
   const out: SettledMeta[] = [];
   const shortfalls: Shortfall[] = [];
   const feeCtx = { chainId: d.chainId, context: d.relayer.context, payee: d.relayer.paymentAddress.toLowerCase() as Address, feeTokens: d.relayer.feeTokens };
+  const freed: string[] = [];
   for (const m of metas) {
     const h = bySlot.get(slotKey(m.sender!, m.txn_nonce!));
     if (!h) continue;
+    if (h.winner.kind === 'filler') {
+      // The slot was freed: its bundle never ran and cost nothing; what it was charged or held is given back.
+      if (m.status === 'SENT') {
+        await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'DROPPED', revert_reason: freedReason(m.txn_nonce!, h.winner.hash, d.config.unblockAfterBlocks), stalled: null }, 'SENT');
+        freed.push(m.id);
+      }
+      continue;
+    }
     const outcome = outcomeOf(h.receipt, m.id, bundles.get(m.id) ?? []);
     const reason = m.batch_index != null && outcome.status === 'FAILED' ? (memberFailure(h.receipt, d.relayer.context.guestModule, m.batch_index) ?? outcome.reason) : outcome.reason;
     // The fee recorded at intake is checked against what the receipt shows arrived.
@@ -118,5 +129,5 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
       );
     }
   }
-  return out.map((m) => m.id);
+  return [...out.map((m) => m.id), ...freed];
 }

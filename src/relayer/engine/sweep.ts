@@ -25,6 +25,7 @@ import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
 import { mendLedger } from './ledger-mend.ts';
 import { settleMined, slotKey } from './settle.ts';
+import { freeSlot, pricedOut } from './unblock.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
 const RECEIPT_GRACE_HEADS = 2;
@@ -80,6 +81,8 @@ export class Sweeper {
   quiet = false;
   /** Each held sender's last counts and balance read from the node, and when. */
   private readonly seen = new Map<Address, { latest: number; pending: number; balance: bigint; at: number }>();
+  /** The head at which each waiting slot's last attempt was first seen under the next base fee (unblock.ts). */
+  private readonly pricedOutSince = new Map<string, number>();
 
   constructor(private readonly d: EngineContext) {
     this.receipts = new BlockReceipts(d.client);
@@ -90,7 +93,7 @@ export class Sweeper {
   }
 
   /** Reconciles the held senders' slots at `head`; returns what it learnt of each sender and whether to sweep again at once. */
-  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>, full = false): Promise<{ senders: Map<Address, SenderState>; again: boolean }> {
+  async sweep(head: number, held: readonly Address[], stopped: ReadonlySet<Address>, full = false): Promise<{ senders: Map<Address, SenderState>; again: boolean; market?: Market }> {
     const d = this.d;
     const senders = [...held];
     const states = new Map<Address, SenderState>();
@@ -138,6 +141,7 @@ export class Sweeper {
     await this.watchMined([...slots.values()].filter(isMined), head);
 
     let capped = 0;
+    const waitingKeys = new Set<string>();
     for (const r of reads) {
       const mine = bySender.get(r.address)!;
       const belowFloor = floor > 0n && r.balance < floor;
@@ -148,17 +152,18 @@ export class Sweeper {
       d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, stopped.has(r.address) ? 1 : 0);
       let stalled: string | null = null;
       for (const s of waiting) {
-        const why = await this.nudgeSlot(s, head, r.pending);
-        if (why) {
-          capped++;
-          stalled ??= `nonce ${s.nonce}: ${why}`;
-        }
+        waitingKeys.add(slotKey(s.sender, s.nonce));
+        const { capped: why, pricedOut: out } = await this.nudgeSlot(s, head, r.pending);
+        if (why) capped++;
+        // A slot that cannot be mined next block (or replaced past its cap) holds every later nonce: no new work.
+        if (why ?? out) stalled ??= `nonce ${s.nonce}: ${why ?? out}`;
       }
       states.set(r.address, { latest: r.latest, pending: r.pending, balance: r.balance, belowFloor, open: waiting.length, stalled: stalled != null });
       await mendLedger(this.d, () => this.fees(), r.address, r.pending, next.get(r.address) ?? null, mine, head);
       await recordSenderRead(this.db, d.chainId, r.address, { balance: r.balance, belowFloor, latest: r.latest, pending: r.pending, stalled });
       await announceBalanceLevel(d, r.address, r.balance, this.levels);
     }
+    for (const k of [...this.pricedOutSince.keys()]) if (!waitingKeys.has(k)) this.pricedOutSince.delete(k);
     d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
     // Senders below their floor are topped up from the treasury, when one is configured (refill.ts).
     await d.deps.refill?.check(reads).catch((err: Error) => d.deps.log.warn({ chainId: d.chainId, err: err.message }, 'sender refill failed'));
@@ -167,7 +172,7 @@ export class Sweeper {
       d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
       d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'SENT' }, depth.sent);
     }
-    return { senders: states, again: this.again };
+    return { senders: states, again: this.again, market: this.market };
   }
 
   private async fees(): Promise<Market> {
@@ -341,24 +346,45 @@ export class Sweeper {
 
   /**
    * A slot still waiting: replaced at higher fees once it has waited resubmitAfterBlocks, re-broadcast
-   * when the node's pool lacks it. Returns why it cannot be replaced, when the fee cap forbids it.
+   * when the node's pool lacks it, freed by a self-transfer once it has stayed under the base fee for
+   * unblockAfterBlocks with no replacement within its cover able to lift it (unblock.ts). Returns why it
+   * cannot be replaced (`capped`: the fee cap or its cover forbids it), and why it cannot be mined in the
+   * next block (`pricedOut`: its max fee under the next base fee), each null when not so.
    */
-  private async nudgeSlot(s: Slot, head: number, pending: number): Promise<string | null> {
+  private async nudgeSlot(s: Slot, head: number, pending: number): Promise<{ capped: string | null; pricedOut: string | null }> {
     const d = this.d;
     const last = s.attempts.at(-1)!;
-    if (last.broadcast_block != null && head - last.broadcast_block >= d.config.resubmitAfterBlocks) {
-      const covers = await d.deps.metaTxns.coversAtSlot(d.chainId, s.sender, s.nonce);
-      const ceiling = coverCeiling(covers, BigInt(last.gas_limit), await d.relayer.l1FeeBound(last.data, last.raw.startsWith('0x04')));
-      const rep = boundedReplacement(last.fees, await this.fees(), d.policy, ceiling);
+    const market = await this.fees();
+    const k = slotKey(s.sender, s.nonce);
+    const out = pricedOut(last.fees, market);
+    if (!out) this.pricedOutSince.delete(k);
+    else if (!this.pricedOutSince.has(k)) this.pricedOutSince.set(k, head);
+    // A filler is the relayer's own transaction: replaced at the market like any other, never freed itself.
+    const stuck = out != null && last.kind !== 'filler' && head - this.pricedOutSince.get(k)! >= d.config.unblockAfterBlocks;
+    if (stuck || (last.broadcast_block != null && head - last.broadcast_block >= d.config.resubmitAfterBlocks)) {
+      // A filler's fees are the relayer's to raise (no cover bounds them).
+      const ceiling =
+        last.kind === 'filler'
+          ? null
+          : coverCeiling(await d.deps.metaTxns.coversAtSlot(d.chainId, s.sender, s.nonce), BigInt(last.gas_limit), await d.relayer.l1FeeBound(last.data, last.raw.startsWith('0x04')));
+      const rep = boundedReplacement(last.fees, market, d.policy, ceiling);
       const why = rep.ok ? await this.replace(s, last, rep.fees, head) : rep.reason;
-      if (!why) return null;
+      // Replaced (at least the next base fee), or refused and tried again: nothing holds the sender.
+      if (!why) return { capped: null, pricedOut: null };
+      if (stuck) {
+        const still = await freeSlot(d, s, last, market, head, out);
+        if (!still) return { capped: null, pricedOut: null };
+        await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, still);
+        if (s.nonce >= pending) await this.rebroadcast(last);
+        return { capped: still, pricedOut: out };
+      }
       await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, why);
       if (s.nonce >= pending) await this.rebroadcast(last);
-      return why;
+      return { capped: why, pricedOut: out };
     }
     // Not in the pool's executable run (never arrived, dropped, or lost in a node restart): send it again.
     if (s.nonce >= pending) await this.rebroadcast(last);
-    return null;
+    return { capped: null, pricedOut: out };
   }
 
   private async rebroadcast(a: Attempt) {
