@@ -45,6 +45,22 @@ const OVERRIDE_CHECK_NUMBER = 0x7ffffffen;
 /** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
 const GAS_PRICE_MAX_AGE_MS = 2_000;
 
+/** A value read once per block seen and reused until a newer block is seen (never for longer than GAS_PRICE_MAX_AGE_MS); a failed read is forgotten. */
+class BlockMemo<T> {
+  private memo?: { block: bigint; at: number; value: Promise<T> };
+
+  get(seen: bigint, read: () => Promise<T>): Promise<T> {
+    const m = this.memo;
+    if (m && m.block >= seen && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
+    const memo = { block: seen, at: Date.now(), value: read() };
+    memo.value.catch(() => {
+      if (this.memo === memo) this.memo = undefined;
+    });
+    this.memo = memo;
+    return memo.value;
+  }
+}
+
 /**
  * One relayer per configured network: the per-chain context both stages use (addresses, fee tokens,
  * the node, simulations, wallet recognition, nonces), and the doors to intake (intake/intake.ts) and
@@ -73,8 +89,8 @@ export class ChainRelayer implements RelayerChain {
   /** A check in flight of whether the chain went back below the block seen (lowerSeen). */
   private lowering?: Promise<void>;
 
-  private gasPriceMemo?: { block: bigint; at: number; value: Promise<bigint> };
-  private runAsMemo?: { block: bigint; at: number; value: Promise<RunAs> };
+  private readonly gasPriceMemo = new BlockMemo<bigint>();
+  private readonly runAsMemo = new BlockMemo<RunAs>();
   /** Whether the node takes eth_call block overrides (asked once). */
   private blockOverrides?: Promise<boolean>;
   /** The fees the dispatcher signs with (its FeePolicy), which simulations run at too. */
@@ -165,15 +181,7 @@ export class ChainRelayer implements RelayerChain {
 
   /** The node's gas price, read at most once per block seen (and per GAS_PRICE_MAX_AGE_MS), not per request. */
   gasPriceNow(): Promise<bigint> {
-    const m = this.gasPriceMemo;
-    if (m && m.block >= this.seenBlock && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
-    const value = this.client.getGasPrice();
-    const memo = { block: this.seenBlock, at: Date.now(), value };
-    value.catch(() => {
-      if (this.gasPriceMemo === memo) this.gasPriceMemo = undefined;
-    });
-    this.gasPriceMemo = memo;
-    return value;
+    return this.gasPriceMemo.get(this.seenBlock, () => this.client.getGasPrice());
   }
 
   /**
@@ -182,9 +190,7 @@ export class ChainRelayer implements RelayerChain {
    * that block, and the next block's base fee and number where the node takes block overrides.
    */
   runAs(): Promise<RunAs> {
-    const m = this.runAsMemo;
-    if (m && m.block >= this.seenBlock && Date.now() - m.at < GAS_PRICE_MAX_AGE_MS) return m.value;
-    const value = (async (): Promise<RunAs> => {
+    return this.runAsMemo.get(this.seenBlock, async (): Promise<RunAs> => {
       const [market, overrides] = await Promise.all([marketFees(this.client, this.feePolicy), this.takesBlockOverrides()]);
       const fees = market.type === 'legacy' ? { gasPrice: market.gasPrice } : { maxFeePerGas: market.maxFeePerGas, maxPriorityFeePerGas: market.maxPriorityFeePerGas };
       const top = [this.seenBlock, this.deps.chain.head.current?.number ?? -1n].reduce((a, b) => (a > b ? a : b));
@@ -215,13 +221,7 @@ export class ChainRelayer implements RelayerChain {
           );
         },
       };
-    })();
-    const memo = { block: this.seenBlock, at: Date.now(), value };
-    value.catch(() => {
-      if (this.runAsMemo === memo) this.runAsMemo = undefined;
     });
-    this.runAsMemo = memo;
-    return value;
   }
 
   /**
