@@ -8,6 +8,7 @@ import { openDb, type Db } from '../src/store/db.ts';
 import { runNode } from './support/cli.ts';
 import { devFolder, ready, type DevFolder } from './support/dev.ts';
 import { TEST_DB } from './support/env.ts';
+import { freePort } from './support/ports.ts';
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -136,12 +137,21 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     }
   }, 450_000);
 
-  it('reuses the database and the dev key on the next start', async () => {
+  it('reuses the database and the dev key on the next start; /ready only once the manifest of this start is written', async () => {
     const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
-    const dev = folder.start();
+    const port = await freePort();
+    const dev = folder.start(port);
     try {
-      await ready(dev);
+      // What a script does: wait for /ready, then read the manifest. It must be this start's (its
+      // baseUrl names this port; the previous start's named another), not the last run's.
+      while ((await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status !== 200) {
+        if (dev.child.exitCode !== null) throw new Error(`dev exited:\n${dev.output()}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
       const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
+      expect(first.baseUrl).not.toBe(`http://127.0.0.1:${port}`);
+      expect(m.baseUrl).toBe(`http://127.0.0.1:${port}`);
+      await ready(dev);
       expect(m.accessKey).toBe(first.accessKey);
       if (TEST_DB === 'pglite') expect(existsSync(join(folder.data, 'db'))).toBe(true);
       const keyed = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });

@@ -190,7 +190,9 @@ export async function runDev(argv: string[]) {
     const devProject = (await services.projects.getByName(project))!;
     await sponsorSamples(services, devProject.id, chain.manifest.chain.chainId, chain.manifest.contracts);
     await listSamples(services, chain.manifest.chain.chainId, chain.manifest.contracts);
-    const app = await buildApp(services);
+    // Ready once the manifest is written (below): a script that waits for /ready reads this run's.
+    let started = false;
+    const app = await buildApp(services, { started: () => started });
     await listenOn(app, config.host, config.port);
     services.startBackground();
     services.startDispatchers();
@@ -231,6 +233,7 @@ export async function runDev(argv: string[]) {
     };
     mkdirSync(dirname(manifestPath), { recursive: true });
     writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+    started = true;
     say(devBanner({ manifest, manifestPath, database: config.database, seconds: (performance.now() - t0) / 1000 }));
 
     const svc = services;

@@ -31,6 +31,12 @@ import { chainOutageOf } from '../chain/outage.ts';
 export interface BuildAppOptions {
   /** Log each request (off in tests to keep output readable). */
   logRequests?: boolean;
+  /**
+   * /ready says no (503, `starting: true`) until this is true: `dev` serves before it has written its
+   * manifest (the dev collection's URLs need the bound address), and a script that waits for /ready
+   * then reads the manifest must read this run's, not the previous one.
+   */
+  started?: () => boolean;
 }
 
 /** The whole HTTP surface, without listening: tests inject, the CLI listens. */
@@ -96,7 +102,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     done();
   });
   registerDrainGuard(app, s);
-  registerHealthRoutes(app, s);
+  registerHealthRoutes(app, s, opts.started);
   registerRestRoutes(app, s, access);
   registerMediaRoutes(app, s, access);
   if (s.collections) registerCollectionRoutes(app, s.collections, access, s.config.media.maxBytes);

@@ -81,7 +81,7 @@ async function chainView(s: Services, c: ChainClient, dbOk: boolean): Promise<Ch
   return { ...state, relayer };
 }
 
-export function registerHealthRoutes(app: FastifyInstance, s: Services) {
+export function registerHealthRoutes(app: FastifyInstance, s: Services, started: () => boolean = () => true) {
   app.get('/health', async () => ({ status: 'ok', uptime: Math.round((Date.now() - s.startedAt.getTime()) / 1000) }));
   // Ready means this process can serve: the database answers and it is not draining. A chain that is
   // down does not take the instance out of the balancer (metadata for the other chains, receipts and
@@ -97,6 +97,7 @@ export function registerHealthRoutes(app: FastifyInstance, s: Services) {
     }
     // A draining process is alive but should get no new traffic.
     if (s.draining) return reply.code(503).send({ ready: false, draining: true, checks: [], chains: [] });
+    if (!started()) return reply.code(503).send({ ready: false, starting: true, checks: [], chains: [] });
     const checks = await Promise.all([checkDatabase(s, 2_000), ...(chain ? [chain] : [...s.chains.values()]).map((c) => probeChain(c, 2_000))]);
     const database = checks[0];
     const chains = await Promise.all((chain ? [chain] : [...s.chains.values()]).map((c) => chainView(s, c, database.ok)));

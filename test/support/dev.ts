@@ -18,8 +18,8 @@ export interface DevFolder {
   /** PostgreSQL: the database dev runs on (DATABASE_URL); PGlite: undefined, it is data/db. */
   testDb?: TestDb;
   env: Record<string, string>;
-  /** Starts dev on this folder; wait for it with ready(). */
-  start(): LongRunning;
+  /** Starts dev on this folder (on `port`, else a free one it picks); wait for it with ready(). */
+  start(port?: number): LongRunning;
   manifest(): DevServiceManifest;
   remove(): Promise<void>;
 }
@@ -48,7 +48,7 @@ export async function devFolder(opts: { newcomer?: boolean } = {}): Promise<DevF
     manifestPath,
     testDb,
     env,
-    start: () => startCli(['dev', '--port', '0', '--data', data, '--manifest', manifestPath], env),
+    start: (port = 0) => startCli(['dev', '--port', String(port), '--data', data, '--manifest', manifestPath], env),
     manifest: () => JSON.parse(readFileSync(manifestPath, 'utf8')) as DevServiceManifest,
     async remove() {
       await testDb?.drop().catch(() => undefined);
