@@ -142,8 +142,9 @@ describe('error catalog', () => {
         expect(res.json()).toEqual({
           error: errName,
           code,
-          msg: catalog[errName].message,
-          message: catalog[errName].message,
+          // The reason is in the message too: official clients show only `message` as err.message.
+          msg: `${catalog[errName].message}: raised ${errName}`,
+          message: `${catalog[errName].message}: raised ${errName}`,
           cause: `raised ${errName}`,
           status,
         });

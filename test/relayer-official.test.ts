@@ -59,13 +59,25 @@ describe('official sequence.js v2 clients against metarelay', () => {
     }
   });
 
-  it('without a sponsorship or a fee the official client gets InsufficientFee', async () => {
+  it('without a sponsorship or a fee the official client gets InsufficientFee, and its err.message says why (a spent sponsorship budget, no fee paid)', async () => {
     const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl });
+    const capped = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
     try {
       await mint(w.address, 10n);
-      await expect(w.sendTransaction([transfer(PAYEE, 1n)])).rejects.toThrow(/InsufficientFee|Insufficient fee/);
+      await expect(w.sendTransaction([transfer(PAYEE, 1n)])).rejects.toThrow(/^Insufficient fee: the fee paid is too/);
+      // Sponsored, but by a rule whose budget (1 wei) cannot pay any transaction: what a client that
+      // prints err.message shows must be that reason, not only "Insufficient fee".
+      const r = await env.call('AddGasSponsor', { projectId: env.project.id, address: capped.address, kind: 'WALLET', name: 'one wei', totalBudgetWei: '1' }, { authorization: `Bearer ${env.adminToken}` });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      await mint(capped.address, 10n);
+      const err = await capped.sendTransaction([transfer(PAYEE, 1n)]).then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(/^Insufficient fee: .*total budget/);
     } finally {
       w.close();
+      capped.close();
     }
   });
 

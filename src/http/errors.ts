@@ -236,7 +236,12 @@ export interface WireError {
   status: number;
 }
 
-/** Both `msg` (old clients, Go) and `message` (new TS runtimes) carry the message. */
+/**
+ * Both `msg` (old clients, Go) and `message` (new TS runtimes) carry the message, with the reason: the
+ * official clients make `err.message` of `message` alone, so "Insufficient fee" was all a client that
+ * prints it showed of a spent sponsorship budget. `cause` keeps the reason alone.
+ */
 export function toWire(def: ErrorDef, cause?: string): WireError {
-  return { error: def.name, code: def.code, msg: def.message, message: def.message, cause: cause ?? def.message, status: def.status };
+  const message = cause && cause !== def.message ? `${def.message}: ${cause}` : def.message;
+  return { error: def.name, code: def.code, msg: message, message, cause: cause ?? def.message, status: def.status };
 }
