@@ -1,7 +1,7 @@
 // Limiter (util/limiter.ts), alone: the bound holds at every moment, order is arrival order, and a
 // failed task frees its slot. The metadata fetchers and PostgreSQL's transactions run on it.
 import { describe, expect, it } from 'vitest';
-import { Limiter } from '../src/util/limiter.ts';
+import { Limiter, LimiterFull } from '../src/util/limiter.ts';
 
 /** Runs `f` after `n` microtasks. */
 function afterTicks(n: number, f: () => Promise<unknown>): Promise<unknown> {
@@ -51,5 +51,18 @@ describe('Limiter', () => {
     const settled = await Promise.allSettled(runs);
     expect(order).toEqual([0, 1, 2, 3, 4]);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+  });
+
+  it('with maxWaiting, refuses a task at once when that many already wait (LimiterFull), and takes one again once a place is free', async () => {
+    const l = new Limiter(1, 2);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const running = l.run(() => gate);
+    const waiting = [l.run(async () => 1), l.run(async () => 2)];
+    await expect(l.run(async () => 3)).rejects.toBeInstanceOf(LimiterFull);
+    open();
+    await running;
+    expect(await Promise.all(waiting)).toEqual([1, 2]);
+    expect(await l.run(async () => 4)).toBe(4);
   });
 });
