@@ -104,7 +104,7 @@ describe('fees are structural: a fee shown only to the simulator is no fee', () 
     expect(await sent()).toBe(before);
   });
 
-  it('checks the fee after inclusion: a fee drained away on chain is recorded as not received and bars the wallet, key and client address', async () => {
+  it('checks the fee after inclusion: a fee drained away on chain is recorded as not received and bars the client network and wallet under the key, and the contract called', async () => {
     const u = user();
     await mint(u.wallet.address, 2n * FEE);
     const payee = await balance(PAYEE);
@@ -129,8 +129,11 @@ describe('fees are structural: a fee shown only to the simulator is no fee', () 
     expect(String(row.fee_value)).toBe(FEE.toString());
     expect(String(row.fee_received)).toBe('0');
     const bars = await env.services.bars.list();
-    expect(bars.map((x) => x.kind).sort()).toEqual(['ip', 'key', 'wallet']);
-    expect(bars.find((x) => x.kind === 'wallet')!.value).toBe(u.wallet.address.toLowerCase());
+    // Barred where it came from (its client network and its wallet under its key) and the contract it
+    // called, not the whole key: one stranger does not bar a dapp's public key (relayer-loss-budget.test.ts).
+    expect(bars.map((x) => x.kind).sort()).toEqual(['contract', 'key-client', 'key-wallet']);
+    expect(bars.find((x) => x.kind === 'key-wallet')!.value).toBe(`${row.key_id}|${u.wallet.address.toLowerCase()}`);
+    expect(bars.find((x) => x.kind === 'contract')!.value).toBe(cheat.toLowerCase());
 
     // Another wallet from the same key and address that would pay is not relayed on credit any more…
     const v = user();

@@ -120,6 +120,43 @@ export const RelayerChainConfigSchema = z
     maxQueuedPerAddress: z.number().int().min(1).default(200),
     /** The gas limit of a meta-transaction sent without an access key (it pays its own fee) is at most this; so is each bundle FeeOptions and Simulate run for such a caller. */
     anonymousMaxGasLimit: z.number().int().positive().default(3_000_000),
+    /**
+     * What fee-paying callers can cost the relayer when their fee is not final by construction (a bundle
+     * can revert when mined and take its fee with it): each such meta-transaction counts its worst case
+     * (its fee's worth, which bounds what any attempt of it may be signed for) while it is live, and what
+     * it cost without its fee for an hour after; a new one is refused when a budget it counts against is
+     * full (docs/relayer-worst-case.md). Amounts in gas, worth the chain's gas price at the time of the
+     * check, so one default fits every chain.
+     */
+    lossBudget: z
+      .object({
+        /** One fee-paying wallet (at least maxGasLimit × feePriceRoom, or the largest bundles could never be sent). */
+        perWalletGas: z.number().int().positive().default(20_000_000),
+        /** One client network (ipv4Prefix / ipv6Prefix), over every key and none. */
+        perClientGas: z.number().int().positive().default(40_000_000),
+        /** One client network under one access key (keyless callers count as one key). */
+        perKeyClientGas: z.number().int().positive().default(40_000_000),
+        /** One access key, over all its clients. */
+        perKeyGas: z.number().int().positive().default(400_000_000),
+        /** Every caller without an access key together: the most strangers without a key can cost per hour. */
+        keylessGas: z.number().int().positive().default(100_000_000),
+        /** The client network of an IPv4 / IPv6 address: a /24 or a /48 is one client (one attacker has many addresses in it). */
+        ipv4Prefix: z.number().int().min(8).max(32).default(24),
+        ipv6Prefix: z.number().int().min(16).max(128).default(48),
+        /** Fees that did not arrive from this many client networks of one key within a day bar the whole key (and alert). */
+        keyBarAfterNetworks: z.number().int().min(2).max(1_000).default(3),
+      })
+      .strict()
+      .default({
+        perWalletGas: 20_000_000,
+        perClientGas: 40_000_000,
+        perKeyClientGas: 40_000_000,
+        perKeyGas: 400_000_000,
+        keylessGas: 100_000_000,
+        ipv4Prefix: 24,
+        ipv6Prefix: 48,
+        keyBarAfterNetworks: 3,
+      }),
     /** Bundles one FeeOptions call may carry: each is a simulation of its own on the node. */
     maxFeeOptionsBundles: z.number().int().min(1).max(256).default(16),
     /** State-override bytes (code placed for simulation) one FeeOptions call may send the node, over all its bundles. */

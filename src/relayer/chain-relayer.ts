@@ -527,8 +527,12 @@ export class ChainRelayer implements RelayerChain {
   admit<T>(args: SendArgs, rules: SponsorRule[] | undefined, commit: (a: Admission) => Promise<T>): Promise<T> {
     return this.intake.admit(args, rules, commit);
   }
-  charge(tx: Tx, metaTxnId: string, f: Funding): Promise<void> {
-    return this.intake.charge(tx, metaTxnId, f);
+  clientNetOf(args: Pick<SendArgs, 'clientIp'>): string | null {
+    return this.intake.clientNetOf(args);
+  }
+
+  charge(tx: Tx, metaTxnId: string, f: Funding, args: Pick<SendArgs, 'keyId' | 'clientIp'>): Promise<void> {
+    return this.intake.charge(tx, metaTxnId, f, args);
   }
 }
 

@@ -37,6 +37,11 @@ export interface MetaTxnRow {
   confirmed: boolean;
   key_id: number | null;
   client_ip: string | null;
+  /** The client network its loss budgets count it under, and its exposure in wei (loss-budget.ts); null for sponsored ones. */
+  client_net?: string | null;
+  exposure_wei?: string | null;
+  /** Whether its fee is final by construction: a row whose fee is not is signed within exposure_wei, not cover_wei. */
+  fee_final?: boolean | null;
   fee_payer: string | null;
   fee_received: string | null;
   /** The gas price intake priced it at (docs/relayer-worst-case.md). */
@@ -71,7 +76,7 @@ export function normalise(r: Record<string, unknown>): MetaTxnRow {
   for (const k of ['queued_at', 'sent_at', 'mined_at', 'updated_at']) if (r[k] != null) r[k] = new Date(r[k] as string);
   if (r.fee_value != null) r.fee_value = String(r.fee_value);
   if (r.fee_received != null) r.fee_received = String(r.fee_received);
-  for (const k of ['gas_price_priced', 'cover_wei', 'shortfall_wei', 'l1_fee_wei'] as const) if (r[k] != null) r[k] = String(r[k]);
+  for (const k of ['gas_price_priced', 'cover_wei', 'shortfall_wei', 'l1_fee_wei', 'exposure_wei'] as const) if (r[k] != null) r[k] = String(r[k]);
   if (r.gas_price != null) r.gas_price = String(r.gas_price);
   r.authorization = typeof r.authorization === 'string' ? (JSON.parse(r.authorization) as Authorization) : null;
   return r as unknown as MetaTxnRow;
@@ -116,6 +121,12 @@ export interface NewMetaTxn {
   coverWei?: bigint | null;
   keyId: number | null;
   clientIp: string | null;
+  /** A fee-paying one whose fee is not final: what it may cost the relayer (loss-budget.ts); null otherwise. */
+  exposureWei?: bigint | null;
+  /** The client network its loss budgets count it under (loss-budget.ts clientNet). */
+  clientNet?: string | null;
+  /** Whether its fee is final by construction (intake/finality.ts); null when it pays none. */
+  feeFinal?: boolean | null;
   bundles: { id: string; wallet: Address; space: bigint; nonce: bigint }[];
   /** EIP-7702: the authorization to carry (stored with the row). */
   authorization?: Authorization | null;

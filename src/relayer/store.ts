@@ -2,6 +2,7 @@ import type { Address } from 'viem';
 import { prepared, type Db, type Queryable, type Tx } from '../store/db.ts';
 import { KeyGroups, type Outcome } from '../util/key-groups.ts';
 import { LIVE_IN } from './live.ts';
+import { clientLock, judgeLossBudget, type Exposed, type LossBudgets } from './loss-budget.ts';
 import { judgeLimits, readLimitsMany, sharesOf, type QueueLimits } from './queue-limits.ts';
 import { NonceTaken, normalise, type BundleRow, type MetaTxnRow, type NewMetaTxn, type SentMeta, type SettledMeta, type StatusCause, type StatusHook } from './meta-txn-rows.ts';
 
@@ -20,7 +21,11 @@ function walletLockKeys(m: NewMetaTxn): number[] {
 }
 
 /** The advisory locks of a meta-transaction as (chain, key) pairs, and as the keys that keep two of them out of one intake group. */
-const lockPairs = (m: NewMetaTxn): Array<[number, number]> => walletLockKeys(m).map((k) => [m.chainId % 2_000_000_000, k]);
+const lockPairs = (m: NewMetaTxn): Array<[number, number]> => [
+  ...walletLockKeys(m).map((k): [number, number] => [m.chainId % 2_000_000_000, k]),
+  // A fee-paying one whose fee is not final also takes its client network's: its loss budget is judged under it.
+  ...(m.exposureWei != null && m.clientNet ? [clientLock(m.chainId, m.clientNet)] : []),
+];
 const groupKeys = (m: NewMetaTxn): string[] => lockPairs(m).map(([c, k]) => `${c}:${k}`);
 
 /** The wallets' advisory locks of a whole intake group, taken in one order (chain, then key), as each intake takes its own. */
@@ -29,9 +34,9 @@ const GROUP_LOCKS_SQL = prepared('SELECT pg_advisory_xact_lock(u.c, u.k) FROM (S
 /** The rows and bundles of an intake group in one statement (insertGroupIn). */
 const GROUP_INSERT_SQL = prepared(`WITH mt AS (
    INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
-     fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei)
+     fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei, exposure_wei, client_net, fee_final)
    SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::boolean[],
-     $11::bigint[], $12::text[], $13::numeric[], $14::text[], $15::bigint[], $16::text[], $17::text[], $18::numeric[], $19::numeric[])
+     $11::bigint[], $12::text[], $13::numeric[], $14::text[], $15::bigint[], $16::text[], $17::text[], $18::numeric[], $19::numeric[], $26::numeric[], $27::text[], $28::boolean[])
    RETURNING *),
  b AS (
    INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce)
@@ -260,6 +265,9 @@ export function metaTxnRepo(
           bundles.map(({ b }) => b.wallet),
           bundles.map(({ b }) => b.space.toString()),
           bundles.map(({ b }) => b.nonce.toString()),
+          col((m) => m.exposureWei?.toString() ?? null),
+          col((m) => m.clientNet ?? null),
+          col((m) => m.feeFinal ?? null),
         ]);
         const byId = new Map(r.rows.map((x) => [`${x.chain_id}:${x.id}`, normalise(x)]));
         const rows = ms.map((m) => byId.get(`${m.chainId}:${m.id}`)!);
@@ -320,6 +328,9 @@ export function metaTxnRepo(
   };
 
   return {
+    /** A fee-paying one's loss budgets (loss-budget.ts), judged on `q` (its queuing transaction) or, before any write, on the database. */
+    judgeLossBudget: (m: Exposed, b: LossBudgets, q?: Queryable) => judgeLossBudget(q ?? db, m, b, q !== undefined),
+
     /** By its own id or the id of any wallet bundle inside it. */
     find: (chainId: number, id: string) => finds.run({ chainId, id }),
 
@@ -383,9 +394,11 @@ export function metaTxnRepo(
     },
 
     /** The covers of the meta-transactions a slot carries (engine/cover-ceiling.ts bounds its replacements by them). */
-    async coversAtSlot(chainId: number, sender: string, nonce: number): Promise<Pick<MetaTxnRow, 'cover_wei'>[]> {
-      const q = prepared(`SELECT cover_wei::text AS cover_wei FROM meta_txns WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND status = 'SENT'`);
-      return (await db.query<{ cover_wei: string | null }>(q, [chainId, sender, nonce])).rows;
+    async coversAtSlot(chainId: number, sender: string, nonce: number): Promise<Pick<MetaTxnRow, 'cover_wei' | 'exposure_wei' | 'fee_final'>[]> {
+      const q = prepared(
+        `SELECT cover_wei::text AS cover_wei, exposure_wei::text AS exposure_wei, fee_final FROM meta_txns WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND status = 'SENT'`,
+      );
+      return (await db.query<{ cover_wei: string | null; exposure_wei: string | null; fee_final: boolean | null }>(q, [chainId, sender, nonce])).rows;
     },
 
     /** Why the meta-transactions of a slot cannot be replaced now (the fee cap), as RuntimeStatus shows them. */

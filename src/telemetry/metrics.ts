@@ -137,7 +137,13 @@ export function createMetrics() {
     }),
     relayFeeShortfalls: new Counter({
       name: 'metarelay_relayer_fee_shortfalls_total',
-      help: 'mined fee-paying meta-transactions whose fee did not reach the payment address (each bars its wallet, key and client address), by chain',
+      help: 'mined fee-paying meta-transactions whose fee did not reach the payment address (each bars its client network and wallet under its key, and the contracts it called), by chain',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
+    relayKeyBars: new Counter({
+      name: 'metarelay_relayer_key_bars_total',
+      help: 'access keys barred whole from fee-paid relaying: fees did not arrive from keyBarAfterNetworks client networks of theirs within a day (alert on it: a dapp key is being abused), by chain',
       labelNames: ['chain'] as const,
       registers: [registry],
     }),

@@ -79,7 +79,7 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
     StartSender: method({ input: SenderSwitch, handler: async (a) => (await relayerCall(() => switchSender(s.db, relayerOf(a.chainID), a.index, true)), {}) }),
     /** Lets a barred wallet, key or client address have fee-paid meta-transactions relayed again. */
     LiftRelayBar: method({
-      input: z.object({ kind: z.enum(['wallet', 'key', 'ip', 'contract']), value: z.string().min(1).max(200) }),
+      input: z.object({ kind: z.enum(['wallet', 'key', 'ip', 'contract', 'key-client', 'key-wallet']), value: z.string().min(1).max(200) }),
       handler: async (a) => {
         // An IPv6 client is barred as its network (clientIpv6Prefix): any address in it, or the network, lifts it.
         const value = a.kind === 'ip' ? clientAddress(a.value, s.config.clientIpv6Prefix) : a.value;

@@ -13,10 +13,17 @@ import type { MetaTxnRow } from '../store.ts';
  * is replaced up to its ceiling and then waits, as at the fee cap (docs/relayer-worst-case.md).
  */
 
+/**
+ * What a row may be signed for: its cover, or for a fee-paying one whose fee is not final its exposure
+ * (intake/pricing.ts exposureOf: no more than its limit at the price times feePriceRoom), which is what its
+ * loss budgets counted.
+ */
+const signable = (m: Pick<MetaTxnRow, 'cover_wei' | 'exposure_wei' | 'fee_final'>) => (m.fee_final === false && m.exposure_wei != null ? m.exposure_wei : m.cover_wei);
+
 /** The highest fee per gas its cover pays for; null when a member has no cover (a gasless chain, a row from before covers were kept). */
-export function coverCeiling(metas: readonly Pick<MetaTxnRow, 'cover_wei'>[], gas: bigint, l1Bound = 0n): bigint | null {
-  if (metas.length === 0 || metas.some((m) => m.cover_wei == null) || gas <= 0n) return null;
-  const cover = metas.reduce((a, m) => a + BigInt(m.cover_wei!), 0n) - l1Bound;
+export function coverCeiling(metas: readonly Pick<MetaTxnRow, 'cover_wei' | 'exposure_wei' | 'fee_final'>[], gas: bigint, l1Bound = 0n): bigint | null {
+  if (metas.length === 0 || metas.some((m) => signable(m) == null) || gas <= 0n) return null;
+  const cover = metas.reduce((a, m) => a + BigInt(signable(m)!), 0n) - l1Bound;
   return cover > 0n ? cover / gas : 0n;
 }
 

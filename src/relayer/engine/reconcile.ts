@@ -43,5 +43,16 @@ export function contractsToBar(m: MetaTxnRow, ctx: { chainId: number; context: S
 /** The bar record of a gas shortfall (owed = the cost, received = the cover, both in wei). */
 export function gasShortfall(m: MetaTxnRow, chainId: number, shortfallWei: bigint, contracts: string[]): Shortfall {
   const cover = BigInt(m.cover_wei ?? '0');
-  return { chainId, metaTxnId: bareId(m.id), wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: null, owed: cover + shortfallWei, received: cover, contracts };
+  return {
+    chainId,
+    metaTxnId: bareId(m.id),
+    wallet: m.fee_payer,
+    keyId: m.key_id,
+    clientIp: m.client_ip,
+    clientNet: m.client_net ?? null,
+    feeToken: null,
+    owed: cover + shortfallWei,
+    received: cover,
+    contracts,
+  };
 }

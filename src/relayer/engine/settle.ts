@@ -82,7 +82,19 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
     // The fee recorded at intake is checked against what the receipt shows arrived.
     const received = m.fee_token ? feeReceived(h.receipt, m, feeCtx) : null;
     if (received != null && received < BigInt(m.fee_value ?? '0')) {
-      shortfalls.push({ chainId: d.chainId, metaTxnId: m.id, wallet: m.fee_payer, keyId: m.key_id, clientIp: m.client_ip, feeToken: m.fee_token, owed: BigInt(m.fee_value ?? '0'), received });
+      // A fee the bundle took back: the contracts it called are barred too (the next caller of them pays or is sponsored).
+      shortfalls.push({
+        chainId: d.chainId,
+        metaTxnId: m.id,
+        wallet: m.fee_payer,
+        keyId: m.key_id,
+        clientIp: m.client_ip,
+        clientNet: m.client_net ?? null,
+        feeToken: m.fee_token,
+        owed: BigInt(m.fee_value ?? '0'),
+        received,
+        contracts: contractsToBar(m, feeCtx),
+      });
     } else if (m.authorization && outcome.noWallet) {
       // EIP-7702: a carried authorization whose call ran no wallet lost a race to its EOA (voided or
       // re-delegated after the last check), and the relayer paid up to the whole gas limit: it counts
@@ -120,12 +132,19 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
   }
   await d.deps.metaTxns.settleMany(tx, d.chainId, out);
   if (shortfalls.length) {
-    await d.deps.bars?.record(tx, shortfalls);
+    const keys = (await d.deps.bars?.record(tx, shortfalls, d.config.lossBudget.keyBarAfterNetworks)) ?? [];
     for (const f of shortfalls.filter((x) => x.feeToken != null && x.feeToken !== LOST_DELEGATION)) {
       d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
       d.deps.log.warn(
         { chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() },
-        'a meta-transaction was mined without its fee: its wallet, key and client address are barred from fee-paid relaying',
+        'a meta-transaction was mined without its fee: its client network and wallet are barred under its key, and the contracts it called, from fee-paid relaying',
+      );
+    }
+    for (const keyId of keys) {
+      d.deps.metrics?.relayKeyBars.inc({ chain: d.chainName });
+      d.deps.log.error(
+        { chainId: d.chainId, keyId },
+        'an access key is barred from fee-paid relaying: fees did not arrive from several client networks using it (lift the bar in the console once settled)',
       );
     }
   }

@@ -20,6 +20,8 @@ export interface WalletBundle {
   space: bigint;
   nonce: bigint;
   txs: WalletTransaction[];
+  /** The signature the wallet checks before it runs `txs` (absent where a bundle is made up, e.g. the console's check). */
+  signature?: Hex;
 }
 
 /** A call some wallet (or the guest module) will make: what sponsorship rules look at. */
@@ -51,6 +53,8 @@ export interface DecodedCall {
    * plain calls (leaves). Also what a first decoding pass asks the chain about.
    */
   candidates: Address[];
+  /** The entrypoint's own transactions (the guest module's, or the wallet's own bundle's). */
+  entryTxs?: WalletTransaction[];
 }
 
 export class BundleError extends Error {}
@@ -148,7 +152,7 @@ export function decodeCall(chainId: number, context: SequenceContext, walletAddr
         if (depth >= MAX_DEPTH) throw new BundleError(`wallet executes nested deeper than ${MAX_DEPTH}`);
         const inner = decodeExecute(tx.data);
         const { space, nonce } = splitNonce(inner.nonce);
-        out.bundles.push({ id: subdigest(chainId, tx.target, walletDigest(inner.nonce, inner.txs)), wallet: tx.target, space, nonce, txs: inner.txs, depth });
+        out.bundles.push({ id: subdigest(chainId, tx.target, walletDigest(inner.nonce, inner.txs)), wallet: tx.target, space, nonce, txs: inner.txs, signature: inner.signature, depth });
         walk(tx.target, out.bundles.length - 1, inner.txs, depth + 1);
         continue;
       }
@@ -157,6 +161,7 @@ export function decodeCall(chainId: number, context: SequenceContext, walletAddr
   };
 
   const top = decodeExecute(input);
+  out.entryTxs = top.txs;
   if (out.kind === 'guest') {
     if (top.txs.some((t) => t.delegateCall)) throw new BundleError('the guest module refuses delegate calls');
     out.id = subdigest(chainId, guest, guestDigest(top.txs));
@@ -170,7 +175,7 @@ export function decodeCall(chainId: number, context: SequenceContext, walletAddr
     }
     const { space, nonce } = splitNonce(top.nonce);
     out.id = subdigest(chainId, entry, walletDigest(top.nonce, top.txs));
-    out.bundles.push({ id: out.id, wallet: entry, space, nonce, txs: top.txs, depth: 0 });
+    out.bundles.push({ id: out.id, wallet: entry, space, nonce, txs: top.txs, signature: top.signature, depth: 0 });
     walk(entry, 0, top.txs, 1);
   }
   const used = new Set(out.bundles.map((b) => b.wallet));

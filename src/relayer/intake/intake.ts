@@ -1,5 +1,6 @@
 import { getAddress, type Address, type Hex } from 'viem';
-import type { Tx } from '../../store/db.ts';
+import type { Queryable, Tx } from '../../store/db.ts';
+import { LossBudgetFull, clientNet, lossBudgets, type LossBudgets } from '../loss-budget.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
 import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
@@ -75,7 +76,7 @@ export class Intake {
     for (;;) {
       const funded = await this.pricing.fund(args, rules, checked, sized, approve, stopped);
       try {
-        return await commit({ call: checked.call, sized, funded });
+        return await commit({ call: checked.call, sized: funded.gasLimit ? { ...sized, gasLimit: funded.gasLimit } : sized, funded });
       } catch (caught) {
         await funded.refund();
         const err = caught instanceof OverBudget ? caught : await this.overBudget(caught, funded);
@@ -99,8 +100,25 @@ export class Intake {
    * Charges a sponsored admission to its rules' budgets as the last statement of the caller's
    * transaction (the transaction throws what admit turns into OverBudget when another intake spent them first).
    */
-  async charge(tx: Tx, metaTxnId: string, f: Funding): Promise<void> {
+  async charge(tx: Tx, metaTxnId: string, f: Funding, args: Pick<SendArgs, 'keyId' | 'clientIp'>): Promise<void> {
+    await this.judgeBudget(tx, metaTxnId, args, f);
     if (f.charge && this.deps.spendCaps) this.deps.spendCaps.charge(tx, { chainId: this.chain.chainId, metaTxnId, ...f.charge });
+  }
+
+  /** The loss budgets of a fee-paying admission whose fee is not final, judged on the transaction that queues it (its row included). */
+  private async judgeBudget(q: Queryable, id: string, args: Pick<SendArgs, 'keyId' | 'clientIp'>, f: Funding) {
+    if (f.exposureWei == null) return;
+    const m = { chainId: this.chain.chainId, id, feePayer: f.feePayer, keyId: args.keyId ?? null, clientNet: this.clientNetOf(args), exposureWei: f.exposureWei, gasPrice: f.gasPricePriced ?? 0n };
+    try {
+      await this.deps.metaTxns.judgeLossBudget(m, this.budgets, q);
+    } catch (err) {
+      throw err instanceof LossBudgetFull ? new RelayError('rateLimited', err.message) : err;
+    }
+  }
+
+  /** The client network the loss budgets count a caller under. */
+  clientNetOf(args: Pick<SendArgs, 'clientIp'>) {
+    return clientNet(args.clientIp, this.budgets);
   }
 
   /**
@@ -284,9 +302,17 @@ export class Intake {
           clientIp: args.clientIp ?? null,
           bundles: call.bundles.map((b) => ({ id: bareId(b.id), wallet: b.wallet, space: b.space, nonce: b.nonce })),
           authorization: args.authorization ?? null,
+          exposureWei: f.exposureWei ?? null,
+          feeFinal: f.feeFinal ?? null,
+          clientNet: this.clientNetOf(args),
           // The sponsorship is charged in the transaction that queues the meta-transaction: both or neither.
           charge: f.charge && this.deps.spendCaps ? { chainId: this.chain.chainId, metaTxnId: bareId(call.id), ...f.charge } : undefined,
           ...extra,
+          // Its loss budgets are judged after its row is written, in the same transaction (its own row counted).
+          also: async (q) => {
+            await extra.also?.(q);
+            await this.judgeBudget(q, bareId(call.id), args, f);
+          },
         },
         { perWallet: c.maxQueuedPerWallet, perKey: c.maxQueuedPerKey, perAddress: c.maxQueuedPerAddress },
       );
@@ -300,9 +326,13 @@ export class Intake {
     }
   }
 
+  private readonly budgets: LossBudgets;
+
   constructor(
     private readonly chain: RelayerChain,
     private readonly pricing: Pricing,
     private readonly deps: RelayerDeps,
-  ) {}
+  ) {
+    this.budgets = lossBudgets(deps.config.lossBudget);
+  }
 }

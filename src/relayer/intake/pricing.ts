@@ -13,6 +13,8 @@ import { atMaxFee } from '../balances/holds.ts';
 import { weiToAttoUsd, type Cost, type Stop } from './policy.ts';
 import { priceWire } from '../../prices/index.ts';
 import { signQuote, verifyQuote } from './quote.ts';
+import { bounded, failGas, feeFinality, type Finality } from './finality.ts';
+import { LossBudgetFull, clientNet, lossBudgets } from '../loss-budget.ts';
 import { estimationCodeBytes, intrinsicGas, simulateUnsigned, type ProbeResult, type TxSimulation } from './simulate.ts';
 import { bundleKey, type Coverage, type SponsorRule } from './sponsors.ts';
 
@@ -141,7 +143,16 @@ export class Pricing {
    * `meter.gas` is raised by the gas each simulation was given or used as it goes (the keyless bucket is
    * charged by it: http/services/relayer.ts), whether or not the call ends in an answer.
    */
-  async feeOptions(projectId: number | null, wallet: string, to: string, data: string, auth?: Authorization | null, decoded?: DecodedCall, meter: SimulationMeter = { gas: 0n }) {
+  async feeOptions(
+    projectId: number | null,
+    wallet: string,
+    to: string,
+    data: string,
+    auth?: Authorization | null,
+    decoded?: DecodedCall,
+    meter: SimulationMeter = { gas: 0n },
+    caller: Pick<SendArgs, 'keyId' | 'clientIp'> = {},
+  ) {
     const first = decoded ?? this.chain.decode(wallet, to, data);
     this.feeOptionsWork(first);
     this.feeOptionsWork(first, await estimationCodeBytes(this.chain.client, this.chain.chainId));
@@ -203,7 +214,20 @@ export class Pricing {
     if (this.deps.balances && cover.sponsored) cover = withBalance(cover, await this.deps.balances.fits(projectId, this.chain.chainId, cover, limit, gasPrice, l1));
     const sponsorship = sponsorshipWire(cover);
     if (!this.chain.isFeeRequired || cover.sponsored) return { options: [], sponsored: cover.sponsored, quote: null, unpriced: [], sponsorship };
-    const wei = requiredWei(gas, limit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
+    // What SendMetaTxn would refuse before pricing, FeeOptions refuses too: a barred caller or contract, and
+    // a caller whose loss budget has no room for the fee's worth (the fee is appended later, so whether it
+    // will be final is not known yet: the whole worth counts, as for a fee sent last).
+    const payer = call.bundles[0].wallet;
+    await this.refuseBarred({ ...caller }, payer);
+    await this.refuseBarredContracts(call, []);
+    // A bundle whose calls could all run after a first fee without undoing it is quoted for the limit
+    // such a send is signed with (finality.ts): its fee then pays for every call failing at its worst.
+    const top = call.bundles[0].txs;
+    const finalShaped = !auth && call.bundles.length === 1 && top.length > 0 && bounded(top) === null;
+    const needed = finalShaped ? ((gas + failGas(top)) * 64n) / 63n + 1n : 0n;
+    const feeLimit = needed > limit && needed <= gasCap ? needed : limit;
+    const wei = requiredWei(gas, feeLimit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
+    await this.judgeBudget({ id: '', feePayer: payer, keyId: caller.keyId ?? null, clientIp: caller.clientIp ?? null, gasPrice }, this.exposureOf(wei, feeLimit, gasPrice, l1));
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
@@ -236,7 +260,7 @@ export class Pricing {
       w: call.bundles[0].wallet,
       k: bundleKey(call, structuralFees(call, this.chain.payee(), this.chain.feeTokens)),
       g: gas.toString(),
-      l: limit.toString(),
+      l: feeLimit.toString(),
       o: quoted,
       p: used,
       ...(block !== null ? { b: block.toString() } : {}),
@@ -259,9 +283,20 @@ export class Pricing {
     if (bar) throw new RelayError('barred', describeBar(bar));
   }
 
-  async refuseBarred(args: SendArgs, payer: Address) {
-    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp: args.clientIp ?? null });
+  async refuseBarred(args: Pick<SendArgs, 'keyId' | 'clientIp'>, payer: Address) {
+    const clientIp = args.clientIp ?? null;
+    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp, clientNet: clientNet(clientIp, this.deps.config.lossBudget) });
     if (bar) throw new RelayError('barred', describeBar(bar));
+  }
+
+  /** The loss budgets judged before any write (FeeOptions): would a fee-paying send of this caller with this exposure be refused? */
+  private async judgeBudget(m: { id: string; feePayer: string; keyId: number | null; clientIp: string | null; gasPrice: bigint }, exposureWei: bigint) {
+    const budgets = lossBudgets(this.deps.config.lossBudget);
+    try {
+      await this.deps.metaTxns.judgeLossBudget({ chainId: this.chain.chainId, ...m, clientNet: clientNet(m.clientIp, budgets), exposureWei }, budgets);
+    } catch (err) {
+      throw err instanceof LossBudgetFull ? new RelayError('rateLimited', err.message) : err;
+    }
   }
 
   /** The gas limit sized from a gas figure that includes the intrinsic cost: room for 63/64 forwarding, times the margin. */
@@ -300,8 +335,39 @@ export class Pricing {
     if (payers.length > 1) throw new RelayError('insufficientFee', `fees are paid by ${payers.length} wallets (${payers.join(', ')}); one wallet pays the fee of a meta-transaction`);
     if (payers[0]) await this.refuseBarred(args, payers[0]);
     await this.refuseBarredContracts(call, payments);
-    const paid = await this.checkPayment(call, payments, sim.paid, { used, gasLimit, gasPrice, l1 }, args.quote, cover.reason);
-    return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0], gasPricePriced: gasPrice, coverWei: paid.coverWei };
+    // A final fee (intake/finality.ts) is signed with the gas for every later call to fail at its worst.
+    const intrinsic = used - sim.gasUsed;
+    const final = this.finalLimit(feeFinality(call, payments, this.chain.context.factory, !!args.authorization), intrinsic, sim.gasUsed, gasLimit, args.projectId == null);
+    const limit = final.final ? final.gasLimit : gasLimit;
+    const paid = await this.checkPayment(call, payments, sim.paid, { used, gasLimit: limit, gasPrice, l1 }, args.quote, cover.reason);
+    // What is not final counts against the loss budgets: the whole fee's worth (what any attempt may be
+    // signed for, engine/cover-ceiling.ts), or for a final fee the part of it up to the fee transfer.
+    const signable = this.exposureOf(paid.coverWei, limit, gasPrice, l1);
+    const exposureWei = final.final ? ((intrinsic + final.preFeeGas) * (paid.coverWei - l1)) / limit + l1 : signable;
+    return { ...none, feeToken: paid.token, feeValue: paid.value, feePayer: payers[0], gasPricePriced: gasPrice, coverWei: paid.coverWei, gasLimit: limit, exposureWei, feeFinal: final.final };
+  }
+
+  /**
+   * What a fee-paying bundle whose fee is not final may be signed for at most: its fee's worth, but no more
+   * than its limit at the price times the room the base fee has to climb (feePriceRoom). An overpaid fee
+   * buys no higher ceiling (engine/cover-ceiling.ts signs such a row within this), so it does not fill the
+   * caller's loss budget either.
+   */
+  private exposureOf(coverWei: bigint, gasLimit: bigint, gasPrice: bigint, l1: bigint): bigint {
+    const room = ceilMul(gasLimit * gasPrice, this.deps.config.feePriceRoom) + l1;
+    return coverWei < room ? coverWei : room;
+  }
+
+  /**
+   * The gas limit of a bundle whose fee is final: its simulated gas plus what every call after the fee may
+   * burn failing (finality.ts failGas), with room for 63/64 forwarding; never below the limit it was sized
+   * with. Over the relayer's gas cap, its fee is not final after all (it is signed with the ordinary limit).
+   */
+  private finalLimit(f: Finality, intrinsic: bigint, simGas: bigint, sized: bigint, anonymous: boolean): { final: false } | { final: true; gasLimit: bigint; preFeeGas: bigint } {
+    if (!f.final) return { final: false };
+    const needed = intrinsic + ((simGas + f.postFeeGas) * 64n) / 63n + 1n;
+    const gasLimit = needed > sized ? needed : sized;
+    return gasLimit > this.chain.gasCap(anonymous) ? { final: false } : { final: true, gasLimit, preFeeGas: f.preFeeGas };
   }
 
   /**
@@ -375,6 +441,11 @@ export interface Funding {
   coverWei?: bigint;
   /** Gives back what was held of a project balance when it is not queued after all. */
   refund: () => Promise<void>;
+  /** The gas limit it was priced with, where pricing raised the sized one (a final fee's room for its calls to fail). */
+  gasLimit?: bigint;
+  /** A fee-paying one: what it may cost the relayer if its fee does not arrive (loss-budget.ts), and whether its fee is final by construction. */
+  exposureWei?: bigint;
+  feeFinal?: boolean;
 }
 
 /** What admission decided: the decoded call, its gas and how it is paid for. */

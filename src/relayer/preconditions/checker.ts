@@ -141,13 +141,16 @@ export class PreconditionChecker {
                 fee_payer: funded.feePayer?.toLowerCase() ?? null,
                 gas_price_priced: funded.gasPricePriced?.toString() ?? null,
                 cover_wei: funded.coverWei?.toString() ?? null,
+                exposure_wei: funded.exposureWei?.toString() ?? null,
+                fee_final: funded.feeFinal ?? null,
+                client_net: this.relayer.clientNetOf({ clientIp: r.client_ip }),
                 // Queued from now: the dispatcher's wait for a predecessor nonce counts from here.
                 queued_at: now,
                 next_attempt_at: now,
               },
               'PENDING_PRECONDITION',
             );
-            if (moved) await this.relayer.charge(tx, r.id, funded);
+            if (moved) await this.relayer.charge(tx, r.id, funded, { keyId: r.key_id, clientIp: r.client_ip });
             return moved;
           });
           // Another process moved it first: what this admission held of a project balance goes back.
