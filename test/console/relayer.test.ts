@@ -280,25 +280,40 @@ describe('console: activity, fee tokens, health', () => {
 describe('console: unpaid fees', () => {
   it('shows each shortfall and who is barred on the Health page, and lifts a bar', async () => {
     const wallet = newSigner().address.toLowerCase();
+    const contract = newSigner().address.toLowerCase();
     await env.services.bars.record(env.services.db, [
-      { chainId: env.chainId, metaTxnId: 'ab'.repeat(32), wallet, keyId: 4242, clientIp: '203.0.113.9', feeToken: env.token.toLowerCase(), owed: 500n, received: 0n },
+      {
+        chainId: env.chainId,
+        metaTxnId: 'ab'.repeat(32),
+        wallet,
+        keyId: 4242,
+        clientIp: '203.0.113.9',
+        clientNet: '203.0.113.0/24',
+        feeToken: env.token.toLowerCase(),
+        owed: 500n,
+        received: 0n,
+        contracts: [contract],
+      },
     ]);
+    // Barred where it came from (its network and wallet under its key) and the contract it called, not the key.
     const unpaid = (await admin('Health')).body.networks[0].relayer.unpaid;
-    expect(unpaid.bars.map((b: { kind: string; value: string }) => `${b.kind}:${b.value}`).sort()).toEqual(['ip:203.0.113.9', 'key:4242', `wallet:${wallet}`]);
+    expect(unpaid.bars.map((b: { kind: string; value: string }) => `${b.kind}:${b.value}`).sort()).toEqual([`contract:${contract}`, 'key-client:4242|203.0.113.0/24', `key-wallet:4242|${wallet}`]);
     expect(unpaid.bars[0]).toMatchObject({ metaTxnId: 'ab'.repeat(32), owed: '500', received: '0' });
 
-    expect((await admin('LiftRelayBar', { kind: 'wallet', value: wallet })).status).toBe(200);
+    expect((await admin('LiftRelayBar', { kind: 'key-wallet', value: `4242|${wallet}` })).status).toBe(200);
     const after = (await admin('Health')).body.networks[0].relayer.unpaid.bars;
-    expect(after.map((b: { kind: string }) => b.kind).sort()).toEqual(['ip', 'key']);
-    const again = await admin('LiftRelayBar', { kind: 'wallet', value: wallet });
+    expect(after.map((b: { kind: string }) => b.kind).sort()).toEqual(['contract', 'key-client']);
+    const again = await admin('LiftRelayBar', { kind: 'key-wallet', value: `4242|${wallet}` });
     expect(again.status).toBe(400);
-    expect(again.body.cause).toMatch(/no bar on wallet/);
-    expect((await call('LiftRelayBar', { kind: 'ip', value: '203.0.113.9' })).status).toBe(401);
-    for (const kind of ['ip', 'key'] as const) await env.services.bars.lift(kind, kind === 'ip' ? '203.0.113.9' : '4242');
+    expect(again.body.cause).toMatch(/no bar on key-wallet/);
+    expect((await call('LiftRelayBar', { kind: 'key-client', value: '4242|203.0.113.0/24' })).status).toBe(401);
+    expect((await admin('LiftRelayBar', { kind: 'key-client', value: '4242|203.0.113.0/24' })).status).toBe(200);
+    await env.services.bars.lift('contract', contract);
 
-    // An IPv6 client is barred as its /64: any address of it names the bar to lift.
-    await env.services.bars.record(env.services.db, [
-      { chainId: env.chainId, metaTxnId: 'cd'.repeat(32), wallet: null, keyId: null, clientIp: '2001:db8:7:8::/64', feeToken: env.token.toLowerCase(), owed: 500n, received: 0n },
+    // A bar written before bars were per caller (kind ip): an IPv6 client is barred as its /64, any address of it names the bar to lift.
+    await env.services.db.query(`INSERT INTO relay_bars (kind, value, chain_id, meta_txn_id, fee_token, owed, received) VALUES ('ip', '2001:db8:7:8::/64', $1, $2, NULL, 500, 0)`, [
+      env.chainId,
+      'cd'.repeat(32),
     ]);
     expect((await admin('LiftRelayBar', { kind: 'ip', value: '2001:db8:7:8:1234::9' })).status).toBe(200);
     expect((await env.services.db.query(`SELECT 1 FROM relay_bars WHERE kind = 'ip'`)).rows).toEqual([]);

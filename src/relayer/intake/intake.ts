@@ -185,7 +185,10 @@ export class Intake {
         `the bundle pays no fee to ${this.chain.paymentAddress} in an accepted fee token (a top-level transfer of its wallet, revertOnError=true; not sponsored: ${why})`,
       );
     }
-    if (payments.length > 0 && rules.length === 0) await this.pricing.refuseBarred(args, payments[0].wallet);
+    if (payments.length > 0 && rules.length === 0) {
+      await this.pricing.refuseBarred(args, payments[0].wallet);
+      await this.pricing.refuseBarredContracts(call, payments);
+    }
   }
 
   /**

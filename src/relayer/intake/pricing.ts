@@ -276,7 +276,7 @@ export class Pricing {
   }
 
   /** A fee-paid bundle that calls a contract barred for burning gas it did not pay for is not relayed on the relayer's credit. */
-  private async refuseBarredContracts(call: DecodedCall, payments: FeePayment[]) {
+  async refuseBarredContracts(call: DecodedCall, payments: FeePayment[]) {
     const bars = this.deps.bars;
     if (!bars) return;
     const bar = await bars.findContract(calledContracts(call, payments));
