@@ -44,7 +44,14 @@ function post(url: string, from: string, body: unknown, headers: Record<string, 
   const start = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', localAddress: from, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        localAddress: from,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - start }));
@@ -120,7 +127,15 @@ runBench(async (cleanup) => {
     machine: machineInfo(),
     buckets: BUCKETS,
     share: SHARE ?? 'default',
-    keyless: { clients: CLIENTS, bundlesPerCall: BUNDLES, gasPerBundle: Number(PER_BUNDLE), calls: keylessCalls, byStatus: statuses, nodeSimulations: keylessRuns, nodeSimulationsPerCall: round3(keylessRuns / Math.max(1, keylessCalls)) },
+    keyless: {
+      clients: CLIENTS,
+      bundlesPerCall: BUNDLES,
+      gasPerBundle: Number(PER_BUNDLE),
+      calls: keylessCalls,
+      byStatus: statuses,
+      nodeSimulations: keylessRuns,
+      nodeSimulationsPerCall: round3(keylessRuns / Math.max(1, keylessCalls)),
+    },
     keyedUnloaded: unloaded,
     keyedDuringFlood: flooded,
     p50Ratio: round3(flooded.p50Ms / unloaded.p50Ms),

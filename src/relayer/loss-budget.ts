@@ -10,7 +10,8 @@ import { LIVE_IN } from './live.ts';
  * may be signed for: its fee's worth, engine/cover-ceiling.ts) while it is live, and what it cost without
  * its fee for an hour after it was mined. A new one is admitted only while every budget it counts against
  * (its wallet, its client network, its key's share of that network, its key, and keyless callers
- * together) has room for it, and a caller whose fee never arrived yet has at most one in flight.
+ * together) has room for it, and a caller whose fee never arrived yet has at most one in flight whose
+ * fee is not final. A final fee (intake/finality.ts) counts only what comes before the fee transfer.
  *
  * Judged in the transaction that queues the row (after its insert, so the sums include it), under the
  * wallet's and the client network's advisory locks: two intakes of one caller take turns. The key and
@@ -88,11 +89,11 @@ const SUMS_SQL = prepared(`SELECT
    COALESCE(SUM(x.w) FILTER (WHERE x.client_net = $3), 0)::numeric(78, 0)::text AS client_wei,
    COALESCE(SUM(x.w) FILTER (WHERE x.client_net = $3 AND x.key_id IS NOT DISTINCT FROM $4::bigint), 0)::numeric(78, 0)::text AS key_client_wei,
    COALESCE(SUM(x.w) FILTER (WHERE x.key_id IS NOT DISTINCT FROM $4::bigint), 0)::numeric(78, 0)::text AS key_wei,
-   COUNT(*) FILTER (WHERE x.live AND x.id <> $5 AND x.client_net = $3 AND x.key_id IS NOT DISTINCT FROM $4::bigint)::int AS others_live,
+   COUNT(*) FILTER (WHERE x.live AND x.fee_final IS NOT TRUE AND x.id <> $5 AND x.client_net = $3 AND x.key_id IS NOT DISTINCT FROM $4::bigint)::int AS others_live,
    EXISTS (SELECT 1 FROM meta_txns p WHERE p.chain_id = $1 AND p.client_net = $3 AND p.key_id IS NOT DISTINCT FROM $4::bigint
      AND p.fee_value > 0 AND p.fee_received >= p.fee_value) AS proven
  FROM (
-   SELECT id, fee_payer, client_net, key_id, status IN ${LIVE_IN} AS live,
+   SELECT id, fee_payer, client_net, key_id, fee_final, status IN ${LIVE_IN} AS live,
      CASE WHEN status IN ${LIVE_IN} THEN exposure_wei ELSE ${LOSS_SQL} END AS w
    FROM meta_txns
    WHERE chain_id = $1 AND exposure_wei IS NOT NULL
@@ -107,6 +108,8 @@ export interface Exposed {
   keyId: number | null;
   clientNet: string | null;
   exposureWei: bigint;
+  /** Its fee is final by construction (only what comes before the fee is exposed): not held to one at a time. */
+  final: boolean;
   /** The gas price the budgets (in gas) are worth now. */
   gasPrice: bigint;
 }
@@ -129,7 +132,7 @@ export async function judgeLossBudget(q: Queryable, m: Exposed, b: LossBudgets, 
   const s = r.rows[0];
   const add = stored ? 0n : m.exposureWei;
   const who = m.keyId == null ? 'callers without an access key' : 'this access key';
-  if (!s.proven && s.others_live > 0) {
+  if (!m.final && !s.proven && s.others_live > 0) {
     throw new LossBudgetFull(
       `client ${m.clientNet ?? 'unknown'} already has a fee-paying meta-transaction in flight whose fee the bundle could undo, and no fee of its has arrived yet: one at a time until one does (or make the fee final: put it first; docs/relayer-worst-case.md)`,
     );

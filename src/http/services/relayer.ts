@@ -230,7 +230,9 @@ export function relayerService(s: Services): ServiceDef {
             // Refused before any node call when it carries too many bundles; a keyless caller's gas is then metered.
             r.feeOptionsWork(decoded);
             const projectId = ctx.project?.id ?? null;
-            const out = await simulating(ctx, r.simulationGasCap(projectId), (meter) => r.feeOptions(projectId, a.wallet, a.to, a.data, auth, decoded, meter, { keyId: ctx.keyId, clientIp: clientAddress(ctx.request.ip, s.config.clientIpv6Prefix) }));
+            const out = await simulating(ctx, r.simulationGasCap(projectId), (meter) =>
+              r.feeOptions(projectId, a.wallet, a.to, a.data, auth, decoded, meter, { keyId: ctx.keyId, clientIp: clientAddress(ctx.request.ip, s.config.clientIpv6Prefix) }),
+            );
             return {
               // metarelay extras: the price each option was computed at, and the tokens withdrawn for want of one.
               options: out.options.map((o) => ({ token: feeTokenWire(r.chainId, o.token), to: o.to, value: o.value.toString(), gasLimit: o.gasLimit, price: o.price })),

@@ -108,7 +108,16 @@ export class Intake {
   /** The loss budgets of a fee-paying admission whose fee is not final, judged on the transaction that queues it (its row included). */
   private async judgeBudget(q: Queryable, id: string, args: Pick<SendArgs, 'keyId' | 'clientIp'>, f: Funding) {
     if (f.exposureWei == null) return;
-    const m = { chainId: this.chain.chainId, id, feePayer: f.feePayer, keyId: args.keyId ?? null, clientNet: this.clientNetOf(args), exposureWei: f.exposureWei, gasPrice: f.gasPricePriced ?? 0n };
+    const m = {
+      chainId: this.chain.chainId,
+      id,
+      feePayer: f.feePayer,
+      keyId: args.keyId ?? null,
+      clientNet: this.clientNetOf(args),
+      exposureWei: f.exposureWei,
+      final: f.feeFinal === true,
+      gasPrice: f.gasPricePriced ?? 0n,
+    };
     try {
       await this.deps.metaTxns.judgeLossBudget(m, this.budgets, q);
     } catch (err) {

@@ -227,7 +227,10 @@ export class Pricing {
     const needed = finalShaped ? ((gas + failGas(top)) * 64n) / 63n + 1n : 0n;
     const feeLimit = needed > limit && needed <= gasCap ? needed : limit;
     const wei = requiredWei(gas, feeLimit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
-    await this.judgeBudget({ id: '', feePayer: payer, keyId: caller.keyId ?? null, clientIp: caller.clientIp ?? null, gasPrice }, this.exposureOf(wei, feeLimit, gasPrice, l1));
+    await this.judgeBudget(
+      { id: '', feePayer: payer, keyId: caller.keyId ?? null, clientIp: caller.clientIp ?? null, gasPrice, final: finalShaped },
+      this.exposureOf(wei, feeLimit, gasPrice, l1),
+    );
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
@@ -290,7 +293,7 @@ export class Pricing {
   }
 
   /** The loss budgets judged before any write (FeeOptions): would a fee-paying send of this caller with this exposure be refused? */
-  private async judgeBudget(m: { id: string; feePayer: string; keyId: number | null; clientIp: string | null; gasPrice: bigint }, exposureWei: bigint) {
+  private async judgeBudget(m: { id: string; feePayer: string; keyId: number | null; clientIp: string | null; gasPrice: bigint; final: boolean }, exposureWei: bigint) {
     const budgets = lossBudgets(this.deps.config.lossBudget);
     try {
       await this.deps.metaTxns.judgeLossBudget({ chainId: this.chain.chainId, ...m, clientNet: clientNet(m.clientIp, budgets), exposureWei }, budgets);
