@@ -95,6 +95,8 @@ interface Dev {
   relayerUrl: string;
   baseUrl: string;
   accessKey: string;
+  /** /metrics answers an admin token only. */
+  adminToken: string;
   rpcUrl: string;
   chainId: number;
   token: Address;
@@ -211,7 +213,7 @@ async function projectLog(dev: Dev, project: number, want: Set<string>): Promise
  */
 async function eventLoopLag(dev: Dev): Promise<{ p50: number; p99: number; max: number } | null> {
   try {
-    const text = await (await fetch(`${dev.baseUrl}/metrics`)).text();
+    const text = await (await fetch(`${dev.baseUrl}/metrics`, { headers: { authorization: `Bearer ${dev.adminToken}` } })).text();
     const get = (name: string) => Number(new RegExp(`^${name}\\s+(\\S+)`, 'm').exec(text)?.[1] ?? NaN);
     const ms = (name: string) => round3(get(name) * 1000);
     return { p50: ms('nodejs_eventloop_lag_p50_seconds'), p99: ms('nodejs_eventloop_lag_p99_seconds'), max: ms('nodejs_eventloop_lag_max_seconds') };
@@ -339,7 +341,7 @@ function passes(sentAts: number[], gapMs = 150) {
 async function burst(dev: Dev, heads: HeadWatch, project: number, jobs: Job[], concurrency: number) {
   const label = `burst ×${jobs.length} @${concurrency}`;
   const receivedBefore = await recipientBalance(dev);
-  const rpcBefore = await scrapeChainRpcCalls(dev.baseUrl).catch(() => ({}));
+  const rpcBefore = await scrapeChainRpcCalls(dev.baseUrl, dev.adminToken).catch(() => ({}));
   // Start right after a new block, so every run meets the same phase of the block clock.
   const h0 = heads.head;
   await heads.waitFor(h0 + 1);
@@ -361,7 +363,7 @@ async function burst(dev: Dev, heads: HeadWatch, project: number, jobs: Job[], c
   const lastFinal = Math.max(...[...got.byId.values()].map((r) => r.seenAt));
   progress(`${label}: final after ${got.settleMs} ms more`);
   await heads.refresh();
-  const rpcAfter = await scrapeChainRpcCalls(dev.baseUrl).catch(() => ({}));
+  const rpcAfter = await scrapeChainRpcCalls(dev.baseUrl, dev.adminToken).catch(() => ({}));
   const received = (await recipientBalance(dev)) - receivedBefore;
   const log = await projectLog(dev, project, new Set(ids));
   const txs = [...new Set([...got.byId.values()].map((r) => r.txnHash).filter(Boolean))];
@@ -507,13 +509,14 @@ runBench(async (cleanup) => {
   const databaseUrl = DEV_PG ? await newPgDatabase(cleanup, 'metarelay_devburst') : undefined;
   const server = await startDev(path.join(dir, 'dev'), { databaseUrl });
   cleanup.add('stop metarelay dev', () => server.stop());
-  const m = server.manifest as typeof server.manifest & { relayerUrl: string; feeToken: { address: Address; symbol: string } };
+  const m = server.manifest as typeof server.manifest & { relayerUrl: string; adminToken: string; feeToken: { address: Address; symbol: string } };
   const anvils = childPids(server.pid, 'anvil');
   if (anvils.length !== 1) throw new Error(`expected one anvil child of metarelay dev (pid ${server.pid}), found ${anvils.length}`);
   const dev: Dev = {
     relayerUrl: m.relayerUrl,
     baseUrl: m.baseUrl,
     accessKey: m.accessKey,
+    adminToken: m.adminToken,
     rpcUrl: m.chain.rpcUrl,
     chainId: m.chain.chainId,
     token: m.feeToken.address,

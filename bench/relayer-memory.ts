@@ -14,7 +14,7 @@ import { readdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { rpcCall } from '../src/devchain/index.ts';
 import { envNumber, progress, runBench } from './lib/harness.ts';
-import { startCluster } from './lib/relayer-cluster.ts';
+import { ADMIN_TOKEN, startCluster } from './lib/relayer-cluster.ts';
 import { HeadWatch } from './lib/relayer-bench.ts';
 import { callRelayer, newUsers, openLoop, readyWallets, sampleProcesses, sendBody, signJobs } from './lib/relayer-load.ts';
 
@@ -42,7 +42,7 @@ async function snapshot(pid: number, cwd: string, name: string): Promise<string 
 
 /** V8's heap figures from prom-client's default metrics, in MB. */
 async function heapOf(baseUrl: string): Promise<Record<string, number>> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const text = await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
   const pick = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 1e6;
   return { heapUsed: pick('nodejs_heap_size_used_bytes'), heapTotal: pick('nodejs_heap_size_total_bytes'), external: pick('nodejs_external_memory_bytes') };
 }

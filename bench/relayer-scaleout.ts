@@ -28,7 +28,7 @@ import { readFileSync } from 'node:fs';
 import { rpcCall } from '../src/devchain/index.ts';
 import { envNumber, machineInfo, progress, runBench } from './lib/harness.ts';
 import { processCpuUs, type ServerProcess } from './lib/processes.ts';
-import { startCluster, type Cluster } from './lib/relayer-cluster.ts';
+import { ADMIN_TOKEN, startCluster, type Cluster } from './lib/relayer-cluster.ts';
 import { HeadWatch, round3 } from './lib/relayer-bench.ts';
 import {
   benchCommand,
@@ -160,10 +160,10 @@ async function runConfig(cluster: Cluster, heads: HeadWatch, config: Config, job
 
   await cluster.switchSenders(apis[0].relayerUrl, false);
   await new Promise((r) => setTimeout(r, 1_000)); // every holder's next pass sees it
-  const rpc0 = await Promise.all(apis.map((a) => scrapeChainRpcCalls(a.baseUrl)));
+  const rpc0 = await Promise.all(apis.map((a) => scrapeChainRpcCalls(a.baseUrl, ADMIN_TOKEN)));
   progress(`${config}: intake of ${jobs.length}, ${CONCURRENCY} in flight over ${apis.length} API process(es)`);
   const intake = await measured(cluster, procs, () => closedLoop(jobs, CONCURRENCY, apis.length, heads, send));
-  const rpc1 = await Promise.all(apis.map((a) => scrapeChainRpcCalls(a.baseUrl)));
+  const rpc1 = await Promise.all(apis.map((a) => scrapeChainRpcCalls(a.baseUrl, ADMIN_TOKEN)));
   const summary = intakeSummary(intake.value.samples);
   progress(`${config}: ${summary.accepted}/${jobs.length} accepted, ${summary.acceptedPerSec}/s`);
   const ids = intake.value.samples.flatMap((s) => (s.id ? [s.id] : []));

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { waitFor } from './support/relay-load.ts';
 import { queueRow } from './support/meta-rows.ts';
-import { rpc } from './support/service.ts';
+import { rpc, asOperator } from './support/service.ts';
 import { TEST_DB } from './support/env.ts';
 
 let env: RelayerEnv;
@@ -26,7 +26,7 @@ afterAll(async () => {
 const chainName = () => env.services.chains.get(env.chainId)!.name;
 const key = () => ({ 'x-access-key': env.accessKey });
 const admin = () => ({ authorization: `Bearer ${env.adminToken}` });
-const readyBody = async () => (await env.app.inject({ method: 'GET', url: '/ready' })).json();
+const readyBody = async () => (await env.app.inject({ method: 'GET', url: '/ready', headers: asOperator })).json();
 
 function expectUnavailable(r: { status: number; headers: Record<string, unknown>; body: any }, code: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(503);
@@ -63,7 +63,7 @@ describe(`health while a chain is down (${TEST_DB})`, () => {
     await whileDown(async () => {
       // Queued while down: the depth is the database's, not the node's.
       await queueRow(env.services.metaTxns, env.chainId, { id: 'a0a1'.padEnd(64, '0'), wallet: '0x00000000000000000000000000000000000a0a11', nonce: 1n });
-      const ready = await env.app.inject({ method: 'GET', url: '/ready' });
+      const ready = await env.app.inject({ method: 'GET', url: '/ready', headers: asOperator });
       expect(ready.statusCode).toBe(200);
       const down = ready.json().chains[0];
       expect(down).toMatchObject({ name: chainName(), ok: false, head: up.head, headAt: expect.any(String), downSince: expect.any(String), cause: expect.any(String) });
@@ -88,6 +88,37 @@ describe(`health while a chain is down (${TEST_DB})`, () => {
         expect(s.etherBalance).toBeGreaterThan(0);
       }
     });
+  });
+});
+
+describe(`operational detail behind a credential (${TEST_DB})`, () => {
+  it('anonymous /ready says ready and no more (a chain down too), keyless RuntimeStatus has no senders, balances or queue, /metrics needs an admin token', async () => {
+    const status = (headers: Record<string, string> = {}) => rpc(env.app, `/relayer/${chainName()}/rpc/Relayer/RuntimeStatus`, {}, headers);
+    const senders = (await status(key())).body.status.senders.map((s: { address: string }) => s.address.toLowerCase());
+    expect(senders.length).toBeGreaterThan(0);
+    const keyless = await status();
+    expect(keyless.status, JSON.stringify(keyless.body)).toBe(200);
+    expect(keyless.body.status).toMatchObject({ healthOK: true, chainID: env.chainId });
+    for (const hidden of ['senders', 'queue', 'waiting', 'prices', 'unpaid', 'refills']) expect(keyless.body.status).not.toHaveProperty(hidden);
+    const text = JSON.stringify(keyless.body).toLowerCase();
+    for (const a of senders) expect(text).not.toContain(a);
+
+    const node = new URL(env.services.config.chains[0]!.rpcUrls[0]!).host;
+    await whileDown(async () => {
+      // The probe finds the node down (the full body has its cause) before the anonymous answers are read.
+      await waitFor('the chain seen down', async () => ((await readyBody()).chains[0].ok === false ? true : undefined));
+      const anon = await env.app.inject({ method: 'GET', url: '/ready' });
+      expect(anon.statusCode).toBe(200);
+      expect(anon.json()).toEqual({ ready: true });
+      expect(anon.body).not.toContain(node);
+      const one = await env.app.inject({ method: 'GET', url: `/ready?chain=${chainName()}` });
+      expect(one.statusCode).toBe(503);
+      expect(one.json()).toEqual({ ready: false });
+    });
+    const metrics = await env.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.statusCode).toBe(401);
+    expect(metrics.body).not.toContain('metarelay_');
+    expect((await env.app.inject({ method: 'GET', url: '/metrics', headers: admin() })).body).toContain('metarelay_relayer');
   });
 });
 

@@ -107,7 +107,7 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect(refused.body.cause).toContain(`accepted: ${m.delegatedWallet}`);
 
       // DUSD is priced live from the dev chain's Chainlink feeds ($1 / $2 000 per ETH).
-      const relayerStatus = await post(`${m.relayerUrl}/rpc/Relayer/RuntimeStatus`, {});
+      const relayerStatus = await post(`${m.relayerUrl}/rpc/Relayer/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });
       expect(relayerStatus.body.status.prices[0]).toMatchObject({ symbol: 'DUSD', ok: true, nativePrice: '0.0005', source: 'chainlink', address: m.priceFeeds.dusdUsd });
 
       expect(await post(`${m.baseUrl}/rpc/Metadata/Ping`, {})).toEqual({ status: 200, body: { status: true } });

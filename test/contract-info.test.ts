@@ -6,7 +6,7 @@ import { encodeFunctionData, keccak256, parseAbi, stringToHex, type Address } fr
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
 import type { ContractInfoWire } from '../src/metadata/contracts/contract-view.ts';
-import { rpc, startTestService, type TestService } from './support/service.ts';
+import { rpc, startTestService, type TestService, asOperator } from './support/service.ts';
 import { b64, eventually, getRest, getTokenMetadata, startTokenChain, type TokenChain } from './support/token-chain.ts';
 
 // Anvil's second default account: an EOA with 10 000 ETH and no code.
@@ -80,7 +80,7 @@ async function info(address: string): Promise<ContractInfoWire> {
 }
 
 async function roundTrips(): Promise<number> {
-  const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+  const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: asOperator });
   const m = res.body.match(/^metarelay_chain_rpc_requests_total\{chain="anvil"\} (\d+)/m);
   return m ? Number(m[1]) : 0;
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import sharp from 'sharp';
 import { originalKey } from '../src/media/blob-store.ts';
 import { consoleClient, bearer } from './console/support.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asOperator } from './support/service.ts';
 import { startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
 import { solidPng } from './support/media.ts';
 import { randomBytes } from 'node:crypto';
@@ -173,7 +173,7 @@ describe('contract logo and og:image', () => {
   });
 
   it('media metrics count fetches by outcome, renditions, bytes stored, queue depth and serving', async () => {
-    const r = await t.app.inject({ method: 'GET', url: '/metrics' });
+    const r = await t.app.inject({ method: 'GET', url: '/metrics', headers: asOperator });
     const text = r.body;
     expect(text).toMatch(/metarelay_media_fetches_total\{outcome="ok"\} [1-9]/);
     expect(text).toMatch(/metarelay_media_fetches_total\{outcome="BLOCKED_ADDRESS"\} 2/);
@@ -186,7 +186,7 @@ describe('contract logo and og:image', () => {
     // A second ask of the same rendition is served from memory.
     const png = files.get('/logo.png')![1];
     await get(`/media/b/${sha(png)}/64.webp`);
-    const again = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const again = (await t.app.inject({ method: 'GET', url: '/metrics', headers: asOperator })).body;
     expect(again).toMatch(/metarelay_media_served_total\{source="memory"\} [1-9]/);
   });
 });

@@ -181,3 +181,46 @@ describe('publishable keys read, secret keys write', () => {
     expect((await rpc(t.app, '/indexer/anvil/rpc/Indexer/GetChainID', {}, { 'x-access-key': webKey, origin: APP })).status).toBe(200);
   });
 });
+
+describe('hosted documents are sanitised as GetTokenMetadata answers are', () => {
+  it('refuses links that are not http(s) or ipfs:// and image_data that is no SVG, stores SVG sanitised, and serves a row stored before the rules safely', async () => {
+    const sec = new SequenceCollections(base, t.secretKey);
+    const { collection } = await sec.createCollection({ collection: { metadata: { name: 'Clean' }, private: false } as never });
+    const id = collection.id;
+    const bad: Array<[string, Record<string, unknown>]> = [
+      ['external_url', { external_url: 'javascript:alert(2)' }],
+      ['animation_url', { animation_url: 'data:text/html,<script>alert(1)</script>' }],
+      ['image', { image: ' JaVaScRiPt:alert(1)' }],
+      ['image_data', { image_data: '<script>alert(1)</script>' }],
+    ];
+    for (const [field, doc] of bad) {
+      const e = await errorOf(sec.createToken({ collectionId: id, token: { tokenId: '1', name: 'x', ...doc } as never }));
+      expect(e, field).toMatchObject({ code: 2001 });
+      expect(e.cause, field).toContain(field);
+    }
+    expect(await errorOf(sec.createCollection({ collection: { metadata: { name: 'x', external_link: 'javascript:alert(1)' } } as never }))).toMatchObject({ code: 2001 });
+    expect(await count('collection_tokens')).toBe(0);
+
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)" width="4" height="4"><script>alert(2)</script><rect width="4" height="4" fill="red"/></svg>';
+    await sec.createToken({ collectionId: id, token: { tokenId: '1', name: 'One', image_data: svg, external_url: 'https://ok.example/1', image: 'ipfs://bafkqaaa' } as never });
+    const row = await t.services.db.query<{ image_data: string }>(`SELECT metadata->>'image_data' AS image_data FROM collection_tokens WHERE collection_id = $1`, [id]);
+    expect(row.rows[0]!.image_data).toContain('<rect');
+    expect(row.rows[0]!.image_data).not.toMatch(/script|onload/i);
+    expect((await sec.updateToken({ collectionId: id, tokenId: '1', token: { tokenId: '1', external_url: 'javascript:alert(3)' } as never }).catch((e) => e)).code).toBe(2001);
+
+    // A row written before the rules (or by hand): served without the bad link and with its SVG sanitised.
+    await t.services.db.query(`INSERT INTO collection_tokens (collection_id, token_id, metadata) VALUES ($1, '2', $2)`, [
+      id,
+      JSON.stringify({ name: 'Two', external_url: 'javascript:alert(2)', animation_url: 'data:text/html,<script>alert(1)</script>', image_data: svg, image: 'https://ok.example/2.png' }),
+    ]);
+    const served = (await (await fetch(`${base}/projects/${t.project.id}/collections/${id}/tokens/2`)).json()) as Record<string, string>;
+    expect(served).not.toHaveProperty('external_url');
+    expect(served).not.toHaveProperty('animation_url');
+    expect(served.image).toBe('https://ok.example/2.png');
+    expect(served.image_data).toContain('<rect');
+    expect(served.image_data).not.toMatch(/script|onload/i);
+    const one = (await (await fetch(`${base}/projects/${t.project.id}/collections/${id}/tokens/1`)).json()) as Record<string, string>;
+    expect(one).toMatchObject({ name: 'One', external_url: 'https://ok.example/1', image: 'ipfs://bafkqaaa' });
+    await sec.deleteCollection({ collectionId: id });
+  });
+});

@@ -4,6 +4,7 @@
 //   the same way;
 // - a drain with receipt long polls open: they are answered at once with the current status (last:
 //   the drain stops this service's dispatchers).
+import { asOperator } from './support/service.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
@@ -45,7 +46,7 @@ describe(`a chain whose node is down (${TEST_DB})`, () => {
       for (let i = 0; i < 3; i++) expectUnavailable(await send(item), /cannot be reached/);
       expectUnavailable(await env.call('FeeOptions', { wallet: item.user.wallet.address, to: item.bundle.entrypoint, data: item.bundle.input }, key()), /cannot be reached/);
       expect((await env.call('SendMetaTxn', { call: { walletAddress: item.user.wallet.address, contract: item.bundle.entrypoint, input: item.bundle.input } }, key())).body.error).toBe('Unavailable');
-      const ready = await env.app.inject({ method: 'GET', url: `/ready?chain=${chainName()}` });
+      const ready = await env.app.inject({ method: 'GET', url: `/ready?chain=${chainName()}`, headers: asOperator });
       expect(ready.statusCode).toBe(503);
       expect(ready.json().chains[0]).toMatchObject({ ok: false, downSince: expect.any(String), cause: expect.any(String) });
     } finally {
@@ -65,7 +66,7 @@ describe(`a chain whose node is down (${TEST_DB})`, () => {
     const limit = env.proxy!.addRule(() => ({ kind: 'http', status: 429 }));
     try {
       expectUnavailable(await env.call('FeeOptions', { wallet: item.user.wallet.address, to: item.bundle.entrypoint, data: item.bundle.input }, key()), /rate-limiting us/);
-      const ready = await env.app.inject({ method: 'GET', url: '/ready' });
+      const ready = await env.app.inject({ method: 'GET', url: '/ready', headers: asOperator });
       expect(ready.statusCode).toBe(200);
       expect(ready.json().chains[0]).toMatchObject({ ok: false, rateLimited: true });
     } finally {

@@ -89,7 +89,8 @@ const send = (item: LoadItem) =>
     { 'x-access-key': sc.accessKey },
   );
 const ready = async (query = '') => {
-  const r = await fetch(`${base}/ready${query}`);
+  // The full body is the operator's: an admin token.
+  const r = await fetch(`${base}/ready${query}`, { headers: { authorization: `Bearer ${ADMIN}` } });
   return { status: r.status, body: (await r.json()) as any };
 };
 /** The server's JSON log lines so far. */

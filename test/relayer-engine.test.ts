@@ -111,7 +111,7 @@ describe('sender balance floor', () => {
     await new Promise((res) => setTimeout(res, 500));
     expect((await env.services.metaTxns.find(env.chainId, id))!.status).toBe('QUEUED');
 
-    const status = await env.call('RuntimeStatus', {});
+    const status = await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey });
     expect(status.status).toBe(200);
     for (const s of status.body.status.senders) {
       expect(s.enabled).toBe(false);
@@ -128,7 +128,7 @@ describe('sender balance floor', () => {
     // The floor is read once per block, as is everything the sweep looks at.
     await rpcCall(env.rpcUrl, 'evm_mine', []);
     await waitFor('SUCCEEDED after the top-up', async () => (await env.services.metaTxns.find(env.chainId, id))!.status === 'SUCCEEDED', 30_000);
-    const after = await env.call('RuntimeStatus', {});
+    const after = await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey });
     expect(after.body.status.senders.every((s: { enabled: boolean }) => s.enabled)).toBe(true);
   }, 120_000);
 });
@@ -167,13 +167,13 @@ describe('StopSender and StartSender', () => {
     const bad = await env.call('StartSender', { sender: 'one' }, { authorization: `Bearer ${env.adminToken}` });
     expect(bad.status).toBe(400);
     // Nothing was stopped by the refused calls.
-    const status = await env.call('RuntimeStatus', {});
+    const status = await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey });
     expect(status.body.status.senders.map((s: { stoppedAt: string | null }) => s.stoppedAt)).toEqual([null, null]);
   });
 
   it('a stopped sender takes no new work while the other does it all; RuntimeStatus and the metrics say so; started again, it works', async () => {
     const admin = { authorization: `Bearer ${env.adminToken}` };
-    const [s0, s1] = (await env.call('RuntimeStatus', {})).body.status.senders.map((s: { address: string }) => s.address.toLowerCase());
+    const [s0, s1] = (await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey })).body.status.senders.map((s: { address: string }) => s.address.toLowerCase());
     const users = await deployWallets(env, 6);
 
     const stop = await env.call('StopSender', { sender: 0 }, admin);
@@ -183,7 +183,7 @@ describe('StopSender and StartSender', () => {
     await waitFor('the stop to be seen', async () => env.services.dispatchers[0].stopped.has(s0));
     expect(await relayed(users.slice(0, 3))).toEqual(new Set([s1]));
 
-    const status = (await env.call('RuntimeStatus', {})).body.status.senders;
+    const status = (await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey })).body.status.senders;
     expect(status[0]).toMatchObject({ enabled: false, belowFloor: false });
     expect(Date.parse(status[0].stoppedAt)).not.toBeNaN();
     expect(status[1]).toMatchObject({ enabled: true, stoppedAt: null });
@@ -196,8 +196,8 @@ describe('StopSender and StartSender', () => {
     expect((await env.call('StopSender', { sender: 1 }, admin)).status).toBe(200);
     await waitFor('the swap to be seen', async () => env.services.dispatchers[0].stopped.has(s1) && !env.services.dispatchers[0].stopped.has(s0));
     expect(await relayed(users.slice(3))).toEqual(new Set([s0]));
-    expect((await env.call('RuntimeStatus', {})).body.status.senders.map((s: { enabled: boolean }) => s.enabled)).toEqual([true, false]);
+    expect((await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey })).body.status.senders.map((s: { enabled: boolean }) => s.enabled)).toEqual([true, false]);
     expect((await env.call('StartSender', { sender: 1 }, admin)).status).toBe(200);
-    expect((await env.call('RuntimeStatus', {})).body.status.senders.map((s: { enabled: boolean }) => s.enabled)).toEqual([true, true]);
+    expect((await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey })).body.status.senders.map((s: { enabled: boolean }) => s.enabled)).toEqual([true, true]);
   }, 120_000);
 });

@@ -100,7 +100,7 @@ describe('preconditions that come true later', () => {
     expect(status.body.receipt).toBeUndefined();
     const receipt = await env.call('GetMetaTxnReceipt', { metaTxID: b.id });
     expect(receipt.body.receipt.status).toBe('PENDING_PRECONDITION');
-    expect((await env.call('RuntimeStatus', {})).body.status).toMatchObject({ queue: { queued: 0 }, waiting: 1 });
+    expect((await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey })).body.status).toMatchObject({ queue: { queued: 0 }, waiting: 1 });
 
     // Blocks that do not change the condition change nothing; part of the balance is not enough.
     await mint(env, env.token, newSigner().address, 1_000n);

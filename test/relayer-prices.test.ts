@@ -218,7 +218,7 @@ describe('live fee prices', () => {
     expect(Math.abs(Number(o.PUSD.price.nativePrice) / 0.0005 - 1)).toBeLessThan(0.0002);
     expect(o.ETH.price.source).toBe('fixed');
 
-    const status = await env.call('RuntimeStatus', {});
+    const status = await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey });
     const r = status.body.status.prices.find((p: { symbol: string }) => p.symbol === 'RUSD');
     expect(r).toMatchObject({ ok: false });
     expect(r.reason).toMatch(/stale/);

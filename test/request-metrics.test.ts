@@ -2,7 +2,7 @@
 // must still show every request, by route and status, and every RPC call, by method and code.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rpc, startTestService, type TestService } from './support/service.ts';
+import { rpc, startTestService, type TestService, asOperator } from './support/service.ts';
 import { TEST_DB } from './support/env.ts';
 
 let t: TestService;
@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 async function metricsText(): Promise<string> {
-  return (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+  return (await t.app.inject({ method: 'GET', url: '/metrics', headers: asOperator })).body;
 }
 
 function value(text: string, name: string, labels: string): number {

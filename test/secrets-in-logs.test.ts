@@ -10,6 +10,9 @@ import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { freePort } from './support/ports.ts';
 
+/** /metrics answers an admin token only. */
+const METRICS_ADMIN = 'secrets-metrics-admin-0123456789';
+
 describe('redactSecrets', () => {
   it('masks keys by shape and by position, and leaves other text alone', () => {
     expect(redactSecrets('GET /t?accessKey=wrong-but-secret&x=1')).toBe('GET /t?accessKey=[redacted]&x=1');
@@ -38,7 +41,7 @@ describe(`no access key in the log of a real serve (${TEST_DB})`, () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'metarelay-leak-'));
     const cfg = join(dir, 'metarelay.json');
-    writeFileSync(cfg, JSON.stringify({ port, database: testDb.location, logLevel: 'debug', auth: { rpc: 'required', rest: 'required' } }));
+    writeFileSync(cfg, JSON.stringify({ port, database: testDb.location, logLevel: 'debug', auth: { rpc: 'required', rest: 'required' }, admin: { tokens: [METRICS_ADMIN] } }));
     const srv = startCli(['serve', '--config', cfg]);
     const base = `http://127.0.0.1:${port}`;
     const typo = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
@@ -65,7 +68,7 @@ describe(`no access key in the log of a real serve (${TEST_DB})`, () => {
       const cut = await call('/rpc/Metadata/GetTokenMetadata', { method: 'POST', headers: { ...json, 'x-access-key': key }, body: `{"chainID":"1","accessKey":"${typo}` });
       expect(cut.status).toBe(400);
       expect(cut.text).toMatch(/unmarshal/);
-      const metrics = await call('/metrics');
+      const metrics = await call('/metrics', { headers: { authorization: `Bearer ${METRICS_ADMIN}` } });
       expect(metrics.text).toMatch(/metarelay_http_requests_total/);
       expect(await srv.stop('SIGTERM')).toBe(0);
 

@@ -70,7 +70,7 @@ describe('sender refill from a treasury', () => {
     // The other sender, above its floor, got nothing.
     expect(await refillRows(senders[1])).toEqual([]);
 
-    const status = await env.call('RuntimeStatus', {});
+    const status = await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey });
     expect(status.body.status.refills).toMatchObject({
       treasury: TREASURY,
       recent: [{ sender: sender.toLowerCase(), amountWei: parseEther('1.5').toString(), txnHash: rows[0].hash, status: 'MINED' }],
@@ -94,7 +94,7 @@ describe('sender refill from a treasury', () => {
     expect(rows[0].error).toMatch(/the treasury holds 0 wei/);
     expect(await balance(sender)).toBe(parseEther('0.25'));
     expect(await env.public.getTransactionCount({ address: TREASURY })).toBe(1); // only the first refill
-    const status = await env.call('RuntimeStatus', {});
+    const status = await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey });
     expect(status.body.status.senders[1]).toMatchObject({ belowFloor: true, enabled: false });
     expect(status.body.status.refills.recent[0]).toMatchObject({ sender: sender.toLowerCase(), status: 'FAILED', txnHash: null });
     const m = await env.services.metrics.registry.metrics();

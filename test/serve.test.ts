@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { createChainClient } from '../src/chain/client.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
-import { rpc, startTestService } from './support/service.ts';
+import { rpc, startTestService, asOperator } from './support/service.ts';
 import { freePort } from './support/ports.ts';
 import { runCli } from './support/cli.ts';
 
@@ -28,10 +28,10 @@ describe('readiness with chains', () => {
   it('is ready when the database and every chain answer, and counts chain RPC calls', async () => {
     const t = await startTestService({ chains: [{ chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }] });
     try {
-      const res = await t.app.inject({ method: 'GET', url: '/ready' });
+      const res = await t.app.inject({ method: 'GET', url: '/ready', headers: asOperator });
       expect(res.statusCode).toBe(200);
       expect(res.json().checks).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'chain:anvil', ok: true, detail: expect.stringMatching(/^block \d+$/) })]));
-      const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+      const metrics = await t.app.inject({ method: 'GET', url: '/metrics', headers: asOperator });
       expect(metrics.body).toMatch(/metarelay_chain_rpc_calls_total\{chain="anvil",method="eth_blockNumber"\} [1-9]/);
     } finally {
       await t.close();
@@ -48,18 +48,18 @@ describe('readiness with chains', () => {
     });
     try {
       // The database answers and the process can serve: one dead node does not take the instance out.
-      const res = await t.app.inject({ method: 'GET', url: '/ready' });
+      const res = await t.app.inject({ method: 'GET', url: '/ready', headers: asOperator });
       expect(res.statusCode).toBe(200);
       const byName = Object.fromEntries(res.json().chains.map((c: { name: string }) => [c.name, c]));
       expect(byName.mainnet).toMatchObject({ ok: false, head: null, downSince: expect.any(String), cause: expect.stringMatching(/ECONNREFUSED/) });
       expect(byName.anvil).toMatchObject({ ok: true, head: expect.any(Number), downSince: null });
       expect(res.json().database).toMatchObject({ ok: true });
 
-      const down = await t.app.inject({ method: 'GET', url: '/ready?chain=mainnet' });
+      const down = await t.app.inject({ method: 'GET', url: '/ready?chain=mainnet', headers: asOperator });
       expect(down.statusCode).toBe(503);
       expect(down.json().chains).toEqual([expect.objectContaining({ name: 'mainnet', ok: false })]);
-      expect((await t.app.inject({ method: 'GET', url: '/ready?chain=anvil' })).statusCode).toBe(200);
-      const unknown = await t.app.inject({ method: 'GET', url: '/ready?chain=nope' });
+      expect((await t.app.inject({ method: 'GET', url: '/ready?chain=anvil', headers: asOperator })).statusCode).toBe(200);
+      const unknown = await t.app.inject({ method: 'GET', url: '/ready?chain=nope', headers: asOperator });
       expect(unknown.statusCode).toBe(404);
       expect(unknown.json().cause).toContain('configured: mainnet, anvil');
 
@@ -108,8 +108,12 @@ describe(`metarelay serve (${TEST_DB})`, () => {
   it('serves from a config file under `npm run serve`, and SIGTERM to npm drains the server and frees the port', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'metarelay-serve-'));
     const port = await freePort();
+    const metricsPort = await freePort();
     const cfg = join(dir, 'metarelay.json');
-    writeFileSync(cfg, JSON.stringify({ port, database: testDb.location, chains: [{ chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }], logLevel: 'info' }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({ port, database: testDb.location, chains: [{ chainId: 31337, name: 'anvil', rpcUrls: [anvil.rpcUrl] }], logLevel: 'info', metrics: { listen: { port: metricsPort } } }),
+    );
     // A nested npm must not inherit the settings of an npm that started the tests.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
     const npm = spawn('npm', ['run', '--silent', 'serve', '--', '--config', cfg], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -126,10 +130,21 @@ describe(`metarelay serve (${TEST_DB})`, () => {
       );
       const res = await fetch(`${base}/rpc/Metadata/Ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(await res.json()).toEqual({ status: true });
+      // Operational detail is the operator's: anonymous /ready says ready and no more, /metrics on the
+      // API port needs an admin token (none is configured here), and metrics.listen serves it without one.
+      expect(await (await fetch(`${base}/ready`)).json()).toEqual({ ready: true });
+      const refused = await fetch(`${base}/metrics`);
+      expect(refused.status).toBe(401);
+      expect(await refused.text()).not.toContain('metarelay_');
+      const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toMatch(/metarelay_chain_rpc_calls_total\{chain="anvil"/);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/ready`)).status).toBe(404);
       npm.kill('SIGTERM');
       await within(allExited, 20_000, () => `the server still runs 20 s after SIGTERM to npm (an orphan holds port ${port}):\n${out}`);
       expect(out).toMatch(/"signal":"SIGTERM".*shutting down: draining[\s\S]*shut down cleanly/);
       await expect(fetch(`${base}/health`)).rejects.toThrow();
+      await expect(fetch(`http://127.0.0.1:${metricsPort}/metrics`)).rejects.toThrow();
     } finally {
       // Its own process group: whatever it left behind goes too.
       try {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rpc, startTestService, type TestService } from './support/service.ts';
+import { rpc, startTestService, type TestService, asOperator } from './support/service.ts';
 
 let t: TestService;
 beforeAll(async () => {
@@ -160,14 +160,14 @@ describe('health, readiness and metrics', () => {
   });
 
   it('GET /ready reports the database', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/ready' });
+    const res = await t.app.inject({ method: 'GET', url: '/ready', headers: asOperator });
     expect(res.statusCode).toBe(200);
     expect(res.json().checks).toEqual([expect.objectContaining({ name: 'database', ok: true })]);
   });
 
   it('GET /metrics exposes request counters per method in Prometheus format', async () => {
     await rpc(t.app, '/rpc/Metadata/Ping', {});
-    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: asOperator });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
     expect(res.body).toMatch(/metarelay_rpc_requests_total\{service="Metadata",method="Ping",code="0"\} \d+/);

@@ -15,7 +15,8 @@ import { openBenchDb, progress, type BenchDb, type Cleanup } from './harness.ts'
 import { startRelayerOnly, startServe, type ServerProcess } from './processes.ts';
 import { anvilKey } from './relayer-load.ts';
 
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+/** The cluster's admin token: admin RPCs, and /metrics (which answers an admin token only). */
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 
 export interface Cluster {
   chain: TokenChain;

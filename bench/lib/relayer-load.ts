@@ -475,8 +475,8 @@ export function slope(xs: number[], ys: number[]): number {
 }
 
 /** `metarelay_chain_rpc_calls_total` by method, scraped from a process's /metrics (the serve processes). */
-export async function scrapeChainRpcCalls(baseUrl: string): Promise<Record<string, number>> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+export async function scrapeChainRpcCalls(baseUrl: string, adminToken: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } })).text();
   const out: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const m = /^metarelay_chain_rpc_calls_total\{([^}]*)\}\s+(\S+)/.exec(line);

@@ -71,7 +71,7 @@ export function devBanner(o: { manifest: DevServiceManifest; manifestPath: strin
     `  Console     ${m.consoleUrl} (sign in with admin token ${m.adminToken})`,
     ...(m.collection ? [`  Collection  ${m.collection.tokenMetadataURI} (hosted here; ERC-721 ${m.collection.contract} points at it)`] : []),
     `  Manifest    ${rel(o.manifestPath)}`,
-    `  Health      ${m.baseUrl}/health  ${m.baseUrl}/ready  ${m.baseUrl}/metrics`,
+    `  Health      ${m.baseUrl}/health  ${m.baseUrl}/ready  ${m.baseUrl}/metrics (/ready's full body and /metrics: -H 'Authorization: Bearer ${m.adminToken}')`,
     '',
     'Try:',
     `  curl -s ${m.baseUrl}/tokens/${m.chain.name}/${m.contracts.erc721}/1,2,3`,

@@ -6,6 +6,7 @@ import { parse, portFlag } from './args.ts';
 import { onShutdown } from './shutdown.ts';
 import { assertPortFree, listenOn } from './port.ts';
 import { UsageError } from './main.ts';
+import { startMetricsServer } from '../http/metrics-server.ts';
 
 const CLOSE_CUT_MS = 500;
 
@@ -22,13 +23,21 @@ export async function runServe(argv: string[]) {
   await assertPortFree(config.host, config.port);
   const services = await createServices(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
     await preflight(services);
     app = await buildApp(services, { logRequests: true });
     await listenOn(app, config.host, config.port);
+    if (config.metrics.listen) {
+      metricsServer = await startMetricsServer(services.metrics, config.metrics.listen).catch((err: NodeJS.ErrnoException) => {
+        throw err.code === 'EADDRINUSE' ? new UsageError(`metrics.listen: port ${config.metrics.listen!.port} on ${config.metrics.listen!.host} is in use`) : err;
+      });
+      services.log.info({ url: metricsServer.url }, 'metrics served without a credential on metrics.listen');
+    }
   } catch (err) {
     // What was opened is closed (database, chain clients, the HTTP server), so the process exits with
     // the error's code instead of hanging on them with nothing listening.
+    await metricsServer?.close().catch(() => undefined);
     await app?.close().catch(() => undefined);
     await services.close().catch(() => undefined);
     throw err;
@@ -47,6 +56,7 @@ export async function runServe(argv: string[]) {
       cut.unref();
       await server.close();
       clearTimeout(cut);
+      await metricsServer?.close();
       await services.close();
     },
     deadlineMs: config.shutdown.deadlineMs,

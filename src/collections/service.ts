@@ -3,6 +3,7 @@
 // the wire shapes are Sequence's (Collection, TokenMetadata, Asset, ContractCollection).
 
 import type { BlobInfo, MediaUploads } from '../media/index.ts';
+import { servedDocument, storedDocument } from './sanitize.ts';
 import type { AssetRecord, CollectionRecord, CollectionStore, ContractLink, TokenRecord } from './store.ts';
 import { DuplicateError } from './store.ts';
 
@@ -62,7 +63,7 @@ export class CollectionsService {
   }
 
   async create(actor: Actor, requested: number | undefined, metadata: Record<string, unknown>, priv: boolean | undefined): Promise<CollectionRecord> {
-    return this.d.store.createCollection(this.projectOf(actor, requested), metadata, priv ?? true);
+    return this.d.store.createCollection(this.projectOf(actor, requested), stored(metadata), priv ?? true);
   }
 
   async list(actor: Actor, requested: number | undefined, page: number, pageSize: number) {
@@ -73,7 +74,7 @@ export class CollectionsService {
 
   async update(actor: Actor, requested: number | undefined, id: number, change: { metadata?: Record<string, unknown>; private?: boolean }): Promise<CollectionRecord> {
     const c = await this.collection(actor, id, requested);
-    await this.d.store.updateCollection(c.id, change);
+    await this.d.store.updateCollection(c.id, change.metadata ? { ...change, metadata: stored(change.metadata) } : change);
     await this.changed(c, null);
     return (await this.d.store.collection(c.id))!;
   }
@@ -101,7 +102,7 @@ export class CollectionsService {
 
   async createToken(actor: Actor, requested: number | undefined, collectionId: number, tokenId: string, doc: Record<string, unknown>, priv: boolean | undefined) {
     const c = await this.collection(actor, collectionId, requested);
-    const t = await this.conflicts(() => this.d.store.createToken(c.id, tokenId, documentOf(doc), priv ?? false));
+    const t = await this.conflicts(() => this.d.store.createToken(c.id, tokenId, stored(documentOf(doc)), priv ?? false));
     await this.changed(c, [tokenId]);
     return t;
   }
@@ -126,7 +127,7 @@ export class CollectionsService {
 
   async updateToken(actor: Actor, requested: number | undefined, collectionId: number, tokenId: string, doc: Record<string, unknown>, priv: boolean | undefined) {
     const c = await this.collection(actor, collectionId, requested);
-    const t = await this.d.store.updateToken(c.id, tokenId, documentOf(doc), priv);
+    const t = await this.d.store.updateToken(c.id, tokenId, stored(documentOf(doc)), priv);
     if (!t) throw new CollectionError('not_found', `no token ${tokenId} in collection ${c.id}`);
     await this.changed(c, [tokenId]);
     return { token: t, assets: await this.d.store.assetsOf(c.id, [tokenId]) };
@@ -269,7 +270,8 @@ export class CollectionsService {
 
   /** A stored document with each uploaded asset's URL in its field. */
   document(metadata: Record<string, unknown>, assets: AssetRecord[]): Record<string, unknown> {
-    const out: Record<string, unknown> = { ...metadata };
+    // Sanitised as it is served too: rows stored before the rules (storedDocument) are served as safely.
+    const out: Record<string, unknown> = servedDocument(metadata);
     for (const a of assets) if (a.blob) out[a.metadataField] = this.d.blobUrl(a.blob);
     return out;
   }
@@ -297,6 +299,13 @@ export class CollectionsService {
       throw err;
     }
   }
+}
+
+/** A document as it may be stored (collections/sanitize.ts), or the refusal saying why not. */
+function stored(doc: Record<string, unknown>): Record<string, unknown> {
+  const out = storedDocument(doc);
+  if (typeof out === 'string') throw new CollectionError('invalid', out);
+  return out;
 }
 
 /** The document fields a collection keeps of a TokenMetadata sent to it (the rest is the service's to fill). */

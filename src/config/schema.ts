@@ -530,6 +530,20 @@ export const AppConfigSchema = z
       .prefault({}),
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),
+    /**
+     * Prometheus metrics. On the API port `/metrics` answers an admin token only (Authorization: Bearer):
+     * its counters, sender balances and prices are the operator's. `listen` also serves it without a
+     * credential on a second address (`serve` only), for a scraper on a private interface.
+     */
+    metrics: z
+      .object({
+        listen: z
+          .object({ host: z.string().min(1).default('127.0.0.1'), port: z.number().int().min(0).max(65535) })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict()
   .superRefine((cfg, ctx) => {

@@ -231,6 +231,12 @@ export class AccessPipeline {
     return this.admitKey(outcome, a, originOf(req));
   }
 
+  /** Whether the request carries an operator token (Authorization: Bearer): what sees operational detail (/ready's body, /metrics). */
+  async isOperator(req: FastifyRequest): Promise<boolean> {
+    const bearer = readBearer(req);
+    return bearer !== undefined && (await this.deps.admin.verify(bearer));
+  }
+
   private async admitAdmin(req: FastifyRequest, E: AccessErrors): Promise<Caller> {
     const bearer = readBearer(req);
     if (await this.deps.admin.verify(bearer)) return PUBLIC;

@@ -102,7 +102,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
     done();
   });
   registerDrainGuard(app, s);
-  registerHealthRoutes(app, s, opts.started);
+  registerHealthRoutes(app, s, access, opts.started);
   registerRestRoutes(app, s, access);
   registerMediaRoutes(app, s, access);
   if (s.collections) registerCollectionRoutes(app, s.collections, access, s.config.media.maxBytes);

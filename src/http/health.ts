@@ -5,6 +5,7 @@ import type { ChainState } from '../chain/health.ts';
 import { relayerSnapshot } from '../relayer/index.ts';
 import { MetadataErrors } from './errors.ts';
 import { sendError } from './webrpc.ts';
+import type { AccessPipeline } from './access-pipeline.ts';
 
 export interface CheckResult {
   name: string;
@@ -81,7 +82,13 @@ async function chainView(s: Services, c: ChainClient, dbOk: boolean): Promise<Ch
   return { ...state, relayer };
 }
 
-export function registerHealthRoutes(app: FastifyInstance, s: Services, started: () => boolean = () => true) {
+/**
+ * /health, /ready and /metrics. What a node answers, sender balances, queue sizes and the counters are
+ * the operator's: /ready gives anonymous callers (probes, balancers) its status and `{ready}` only, and
+ * the full body with an admin token; /metrics answers an admin token only (or, without one, on the
+ * `metrics.listen` address: http/metrics-server.ts).
+ */
+export function registerHealthRoutes(app: FastifyInstance, s: Services, access: Pick<AccessPipeline, 'isOperator'>, started: () => boolean = () => true) {
   app.get('/health', async () => ({ status: 'ok', uptime: Math.round((Date.now() - s.startedAt.getTime()) / 1000) }));
   // Ready means this process can serve: the database answers and it is not draining. A chain that is
   // down does not take the instance out of the balancer (metadata for the other chains, receipts and
@@ -95,16 +102,24 @@ export function registerHealthRoutes(app: FastifyInstance, s: Services, started:
       const names = [...s.chains.values()].map((c) => c.name).join(', ') || 'none';
       return sendError(reply, { ...MetadataErrors.ChainNotFound, status: 404 }, `no chain named "${only}" is configured (configured: ${names})`);
     }
+    const full = await access.isOperator(req);
     // A draining process is alive but should get no new traffic.
-    if (s.draining) return reply.code(503).send({ ready: false, draining: true, checks: [], chains: [] });
-    if (!started()) return reply.code(503).send({ ready: false, starting: true, checks: [], chains: [] });
+    if (s.draining) return reply.code(503).send(full ? { ready: false, draining: true, checks: [], chains: [] } : { ready: false, draining: true });
+    if (!started()) return reply.code(503).send(full ? { ready: false, starting: true, checks: [], chains: [] } : { ready: false, starting: true });
     const checks = await Promise.all([checkDatabase(s, 2_000), ...(chain ? [chain] : [...s.chains.values()]).map((c) => probeChain(c, 2_000))]);
     const database = checks[0];
+    if (!full) {
+      const ready = database.ok && (!chain || chain.health.ok);
+      return reply.code(ready ? 200 : 503).send({ ready });
+    }
     const chains = await Promise.all((chain ? [chain] : [...s.chains.values()]).map((c) => chainView(s, c, database.ok)));
     const ready = database.ok && (!chain || chains[0].ok);
     return reply.code(ready ? 200 : 503).send({ ready, database, chains, checks });
   });
-  app.get('/metrics', async (_req, reply) => {
+  app.get('/metrics', async (req, reply) => {
+    if (!(await access.isOperator(req))) {
+      return sendError(reply, MetadataErrors.Unauthorized, 'metrics need an admin token (Authorization: Bearer <token>), or scrape the metrics.listen address');
+    }
     reply.type(s.metrics.registry.contentType);
     return s.metrics.registry.metrics();
   });

@@ -262,7 +262,7 @@ describe('console: activity, fee tokens, health', () => {
     expect(senders.map((x: { enabled: boolean }) => x.enabled)).toEqual([true, false]);
     expect(Date.parse(senders[1].stoppedAt)).not.toBeNaN();
     // The relayer's own RuntimeStatus sees the same flag.
-    expect((await env.call('RuntimeStatus', {})).body.status.senders[1].enabled).toBe(false);
+    expect((await env.call('RuntimeStatus', {}, { 'x-access-key': env.accessKey })).body.status.senders[1].enabled).toBe(false);
     expect((await admin('StartSender', { chainID, index: 1 })).status).toBe(200);
     senders = (await admin('Health')).body.networks[0].relayer.senders;
     expect(senders.map((x: { stoppedAt: string | null }) => x.stoppedAt)).toEqual([null, null]);

@@ -2,6 +2,7 @@
 // anvil, read as a person reads it: activity paged to its 131st row, a balance adjusted in dollars and
 // its day's-end chart against the ledger, an account's indexed balances with their pictures on the first
 // look, and Health while the chain's node cannot be reached. Screenshots at 1280 and 390 px.
+import { asOperator } from '../support/service.ts';
 import type { Browser, Page } from 'playwright-core';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -156,7 +157,7 @@ describe(`console pages as a person reads them (${TEST_DB})`, () => {
     const name = env.chain.chainConfig.name;
     // Up first: the sweep has read every sender (balance, when).
     await waitFor('each sender read', async () => {
-      const b = (await env.app.inject({ method: 'GET', url: '/ready' })).json();
+      const b = (await env.app.inject({ method: 'GET', url: '/ready', headers: asOperator })).json();
       return b.chains[0].relayer?.senders.every((x: { balanceAt: string | null }) => x.balanceAt);
     });
     await page.getByTestId('nav-health').click();
@@ -168,7 +169,7 @@ describe(`console pages as a person reads them (${TEST_DB})`, () => {
     try {
       await page.reload();
       await panel.getByTestId('outage').waitFor({ timeout: 30_000 });
-      const state = (await env.app.inject({ method: 'GET', url: `/ready?chain=${name}` })).json().chains[0];
+      const state = (await env.app.inject({ method: 'GET', url: `/ready?chain=${name}`, headers: asOperator })).json().chains[0];
       expect(await panel.getByTestId('outage').textContent()).toBe(
         `Down since ${await page.evaluate((t) => new Date(t).toLocaleString(), state.downSince)}: ${state.cause}. Shown below: what was last known.`,
       );

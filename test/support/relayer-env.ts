@@ -11,7 +11,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { createLogger, type Logger } from '../../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './db.ts';
-import { rpc } from './service.ts';
+import { rpc, OPERATOR_TOKEN } from './service.ts';
 import { startTokenChain, type TokenChain } from './token-chain.ts';
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts';
 import { startProviderProxy, type ProviderFaults, type ProviderProxy } from './provider-proxy.ts';
@@ -89,7 +89,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
     allowPrivateNetworks: true,
     logLevel: 'silent',
     database: testDb.location,
-    admin: { tokens: [adminToken] },
+    admin: { tokens: [adminToken, OPERATOR_TOKEN] },
     ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
     relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher: true, anonymousRatePerSec: 10_000, anonymousBurst: 10_000, ...opts.service },
     chains: [

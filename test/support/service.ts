@@ -23,6 +23,15 @@ export interface TestService {
   close(): Promise<void>;
 }
 
+/** An admin token every test service takes (besides the test's own): for /metrics and /ready's full body. */
+export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
+export const asOperator: Readonly<Record<string, string>> = Object.freeze({ authorization: `Bearer ${OPERATOR_TOKEN}` });
+
+/** The service's Prometheus text, read as an operator. */
+export async function scrape(app: FastifyInstance): Promise<string> {
+  return (await app.inject({ method: 'GET', url: '/metrics', headers: asOperator })).body;
+}
+
 /** A real service on a private database; requests go through fastify's inject (no socket). */
 export async function startTestService(
   config: Partial<AppConfigInput> = {},
@@ -32,7 +41,8 @@ export async function startTestService(
   // Media blobs go to a folder of this test's own (the default would sit beside a shared temp dir).
   const mediaDir = mkdtempSync(join(tmpdir(), 'metarelay-media-'));
   const media = { ...config.media, store: config.media?.store ?? { type: 'folder' as const, path: mediaDir } };
-  const cfg = parseConfig({ allowPrivateNetworks: true, logLevel: 'silent', ...config, media, database: testDb.location });
+  const admin = { ...config.admin, tokens: [...(config.admin?.tokens ?? []), OPERATOR_TOKEN] };
+  const cfg = parseConfig({ allowPrivateNetworks: true, logLevel: 'silent', ...config, media, admin, database: testDb.location });
   const services = await createServices(cfg, { db: opts.wrapDb ? opts.wrapDb(testDb.db) : testDb.db, log: createLogger('silent'), pollingIntervalMs: 50 });
   const app = await buildApp(services);
   const project = await services.projects.create(`test-${Math.random().toString(36).slice(2, 8)}`);

@@ -3,7 +3,7 @@ import type { Services } from '../../services.ts';
 import { APP_VERSION } from '../../version.ts';
 import { runReadinessChecks } from '../health.ts';
 import { RpcError, type ErrorDef } from '../errors.ts';
-import { method, type MethodDef } from '../webrpc.ts';
+import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 
 export const NoArgs = z.object({}).loose();
 
@@ -19,9 +19,16 @@ export function versionInfo(schemaVersion: string, schemaHash: string) {
   return { webrpcVersion: 'v0.31.0', schemaVersion, schemaHash, appVersion: `metarelay@${APP_VERSION}` };
 }
 
-/** The Sequence RuntimeStatus shape; each dependency is one "runnable". */
-export async function runtimeStatus(s: Services) {
-  const checks = await runReadinessChecks(s);
+/**
+ * Whether a RuntimeStatus call may see operational detail (a failing node's error, which names its
+ * address; sender balances and queues): a caller with an access key or an admin token. A keyless
+ * caller learns what is up, not why or with what.
+ */
+export const seesDetail = (ctx: Pick<RpcContext, 'project' | 'admin'>): boolean => ctx.project !== null || ctx.admin;
+
+/** The Sequence RuntimeStatus shape; each dependency is one "runnable". `detailed`: the checks' details too (seesDetail). */
+export async function runtimeStatus(s: Services, detailed: boolean) {
+  const checks = (await runReadinessChecks(s)).map((c) => (detailed ? c : { ...c, detail: c.ok ? undefined : 'failed' }));
   const uptime = Math.floor((Date.now() - s.startedAt.getTime()) / 1000);
   const runnable: Record<string, { running: boolean; restarts: number; startTime: string; lastError: string | null }> = {};
   for (const c of checks) {

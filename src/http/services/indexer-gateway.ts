@@ -4,7 +4,7 @@ import type { ChainIndexer } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError, indexerErrorMap as E } from '../errors.ts';
 import { RawJson, method, type RpcContext, type ServiceDef } from '../webrpc.ts';
-import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { NoArgs, runtimeStatus, seesDetail, versionInfo } from './common.ts';
 import { AccountArgs, BalanceUpdatesArgs, ByContractArgs, GetTokenBalancesArgs, HistoryArgs, MAP_LIMITS, PriceQueryArg, TokenBalancesFilterArgs, bad } from './indexer-args.ts';
 import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory, type PageWire } from './indexer-answers.ts';
 import { INDEXER_SCHEMA } from './indexer.ts';
@@ -102,8 +102,8 @@ export function indexerGatewayService(s: Services): ServiceDef {
       Version: method({ input: NoArgs, handler: async () => ({ version: versionInfo('v0.4.0', GW_SCHEMA_HASH) }) }),
       RuntimeStatus: method({
         input: NoArgs,
-        handler: async () => {
-          const base = await runtimeStatus(s);
+        handler: async (_a, ctx) => {
+          const base = await runtimeStatus(s, seesDetail(ctx));
           return {
             status: {
               healthOK: base.healthOK,

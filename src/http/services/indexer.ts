@@ -24,7 +24,7 @@ import {
 } from './indexer-args.ts';
 import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory } from './indexer-answers.ts';
 import { listedPrices, listedWire, onePrice, queryPrices } from './indexer-prices.ts';
-import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { NoArgs, runtimeStatus, seesDetail, versionInfo } from './common.ts';
 import { indexerListenerMethods } from './indexer-listeners.ts';
 import { indexerStreamMethods } from './indexer-streams.ts';
 import type { OpenStreams } from '../stream-registry.ts';
@@ -86,7 +86,7 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
         input: NoArgs,
         handler: async (_a, ctx) => {
           const ix = indexerFor(s, ctx);
-          const [base, cursor, head] = await Promise.all([runtimeStatus(s), ix.cursor(), ix.chain.public.getBlockNumber().catch(() => null)]);
+          const [base, cursor, head] = await Promise.all([runtimeStatus(s, seesDetail(ctx)), ix.cursor(), ix.chain.public.getBlockNumber().catch(() => null)]);
           const last = cursor ? Number(cursor.block) : 0;
           const target = head === null ? null : Number(head) - ix.cfg.confirmations;
           const percent = target === null || target <= 0 ? (cursor ? 100 : 0) : Math.min(100, Math.round((last / target) * 10_000) / 100);

@@ -4,7 +4,7 @@ import { metadataErrorMap } from '../errors.ts';
 import { RpcError, MetadataErrors } from '../errors.ts';
 import { RawJson, ReusableJson, method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from './args.ts';
-import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { NoArgs, runtimeStatus, seesDetail, versionInfo } from './common.ts';
 import { contractMethods } from './contracts.ts';
 import { refreshMethods } from './refresh.ts';
 import { legacySyncMethods } from './legacy-sync.ts';
@@ -47,7 +47,7 @@ export function metadataService(s: Services): ServiceDef {
         input: NoArgs,
         handler: async () => ({ version: versionInfo('v0.4.0', '673a5fa528008c7f9558810fbb24aad978ed7a84') }),
       }),
-      RuntimeStatus: method({ input: NoArgs, handler: async () => ({ status: await runtimeStatus(s) }) }),
+      RuntimeStatus: method({ input: NoArgs, handler: async (_a, ctx) => ({ status: await runtimeStatus(s, seesDetail(ctx)) }) }),
 
       GetTokenMetadata: method({
         input: GetTokenMetadataArgs,

@@ -20,7 +20,7 @@ import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '..
 import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
 import { IpBuckets } from '../ip-buckets.ts';
 import { Limiter, LimiterFull } from '../../util/limiter.ts';
-import { NoArgs, runtimeStatus, versionInfo } from './common.ts';
+import { NoArgs, runtimeStatus, seesDetail, versionInfo } from './common.ts';
 import { Preconditions, authorizationArg } from './relayer-args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './relayer-balances.ts';
 import { clientAddress } from '../client-address.ts';
@@ -202,8 +202,10 @@ export function relayerService(s: Services): ServiceDef {
         input: NoArgs,
         handler: async (_a, ctx) => {
           const r = relayerFor(s, ctx);
-          const base = await runtimeStatus(s);
-          const [block, health] = await Promise.all([r.client.getBlock({ blockTag: 'latest' }), relayerHealth(s, r)]);
+          // Keyless: no senders, balances, queue, prices or node errors (seesDetail).
+          const detailed = seesDetail(ctx);
+          const base = await runtimeStatus(s, detailed);
+          const [block, health] = await Promise.all([r.client.getBlock({ blockTag: 'latest' }), detailed ? relayerHealth(s, r) : undefined]);
           return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, ...health } };
         },
       }),
