@@ -67,7 +67,11 @@ describe('official sequence.js v2 clients against metarelay', () => {
       await expect(w.sendTransaction([transfer(PAYEE, 1n)])).rejects.toThrow(/^Insufficient fee: the fee paid is too/);
       // Sponsored, but by a rule whose budget (1 wei) cannot pay any transaction: what a client that
       // prints err.message shows must be that reason, not only "Insufficient fee".
-      const r = await env.call('AddGasSponsor', { projectId: env.project.id, address: capped.address, kind: 'WALLET', name: 'one wei', totalBudgetWei: '1' }, { authorization: `Bearer ${env.adminToken}` });
+      const r = await env.call(
+        'AddGasSponsor',
+        { projectId: env.project.id, address: capped.address, kind: 'WALLET', name: 'one wei', totalBudgetWei: '1' },
+        { authorization: `Bearer ${env.adminToken}` },
+      );
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       // A call the project's CONTRACT rule on the token (the first test's) does not sponsor: only the capped WALLET rule applies.
       const err = await capped.sendTransaction([{ to: PAYEE, data: '0x' }]).then(
