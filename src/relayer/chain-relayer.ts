@@ -42,6 +42,9 @@ const L1_GAS_PROBE: Address = '0x000000000000000000000000000000000000dEaD';
 const NUMBER_CODE: Hex = '0x4360005260206000f3';
 const OVERRIDE_CHECK_NUMBER = 0x7ffffffen;
 
+/** A sender lent a balance for its simulations is said so in the log at most this often. */
+const FUNDED_LOG_MS = 600_000;
+
 /** A gas price read for intake is reused until a newer block is seen, and never for longer than this. */
 const GAS_PRICE_MAX_AGE_MS = 2_000;
 
@@ -91,6 +94,8 @@ export class ChainRelayer implements RelayerChain {
 
   private readonly gasPriceMemo = new BlockMemo<bigint>();
   private readonly runAsMemo = new BlockMemo<RunAs>();
+  /** When it was last said that a sender's simulations were lent a balance (runAs onFunded). */
+  private readonly fundedSaid = new Map<Address, number>();
   /** Whether the node takes eth_call block overrides (asked once). */
   private blockOverrides?: Promise<boolean>;
   /** The fees the dispatcher signs with (its FeePolicy), which simulations run at too. */
@@ -196,7 +201,6 @@ export class ChainRelayer implements RelayerChain {
       const top = [this.seenBlock, this.deps.chain.head.current?.number ?? -1n].reduce((a, b) => (a > b ? a : b));
       const nextBlock = market.nextBlock ?? (top >= 0n ? top + 1n : (await this.client.getBlockNumber()) + 1n);
       const balances = new Map<Address, Promise<bigint>>();
-      const funded = new Set<Address>();
       return {
         sender: this.senders[0],
         fees,
@@ -212,9 +216,10 @@ export class ChainRelayer implements RelayerChain {
           return b;
         },
         onFunded: (sender, has, need) => {
-          // Said once per sender and block: its simulations' sender balance is not its real one (a tell).
-          if (funded.has(sender)) return;
-          funded.add(sender);
+          // Said at most every FUNDED_LOG_MS per sender: its simulations' sender balance is not its real one (a tell).
+          const k = sender.toLowerCase() as Address;
+          if (Date.now() - (this.fundedSaid.get(k) ?? -Infinity) < FUNDED_LOG_MS) return;
+          this.fundedSaid.set(k, Date.now());
           this.deps.log.info(
             { chainId: this.chainId, sender, balance: has.toString(), lent: need.toString() },
             'a sender cannot buy the gas its simulations are given: they run with exactly that balance lent by state override',
