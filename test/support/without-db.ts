@@ -24,6 +24,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/networks.test.ts',
   'test/pglite-lock.test.ts',
   'test/relayer-engine-units.test.ts',
+  'test/relayer-finality.test.ts',
   'test/relayer-probe-proxy.test.ts',
   'test/relayer-receipts.test.ts',
   'test/rpc-proxy.test.ts',

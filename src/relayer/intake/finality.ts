@@ -42,6 +42,7 @@ function isqrt(n: bigint): bigint {
 export function maxReturnWords(gas: bigint): bigint {
   let w = (isqrt(1536n * 1536n + 2048n * gas) - 1536n) / 2n;
   while (w > 0n && memoryCost(w) > gas) w -= 1n;
+  while (memoryCost(w + 1n) <= gas) w += 1n;
   return w;
 }
 
@@ -93,8 +94,8 @@ function sigCalls(b: Uint8Array, depth: number): boolean {
   if (depth > 8 || b.length === 0) return true;
   const type = b[0];
   // 0x00 legacy (threshold's high byte is the type byte), 0x01 dynamic, 0x02 no chain id: threshold, checkpoint, tree.
-  if (type === 0x00) return treeCalls(b, 6, b.length, depth);
-  if (type === 0x01 || type === 0x02) return treeCalls(b, 7, b.length, depth);
+  if (type === 0x00) return b.length <= 6 || treeCalls(b, 6, b.length, depth);
+  if (type === 0x01 || type === 0x02) return b.length <= 7 || treeCalls(b, 7, b.length, depth);
   if (type === 0x03) {
     // Chained: parts of [uint24 size][signature], each a signature of its own.
     let i = 1;
