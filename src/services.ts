@@ -149,6 +149,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const metrics = createMetrics();
   const db = opts.db ?? (await openDb(config.database, config.postgres));
   db.onMaintenance?.(maintenanceReporter(log, metrics.dbMaintenance));
+  // Once per outage, as a chain node's: the calls that meet it answer 503 without a line each.
+  db.onHealth?.((e) => (e.state === 'down' ? log.warn({ cause: e.cause }, 'database unavailable') : log.info({ downMs: e.downMs, cause: e.cause }, 'database reachable again')));
   try {
     if (opts.migrate !== false) {
       const applied = await migrate(db);

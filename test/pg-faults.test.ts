@@ -36,6 +36,7 @@ let users: User[];
 let items: LoadItem[];
 let relayer: string;
 let accessKey: string;
+let url: string;
 
 beforeAll(async () => {
   let token: Address;
@@ -43,7 +44,7 @@ beforeAll(async () => {
   // The service's role is no superuser: the slots kept for superusers stay the test's, to take the rest.
   await cluster.sql('CREATE ROLE relay LOGIN');
   await cluster.sql('CREATE DATABASE metarelay OWNER relay');
-  const url = cluster.url('metarelay', 'relay');
+  url = cluster.url('metarelay', 'relay');
   db = await openPostgres(url, { max: 2, maintain: false });
   await migrate(db);
   accessKey = await sponsoredProject(db, chain.chainConfig.chainId, token, 'pg-faults');
@@ -64,6 +65,8 @@ beforeAll(async () => {
       logLevel: 'warn',
       inProcessWorker: false,
       relayer: { quoteSecret: QUOTE_SECRET },
+      // A second's wait for a lock, not the 5 s default: the frozen holder below is met quickly.
+      postgres: { lockTimeoutMs: 1_000 },
       chains: [relayedChainConfig(chain, token)],
     }),
   );
@@ -185,6 +188,53 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     expect(supply).toBe(BigInt(USERS * SPACES));
   }, 180_000);
 
+  it('a process frozen mid-transaction on the sponsorship row: 503 after lock_timeout, and accepted once the server ends its session (idle_in_transaction_session_timeout)', async () => {
+    const extra = await deployWallets(env, 2);
+    const fresh = await mintBundles(env, extra, 1);
+    // A metarelay process's connection (the same session options), frozen inside a transaction that
+    // holds the row every sponsored intake locks to charge the rule.
+    const frozen = await openPostgres(url, { max: 1, probe: false, maintain: false, session: { poolSize: 1, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 2_000 } });
+    let locked!: () => void;
+    const gotLock = new Promise<void>((r) => (locked = r));
+    let thaw!: () => void;
+    const thawed = new Promise<void>((r) => (thaw = r));
+    const holder = frozen.transaction(async (tx) => {
+      await tx.query('SELECT id FROM gas_sponsors FOR UPDATE');
+      locked();
+      await thawed;
+      await tx.query('SELECT 1');
+    });
+    holder.catch(() => undefined);
+    try {
+      await gotLock;
+      const blocked = await send(fresh[0]);
+      expect(blocked.status).toBe(503);
+      expect(blocked.retryAfter).toBe('2');
+      expect(blocked.body).toMatchObject({ error: 'Unavailable', code: 2002, cause: expect.stringMatching(/lock_timeout/) });
+      const ids = [];
+      for (const item of fresh) {
+        const accepted = await waitFor(
+          'a call accepted once the frozen session is ended',
+          async () => {
+            const r = await send(item);
+            return r.status === 200 && r;
+          },
+          20_000,
+          100,
+        );
+        ids.push(accepted.body.txnHash as string);
+      }
+      thaw();
+      // The frozen transaction lost its session to the server (this process lives on: the pool heard it).
+      await expect(holder).rejects.toThrow();
+      await expectClean(env, ids, extra, 1);
+    } finally {
+      thaw();
+      await frozen.close();
+    }
+    expect(alive()).toBe(true);
+  }, 60_000);
+
   it('answers 503 "too many clients" while every slot is taken, and serves again once one is free', async () => {
     // The service's role is kept out while its connections are ended and the slots taken (it would race
     // for them), then let in again: its next connection finds every slot full.
@@ -226,6 +276,12 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     expect(again.body.txnHash).toBeTruthy();
     expect(alive()).toBe(true);
     if (process.env.TEST_LOG) console.log(serve!.output());
+    // Logged once per outage (four faults), not per call or per loop turn; nothing at error, no unhandled error.
+    const out = serve!.output();
+    const outages = out.match(/"msg":"database unavailable"/g)?.length ?? 0;
+    expect(outages).toBeGreaterThanOrEqual(1);
+    expect(outages).toBeLessThanOrEqual(4);
+    expect(out).not.toMatch(/"level":(50|60)|unhandled error/);
     expect(await serve!.stop('SIGTERM')).toBe(0);
     serve = undefined;
   }, 60_000);

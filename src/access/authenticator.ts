@@ -1,6 +1,7 @@
 import type { AccessKeyRepo, ResolvedKey } from '../store/access-keys.ts';
 import { LruCache } from '../util/lru.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { failureLevel } from '../store/outage.ts';
 
 export type AuthOutcome = { kind: 'none' } | { kind: 'invalid' } | ({ kind: 'ok' } & ResolvedKey);
 
@@ -131,7 +132,7 @@ export class Authenticator {
     try {
       await this.keys.recordUsage(batch);
     } catch (err) {
-      this.log.warn({ err }, 'could not record access key usage');
+      this.log[failureLevel(err)]({ err }, 'could not record access key usage');
     }
   }
 }

@@ -6,6 +6,7 @@ import type { ClaimedDelivery, Settled, WebhookStore } from './webhook-store.ts'
 import { PollLoop } from '../util/poll-loop.ts';
 import { FailureStreak } from '../util/failure-streak.ts';
 import { ownerId } from '../util/owner-id.ts';
+import { failureLevel } from '../store/outage.ts';
 
 export interface DeliverySettings {
   deadlineMs: number;
@@ -200,7 +201,7 @@ export class DeliveryWorker {
         })
         .catch((err) => {
           full = false;
-          this.deps.log.error({ err }, 'webhook delivery claim failed');
+          this.deps.log[failureLevel(err, 'error')]({ err }, 'webhook delivery claim failed');
         })
         .finally(() => (claiming = undefined));
     };

@@ -43,7 +43,7 @@ export function connectionWarning(b: ConnectionBudget): string | undefined {
   const processes = b.otherProcesses + 1;
   return (
     `PostgreSQL may run out of connections: max_connections is ${b.max} (${usable} without the superuser reserve); ` +
-    `${processes} metarelay process${processes === 1 ? '' : 'es'} (this one and ${b.otherProcesses} connected) may open up to ${b.own} each` +
+    (processes === 1 ? `this metarelay process may open up to ${b.own}` : `${processes} metarelay processes (this one and ${b.otherProcesses} connected) may open up to ${b.own} each`) +
     `${b.otherClients ? `, and other clients hold ${b.otherClients}` : ''}: ${b.fleet} in all. ` +
     `Lower postgres.poolSize, raise max_connections, or put a pooler (PgBouncer, session mode) in front; ` +
     `while none is free, calls answer 503`

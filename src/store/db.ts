@@ -1,5 +1,6 @@
 import type { MaintenanceListener } from './maintenance.ts';
 import type { PgSession } from './pg-session.ts';
+import type { DatabaseHealthEvent } from './db-health.ts';
 
 /** The one database interface domain code sees; PGlite and PostgreSQL both speak it. */
 export interface QueryResult<T> {
@@ -87,6 +88,11 @@ export interface Db extends Queryable {
    * place of the listener set before. A dedicated pool runs none.
    */
   onMaintenance?(listener: MaintenanceListener): void;
+  /**
+   * PostgreSQL: tells `listener` when the database stops answering for want of a connection or a
+   * session, and when it answers again (db-health.ts), once each; in place of the listener set before.
+   */
+  onHealth?(listener: (e: DatabaseHealthEvent) => void): void;
   close(): Promise<void>;
 }
 

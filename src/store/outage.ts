@@ -62,3 +62,11 @@ export function isConnectionLoss(err: unknown): boolean {
   const code = (err as Failure).code;
   return !(code === '55P03' || code === '40P01' || code === '40001');
 }
+
+/**
+ * The level to log a background failure at (a loop's turn, a flush): the database lost is logged once
+ * by its health (db-health.ts, services.ts), so each turn that meets it says so at debug only.
+ */
+export function failureLevel(err: unknown, level: 'warn' | 'error' = 'warn'): 'debug' | 'warn' | 'error' {
+  return isConnectionLoss(err) ? 'debug' : level;
+}

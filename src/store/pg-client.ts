@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { PREPARED_MARK } from './db.ts';
+import type { DatabaseHealth } from './db-health.ts';
 import { databaseOutageOf } from './outage.ts';
 
 /** Pauses before the second and third try of a call that failed where retrying it is safe (below). */
@@ -27,14 +28,19 @@ export function isReadOnly(sql: string): boolean {
 /**
  * Runs `attempt` again (twice at most, after a short pause) when it failed with the database unavailable
  * and `safe` says a second run cannot do anything twice; a longer outage is the caller's to answer (HTTP:
- * 503 with Retry-After; loops: their next turn).
+ * 503 with Retry-After; loops: their next turn). `health` hears of the outcome.
  */
-export async function retrying<T>(attempt: () => Promise<T>, safe: (err: unknown) => boolean): Promise<T> {
+export async function retrying<T>(attempt: () => Promise<T>, safe: (err: unknown) => boolean, health?: DatabaseHealth): Promise<T> {
   for (let i = 0; ; i++) {
     try {
-      return await attempt();
+      const out = await attempt();
+      health?.answered();
+      return out;
     } catch (err) {
-      if (i >= RETRY_PAUSES_MS.length || databaseOutageOf(err) === undefined || !safe(err)) throw err;
+      if (i >= RETRY_PAUSES_MS.length || databaseOutageOf(err) === undefined || !safe(err)) {
+        health?.failed(err);
+        throw err;
+      }
       await new Promise((r) => setTimeout(r, RETRY_PAUSES_MS[i]));
     }
   }

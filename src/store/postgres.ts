@@ -3,6 +3,7 @@ import pg from 'pg';
 import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
 import { keepMaintained, type MaintenanceListener } from './maintenance.ts';
 import { Limiter } from '../util/limiter.ts';
+import { DatabaseHealth } from './db-health.ts';
 import { isConnectionLoss } from './outage.ts';
 import { Held, isReadOnly, markNotRun, notRun, retrying } from './pg-client.ts';
 import { APPLICATION_NAME, PG_SESSION_DEFAULTS, sessionOptions, type PgSession } from './pg-session.ts';
@@ -77,6 +78,8 @@ export interface PostgresOptions {
   maintain?: boolean;
   /** Connection bounds (config `postgres`); the defaults when left out. */
   session?: PgSession;
+  /** The main pool's, for its dedicated pools: one outage is one. */
+  health?: DatabaseHealth;
 }
 
 export async function openPostgres(url: string, opts: PostgresOptions = {}): Promise<Db> {
@@ -100,6 +103,7 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   });
   let closed = false;
   const names = new StatementNames();
+  const health = opts.health ?? new DatabaseHealth();
   // The main pool's; a dedicated pool (a loop's few connections) leaves it to the main one.
   let maintenanceListener: MaintenanceListener | undefined;
   const stopMaintaining = opts.maintain === false ? () => undefined : keepMaintained(pool, () => maintenanceListener);
@@ -124,6 +128,7 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
         }
       },
       (err) => notRun.has(err as object) || (isConnectionLoss(err) && isReadOnly(sql)),
+      health,
     );
 
   return {
@@ -193,11 +198,15 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
           }
         },
         (err) => notRun.has(err as object),
+        health,
       );
     },
-    dedicated: (n: number) => openPostgres(url, { max: n, probe: false, maintain: false, session }),
+    dedicated: (n: number) => openPostgres(url, { max: n, probe: false, maintain: false, session, health }),
     onMaintenance(listener) {
       maintenanceListener = listener;
+    },
+    onHealth(listener) {
+      health.listener = listener;
     },
     async close() {
       if (closed) return;

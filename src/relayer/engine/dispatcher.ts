@@ -74,14 +74,26 @@ export class Dispatcher implements EngineContext {
       () => this.tick(),
       // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
       () => (this.idle ? Math.max(this.config.pollMs, IDLE_POLL_MS) : this.config.pollMs),
-      // While the node is down the outage is logged as a warning once, by the chain's health.
-      new FailureStreak(this.deps.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.relayer.deps.chain.health.ok),
+      // While the node is down the outage is logged as a warning once, by the chain's health. What a failed
+      // tick counted in memory may not have been committed (a connection lost at the COMMIT): the next
+      // tick reads every sender again.
+      this.failures(new FailureStreak(this.deps.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.relayer.deps.chain.health.ok)),
     );
     const c = relayer.deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
     this.policy = relayer.feePolicy;
     this.sweeper = new Sweeper(this);
     this.walletReads = new WalletReads(() => this.client, relayer.context, relayer.wallets);
+  }
+
+  private failures(streak: FailureStreak): Pick<FailureStreak, 'failed' | 'succeeded'> {
+    return {
+      failed: (err) => {
+        this.dirty = true;
+        streak.failed(err);
+      },
+      succeeded: () => streak.succeeded(),
+    };
   }
 
   get chainId() {
