@@ -281,7 +281,7 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     const outages = out.match(/"msg":"database unavailable"/g)?.length ?? 0;
     expect(outages).toBeGreaterThanOrEqual(1);
     expect(outages).toBeLessThanOrEqual(4);
-    expect(out).not.toMatch(/"level":(50|60)|unhandled error/);
+    expect(out, out).not.toMatch(/"level":(50|60)|unhandled error/);
     expect(await serve!.stop('SIGTERM')).toBe(0);
     serve = undefined;
   }, 60_000);

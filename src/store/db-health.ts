@@ -5,7 +5,8 @@ export type DatabaseHealthEvent = { state: 'down'; cause: string } | { state: 'u
 
 /**
  * Whether PostgreSQL answers, as the process's own calls find it: down at the first call that fails
- * for want of a connection or a session (store/outage.ts), up again at the first that succeeds. Told
+ * for want of a connection or a session (store/outage.ts), up again at the first begun since that
+ * succeeds (a call already under way when the server went may still finish). Told
  * once per change, so an outage is logged once (services.ts) however many calls and loop turns meet it;
  * a pool and its dedicated pools share one.
  */
@@ -23,8 +24,9 @@ export class DatabaseHealth {
     this.listener?.({ state: 'down', cause: this.down.cause });
   }
 
-  answered(): void {
-    if (!this.down) return;
+  /** A call that began at `startedAt` (Date.now()) succeeded: one begun before the outage proves nothing. */
+  answered(startedAt: number): void {
+    if (!this.down || startedAt < this.down.since) return;
     const { since, cause } = this.down;
     this.down = undefined;
     this.listener?.({ state: 'up', cause, downMs: Date.now() - since });

@@ -32,9 +32,10 @@ export function isReadOnly(sql: string): boolean {
  */
 export async function retrying<T>(attempt: () => Promise<T>, safe: (err: unknown) => boolean, health?: DatabaseHealth): Promise<T> {
   for (let i = 0; ; i++) {
+    const startedAt = Date.now();
     try {
       const out = await attempt();
-      health?.answered();
+      health?.answered(startedAt);
       return out;
     } catch (err) {
       if (i >= RETRY_PAUSES_MS.length || databaseOutageOf(err) === undefined || !safe(err)) {
