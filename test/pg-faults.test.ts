@@ -19,6 +19,7 @@ import { freePort } from './support/ports.ts';
 import { startPrivatePostgres, type PrivatePostgres } from './support/private-postgres.ts';
 import { deployWallets, expectClean, mintBundles, waitFor, type LoadItem, type User } from './support/relay-load.ts';
 import { QUOTE_SECRET, type RelayerEnv } from './support/relayer-env.ts';
+import { OPERATOR_TOKEN, asOperator } from './support/service.ts';
 import { relayedChainConfig, sponsoredProject, startTokenChainWithContext } from './support/sponsored-chain.ts';
 import type { TokenChain } from './support/token-chain.ts';
 
@@ -65,6 +66,7 @@ beforeAll(async () => {
       logLevel: 'warn',
       inProcessWorker: false,
       relayer: { quoteSecret: QUOTE_SECRET },
+      admin: { tokens: [OPERATOR_TOKEN] },
       // A second's wait for a lock, not the 5 s default: the frozen holder below is met quickly.
       postgres: { lockTimeoutMs: 1_000 },
       chains: [relayedChainConfig(chain, token)],
@@ -138,7 +140,8 @@ async function sendUntilAccepted(batch: LoadItem[], seen: Seen): Promise<string[
 }
 
 const alive = () => serve!.child.exitCode === null && serve!.child.signalCode === null;
-const ready = () => fetch(`${base()}/ready`).then(async (r) => ({ status: r.status, body: (await r.json()) as { database?: { ok: boolean } } }));
+/** /ready with its full body (an operator's token). */
+const ready = () => fetch(`${base()}/ready`, { headers: asOperator }).then(async (r) => ({ status: r.status, body: (await r.json()) as { ready: boolean; database?: { ok: boolean } } }));
 /** Every client backend but the asking one, ended (as pg_terminate_backend by an operator or a failover does). */
 const terminateAll = (where = 'true') => cluster.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND ${where}`);
 
@@ -164,7 +167,9 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     expect(down.body).toMatchObject({ error: 'Unavailable', code: 2002, status: 503, cause: expect.stringMatching(/database cannot serve now/) });
     const notReady = await ready();
     expect(notReady.status).toBe(503);
-    expect(notReady.body.database).toMatchObject({ ok: false });
+    expect(notReady.body).toMatchObject({ ready: false, database: { ok: false } });
+    const anonymous = await fetch(`${base()}/ready`);
+    expect([anonymous.status, await anonymous.json()]).toEqual([503, { ready: false }]);
     await waitFor('the load to meet the outage', async () => seen.unavailable > 0, 30_000, 20);
     expect(alive()).toBe(true);
     await cluster.start();

@@ -102,7 +102,9 @@ export function registerHealthRoutes(app: FastifyInstance, s: Services, access: 
       const names = [...s.chains.values()].map((c) => c.name).join(', ') || 'none';
       return sendError(reply, { ...MetadataErrors.ChainNotFound, status: 404 }, `no chain named "${only}" is configured (configured: ${names})`);
     }
-    const full = await access.isOperator(req);
+    // A stored admin token is looked up in the database: while it cannot answer, the caller gets the
+    // short answer (a token in the config is still known), not an error in place of /ready's 503.
+    const full = await access.isOperator(req).catch(() => false);
     // A draining process is alive but should get no new traffic.
     if (s.draining) return reply.code(503).send(full ? { ready: false, draining: true, checks: [], chains: [] } : { ready: false, draining: true });
     if (!started()) return reply.code(503).send(full ? { ready: false, starting: true, checks: [], chains: [] } : { ready: false, starting: true });

@@ -227,10 +227,7 @@ export class Pricing {
     const needed = finalShaped ? ((gas + failGas(top)) * 64n) / 63n + 1n : 0n;
     const feeLimit = needed > limit && needed <= gasCap ? needed : limit;
     const wei = requiredWei(gas, feeLimit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
-    await this.judgeBudget(
-      { id: '', feePayer: payer, keyId: caller.keyId ?? null, clientIp: caller.clientIp ?? null, gasPrice, final: finalShaped },
-      this.exposureOf(wei, feeLimit, gasPrice, l1),
-    );
+    await this.judgeBudget({ id: '', feePayer: payer, keyId: caller.keyId ?? null, clientIp: caller.clientIp ?? null, gasPrice, final: finalShaped }, this.exposureOf(wei, feeLimit, gasPrice, l1));
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
