@@ -465,4 +465,24 @@ describe('keyless callers share a bucket per client address', () => {
     const row = await small.services.db.query<{ client_ip: string }>('SELECT client_ip FROM meta_txns WHERE id = $1', [b.id.slice(2).toLowerCase()]);
     expect(row.rows[0].client_ip).toBe('2001:db8:1:3::/64');
   });
+
+  it('the admin token is the operator, with its own bucket: 60 admin calls in a burst answer 200 (with a key beside or not), and the same address without it still gets its burst of 5', async () => {
+    const from = async (method: string, body: unknown, headers: Record<string, string> = {}) =>
+      (
+        await small.app.inject({
+          method: 'POST',
+          url: `${new URL(small.relayerUrl).pathname}/rpc/Relayer/${method}`,
+          headers: { 'content-type': 'application/json', ...headers },
+          payload: JSON.stringify(body),
+          remoteAddress: '198.51.100.60',
+        })
+      ).statusCode;
+    const admin = { authorization: `Bearer ${small.adminToken}` };
+    const burst = await Promise.all(Array.from({ length: 60 }, (_, i) => from('ListGasSponsors', { projectId: small.project.id }, i % 2 ? admin : { ...admin, 'x-access-key': small.accessKey })));
+    expect(burst).toEqual(Array(60).fill(200));
+    // The admin calls spent nothing of the address's bucket, and a caller there without a key is still bounded.
+    const anon = [];
+    for (let i = 0; i < 7; i++) anon.push(await from('GetChainID', {}));
+    expect(anon).toEqual([200, 200, 200, 200, 200, 429, 429]);
+  });
 });

@@ -4,7 +4,7 @@
 import { SequenceIndexer, TransactionType, type TransactionReceipt } from '@0xsequence/indexer';
 import { SequenceMetadata } from '@0xsequence/metadata';
 import { RpcRelayerProto as proto } from '@0xsequence/relayer';
-import { encodeFunctionData, parseAbi, type Hash } from 'viem';
+import { encodeFunctionData, parseAbi, type Hash, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devWalletClient } from '../src/devchain/index.ts';
@@ -201,25 +201,7 @@ describe('indexer methods', () => {
 
       // GetMetaTransactions: includeNonSponsored false lists the sponsored ones only; true or left out, all of the project's.
       const feePaid = randomId();
-      await env.services.metaTxns.insert({
-        chainId: env.chainId,
-        id: feePaid,
-        projectId: env.project.id,
-        wallet: w.address,
-        // A call the token refuses (no such function): the dispatcher's simulation reverts, nothing is signed.
-        entrypoint: env.token,
-        input: '0xdeadbeef',
-        gasLimit: 100_000n,
-        gasEstimated: 50_000n,
-        sponsored: false,
-        sponsorId: null,
-        feeToken: 'native',
-        feeValue: 1n,
-        feePayer: w.address,
-        keyId: null,
-        clientIp: null,
-        bundles: [{ id: feePaid, wallet: w.address, space: 77n, nonce: 0n }],
-      });
+      await insertFeePaid(feePaid, w.address, 77n);
       const listed = async (includeNonSponsored?: boolean) =>
         (
           await relayer.getMetaTransactions(
@@ -238,7 +220,51 @@ describe('indexer methods', () => {
   });
 });
 
+/** A fee-paid meta-transaction of the project, stored as intake stores one: a call the token refuses (no such function), so the dispatcher's simulation reverts and nothing is signed. */
+const insertFeePaid = (id: string, wallet: Hex, space: bigint) =>
+  env.services.metaTxns.insert({
+    chainId: env.chainId,
+    id,
+    projectId: env.project.id,
+    wallet,
+    entrypoint: env.token,
+    input: '0xdeadbeef',
+    gasLimit: 100_000n,
+    gasEstimated: 50_000n,
+    sponsored: false,
+    sponsorId: null,
+    feeToken: 'native',
+    feeValue: 1n,
+    feePayer: wallet,
+    keyId: null,
+    clientIp: null,
+    bundles: [{ id, wallet, space, nonce: 0n }],
+  });
+
 const randomId = () => [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+describe('relayer paging', () => {
+  it("the SDK's loop over GetMetaTransactions (page = answer.page while more) visits every row once; a page size above 100 gets 100", async () => {
+    const ids = Array.from({ length: 7 }, randomId);
+    for (const id of ids) await insertFeePaid(id, newSigner().address, 78n);
+    const key = { 'X-Access-Key': env.accessKey };
+    const seen: string[] = [];
+    let page: proto.Page = { page: 0, pageSize: 3 } as proto.Page;
+    for (let calls = 0; ; calls++) {
+      expect(calls, 'the loop never ends').toBeLessThan(50);
+      const r = await relayer.getMetaTransactions({ projectId: env.project.id, page }, key);
+      seen.push(...r.transactions.map((t) => t.metaTxnID!));
+      if (!r.page.more) break;
+      page = r.page;
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual(expect.arrayContaining(ids));
+    const all = await relayer.getMetaTransactions({ projectId: env.project.id, page: { pageSize: 100 } as proto.Page }, key);
+    expect([...seen].sort()).toEqual(all.transactions.map((t) => t.metaTxnID!).sort());
+    const oversized = await relayer.getMetaTransactions({ projectId: env.project.id, page: { pageSize: 5000 } as proto.Page }, key);
+    expect(oversized.page).toMatchObject({ page: 1, pageSize: 100, more: false });
+  });
+});
 
 describe('relayer methods refused with why', () => {
   it('RepairSender, ResetSender, UpdateMetaTxnGasLimits and GetMetaTxnNetworkFeeOptions answer MethodNotFound saying why and what to use', async () => {

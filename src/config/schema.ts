@@ -452,6 +452,9 @@ export const AppConfigSchema = z
         /** Relayer calls without an access key, per client address and process: a token bucket. */
         anonymousRatePerSec: z.number().positive().default(10),
         anonymousBurst: z.number().int().min(1).default(40),
+        /** Relayer calls with the admin token (the operator's back office), per process: one bucket of their own. */
+        operatorRatePerSec: z.number().positive().default(200),
+        operatorBurst: z.number().int().min(1).default(1_000),
         /**
          * Gas that FeeOptions and Simulate may simulate for callers without an access key, per client address
          * and process: a token bucket in gas. A call takes its whole gas budget (anonymousMaxGasLimit) up front

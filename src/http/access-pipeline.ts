@@ -239,7 +239,8 @@ export class AccessPipeline {
 
   private async admitAdmin(req: FastifyRequest, E: AccessErrors): Promise<Caller> {
     const bearer = readBearer(req);
-    if (await this.deps.admin.verify(bearer)) return PUBLIC;
+    // The operator, not a public caller: services give it its own limits (relayer.ts), not an address's.
+    if (await this.deps.admin.verify(bearer)) return OPERATOR;
     if (bearer) throw new RpcError(E.unauthorized, 'invalid admin token');
     if (readAccessKey(req, false)) throw new RpcError(E.permissionDenied, 'a project access key cannot call the admin API');
     throw new RpcError(E.unauthorized, 'admin token required: Authorization: Bearer <token>');

@@ -6,6 +6,7 @@ import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, ChainArg, PageArg, chainIdsFor } from './args.ts';
+import { nextPage } from './page.ts';
 import { METADATA_SCHEMA } from './metadata.ts';
 import { directoryAdminMethods } from './directory.ts';
 
@@ -59,7 +60,7 @@ export function adminService(s: Services): ServiceDef {
           const rows = await s.contractStore.listOverrides(a.chainID ? chainIdOf(a.chainID) : null, page, pageSize + 1);
           return {
             contractInfoOverrides: rows.slice(0, pageSize).map((r) => ({ chainId: r.chain_id, contractAddress: r.address, ...overrideToWire(r.override_layer!) })),
-            page: { page: page + 1, pageSize, more: rows.length > pageSize },
+            page: nextPage({ page, pageSize }, rows.length > pageSize),
           };
         },
       }),

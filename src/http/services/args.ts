@@ -5,6 +5,7 @@ import { parseTokenId } from '../../metadata/tokens/token-id.ts';
 import type { Services } from '../../services.ts';
 import { RpcError, type ServiceErrorMap } from '../errors.ts';
 import { targetProblem } from '../../events/post.ts';
+import { pageSizeUpTo } from './page.ts';
 
 /** Accepts a chain as the clients send it: a string, or a bare number from lenient callers. */
 export const ChainArg = z.union([z.string(), z.number().int()]).transform(String);
@@ -47,11 +48,11 @@ export function chainIdsFor(s: Services, inputs: string[], errors: ServiceErrorM
   });
 }
 
-/** The metadata Page: numbered from 0, `pageSize` items each (default 20, at most 100). */
+/** The metadata Page: numbered from 0, `pageSize` items each (default 20, at most 100: a larger size gets 100). */
 export const PageArg = z
   .object({
     page: z.number().int().min(0).optional(),
-    pageSize: z.number().int().min(1).max(100).optional(),
+    pageSize: pageSizeUpTo(100).optional(),
   })
   .loose()
   .optional();

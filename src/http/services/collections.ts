@@ -3,6 +3,7 @@ import type { CollectionsService } from '../../collections/index.ts';
 import { metadataErrorMap as E } from '../errors.ts';
 import { method, type ServiceDef } from '../webrpc.ts';
 import { AddressArg, PageArg, TokenIdArg } from './args.ts';
+import { nextPage } from './page.ts';
 import { AssetArg, CollectionArg, ContractCollectionArg, IdArg, ProjectIdArg, TokenArg, actorOf, assetWire, collectionWire, linkWire, refusals, tokenWire } from './collections-wire.ts';
 import { METADATA_SCHEMA } from './metadata.ts';
 
@@ -42,7 +43,7 @@ export function collectionsService(svc: CollectionsService): ServiceDef {
           refusals(async () => {
             const { page, pageSize } = pageOf(a.page);
             const r = await svc.list(actorOf(ctx), a.projectId, page, pageSize);
-            return { page: { page: page + 1, pageSize, more: r.more }, collections: r.items.map((c) => collectionWire(svc, c)) };
+            return { page: nextPage({ page, pageSize }, r.more), collections: r.items.map((c) => collectionWire(svc, c)) };
           }),
       }),
       UpdateCollection: method({
@@ -86,7 +87,7 @@ export function collectionsService(svc: CollectionsService): ServiceDef {
             return {
               contractCollections: r.items.map(linkWire),
               collections: r.collections.map((c) => collectionWire(svc, c)),
-              page: { page: page + 1, pageSize, more: r.more },
+              page: nextPage({ page, pageSize }, r.more),
             };
           }),
       }),
@@ -130,7 +131,7 @@ export function collectionsService(svc: CollectionsService): ServiceDef {
             const { page, pageSize } = pageOf(a.page);
             const r = await svc.tokens(actorOf(ctx), a.projectId, a.collectionId, page, pageSize);
             return {
-              page: { page: page + 1, pageSize, more: r.more },
+              page: nextPage({ page, pageSize }, r.more),
               tokens: r.items.map((t) =>
                 tokenWire(
                   svc,

@@ -6,6 +6,7 @@ import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor } from './args.ts';
+import { nextPage } from './page.ts';
 
 /** Documented limit of GetContractInfoBatch / FindContractInfoBatch. */
 export const CONTRACT_BATCH_LIMIT = 100;
@@ -57,12 +58,12 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: numbe
       .filter((r) => wanted(r.chain_id) && !s.chains.has(r.chain_id))
       .map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl));
     const hits = [...found, ...stored].filter((i) => (i.deployed || i.name) && (!a.types || a.types.includes(i.type as never))).sort((x, y) => x.chainId - y.chainId);
-    return { contractInfo: page === 0 ? hits : [], nextPage: { page: page + 1, pageSize, more: false } };
+    return { contractInfo: page === 0 ? hits : [], nextPage: nextPage({ page, pageSize }, false) };
   }
   const { rows, more } = await s.contractStore.search({ q: a.q, chainIds, types: a.types ?? null, page, pageSize });
   return {
     contractInfo: rows.map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl)),
-    nextPage: { page: page + 1, pageSize, more },
+    nextPage: nextPage({ page, pageSize }, more),
   };
 }
 

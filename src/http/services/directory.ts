@@ -5,6 +5,7 @@ import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, ChainArg, PageArg, chainIdsFor } from './args.ts';
+import { nextPage } from './page.ts';
 
 const allowedOf = (ctx: RpcContext) => ctx.project?.allowedChainIds ?? null;
 
@@ -33,9 +34,6 @@ function filterOf(
     pageSize: a.page?.pageSize ?? 20,
   };
 }
-
-/** Page as the other metadata lists answer it: the next page to ask for, and whether there is one. */
-const nextPage = (f: DirectoryFilter, more: boolean) => ({ page: f.page + 1, pageSize: f.pageSize, more });
 
 /** The public token directory methods of the Metadata service (and their deprecated names). */
 export function directoryMethods(s: Services): Record<string, MethodDef<any>> {

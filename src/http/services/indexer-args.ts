@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { IndexerErrors, RpcError } from '../errors.ts';
 import { eventTopic } from '../../indexer/index.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
+import { pageSizeUpTo } from './page.ts';
 
 /** A block number: a JSON number that fits a SQL bigint exactly. */
 export const BlockNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -32,7 +33,7 @@ export const bad = (msg: string) => new RpcError(IndexerErrors.InvalidArgument, 
 export const PageArg = z
   .object({
     page: z.number().int().min(0).max(MAX_OFFSET).optional(),
-    pageSize: z.number().int().min(1).max(INDEXER_PAGE.max).optional(),
+    pageSize: pageSizeUpTo(INDEXER_PAGE.max).optional(),
     after: z.union([z.string().regex(/^\d{1,9}$/, 'must be the cursor an earlier answer gave'), z.number().int().min(0).max(MAX_OFFSET)]).optional(),
     before: z.unknown().optional(),
     column: z.string().optional(),

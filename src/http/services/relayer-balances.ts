@@ -5,6 +5,7 @@ import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { ignoredWire, lenient } from './relayer-args.ts';
+import { RelayerPage, paging } from './relayer-paging.ts';
 
 /*
  * Project balances on the relayer's admin API (admin token): the reference's GetProjectBalance,
@@ -27,10 +28,6 @@ const When = z
     }
     return new Date(t);
   });
-const Page = z
-  .object({ page: z.number().int().min(0).optional(), pageSize: z.number().int().min(1).max(100).optional() })
-  .loose()
-  .optional();
 
 export const BALANCE_ADMIN_METHODS = [
   'GetProjectBalance',
@@ -159,13 +156,12 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
       handler: async (a, ctx) => ({ adjustment: adjustmentWire(await adjustmentHere(ctx, a.id, a.nonce)) }),
     }),
     ListGasTankBalanceAdjustments: method({
-      input: z.object({ id: Id, page: Page }).strip(),
+      input: z.object({ id: Id, page: RelayerPage }).strip(),
       handler: async (a, ctx) => {
         const t = await tankHere(ctx, a.id);
-        const page = a.page?.page ?? 0;
-        const pageSize = a.page?.pageSize ?? 50;
-        const rows = await b.tanks.adjustments(t.id, page * pageSize, pageSize + 1);
-        return { page: { page, pageSize, more: rows.length > pageSize, column: '', sort: [] }, adjustments: rows.slice(0, pageSize).map(adjustmentWire) };
+        const p = paging(a.page, 50);
+        const { page, rows } = p.cut(await b.tanks.adjustments(t.id, p.offset, p.limit));
+        return { page, adjustments: rows.map(adjustmentWire) };
       },
     }),
   };

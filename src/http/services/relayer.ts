@@ -102,6 +102,8 @@ function ownProject(ctx: RpcContext, projectId: number) {
 export function relayerService(s: Services): ServiceDef {
   const rc = s.config.relayer;
   const anonymous = new IpBuckets(rc.anonymousRatePerSec, rc.anonymousBurst);
+  // The admin token's calls: one bucket for the operator, whatever address its back office calls from.
+  const operator = new IpBuckets(rc.operatorRatePerSec, rc.operatorBurst);
   // Keyless simulations: a bucket in gas per client address, and a share of this process's node calls.
   const keylessGas = new IpBuckets(rc.anonymousSimulationGasPerSec, rc.anonymousSimulationGasBurst);
   const keylessShare = new Limiter(rc.anonymousSimulationConcurrency, rc.anonymousSimulationQueue);
@@ -123,9 +125,18 @@ export function relayerService(s: Services): ServiceDef {
   ]);
   const ADMIN = new Set([...SPONSOR_ADMIN_METHODS, 'StartSender', 'StopSender', ...BALANCE_ADMIN_METHODS, ...REFUSED_ADMIN_METHODS]);
 
-  /** Callers without a key have no bucket of their own: they share one per client address, charged by the work asked. */
+  /**
+   * Callers without a key have no bucket of their own: they share one per client address, charged by the
+   * work asked. The admin token is the operator's: its own generous bucket, never an address's.
+   */
   const chargeKeyless = (ctx: RpcContext, cost: number) => {
     if (ctx.project || cost <= 0) return;
+    if (ctx.admin) {
+      const took = operator.take('operator', Date.now(), cost);
+      if (took.ok) return;
+      ctx.reply.header('Retry-After', String(took.retryAfterSec));
+      throw new RpcError(RelayerErrors.RateLimited, `too many relayer calls with the admin token: retry in ${took.retryAfterSec} s (relayer.operatorRatePerSec, relayer.operatorBurst)`);
+    }
     const client = clientAddress(ctx.request.ip, s.config.clientIpv6Prefix);
     const took = anonymous.take(client, Date.now(), cost);
     if (!took.ok) {

@@ -11,6 +11,7 @@ import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, ChainArg, chainFor, chainIdsFor } from './args.ts';
+import { nextPage, pageSizeUpTo } from './page.ts';
 
 const refuseBefore = z
   .unknown()
@@ -28,7 +29,7 @@ const refuseBefore = z
 const SearchPageArg = z
   .strictObject({
     page: z.number().int().min(0).optional(),
-    pageSize: z.number().int().min(1).max(L.maxPageSize, `pageSize: at most ${L.maxPageSize}`).optional(),
+    pageSize: pageSizeUpTo(L.maxPageSize).optional(),
     more: z.boolean().optional(),
     column: z.enum(['tokenId', 'rank'], 'column: only "tokenId" (or "rank", with text) can be paged by cursor').optional(),
     before: refuseBefore,
@@ -107,7 +108,6 @@ const SearchMetadataArgs = z
   });
 
 const projectOf = (ctx: RpcContext) => ctx.project?.id ?? null;
-const nextPage = (p: { page: number; pageSize: number }, more: boolean) => ({ page: p.page + 1, pageSize: p.pageSize, more });
 /** The next page of a search by filter, with the cursor that starts it after this page's last token (by rank with text). */
 const nextPageAfter = (p: { page: number; pageSize: number }, more: boolean, text: boolean, cursor: string | null) => ({
   ...nextPage(p, more),
