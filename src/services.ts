@@ -188,6 +188,12 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       uploads: createMediaUploads(config, db, media),
       blobUrl: (b) => media.blobUrl(b),
       publicUrl: () => media.publicUrl,
+      quotas: config.collections.quotas,
+      // A link is proven by reading the contract (link-proof.ts) on a configured chain.
+      linkChain: (chainId) => {
+        const c = chains.get(chainId);
+        return c && { readContract: (a) => c.public.readContract(a as never), verifyMessage: (a) => c.public.verifyMessage(a) };
+      },
       onChanged: (links, projectId, ids) => collectionChanged(links, projectId, ids),
     });
   // Token and contract URIs pointing at this service's own collections are answered from the database.

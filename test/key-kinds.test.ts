@@ -9,7 +9,9 @@ import { SequenceCollections, SequenceMetadata } from '@0xsequence/metadata';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorOf, uploadFile } from './support/collections.ts';
-import { solidPng } from './support/media.ts';
+import { noisyPng, solidPng } from './support/media.ts';
+import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
+import { ANVIL_DEPLOYER_KEY } from '../src/devchain/index.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { getRest, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
 
@@ -35,6 +37,8 @@ beforeAll(async () => {
   t = await startTestService({
     chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'all', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 } }],
     webhooks: { allowedPrivateHosts: ['127.0.0.1'] },
+    // Small enough to reach in a test; every test below leaves the project empty again.
+    collections: { quotas: { collections: 3, tokens: 4, assets: 3, links: 2, bytes: 20_000 } },
   });
   base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   t.services.startBackground();
@@ -222,5 +226,79 @@ describe('hosted documents are sanitised as GetTokenMetadata answers are', () =>
     const one = (await (await fetch(`${base}/projects/${t.project.id}/collections/${id}/tokens/1`)).json()) as Record<string, string>;
     expect(one).toMatchObject({ name: 'One', external_url: 'https://ok.example/1', image: 'ipfs://bafkqaaa' });
     await sec.deleteCollection({ collectionId: id });
+  });
+});
+
+describe('contract links need proof, and a project has quotas', () => {
+  it('a contract the project does not control is refused; one that points at the collection, or whose owner() signed the link, is linked', async () => {
+    const sec = new SequenceCollections(base, t.secretKey);
+    const { collection } = await sec.createCollection({ collection: { metadata: { name: 'Linked' } } as never });
+    const uris = collection.baseURIs!;
+    const chainId = chain.anvil.chainId;
+    const challenge = `metarelay: link contract ${nft} on chain ${chainId} to collection ${collection.id} of project ${t.project.id}`;
+    const link = (contractAddress: string, ownerSignature?: string) =>
+      rpc(
+        t.app,
+        '/rpc/Collections/CreateContractCollection',
+        { contractCollection: { chainId, contractAddress, collectionId: collection.id }, ...(ownerSignature ? { ownerSignature } : {}) },
+        {
+          authorization: `Bearer ${t.secretKey}`,
+        },
+      );
+    // The dev ERC-721 points elsewhere; an address without code has nothing to prove with.
+    const foreign = await link(nft);
+    expect(foreign.body).toMatchObject({ error: 'PermissionDenied', code: 1001 });
+    expect(foreign.body.cause).toContain(challenge);
+    expect((await link(`0x${'ab'.repeat(20)}`)).body).toMatchObject({ error: 'PermissionDenied' });
+    const stranger = await privateKeyToAccount(generatePrivateKey()).signMessage({ message: challenge });
+    expect((await link(nft, stranger)).body).toMatchObject({ error: 'PermissionDenied' });
+    expect((await link(nft, '0xnot-hex')).body).toMatchObject({ error: 'PermissionDenied' });
+    expect(await count('contract_collections')).toBe(0);
+
+    // Signed by its owner() (the deployer): linked.
+    const signed = await privateKeyToAccount(ANVIL_DEPLOYER_KEY).signMessage({ message: challenge });
+    expect((await link(nft, signed)).status).toBe(200);
+    // Pointing at the collection (contractURI): linked with no signature.
+    const [pointing] = await chain.deploy([{ contract: 'DevERC721', args: ['Points', 'PTS', uris.tokenMetadataURI, uris.contractMetadataURI] }]);
+    expect((await sec.createContractCollection({ contractCollection: { chainId, contractAddress: pointing!.toLowerCase(), collectionId: collection.id } } as never)).contractCollection).toMatchObject({
+      collectionId: collection.id,
+    });
+    const rows = await t.services.db.query<{ a: string }>('SELECT contract_address AS a FROM contract_collections WHERE project_id = $1 ORDER BY id', [t.project.id]);
+    expect(rows.rows.map((r) => r.a)).toEqual([nft, pointing!.toLowerCase()]);
+
+    // Two links is this project's quota: a third, proven, is refused as over quota.
+    const [third] = await chain.deploy([{ contract: 'DevERC721', args: ['Third', 'THD', uris.tokenMetadataURI, uris.contractMetadataURI] }]);
+    expect((await link(third!.toLowerCase())).body).toMatchObject({ error: 'QuotaExceeded', code: 1200, status: 429 });
+    await sec.deleteCollection({ collectionId: collection.id });
+    expect(await count('contract_collections')).toBe(0);
+  });
+
+  it('refuses collections, tokens, assets and uploaded bytes past the quota with QuotaExceeded, and stores none of them', async () => {
+    const sec = new SequenceCollections(base, t.secretKey);
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push((await sec.createCollection({ collection: { metadata: { name: `Q${i}` } } as never })).collection.id);
+    const over = await errorOf(sec.createCollection({ collection: { metadata: { name: 'Q3' } } as never }));
+    expect(over).toMatchObject({ code: 1200, status: 429 });
+    expect(over.cause).toContain('collections.quotas.collections');
+    expect(await count('collections')).toBe(3);
+
+    const id = made[0]!;
+    for (let i = 1; i <= 4; i++) await sec.createToken({ collectionId: id, token: { tokenId: String(i), name: `T${i}` } as never });
+    expect(await errorOf(sec.createToken({ collectionId: id, token: { tokenId: '5', name: 'T5' } as never }))).toMatchObject({ code: 1200 });
+    expect(await count('collection_tokens')).toBe(4);
+
+    const assets = [];
+    for (let i = 1; i <= 3; i++) assets.push((await sec.createAsset({ asset: { collectionId: id, tokenId: String(i), metadataField: 'image' } as never })).asset.id);
+    expect(await errorOf(sec.createAsset({ asset: { collectionId: id, tokenId: '4', metadataField: 'image' } as never }))).toMatchObject({ code: 1200 });
+    expect(await count('collection_assets')).toBe(3);
+
+    // 20 000 bytes of uploads: a small file fits, a large one does not, and is not stored.
+    expect((await uploadFile(base, `/projects/${t.project.id}/collections/${id}/tokens/1/upload/${assets[0]}`, await solidPng(8, 8), 'a.png', t.secretKey)).status).toBe(200);
+    const big = await noisyPng(120, 120);
+    expect(big.length).toBeGreaterThan(20_000);
+    const refused = await uploadFile(base, `/projects/${t.project.id}/collections/${id}/tokens/2/upload/${assets[1]}`, big, 'b.png', t.secretKey);
+    expect(refused).toMatchObject({ status: 429, body: { error: 'QuotaExceeded' } });
+    expect((await t.services.db.query('SELECT 1 FROM collection_assets WHERE id = $1 AND sha256 IS NOT NULL', [assets[1]])).rows).toEqual([]);
+    for (const c of made) await sec.deleteCollection({ collectionId: c });
   });
 });

@@ -4,10 +4,11 @@
 
 import type { BlobInfo, MediaUploads } from '../media/index.ts';
 import { servedDocument, storedDocument } from './sanitize.ts';
-import type { AssetRecord, CollectionRecord, CollectionStore, ContractLink, TokenRecord } from './store.ts';
+import { linkRefusal, type LinkChain } from './link-proof.ts';
+import type { AssetRecord, CollectionRecord, CollectionStore, ContractLink, ProjectUsage, TokenRecord } from './store.ts';
 import { DuplicateError } from './store.ts';
 
-export type CollectionErrorKind = 'not_found' | 'denied' | 'conflict' | 'invalid' | 'media';
+export type CollectionErrorKind = 'not_found' | 'denied' | 'conflict' | 'invalid' | 'media' | 'quota';
 
 /** A refusal in the domain's words; the HTTP layer maps the kind to its error catalog. */
 export class CollectionError extends Error {
@@ -35,6 +36,10 @@ export interface CollectionsDeps {
   blobUrl: (blob: BlobInfo) => string;
   /** Where clients reach this service (media.publicUrl or the listening address). */
   publicUrl: () => string;
+  /** The reads that prove a project controls a contract it links (link-proof.ts); undefined: a chain not configured. */
+  linkChain?: (chainId: number) => LinkChain | undefined;
+  /** What a project may hold (config collections.quotas); none: no limit. */
+  quotas?: ProjectUsage;
   /** After a change that changes what is served: linked contracts' cached metadata is refreshed. */
   onChanged?: (links: ContractLink[], projectId: number, tokenIds: string[] | null) => Promise<void> | void;
 }
@@ -63,7 +68,32 @@ export class CollectionsService {
   }
 
   async create(actor: Actor, requested: number | undefined, metadata: Record<string, unknown>, priv: boolean | undefined): Promise<CollectionRecord> {
-    return this.d.store.createCollection(this.projectOf(actor, requested), stored(metadata), priv ?? true);
+    const projectId = this.projectOf(actor, requested);
+    const doc = stored(metadata);
+    await this.withinQuota(projectId, 'collections');
+    return this.d.store.createCollection(projectId, doc, priv ?? true);
+  }
+
+  /** What the project holds now, and its quotas (config collections.quotas). */
+  async usage(projectId: number): Promise<{ used: ProjectUsage; quotas: ProjectUsage | null }> {
+    return { used: await this.d.store.usage(projectId), quotas: this.d.quotas ?? null };
+  }
+
+  /**
+   * Refuses a write that would take the project past a quota (QuotaExceeded). Checked before each write,
+   * so two writes at once may pass the limit by one; an upload counts its file in full.
+   */
+  private async withinQuota(projectId: number, what: keyof ProjectUsage, adding = 1): Promise<void> {
+    const max = this.d.quotas?.[what];
+    if (max === undefined) return;
+    const used = (await this.d.store.usage(projectId))[what];
+    if (used + adding > max) {
+      const unit = what === 'bytes' ? 'bytes of uploaded files' : what === 'links' ? 'contract links' : what;
+      throw new CollectionError(
+        'quota',
+        `project ${projectId} holds ${used} ${unit} of its ${max} (collections.quotas.${what})${adding > 1 ? `, and this adds ${adding}` : ''}: delete some first, or ask the operator for more`,
+      );
+    }
   }
 
   async list(actor: Actor, requested: number | undefined, page: number, pageSize: number) {
@@ -102,7 +132,9 @@ export class CollectionsService {
 
   async createToken(actor: Actor, requested: number | undefined, collectionId: number, tokenId: string, doc: Record<string, unknown>, priv: boolean | undefined) {
     const c = await this.collection(actor, collectionId, requested);
-    const t = await this.conflicts(() => this.d.store.createToken(c.id, tokenId, stored(documentOf(doc)), priv ?? false));
+    const clean = stored(documentOf(doc));
+    await this.withinQuota(c.projectId, 'tokens');
+    const t = await this.conflicts(() => this.d.store.createToken(c.id, tokenId, clean, priv ?? false));
     await this.changed(c, [tokenId]);
     return t;
   }
@@ -146,6 +178,7 @@ export class CollectionsService {
   async createAsset(actor: Actor, requested: number | undefined, a: { collectionId: number; tokenId: string; metadataField: string; filename: string | null }): Promise<AssetRecord> {
     const c = await this.collection(actor, a.collectionId, requested);
     if (a.tokenId && !(await this.d.store.token(c.id, a.tokenId))) throw new CollectionError('not_found', `no token ${a.tokenId} in collection ${c.id}: create the token first`);
+    await this.withinQuota(c.projectId, 'assets');
     return this.conflicts(() => this.d.store.createAsset(c.id, a.tokenId, a.metadataField, a.filename));
   }
 
@@ -178,6 +211,7 @@ export class CollectionsService {
     if (asset.collectionId !== at.collectionId || asset.tokenId !== at.tokenId) {
       throw new CollectionError('not_found', `asset ${at.assetId} is not ${at.tokenId ? `token ${at.tokenId}'s` : 'the collection’s'} in collection ${at.collectionId}`);
     }
+    await this.withinQuota(collection.projectId, 'bytes', bytes.length);
     const stored = await this.d.uploads.store(bytes, (tx, blob) => this.d.store.pointAsset(tx, asset.id, blob.sha256, filename));
     if (!stored.ok) throw new CollectionError('media', `${stored.reason}: ${stored.message}`, stored.reason);
     await this.changed(collection, asset.tokenId ? [asset.tokenId] : null);
@@ -186,8 +220,19 @@ export class CollectionsService {
 
   // Contract links
 
-  async link(actor: Actor, requested: number | undefined, l: { chainId: number; contractAddress: string; collectionId: number }): Promise<ContractLink> {
+  /**
+   * Links a contract to a collection. A project (not an operator) proves it controls the contract
+   * (link-proof.ts); a contract linked already is a conflict whatever the proof.
+   */
+  async link(actor: Actor, requested: number | undefined, l: { chainId: number; contractAddress: string; collectionId: number; ownerSignature?: string }): Promise<ContractLink> {
     const c = await this.collection(actor, l.collectionId, requested);
+    if (await this.d.store.link(l.chainId, l.contractAddress)) throw new CollectionError('conflict', `contract ${l.contractAddress} on chain ${l.chainId} is already linked to a collection`);
+    await this.withinQuota(c.projectId, 'links');
+    if (!('admin' in actor)) {
+      const tokenIds = (await this.d.store.tokens(c.id, 0, 3)).map((t) => t.tokenId);
+      const refusal = await linkRefusal(this.d.linkChain?.(l.chainId), { ...l, projectId: c.projectId, collectionId: c.id, uris: this.baseURIs(c), tokenIds });
+      if (refusal) throw new CollectionError('denied', refusal);
+    }
     const link = await this.conflicts(() => this.d.store.createLink(c.projectId, l.chainId, l.contractAddress, c.id));
     await this.d.onChanged?.([link], c.projectId, null);
     return link;

@@ -80,6 +80,15 @@ export class DuplicateError extends Error {}
 
 const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
 
+/** What a project holds (CollectionStore.usage). */
+export interface ProjectUsage {
+  collections: number;
+  tokens: number;
+  assets: number;
+  links: number;
+  bytes: number;
+}
+
 export function collectionStore(db: Db) {
   const shasOf = (rows: Array<{ sha256: string | null }>) => rows.map((r) => r.sha256).filter((x): x is string => x !== null);
   return {
@@ -256,6 +265,24 @@ export function collectionStore(db: Db) {
         if (isUniqueViolation(err)) throw new DuplicateError(`contract ${contractAddress} on chain ${chainId} is already linked to a collection`);
         throw err;
       }
+    },
+
+    /**
+     * What a project holds, for its quotas: collections, tokens, assets, contract links, and the bytes of
+     * the uploaded files its assets point at (each file once, however many assets share it).
+     */
+    async usage(projectId: number): Promise<ProjectUsage> {
+      const { rows } = await db.query<Record<keyof ProjectUsage, string>>(
+        `SELECT (SELECT count(*) FROM collections WHERE project_id = $1)::text AS collections,
+                (SELECT count(*) FROM collection_tokens t JOIN collections c ON c.id = t.collection_id WHERE c.project_id = $1)::text AS tokens,
+                (SELECT count(*) FROM collection_assets a JOIN collections c ON c.id = a.collection_id WHERE c.project_id = $1)::text AS assets,
+                (SELECT count(*) FROM contract_collections WHERE project_id = $1)::text AS links,
+                (SELECT COALESCE(sum(b.filesize), 0) FROM media_blobs b WHERE b.sha256 IN (
+                   SELECT a.sha256 FROM collection_assets a JOIN collections c ON c.id = a.collection_id WHERE c.project_id = $1 AND a.sha256 IS NOT NULL))::text AS bytes`,
+        [projectId],
+      );
+      const r = rows[0]!;
+      return { collections: Number(r.collections), tokens: Number(r.tokens), assets: Number(r.assets), links: Number(r.links), bytes: Number(r.bytes) };
     },
 
     async link(chainId: number, contractAddress: string): Promise<ContractLink | undefined> {

@@ -534,6 +534,25 @@ export const AppConfigSchema = z
     /** Largest accepted request body, in bytes. */
     bodyLimit: z.number().int().positive().default(1_048_576),
     /**
+     * Collections (docs/collections.md): what one project may hold. A write past a quota is refused with
+     * QuotaExceeded (1200, 429) naming it; bytes are those of the uploaded files its assets point at.
+     */
+    collections: z
+      .object({
+        quotas: z
+          .object({
+            collections: z.number().int().min(0).default(100),
+            tokens: z.number().int().min(0).default(100_000),
+            assets: z.number().int().min(0).default(100_000),
+            links: z.number().int().min(0).default(100),
+            bytes: z.number().int().min(0).default(1_073_741_824),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    /**
      * Prometheus metrics. On the API port `/metrics` answers an admin token only (Authorization: Bearer):
      * its counters, sender balances and prices are the operator's. `listen` also serves it without a
      * credential on a second address (`serve` only), for a scraper on a private interface.

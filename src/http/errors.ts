@@ -52,11 +52,13 @@ export const MetadataErrors = table({
  * Key refusals of the shared authcontrol set that the service tables lack (kept out of them: those are
  * the clients' tables, code for code). `SecretKeyCorsDisallowed` is authcontrol v0.9.1's refusal of a
  * secret key sent from a browser; `InvalidOrigin` is the relayer's and indexer's 1103, which the
- * metadata schema does not list.
+ * metadata schema does not list; `QuotaExceeded` their 1200, for the metadata service's quotas.
  */
 export const AuthControlErrors = table({
   SecretKeyCorsDisallowed: [1009, 403, "CORS disallowed. Admin API Secret Key can't be used from a web app."],
   InvalidOrigin: [1103, 403, 'Invalid origin for Access Key'],
+  // A project's quota is full (collections, tokens, assets, links, bytes): the relayer's and indexer's code for it.
+  QuotaExceeded: [1200, 429, 'Quota exceeded'],
 });
 
 export const RelayerErrors = table({

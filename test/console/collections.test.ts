@@ -52,6 +52,12 @@ describe('console: collections', () => {
     const first = await admin('ListProjectCollections', { projectId: p.id, pageSize: 2 });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.total).toBe(3);
+    // What the project holds against its quotas (the defaults): 3 collections, 5 tokens, 2 uploaded pictures, 1 link.
+    expect(first.body.usage).toMatchObject({
+      used: { collections: 3, tokens: 5, assets: 2, links: 1 },
+      quotas: { collections: 100, tokens: 100_000, assets: 100_000, links: 100, bytes: 1_073_741_824 },
+    });
+    expect(first.body.usage.used.bytes).toBeGreaterThan(0);
     expect(first.body.collections.map((c: { name: string }) => c.name)).toEqual(['Third', 'Drafts']);
     expect(first.body.collections[1]).toMatchObject({ id: drafts.collection.id, published: false, tokenCount: 0, contracts: [] });
     const second = await admin('ListProjectCollections', { projectId: p.id, pageSize: 2, cursor: first.body.nextCursor });

@@ -38,8 +38,36 @@ interface Token {
   files: { field: string; mimeType: string; filename: string | null }[];
 }
 
+type Usage = { collections: number; tokens: number; assets: number; links: number; bytes: number };
+
 interface CollectionPage extends Paged {
   collections: Collection[];
+  /** What the project holds against its quotas (config collections.quotas). */
+  usage: { used: Usage; quotas: Usage | null };
+}
+
+const USAGE_LABELS: Array<[keyof Usage, string]> = [
+  ['collections', 'collections'],
+  ['tokens', 'tokens'],
+  ['assets', 'assets'],
+  ['links', 'contract links'],
+  ['bytes', 'MB stored'],
+];
+
+/** Each quota as "used of limit". */
+function UsageLine({ usage }: { usage: CollectionPage['usage'] }) {
+  const show = (k: keyof Usage, n: number) => (k === 'bytes' ? (n / 1_048_576).toFixed(1) : n.toLocaleString('en-US'));
+  return (
+    <p class="hint" data-testid="collections-usage">
+      {USAGE_LABELS.map(([k, label], i) => (
+        <span key={k}>
+          {i ? ' · ' : ''}
+          {show(k, usage.used[k])}
+          {usage.quotas ? ` of ${show(k, usage.quotas[k])}` : ''} {label}
+        </span>
+      ))}
+    </p>
+  );
 }
 
 interface TokenPage extends Paged {
@@ -80,9 +108,10 @@ function CollectionList({ projectId }: { projectId: number }) {
   return (
     <div>
       <p class="hint">
-        Token metadata and pictures this project hosts here, edited with its access key through <code>/rpc/Collections/</code>. A contract whose base URI is a collection's token URI serves its tokens
+        Token metadata and pictures this project hosts here, edited with its secret key through <code>/rpc/Collections/</code>. A contract whose base URI is a collection's token URI serves its tokens
         from it; an unpublished collection is not served.
       </p>
+      {list.data?.usage && <UsageLine usage={list.data.usage} />}
       {list.error && <p class="error">{list.error}</p>}
       <div class="row">
         <Pager paged={list} shown={rows.length} testid="collections" noun="collections" />

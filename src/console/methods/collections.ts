@@ -65,9 +65,10 @@ export function collectionMethods({ s, q }: ConsoleDeps): Record<string, MethodD
       handler: async (a) => {
         await requireProject(a.projectId);
         const size = a.pageSize ?? 25;
-        const read = await svc().collectionsPage(OPERATOR, a.projectId, idCursor(a.cursor) ?? null, size + 1);
+        const [read, usage] = await Promise.all([svc().collectionsPage(OPERATOR, a.projectId, idCursor(a.cursor) ?? null, size + 1), svc().usage(a.projectId)]);
         const { rows, nextCursor } = cutPage(read.items, size, (c) => String(c.id));
-        return { collections: rows.map((c) => collectionWire(c, read.links)), nextCursor, total: read.total };
+        // usage: what the project holds against its quotas (collections.quotas), for the page's header.
+        return { collections: rows.map((c) => collectionWire(c, read.links)), nextCursor, total: read.total, usage };
       },
     }),
     /** A collection of the project with a page of its tokens in id order, each with its picture. */

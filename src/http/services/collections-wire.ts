@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import { CollectionError, type Actor, type AssetRecord, type CollectionRecord, type CollectionsService, type ContractLink, type TokenRecord } from '../../collections/index.ts';
-import { MetadataErrors, RpcError } from '../errors.ts';
+import { AuthControlErrors, MetadataErrors, RpcError } from '../errors.ts';
 import type { RpcContext } from '../webrpc.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
 
@@ -80,6 +80,7 @@ export async function refusals<T>(fn: () => Promise<T>): Promise<T> {
       conflict: MetadataErrors.RequestConflict,
       invalid: MetadataErrors.InvalidArgument,
       media: MetadataErrors.InvalidArgument,
+      quota: AuthControlErrors.QuotaExceeded,
     }[err.kind];
     throw new RpcError(def, err.message);
   }

@@ -70,9 +70,10 @@ export function collectionsService(svc: CollectionsService): ServiceDef {
         handler: (a, ctx) => refusals(async () => ({ collection: await withAssets(await svc.publish(actorOf(ctx), a.projectId, a.collectionId, false, false)) })),
       }),
 
+      /** metarelay extra: `ownerSignature`, the contract owner()'s signature of the link (link-proof.ts), where the contract does not point at the collection yet. */
       CreateContractCollection: method({
-        input: z.object({ ...Scoped, contractCollection: ContractCollectionArg }),
-        handler: (a, ctx) => refusals(async () => ({ contractCollection: linkWire(await svc.link(actorOf(ctx), a.projectId, a.contractCollection)) })),
+        input: z.object({ ...Scoped, contractCollection: ContractCollectionArg, ownerSignature: z.string().max(10_000).optional() }),
+        handler: (a, ctx) => refusals(async () => ({ contractCollection: linkWire(await svc.link(actorOf(ctx), a.projectId, { ...a.contractCollection, ownerSignature: a.ownerSignature })) })),
       }),
       GetContractCollection: method({
         input: z.object({ ...Scoped, chainId: IdArg, contractAddress: AddressArg }),
