@@ -11,6 +11,11 @@ import { MetadataErrors, RelayerErrors, RpcError, WebrpcErrors, metadataErrorMap
 import { method, registerWebrpcService } from '../src/http/webrpc.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { createMetrics } from '../src/telemetry/metrics.ts';
+import pg from 'pg';
+import { prepared } from '../src/store/db.ts';
+import { databaseOutageOf, isConnectionLoss } from '../src/store/outage.ts';
+import { isReadOnly } from '../src/store/pg-client.ts';
+import { freePort } from './support/ports.ts';
 
 // The documented tables (reference §1.6, §2.6, §3.5): name, code, HTTP status.
 const WEBRPC: [string, number, number][] = [
@@ -161,5 +166,55 @@ describe('error catalog', () => {
     // The relayer's 2002 means Unavailable, so a missing argument there is InvalidArgument.
     const relayerMissing = await app.inject({ method: 'POST', url: '/rpc/Raise_relayer/Raise', headers: { 'content-type': 'application/json' }, payload: '{"name":null}' });
     expect(relayerMissing.json()).toMatchObject({ error: 'InvalidArgument', code: 2001 });
+  });
+});
+
+describe('database faults: which are the database being unavailable, and which statements may be sent again', () => {
+  it('classes refused and lost connections, a server starting or full, and a lock not granted as unavailable; other failures not', async () => {
+    // A real refusal: nothing listens on a port just freed.
+    const refused = await new pg.Client({ connectionString: `postgres://x@127.0.0.1:${await freePort()}/x` }).connect().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(databaseOutageOf(refused)).toMatch(/ECONNREFUSED/);
+    expect(isConnectionLoss(refused)).toBe(true);
+    // pg's DatabaseError carries the SQLSTATE in `code`, pg's own connection errors only a message.
+    const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
+    expect(databaseOutageOf(pgError('53300', 'sorry, too many clients already'))).toBe('too many connections');
+    expect(databaseOutageOf(pgError('57P03', 'the database system is starting up'))).toMatch(/starting up/);
+    expect(databaseOutageOf(pgError('57P01', 'terminating connection due to administrator command'))).toMatch(/ended by the server/);
+    expect(databaseOutageOf(pgError('08006', 'connection failure'))).toMatch(/connection/);
+    expect(databaseOutageOf(new Error('Connection terminated unexpectedly'))).toMatch(/lost/);
+    expect(databaseOutageOf(new Error('wrapped', { cause: new Error('Connection terminated unexpectedly') }))).toMatch(/lost/);
+    // A lock not granted in time is answered 503, but the session lives: its client is kept.
+    expect(databaseOutageOf(pgError('55P03', 'canceling statement due to lock timeout'))).toMatch(/lock_timeout/);
+    expect(isConnectionLoss(pgError('55P03', 'canceling statement due to lock timeout'))).toBe(false);
+    // A bug stays a bug (500 with the request id).
+    expect(databaseOutageOf(pgError('23505', 'duplicate key value violates unique constraint'))).toBeUndefined();
+    expect(databaseOutageOf(pgError('42601', 'syntax error'))).toBeUndefined();
+    expect(databaseOutageOf(new TypeError('x is undefined'))).toBeUndefined();
+  });
+
+  it('sends again only statements that cannot write: a SELECT naming no write, lock, sequence or advisory lock', () => {
+    expect(isReadOnly('SELECT id FROM meta_txns WHERE chain_id = $1')).toBe(true);
+    expect(isReadOnly(prepared('SELECT 1'))).toBe(true);
+    expect(isReadOnly('  with x AS (SELECT 1) SELECT * FROM x')).toBe(true);
+    for (const sql of [
+      'INSERT INTO t VALUES (1)',
+      'UPDATE t SET a = 1',
+      'DELETE FROM t',
+      'WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d',
+      'SELECT id FROM gas_sponsors WHERE id = 1 FOR UPDATE',
+      'SELECT id FROM t LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED',
+      'SELECT id FROM t FOR SHARE',
+      "SELECT nextval('s')",
+      'SELECT pg_try_advisory_lock(1)',
+      'SELECT pg_advisory_xact_lock(1)',
+      "SELECT set_config('x', 'y', false)",
+      'VACUUM t',
+      'BEGIN',
+    ]) {
+      expect(isReadOnly(sql), sql).toBe(false);
+    }
   });
 });
