@@ -109,6 +109,19 @@ async function mineAt(ids: string[], at: bigint) {
   await mine(env.rpcUrl, 1);
 }
 
+/** Sends one signed bundle from `ip` with automine off, mines it in a block at time `at`, and waits for its final row. */
+async function relayAt(ip: string, wallet: Address, b: { id: string; entrypoint: Address; input: Hex }, at: bigint, headers: Record<string, string> = {}) {
+  await setAutomine(env.rpcUrl, false);
+  try {
+    const r = await sendFrom(ip, wallet, b.entrypoint, b.input, headers);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await mineAt([b.id], at);
+  } finally {
+    await setAutomine(env.rpcUrl, true);
+  }
+  return final(b.id);
+}
+
 const final = (id: string) =>
   waitFor(`${id} final`, async () => {
     const r = await stored(id);
@@ -215,15 +228,7 @@ describe('bars hit the attacker, not the dapp', () => {
     const hit = async (ip: string) => {
       const t = (await now()) + 1_000n;
       const s = await shot((f) => [fee(f), takerCall(taker, t)], ip, key());
-      await setAutomine(env.rpcUrl, false);
-      try {
-        const r = await sendFrom(ip, s.u.wallet.address, s.b.entrypoint, s.b.input, key());
-        expect(r.status, JSON.stringify(r.body)).toBe(200);
-        await mineAt([s.b.id], t);
-      } finally {
-        await setAutomine(env.rpcUrl, true);
-      }
-      const row = await final(s.b.id);
+      const row = await relayAt(ip, s.u.wallet.address, s.b, t, key());
       expect(row.status).toBe('FAILED');
       return row;
     };
@@ -265,15 +270,7 @@ describe('a fee put first is final', () => {
     const bomb: SequenceTx = { to: taker, data: encodeFunctionData({ abi: takerAbi, functionName: 'bomb', args: [t, 262_144n] }), revertOnError: false, gasLimit: 400_000n };
     const s = await shot((f) => [fee(f), bomb], '100.64.1.1', key());
     const before = await books();
-    await setAutomine(env.rpcUrl, false);
-    try {
-      const r = await sendFrom('100.64.1.1', s.u.wallet.address, s.b.entrypoint, s.b.input, key());
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-      await mineAt([s.b.id], t);
-    } finally {
-      await setAutomine(env.rpcUrl, true);
-    }
-    const row = await final(s.b.id);
+    const row = await relayAt('100.64.1.1', s.u.wallet.address, s.b, t, key());
     // The bomb's call failed (logged), the bundle did not: the fee arrived.
     expect(row.status).toBe('PARTIALLY_FAILED');
     expect(row.fee_final).toBe(true);

@@ -211,10 +211,15 @@ describe('intake node calls, one send at a time', () => {
         const used = diff(before, await calls());
         expect(answer.status, JSON.stringify(answer.body)).toBe(200);
         expect({ space, eth_call: used.eth_call }).toEqual({ space, eth_call: 1 });
+        // Besides it, only what is read once per block for every send of that block: the gas price, and since
+        // simulations run as the real transaction will (intake/run-as.ts), the fees it will be signed with
+        // (eth_feeHistory) and its sender's real balance (eth_getBalance).
+        const perBlock = ['eth_gasPrice', 'eth_feeHistory', 'eth_getBalance'];
         expect(
-          Object.keys(used).filter((m) => !['eth_call', 'eth_gasPrice'].includes(m)),
+          Object.keys(used).filter((m) => m !== 'eth_call' && !perBlock.includes(m)),
           JSON.stringify(used),
         ).toEqual([]);
+        for (const m of perBlock) expect(used[m] ?? 0, `${m}: ${JSON.stringify(used)}`).toBeLessThanOrEqual(1);
         // The slot the simulation read is remembered for the block.
         expect(r.wallets.slotUnknown(w)).toBe(false);
         sent.push(b.id);

@@ -14,7 +14,7 @@ import { weiToAttoUsd, type Cost, type Stop } from './policy.ts';
 import { priceWire } from '../../prices/index.ts';
 import { signQuote, verifyQuote } from './quote.ts';
 import { bounded, failGas, feeFinality, type Finality } from './finality.ts';
-import { LossBudgetFull, clientNet, lossBudgets } from '../loss-budget.ts';
+import { LossBudgetFull, clientNet, lossBudgets, type LossBudgets } from '../loss-budget.ts';
 import { estimationCodeBytes, intrinsicGas, simulateUnsigned, type ProbeResult, type TxSimulation } from './simulate.ts';
 import { bundleKey, type Coverage, type SponsorRule } from './sponsors.ts';
 
@@ -52,10 +52,14 @@ export interface Sized {
 }
 
 export class Pricing {
+  private readonly budgets: LossBudgets;
+
   constructor(
     private readonly chain: RelayerChain,
     private readonly deps: RelayerDeps,
-  ) {}
+  ) {
+    this.budgets = lossBudgets(deps.config.lossBudget);
+  }
 
   async rulesOf(projectId: number | null) {
     // The project's rules and its ecosystem's.
@@ -285,15 +289,14 @@ export class Pricing {
 
   async refuseBarred(args: Pick<SendArgs, 'keyId' | 'clientIp'>, payer: Address) {
     const clientIp = args.clientIp ?? null;
-    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp, clientNet: clientNet(clientIp, this.deps.config.lossBudget) });
+    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp, clientNet: clientNet(clientIp, this.budgets) });
     if (bar) throw new RelayError('barred', describeBar(bar));
   }
 
   /** The loss budgets judged before any write (FeeOptions): would a fee-paying send of this caller with this exposure be refused? */
   private async judgeBudget(m: { id: string; feePayer: string; keyId: number | null; clientIp: string | null; gasPrice: bigint; final: boolean }, exposureWei: bigint) {
-    const budgets = lossBudgets(this.deps.config.lossBudget);
     try {
-      await this.deps.metaTxns.judgeLossBudget({ chainId: this.chain.chainId, ...m, clientNet: clientNet(m.clientIp, budgets), exposureWei }, budgets);
+      await this.deps.metaTxns.judgeLossBudget({ chainId: this.chain.chainId, ...m, clientNet: clientNet(m.clientIp, this.budgets), exposureWei }, this.budgets);
     } catch (err) {
       throw err instanceof LossBudgetFull ? new RelayError('rateLimited', err.message) : err;
     }
