@@ -112,7 +112,12 @@ describe('the listener methods, field by field', () => {
     expect(now.filters).toEqual({ events: [], contractAddresses: [nft], accounts: [], tokenIDs: ['31', '7'] });
     expect(new Date(now.updatedAt).getTime()).toBeGreaterThanOrEqual(new Date(l.updatedAt).getTime());
     // The copy read before the update is stale: refused, not applied over the newer one.
-    expect(await refusal(client.updateWebhookListener({ listener: { ...l, name: 'lost', updatedAt: '2000-01-01T00:00:00.000Z' } }))).toMatchObject({ name: 'RequestConflict' });
+    const stale = await refusal(client.updateWebhookListener({ listener: { ...l, name: 'lost', updatedAt: '2000-01-01T00:00:00.000Z' } }));
+    expect(stale).toMatchObject({ name: 'RequestConflict' });
+    // The message reads in order: when the listener last changed, then the stale date the request sent.
+    expect(stale.cause).toBe(
+      `listener ${l.id} was last changed at ${new Date(now.updatedAt).toISOString()}, not at the updatedAt 2000-01-01T00:00:00.000Z sent: it changed since that copy was read. Read it again (GetWebhookListener) and send its updatedAt`,
+    );
     expect(await refusal(client.updateWebhookListener({ listener: { ...now, projectID: t.project.id + 1 } }))).toMatchObject({ name: 'InvalidArgument' });
 
     const toggled = (await client.toggleWebhookListener({ id: l.id })).webhookListener;

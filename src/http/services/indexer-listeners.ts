@@ -104,7 +104,11 @@ export function indexerListenerMethods(s: Services, chainOf: (ctx: RpcContext) =
         const url = l.url === undefined ? undefined : await vetUrl(s, l.url);
         const changed = await store.update(projectId, chainId, l.id, (now) => {
           if (seen && seen.getTime() !== now.updatedAt.getTime()) {
-            throw new RpcError(IndexerErrors.RequestConflict, `listener ${l.id} changed at ${now.updatedAt.toISOString()}, after the ${l.updatedAt} sent: read it again and send that`);
+            // Says the stored date, then the sent one: the caller's copy is older than the listener (or not one this server answered).
+            throw new RpcError(
+              IndexerErrors.RequestConflict,
+              `listener ${l.id} was last changed at ${now.updatedAt.toISOString()}, not at the updatedAt ${l.updatedAt} sent: it changed since that copy was read. Read it again (GetWebhookListener) and send its updatedAt`,
+            );
           }
           return { url, filter, name: l.name, active: l.active };
         });
