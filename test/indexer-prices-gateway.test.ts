@@ -367,6 +367,25 @@ describe('IndexerGateway across two chains', () => {
     ]);
     // A fixed price has no read behind it: no updatedAt.
     expect(many.prices[0]!.results[0]).not.toHaveProperty('updatedAt');
+    // A chain's name, or its number as a string, is accepted as every chainID is (docs/api.md); the answer's chainID is the number.
+    const byName = await rpc(
+      t.app,
+      '/rpc/IndexerGateway/GetTokenPrices',
+      {
+        q: [
+          { chainID: 'anvil-b', queries: [{ contractAddress: Y }] },
+          { chainID: String(A()), queries: [{ contractAddress: NATIVE }] },
+        ],
+      },
+      { 'x-access-key': t.accessKey },
+    );
+    expect(byName.status, JSON.stringify(byName.body)).toBe(200);
+    expect(byName.body.prices.map((p: { chainID: number; results: Array<{ priceUSD: string }> }) => [p.chainID, p.results.map((r) => r.priceUSD)])).toEqual([
+      [CHAIN_B, ['3']],
+      [A(), ['2000']],
+    ]);
+    const unknown = await rpc(t.app, '/rpc/IndexerGateway/GetTokenPrice', { q: { chainID: 'atlantis', queries: [] } }, { 'x-access-key': t.accessKey });
+    expect([unknown.status, unknown.body.error, unknown.body.cause]).toEqual([400, 'InvalidArgument', 'q.chainID: unknown chain "atlantis"']);
   });
 
   it('with chain B`s node down, chain A answers and B is marked with errorReason', async () => {

@@ -164,7 +164,11 @@ export function indexerGatewayService(s: Services): ServiceDef {
   };
 }
 
-const GatewayPriceQuery = z.object({ chainID: z.number().int().positive(), queries: z.array(PriceQueryArg).max(MAP_LIMITS.prices, `at most ${MAP_LIMITS.prices} queries per chain`) });
+/** `chainID` as the schema has it (a number), or a chain's name or number as a string, as every other chainID here (docs/api.md). */
+const GatewayPriceQuery = z.object({
+  chainID: z.union([z.number().int().positive(), z.string().trim().min(1, 'chainID: a chain id or name')]),
+  queries: z.array(PriceQueryArg).max(MAP_LIMITS.prices, `at most ${MAP_LIMITS.prices} queries per chain`),
+});
 
 /**
  * The Sequence GatewayPrice per chain queried, concurrently: `results` are the priced queries; those
@@ -173,13 +177,15 @@ const GatewayPriceQuery = z.object({ chainID: z.number().int().positive(), queri
  */
 async function gatewayPrices(s: Services, qs: Array<z.infer<typeof GatewayPriceQuery>>, ctx: RpcContext) {
   const allowed = ctx.project?.allowedChainIds;
-  for (const q of qs) {
+  // Names resolved to ids first: the answer's chainID is the schema's number whatever was sent.
+  const resolved = qs.map((q) => {
     const found = s.networks.lookup(q.chainID);
     if (!found.ok) throw bad(`q.chainID: ${found.message}`);
-    if (allowed && !allowed.includes(q.chainID)) throw new RpcError(E.networkNotAllowed, `network ${found.chain.name} is not enabled for this access key's project`);
-  }
+    if (allowed && !allowed.includes(found.chain.chainId)) throw new RpcError(E.networkNotAllowed, `network ${found.chain.name} is not enabled for this access key's project`);
+    return { chainID: found.chain.chainId, queries: q.queries };
+  });
   return Promise.all(
-    qs.map(async (q) => {
+    resolved.map(async (q) => {
       try {
         const { prices, unpriced } = await queryPrices(s, q.chainID, q.queries);
         return { chainID: q.chainID, results: prices, unpriced };
