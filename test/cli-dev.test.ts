@@ -1,6 +1,7 @@
 // `metarelay dev` as a newcomer meets it (`npm start` in a fresh clone): the first start on an empty
 // folder (solc compiles every contract, the database is created), the quick-start calls its banner
 // prints, SIGTERM, and the next starts on the same folder.
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -137,28 +138,49 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     }
   }, 450_000);
 
-  it('reuses the database and the dev key on the next start; /ready only once the manifest of this start is written', async () => {
+  it('`npm start` reuses the database and the dev key; /ready only once this start\'s manifest is written; one Ctrl-C to its process group drains and exits 0', async () => {
     const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
     const port = await freePort();
-    const dev = folder.start(port);
+    // As a developer runs it: `npm start` in the checkout, in a terminal (a process group of its own,
+    // which a Ctrl-C signals whole: npm, node and anvil each get SIGINT, and npm passes its copy on).
+    const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_'))), ...folder.env, LOG_LEVEL: 'info' };
+    const npm = spawn('npm', ['start', '--', '--port', String(port), '--data', folder.data, '--manifest', manifestPath], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let out = '';
+    npm.stdout.on('data', (d) => (out += d));
+    npm.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => npm.on('exit', (code) => r(code)));
+    // Every process holding the pipe (npm, node, anvil) has exited.
+    const allExited = new Promise((r) => npm.stdout.on('close', r));
     try {
       // What a script does: wait for /ready, then read the manifest. It must be this start's (its
       // baseUrl names this port; the previous start's named another), not the last run's.
       while ((await fetch(`http://127.0.0.1:${port}/ready`).catch(() => undefined))?.status !== 200) {
-        if (dev.child.exitCode !== null) throw new Error(`dev exited:\n${dev.output()}`);
+        if (npm.exitCode !== null) throw new Error(`npm start exited:\n${out}`);
         await new Promise((r) => setTimeout(r, 20));
       }
       const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
       expect(first.baseUrl).not.toBe(`http://127.0.0.1:${port}`);
       expect(m.baseUrl).toBe(`http://127.0.0.1:${port}`);
-      await ready(dev);
       expect(m.accessKey).toBe(first.accessKey);
       if (TEST_DB === 'pglite') expect(existsSync(join(folder.data, 'db'))).toBe(true);
       const keyed = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });
       expect(keyed.status).toBe(200);
-      expect(await dev.stop('SIGINT')).toBe(0);
+      // The terminal's Ctrl-C: SIGINT to the whole group.
+      process.kill(-npm.pid!, 'SIGINT');
+      const code = await exited;
+      await allExited;
+      expect(out, out).toMatch(/"msg":"shut down cleanly"/);
+      expect(out).not.toContain('second signal');
+      expect(out).not.toContain('exited unexpectedly');
+      expect(code, out).toBe(0);
+      // Nothing of it is left: anvil stopped with it (its RPC refuses).
+      expect(await rpcAnswers(m.chain.rpcUrl)).toBe(false);
     } finally {
-      await dev.stop('SIGKILL');
+      try {
+        process.kill(-npm.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
     }
   });
 

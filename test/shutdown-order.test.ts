@@ -12,22 +12,22 @@ import { runNode } from './support/cli.ts';
 const dir = mkdtempSync(join(tmpdir(), 'metarelay-shutdown-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A process with the CLI's shutdown handling, a 300 ms drain, and the signals sent to itself in a chosen order. */
-function script(steps: string): string {
+/** A process with the CLI's shutdown handling, a drain of `drainMs`, and the signals sent to itself in a chosen order. */
+function script(steps: string, drainMs: number): string {
   const file = join(dir, `s-${Math.random().toString(36).slice(2)}.ts`);
   writeFileSync(
     file,
-    `import { onShutdown, PARENT_SIGNAL } from ${JSON.stringify(resolve('src/cli/shutdown.ts'))};
+    `import { onShutdown, PARENT_SIGNAL, SAME_SIGNAL_MS } from ${JSON.stringify(resolve('src/cli/shutdown.ts'))};
 import { createLogger } from ${JSON.stringify(resolve('src/telemetry/logger.ts'))};
 const log = createLogger('info');
-onShutdown(log, { drain: () => new Promise((r) => setTimeout(r, 300)), close: async () => log.info('closed') });
+onShutdown(log, { drain: () => new Promise((r) => setTimeout(r, ${drainMs})), close: async () => log.info('closed') });
 setInterval(() => undefined, 1000);
 ${steps}
 `,
   );
   return file;
 }
-const run = (steps: string) => runNode(['--import', 'tsx', script(steps)], {}, 30_000);
+const run = (steps: string, drainMs = 300) => runNode(['--import', 'tsx', script(steps, drainMs)], {}, 30_000);
 
 describe('one drain for a signal sent to the process group', () => {
   it("the shell's signal first, then the server's own copy of it: drained and closed, exit 0", async () => {
@@ -46,8 +46,16 @@ describe('one drain for a signal sent to the process group', () => {
     expect(r.code).toBe(0);
   });
 
+  it("the same signal twice at once (a terminal's Ctrl-C to npm start: node's own, then npm's copy) is one drain, exit 0", async () => {
+    const r = await run(`process.kill(process.pid, 'SIGINT');\nsetTimeout(() => process.kill(process.pid, 'SIGINT'), 100);`);
+    expect(r.stdout, r.stdout + r.stderr).toMatch(/"msg":"shutting down: draining"[\s\S]*"msg":"the same signal again at once[^"]*"[\s\S]*"msg":"closed"[\s\S]*"msg":"shut down cleanly"/);
+    expect(r.stdout).not.toContain('second signal');
+    expect(r.code).toBe(0);
+  });
+
   it('a further signal after that is a second signal: it exits at once', async () => {
-    const r = await run(`process.emit(PARENT_SIGNAL, 'SIGINT');\nprocess.kill(process.pid, 'SIGINT');\nsetTimeout(() => process.kill(process.pid, 'SIGINT'), 50);`);
+    // After the window in which the same signal is the same Ctrl-C: a person pressing it again to force the exit.
+    const r = await run(`process.emit(PARENT_SIGNAL, 'SIGINT');\nprocess.kill(process.pid, 'SIGINT');\nsetTimeout(() => process.kill(process.pid, 'SIGINT'), SAME_SIGNAL_MS + 200);`, 60_000);
     expect(r.stdout, r.stdout + r.stderr).toContain('second signal: exiting now');
     expect(r.stdout).not.toContain('shut down cleanly');
     expect(r.code).toBe(130);

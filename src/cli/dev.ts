@@ -238,6 +238,8 @@ export async function runDev(argv: string[]) {
 
     const svc = services;
     onShutdown(log, async () => {
+      // A Ctrl-C reached anvil too (one process group): its exit now is part of this stop.
+      chain.anvil.expectExit();
       say('metarelay dev: stopping…');
       await app.close();
       await svc.close();

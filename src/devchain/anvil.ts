@@ -10,6 +10,8 @@ export interface AnvilHandle {
   chainId: number;
   pid: number;
   stop(): Promise<void>;
+  /** Its owner is stopping: an exit from now on (a Ctrl-C that reached anvil first) is not unexpected. */
+  expectExit(): void;
 }
 
 export interface StartAnvilOptions {
@@ -78,6 +80,9 @@ export function findAnvilBinary(configured?: string): string {
       'Install Foundry or the npm package, or set METARELAY_ANVIL to the binary.',
   );
 }
+
+/** How long after anvil's exit its owner's stop may begin for the exit to be expected (a Ctrl-C to the group). */
+const STOP_FOLLOWS_MS = 2_000;
 
 // Children still running when this process exits are killed, so no anvil outlives its parent.
 const liveChildren = new Set<ChildProcess>();
@@ -186,14 +191,22 @@ export async function startAnvil(opts: StartAnvilOptions = {}): Promise<AnvilHan
           child.off('exit', onEarlyExit);
           let stopping = false;
           child.once('exit', (code, signal) => {
-            if (!stopping) opts.log?.(`anvil ${child.pid} exited unexpectedly (code ${code}, signal ${signal}): ${stderr.trim()}`);
+            // A terminal's Ctrl-C reaches every process of its group, anvil too (it exits 0 on SIGINT),
+            // sometimes before this process has begun to stop it: that exit is expected once the stop
+            // follows it, so it is judged a moment later.
+            setTimeout(() => {
+              if (!stopping) opts.log?.(`anvil ${child.pid} exited unexpectedly (code ${code}, signal ${signal}): ${stderr.trim()}`);
+            }, STOP_FOLLOWS_MS).unref();
           });
           opts.log?.(`anvil ${child.pid} listening at ${rpcUrl} (chain ${chainId})`);
           const stop = () => {
             stopping = true;
             return terminate(child);
           };
-          resolve({ rpcUrl, port: boundPort, chainId, pid: child.pid!, stop });
+          const expectExit = () => {
+            stopping = true;
+          };
+          resolve({ rpcUrl, port: boundPort, chainId, pid: child.pid!, stop, expectExit });
         },
         (err: Error) => fail(describe(err.message)),
       );
