@@ -69,6 +69,14 @@ export class TaskWorker {
     return items.length + enumerated;
   }
 
+  private readonly failingBatches = new Map<number, FailureStreak>();
+
+  private batchFailures(chain: ChainClient): FailureStreak {
+    let f = this.failingBatches.get(chain.chainId);
+    if (!f) this.failingBatches.set(chain.chainId, (f = new FailureStreak(this.d.log, 'refresh batches', { chain: chain.name }, () => !chain.health.ok)));
+    return f;
+  }
+
   private backoff(attempts: number, retryAfter?: Date | null): Date {
     const r = this.d.config.refresh;
     const ms = Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** Math.max(0, attempts - 1));
@@ -85,9 +93,11 @@ export class TaskWorker {
     } else {
       try {
         outcomes = isContractItem(group[0].item) ? await this.refreshContracts(chain, group) : await this.refreshTokens(chain, contract as Address, group);
+        this.batchFailures(chain).succeeded();
       } catch (err) {
-        // The chain or the database failed for the whole batch: every item tries again later.
-        this.d.log.warn({ err, chain: chain.name, contract }, 'refresh batch failed');
+        // The chain or the database failed for the whole batch: every item tries again later. Logged
+        // once while batches of this chain keep failing (a node down fails every one of them).
+        this.batchFailures(chain).failed(err);
         outcomes = group.map((i) => ({
           taskId: i.task_id,
           item: i.item,
