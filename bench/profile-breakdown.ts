@@ -32,7 +32,7 @@ const RULES: Array<[string, (f: Node['callFrame']) => boolean]> = [
   ['CORS', (f) => f.url.includes('/@fastify/cors/') || f.url.endsWith('/http/cors.ts')],
   ['drain guard', (f) => f.url.endsWith('/http/drain.ts')],
   ['response cache', (f) => f.url.includes('access/response-cache') || f.url.includes('http/fast-path')],
-  ['access: key, auth, rate limit, networks', (f) => /access\/(authenticator|rate-limiter|allowed-networks)|http\/(auth|access-pipeline|ip-buckets)\.ts/.test(f.url)],
+  ['access: key, auth, rate limit, networks', (f) => /access\/(authenticator|rate-limiter|allowed-networks)|(http\/(auth|access-pipeline)|util\/ip-buckets)\.ts/.test(f.url)],
   ['route: REST/RPC handler, send', (f) => /http\/(rest|webrpc|health)\.ts|http\/services\//.test(f.url)],
   ['app hooks (counter, request line)', (f) => f.url.endsWith('/http/app.ts')],
   ['PGlite (WASM, on the event loop)', (f) => f.url.includes('@electric-sql/pglite') || f.url.startsWith('wasm://')],

@@ -173,6 +173,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     maxBytes: m.maxBytes,
     connectTimeoutMs: m.connectTimeoutMs,
     totalTimeoutMs: m.fetchTimeoutMs,
+    stallTimeoutMs: m.stallTimeoutMs,
     maxRedirects: m.maxRedirects,
     hedgeDelayMs: m.hedgeDelayMs,
     ipfsGateways: config.ipfsGateways,

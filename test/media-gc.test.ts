@@ -79,7 +79,19 @@ function pipeline(blobs: BlobStore) {
     blobs,
     fetcher,
     log: createLogger('silent'),
-    options: { maxBytes: 10_000_000, fetchTimeoutMs: 10_000, concurrency: 2, maxQueued: 100, failureRetrySec: 3600, eager: true, maxInputPixels: 100_000_000, maxFrames: 100 },
+    options: {
+      maxBytes: 10_000_000,
+      fetchTimeoutMs: 10_000,
+      concurrency: 2,
+      perHostConcurrency: 2,
+      gatewayConcurrency: 2,
+      stallTimeoutMs: 0,
+      maxQueued: 100,
+      failureRetrySec: 3600,
+      eager: true,
+      maxInputPixels: 100_000_000,
+      maxFrames: 100,
+    },
   });
 }
 

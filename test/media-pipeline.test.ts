@@ -121,7 +121,18 @@ function pipeline(backend: BlobBackend, opts: Partial<{ fetchTimeoutMs: number }
     blobs: backend.store,
     fetcher,
     log: createLogger('silent'),
-    options: { ...LIMITS, maxBytes: CAP, fetchTimeoutMs: opts.fetchTimeoutMs ?? 10_000, concurrency: 2, maxQueued: 100, failureRetrySec: 3600, eager: true },
+    options: {
+      ...LIMITS,
+      maxBytes: CAP,
+      fetchTimeoutMs: opts.fetchTimeoutMs ?? 10_000,
+      concurrency: 2,
+      perHostConcurrency: 2,
+      gatewayConcurrency: 2,
+      stallTimeoutMs: 0,
+      maxQueued: 100,
+      failureRetrySec: 3600,
+      eager: true,
+    },
   });
 }
 
@@ -311,7 +322,18 @@ describe('the eager queue', () => {
         blobs: backend.store,
         fetcher,
         log: createLogger('silent'),
-        options: { ...LIMITS, maxBytes: CAP, fetchTimeoutMs: 10_000, concurrency: 2, maxQueued: 6, failureRetrySec: 3600, eager: true },
+        options: {
+          ...LIMITS,
+          maxBytes: CAP,
+          fetchTimeoutMs: 10_000,
+          concurrency: 2,
+          perHostConcurrency: 2,
+          gatewayConcurrency: 2,
+          stallTimeoutMs: 0,
+          maxQueued: 6,
+          failureRetrySec: 3600,
+          eager: true,
+        },
       });
       const keys = Array.from({ length: 10 }, () => key());
       const accepted = keys.map((k, i) => media.enqueue(k, `${origin.url}/slow/${i}`));
@@ -322,6 +344,54 @@ describe('the eager queue', () => {
       expect(Array.from({ length: 10 }, (_, i) => origin.requestCount(`/slow/${i}`))).toEqual([1, 1, 1, 1, 1, 1, 0, 0, 0, 0]);
       expect((await Promise.all(keys.map((k) => media.asset(k)))).map((a) => a?.status ?? null)).toEqual([...Array(6).fill('READY'), ...Array(4).fill(null)]);
     } finally {
+      await backend.stop();
+    }
+  });
+});
+
+describe('per-host shares', () => {
+  it('ten images that never finish hold their host’s share; another host’s image is cached meanwhile', async () => {
+    // A host whose images send their first bytes and then nothing, for as long as the test lasts.
+    const stalled = { open: 0, peak: 0 };
+    const endless = await startRawServer((_req, res) => {
+      stalled.open++;
+      stalled.peak = Math.max(stalled.peak, stalled.open);
+      res.on('close', () => stalled.open--);
+      res.writeHead(200, { 'content-type': 'image/png' }).write(files.get('/a.png')![1].subarray(0, 64));
+    });
+    const backend = folderBackend();
+    const media = new MediaService({
+      store: mediaStore(testDb.db),
+      blobs: backend.store,
+      fetcher: createFetcher({ allowPrivateNetworks: true, ipfsGateways: [] }),
+      log: createLogger('silent'),
+      // The default share of a host (2 of 4); no stall deadline here, so only the share can help.
+      options: {
+        ...LIMITS,
+        maxBytes: CAP,
+        fetchTimeoutMs: 120_000,
+        concurrency: 4,
+        perHostConcurrency: 2,
+        gatewayConcurrency: 2,
+        stallTimeoutMs: 0,
+        maxQueued: 100,
+        failureRetrySec: 3600,
+        eager: true,
+      },
+    });
+    try {
+      for (let i = 0; i < 10; i++) media.enqueue(key(), `${endless.url}/never/${i}.png`);
+      for (const deadline = Date.now() + 30_000; stalled.open < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+      expect(stalled.open).toBe(2);
+
+      const asset = await media.ensure(key(), `${origin.url}/b.png`);
+      expect(asset.status).toBe('READY');
+      // Ground truth at the stalling host: its share and no more, though ten of its files wait.
+      expect(stalled.peak).toBe(2);
+      expect(endless.requestCount()).toBe(2);
+    } finally {
+      await endless.stop();
+      await media.idle();
       await backend.stop();
     }
   });

@@ -358,6 +358,17 @@ describe('size and time limits', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it('gives up a body stalled mid-transfer at the stall deadline, long before the overall one', async () => {
+    // The overall deadline is far out: only the stall deadline can end this fetch while the test runs.
+    const patient = makeFetcher({ totalTimeoutMs: 120_000, stallTimeoutMs: 200 });
+    const result = expectFailure(await patient.fetchJson(`${web.origin}/stall-body`));
+    expect(result).toMatchObject({ reason: 'TIMEOUT', retryable: true });
+    expect(result.message).toMatch(/stalled: no bytes for 200 ms/);
+    // A media fetch's own stall deadline wins over the fetcher's.
+    const bytes = await patient.fetchBytes(`${web.origin}/stall-body`, { maxBytes: 1_000, stallTimeoutMs: 150 });
+    expect(bytes.ok ? 'ok' : bytes.message).toMatch(/stalled: no bytes for 150 ms/);
+  });
+
   it('stops when the caller aborts', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 50);

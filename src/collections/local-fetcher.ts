@@ -8,6 +8,8 @@ import type { CollectionsService } from './service.ts';
 export function localFirstFetcher(inner: Fetcher, collections: CollectionsService, publicUrl: () => string): Fetcher {
   return {
     ...inner,
+    // Answered from the database: no origin host's share is spent on this service's own documents.
+    shareOf: (uri: string) => (uri.startsWith(`${publicUrl()}/`) ? '' : inner.shareOf(uri)),
     async fetchJson(uri: string, opts: FetchJsonOptions = {}): Promise<FetchResult> {
       // ERC-1155's `{id}`: the 64-hex-digit spelling (the standard's), which the local path accepts.
       const expanded = opts.tokenId !== undefined && uri.includes('{id}') ? uri.replaceAll('{id}', opts.tokenId.toString(16).padStart(64, '0')) : uri;

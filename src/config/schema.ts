@@ -324,6 +324,29 @@ export const AppConfigSchema = z
         allowedPrivateHosts: z.array(z.string().min(1)).default([]),
         /** Documents fetched at once by one process. */
         fetchConcurrency: z.number().int().positive().max(1024).default(32),
+        /**
+         * Shares of those slots (docs/metadata.md, "Fair shares"). One origin host (host:port) fetches
+         * at most perHostConcurrency documents at once and starts at most hostRatePerSec a second (burst
+         * hostBurst): a slow or hostile host holds a few slots, never all, and no host is sent a flood
+         * on behalf of whoever names it. The configured IPFS and Arweave gateways together share
+         * gatewayConcurrency instead (no rate: they are the operator's).
+         */
+        perHostConcurrency: z.number().int().min(1).max(1024).default(4),
+        hostRatePerSec: z.number().positive().default(20),
+        hostBurst: z.number().int().min(1).default(40),
+        gatewayConcurrency: z.number().int().min(1).max(1024).default(16),
+        /** Slots callers without an access key hold together, whatever their addresses. */
+        keylessConcurrency: z.number().int().min(1).max(1024).default(16),
+        /** Documents one caller (an access key, or a keyless client address) may have waiting for a slot; past that 429. */
+        maxWaitingPerCaller: z.number().int().min(1).default(1_000),
+        /**
+         * Unseen tokens a keyless client address may have fetched, per process: a token bucket charged
+         * per new id fetched (cached ids cost nothing), so one request cannot make 100 requests to a host.
+         */
+        keylessFetchesPerSec: z.number().positive().default(10),
+        keylessFetchBurst: z.number().int().min(1).default(100),
+        /** A document body that sends nothing for this long mid-transfer is given up (TIMEOUT). */
+        stallTimeoutMs: z.number().int().min(0).default(5_000),
         /** Tokens held in each process's hot cache in front of the database, and for how long. */
         hotCacheSize: z.number().int().min(0).default(50_000),
         hotCacheTtlMs: z.number().int().min(0).default(5_000),
@@ -378,12 +401,24 @@ export const AppConfigSchema = z
           .positive()
           .default(50 * 1024 * 1024),
         fetchTimeoutMs: z.number().int().positive().default(60_000),
-        /** Fetch a token's media as soon as the token resolves through the API (otherwise on first request). */
+        /**
+         * Fetch a token's media as soon as the token resolves through the API for a caller with an access
+         * key (otherwise on first request). Keyless reads never queue media: they would fill the queue for free.
+         */
         eager: z.boolean().default(true),
         /** Media files fetched and probed at once by one process (its own queue: documents never wait on it). */
         concurrency: z.number().int().min(1).max(256).default(4),
         /** Eager fetches waiting for a slot; past this new ones are dropped (fetched lazily later). */
         maxQueued: z.number().int().min(0).default(10_000),
+        /**
+         * Media fetches one origin host (host:port) runs at once; waiting fetches are served round-robin
+         * across hosts, so a host whose files never finish holds this many slots, not the pool. The
+         * configured IPFS and Arweave gateways together run gatewayConcurrency.
+         */
+        perHostConcurrency: z.number().int().min(1).max(256).default(2),
+        gatewayConcurrency: z.number().int().min(1).max(256).default(3),
+        /** A media body that sends nothing for this long mid-transfer is given up (TIMEOUT). */
+        stallTimeoutMs: z.number().int().min(0).default(10_000),
         /** Images with more pixels than this (width × height × frames) are refused: decompression bombs. */
         maxInputPixels: z.number().int().positive().default(100_000_000),
         /** Animated images with more frames than this are refused. */

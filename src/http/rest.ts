@@ -7,10 +7,11 @@ import { TokenMetadataWire } from '../metadata/tokens/token-view.ts';
 import { ContractInfoWire } from '../metadata/contracts/contract-view.ts';
 import { networksNamed } from '../access/allowed-networks.ts';
 import type { ReusableAnswer } from '../access/response-cache.ts';
-import { etagOf, keep, type AccessPipeline, type AccessRequest } from './access-pipeline.ts';
+import { callerOf, etagOf, keep, type AccessPipeline, type AccessRequest } from './access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
 import { LIMITS } from './services/metadata.ts';
+import { fetchCallerOf, readTokens } from './services/token-reads.ts';
 import { JSON_UTF8, describeIssues, sendError } from './webrpc.ts';
 
 /** Route schemas: the same objects validate requests and generate /openapi.json. */
@@ -164,7 +165,7 @@ export function registerRestRoutes(app: FastifyInstance, s: Services, access: Ac
       const { '*': ids, ...rest } = req.params as Record<string, string>;
       const p = parseOrThrow(TokenParams, { ...rest, ids });
       const chain = chainFor(s, p.network, metadataErrorMap);
-      const r = await s.tokens.getTokens(chain, p.contract, p.ids);
+      const r = await readTokens(s, chain, p.contract, p.ids, fetchCallerOf(s, callerOf(req).keyId, req.ip), MetadataErrors.RateLimited);
       const body = `[${r.json.join(',')}]`;
       if (r.reusableUntil) {
         const answer = { body: Buffer.from(body, 'utf8'), etag: etagOf(body) };

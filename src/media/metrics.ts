@@ -1,5 +1,6 @@
 // The media pipeline's Prometheus metrics, registered on the service's registry by the wiring.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { slotGauge } from '../telemetry/slot-gauge.ts';
 
 export function mediaMetrics(registry: Registry) {
   return {
@@ -22,6 +23,7 @@ export function mediaMetrics(registry: Registry) {
       registers: [registry],
     }),
     queueDepth: new Gauge({ name: 'metarelay_media_queue_depth', help: 'media fetches queued or running in the background in this process', registers: [registry] }),
+    fetchSlots: slotGauge(registry, 'metarelay_media_fetch_slots', 'media fetch slots (media.concurrency): running, waiting, hostsAtLimit (hosts holding their whole per-host share)'),
     dropped: new Counter({ name: 'metarelay_media_queue_dropped_total', help: 'background media fetches dropped because the queue was full (done lazily later)', registers: [registry] }),
     served: new Counter({
       name: 'metarelay_media_served_total',

@@ -4,6 +4,8 @@
 
 import { createHash } from 'node:crypto';
 import type { Logger } from '../telemetry/logger.ts';
+import { GATEWAY_SHARE } from '../metadata/fetch/uri.ts';
+import { FairGate } from '../util/fair-gate.ts';
 import { Limiter } from '../util/limiter.ts';
 import { LruCache } from '../util/lru.ts';
 import { originalKey, renditionKey, type BlobStore } from './blob-store.ts';
@@ -19,9 +21,11 @@ export type { AssetWire } from './asset-wire.ts';
 
 /** The part of the metadata fetcher media needs (the wiring passes the real one). */
 export type BytesFetcher = {
+  /** Where fetching this URI sends requests: a host, the gateways' share, or '' (no request). */
+  shareOf(uri: string): string;
   fetchBytes(
     uri: string,
-    opts: { maxBytes: number; totalTimeoutMs?: number },
+    opts: { maxBytes: number; totalTimeoutMs?: number; stallTimeoutMs?: number },
   ): Promise<{ ok: true; bytes: Buffer; finalUrl: string } | { ok: false; reason: string; message: string; retryAfterMs?: number }>;
 };
 
@@ -29,6 +33,12 @@ export type MediaOptions = ProbeLimits & {
   maxBytes: number;
   fetchTimeoutMs: number;
   concurrency: number;
+  /** Fetches one origin host runs at once (waiting ones are served round-robin across hosts). */
+  perHostConcurrency: number;
+  /** Fetches the IPFS and Arweave gateways run at once, together. */
+  gatewayConcurrency: number;
+  /** A body that sends nothing for this long mid-transfer is given up. */
+  stallTimeoutMs: number;
   maxQueued: number;
   failureRetrySec: number;
   eager: boolean;
@@ -52,7 +62,8 @@ export function isImage(mime: string): boolean {
 }
 
 export class MediaService {
-  private readonly fetchLimiter: Limiter;
+  /** Fetch slots: a share per origin host, waiting fetches served round-robin across hosts. */
+  private readonly fetchGate: FairGate;
   private readonly renderLimiter: Limiter;
   private readonly inflight = new Map<string, Promise<MediaAsset>>();
   private readonly rendering = new Map<string, Promise<Buffer>>();
@@ -68,7 +79,12 @@ export class MediaService {
   private readonly contractCache = new LruCache<{ sig: string; urls: ContractMediaUrls }>(50_000, 5_000);
 
   constructor(private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics }) {
-    this.fetchLimiter = new Limiter(d.options.concurrency);
+    const gateways = this.d.options.gatewayConcurrency;
+    this.fetchGate = new FairGate({ limit: d.options.concurrency, perHost: d.options.perHostConcurrency, hostLimit: (host) => (host === GATEWAY_SHARE ? gateways : undefined) });
+    d.metrics?.fetchSlots.watch(() => {
+      const { running, waiting, hostsAtLimit } = this.fetchGate.reading();
+      return { running, waiting, hostsAtLimit };
+    });
     // Decoding is CPU- and memory-bound: a render at a time per core is what keeps RSS flat.
     this.renderLimiter = new Limiter(d.options.concurrency);
     this.base = (d.options.publicUrl ?? 'http://127.0.0.1').replace(/\/+$/, '');
@@ -114,7 +130,9 @@ export class MediaService {
           if (cur.status === 'READY') return cur;
           if (cur.retryAfter && cur.retryAfter.getTime() > Date.now()) return cur;
         }
-        return this.fetchLimiter.run(() => this.ingest(k, sourceUrl));
+        const host = this.d.fetcher.shareOf(sourceUrl);
+        // Queued by host: each host's fetches wait in their own line, and the lines take turns.
+        return this.fetchGate.run({ queue: host, host }, () => this.ingest(k, sourceUrl));
       })().finally(() => this.inflight.delete(id));
       this.inflight.set(id, p);
     }
@@ -131,7 +149,7 @@ export class MediaService {
       this.forgetCached(k);
       return (await this.d.store.asset(k))!;
     };
-    const fetched = await this.d.fetcher.fetchBytes(sourceUrl, { maxBytes: o.maxBytes, totalTimeoutMs: o.fetchTimeoutMs });
+    const fetched = await this.d.fetcher.fetchBytes(sourceUrl, { maxBytes: o.maxBytes, totalTimeoutMs: o.fetchTimeoutMs, stallTimeoutMs: o.stallTimeoutMs });
     if (!fetched.ok) {
       this.d.metrics?.fetches.inc({ outcome: fetched.reason });
       return fail(fetched.reason, fetched.message, fetched.retryAfterMs);

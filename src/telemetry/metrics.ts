@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { slotGauge } from './slot-gauge.ts';
 
 /** One registry per service instance, so tests can run several apps in one process. */
 export function createMetrics() {
@@ -199,6 +200,17 @@ export function createMetrics() {
       name: 'metarelay_relayer_fee_capped',
       help: 'pending transactions of this chain that need a replacement the fee cap forbids',
       labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
+    metadataFetchSlots: slotGauge(
+      registry,
+      'metarelay_metadata_fetch_slots',
+      'token document fetch slots (metadata.fetchConcurrency): running, keyless (running for keyless callers), waiting, hostsAtLimit (hosts holding their whole per-host share)',
+    ),
+    metadataFetchRefused: new Counter({
+      name: 'metarelay_metadata_fetch_refused_total',
+      help: 'token reads refused 429 because a share was full: keylessFetches (a keyless address out of unseen-token fetches) or callerQueue (too many waiting)',
+      labelNames: ['share'] as const,
       registers: [registry],
     }),
     searchPostings: new Gauge({

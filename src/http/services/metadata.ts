@@ -10,6 +10,7 @@ import { refreshMethods } from './refresh.ts';
 import { legacySyncMethods } from './legacy-sync.ts';
 import { tokenSearchMethods } from './token-search.ts';
 import { directoryMethods } from './directory.ts';
+import { fetchCallerOf, readTokens } from './token-reads.ts';
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
@@ -52,9 +53,9 @@ export function metadataService(s: Services): ServiceDef {
       GetTokenMetadata: method({
         input: GetTokenMetadataArgs,
         reusable: true,
-        handler: async (a) => {
+        handler: async (a, ctx) => {
           const chain = chainFor(s, a.chainID, E);
-          const r = await s.tokens.getTokens(chain, a.contractAddress, a.tokenIDs);
+          const r = await readTokens(s, chain, a.contractAddress, a.tokenIDs, fetchCallerOf(s, ctx.keyId, ctx.request.ip), E.rateLimited);
           const text = `{"tokenMetadata":[${r.json.join(',')}]}`;
           return r.reusableUntil ? new ReusableJson(text, r.reusableUntil, r.isCurrent, r.json.length) : new RawJson(text);
         },
@@ -69,15 +70,16 @@ export function metadataService(s: Services): ServiceDef {
       GetTokenMetadataBatch: method({
         input: GetTokenMetadataBatchArgs,
         reusable: true,
-        handler: async (a) => {
+        handler: async (a, ctx) => {
           const chain = chainFor(s, a.chainID, E);
+          const caller = fetchCallerOf(s, ctx.keyId, ctx.request.ip);
           const entries = Object.entries(a.contractTokenMap).map(([addr, ids]) => {
             const parsed = AddressArg.safeParse(addr);
             if (!parsed.success) throw new RpcError(MetadataErrors.InvalidArgument, `contractTokenMap: key "${addr.slice(0, 60)}" is not a 20-byte 0x address`);
             return [parsed.data, ids] as const;
           });
           // Contracts resolve concurrently; each shares one deadline for unknown tokens.
-          const results = await Promise.all(entries.map(([addr, ids]) => s.tokens.getTokens(chain, addr, ids)));
+          const results = await Promise.all(entries.map(([addr, ids]) => readTokens(s, chain, addr, ids, caller, E.rateLimited)));
           // Keys that differ only in case name one contract: their lists are joined.
           const byContract = new Map<string, string[]>();
           entries.forEach(([addr], i) => byContract.set(addr, [...(byContract.get(addr) ?? []), ...results[i].json]));

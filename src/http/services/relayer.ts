@@ -18,7 +18,7 @@ import {
 import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '../errors.ts';
 import { method, type RpcContext, type ServiceDef } from '../webrpc.ts';
-import { IpBuckets } from '../ip-buckets.ts';
+import { IpBuckets } from '../../util/ip-buckets.ts';
 import { Limiter, LimiterFull } from '../../util/limiter.ts';
 import { NoArgs, runtimeStatus, seesDetail, versionInfo } from './common.ts';
 import { Preconditions, authorizationArg } from './relayer-args.ts';

@@ -12,7 +12,7 @@ import { hedge } from './hedge.ts';
 import { abortReason, getOnce, type HopAgents } from './http-get.ts';
 import { ipfsGatewayUrls, type IpfsNamespace } from './ipfs-path.ts';
 import { expandIdCandidates, type IdCandidate } from '../tokens/id-template.ts';
-import { DEFAULT_ARWEAVE_GATEWAY, parseTokenUri } from './uri.ts';
+import { DEFAULT_ARWEAVE_GATEWAY, fetchShareOf, parseTokenUri } from './uri.ts';
 
 export { isRetryable, type Attempt, type FetchFailure, type FetchFailureReason } from '../errors.ts';
 export type { GatewayHealth } from './gateway-health.ts';
@@ -25,6 +25,8 @@ export type FetcherOptions = {
   maxBytes?: number;
   connectTimeoutMs?: number;
   totalTimeoutMs?: number;
+  /** A body that sends nothing for this long mid-transfer is given up (TIMEOUT); 0: only the overall deadline. */
+  stallTimeoutMs?: number;
   maxRedirects?: number;
   ipfsGateways: readonly string[];
   arweaveGateway?: string;
@@ -53,12 +55,15 @@ export type FetchBytesOptions = {
   maxBytes: number;
   /** Overall deadline of this fetch. */
   totalTimeoutMs?: number;
+  /** The stall deadline of this fetch's body (else the fetcher's). */
+  stallTimeoutMs?: number;
   signal?: AbortSignal;
 };
 
 /** What one kind of fetch does with a 200 body: its own cap, headers and verdict. */
 type BodyMode<S> = {
   maxBytes: number;
+  stallTimeoutMs: number;
   headers: Record<string, string>;
   finish(body: Buffer, contentType: string | undefined, url: URL, trace: Attempt[]): S | FetchFailure;
 };
@@ -75,6 +80,8 @@ export type Fetcher = {
   fetchJson(uri: string, opts?: FetchJsonOptions): Promise<FetchResult>;
   /** Any file (media): same SSRF guard, redirect checks and deadlines, the caller's byte cap. */
   fetchBytes(uri: string, opts: FetchBytesOptions): Promise<BytesResult>;
+  /** Where fetching this URI sends requests, for per-host shares: a host, the gateways' share, or '' (inline). */
+  shareOf(uri: string): string;
   /** Gateways best-first, as the next IPFS fetch will try them. */
   gatewayHealth(): GatewayHealth[];
   /** Drops pooled keep-alive connections. */
@@ -85,6 +92,7 @@ export const FETCH_DEFAULTS = {
   maxBytes: 2 * 1024 * 1024,
   connectTimeoutMs: 5_000,
   totalTimeoutMs: 20_000,
+  stallTimeoutMs: 5_000,
   maxRedirects: 5,
   hedgeDelayMs: 1_000,
   userAgent: 'metarelay/0.1 (token metadata fetcher)',
@@ -106,6 +114,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     maxBytes: options.maxBytes ?? FETCH_DEFAULTS.maxBytes,
     connectTimeoutMs: options.connectTimeoutMs ?? FETCH_DEFAULTS.connectTimeoutMs,
     totalTimeoutMs: options.totalTimeoutMs ?? FETCH_DEFAULTS.totalTimeoutMs,
+    stallTimeoutMs: options.stallTimeoutMs ?? FETCH_DEFAULTS.stallTimeoutMs,
     maxRedirects: options.maxRedirects ?? FETCH_DEFAULTS.maxRedirects,
     hedgeDelayMs: options.hedgeDelayMs ?? FETCH_DEFAULTS.hedgeDelayMs,
     userAgent: options.userAgent ?? FETCH_DEFAULTS.userAgent,
@@ -136,6 +145,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
 
   const jsonMode: BodyMode<FetchSuccess> = {
     maxBytes: cfg.maxBytes,
+    stallTimeoutMs: cfg.stallTimeoutMs,
     headers,
     finish(body, contentType, url, trace) {
       const attempt = trace[trace.length - 1];
@@ -148,9 +158,10 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     },
   };
 
-  function bytesMode(maxBytes: number): BodyMode<BytesSuccess> {
+  function bytesMode(maxBytes: number, stallTimeoutMs: number): BodyMode<BytesSuccess> {
     return {
       maxBytes,
+      stallTimeoutMs,
       headers: { ...headers, accept: 'image/*, video/*, audio/*;q=0.9, */*;q=0.8' },
       finish: (body, contentType, url, trace) => ({ ok: true, bytes: body, finalUrl: url.href, contentType: contentType ?? '', trace }),
     };
@@ -177,6 +188,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         agents: trusted ? openAgents : guardedAgents,
         checkLiteralAddress: !trusted,
         connectTimeoutMs: cfg.connectTimeoutMs,
+        stallTimeoutMs: mode.stallTimeoutMs,
         maxBytes: mode.maxBytes,
         headers: mode.headers,
       });
@@ -288,7 +300,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     const trace: Attempt[] = [];
     const deadline = AbortSignal.timeout(opts.totalTimeoutMs ?? cfg.totalTimeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
-    const mode = bytesMode(opts.maxBytes);
+    const mode = bytesMode(opts.maxBytes, opts.stallTimeoutMs ?? cfg.stallTimeoutMs);
     try {
       const text = uri.trim();
       // data: URIs carry binary; parseTokenUri decodes them as text, which would corrupt it.
@@ -353,6 +365,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
   return {
     fetchJson,
     fetchBytes,
+    shareOf: (uri) => fetchShareOf(uri, uriOptions),
     gatewayHealth: () => health.snapshot(),
     close() {
       for (const agent of [guardedAgents.http, guardedAgents.https, openAgents.http, openAgents.https]) agent.destroy();

@@ -18,6 +18,8 @@ export type HopRequest = {
   // Literal-IP hosts never reach DNS lookup, so they are vetted here instead.
   checkLiteralAddress: boolean;
   connectTimeoutMs: number;
+  /** A body that sends nothing for this long after it started is given up (a stall mid-transfer); 0: only the overall deadline. */
+  stallTimeoutMs?: number;
   maxBytes: number;
   headers: Record<string, string>;
 };
@@ -83,6 +85,7 @@ export function getOnce(req: HopRequest): Promise<HopOutcome> {
     let bytes = 0;
     let decoded = 0;
     let connectTimer: NodeJS.Timeout | undefined;
+    let stallTimer: NodeJS.Timeout | undefined;
     let decoder: Decoder | undefined;
     const chunks: Buffer[] = [];
 
@@ -94,6 +97,7 @@ export function getOnce(req: HopRequest): Promise<HopOutcome> {
       if (settled) return;
       settled = true;
       clearTimeout(connectTimer);
+      clearTimeout(stallTimer);
       signal.removeEventListener('abort', onAbort);
       resolve(outcome);
       if (!complete) {
@@ -175,12 +179,23 @@ export function getOnce(req: HopRequest): Promise<HopOutcome> {
       }
       const encoding = encodings[0];
 
+      // A body that stops arriving holds its slot until the overall deadline otherwise: an origin that
+      // sends a few bytes and then nothing would keep every slot it is given.
+      const stallMs = req.stallTimeoutMs ?? 0;
+      const armStall = (): void => {
+        if (stallMs <= 0) return;
+        clearTimeout(stallTimer);
+        stallTimer = setTimeout(() => fail('TIMEOUT', `body stalled: no bytes for ${stallMs} ms`, status), stallMs);
+      };
+      armStall();
+
       const finish = (): void => {
         const body = Buffer.concat(chunks);
         settle({ type: 'body', status, contentType: res.headers['content-type'], body, bytes }, true);
       };
       res.on('data', (chunk: Buffer) => {
         if (settled) return;
+        armStall();
         bytes += chunk.length;
         if (bytes > maxBytes) return fail('TOO_LARGE', `body exceeds ${maxBytes} bytes`, status);
         if (encoding === undefined) return collect(chunk);

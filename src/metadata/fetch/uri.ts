@@ -146,3 +146,28 @@ export function toHttpMediaUrl(uri: string, opts: UriOptions): string | null {
       return null;
   }
 }
+
+/** The share of fetch slots the configured IPFS and Arweave gateways draw from together (the operator's hosts). */
+export const GATEWAY_SHARE = 'gateways';
+
+/**
+ * Where fetching this URI sends requests, for per-host shares (util/fair-gate.ts): the origin's
+ * host and port, GATEWAY_SHARE for content addresses, '' for inline documents (no request at all).
+ */
+export function fetchShareOf(uri: string, opts: UriOptions): string {
+  const parsed = parseTokenUri(uri, opts);
+  switch (parsed.kind) {
+    case 'http':
+      try {
+        return new URL(parsed.url).host.toLowerCase();
+      } catch {
+        return '';
+      }
+    case 'arweave':
+    case 'ipfs':
+    case 'ipns':
+      return GATEWAY_SHARE;
+    default:
+      return '';
+  }
+}

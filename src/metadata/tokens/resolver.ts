@@ -6,7 +6,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { detectStandards, readTokenUris, type TokenStandard } from './chain-reader.ts';
 import type { Fetcher } from '../fetch/fetch.ts';
-import { Limiter } from '../../util/limiter.ts';
+import { FetchShareFull, FetchShares, type FetchCaller } from './fetch-shares.ts';
 import { KeyedFlight } from '../../util/single-flight.ts';
 import { within } from '../../util/deadline.ts';
 import { LruCache } from '../../util/lru.ts';
@@ -36,8 +36,11 @@ export interface TokenMetadataDeps {
 export type TokenMediaUrls = { tokenId: string; urls: { image: string | null; image_data: string | null; animation_url: string | null } };
 
 export interface TokenMediaHooks {
-  /** `read`: a token resolved for an API answer (media fetched eagerly if so configured); `refresh`: re-check cached media only. */
-  onResolved(chainId: number, contract: string, tokens: TokenMediaUrls[], via: 'read' | 'refresh'): void;
+  /**
+   * `read`: a token resolved for an API answer with an access key (media fetched eagerly if so configured);
+   * `keylessRead` and `refresh`: re-check cached media only (a keyless read never queues media).
+   */
+  onResolved(chainId: number, contract: string, tokens: TokenMediaUrls[], via: Via): void;
   /** The `assets` entries of these tokens, with their JSON (serialised once by the media side; '' when none). */
   assetsFor(chainId: number, contract: string, tokenIds: string[]): Promise<Map<string, { list: Array<{ url: string; metadataField: string }>; json: string }>>;
   /** Rewrite `image` to the cached URL (config media.rewriteImage). */
@@ -63,6 +66,9 @@ export interface GetTokensResult {
 }
 
 const ONE_DAY_MS = 86_400_000;
+
+/** Why a token is resolved: for a keyed read, a keyless one, or a refresh. */
+export type Via = 'read' | 'keylessRead' | 'refresh';
 
 /** Per contract: its standard and, for ERC1155, the `{id}` spelling its origin answers to. */
 interface ContractKindState {
@@ -92,11 +98,13 @@ export class TokenMetadataService {
   private readonly stamps = new Map<string, number>();
   private stampSeq = 0;
   private readonly kinds = new Map<string, Promise<ContractKindState>>();
-  private readonly limiter: Limiter;
+  /** The fetch slots, shared by caller and by host (docs/metadata.md, "Fair shares"). */
+  readonly shares: FetchShares;
 
   constructor(private readonly d: TokenMetadataDeps) {
     this.hot = new LruCache(d.config.metadata.hotCacheSize, d.config.metadata.hotCacheTtlMs);
-    this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
+    this.shares = new FetchShares(d.config.metadata);
+    d.metrics.metadataFetchSlots.watch(() => this.shares.gate.reading());
   }
 
   private key(chainId: number, contract: string, id: string) {
@@ -129,8 +137,11 @@ export class TokenMetadataService {
     while (this.stamps.size > max) this.stamps.delete(this.stamps.keys().next().value!);
   }
 
-  /** Tokens in request order (duplicates included), waiting at most `waitMs` for unknown ones. */
-  async getTokens(chain: ChainClient, contract: Address, ids: string[], opts: { waitMs?: number } = {}): Promise<GetTokensResult> {
+  /**
+   * Tokens in request order (duplicates included), waiting at most `waitMs` for unknown ones. With a
+   * `caller`, the unseen tokens are admitted to its share first (FetchShareFull when it is full).
+   */
+  async getTokens(chain: ChainClient, contract: Address, ids: string[], opts: { waitMs?: number; caller?: FetchCaller } = {}): Promise<GetTokensResult> {
     const cfg = this.d.config.metadata;
     const now = Date.now();
     // Taken before any record is read: a re-resolution that lands while this call runs makes the answer not current.
@@ -198,13 +209,21 @@ export class TokenMetadataService {
       });
     }
 
+    if (opts.caller) {
+      try {
+        this.shares.admit(opts.caller, toResolve.length);
+      } catch (err) {
+        if (err instanceof FetchShareFull) this.d.metrics.metadataFetchRefused.inc({ share: err.share });
+        throw err;
+      }
+    }
     const pending = new Set<string>();
     if (toResolve.length) {
       // Each token counts as soon as it is saved: one slow origin leaves only its own token pending.
       const settled = new Map<string, TokenRecord | undefined>();
       let failure: unknown;
       const all = Promise.all(
-        [...this.resolveEach(chain, contract, toResolve)].map(([id, p]) =>
+        [...this.resolveEach(chain, contract, toResolve, opts.caller?.keyless ? 'keylessRead' : 'read', opts.caller)].map(([id, p]) =>
           p.then(
             (rec) => void settled.set(id, rec),
             (err) => void (failure ??= err),
@@ -327,13 +346,13 @@ export class TokenMetadataService {
     }
   }
 
-  private async resolve(chain: ChainClient, contract: Address, ids: string[], via: 'read' | 'refresh' = 'read'): Promise<Map<string, TokenRecord>> {
+  private async resolve(chain: ChainClient, contract: Address, ids: string[], via: Via = 'read'): Promise<Map<string, TokenRecord>> {
     const pairs = await Promise.all([...this.resolveEach(chain, contract, ids, via)].map(async ([id, p]) => [id, await p] as const));
     return new Map(pairs.filter((x): x is readonly [string, TokenRecord] => x[1] !== undefined));
   }
 
   /** One promise per id, each settled when that token is saved (tokens in flight elsewhere are joined). */
-  private resolveEach(chain: ChainClient, contract: Address, ids: string[], via: 'read' | 'refresh' = 'read'): Map<string, Promise<TokenRecord | undefined>> {
+  private resolveEach(chain: ChainClient, contract: Address, ids: string[], via: Via = 'read', caller?: FetchCaller): Map<string, Promise<TokenRecord | undefined>> {
     const scope = `${chain.chainId}:${contract}|`;
     const cut = scope.length;
     const perKey = this.flight.runEach(
@@ -345,6 +364,7 @@ export class TokenMetadataService {
           keys.map((k) => k.slice(cut)),
           via,
           (id, rec) => settle(scope + id, rec),
+          caller,
         );
         return new Map([...saved].map(([id, rec]) => [scope + id, rec]));
       },
@@ -389,8 +409,9 @@ export class TokenMetadataService {
     chain: ChainClient,
     contract: Address,
     ids: string[],
-    via: 'read' | 'refresh',
+    via: Via,
     onSaved: (id: string, rec: TokenRecord) => void = () => undefined,
+    caller?: FetchCaller,
   ): Promise<Map<string, TokenRecord>> {
     const cfg = this.d.config;
     const kind = await this.kindOf(chain, contract);
@@ -415,55 +436,59 @@ export class TokenMetadataService {
     const results = { set: (id: string, r: Resolution) => saver.add(id, r) };
     const uriOpts = { ipfsGateways: cfg.ipfsGateways, arweaveGateway: cfg.arweaveGateway };
 
+    // Work of no caller (refreshes, background reads) queues as its own kind, beside the callers.
+    const queue = caller?.queue ?? via;
     await Promise.all(
-      ids.map((id, i) =>
-        this.limiter.run(async () => {
-          const read = reads[i];
-          const base = { standard, method: read.method, block: blockNumber?.toString() ?? null };
-          if (!read.ok) {
-            this.d.metrics.metadataFetches.inc({ scheme: 'none', outcome: read.reason });
-            results.set(id, {
-              ok: false,
-              tokenUri: null,
-              reason: read.reason,
-              message: read.message,
-              retryAfter: new Date(now + cfg.metadata.notFoundRetrySec * 1000),
-              trace: { ...base, uri: null, error: read.reason, message: read.message, attempts: [] },
-            });
-            return;
-          }
-          const scheme = schemeOf(read.uri);
-          const decoder = parseTokenUri(read.uri, uriOpts).kind;
+      ids.map(async (id, i) => {
+        const read = reads[i];
+        const base = { standard, method: read.method, block: blockNumber?.toString() ?? null };
+        if (!read.ok) {
+          this.d.metrics.metadataFetches.inc({ scheme: 'none', outcome: read.reason });
+          results.set(id, {
+            ok: false,
+            tokenUri: null,
+            reason: read.reason,
+            message: read.message,
+            retryAfter: new Date(now + cfg.metadata.notFoundRetrySec * 1000),
+            trace: { ...base, uri: null, error: read.reason, message: read.message, attempts: [] },
+          });
+          return;
+        }
+        const scheme = schemeOf(read.uri);
+        const decoder = parseTokenUri(read.uri, uriOpts).kind;
+        // Only the fetch holds a slot: the slot is the origin's share, not the bookkeeping around it.
+        const f = await this.shares.gate.run({ queue, host: this.d.fetcher.shareOf(read.uri), keyless: caller?.keyless }, async () => {
           const t0 = performance.now();
-          const f = await this.d.fetcher.fetchJson(
+          const r = await this.d.fetcher.fetchJson(
             read.uri,
             // uri(id) is the ERC-1155 method: its `{id}` is expanded even when ERC165 did not say ERC1155.
             standard === 'ERC1155' || read.method === 'uri' ? { tokenId: BigInt(id), preferredIdVariant: kind.idVariant } : {},
           );
           this.d.metrics.metadataFetchDuration.observe({ scheme }, (performance.now() - t0) / 1000);
-          this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
-          const trace = {
-            ...base,
-            uri: read.uri,
-            decoder,
-            ...(f.ok && f.idVariant !== undefined ? { idVariant: ID_VARIANTS[f.idVariant] } : {}),
-            attempts: f.trace,
-            ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }),
-          };
-          if (!f.ok) {
-            const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
-            results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace, ...(f.withdrawn ? { withdrawn: true } : {}) });
-            return;
-          }
-          if (f.idVariant !== undefined && f.idVariant !== (kind.idVariant ?? 0)) {
-            // Remember the spelling this origin answers to, so the next token skips the 404s.
-            kind.idVariant = f.idVariant;
-            await this.d.store.saveIdVariant(chain.chainId, contract, f.idVariant);
-          }
-          const n = normalizeTokenDocument(f.document, uriOpts);
-          results.set(id, { ok: true, tokenUri: read.uri, metadata: n.metadata, raw: n.raw, trace, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
-        }),
-      ),
+          return r;
+        });
+        this.d.metrics.metadataFetches.inc({ scheme, outcome: f.ok ? 'ok' : f.reason });
+        const trace = {
+          ...base,
+          uri: read.uri,
+          decoder,
+          ...(f.ok && f.idVariant !== undefined ? { idVariant: ID_VARIANTS[f.idVariant] } : {}),
+          attempts: f.trace,
+          ...(f.ok ? { finalUrl: f.finalUrl, contentType: f.contentType } : { error: f.reason, message: f.message }),
+        };
+        if (!f.ok) {
+          const wait = Math.max(cfg.metadata.failureRetrySec * 1000, f.retryAfterMs ?? 0);
+          results.set(id, { ok: false, tokenUri: read.uri, reason: f.reason, message: f.message, retryAfter: new Date(now + wait), trace, ...(f.withdrawn ? { withdrawn: true } : {}) });
+          return;
+        }
+        if (f.idVariant !== undefined && f.idVariant !== (kind.idVariant ?? 0)) {
+          // Remember the spelling this origin answers to, so the next token skips the 404s.
+          kind.idVariant = f.idVariant;
+          await this.d.store.saveIdVariant(chain.chainId, contract, f.idVariant);
+        }
+        const n = normalizeTokenDocument(f.document, uriOpts);
+        results.set(id, { ok: true, tokenUri: read.uri, metadata: n.metadata, raw: n.raw, trace, source: 'FETCHER_ON_CHAIN_TOKEN_URI' });
+      }),
     );
 
     return saver.drain();

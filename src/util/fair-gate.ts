@@ -1,0 +1,176 @@
+/**
+ * A pool of slots shared fairly by who asks and where the work goes (issue 54). A plain Limiter is one
+ * FIFO line: whoever queues most, or names the slowest host, holds every slot. Here:
+ *
+ * - each task names its `queue` (a caller: `k<key id>`, a keyless client address, or a host) and its
+ *   `host`; waiting queues are served round-robin, so one queue's backlog delays only itself;
+ * - a host runs at most `perHost` tasks at once and starts at most `hostRatePerSec` a second (burst
+ *   `hostBurst`): a slow or failing host holds a few slots, never all, and is never sent a flood;
+ * - `keyless` tasks together hold at most `keylessLimit` slots, whatever their queues;
+ * - a queue holds at most `maxWaiting` waiting tasks (`hasRoom` says so before work is queued).
+ *
+ * Within a queue, a task whose host is at its limit is passed over for the next one whose host is not,
+ * so a caller's own slow host does not block its other work either. The host `''` (work that goes
+ * nowhere, e.g. an inline document) has no host limit.
+ */
+export type GateTask = { queue: string; host: string; keyless?: boolean };
+
+export type FairGateOptions = {
+  limit: number;
+  perHost: number;
+  keylessLimit?: number;
+  hostRatePerSec?: number;
+  hostBurst?: number;
+  maxWaiting?: number;
+  /** A host with its own limit (the operator's IPFS gateways). */
+  hostLimit?: (host: string) => number | undefined;
+};
+
+interface Waiter extends GateTask {
+  start: () => void;
+}
+
+/** Hosts whose rate buckets are remembered at once; past that, full buckets are forgotten. */
+const MAX_BUCKETS = 10_000;
+
+export class FairGate {
+  private active = 0;
+  private keylessActive = 0;
+  private readonly perHost = new Map<string, number>();
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  /** Waiting tasks by queue; the map's order is the round-robin order (a served queue moves to the back). */
+  private readonly queues = new Map<string, Waiter[]>();
+  private waitingCount = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: FairGateOptions) {}
+
+  get running(): number {
+    return this.active;
+  }
+
+  get keylessRunning(): number {
+    return this.keylessActive;
+  }
+
+  get waiting(): number {
+    return this.waitingCount;
+  }
+
+  /** For /metrics: slots running (and of them keyless), tasks waiting, hosts at their limit. */
+  reading(): { running: number; keyless: number; waiting: number; hostsAtLimit: number } {
+    let hostsAtLimit = 0;
+    for (const [host, n] of this.perHost) if (n >= this.limitOf(host)) hostsAtLimit++;
+    return { running: this.active, keyless: this.keylessActive, waiting: this.waitingCount, hostsAtLimit };
+  }
+
+  /** Tasks of this host running now. */
+  runningAt(host: string): number {
+    return this.perHost.get(host) ?? 0;
+  }
+
+  /** Whether `queue` may queue `n` more tasks. */
+  hasRoom(queue: string, n: number): boolean {
+    return (this.queues.get(queue)?.length ?? 0) + n <= (this.o.maxWaiting ?? Number.POSITIVE_INFINITY);
+  }
+
+  async run<T>(t: GateTask, task: () => Promise<T>): Promise<T> {
+    await new Promise<void>((start) => {
+      const q = this.queues.get(t.queue);
+      if (q) q.push({ ...t, start });
+      else this.queues.set(t.queue, [{ ...t, start }]);
+      this.waitingCount++;
+      this.pump();
+    });
+    try {
+      return await task();
+    } finally {
+      this.active--;
+      if (t.keyless) this.keylessActive--;
+      if (t.host) {
+        const n = (this.perHost.get(t.host) ?? 1) - 1;
+        if (n > 0) this.perHost.set(t.host, n);
+        else this.perHost.delete(t.host);
+      }
+      this.pump();
+    }
+  }
+
+  private limitOf(host: string): number {
+    return this.o.hostLimit?.(host) ?? this.o.perHost;
+  }
+
+  /** Rate tokens of a host now (refilled since last taken). */
+  private tokens(host: string, now: number): number {
+    const rate = this.o.hostRatePerSec;
+    if (!rate) return Number.POSITIVE_INFINITY;
+    const burst = this.o.hostBurst ?? Math.max(1, Math.ceil(rate));
+    const b = this.buckets.get(host);
+    return b ? Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate) : burst;
+  }
+
+  private takeToken(host: string, now: number): void {
+    if (!this.o.hostRatePerSec) return;
+    const left = this.tokens(host, now) - 1;
+    this.buckets.delete(host);
+    this.buckets.set(host, { tokens: left, at: now });
+    if (this.buckets.size > MAX_BUCKETS) {
+      // A full bucket is as good as none: forget those first, then the oldest.
+      for (const [h] of this.buckets) {
+        if (this.buckets.size <= MAX_BUCKETS / 2) break;
+        this.buckets.delete(h);
+      }
+    }
+  }
+
+  /** Why `w` cannot start now, or undefined when it can. */
+  private blocked(w: Waiter, now: number): 'keyless' | 'host' | 'rate' | undefined {
+    if (w.keyless && this.keylessActive >= (this.o.keylessLimit ?? this.o.limit)) return 'keyless';
+    if (!w.host || this.limitOf(w.host) <= 0) return undefined;
+    if ((this.perHost.get(w.host) ?? 0) >= this.limitOf(w.host)) return 'host';
+    if (this.o.hostLimit?.(w.host) === undefined && this.tokens(w.host, now) < 1) return 'rate';
+    return undefined;
+  }
+
+  private pump(): void {
+    const now = Date.now();
+    let rateBound = false;
+    while (this.active < this.o.limit && this.waitingCount > 0) {
+      let started = false;
+      for (const [name, q] of this.queues) {
+        const i = q.findIndex((w) => {
+          const why = this.blocked(w, now);
+          if (why === 'rate') rateBound = true;
+          return why === undefined;
+        });
+        if (i < 0) continue;
+        const [w] = q.splice(i, 1);
+        // Served: the queue goes to the back of the round.
+        this.queues.delete(name);
+        if (q.length) this.queues.set(name, q);
+        this.waitingCount--;
+        this.active++;
+        if (w.keyless) this.keylessActive++;
+        if (w.host) {
+          this.perHost.set(w.host, (this.perHost.get(w.host) ?? 0) + 1);
+          if (this.o.hostLimit?.(w.host) === undefined) this.takeToken(w.host, now);
+        }
+        w.start();
+        started = true;
+        break;
+      }
+      if (!started) break;
+    }
+    // A task held only by its host's rate starts when a token is due, not at the next finish.
+    if (rateBound && this.waitingCount > 0 && !this.timer && this.o.hostRatePerSec) {
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.pump();
+        },
+        Math.ceil(1000 / this.o.hostRatePerSec),
+      );
+      this.timer.unref?.();
+    }
+  }
+}

@@ -1,0 +1,171 @@
+// Fair shares of the fetch slots (issue 54, findings 1 to 3): an attacker's pattern runs while a second
+// client does ordinary work, and the test judges the second client (its answers complete, its media
+// cached) and the hosts (requests counted at the origin), never latency.
+
+import type { Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rpc, startTestService, scrape, type TestService } from './support/service.ts';
+import { getRest, startRawServer, startTokenChain, type RawServer, type TokenChain, type WireToken } from './support/token-chain.ts';
+import { solidPng } from './support/media.ts';
+
+let chain: TokenChain;
+/** Answers nothing until the test ends: a metadata host that holds every request it is given. */
+let slow: RawServer;
+const held = { open: 0, peak: 0, released: false };
+/** Answers at once: an ordinary metadata host (documents) and image host. */
+let fast: RawServer;
+const release: (() => void)[] = [];
+let png: Buffer;
+let attack: Address; // uri(id) on the slow host
+let reflect: Address; // uri(id) on the fast host, named by the attacker
+let ordinary: Address; // uri(id) on the fast host, the victim's collection
+let pictures: Address; // uri(id) on the fast host, documents with an image on the fast host
+
+const uri = (contract: Address, template: string) => ({ address: contract, contract: 'TestURI1155', functionName: 'setURI', args: [template] });
+const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => String(from + i)).join(',');
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+beforeAll(async () => {
+  [chain, slow, fast, png] = await Promise.all([
+    startTokenChain(),
+    startRawServer((_req, res) => {
+      // Once released, it refuses at once: what the attacker queued ends quickly.
+      if (held.released) return res.writeHead(503).end();
+      held.open++;
+      held.peak = Math.max(held.peak, held.open);
+      res.on('close', () => held.open--);
+      release.push(() => res.destroy());
+    }),
+    startRawServer((_req, res, url) => {
+      if (url.pathname.startsWith('/img/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+      // `{id}` is expanded as 64 hex digits (ERC-1155's spelling).
+      const id = BigInt(`0x${url.pathname.split('/').pop()!.replace('.json', '')}`).toString();
+      const doc = url.pathname.startsWith('/pic/') ? { name: `picture ${id}`, image: `${fast.url}/img/${id}.png` } : { name: `token ${id}` };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+    }),
+    solidPng(40, 30),
+  ]);
+  [attack, reflect, ordinary, pictures] = await chain.deploy([{ contract: 'TestURI1155' }, { contract: 'TestURI1155' }, { contract: 'TestURI1155' }, { contract: 'TestURI1155' }]);
+  await chain.send([uri(attack, `${slow.url}/{id}.json`), uri(reflect, `${fast.url}/reflect/{id}.json`), uri(ordinary, `${fast.url}/ordinary/{id}.json`), uri(pictures, `${fast.url}/pic/{id}.json`)]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([chain?.stop(), slow?.stop(), fast?.stop()]);
+});
+
+describe('metadata fetch slots', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    // The attacker's reads wait long enough to hold their slots; the hosts' rate is out of the way here.
+    t = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 15_000, fetchTimeoutMs: 120_000, hostRatePerSec: 10_000, hostBurst: 10_000 } });
+  });
+  afterAll(() => {
+    held.released = true;
+    for (const end of release.splice(0)) end();
+    return t?.close();
+  });
+
+  it('a host that never answers holds its own share (4 slots), and a second client reads an ordinary token meanwhile', async () => {
+    // The attacker: keyless reads of 100 unseen tokens each, from two addresses, all naming the slow host.
+    const attacks = [getRest(t, `/tokens/anvil/${attack}/${ids(1, 100)}`), t.app.inject({ method: 'GET', url: `/tokens/anvil/${attack}/${ids(101, 100)}`, remoteAddress: '10.9.9.9' })];
+    await until(() => held.open >= 4, 'the slow host to hold its share');
+
+    // The second client, keyed and keyless: the fast host's documents resolve in the same answers.
+    const keyed = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: ordinary, tokenIDs: ['1', '2'] }, { 'x-access-key': t.accessKey });
+    expect(keyed.status).toBe(200);
+    expect((keyed.body.tokenMetadata as WireToken[]).map((x) => [x.status, x.name])).toEqual([
+      ['AVAILABLE', 'token 1'],
+      ['AVAILABLE', 'token 2'],
+    ]);
+    const keyless = await t.app.inject({ method: 'GET', url: `/tokens/anvil/${ordinary}/3`, remoteAddress: '10.1.2.3' });
+    expect((JSON.parse(keyless.body) as WireToken[]).map((x) => [x.status, x.name])).toEqual([['AVAILABLE', 'token 3']]);
+
+    // Ground truth at the slow host: never more than its share open, though 200 documents wait for it.
+    expect(held.peak).toBe(4);
+    expect(slow.requestCount()).toBe(4);
+    expect((await scrape(t.app)).match(/metarelay_metadata_fetch_slots\{state="hostsAtLimit"\} (\d+)/)?.[1]).toBe('1');
+    held.released = true;
+    for (const end of release.splice(0)) end();
+    await Promise.all(attacks);
+  });
+});
+
+describe('the reflector', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    // A slow refill, so the bucket is what the attacker's second read meets.
+    t = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 30_000, keylessFetchesPerSec: 0.01, keylessFetchBurst: 100 } });
+  });
+  afterAll(() => t?.close());
+
+  it('charges a keyless address per unseen token fetched: 100 requests to the named host, then 429 with Retry-After; a keyed client and cached ids are not refused', async () => {
+    const first = await t.app.inject({ method: 'GET', url: `/tokens/anvil/${reflect}/${ids(1, 100)}`, remoteAddress: '10.7.7.7' });
+    expect(first.statusCode).toBe(200);
+    expect((JSON.parse(first.body) as WireToken[]).every((x) => x.status === 'AVAILABLE')).toBe(true);
+    expect(fast.requestCount()).toBeGreaterThanOrEqual(100);
+    const sent = fast.requestCount();
+
+    // Another 100 unseen ids from the same address: refused before a single request leaves.
+    const second = await t.app.inject({ method: 'GET', url: `/tokens/anvil/${reflect}/${ids(101, 100)}`, remoteAddress: '10.7.7.7' });
+    expect(second.statusCode).toBe(429);
+    expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
+    expect(second.body).toMatch(/keylessFetches/);
+    expect(fast.requestCount()).toBe(sent);
+
+    // Tokens already fetched cost nothing; a keyed client's unseen tokens are not the keyless share's.
+    const again = await t.app.inject({ method: 'GET', url: `/tokens/anvil/${reflect}/${ids(1, 100)}`, remoteAddress: '10.7.7.7' });
+    expect(again.statusCode).toBe(200);
+    const keyed = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: reflect, tokenIDs: ['150'] }, { 'x-access-key': t.accessKey });
+    expect(keyed.status).toBe(200);
+    expect((keyed.body.tokenMetadata as WireToken[])[0].status).toBe('AVAILABLE');
+    expect((await scrape(t.app)).match(/metarelay_metadata_fetch_refused_total\{share="keylessFetches"\} (\d+)/)?.[1]).toBe('1');
+  });
+
+  it('sends one host at most its rate: tokens beyond the burst wait for the host, not the caller', async () => {
+    const s = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 30_000, hostRatePerSec: 4, hostBurst: 4 } });
+    try {
+      const arrivals: number[] = [];
+      const before = fast.requestCount();
+      const watch = setInterval(() => {
+        for (let n = fast.requestCount(); arrivals.length < n - before; ) arrivals.push(Date.now());
+      }, 5);
+      const r = await rpc(s.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: ordinary, tokenIDs: ids(500, 12).split(',') }, { 'x-access-key': s.accessKey });
+      clearInterval(watch);
+      expect((r.body.tokenMetadata as WireToken[]).every((x) => x.status === 'AVAILABLE')).toBe(true);
+      expect(fast.requestCount() - before).toBe(12);
+      // A lower bound only (load makes it longer, never shorter): 8 tokens past the burst at 4 a second.
+      expect(arrivals[11] - arrivals[0]).toBeGreaterThanOrEqual(1_700);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('eager media', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 30_000 }, media: { eager: true } });
+  });
+  afterAll(() => t?.close());
+
+  it('queues a token’s media for a keyed read only: a keyless read fetches no image', async () => {
+    const keyless = await t.app.inject({ method: 'GET', url: `/tokens/anvil/${pictures}/1,2`, remoteAddress: '10.3.3.3' });
+    expect((JSON.parse(keyless.body) as WireToken[]).map((x) => x.status)).toEqual(['AVAILABLE', 'AVAILABLE']);
+    await t.services.media!.idle();
+    expect(fast.requestCount('/img/1.png') + fast.requestCount('/img/2.png')).toBe(0);
+
+    const keyed = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: pictures, tokenIDs: ['3'] }, { 'x-access-key': t.accessKey });
+    expect(keyed.status).toBe(200);
+    await t.services.media!.idle();
+    expect(fast.requestCount('/img/3.png')).toBe(1);
+    const [asset] = await t.testDb.db.query<{ status: string }>("SELECT status FROM media_assets WHERE token_id = '3'").then((r) => r.rows);
+    expect(asset?.status).toBe('READY');
+  });
+});
