@@ -382,8 +382,8 @@ describe('per-host shares', () => {
     try {
       for (let i = 0; i < 10; i++) media.enqueue(key(), `${endless.url}/never/${i}.png`);
       for (const deadline = Date.now() + 30_000; stalled.open < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
-      expect(stalled.open).toBe(2);
 
+      // The second host's image, asked while the stalling host holds what it may.
       const asset = await media.ensure(key(), `${origin.url}/b.png`);
       expect(asset.status).toBe('READY');
       // Ground truth at the stalling host: its share and no more, though ten of its files wait.
