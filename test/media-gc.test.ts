@@ -11,7 +11,7 @@ import { mediaStore } from '../src/media/media-store.ts';
 import { MediaService } from '../src/media/service.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
-import { folderBackend, s3Backend, solidPng, type BlobBackend } from './support/media.ts';
+import { folderBackend, s3Backend, solidPng, testMediaOptions, type BlobBackend } from './support/media.ts';
 import { startRawServer, type RawServer } from './support/token-chain.ts';
 
 let origin: RawServer;
@@ -79,19 +79,7 @@ function pipeline(blobs: BlobStore) {
     blobs,
     fetcher,
     log: createLogger('silent'),
-    options: {
-      maxBytes: 10_000_000,
-      fetchTimeoutMs: 10_000,
-      concurrency: 2,
-      perHostConcurrency: 2,
-      gatewayConcurrency: 2,
-      stallTimeoutMs: 0,
-      maxQueued: 100,
-      failureRetrySec: 3600,
-      eager: true,
-      maxInputPixels: 100_000_000,
-      maxFrames: 100,
-    },
+    options: testMediaOptions(),
   });
 }
 

@@ -18,7 +18,7 @@ import { parseRendition } from '../src/media/renditions.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { startRawServer, type RawServer } from './support/token-chain.ts';
-import { animatedGif, bombPng, fakeMp4, folderBackend, manyFrameGif, noisyPng, s3Backend, solidPng, type BlobBackend } from './support/media.ts';
+import { animatedGif, bombPng, fakeMp4, folderBackend, manyFrameGif, noisyPng, s3Backend, solidPng, testMediaOptions, type BlobBackend } from './support/media.ts';
 
 const LIMITS = { maxInputPixels: 40_000_000, maxFrames: 500 };
 const CAP = 1024 * 1024;
@@ -121,18 +121,7 @@ function pipeline(backend: BlobBackend, opts: Partial<{ fetchTimeoutMs: number }
     blobs: backend.store,
     fetcher,
     log: createLogger('silent'),
-    options: {
-      ...LIMITS,
-      maxBytes: CAP,
-      fetchTimeoutMs: opts.fetchTimeoutMs ?? 10_000,
-      concurrency: 2,
-      perHostConcurrency: 2,
-      gatewayConcurrency: 2,
-      stallTimeoutMs: 0,
-      maxQueued: 100,
-      failureRetrySec: 3600,
-      eager: true,
-    },
+    options: testMediaOptions({ ...LIMITS, maxBytes: CAP, fetchTimeoutMs: opts.fetchTimeoutMs ?? 10_000 }),
   });
 }
 
@@ -322,18 +311,7 @@ describe('the eager queue', () => {
         blobs: backend.store,
         fetcher,
         log: createLogger('silent'),
-        options: {
-          ...LIMITS,
-          maxBytes: CAP,
-          fetchTimeoutMs: 10_000,
-          concurrency: 2,
-          perHostConcurrency: 2,
-          gatewayConcurrency: 2,
-          stallTimeoutMs: 0,
-          maxQueued: 6,
-          failureRetrySec: 3600,
-          eager: true,
-        },
+        options: testMediaOptions({ ...LIMITS, maxBytes: CAP, maxQueued: 6 }),
       });
       const keys = Array.from({ length: 10 }, () => key());
       const accepted = keys.map((k, i) => media.enqueue(k, `${origin.url}/slow/${i}`));
@@ -366,18 +344,7 @@ describe('per-host shares', () => {
       fetcher: createFetcher({ allowPrivateNetworks: true, ipfsGateways: [] }),
       log: createLogger('silent'),
       // The default share of a host (2 of 4); no stall deadline here, so only the share can help.
-      options: {
-        ...LIMITS,
-        maxBytes: CAP,
-        fetchTimeoutMs: 120_000,
-        concurrency: 4,
-        perHostConcurrency: 2,
-        gatewayConcurrency: 2,
-        stallTimeoutMs: 0,
-        maxQueued: 100,
-        failureRetrySec: 3600,
-        eager: true,
-      },
+      options: testMediaOptions({ ...LIMITS, maxBytes: CAP, fetchTimeoutMs: 120_000, concurrency: 4 }),
     });
     try {
       for (let i = 0; i < 10; i++) media.enqueue(key(), `${endless.url}/never/${i}.png`);

@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import S3rver from 's3rver';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type { BlobStore } from '../../src/media/blob-store.ts';
+import type { MediaOptions } from '../../src/media/service.ts';
 import { folderBlobStore } from '../../src/media/folder-store.ts';
 import { s3BlobStore } from '../../src/media/s3-store.ts';
 
@@ -86,4 +87,10 @@ export async function s3Backend(): Promise<BlobBackend> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** MediaService options for tests: two fetches at once (two per host), no stall deadline, then the overrides. */
+export function testMediaOptions(o: Partial<MediaOptions> = {}): MediaOptions {
+  const base = { maxBytes: 10_000_000, fetchTimeoutMs: 10_000, concurrency: 2, perHostConcurrency: 2, gatewayConcurrency: 2, stallTimeoutMs: 0, maxQueued: 100 };
+  return { ...base, failureRetrySec: 3600, eager: true, maxInputPixels: 100_000_000, maxFrames: 100, ...o };
 }
