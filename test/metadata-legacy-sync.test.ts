@@ -9,7 +9,7 @@ import type { AppConfigInput } from '../src/config/schema.ts';
 import { startOriginServer, type OriginServer } from '../src/devchain/index.ts';
 import type { Services } from '../src/services.ts';
 import { DEPLOYER, call, enqueue, erc721WithTokens, range } from './support/refresh.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { asOperator, rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, getTokenMetadata, startTokenChain, type TokenChain } from './support/token-chain.ts';
 
 let chain: TokenChain;
@@ -90,7 +90,7 @@ describe('mint monitor', () => {
       await call(t, 'AddContractToMintMonitor', anvil(b));
       await mint(b, 1);
       const other = await t.services.projects.create('other-project');
-      const them = { app: t.app, accessKey: (await t.services.accessKeys.create(other.id, 'other')).key };
+      const them = { app: t.app, accessKey: (await t.services.accessKeys.create(other.id, 'other', { kind: 'secret' })).key };
       // Another project's removal is of nothing it registered.
       expect((await call(them, 'RemoveContractFromMintMonitor', anvil(b))).body).toMatchObject({ error: 'NotFound', code: 3000 });
       expect((await call(t, 'RemoveContractFromMintMonitor', anvil(b))).body).toEqual({ ok: true });
@@ -225,12 +225,20 @@ describe('bad input', () => {
       await expectError('ContractSyncJobStatus', { taskID: listed }, 400, 'InvalidArgument', 2001, 'no contract sync');
       // Another project's sync is not found, exactly as a task that does not exist.
       const other = await t.services.projects.create('other-project');
-      const them = { app: t.app, accessKey: (await t.services.accessKeys.create(other.id, 'other')).key };
+      const them = { app: t.app, accessKey: (await t.services.accessKeys.create(other.id, 'other', { kind: 'secret' })).key };
       const theirs = (await call(them, 'SyncContractTokens', anvil(nft))).body.taskID;
       await expectError('ContractSyncJobStatus', { taskID: theirs }, 400, 'NotFound', 3000);
       await expectError('AbortContractSync', { taskID: theirs }, 400, 'NotFound', 3000);
       expect((await call(them, 'ContractSyncJobStatus', { taskID: theirs })).body.syncTask.status).toBe('QUEUED');
       // Without a key, before anything is looked up.
       expect((await call({ app: t.app, accessKey: '' }, 'AddContractToMintMonitor', anvil(nft))).body.error).toBe('Unauthorized');
+      // A mint monitor is the project's state: its publishable key (the app's) neither adds nor removes one.
+      const monitors = async () => (await t.services.db.query<{ a: string }>('SELECT contract_address AS a FROM mint_monitors WHERE project_id = $1', [t.project.id])).rows.map((r) => r.a);
+      expect(await monitors()).toEqual([nft.toLowerCase()]);
+      expect((await call({ app: t.app, accessKey: t.accessKey }, 'AddContractToMintMonitor', anvil(another))).body).toMatchObject({ error: 'PermissionDenied', code: 1001 });
+      expect((await call({ app: t.app, accessKey: t.accessKey }, 'RemoveContractFromMintMonitor', anvil(nft))).body).toMatchObject({ error: 'PermissionDenied', code: 1001 });
+      expect(await monitors()).toEqual([nft.toLowerCase()]);
+      // An admin token names no project here: a clear refusal, not a 500.
+      expect((await rpc(t.app, '/rpc/Metadata/AddContractToMintMonitor', anvil(another), asOperator)).body).toMatchObject({ error: 'PermissionDenied' });
     }));
 });

@@ -11,9 +11,13 @@ import { eventually, type Api, type TokenChain } from './token-chain.ts';
 
 export const DEPLOYER: Address = privateKeyToAccount(ANVIL_DEPLOYER_KEY).address;
 
-/** POST /rpc/Metadata/<method> with the caller's key. */
-export function call(api: Api, method: string, body: unknown) {
-  return rpc(api.app, `/rpc/Metadata/${method}`, body, { 'x-access-key': api.accessKey });
+/** The methods that write the project's state (its mint monitors): they take its secret key. */
+const SECRET_METHODS = new Set(['AddContractToMintMonitor', 'RemoveContractFromMintMonitor']);
+
+/** POST /rpc/Metadata/<method> with the caller's key: its secret key (where it has one) for the methods that take one. */
+export function call(api: Api & { secretKey?: string }, method: string, body: unknown) {
+  const key = SECRET_METHODS.has(method) ? (api.secretKey ?? api.accessKey) : api.accessKey;
+  return rpc(api.app, `/rpc/Metadata/${method}`, body, { 'x-access-key': key });
 }
 
 /** Enqueues tokens through EnqueueTokensForRefresh; asserts HTTP 200 and returns the task id. */

@@ -42,7 +42,11 @@ function syncTaskToWire(t: TaskRow) {
  * what they register or queue is the key's project's alone.
  */
 export function legacySyncMethods(s: Services): Record<string, MethodDef<any>> {
-  const project = (ctx: RpcContext) => ctx.project!.id;
+  // The monitors and syncs are a key's project's; an admin token (which the secret-key methods admit) names none.
+  const project = (ctx: RpcContext) => {
+    if (!ctx.project) throw new RpcError(MetadataErrors.PermissionDenied, 'these methods act for the project of the key: send its secret key, not an admin token');
+    return ctx.project.id;
+  };
   /** A sync job of the project: another project's task, or one that is no whole-contract refresh, is refused. */
   const syncTask = async (ctx: RpcContext, id: number) => {
     const t = await s.refresh.taskFor(project(ctx), id);
@@ -51,8 +55,9 @@ export function legacySyncMethods(s: Services): Record<string, MethodDef<any>> {
   };
   const req = 'required' as const;
   return {
+    // Adding or removing a monitor writes the project's state: a secret key (http/access-pipeline.ts).
     AddContractToMintMonitor: method({
-      auth: req,
+      auth: 'secret',
       input: ContractArgs,
       handler: (a, ctx) =>
         legacyGuard(async () => {
@@ -61,7 +66,7 @@ export function legacySyncMethods(s: Services): Record<string, MethodDef<any>> {
         }),
     }),
     RemoveContractFromMintMonitor: method({
-      auth: req,
+      auth: 'secret',
       input: ContractArgs,
       handler: (a, ctx) =>
         legacyGuard(async () => {
