@@ -138,7 +138,7 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     }
   }, 450_000);
 
-  it('`npm start` reuses the database and the dev key; /ready only once this start\'s manifest is written; one Ctrl-C to its process group drains and exits 0', async () => {
+  it("`npm start` reuses the database and the dev key; /ready only once this start's manifest is written; one Ctrl-C to its process group drains and exits 0", async () => {
     const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
     const port = await freePort();
     // As a developer runs it: `npm start` in the checkout, in a terminal (a process group of its own,
