@@ -304,6 +304,21 @@ describe('relayer methods refused with why', () => {
     expect((await indexer.removeWebhookListener({ id: added.listener.id })).status).toBe(true);
   });
 
+  it('FeeOptions with a Sequence v3 payload (what @0xsequence/relayer 3.x sends) answers an error naming it, not a bare "not an execute call"', async () => {
+    const w = newSigner().address;
+    // Payload.encode of @0xsequence/wallet-primitives 3.0.9 (the 3.x relayer client's feeOptions data):
+    // space 0, nonce 0, an ERC20 transfer and a value call with a gas limit.
+    const packed =
+      '0x030002441111111111111111111111111111111111111111000044a9059cbb000000000000000000000000222222222222222222222222222222222222222200000000000000000000000000000000000000000000000000000000000000030e333333333333333333333333333333333333333300000000000000000000000000000000000000000000000000000000000000050000000000000000000000000000000000000000000000000000000000000000005208';
+    const r = await refusal(relayer.feeOptions({ wallet: w, to: w, data: packed }));
+    expect(r.status).toBe(400);
+    expect(r.cause).toMatch(/^input is a Sequence v3 packed calls payload \(2 calls, as @0xsequence\/relayer 3\.x sends to FeeOptions\): this relayer runs Sequence v2 wallets only/);
+    expect(r.message).toMatch(/v3 wallets are not supported \(docs\/api\.md\)/);
+    // A deployed v3 wallet's execute(bytes,bytes) is named too; bytes that are neither keep the plain refusal.
+    expect((await refusal(relayer.feeOptions({ wallet: w, to: w, data: `0x1f6a1eb9${'00'.repeat(64)}` }))).cause).toMatch(/Sequence v3 wallet call \(execute\(bytes,bytes\)/);
+    expect((await refusal(relayer.feeOptions({ wallet: w, to: w, data: '0xdeadbeef' }))).cause).toMatch(/^input is not a wallet execute/);
+  });
+
   it('FeeOptions refuses simulate: false (every option comes from a simulation) instead of ignoring it', async () => {
     const w = newSigner().address;
     const r = await refusal(relayer.feeOptions({ wallet: w, to: w, data: '0x', simulate: false }));

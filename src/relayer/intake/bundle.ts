@@ -2,6 +2,7 @@ import { concat, decodeFunctionData, encodeAbiParameters, getContractAddress, pa
 import { keccak256 } from '../../chain/evm-crypto.ts';
 import { DEPLOY_SELECTOR, EXECUTE_SELECTOR, TRANSACTION_TUPLE, factoryAbi, walletAbi } from '../abi.ts';
 import { WALLET_CREATION_CODE, type SequenceContext } from '../context.ts';
+import { describeV3Input } from './v3-payload.ts';
 
 export interface WalletTransaction {
   delegateCall: boolean;
@@ -92,6 +93,11 @@ const lower = (a: string) => a.toLowerCase() as Address;
 
 function decodeExecute(input: Hex): { txs: WalletTransaction[]; nonce: bigint; signature: Hex } {
   if (input.length < 10 || input.slice(0, 10).toLowerCase() !== EXECUTE_SELECTOR) {
+    const v3 = describeV3Input(input);
+    if (v3)
+      throw new BundleError(
+        `input is ${v3}: this relayer runs Sequence v2 wallets only (execute(Transaction[],uint256,bytes), selector ${EXECUTE_SELECTOR}); v3 wallets are not supported (docs/api.md)`,
+      );
     throw new BundleError(`input is not a wallet execute(Transaction[],uint256,bytes) call (selector ${EXECUTE_SELECTOR})`);
   }
   try {
