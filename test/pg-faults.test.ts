@@ -94,14 +94,12 @@ afterAll(async () => {
 
 const base = () => relayer.replace(/\/relayer\/.*$/, '');
 
-async function send(item: LoadItem) {
-  const r = await fetch(`${relayer}/SendMetaTxn`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-access-key': accessKey },
-    body: JSON.stringify({ call: { walletAddress: item.user.wallet.address, contract: item.bundle.entrypoint, input: item.bundle.input } }),
-  });
+async function call(url: string, body: unknown) {
+  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-key': accessKey }, body: JSON.stringify(body) });
   return { status: r.status, retryAfter: r.headers.get('retry-after'), body: (await r.json()) as Record<string, unknown> };
 }
+
+const send = (item: LoadItem) => call(`${relayer}/SendMetaTxn`, { call: { walletAddress: item.user.wallet.address, contract: item.bundle.entrypoint, input: item.bundle.input } });
 
 /** What the load saw: accepted calls, 503s (each with Retry-After), and anything else (a failure of the test). */
 interface Seen {
@@ -165,6 +163,14 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     expect(down.status).toBe(503);
     expect(down.retryAfter).toBe('2');
     expect(down.body).toMatchObject({ error: 'Unavailable', code: 2002, status: 503, cause: expect.stringMatching(/database cannot serve now/) });
+    // Reads too, in each service's words: the relayer's Unavailable, the metadata service's Fail.
+    const [receipt, contract] = await Promise.all([
+      call(`${relayer}/GetMetaTxnReceipt`, { metaTxID: ids[0] }),
+      call(`${base()}/rpc/Metadata/GetContractInfo`, { chainID: chain.chainConfig.name, contractAddress: env.token }),
+    ]);
+    expect([receipt.status, receipt.retryAfter, receipt.body.code]).toEqual([503, '2', 2002]);
+    expect([contract.status, contract.retryAfter, contract.body.code]).toEqual([503, '2', 1005]);
+    for (const r of [receipt, contract]) expect(r.body.cause).toMatch(/database cannot serve now/);
     const notReady = await ready();
     expect(notReady.status).toBe(503);
     expect(notReady.body).toMatchObject({ ready: false, database: { ok: false } });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { databaseOutageOf } from '../../store/outage.ts';
 import { chainOutageOf } from '../../chain/outage.ts';
 import type { ChainIndexer } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
@@ -59,6 +60,8 @@ export function indexerGatewayService(s: Services): ServiceDef {
           return { ix, ok: true, value: await ask(ix) };
         } catch (err) {
           if (err instanceof RpcError && err.def === IndexerErrors.InvalidArgument) throw err;
+          // The database is every chain's: the whole call answers 503 (webrpc.ts), not each chain an internal error.
+          if (databaseOutageOf(err) !== undefined) throw err;
           const outage = chainOutageOf(err, s.chains.values());
           if (outage) return { ix, ok: false, reason: `chain ${outage.chain} (${outage.chainId}): its node ${outage.rateLimited ? 'is rate-limiting us' : 'cannot be reached'} (${outage.cause})` };
           if (!(err instanceof RpcError)) ctx.request.log.error({ err, chain: ix.chain.name }, 'indexer gateway: a chain failed');
