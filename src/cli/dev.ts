@@ -1,6 +1,6 @@
 import type { KeyKind } from '../store/access-keys.ts';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../config/load.ts';
 import { deployDelegatedWallet, startDevChain } from '../devchain/index.ts';
@@ -15,13 +15,13 @@ import { forgetIndexedChain } from '../indexer/index.ts';
 import { randomBytes } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
-import { parse, portFlag } from './args.ts';
+import type { DevOptions } from './dev-command.ts';
 import { devBanner, type DevServiceManifest } from './dev-banner.ts';
 
 export type { DevServiceManifest } from './dev-banner.ts';
 import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
-import { assertPortFree, listenOn } from './port.ts';
+import { listenOn } from './port.ts';
 import { devCollection } from './dev-collection.ts';
 
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
@@ -77,24 +77,14 @@ async function devAccessKey(s: Services, previous: unknown, kind: KeyKind): Prom
   return key;
 }
 
-export async function runDev(argv: string[]) {
-  const t0 = performance.now();
-  const { values } = parse(argv, {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    manifest: { type: 'string' },
-    data: { type: 'string' },
-  });
-  const dataDir = resolve(values.data ?? '.metarelay');
-  const manifestPath = resolve(values.manifest ?? `${dataDir}/dev.json`);
-  const port = portFlag(values.port) ?? portFlag(process.env.PORT) ?? 4000;
-  const host = values.host ?? '127.0.0.1';
+/** `metarelay dev` once its arguments are read and its port is known to be free (dev-command.ts). */
+export async function startDev(o: DevOptions) {
+  const t0 = o.startedAt;
+  const { dataDir, manifestPath, port, host } = o;
   mkdirSync(dataDir, { recursive: true });
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
 
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
-  // Before the chain and its compile: a taken port is said in a second, not after them.
-  await assertPortFree(host, port);
   say('metarelay dev: starting a local anvil chain and deploying sample contracts…');
   const chain = await startDevChain({ cacheDir: `${dataDir}/cache`, log: (m) => say(`  ${m}`) });
 

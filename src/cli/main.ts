@@ -83,7 +83,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     switch (cmd) {
       case 'dev':
-        return await (await import('./dev.ts')).runDev(rest);
+        return await (await import('./dev-command.ts')).runDev(rest);
       case 'serve':
         return await (await import('./serve.ts')).runServe(rest);
       case 'worker':

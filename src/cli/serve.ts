@@ -1,9 +1,6 @@
-import { buildApp } from '../http/app.ts';
+import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../config/load.ts';
-import { preflight } from '../config/preflight.ts';
-import { createServices } from '../services.ts';
 import { parse, portFlag } from './args.ts';
-import { onShutdown } from './shutdown.ts';
 import { assertPortFree, listenOn } from './port.ts';
 import { UsageError } from './main.ts';
 import { startMetricsServer } from '../http/metrics-server.ts';
@@ -20,9 +17,16 @@ export async function runServe(argv: string[]) {
     file: values.config,
     overrides: { ...(port !== undefined ? { port } : {}), ...(values.host ? { host: values.host } : {}) },
   });
+  // Before loading the service (seconds on a busy machine), the database, the chains: a taken port is said at once.
   await assertPortFree(config.host, config.port);
+  const [{ createServices }, { preflight }, { buildApp }, { onShutdown }] = await Promise.all([
+    import('../services.ts'),
+    import('../config/preflight.ts'),
+    import('../http/app.ts'),
+    import('./shutdown.ts'),
+  ]);
   const services = await createServices(config);
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let app: FastifyInstance | undefined;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
     await preflight(services);
