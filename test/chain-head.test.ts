@@ -2,52 +2,42 @@
 // headers of the head's chain served without a call, a missed block joined by its parent hash, a reorg
 // replacing the kept hashes, a lower head taken as a node behind until read several times in a row, and
 // polling once per block time only while someone listens.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createChainClient, type ChainClient } from '../src/chain/client.ts';
-import { rpcCall, startAnvil, type AnvilHandle } from '../src/devchain/index.ts';
+import { rpcCall } from '../src/devchain/index.ts';
 import { mine, revert, snapshot } from './support/anvil-control.ts';
-import { startProviderProxy, type ProviderProxy } from './support/provider-proxy.ts';
+import { anvilBehindProvider } from './support/provider-proxy.ts';
 
-let anvil: AnvilHandle;
-let provider: ProviderProxy;
+const node = anvilBehindProvider();
 
-beforeAll(async () => {
-  anvil = await startAnvil({ blockTime: null });
-  provider = await startProviderProxy(anvil.rpcUrl);
-}, 60_000);
-
-afterAll(async () => {
-  await provider?.close();
-  await anvil?.stop();
-});
-
-const client = (blockTimeMs?: number): ChainClient => createChainClient({ chainId: anvil.chainId, name: 'anvil', rpcUrls: [provider.url], rpcBatchSize: 1, blockTimeMs }, { pollingIntervalMs: 50 });
+const client = (blockTimeMs?: number): ChainClient =>
+  createChainClient({ chainId: node.anvil.chainId, name: 'anvil', rpcUrls: [node.provider.url], rpcBatchSize: 1, blockTimeMs }, { pollingIntervalMs: 50 });
 /** What anvil itself says is at height `n` (not through the proxy). */
-const hashAt = async (n: bigint) => (await rpcCall<{ hash: string } | null>(anvil.rpcUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]))?.hash ?? null;
-const nodeHead = async () => BigInt(await rpcCall<string>(anvil.rpcUrl, 'eth_blockNumber', []));
+const hashAt = async (n: bigint) => (await rpcCall<{ hash: string } | null>(node.anvil.rpcUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false]))?.hash ?? null;
+const nodeHead = async () => BigInt(await rpcCall<string>(node.anvil.rpcUrl, 'eth_blockNumber', []));
 /** The calls `fn` sent through the proxy, by method. */
 async function callsOf(fn: () => Promise<unknown>): Promise<Record<string, number>> {
-  const seen = provider.proxy.calls.length;
+  const seen = node.provider.proxy.calls.length;
   await fn();
   const out: Record<string, number> = {};
-  for (const c of provider.proxy.calls.slice(seen)) out[c.method] = (out[c.method] ?? 0) + 1;
+  for (const c of node.provider.proxy.calls.slice(seen)) out[c.method] = (out[c.method] ?? 0) + 1;
   return out;
 }
 /** A replacement block differs from the one it replaces: its own timestamp. */
 let stamp = Math.floor(Date.now() / 1000) + 100_000;
 const mineDistinct = async (n: number) => {
   for (let i = 0; i < n; i++) {
-    await rpcCall(anvil.rpcUrl, 'evm_setNextBlockTimestamp', [++stamp]);
-    await mine(anvil.rpcUrl, 1);
+    await rpcCall(node.anvil.rpcUrl, 'evm_setNextBlockTimestamp', [++stamp]);
+    await mine(node.anvil.rpcUrl, 1);
   }
 };
 
 describe('the shared chain head', () => {
   it('one call per head read; the headers of its chain below it are served without a call', async () => {
     const c = client();
-    await mine(anvil.rpcUrl, 3);
+    await mine(node.anvil.rpcUrl, 3);
     expect(await callsOf(() => c.head.read())).toEqual({ eth_getBlockByNumber: 1 });
-    await mine(anvil.rpcUrl, 1);
+    await mine(node.anvil.rpcUrl, 1);
     let top = 0n;
     expect(
       await callsOf(async () => {
@@ -80,13 +70,13 @@ describe('the shared chain head', () => {
     const unsubscribe = c.head.subscribe(() => undefined);
     try {
       await c.head.read();
-      await mine(anvil.rpcUrl, 2);
+      await mine(node.anvil.rpcUrl, 2);
       const joined = await callsOf(() => c.head.read());
       expect(joined).toEqual({ eth_getBlockByNumber: 1, eth_getBlockByHash: 1 });
       const top = c.head.current!.number;
       expect(await callsOf(() => c.head.block(top - 1n))).toEqual({});
       expect(await callsOf(() => c.head.block(top - 2n))).toEqual({});
-      await mine(anvil.rpcUrl, 20);
+      await mine(node.anvil.rpcUrl, 20);
       // Too far to join by parents: no walk of 20 reads, the old heights are dropped (not trusted).
       expect(await callsOf(() => c.head.read())).toEqual({ eth_getBlockByNumber: 1 });
       expect(await callsOf(() => c.head.block(top))).toEqual({ eth_getBlockByNumber: 1 });
@@ -97,7 +87,7 @@ describe('the shared chain head', () => {
     // Nobody listening (a dispatcher alone, reading every 2 s): a gap is not joined by reading parents.
     const alone = client();
     await alone.head.read();
-    await mine(anvil.rpcUrl, 2);
+    await mine(node.anvil.rpcUrl, 2);
     expect(await callsOf(() => alone.head.read())).toEqual({ eth_getBlockByNumber: 1 });
     const top = alone.head.current!.number;
     expect(await callsOf(() => alone.head.block(top - 1n))).toEqual({ eth_getBlockByNumber: 1 });
@@ -106,11 +96,11 @@ describe('the shared chain head', () => {
   it('a reorg: the new fork replaces the kept hashes above the block both share, and subscribers hear the new head', async () => {
     const c = client();
     await c.head.read();
-    const snap = await snapshot(anvil.rpcUrl);
+    const snap = await snapshot(node.anvil.rpcUrl);
     await mineDistinct(2);
     const a = await c.head.read();
     const oldHashes = [(await c.head.block(a.number - 1n))!.hash, a.hash];
-    await revert(anvil.rpcUrl, snap);
+    await revert(node.anvil.rpcUrl, snap);
     await mineDistinct(2);
     const heads: string[] = [];
     const unsubscribe = c.head.subscribe((h) => heads.push(h.hash));
@@ -152,12 +142,12 @@ describe('the shared chain head', () => {
 
   it('a lower head is a node behind: ignored, unless read three times in a row (the chain really went back)', async () => {
     const c = client();
-    const snap = await snapshot(anvil.rpcUrl);
+    const snap = await snapshot(node.anvil.rpcUrl);
     const base = await nodeHead();
     await mineDistinct(3);
     const high = await c.head.read();
     expect(high.number).toBe(base + 3n);
-    await revert(anvil.rpcUrl, snap);
+    await revert(node.anvil.rpcUrl, snap);
     expect((await c.head.read()).number).toBe(high.number);
     expect((await c.head.read()).number).toBe(high.number);
     // The third in a row: the chain is shorter now; the heights above it are no longer served.
@@ -167,18 +157,18 @@ describe('the shared chain head', () => {
 
   it('through load-balanced nodes a block apart, the head never goes back and ends at the node head', async () => {
     const c = client();
-    provider.set({ lag: { blocks: 1 } });
+    node.provider.set({ lag: { blocks: 1 } });
     try {
       const seen: bigint[] = [];
       for (let i = 0; i < 8; i++) {
-        await mine(anvil.rpcUrl, 1);
+        await mine(node.anvil.rpcUrl, 1);
         for (let k = 0; k < 3; k++) seen.push((await c.head.read()).number);
       }
-      expect(provider.hits.lag).toBeGreaterThan(0);
+      expect(node.provider.hits.lag).toBeGreaterThan(0);
       expect(seen).toEqual([...seen].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)));
       expect(seen.at(-1)).toBe(await nodeHead());
     } finally {
-      provider.set({});
+      node.provider.set({});
     }
   });
 
@@ -188,19 +178,19 @@ describe('the shared chain head', () => {
     const unsubscribe = c.head.subscribe((h) => heads.push(h.number));
     const start = await nodeHead();
     for (let i = 0; i < 10; i++) {
-      await mine(anvil.rpcUrl, 1);
+      await mine(node.anvil.rpcUrl, 1);
       await new Promise((r) => setTimeout(r, 200));
     }
     await new Promise((r) => setTimeout(r, 300));
-    const polled = provider.proxy.count('eth_getBlockByNumber');
+    const polled = node.provider.proxy.count('eth_getBlockByNumber');
     unsubscribe();
     await new Promise((r) => setTimeout(r, 100));
     // Every head was handed over, each once, in order.
     expect(heads.at(-1)).toBe(start + 10n);
     expect(new Set(heads).size).toBe(heads.length);
-    const after = provider.proxy.count('eth_getBlockByNumber');
+    const after = node.provider.proxy.count('eth_getBlockByNumber');
     await new Promise((r) => setTimeout(r, 800));
-    expect(provider.proxy.count('eth_getBlockByNumber')).toBe(after);
+    expect(node.provider.proxy.count('eth_getBlockByNumber')).toBe(after);
     expect(polled).toBeGreaterThan(0);
     await c.head.stop();
   });

@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem';
 import type { ChainClient } from './client.ts';
 import { askAgainIfBehind } from './ask-again.ts';
+import { refusedByNode } from './outage.ts';
 import { LogReader } from './logs.ts';
 
 /**
@@ -49,23 +50,6 @@ export function stateReadFault(err: unknown): StateReadFault {
   if (RATE_LIMITED.test(text)) return 'rate-limited';
   if (NO_STATE.test(text)) return 'no-state';
   return 'unavailable';
-}
-
-/** viem's names for a call that got no JSON-RPC answer: the node was not reached, or did not answer in time. */
-const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError', 'AbortError']);
-
-/**
- * Whether the node itself refused the call with a JSON-RPC error (an answer carrying a code), as opposed
- * to a transport failure on the way, which says nothing about the block asked for.
- */
-export function refusedByNode(err: unknown): boolean {
-  let coded = false;
-  for (let e = err as { name?: unknown; code?: unknown; status?: unknown; cause?: unknown } | undefined, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++) {
-    // An HTTP error status (a 429, a 502) carries no verdict on the block, whatever its body says.
-    if (typeof e.name === 'string' && TRANSPORT.has(e.name)) return false;
-    if (typeof e.code === 'number') coded = true;
-  }
-  return coded;
 }
 
 /** The start could not be found: the search stopped on a node failure it must not guess through. */

@@ -1,4 +1,5 @@
 import type { Logger } from '../telemetry/logger.ts';
+import { CallBudgetError, retryAfterOf } from './call-budget.ts';
 
 /** What an operator (and /ready, and Health) sees of one chain's node. */
 export interface ChainState {
@@ -101,13 +102,6 @@ export function normalUrl(url: string): string {
   }
 }
 
-/** A Retry-After header's seconds (delta form; a date is read as the default). */
-function retryAfterOf(header: string | null): number | undefined {
-  if (!header) return undefined;
-  const s = Number(header);
-  return Number.isFinite(s) && s >= 0 ? Math.min(Math.ceil(s), 300) : undefined;
-}
-
 /** One line for a failed fetch: the innermost cause is the one that names the fault (ECONNREFUSED …). */
 function describeFailure(err: unknown, timeoutMs: number): string {
   let e = err as { name?: string; message?: string; code?: string; cause?: unknown } | undefined;
@@ -126,7 +120,10 @@ export function observedFetch(base: Fetch, health: ChainHealth, timeoutMs: numbe
     try {
       res = await base(input, init);
     } catch (err) {
-      health.failed(describeFailure(err, timeoutMs), { url });
+      // No slot of the node's budget came in time (its 429s, waited out as long as the call could wait):
+      // rate-limited, told as a 429 was, until the node's next answer.
+      if (err instanceof CallBudgetError) health.failed('rate-limited by the node (HTTP 429)', { url, rateLimited: true, retryAfterS: err.retryAfterS });
+      else health.failed(describeFailure(err, timeoutMs), { url });
       throw err;
     }
     if (res.status === 429) health.failed('rate-limited by the node (HTTP 429)', { url, rateLimited: true, retryAfterS: retryAfterOf(res.headers.get('retry-after')) });

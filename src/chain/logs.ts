@@ -1,4 +1,5 @@
 import type { Hex } from 'viem';
+import { isRateLimited } from './call-budget.ts';
 import { askAgainIfBehind } from './ask-again.ts';
 import type { ChainClient } from './client.ts';
 
@@ -154,10 +155,8 @@ const BEHIND = /beyond (?:the )?current head|header not found|unknown block|bloc
  * of them fail the same way, and a block must not count as unreadable for it. Either fails the read as is.
  */
 function rateLimited(err: unknown): boolean {
-  for (let e = err as { status?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
-    if (e.status === 429) return true;
-  }
-  return saysBehind(err);
+  // A 429, or no slot of the node's budget in time (call-budget.ts: the 429s it waited out).
+  return isRateLimited(err) || saysBehind(err);
 }
 
 /** The node said it is behind the blocks asked for (BEHIND), in the error or one of its causes. */

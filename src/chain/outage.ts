@@ -1,4 +1,5 @@
 import type { ChainClient } from './client.ts';
+import { CallBudgetError } from './call-budget.ts';
 import { normalUrl as normal } from './health.ts';
 
 /** A call that failed because a chain's node could not be reached (or refused us with 429). */
@@ -36,6 +37,12 @@ const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError']);
 
 /** The outage behind `err`, if it is one: found by the failing URL among the chains' RPC URLs. */
 export function chainOutageOf(err: unknown, chains: Iterable<ChainClient>): ChainOutage | undefined {
+  // A call that got no slot of a rate-limited node's budget in time, wherever viem wrapped it.
+  for (let b = err as TransportError | undefined, depth = 0; b && typeof b === 'object' && depth < 8; depth++, b = b.cause as TransportError | undefined) {
+    if (!(b instanceof CallBudgetError)) continue;
+    const c = [...chains].find((x) => x.chainId === (b as CallBudgetError).chainId);
+    return c && { chain: c.name, chainId: c.chainId, cause: b.message, rateLimited: true, retryAfterS: b.retryAfterS };
+  }
   let e = err as TransportError | undefined;
   for (let depth = 0; e && typeof e === 'object' && depth < 8; depth++, e = e.cause as TransportError | undefined) {
     if (e instanceof ChainUnreachableError) {
@@ -65,4 +72,21 @@ function outageOf(c: ChainClient, status429: boolean, fallback: string | undefin
     rateLimited,
     retryAfterS: c.health.retryAfterSeconds,
   };
+}
+
+/** viem's names for a call that got no JSON-RPC answer: the node was not reached, or did not answer in time. */
+const NO_ANSWER = new Set(['HttpRequestError', 'TimeoutError', 'AbortError']);
+
+/**
+ * Whether the node itself refused the call with a JSON-RPC error (an answer carrying a code), as opposed
+ * to a transport failure on the way, which says nothing of what was asked (a block, a transaction).
+ */
+export function refusedByNode(err: unknown): boolean {
+  let coded = false;
+  for (let e = err as { name?: unknown; code?: unknown; status?: unknown; cause?: unknown } | undefined, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++) {
+    // An HTTP error status (a 429, a 502) carries no verdict on what was asked, whatever its body says.
+    if (typeof e.name === 'string' && NO_ANSWER.has(e.name)) return false;
+    if (typeof e.code === 'number') coded = true;
+  }
+  return coded;
 }

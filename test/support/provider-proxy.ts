@@ -2,6 +2,8 @@
 // underneath): each fault class is switched on and off with set(). What is forwarded really reaches the
 // node; a lagging or pruned view is made by asking the node about an older block, not by inventing answers.
 import { decodeFunctionData, type Hex } from 'viem';
+import { afterAll, beforeAll } from 'vitest';
+import { startAnvil, type AnvilHandle } from '../../src/devchain/index.ts';
 import { mulberry32 } from './random.ts';
 import { probeAbi } from '../../src/relayer/abi.ts';
 import { type RequestContext, type RpcCall, type RpcProxy, startRpcProxy } from './rpc-proxy.ts';
@@ -253,3 +255,17 @@ export const runsBundle = (call: RpcCall): boolean => {
     return false;
   }
 };
+
+/** For a whole test file: anvil mining on demand behind a provider proxy (no faults), started before its tests and closed after. */
+export function anvilBehindProvider(): { readonly anvil: AnvilHandle; readonly provider: ProviderProxy } {
+  const node = {} as { anvil: AnvilHandle; provider: ProviderProxy };
+  beforeAll(async () => {
+    node.anvil = await startAnvil({ blockTime: null });
+    node.provider = await startProviderProxy(node.anvil.rpcUrl);
+  }, 60_000);
+  afterAll(async () => {
+    await node.provider?.close();
+    await node.anvil?.stop();
+  });
+  return node;
+}

@@ -1,5 +1,13 @@
 import type { Hex, PublicClient } from 'viem';
 import type { RawReceipt } from '../receipts.ts';
+import { isRateLimited } from '../../chain/call-budget.ts';
+import { refusedByNode } from '../../chain/outage.ts';
+
+/**
+ * A read that failed without the node saying anything of the transaction (a 429, no slot of its budget in
+ * time, a transport failure): never "not mined", which after a grace reads as a slot taken by someone else.
+ */
+const saysNothing = (err: unknown) => isRateLimited(err) || !refusedByNode(err);
 
 /** Blocks read whole at most per sweep; a longer gap (a restart, a stalled node) reads receipts one by one. */
 const MAX_BLOCKS = 16;
@@ -18,7 +26,10 @@ export class BlockReceipts {
   constructor(private readonly client: PublicClient) {}
 
   private one(hash: Hex): Promise<RawReceipt | null> {
-    return this.client.request({ method: 'eth_getTransactionReceipt', params: [hash] }).catch(() => null) as Promise<RawReceipt | null>;
+    return this.client.request({ method: 'eth_getTransactionReceipt', params: [hash] }).catch((err) => {
+      if (saysNothing(err)) throw err;
+      return null;
+    }) as Promise<RawReceipt | null>;
   }
 
   /** The receipt of each hash (null: not mined, as far as the node says), read at `head`. */
@@ -37,8 +48,9 @@ export class BlockReceipts {
               this.refusals = 0;
               return r ?? [];
             },
-            () => {
-              this.refusals++;
+            (err) => {
+              // Only the node's own refusal says it lacks the method; the hashes are asked one by one either way.
+              if (!saysNothing(err)) this.refusals++;
               return null;
             },
           ),

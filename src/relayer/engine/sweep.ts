@@ -1,5 +1,6 @@
 import { parseEther, type Address, type Hex } from 'viem';
 import { askAgain } from '../../chain/ask-again.ts';
+import { isRateLimited } from '../../chain/call-budget.ts';
 import {
   attemptError,
   authorizationsOf,
@@ -43,11 +44,15 @@ interface Slot {
  * and is asked again (ask-again.ts), a fresh chance at another node; none answering, "latest" stands.
  */
 function minedCountAt(client: EngineContext['client'], address: Address, head: number): Promise<number> {
+  // A rate-limited node is not asked again at once: the call already waited out its budget (call-budget.ts).
   return askAgain(
     () => client.getTransactionCount({ address, blockNumber: BigInt(head) }),
-    () => true,
+    (err) => !isRateLimited(err),
     PINNED_COUNT_TRIES,
-  ).catch(() => client.getTransactionCount({ address, blockTag: 'latest' }));
+  ).catch((err) => {
+    if (isRateLimited(err)) throw err;
+    return client.getTransactionCount({ address, blockTag: 'latest' });
+  });
 }
 const PINNED_COUNT_TRIES = 3;
 
@@ -80,7 +85,7 @@ export class Sweeper {
   /** The last sweep found no attempt of a held sender pending or awaiting confirmations. */
   quiet = false;
   /** Each held sender's last counts and balance read from the node, and when. */
-  private readonly seen = new Map<Address, { latest: number; pending: number; balance: bigint; at: number }>();
+  private readonly seen = new Map<Address, { latest: number; pending: number; balance: bigint; at: number; balanceAt: number }>();
   /** The head at which each waiting slot's last attempt was first seen under the next base fee (unblock.ts). */
   private readonly pricedOutSince = new Map<string, number>();
 
@@ -103,24 +108,32 @@ export class Sweeper {
     const attempts = await openAttempts(this.db, d.chainId, senders);
     const next = await ownedNextNonces(this.db, d.chainId, d.owner);
     for (const a of [...this.seen.keys()]) if (!held.includes(a)) this.seen.delete(a);
-    // Only senders with something in flight (or whose ledger moved, or below their floor) are read every
-    // head; a quiet one's last read stands for relayer.quietSenderReadMs. `full` (a refusal, a takeover) reads all.
-    const busy = new Set(attempts.map((a) => a.sender));
-    this.quiet = busy.size === 0;
+    // Only senders with a transaction not yet mined (or whose ledger moved, or below their floor) are read
+    // every head; a quiet one's last read stands for relayer.quietSenderReadMs. A sender whose
+    // transactions are all mined, awaiting confirmations, is quiet too: what it waits for is a block,
+    // which watchMined reads, not a count (read at every head, such senders cost 3 calls a block each
+    // for `confirmations` blocks after every transaction). `full` (a refusal, a takeover) reads all.
+    const busy = new Set(attempts.filter((a) => a.status === 'PENDING').map((a) => a.sender));
+    this.quiet = attempts.length === 0;
     const reads = await Promise.all(
       senders.map(async (address) => {
         const was = this.seen.get(address);
-        const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && Date.now() - was.at < d.config.quietSenderReadMs;
+        const now = Date.now();
+        const quiet = !full && was && !busy.has(address) && next.get(address) === was.pending && (floor === 0n || was.balance >= floor) && now - was.at < d.config.quietSenderReadMs;
         if (quiet) return { address, latest: was.latest, pending: was.pending, balance: was.balance };
-        const [latest, pending, balance] = await Promise.all([minedCountAt(d.client, address, head), d.client.getTransactionCount({ address, blockTag: 'pending' }), d.client.getBalance({ address })]);
+        const [latest, pending] = await Promise.all([minedCountAt(d.client, address, head), d.client.getTransactionCount({ address, blockTag: 'pending' })]);
         // A node behind (a load-balanced provider's) counts fewer mined transactions than one already
         // seen: the count never goes below what was seen, so no mined slot is taken as waiting and
         // replaced. A reorg that really unmines one forgets the count (watchMined).
         const seen = this.noncesSeen.get(address) ?? 0;
         const counted = Math.max(latest, seen);
         this.noncesSeen.set(address, counted);
+        // The balance moves when one of the sender's transactions is mined (its count moves), and now and
+        // then otherwise (a refill, a deposit): read then, not at every head a transaction is in flight.
+        const fresh = was && !full && counted === was.latest && (floor === 0n || was.balance >= floor) && now - was.balanceAt < d.config.quietSenderReadMs;
+        const balance = fresh ? was.balance : await d.client.getBalance({ address });
         const read = { latest: counted, pending: Math.max(pending, counted), balance };
-        this.seen.set(address, { ...read, at: Date.now() });
+        this.seen.set(address, { ...read, at: now, balanceAt: fresh ? was.balanceAt : now });
         return { address, ...read };
       }),
     );
