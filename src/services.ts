@@ -30,7 +30,7 @@ import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
 import { MediaOrphanSweep, createMediaService, createMediaUploads, mediaMetrics, type MediaService } from './media/index.ts';
-import { CollectionsService, collectionStore, localFirstFetcher, type ContractLink } from './collections/index.ts';
+import { ChangeFanout, CollectionsService, collectionStore, localFirstFetcher, type ContractLink } from './collections/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
 import { ChainRelayer } from './relayer/chain-relayer.ts';
@@ -233,20 +233,35 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const refresh = new RefreshService({ tasks, config });
   const mintMonitors = new MintMonitorService({ store: mintMonitorStore(db), tasks, refresh, config });
   const worker = new TaskWorker({ tasks, tokens, tokenStore: tokensRepo, contracts, chains, config, log, metrics });
-  collectionChanged = async (links, projectId, ids) => {
-    for (const l of links) {
-      const chain = chains.get(l.chainId);
-      if (!chain) continue;
-      const contract = l.contractAddress as `0x${string}`;
-      try {
-        if (ids) await refresh.enqueueTokens(projectId, chain, contract, ids, { source: 'collections' });
-        else await Promise.all([refresh.enqueueAllTokens(projectId, chain, contract, { source: 'collections' }), refresh.enqueueContracts(projectId, chain, [contract])]);
-      } catch (err) {
-        log.warn({ err, chainId: l.chainId, contract }, 'could not queue the refresh of a collection-linked contract');
+  // Collection edits queue their refreshes in the background, merged per contract (collections/change-fanout.ts):
+  // per chain and project, a refresh of each whole contract (joined to one still pending), of the changed
+  // tokens, and one contract-info task for all the contracts of the batch.
+  const fanout = new ChangeFanout(
+    async (batch) => {
+      const whole = new Map<string, { chain: ChainClient; projectId: number; contracts: `0x${string}`[] }>();
+      for (const c of batch) {
+        const chain = chains.get(c.link.chainId);
+        if (!chain) continue;
+        const contract = c.link.contractAddress as `0x${string}`;
+        try {
+          if (c.tokenIds) await refresh.enqueueTokens(c.projectId, chain, contract, c.tokenIds, { source: 'collections' });
+          else {
+            await refresh.enqueueAllTokens(c.projectId, chain, contract, { source: 'collections' });
+            const key = `${chain.chainId}:${c.projectId}`;
+            const group = whole.get(key) ?? { chain, projectId: c.projectId, contracts: [] };
+            group.contracts.push(contract);
+            whole.set(key, group);
+          }
+        } catch (err) {
+          log.warn({ err, chainId: c.link.chainId, contract }, 'could not queue the refresh of a collection-linked contract');
+        }
       }
-    }
-    if (links.length) worker.nudge();
-  };
+      for (const g of whole.values()) await refresh.enqueueContracts(g.projectId, g.chain, g.contracts);
+      if (batch.length) worker.nudge();
+    },
+    (err) => log.warn({ err }, 'could not queue the refreshes of a collection edit'),
+  );
+  collectionChanged = async (links, projectId, ids) => fanout.add(links, projectId, ids);
   const directoryRepo = directoryStore(db);
   const directory = new TokenDirectory({
     store: directoryRepo,
@@ -464,6 +479,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     async close() {
       if (closed) return;
       closed = true;
+      // Refreshes a collection edit noted are queued before the database goes.
+      await fanout.idle();
       if (background) {
         await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop(), mediaSweep?.stop()]);
       }

@@ -13,7 +13,7 @@ import { noisyPng, solidPng } from './support/media.ts';
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { ANVIL_DEPLOYER_KEY } from '../src/devchain/index.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
-import { getRest, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+import { eventually, getRest, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
 
 const DEPLOYER = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
 const APP = 'https://app.example';
@@ -269,6 +269,28 @@ describe('contract links need proof, and a project has quotas', () => {
     // Two links is this project's quota: a third, proven, is refused as over quota.
     const [third] = await chain.deploy([{ contract: 'DevERC721', args: ['Third', 'THD', uris.tokenMetadataURI, uris.contractMetadataURI] }]);
     expect((await link(third!.toLowerCase())).body).toMatchObject({ error: 'QuotaExceeded', code: 1200, status: 429 });
+
+    // Edits of a collection linked to several contracts queue their refreshes in the background, one
+    // contract-info task for all of them per batch (before: one task per contract per edit, in the request).
+    // The links' own refreshes are queued in the background too: wait for both before the edits.
+    const linkedInfo = async () =>
+      (
+        await t.services.db.query<{ item: string }>(`SELECT DISTINCT i.item FROM tasks k JOIN task_items i ON i.task_id = k.id WHERE k.kind = 'contracts' AND k.project_id = $1`, [t.project.id])
+      ).rows.map((r) => r.item);
+    await eventually(linkedInfo, (items) => expect(items.sort()).toEqual([nft, pointing!.toLowerCase()].sort()));
+    const last = Number((await t.services.db.query<{ n: string }>('SELECT COALESCE(max(id), 0)::text AS n FROM tasks')).rows[0]!.n);
+    for (const name of ['Linked 2', 'Linked 3', 'Linked 4']) await sec.updateCollection({ collection: { id: collection.id, metadata: { name } } as never });
+    const infoTasks = async () =>
+      (
+        await t.services.db.query<{ items: string[] }>(
+          `SELECT array_agg(i.item ORDER BY i.item) AS items FROM tasks k JOIN task_items i ON i.task_id = k.id WHERE k.kind = 'contracts' AND k.project_id = $1 AND k.id > $2 GROUP BY k.id`,
+          [t.project.id, last],
+        )
+      ).rows.map((r) => r.items);
+    const both = [nft, pointing!.toLowerCase()].sort();
+    const seen = await eventually(infoTasks, (x) => expect(x.length).toBeGreaterThan(0));
+    expect(seen.length).toBeLessThanOrEqual(3);
+    for (const items of seen) expect(items).toEqual(both);
     await sec.deleteCollection({ collectionId: collection.id });
     expect(await count('contract_collections')).toBe(0);
   });

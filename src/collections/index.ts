@@ -4,3 +4,4 @@ export { CollectionsService, CollectionError, DOCUMENT_FIELDS, documentOf, type 
 export { collectionStore, type CollectionStore, type CollectionRecord, type TokenRecord, type AssetRecord, type ContractLink } from './store.ts';
 export { localFirstFetcher } from './local-fetcher.ts';
 export { parseCollectionPath } from './local-documents.ts';
+export { ChangeFanout } from './change-fanout.ts';
