@@ -114,7 +114,7 @@ describe('ecosystem gas sponsors', () => {
     expect(got.body.gasSponsor).toEqual(rule);
     const list = await env.call('ListEcosystemGasSponsors', { ecosystemId: ecosystem.id }, admin());
     expect(list.body.gasSponsors.map((r: { id: number }) => r.id)).toEqual([rule.id]);
-    expect(list.body.page).toMatchObject({ page: 0, more: false });
+    expect(list.body.page).toMatchObject({ page: 1, more: false }); // the next page to ask for, as every list answers
 
     // Not a project's rule: the project methods do not reach it, nor do another ecosystem's.
     for (const [m, body] of [
