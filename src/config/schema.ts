@@ -326,15 +326,22 @@ export const AppConfigSchema = z
         fetchConcurrency: z.number().int().positive().max(1024).default(32),
         /**
          * Shares of those slots (docs/metadata.md, "Fair shares"). One origin host (host:port) fetches
-         * at most perHostConcurrency documents at once and starts at most hostRatePerSec a second (burst
+         * at most perHostConcurrency documents at once (more once it has shown it answers quickly) and starts at most hostRatePerSec a second (burst
          * hostBurst): a slow or hostile host holds a few slots, never all, and no host is sent a flood
          * on behalf of whoever names it. The configured IPFS and Arweave gateways together share
-         * gatewayConcurrency instead (no rate: they are the operator's).
+         * gatewayConcurrency instead (no rate, no earning).
          */
         perHostConcurrency: z.number().int().min(1).max(1024).default(4),
-        hostRatePerSec: z.number().positive().default(20),
-        hostBurst: z.number().int().min(1).default(40),
-        gatewayConcurrency: z.number().int().min(1).max(1024).default(16),
+        /**
+         * What a host earns above perHostConcurrency while it answers quickly: one slot per document
+         * answered within fastHostMs, halved for each slower one (default: all of fetchConcurrency).
+         */
+        perHostMaxConcurrency: z.number().int().min(1).max(1024).optional(),
+        fastHostMs: z.number().int().positive().default(1_000),
+        hostRatePerSec: z.number().positive().default(200),
+        hostBurst: z.number().int().min(1).default(200),
+        /** Default: all of fetchConcurrency (the gateways are the operator's, and most collections live there). */
+        gatewayConcurrency: z.number().int().min(1).max(1024).optional(),
         /** Slots callers without an access key hold together, whatever their addresses. */
         keylessConcurrency: z.number().int().min(1).max(1024).default(16),
         /** Documents one caller (an access key, or a keyless client address) may have waiting for a slot; past that 429. */
@@ -416,6 +423,8 @@ export const AppConfigSchema = z
          * configured IPFS and Arweave gateways together run gatewayConcurrency.
          */
         perHostConcurrency: z.number().int().min(1).max(256).default(2),
+        /** A host earns a slot (up to concurrency) per file fetched within this, and halves them for each slower one. */
+        fastHostMs: z.number().int().positive().default(2_000),
         gatewayConcurrency: z.number().int().min(1).max(256).default(3),
         /** A media body that sends nothing for this long mid-transfer is given up (TIMEOUT). */
         stallTimeoutMs: z.number().int().min(0).default(10_000),

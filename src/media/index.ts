@@ -49,6 +49,7 @@ export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: B
       fetchTimeoutMs: m.fetchTimeoutMs,
       concurrency: m.concurrency,
       perHostConcurrency: m.perHostConcurrency,
+      fastHostMs: m.fastHostMs,
       gatewayConcurrency: m.gatewayConcurrency,
       stallTimeoutMs: m.stallTimeoutMs,
       maxQueued: m.maxQueued,

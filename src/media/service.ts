@@ -35,6 +35,8 @@ export type MediaOptions = ProbeLimits & {
   concurrency: number;
   /** Fetches one origin host runs at once (waiting ones are served round-robin across hosts). */
   perHostConcurrency: number;
+  /** A host earns a slot (up to `concurrency`) per file fetched within this, and halves them per slower one. */
+  fastHostMs?: number;
   /** Fetches the IPFS and Arweave gateways run at once, together. */
   gatewayConcurrency: number;
   /** A body that sends nothing for this long mid-transfer is given up. */
@@ -80,7 +82,13 @@ export class MediaService {
 
   constructor(private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics }) {
     const gateways = this.d.options.gatewayConcurrency;
-    this.fetchGate = new FairGate({ limit: d.options.concurrency, perHost: d.options.perHostConcurrency, hostLimit: (host) => (host === GATEWAY_SHARE ? gateways : undefined) });
+    this.fetchGate = new FairGate({
+      limit: d.options.concurrency,
+      perHost: d.options.perHostConcurrency,
+      perHostMax: d.options.concurrency,
+      fastMs: d.options.fastHostMs ?? 2_000,
+      hostLimit: (host) => (host === GATEWAY_SHARE ? gateways : undefined),
+    });
     d.metrics?.fetchSlots.watch(() => {
       const { running, waiting, hostsAtLimit } = this.fetchGate.reading();
       return { running, waiting, hostsAtLimit };

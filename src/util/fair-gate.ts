@@ -4,8 +4,11 @@
  *
  * - each task names its `queue` (a caller: `k<key id>`, a keyless client address, or a host) and its
  *   `host`; waiting queues are served round-robin, so one queue's backlog delays only itself;
- * - a host runs at most `perHost` tasks at once and starts at most `hostRatePerSec` a second (burst
- *   `hostBurst`): a slow or failing host holds a few slots, never all, and is never sent a flood;
+ * - a host runs at most its allowance at once and starts at most `hostRatePerSec` a second (burst
+ *   `hostBurst`): a slow or hostile host holds a few slots, never all, and is never sent a flood. The
+ *   allowance starts at `perHost` and is earned: each task of the host that ends within `fastMs` adds
+ *   one (up to `perHostMax`), each slower one halves it (down to `perHost`). A host that answers
+ *   quickly gets the slots its collection needs; one that answers slowly, or never, keeps `perHost`;
  * - `keyless` tasks together hold at most `keylessLimit` slots, whatever their queues;
  * - a queue holds at most `maxWaiting` waiting tasks (`hasRoom` says so before work is queued).
  *
@@ -18,6 +21,9 @@ export type GateTask = { queue: string; host: string; keyless?: boolean };
 export type FairGateOptions = {
   limit: number;
   perHost: number;
+  /** What a host that answers within `fastMs` may earn (default: `perHost`, no earning). */
+  perHostMax?: number;
+  fastMs?: number;
   keylessLimit?: number;
   hostRatePerSec?: number;
   hostBurst?: number;
@@ -37,6 +43,8 @@ export class FairGate {
   private active = 0;
   private keylessActive = 0;
   private readonly perHost = new Map<string, number>();
+  /** Earned allowances above `perHost`, by host (a host absent here has `perHost`). */
+  private readonly allowance = new Map<string, number>();
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   /** Waiting tasks by queue; the map's order is the round-robin order (a served queue moves to the back). */
   private readonly queues = new Map<string, Waiter[]>();
@@ -75,6 +83,7 @@ export class FairGate {
   }
 
   async run<T>(t: GateTask, task: () => Promise<T>): Promise<T> {
+    let started = 0;
     await new Promise<void>((start) => {
       const q = this.queues.get(t.queue);
       if (q) q.push({ ...t, start });
@@ -82,9 +91,11 @@ export class FairGate {
       this.waitingCount++;
       this.pump();
     });
+    started = performance.now();
     try {
       return await task();
     } finally {
+      if (t.host) this.learn(t.host, performance.now() - started);
       this.active--;
       if (t.keyless) this.keylessActive--;
       if (t.host) {
@@ -97,7 +108,19 @@ export class FairGate {
   }
 
   private limitOf(host: string): number {
-    return this.o.hostLimit?.(host) ?? this.o.perHost;
+    return this.o.hostLimit?.(host) ?? this.allowance.get(host) ?? this.o.perHost;
+  }
+
+  /** Additive increase for a quick answer, halving for a slow one (a host earns its slots, and loses them fast). */
+  private learn(host: string, ms: number): void {
+    const max = this.o.perHostMax ?? this.o.perHost;
+    if (max <= this.o.perHost || this.o.hostLimit?.(host) !== undefined) return;
+    const now = this.allowance.get(host) ?? this.o.perHost;
+    const next = ms <= (this.o.fastMs ?? 1_000) ? Math.min(max, now + 1) : Math.max(this.o.perHost, Math.floor(now / 2));
+    this.allowance.delete(host);
+    if (next > this.o.perHost) this.allowance.set(host, next);
+    // Bounded like the rate buckets: the oldest earnings are forgotten first (they start again at perHost).
+    if (this.allowance.size > MAX_BUCKETS) this.allowance.delete(this.allowance.keys().next().value!);
   }
 
   /** Rate tokens of a host now (refilled since last taken). */

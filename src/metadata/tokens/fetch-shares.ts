@@ -28,11 +28,13 @@ export class FetchShares {
     this.gate = new FairGate({
       limit: m.fetchConcurrency,
       perHost: m.perHostConcurrency,
+      perHostMax: m.perHostMaxConcurrency ?? m.fetchConcurrency,
+      fastMs: m.fastHostMs,
       keylessLimit: m.keylessConcurrency,
       hostRatePerSec: m.hostRatePerSec,
       hostBurst: m.hostBurst,
       maxWaiting: m.maxWaitingPerCaller,
-      hostLimit: (host) => (host === GATEWAY_SHARE ? m.gatewayConcurrency : undefined),
+      hostLimit: (host) => (host === GATEWAY_SHARE ? (m.gatewayConcurrency ?? m.fetchConcurrency) : undefined),
     });
     this.keyless = new IpBuckets(m.keylessFetchesPerSec, m.keylessFetchBurst);
   }
