@@ -137,6 +137,28 @@ async function sendUntilAccepted(batch: LoadItem[], seen: Seen): Promise<string[
   return ids;
 }
 
+/**
+ * SendMetaTxn of an accepted item, again and again until stopped (each one reads the database): load
+ * that is still running when a fault lands, however fast the batches drain. Each answer must be 200 (it
+ * is known) or 503 with Retry-After.
+ */
+function churn(item: LoadItem, seen: Seen): () => Promise<void> {
+  let on = true;
+  const running = (async () => {
+    while (on) {
+      const r = await send(item);
+      if (r.status === 503 && r.retryAfter !== null) seen.unavailable++;
+      else if (r.status !== 200) throw new Error(`SendMetaTxn of a known item answered ${r.status}: ${JSON.stringify(r.body)}`);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  })();
+  running.catch(() => undefined);
+  return async () => {
+    on = false;
+    await running;
+  };
+}
+
 const alive = () => serve!.child.exitCode === null && serve!.child.signalCode === null;
 /** /ready with its full body (an operator's token). */
 const ready = () => fetch(`${base()}/ready`, { headers: asOperator }).then(async (r) => ({ status: r.status, body: (await r.json()) as { ready: boolean; database?: { ok: boolean } } }));
@@ -154,6 +176,7 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     ids.push(...(await sendUntilAccepted(items.slice(0, 16), seen)));
 
     // Stopped under load, transactions open: calls answer 503 while it is down, and /ready says so.
+    const stopChurn = churn(items[0], seen);
     const during = sendUntilAccepted(items.slice(16, 32), seen);
     // Awaited below; a failure before that is the test's, not an unhandled rejection besides it.
     during.catch(() => undefined);
@@ -180,9 +203,11 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     expect(alive()).toBe(true);
     await cluster.start();
     ids.push(...(await during));
+    await stopChurn();
     await waitFor('/ready again', async () => (await ready()).status === 200, 30_000, 100);
 
     // Every backend terminated, then the server restarted at once, both under load.
+    const stopChurnAgain = churn(items[1], seen);
     const more = sendUntilAccepted(items.slice(32), seen);
     more.catch(() => undefined);
     await waitFor('load before the terminations', async () => seen.accepted >= 34, 60_000, 10);
@@ -190,6 +215,7 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     await waitFor('load between the faults', async () => seen.accepted >= 40, 60_000, 10);
     await cluster.restartImmediate();
     ids.push(...(await more));
+    await stopChurnAgain();
     expect(alive()).toBe(true);
     expect(seen.unavailable).toBeGreaterThan(0);
 
