@@ -64,7 +64,7 @@ describe('metadata fetch slots', () => {
   let t: TestService;
   beforeAll(async () => {
     // The attacker's reads wait long enough to hold their slots; the hosts' rate is out of the way here.
-    t = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 15_000, fetchTimeoutMs: 120_000, hostRatePerSec: 10_000, hostBurst: 10_000 } });
+    t = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 15_000, fetchTimeoutMs: 120_000, keylessHostRatePerSec: 10_000, keylessHostBurst: 10_000 } });
   });
   afterAll(() => {
     held.released = true;
@@ -128,17 +128,18 @@ describe('the reflector', () => {
     expect((await scrape(t.app)).match(/metarelay_metadata_fetch_refused_total\{share="keylessFetches"\} (\d+)/)?.[1]).toBe('1');
   });
 
-  it('sends one host at most its rate: tokens beyond the burst wait for the host, not the caller', async () => {
-    const s = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 30_000, hostRatePerSec: 4, hostBurst: 4 } });
+  it('sends one host at most its keyless rate, across keyless addresses: tokens beyond the burst wait for the host', async () => {
+    const s = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 30_000, keylessHostRatePerSec: 4, keylessHostBurst: 4 } });
     try {
       const arrivals: number[] = [];
       const before = fast.requestCount();
       const watch = setInterval(() => {
         for (let n = fast.requestCount(); arrivals.length < n - before; ) arrivals.push(Date.now());
       }, 5);
-      const r = await rpc(s.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: ordinary, tokenIDs: ids(500, 12).split(',') }, { 'x-access-key': s.accessKey });
+      // Keyless reads from two addresses: the host's rate is theirs together, not each address's.
+      const [a, b] = await Promise.all(['10.5.5.1', '10.5.5.2'].map((ip, n) => s.app.inject({ method: 'GET', url: `/tokens/anvil/${ordinary}/${ids(500 + 6 * n, 6)}`, remoteAddress: ip })));
       clearInterval(watch);
-      expect((r.body.tokenMetadata as WireToken[]).every((x) => x.status === 'AVAILABLE')).toBe(true);
+      expect([...JSON.parse(a.body), ...JSON.parse(b.body)].every((x: WireToken) => x.status === 'AVAILABLE')).toBe(true);
       expect(fast.requestCount() - before).toBe(12);
       // A lower bound only (load makes it longer, never shorter): 8 tokens past the burst at 4 a second.
       expect(arrivals[11] - arrivals[0]).toBeGreaterThanOrEqual(1_700);

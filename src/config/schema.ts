@@ -326,9 +326,10 @@ export const AppConfigSchema = z
         fetchConcurrency: z.number().int().positive().max(1024).default(32),
         /**
          * Shares of those slots (docs/metadata.md, "Fair shares"). One origin host (host:port) fetches
-         * at most perHostConcurrency documents at once (more once it has shown it answers quickly) and starts at most hostRatePerSec a second (burst
-         * hostBurst): a slow or hostile host holds a few slots, never all, and no host is sent a flood
-         * on behalf of whoever names it. The configured IPFS and Arweave gateways together share
+         * at most perHostConcurrency documents at once (more once it has shown it answers quickly), and
+         * keyless reads start at most keylessHostRatePerSec fetches a second at one host (burst
+         * keylessHostBurst): a slow or hostile host holds a few slots, never all, and no host is sent a
+         * flood on behalf of callers nobody can hold to account. The configured IPFS and Arweave gateways together share
          * gatewayConcurrency instead (no rate, no earning).
          */
         perHostConcurrency: z.number().int().min(1).max(1024).default(4),
@@ -338,8 +339,8 @@ export const AppConfigSchema = z
          */
         perHostMaxConcurrency: z.number().int().min(1).max(1024).optional(),
         fastHostMs: z.number().int().positive().default(1_000),
-        hostRatePerSec: z.number().positive().default(200),
-        hostBurst: z.number().int().min(1).default(200),
+        keylessHostRatePerSec: z.number().positive().default(20),
+        keylessHostBurst: z.number().int().min(1).default(100),
         /** Default: all of fetchConcurrency (the gateways are the operator's, and most collections live there). */
         gatewayConcurrency: z.number().int().min(1).max(1024).optional(),
         /** Slots callers without an access key hold together, whatever their addresses. */

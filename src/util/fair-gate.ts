@@ -4,8 +4,9 @@
  *
  * - each task names its `queue` (a caller: `k<key id>`, a keyless client address, or a host) and its
  *   `host`; waiting queues are served round-robin, so one queue's backlog delays only itself;
- * - a host runs at most its allowance at once and starts at most `hostRatePerSec` a second (burst
- *   `hostBurst`): a slow or hostile host holds a few slots, never all, and is never sent a flood. The
+ * - a host runs at most its allowance at once, and keyless tasks start at most `keylessHostRatePerSec`
+ *   a second at one host (burst `keylessHostBurst`): a slow or hostile host holds a few slots, never
+ *   all, and no host is sent a flood on behalf of callers nobody can hold to account. The
  *   allowance starts at `perHost` and is earned: each task of the host that ends within `fastMs` adds
  *   one (up to `perHostMax`), each slower one halves it (down to `perHost`). A host that answers
  *   quickly gets the slots its collection needs; one that answers slowly, or never, keeps `perHost`;
@@ -25,8 +26,8 @@ export type FairGateOptions = {
   perHostMax?: number;
   fastMs?: number;
   keylessLimit?: number;
-  hostRatePerSec?: number;
-  hostBurst?: number;
+  keylessHostRatePerSec?: number;
+  keylessHostBurst?: number;
   maxWaiting?: number;
   /** A host with its own limit (the operator's IPFS gateways). */
   hostLimit?: (host: string) => number | undefined;
@@ -125,15 +126,15 @@ export class FairGate {
 
   /** Rate tokens of a host now (refilled since last taken). */
   private tokens(host: string, now: number): number {
-    const rate = this.o.hostRatePerSec;
+    const rate = this.o.keylessHostRatePerSec;
     if (!rate) return Number.POSITIVE_INFINITY;
-    const burst = this.o.hostBurst ?? Math.max(1, Math.ceil(rate));
+    const burst = this.o.keylessHostBurst ?? Math.max(1, Math.ceil(rate));
     const b = this.buckets.get(host);
     return b ? Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate) : burst;
   }
 
   private takeToken(host: string, now: number): void {
-    if (!this.o.hostRatePerSec) return;
+    if (!this.o.keylessHostRatePerSec) return;
     const left = this.tokens(host, now) - 1;
     this.buckets.delete(host);
     this.buckets.set(host, { tokens: left, at: now });
@@ -151,7 +152,7 @@ export class FairGate {
     if (w.keyless && this.keylessActive >= (this.o.keylessLimit ?? this.o.limit)) return 'keyless';
     if (!w.host || this.limitOf(w.host) <= 0) return undefined;
     if ((this.perHost.get(w.host) ?? 0) >= this.limitOf(w.host)) return 'host';
-    if (this.o.hostLimit?.(w.host) === undefined && this.tokens(w.host, now) < 1) return 'rate';
+    if (w.keyless && this.o.hostLimit?.(w.host) === undefined && this.tokens(w.host, now) < 1) return 'rate';
     return undefined;
   }
 
@@ -176,7 +177,7 @@ export class FairGate {
         if (w.keyless) this.keylessActive++;
         if (w.host) {
           this.perHost.set(w.host, (this.perHost.get(w.host) ?? 0) + 1);
-          if (this.o.hostLimit?.(w.host) === undefined) this.takeToken(w.host, now);
+          if (w.keyless && this.o.hostLimit?.(w.host) === undefined) this.takeToken(w.host, now);
         }
         w.start();
         started = true;
@@ -185,13 +186,13 @@ export class FairGate {
       if (!started) break;
     }
     // A task held only by its host's rate starts when a token is due, not at the next finish.
-    if (rateBound && this.waitingCount > 0 && !this.timer && this.o.hostRatePerSec) {
+    if (rateBound && this.waitingCount > 0 && !this.timer && this.o.keylessHostRatePerSec) {
       this.timer = setTimeout(
         () => {
           this.timer = undefined;
           this.pump();
         },
-        Math.ceil(1000 / this.o.hostRatePerSec),
+        Math.ceil(1000 / this.o.keylessHostRatePerSec),
       );
       this.timer.unref?.();
     }

@@ -31,8 +31,8 @@ export class FetchShares {
       perHostMax: m.perHostMaxConcurrency ?? m.fetchConcurrency,
       fastMs: m.fastHostMs,
       keylessLimit: m.keylessConcurrency,
-      hostRatePerSec: m.hostRatePerSec,
-      hostBurst: m.hostBurst,
+      keylessHostRatePerSec: m.keylessHostRatePerSec,
+      keylessHostBurst: m.keylessHostBurst,
       maxWaiting: m.maxWaitingPerCaller,
       hostLimit: (host) => (host === GATEWAY_SHARE ? (m.gatewayConcurrency ?? m.fetchConcurrency) : undefined),
     });
