@@ -263,6 +263,10 @@ describe('relayer paging', () => {
     expect([...seen].sort()).toEqual(all.transactions.map((t) => t.metaTxnID!).sort());
     const oversized = await relayer.getMetaTransactions({ projectId: env.project.id, page: { pageSize: 5000 } as proto.Page }, key);
     expect(oversized.page).toMatchObject({ page: 1, pageSize: 100, more: false });
+    // Go's zero Page (the relayer's Page has no omitempty): pageSize 0 is the default page, not a refusal.
+    const goZero = await env.call('GetMetaTransactions', { projectId: env.project.id, page: { pageSize: 0, page: 0, more: false, column: '', sort: null } }, key);
+    expect(goZero.status, JSON.stringify(goZero.body)).toBe(200);
+    expect(goZero.body.page).toMatchObject({ page: 1, pageSize: 20 });
   });
 });
 

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { nextPage, pageSizeUpTo } from './page.ts';
 
-/** The relayer Page: numbered from 0, at most 100 rows (a larger size gets 100). */
+/**
+ * The relayer Page: numbered from 0, at most 100 rows (a larger size gets 100). Its Go type has no
+ * omitempty, so a Go client's zero Page sends `pageSize: 0`: that means the default, not an error.
+ */
 export const RelayerPage = z
-  .object({ page: z.number().int().min(0).optional(), pageSize: pageSizeUpTo(100).optional() })
+  .object({ page: z.number().int().min(0).optional(), pageSize: z.union([z.literal(0).transform(() => undefined), pageSizeUpTo(100)]).optional() })
   .loose()
   .optional();
 
