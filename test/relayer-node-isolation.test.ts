@@ -227,6 +227,28 @@ describe('FeeOptions and Simulate limits', () => {
     expect((await env.call('FeeOptions', freshBundles(1), key())).status).toBe(200);
   });
 
+  it('charges a keyless SendMetaTxn by the gas it simulated: a refused one keeps its budget, and past the burst the next is 429 before any node call', async () => {
+    const ip = '10.29.7.1';
+    const bundle = async () => {
+      const s = newSigner();
+      const wallet = walletFor(s.address);
+      await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [wallet.address, 10n] }]);
+      // Pays a fee of 1: simulated in full, then refused as too low (402).
+      return { wallet, b: await signedBundle({ signerKey: s.privateKey, wallet, chainId: env.chainId, txs: [transfer(PAYEE, 1n)], deployed: false }) };
+    };
+    const first = await bundle();
+    const low = await from(ip, 'SendMetaTxn', { call: { walletAddress: first.wallet.address, contract: first.b.entrypoint, input: first.b.input } });
+    expect(low.status, JSON.stringify(low.body)).toBe(402);
+    proxy.requests.length = 0;
+    const second = await bundle();
+    const over = await from(ip, 'SendMetaTxn', { call: { walletAddress: second.wallet.address, contract: second.b.entrypoint, input: second.b.input } });
+    expect(over.status, JSON.stringify(over.body)).toBe(429);
+    expect(over.body.cause).toMatch(/gas simulated without an access key from 10\.29\.7\.1 .* budget of 3000000 gas/);
+    expect(proxy.requests.flat().filter((c) => c.method === 'eth_call' || c.method === 'eth_estimateGas')).toEqual([]);
+    // With a key, the same send is not metered.
+    expect((await from(ip, 'SendMetaTxn', { call: { walletAddress: second.wallet.address, contract: second.b.entrypoint, input: second.b.input } }, key())).status).toBe(402);
+  });
+
   it('holds FeeOptions and Simulate without a key to anonymousMaxGasLimit; with a key, to maxGasLimit', async () => {
     // 200 000 non-zero calldata bytes: 3.2 M gas of intrinsic cost alone.
     const big = [transfer(PAYEE, 0n, { data: `0x${'ab'.repeat(200_000)}` as Hex, to: newSigner().address })];

@@ -91,7 +91,17 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
     database: testDb.location,
     admin: { tokens: [adminToken, OPERATOR_TOKEN] },
     ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
-    relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher: true, anonymousRatePerSec: 10_000, anonymousBurst: 10_000, ...opts.service },
+    relayer: {
+      quoteSecret: QUOTE_SECRET,
+      inProcessDispatcher: true,
+      anonymousRatePerSec: 10_000,
+      anonymousBurst: 10_000,
+      // Keyless sends and quotes are charged by the gas they simulate: generous here, held to the shipped
+      // bucket by the tests of it (relayer-node-isolation, relayer-keyless-share).
+      anonymousSimulationGasPerSec: 1e12,
+      anonymousSimulationGasBurst: 1e12,
+      ...opts.service,
+    },
     chains: [
       {
         ...chain.chainConfig,

@@ -274,8 +274,9 @@ export function relayerService(s: Services): ServiceDef {
               throw new RpcError(RelayerErrors.PermissionDenied, 'projectID must be the project of the access key sent');
             }
             const r = relayerFor(s, ctx);
-            const res = await r.send({
-              projectId: ctx.project?.id ?? null,
+            const projectId = ctx.project?.id ?? null;
+            const args = {
+              projectId,
               keyId: ctx.keyId,
               clientIp: clientAddress(ctx.request.ip, s.config.clientIpv6Prefix),
               walletAddress: a.call.walletAddress,
@@ -284,6 +285,16 @@ export function relayerService(s: Services): ServiceDef {
               quote: a.quote,
               preconditions: a.preconditions ?? undefined,
               authorization,
+            };
+            // A keyless send simulates like a keyless FeeOptions: within the keyless share, charged by gas.
+            // A refused one keeps its whole budget charged (its simulations ran all the same); an accepted
+            // one is charged the gas it was measured to use.
+            const cap = r.simulationGasCap(projectId);
+            const res = await simulating(ctx, cap, async (meter) => {
+              meter.gas = cap;
+              const out = await r.send(args);
+              meter.gas = BigInt(out.row.gas_estimated ?? cap);
+              return out;
             });
             return { status: true, txnHash: res.id };
           }),
