@@ -70,8 +70,13 @@ describe('a chain down under serve: every background loop', () => {
     const requestsBefore = proxy.requests.length;
     const drop = proxy.addRule(() => ({ kind: 'drop' }));
     try {
-      // Many failed polls of every loop (each polls every 200 ms): dozens of connections dropped.
-      await waitFor('60 dropped requests', async () => proxy.requests.length - requestsBefore >= 60, 60_000);
+      // Many failed polls of every loop: dozens of connections dropped, and each loop failed again
+      // after its first failure (its retries are debug lines).
+      await waitFor(
+        'each loop failing again',
+        async () => proxy.requests.length - requestsBefore >= 60 && LOOPS.every((l) => logLines().slice(before).some((x) => x.msg === `${l} still failing`)),
+        60_000,
+      );
     } finally {
       drop();
     }
