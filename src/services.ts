@@ -190,6 +190,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       blobUrl: (b) => media.blobUrl(b),
       publicUrl: () => media.publicUrl,
       quotas: config.collections.quotas,
+      uploadRate: config.collections.uploads,
       // A link is proven by reading the contract (link-proof.ts) on a configured chain.
       linkChain: (chainId) => {
         const c = chains.get(chainId);

@@ -38,7 +38,7 @@ beforeAll(async () => {
     chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'all', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 } }],
     webhooks: { allowedPrivateHosts: ['127.0.0.1'] },
     // Small enough to reach in a test; every test below leaves the project empty again.
-    collections: { quotas: { collections: 3, tokens: 4, assets: 3, links: 2, bytes: 20_000 } },
+    collections: { quotas: { collections: 3, tokens: 4, assets: 3, links: 2, bytes: 20_000 }, uploads: { perMinute: 1, burst: 4 } },
   });
   base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   t.services.startBackground();
@@ -322,5 +322,25 @@ describe('contract links need proof, and a project has quotas', () => {
     expect(refused).toMatchObject({ status: 429, body: { error: 'QuotaExceeded' } });
     expect((await t.services.db.query('SELECT 1 FROM collection_assets WHERE id = $1 AND sha256 IS NOT NULL', [assets[1]])).rows).toEqual([]);
     for (const c of made) await sec.deleteCollection({ collectionId: c });
+  });
+
+  it('holds uploads to the project upload rate: past the burst, RateLimited with Retry-After', async () => {
+    const sec = new SequenceCollections(base, t.secretKey);
+    const { collection } = await sec.createCollection({ collection: { metadata: { name: 'Rate' } } as never });
+    await sec.createToken({ collectionId: collection.id, token: { tokenId: '1', name: 'One' } as never });
+    const { asset } = await sec.createAsset({ asset: { collectionId: collection.id, tokenId: '1', metadataField: 'image' } as never });
+    const path = `/projects/${t.project.id}/collections/${collection.id}/tokens/1/upload/${asset.id}`;
+    // A burst of 4 at one a minute (earlier tests in this file took some): a refusal comes within 5.
+    let refused: Awaited<ReturnType<typeof uploadFile>> | undefined;
+    let res: Response | undefined;
+    for (let i = 0; i < 5 && !refused; i++) {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(await solidPng(4, 4, `#0000${(16 + i).toString(16)}`))]), 'r.png');
+      res = await fetch(`${base}${path}`, { method: 'PUT', headers: { authorization: `Bearer ${t.secretKey}` }, body: form });
+      if (res.status !== 200) refused = { status: res.status, body: (await res.json()) as never };
+    }
+    expect(refused).toMatchObject({ status: 429, body: { error: 'RateLimited', code: 2005 } });
+    expect(Number(res!.headers.get('retry-after'))).toBeGreaterThan(0);
+    await sec.deleteCollection({ collectionId: collection.id });
   });
 });

@@ -5,10 +5,11 @@
 import type { BlobInfo, MediaUploads } from '../media/index.ts';
 import { servedDocument, storedDocument } from './sanitize.ts';
 import { linkRefusal, type LinkChain } from './link-proof.ts';
+import { IpBuckets } from '../util/ip-buckets.ts';
 import type { AssetRecord, CollectionRecord, CollectionStore, ContractLink, ProjectUsage, TokenRecord } from './store.ts';
 import { DuplicateError } from './store.ts';
 
-export type CollectionErrorKind = 'not_found' | 'denied' | 'conflict' | 'invalid' | 'media' | 'quota';
+export type CollectionErrorKind = 'not_found' | 'denied' | 'conflict' | 'invalid' | 'media' | 'quota' | 'rate';
 
 /** A refusal in the domain's words; the HTTP layer maps the kind to its error catalog. */
 export class CollectionError extends Error {
@@ -17,6 +18,8 @@ export class CollectionError extends Error {
     message: string,
     /** For `media`: the pipeline's reason (TOO_LARGE, UNSUPPORTED_TYPE, TOO_MANY_PIXELS, SVG_SCRIPT, …). */
     readonly reason?: string,
+    /** For `rate`: when to try again. */
+    readonly retryAfterSec?: number,
   ) {
     super(message);
   }
@@ -40,6 +43,8 @@ export interface CollectionsDeps {
   linkChain?: (chainId: number) => LinkChain | undefined;
   /** What a project may hold (config collections.quotas); none: no limit. */
   quotas?: ProjectUsage;
+  /** Uploads per project (config collections.uploads); none: no limit. */
+  uploadRate?: { perMinute: number; burst: number };
   /** After a change that changes what is served: linked contracts' cached metadata is refreshed. */
   onChanged?: (links: ContractLink[], projectId: number, tokenIds: string[] | null) => Promise<void> | void;
 }
@@ -47,7 +52,12 @@ export interface CollectionsDeps {
 const PAGE_MAX = 100;
 
 export class CollectionsService {
-  constructor(private readonly d: CollectionsDeps) {}
+  /** Uploads per project, in this process's memory (keyed `p<project id>`). */
+  private readonly uploadBuckets: IpBuckets | undefined;
+
+  constructor(private readonly d: CollectionsDeps) {
+    this.uploadBuckets = d.uploadRate && new IpBuckets(d.uploadRate.perMinute / 60, d.uploadRate.burst);
+  }
 
   /** The project a call acts for: its own, or (operator) the one it names. */
   projectOf(actor: Actor, requested: number | undefined): number {
@@ -210,6 +220,15 @@ export class CollectionsService {
     const { collection, asset } = await this.asset(actor, requested, at.assetId);
     if (asset.collectionId !== at.collectionId || asset.tokenId !== at.tokenId) {
       throw new CollectionError('not_found', `asset ${at.assetId} is not ${at.tokenId ? `token ${at.tokenId}'s` : 'the collection’s'} in collection ${at.collectionId}`);
+    }
+    const turn = this.uploadBuckets?.take(`p${collection.projectId}`);
+    if (turn && !turn.ok) {
+      throw new CollectionError(
+        'rate',
+        `project ${collection.projectId} is over its upload rate (collections.uploads: ${this.d.uploadRate!.perMinute}/min, burst ${this.d.uploadRate!.burst}); retry in ${turn.retryAfterSec} s`,
+        undefined,
+        turn.retryAfterSec,
+      );
     }
     await this.withinQuota(collection.projectId, 'bytes', bytes.length);
     const stored = await this.d.uploads.store(bytes, (tx, blob) => this.d.store.pointAsset(tx, asset.id, blob.sha256, filename));

@@ -81,8 +81,9 @@ export async function refusals<T>(fn: () => Promise<T>): Promise<T> {
       invalid: MetadataErrors.InvalidArgument,
       media: MetadataErrors.InvalidArgument,
       quota: AuthControlErrors.QuotaExceeded,
+      rate: MetadataErrors.RateLimited,
     }[err.kind];
-    throw new RpcError(def, err.message);
+    throw new RpcError(def, err.message, err.retryAfterSec ? { 'Retry-After': String(err.retryAfterSec) } : {});
   }
 }
 
