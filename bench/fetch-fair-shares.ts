@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { CONTRACT_DOCUMENT_PATH, contractDocument, erc721Document, erc721Path } from '../src/devchain/index.ts';
 import { dbKindFromEnv, deployErc721WithTokens, machineInfo, openBenchDb, progress, runBench, startChain, startMetarelay, type Cleanup } from './lib/harness.ts';
 
-const VICTIM_READS = 15;
+const VICTIM_READS = 8;
 const ORIGIN_DELAY_MS = 20;
 
 function p50(xs: number[]): number {
