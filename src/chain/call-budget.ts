@@ -17,9 +17,10 @@
  *
  * The rate: at the first 429, 80 % of the calls sent in the second before it; at each later 429 (one a
  * second counts) three quarters of what it was; while calls wait and no 429 came for 5 s, it grows by a
- * twentieth a second, so a budget that grows (or was underestimated) is found again. Five minutes
- * without a 429 forget the limit. A burst is a quarter of a second's worth: the provider's own window
- * (one second, fixed or sliding) never sees more than the rate and a quarter.
+ * tenth a second, so a budget that grows (or was underestimated) is found again. Five minutes without a
+ * 429 forget the limit, and so does the first answer after 3 s of nothing but 429s (a node refusing
+ * everything, whose calls meanwhile get their 429 as it comes). A burst is a quarter of a second's
+ * worth: the provider's own window (one second, fixed or sliding) never sees more than the rate and a quarter.
  */
 
 export type CallPriority = 0 | 1 | 2;
@@ -61,9 +62,15 @@ const FIRST_SHARE = 0.8;
 const CUT = 0.75;
 /** A 429 lowers the rate at most this often: the calls in flight when the first came meet the same window. */
 const CUT_EVERY_MS = 1_000;
-/** Growth while calls wait and no 429 came for GROW_AFTER_MS: a twentieth of the rate a second, half a call at least. */
+/** Growth while calls wait and no 429 came for GROW_AFTER_MS: a tenth of the rate a second, half a call at least. */
 const GROW_AFTER_MS = 5_000;
-const GROW_SHARE = 0.05;
+const GROW_SHARE = 0.1;
+/**
+ * 429s for this long with no answer at all: the node refuses everything (a spent quota, a plan over), not
+ * a rate to pace to. Calls meeting a 429 then get it at once (their callers' own retries and outage
+ * handling take over), and the first answer after it forgets the limit, so the budget starts afresh.
+ */
+const REFUSING_ALL_MS = 3_000;
 /** No 429 for this long: the limit is forgotten. */
 const FORGET_AFTER_MS = 300_000;
 /** Retry-After honoured up to this: a provider asking for a minute still gets our clients' calls tried sooner. */
@@ -79,6 +86,10 @@ export class CallBudget {
   private refilledAt = 0;
   private pausedUntil = 0;
   private limitedAt = 0;
+  /** The first 429 since the node last answered (0: it answered since). */
+  private refusingSince = 0;
+  /** The same, per method (a batch: its methods together): a provider that refuses one method while it answers the rest. */
+  private readonly methodRefusingSince = new Map<string, number>();
   private cutAt = 0;
   private grownAt = 0;
   /** When each of the calls sent in the last second went (for the first estimate). */
@@ -109,7 +120,8 @@ export class CallBudget {
   acquire(n: number, c: CallClass, signal?: AbortSignal | null, since = Date.now()): Promise<void> {
     const now = Date.now();
     this.forgetIfStale(now);
-    if (this.rate === undefined) {
+    // Not paced while the node refuses everything: its first answer ends the spell (see REFUSING_ALL_MS).
+    if (this.rate === undefined || this.refusingAll) {
       this.note(now, n);
       return Promise.resolve();
     }
@@ -141,6 +153,7 @@ export class CallBudget {
   refused(n: number, retryAfterS: number | undefined): void {
     const now = Date.now();
     this.limitedAt = now;
+    if (this.refusingSince === 0) this.refusingSince = now;
     if (this.rate === undefined) {
       this.trim(now);
       // The refused calls were over the budget: they do not count in what it carried.
@@ -158,15 +171,39 @@ export class CallBudget {
     this.schedule();
   }
 
+  /** Whether the node has refused every call for REFUSING_ALL_MS. */
+  get refusingAll(): boolean {
+    return this.refusingSince > 0 && Date.now() - this.refusingSince >= REFUSING_ALL_MS;
+  }
+
+  /** The node answered (anything but a 429). After a spell of refusing everything, the limit is forgotten. */
+  answered(): void {
+    if (this.refusingSince === 0) return;
+    const wasRefusingAll = this.refusingAll;
+    this.refusingSince = 0;
+    if (wasRefusingAll) this.forget();
+  }
+
   /** A fetch that waits for a slot before each request and sends a request the node refused with 429 again in its next slot. */
   fetch(base: Fetch, classOf: (methods: string[]) => CallClass): Fetch {
-    const send = async (input: string | URL | Request, init: RequestInit | undefined, n: number, c: CallClass): Promise<Response> => {
+    const send = async (input: string | URL | Request, init: RequestInit | undefined, n: number, c: CallClass, key: string): Promise<Response> => {
       const since = Date.now();
       for (;;) {
-        await this.acquire(n, c, init?.signal, since);
+        // A method the node has refused alone for a while goes as it comes, and its 429 back to the caller:
+        // it is no rate to pace the other calls to.
+        const first = this.methodRefusingSince.get(key);
+        const methodRefused = first !== undefined && Date.now() - first >= REFUSING_ALL_MS;
+        if (!methodRefused) await this.acquire(n, c, init?.signal, since);
         const res = await base(input, init);
-        if (res.status !== 429) return res;
+        if (res.status !== 429) {
+          this.methodRefusingSince.delete(key);
+          this.answered();
+          return res;
+        }
+        if (methodRefused) return res;
+        if (first === undefined) this.methodRefusingSince.set(key, Date.now());
         this.refused(n, retryAfterOf(res.headers.get('retry-after')));
+        if (this.refusingAll) return res;
         // Its body is not read: the connection is freed for the next request.
         await res.body?.cancel().catch(() => undefined);
       }
@@ -175,9 +212,10 @@ export class CallBudget {
       const methods = methodsIn(init?.body);
       const c = classOf(methods);
       const n = Math.max(1, methods.length);
+      const key = [...new Set(methods)].sort().join(',');
       const most = this.rate === undefined ? n : Math.max(1, Math.floor(this.burst * 2));
-      if (n <= most || typeof init?.body !== 'string') return send(input, init, n, c);
-      return this.sendInParts(init.body, most, (body, k) => send(input, { ...init, body }, k, c));
+      if (n <= most || typeof init?.body !== 'string') return send(input, init, n, c, key);
+      return this.sendInParts(init.body, most, (body, k) => send(input, { ...init, body }, k, c, key));
     };
   }
 
@@ -230,10 +268,17 @@ export class CallBudget {
   }
 
   private forgetIfStale(now: number) {
-    if (this.rate !== undefined && now - this.limitedAt > FORGET_AFTER_MS && this.queues.every((q) => q.length === 0)) {
-      this.rate = undefined;
-      this.sent = [];
-    }
+    if (this.rate !== undefined && now - this.limitedAt > FORGET_AFTER_MS && this.queues.every((q) => q.length === 0)) this.forget();
+  }
+
+  /** No limit known any more: every waiting call goes now. */
+  private forget() {
+    this.rate = undefined;
+    this.sent = [];
+    this.pausedUntil = 0;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const q of this.queues) for (const w of q.splice(0)) this.settle(w);
   }
 
   private refill(now: number) {
