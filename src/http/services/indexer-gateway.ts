@@ -60,9 +60,10 @@ export function indexerGatewayService(s: Services): ServiceDef {
           return { ix, ok: true, value: await ask(ix) };
         } catch (err) {
           if (err instanceof RpcError && err.def === IndexerErrors.InvalidArgument) throw err;
-          // The database is every chain's: the whole call answers 503 (webrpc.ts), not each chain an internal error.
-          if (databaseOutageOf(err) !== undefined) throw err;
+          // A chain's node first: a refused connection to it is that chain's outage, not the database's.
           const outage = chainOutageOf(err, s.chains.values());
+          // The database is every chain's: the whole call answers 503 (webrpc.ts), not each chain an internal error.
+          if (!outage && databaseOutageOf(err) !== undefined) throw err;
           if (outage) return { ix, ok: false, reason: `chain ${outage.chain} (${outage.chainId}): its node ${outage.rateLimited ? 'is rate-limiting us' : 'cannot be reached'} (${outage.cause})` };
           if (!(err instanceof RpcError)) ctx.request.log.error({ err, chain: ix.chain.name }, 'indexer gateway: a chain failed');
           return { ix, ok: false, reason: err instanceof RpcError ? `${err.def.name}: ${err.detail ?? err.def.message}` : `chain ${ix.chain.name}: internal error (request ${ctx.request.id})` };
