@@ -20,6 +20,10 @@ let attack: Address; // uri(id) on the slow host
 let reflect: Address; // uri(id) on the fast host, named by the attacker
 let ordinary: Address; // uri(id) on the fast host, the victim's collection
 let pictures: Address; // uri(id) on the fast host, documents with an image on the fast host
+let earner: Address; // uri(id) on the earning host
+/** Answers its first 4 requests at once, then holds the rest until 6 are open together. */
+let earning: RawServer;
+const waiting: (() => void)[] = [];
 
 const uri = (contract: Address, template: string) => ({ address: contract, contract: 'TestURI1155', functionName: 'setURI', args: [template] });
 const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => String(from + i)).join(',');
@@ -52,12 +56,25 @@ beforeAll(async () => {
     }),
     solidPng(40, 30),
   ]);
-  [attack, reflect, ordinary, pictures] = await chain.deploy([{ contract: 'TestURI1155' }, { contract: 'TestURI1155' }, { contract: 'TestURI1155' }, { contract: 'TestURI1155' }]);
-  await chain.send([uri(attack, `${slow.url}/{id}.json`), uri(reflect, `${fast.url}/reflect/{id}.json`), uri(ordinary, `${fast.url}/ordinary/{id}.json`), uri(pictures, `${fast.url}/pic/{id}.json`)]);
+  let answered = 0;
+  earning = await startRawServer((_req, res) => {
+    const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"name":"earned"}');
+    if (++answered <= 4) return answer();
+    waiting.push(answer);
+    if (waiting.length >= 6) for (const go of waiting.splice(0)) go();
+  });
+  [attack, reflect, ordinary, pictures, earner] = await chain.deploy(Array.from({ length: 5 }, () => ({ contract: 'TestURI1155' })));
+  await chain.send([
+    uri(attack, `${slow.url}/{id}.json`),
+    uri(reflect, `${fast.url}/reflect/{id}.json`),
+    uri(ordinary, `${fast.url}/ordinary/{id}.json`),
+    uri(pictures, `${fast.url}/pic/{id}.json`),
+    uri(earner, `${earning.url}/{id}.json`),
+  ]);
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all([chain?.stop(), slow?.stop(), fast?.stop()]);
+  await Promise.all([chain?.stop(), slow?.stop(), fast?.stop(), earning?.stop()]);
 });
 
 describe('metadata fetch slots', () => {
@@ -94,6 +111,19 @@ describe('metadata fetch slots', () => {
     held.released = true;
     for (const end of release.splice(0)) end();
     await Promise.all(attacks);
+  });
+});
+
+describe('a host that answers quickly', () => {
+  it('earns slots beyond its first 4: the origin sees 6 requests open at once and answers them all', async () => {
+    // A generous "quick", so the machine's load cannot make the first answers count as slow.
+    const s = await startTestService({ chains: [chain.chainConfig], metadata: { inlineWaitMs: 60_000, fastHostMs: 60_000 } });
+    try {
+      const r = await rpc(s.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: earner, tokenIDs: ids(1, 10).split(',') }, { 'x-access-key': s.accessKey });
+      expect((r.body.tokenMetadata as WireToken[]).map((x) => x.status)).toEqual(Array(10).fill('AVAILABLE'));
+    } finally {
+      await s.close();
+    }
   });
 });
 

@@ -54,28 +54,11 @@ export class FairGate {
 
   constructor(private readonly o: FairGateOptions) {}
 
-  get running(): number {
-    return this.active;
-  }
-
-  get keylessRunning(): number {
-    return this.keylessActive;
-  }
-
-  get waiting(): number {
-    return this.waitingCount;
-  }
-
   /** For /metrics: slots running (and of them keyless), tasks waiting, hosts at their limit. */
   reading(): { running: number; keyless: number; waiting: number; hostsAtLimit: number } {
     let hostsAtLimit = 0;
     for (const [host, n] of this.perHost) if (n >= this.limitOf(host)) hostsAtLimit++;
     return { running: this.active, keyless: this.keylessActive, waiting: this.waitingCount, hostsAtLimit };
-  }
-
-  /** Tasks of this host running now. */
-  runningAt(host: string): number {
-    return this.perHost.get(host) ?? 0;
   }
 
   /** Whether `queue` may queue `n` more tasks. */
@@ -84,7 +67,6 @@ export class FairGate {
   }
 
   async run<T>(t: GateTask, task: () => Promise<T>): Promise<T> {
-    let started = 0;
     await new Promise<void>((start) => {
       const q = this.queues.get(t.queue);
       if (q) q.push({ ...t, start });
@@ -92,7 +74,7 @@ export class FairGate {
       this.waitingCount++;
       this.pump();
     });
-    started = performance.now();
+    const started = performance.now();
     try {
       return await task();
     } finally {
