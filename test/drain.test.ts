@@ -164,10 +164,11 @@ describe(`graceful drain (${TEST_DB})`, () => {
       180_000,
       500,
     );
-    // A second signal during the drain does not wait for the grace period: it exits at once.
+    // A second signal during the drain does not wait for the grace period: it exits at once. (Another
+    // signal than the first: the same one again within SAME_SIGNAL_MS is the same Ctrl-C, src/cli/shutdown.ts.)
     b!.child.kill('SIGTERM');
     await b!.waitFor(/shutting down: draining/);
-    b!.child.kill('SIGTERM');
+    b!.child.kill('SIGINT');
     expect(await exitOf(b!)).toBe(130);
     expect(b!.output()).toMatch(/second signal: exiting now/);
     expect(b!.output()).not.toMatch(/shut down cleanly/);
