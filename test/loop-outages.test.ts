@@ -74,7 +74,13 @@ describe('a chain down under serve: every background loop', () => {
       // after its first failure (its retries are debug lines).
       await waitFor(
         'each loop failing again',
-        async () => proxy.requests.length - requestsBefore >= 60 && LOOPS.every((l) => logLines().slice(before).some((x) => x.msg === `${l} still failing`)),
+        async () =>
+          proxy.requests.length - requestsBefore >= 60 &&
+          LOOPS.every((l) =>
+            logLines()
+              .slice(before)
+              .some((x) => x.msg === `${l} still failing`),
+          ),
         60_000,
       );
     } finally {
