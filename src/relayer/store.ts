@@ -569,7 +569,7 @@ export function metaTxnRepo(
     async setSlotHash(q: Queryable, chainId: number, sender: string, nonce: number, hash: string, cause: StatusCause, clearStalled = false): Promise<void> {
       const r = await q.query<Record<string, unknown>>(
         `UPDATE meta_txns SET txn_hash = $4, stalled = CASE WHEN $5 THEN NULL ELSE stalled END, updated_at = now()
-         WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND txn_hash IS DISTINCT FROM $4 RETURNING *`,
+         WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND status = 'SENT' AND txn_hash IS DISTINCT FROM $4 RETURNING *`,
         [chainId, sender, nonce, hash, clearStalled],
       );
       if (onStatus && r.rows.length) await onStatus(q, r.rows.map(normalise), cause);

@@ -100,6 +100,12 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    relayDeepReorgs: new Counter({
+      name: 'metarelay_relayer_deep_reorged_total',
+      help: "final (confirmed) relay transactions a reorg deeper than the confirmations removed, by chain: each is re-broadcast; raise the chain's confirmations",
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     indexerLogs: new Counter({
       name: 'metarelay_indexer_logs_total',
       help: 'transfer logs the indexer read, by chain and outcome (applied, malformed: skipped for not having its standard shape)',

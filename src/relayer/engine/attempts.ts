@@ -265,6 +265,34 @@ export async function failTaken(q: Queryable, chainId: number, sender: Address, 
   ]);
 }
 
+/**
+ * The sender's final (CONFIRMED) winners at `nonce` and above. A chain whose count is below one of them
+ * lost it in a reorg deeper than the confirmations (or the node read is behind: the caller tells which).
+ */
+export async function confirmedFrom(q: Queryable, chainId: number, sender: Address, nonce: number): Promise<Attempt[]> {
+  const r = await q.query<AttemptRow>(`SELECT ${COLUMNS} FROM relay_txs WHERE chain_id = $1 AND sender = $2 AND nonce >= $3 AND status = 'CONFIRMED' ORDER BY nonce, id`, [chainId, sender, nonce]);
+  return r.rows.map(toAttempt);
+}
+
+/** The sender's highest final (CONFIRMED) nonce, or -1: the ledger is never rewound below it (a deep reorg re-broadcasts it instead). */
+export async function highestFinalNonce(q: Queryable, chainId: number, sender: Address): Promise<number> {
+  const r = await q.query<{ n: string | null }>(`SELECT max(nonce)::text AS n FROM relay_txs WHERE chain_id = $1 AND sender = $2 AND status = 'CONFIRMED'`, [chainId, sender]);
+  return r.rows[0].n == null ? -1 : Number(r.rows[0].n);
+}
+
+/** Whether any attempt signed at the slot is still live or final (a nonce with one is never filled by a self-transfer). */
+export async function slotHasAttempt(q: Queryable, chainId: number, sender: Address, nonce: number): Promise<boolean> {
+  const r = await q.query(`SELECT 1 FROM relay_txs WHERE chain_id = $1 AND sender = $2 AND nonce = $3 AND status IN ('PENDING', 'MINED', 'CONFIRMED') LIMIT 1`, [chainId, sender, nonce]);
+  return r.rows.length > 0;
+}
+
+/** The attempts with these hashes: settling asks whose transaction a receipt is. */
+export async function attemptsByHash(q: Queryable, chainId: number, hashes: readonly string[]): Promise<Attempt[]> {
+  if (hashes.length === 0) return [];
+  const r = await q.query<AttemptRow>(`SELECT ${COLUMNS} FROM relay_txs WHERE chain_id = $1 AND hash = ANY($2)`, [chainId, [...new Set(hashes)]]);
+  return r.rows.map(toAttempt);
+}
+
 /** A reorg took the attempt's block away: it waits again as if broadcast at `head`. */
 export async function unmine(q: Queryable, chainId: number, hash: string, head: number) {
   await q.query(`UPDATE relay_txs SET status = 'PENDING', mined_block = NULL, mined_block_hash = NULL, broadcast_block = $3 WHERE chain_id = $1 AND hash = $2`, [chainId, hash, head]);

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem';
-import { broadcast, failAttempt, insertAttempt, sign } from './attempts.ts';
+import { broadcast, failAttempt, highestFinalNonce, insertAttempt, sign, slotHasAttempt } from './attempts.ts';
 import type { EngineContext } from './context.ts';
 import type { Fees } from './gas-price.ts';
 import { setNextNonce } from './ledger.ts';
@@ -7,8 +7,8 @@ import { setNextNonce } from './ledger.ts';
 const FILLER_GAS = 21_000n;
 
 /**
- * Keeps the ledger equal to what the chain and our open slots say: holes below an open slot are filled
- * with a zero-value self-transfer (nothing after a hole can be mined), a counter past every open slot
+ * Keeps the ledger equal to what the chain and our open slots say: holes below an open slot that no
+ * attempt of ours was ever signed for are filled with a zero-value self-transfer (nothing after a hole can be mined), a counter past every open slot
  * and the pool is rewound, and a counter behind the chain (the key used elsewhere) is moved up.
  */
 export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, sender: Address, pending: number, next: number | null, open: readonly { nonce: number }[], head: number) {
@@ -21,7 +21,10 @@ export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, se
   const taken = new Set(open.map((s) => s.nonce));
   const highest = open.length ? Math.max(...open.map((s) => s.nonce)) : -1;
   for (let n = pending; n < highest; n++) if (!taken.has(n)) await fill(d, fees, sender, n, head);
-  const floor = Math.max(pending, highest + 1);
+  if (next <= Math.max(pending, highest + 1)) return;
+  // Nor below a final transaction: one above the chain's count is a deep reorg's, re-broadcast by the sweep
+  // at its own nonce; a counter rewound under it would sign another meta-transaction there.
+  const floor = Math.max(pending, highest + 1, (await highestFinalNonce(d.deps.db, d.chainId, sender)) + 1);
   if (next > floor) {
     d.deps.log.info({ chainId: d.chainId, sender, from: next, to: floor }, 'ledger rewound to the chain');
     await setNextNonce(d.deps.db, d.chainId, sender, floor, d.owner);
@@ -29,6 +32,12 @@ export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, se
 }
 
 async function fill(d: EngineContext, fees: () => Promise<Fees>, sender: Address, nonce: number, head: number) {
+  // A nonce with a transaction of its own (a final one a deep reorg took away, not yet reopened by the
+  // sweep) is re-broadcast with its signed bytes, never filled: a filler would destroy its bundle.
+  if (await slotHasAttempt(d.deps.db, d.chainId, sender, nonce)) {
+    d.deps.log.warn({ chainId: d.chainId, sender, nonce }, 'a nonce below an open slot has a signed transaction of its own: not filled');
+    return;
+  }
   const { hash } = await sendFiller(d, sender, nonce, await fees(), head);
   d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
 }

@@ -8,13 +8,14 @@ import { memberFailure, shareGas } from './batch.ts';
 import type { EngineContext } from './context.ts';
 import { feeReceived } from './fee-check.ts';
 import { contractsToBar, gasShortfall, reconcileCost } from './reconcile.ts';
+import { carriedBy, type Winner } from './slot-owners.ts';
 import { freedReason } from './unblock.ts';
 
 /** A slot the sweep found mined: the attempt that won it, its receipt, and whether it is past the confirmations. */
 export interface MinedSlot {
   slot: { sender: string; nonce: number };
   /** A `filler` winner is a self-transfer that freed a stuck slot (unblock.ts): nothing of its meta-transactions ran. */
-  winner: { hash: string; kind?: 'meta' | 'batch' | 'filler' };
+  winner: Winner;
   receipt: RawReceipt;
   final: boolean;
 }
@@ -29,17 +30,24 @@ export const slotKey = (sender: string, nonce: number) => `${sender}:${nonce}`;
  * bars. Returns the ids settled.
  */
 export async function settleMined(d: EngineContext, tx: Queryable, rows: readonly MinedSlot[]): Promise<string[]> {
-  const metas = await d.deps.metaTxns.atSlots(
+  const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
+  // Only the meta-transactions the mined transaction carries: another one recorded at the same slot
+  // (a reorg deeper than the confirmations) keeps its status, which only its own receipt changes.
+  const metas = await carriedBy(
     tx,
     d.chainId,
-    rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })),
+    await d.deps.metaTxns.atSlots(
+      tx,
+      d.chainId,
+      rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })),
+    ),
+    (m) => bySlot.get(slotKey(m.sender!, m.txn_nonce!))?.winner,
   );
   const bundles = await d.deps.metaTxns.bundlesOfMany(
     d.chainId,
     metas.map((m) => m.id),
     tx,
   );
-  const bySlot = new Map(rows.map((x) => [slotKey(x.slot.sender, x.slot.nonce), x]));
   // Batch members share their transaction's gas by estimate; a single meta-transaction has it all.
   const gasOf = new Map<string, bigint>();
   // An OP-stack L1 data fee is shared the same way; null on a chain whose receipts carry none.

@@ -14,7 +14,7 @@ import {
   noteBroadcast,
   openAttempts,
   sign,
-  unmine,
+  confirmedFrom,
   type Attempt,
 } from './attempts.ts';
 import { ownedNextNonces, recordSenderRead } from './ledger.ts';
@@ -26,6 +26,7 @@ import { announceBalanceLevel, type BalanceLevel } from './balance-level.ts';
 import { BlockReceipts } from './block-receipts.ts';
 import { mendLedger } from './ledger-mend.ts';
 import { settleMined, slotKey } from './settle.ts';
+import { reopenSlot } from './slot-owners.ts';
 import { freeSlot, pricedOut } from './unblock.ts';
 
 /** Heads a slot may look mined (chain nonce past it) with none of our receipts before it counts as taken. */
@@ -78,6 +79,8 @@ export class Sweeper {
   private readonly levels = new Map<string, BalanceLevel>();
   /** Set when something changed that must be looked at again before the next block (a reorg). */
   private again = false;
+  /** Set when a reorg deeper than the confirmations put final attempts back to waiting during the reads. */
+  private reopened = false;
   /** The highest mined-transaction count read per sender. */
   private readonly noncesSeen = new Map<string, number>();
   /** Reads in a row that found no block where a mined transaction was recorded, per transaction. */
@@ -107,6 +110,8 @@ export class Sweeper {
     const floor = parseEther(d.config.minSenderBalance);
     const attempts = await openAttempts(this.db, d.chainId, senders);
     const next = await ownedNextNonces(this.db, d.chainId, d.owner);
+    const lowestOpen = new Map<Address, number>();
+    for (const a of attempts) if (!lowestOpen.has(a.sender)) lowestOpen.set(a.sender, a.nonce);
     for (const a of [...this.seen.keys()]) if (!held.includes(a)) this.seen.delete(a);
     // Only senders with a transaction not yet mined (or whose ledger moved, or below their floor) are read
     // every head; a quiet one's last read stands for relayer.quietSenderReadMs. A sender whose
@@ -125,7 +130,13 @@ export class Sweeper {
         // A node behind (a load-balanced provider's) counts fewer mined transactions than one already
         // seen: the count never goes below what was seen, so no mined slot is taken as waiting and
         // replaced. A reorg that really unmines one forgets the count (watchMined).
-        const seen = this.noncesSeen.get(address) ?? 0;
+        // A count below one already seen is a node behind, or a reorg deeper than the confirmations that
+        // took final transactions away: deepReorg tells which, and reopens what was lost.
+        // So is a count below our lowest open slot (or the ledger, none open): a slot in between is missing
+        // from what we watch, final ones a deep reorg took included (a process that just took the sender over
+        // has seen no count yet). Steady state, the count is the lowest open slot: no extra read.
+        const known = this.noncesSeen.get(address) ?? 0;
+        const seen = latest < known || latest < (lowestOpen.get(address) ?? next.get(address) ?? 0) ? await this.deepReorg(address, latest, head) : known;
         const counted = Math.max(latest, seen);
         this.noncesSeen.set(address, counted);
         // The balance moves when one of the sender's transactions is mined (its count moves), and now and
@@ -137,6 +148,12 @@ export class Sweeper {
         return { address, ...read };
       }),
     );
+    // Final transactions went back to waiting: the attempts read above are stale, so the sweep starts over
+    // (once) and re-broadcasts them in this pass rather than filling their nonces or rewinding the ledger.
+    if (this.reopened) {
+      this.reopened = false;
+      return this.sweep(head, held, stopped, true);
+    }
     const slots = new Map<string, Slot>();
     for (const a of attempts) {
       const k = slotKey(a.sender, a.nonce);
@@ -316,27 +333,52 @@ export class Sweeper {
         continue;
       }
       d.deps.log.warn({ chainId: d.chainId, hash: winner.hash, block: winner.mined_block }, 'reorg removed a relay transaction; it goes back to SENT');
-      const ids = await this.db.transaction(async (tx) => {
-        // It waits again as if broadcast now: the next sweeps re-broadcast it and start its block count afresh.
-        await unmine(tx, d.chainId, winner.hash, head);
-        const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
-        for (const m of metas) {
-          await d.deps.metaTxns.setStatus(
-            tx,
-            d.chainId,
-            m.id,
-            { status: 'SENT', revert_reason: null, block_number: null, gas_used: null, gas_price: null, receipt: null, mined_at: null, confirmed: false, txn_hash: winner.hash },
-            undefined,
-            'reorged',
-          );
-        }
-        return metas.map((m) => m.id);
-      });
+      // It waits again as if broadcast now: the next sweeps re-broadcast it and start its block count afresh.
+      const ids = await this.db.transaction((tx) => reopenSlot(d, tx, winner, head));
       for (const id of ids) d.emit(id);
       // Sweep again at once: the transaction is likely missing from the pool and must be re-broadcast.
       this.again = true;
     }
     await this.confirm(confirmable);
+  }
+
+  /**
+   * The node counts fewer mined transactions of `sender` than seen before. A node behind says so for a
+   * moment; a reorg deeper than the confirmations took final transactions away for good: their receipts
+   * are gone in several reads in a row. Those slots go back to waiting with the signed bytes they have
+   * (re-broadcast by this sweep, never filled by a self-transfer), and their meta-transactions to SENT
+   * ('reorged'). Returns the count to go by from now.
+   */
+  private async deepReorg(sender: Address, latest: number, head: number): Promise<number> {
+    const d = this.d;
+    const seen = this.noncesSeen.get(sender) ?? 0;
+    const lost = await confirmedFrom(this.db, d.chainId, sender, latest);
+    const receipts = await Promise.all(lost.map((a) => this.receipt(a.hash).catch(() => undefined)));
+    const gone = lost.filter((_, i) => receipts[i] === null);
+    const key = `deep:${sender}`;
+    if (gone.length === 0) {
+      this.blockMisses.delete(key);
+      return seen;
+    }
+    const m = this.blockMisses.get(key) ?? { reads: 0 };
+    m.reads++;
+    this.blockMisses.set(key, m);
+    if (m.reads < MISSES_FOR_REORG) {
+      this.again = true;
+      return seen;
+    }
+    this.blockMisses.delete(key);
+    d.deps.metrics?.relayDeepReorgs.inc({ chain: d.chainName }, gone.length);
+    d.deps.log.error(
+      { chainId: d.chainId, sender, confirmations: d.config.confirmations, lost: gone.length, nonces: gone.map((a) => a.nonce), chainCount: latest },
+      "a reorg deeper than the confirmations removed final relay transactions: their meta-transactions go back to SENT and are re-broadcast; raise this chain's confirmations",
+    );
+    for (const a of gone) {
+      const ids = await this.db.transaction((tx) => reopenSlot(d, tx, a, head));
+      for (const id of ids) d.emit(id);
+    }
+    this.reopened = true;
+    return latest;
   }
 
   /** Final: past the confirmation depth in the same block. */
