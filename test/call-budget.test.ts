@@ -2,6 +2,7 @@
 // that answers 429 above N calls a second: 429s are waited out, not handed to callers; a client's call
 // goes before the background's; a client's call that cannot get a slot is refused with what the API
 // answers 503 + Retry-After from, well before the transport's timeout.
+import { ChainHealth } from '../src/chain/health.ts';
 import { describe, expect, it } from 'vitest';
 import { CallBudgetError } from '../src/chain/call-budget.ts';
 import { createChainClient } from '../src/chain/client.ts';
@@ -63,4 +64,21 @@ describe('a node that rate-limits', () => {
       node.provider.set({});
     }
   }, 60_000);
+});
+
+describe("the chain's health during a rate-limited spell", () => {
+  it('a call that times out while the node rate-limits us keeps the spell (callers are told to slow down); a refused connection or an answer ends it', () => {
+    const h = new ChainHealth(1, 'c');
+    h.failed('rate-limited by the node (HTTP 429)', { rateLimited: true, retryAfterS: 3 });
+    // A request in flight meets the caller's timeout on a loaded machine: still the same spell.
+    h.failed('no answer within 1000 ms');
+    expect(h.state()).toMatchObject({ rateLimited: true, cause: 'rate-limited by the node (HTTP 429)' });
+    // Another failure is the node's own: it says so.
+    h.failed('connect ECONNREFUSED 127.0.0.1:1');
+    expect(h.state()).toMatchObject({ rateLimited: false, cause: 'connect ECONNREFUSED 127.0.0.1:1' });
+    h.failed('rate-limited by the node (HTTP 429)', { rateLimited: true });
+    h.reached();
+    h.failed('no answer within 1000 ms');
+    expect(h.state()).toMatchObject({ rateLimited: false, cause: 'no answer within 1000 ms' });
+  });
 });

@@ -1,6 +1,9 @@
 import type { Logger } from '../telemetry/logger.ts';
 import { CallBudgetError, retryAfterOf } from './call-budget.ts';
 
+/** How a call that got no answer in time is described (describeFailure). */
+const NO_ANSWER_WITHIN = 'no answer within';
+
 /** What an operator (and /ready, and Health) sees of one chain's node. */
 export interface ChainState {
   name: string;
@@ -65,6 +68,10 @@ export class ChainHealth {
     if (opts.url !== undefined) this.failing.set(normalUrl(opts.url), cause);
     // One URL failing while a fallback URL still answers is no outage of the chain.
     if (opts.url !== undefined && this.urls.some((u) => !this.failing.has(normalUrl(u)))) return;
+    // A call that timed out while the node rate-limits us (no answer since its 429s) is that same spell,
+    // not a node gone: a request in flight meets the caller's timeout on a loaded machine. It keeps the
+    // spell's cause, so callers are told to slow down, not that the node cannot be reached.
+    if (this.rateLimited && !opts.rateLimited && cause.startsWith(NO_ANSWER_WITHIN)) return;
     this.cause = cause;
     this.rateLimited = opts.rateLimited ?? false;
     this.retryAfterS = opts.retryAfterS ?? DEFAULT_RETRY_AFTER_S;
@@ -105,7 +112,7 @@ export function normalUrl(url: string): string {
 /** One line for a failed fetch: the innermost cause is the one that names the fault (ECONNREFUSED …). */
 function describeFailure(err: unknown, timeoutMs: number): string {
   let e = err as { name?: string; message?: string; code?: string; cause?: unknown } | undefined;
-  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`;
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return `${NO_ANSWER_WITHIN} ${timeoutMs} ms`;
   while (e?.cause && typeof e.cause === 'object') e = e.cause as typeof e;
   return (e?.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}` : (e?.message ?? String(err))).split('\n')[0].trim();
 }
