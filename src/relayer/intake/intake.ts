@@ -1,6 +1,5 @@
 import { getAddress, type Address, type Hex } from 'viem';
 import type { Queryable, Tx } from '../../store/db.ts';
-import { LossBudgetFull, clientNet, lossBudgets, type LossBudgets } from '../loss-budget.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
 import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
@@ -105,29 +104,18 @@ export class Intake {
     if (f.charge && this.deps.spendCaps) this.deps.spendCaps.charge(tx, { chainId: this.chain.chainId, metaTxnId, ...f.charge });
   }
 
-  /** The loss budgets of a fee-paying admission whose fee is not final, judged on the transaction that queues it (its row included). */
+  /** The loss budgets of a fee-paying admission, judged on the transaction that queues it (its row included). */
   private async judgeBudget(q: Queryable, id: string, args: Pick<SendArgs, 'keyId' | 'clientIp'>, f: Funding) {
     if (f.exposureWei == null) return;
-    const m = {
-      chainId: this.chain.chainId,
-      id,
-      feePayer: f.feePayer,
-      keyId: args.keyId ?? null,
-      clientNet: this.clientNetOf(args),
-      exposureWei: f.exposureWei,
-      final: f.feeFinal === true,
-      gasPrice: f.gasPricePriced ?? 0n,
-    };
-    try {
-      await this.deps.metaTxns.judgeLossBudget(m, this.budgets, q);
-    } catch (err) {
-      throw err instanceof LossBudgetFull ? new RelayError('rateLimited', err.message) : err;
-    }
+    await this.pricing.judgeBudget(
+      { id, feePayer: f.feePayer, keyId: args.keyId ?? null, clientIp: args.clientIp ?? null, exposureWei: f.exposureWei, final: f.feeFinal === true, gasPrice: f.gasPricePriced ?? 0n },
+      q,
+    );
   }
 
   /** The client network the loss budgets count a caller under. */
   clientNetOf(args: Pick<SendArgs, 'clientIp'>) {
-    return clientNet(args.clientIp, this.budgets);
+    return this.pricing.clientNetOf(args.clientIp);
   }
 
   /**
@@ -338,13 +326,9 @@ export class Intake {
     }
   }
 
-  private readonly budgets: LossBudgets;
-
   constructor(
     private readonly chain: RelayerChain,
     private readonly pricing: Pricing,
     private readonly deps: RelayerDeps,
-  ) {
-    this.budgets = lossBudgets(deps.config.lossBudget);
-  }
+  ) {}
 }

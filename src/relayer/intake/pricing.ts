@@ -1,3 +1,4 @@
+import type { Queryable } from '../../store/db.ts';
 import { BaseError, ExecutionRevertedError, IntrinsicGasTooHighError, type Address, type Hex } from 'viem';
 import { describeBar } from '../bars.ts';
 import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
@@ -231,7 +232,15 @@ export class Pricing {
     const needed = finalShaped ? ((gas + failGas(top)) * 64n) / 63n + 1n : 0n;
     const feeLimit = needed > limit && needed <= gasCap ? needed : limit;
     const wei = requiredWei(gas, feeLimit, gasPrice, this.deps.config.feeMarkup, l1, this.deps.config.feePriceRoom);
-    await this.judgeBudget({ id: '', feePayer: payer, keyId: caller.keyId ?? null, clientIp: caller.clientIp ?? null, gasPrice, final: finalShaped }, this.exposureOf(wei, feeLimit, gasPrice, l1));
+    await this.judgeBudget({
+      id: '',
+      feePayer: payer,
+      keyId: caller.keyId ?? null,
+      clientIp: caller.clientIp ?? null,
+      gasPrice,
+      final: finalShaped,
+      exposureWei: this.exposureOf(wei, feeLimit, gasPrice, l1),
+    });
     const board = await this.chain.prices.prices(this.chain.chainId, this.chain.feeTokens);
     const options = [];
     const unpriced: Array<{ token: FeeTokenConfig; reason: string }> = [];
@@ -289,14 +298,22 @@ export class Pricing {
 
   async refuseBarred(args: Pick<SendArgs, 'keyId' | 'clientIp'>, payer: Address) {
     const clientIp = args.clientIp ?? null;
-    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp, clientNet: clientNet(clientIp, this.budgets) });
+    const bar = await this.deps.bars?.find({ wallet: payer, keyId: args.keyId ?? null, clientIp, clientNet: this.clientNetOf(clientIp) });
     if (bar) throw new RelayError('barred', describeBar(bar));
   }
 
-  /** The loss budgets judged before any write (FeeOptions): would a fee-paying send of this caller with this exposure be refused? */
-  private async judgeBudget(m: { id: string; feePayer: string; keyId: number | null; clientIp: string | null; gasPrice: bigint; final: boolean }, exposureWei: bigint) {
+  /** The client network the loss budgets count a caller under. */
+  clientNetOf(clientIp: string | null | undefined): string | null {
+    return clientNet(clientIp, this.budgets);
+  }
+
+  /**
+   * The loss budgets of a fee-paying caller (loss-budget.ts), a full one refused as RateLimited: judged on
+   * `q`, the transaction that queued the row (its own row counted), or before any write (FeeOptions).
+   */
+  async judgeBudget(m: { id: string; feePayer: string | null; keyId: number | null; clientIp: string | null; gasPrice: bigint; final: boolean; exposureWei: bigint }, q?: Queryable) {
     try {
-      await this.deps.metaTxns.judgeLossBudget({ chainId: this.chain.chainId, ...m, clientNet: clientNet(m.clientIp, this.budgets), exposureWei }, this.budgets);
+      await this.deps.metaTxns.judgeLossBudget({ chainId: this.chain.chainId, ...m, clientNet: this.clientNetOf(m.clientIp) }, this.budgets, q);
     } catch (err) {
       throw err instanceof LossBudgetFull ? new RelayError('rateLimited', err.message) : err;
     }
