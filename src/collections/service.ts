@@ -167,9 +167,15 @@ export class CollectionsService {
     return { items, assets, more: rows.length > pageSize };
   }
 
+  /**
+   * Changes the fields `doc` names and keeps the rest: a field left out is not a field removed (Go
+   * clients send null for "absent", so null cannot mean "remove"); a field sent as "" is removed.
+   */
   async updateToken(actor: Actor, requested: number | undefined, collectionId: number, tokenId: string, doc: Record<string, unknown>, priv: boolean | undefined) {
     const c = await this.collection(actor, collectionId, requested);
-    const t = await this.d.store.updateToken(c.id, tokenId, stored(documentOf(doc)), priv);
+    const unset = DOCUMENT_FIELDS.filter((k) => doc[k] === '');
+    const set = documentOf(Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== '')));
+    const t = await this.d.store.updateToken(c.id, tokenId, stored(set), unset, priv);
     if (!t) throw new CollectionError('not_found', `no token ${tokenId} in collection ${c.id}`);
     await this.changed(c, [tokenId]);
     return { token: t, assets: await this.d.store.assetsOf(c.id, [tokenId]) };

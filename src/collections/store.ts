@@ -180,13 +180,15 @@ export function collectionStore(db: Db) {
       return rows.map((r) => toToken(TokenRow.parse(r)));
     },
 
-    async updateToken(collectionId: number, tokenId: string, metadata: Record<string, unknown>, priv: boolean | undefined): Promise<TokenRecord | undefined> {
-      const { rows } = await db.query('UPDATE collection_tokens SET metadata = $3::jsonb, private = COALESCE($4, private), updated_at = now() WHERE collection_id = $1 AND token_id = $2 RETURNING *', [
-        collectionId,
-        tokenId,
-        JSON.stringify(metadata),
-        priv ?? null,
-      ]);
+    /**
+     * Sets the document fields of `set` and removes those of `unset`, keeping every other field as it
+     * is (a partial update), in one statement: two partial updates at once each keep the other's fields.
+     */
+    async updateToken(collectionId: number, tokenId: string, set: Record<string, unknown>, unset: string[], priv: boolean | undefined): Promise<TokenRecord | undefined> {
+      const { rows } = await db.query(
+        'UPDATE collection_tokens SET metadata = (metadata || $3::jsonb) - $5::text[], private = COALESCE($4, private), updated_at = now() WHERE collection_id = $1 AND token_id = $2 RETURNING *',
+        [collectionId, tokenId, JSON.stringify(set), priv ?? null, unset],
+      );
       return rows[0] ? toToken(TokenRow.parse(rows[0])) : undefined;
     },
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostCollection } from '../support/collections.ts';
 import { solidPng } from '../support/media.ts';
 import { startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import { rpc } from '../support/service.ts';
 import { bearer, consoleClient, type Call } from './support.ts';
 
 let env: RelayerEnv;
@@ -102,6 +103,35 @@ describe('console: collections', () => {
     const img = await env.app.inject({ method: 'GET', url: ruby.picture.thumbnail });
     expect(img.statusCode).toBe(200);
     expect(img.headers['content-type']).toBe('image/webp');
+  });
+
+  it('UpdateToken changes the fields sent and keeps those left out ("" removes one): the stored row and the served document', async () => {
+    const p = await project();
+    const png = await solidPng(64, 64, '#8e44ad');
+    const { client, collection } = await hostCollection(env.baseUrl, p.key, p.id, 'Partial', [{ tokenId: '5', name: 'Amethyst', picture: { bytes: png, filename: 'a.png' } }]);
+    await client.updateToken({ collectionId: collection.id, tokenId: '5', token: { tokenId: '5', description: 'Deep purple', external_url: 'https://example.com/5' } as never });
+    // Only the name is sent: the description, link and attributes stay.
+    await client.updateToken({ collectionId: collection.id, tokenId: '5', token: { name: 'Amethyst (cut)' } as never });
+    const row = await env.services.db.query<{ metadata: unknown }>('SELECT metadata FROM collection_tokens WHERE collection_id = $1 AND token_id = $2', [collection.id, '5']);
+    const stored = typeof row.rows[0]!.metadata === 'string' ? JSON.parse(row.rows[0]!.metadata as string) : row.rows[0]!.metadata;
+    expect(stored).toEqual({ name: 'Amethyst (cut)', description: 'Deep purple', external_url: 'https://example.com/5', attributes: [{ trait_type: 'Kind', value: 'Partial' }] });
+    const served = await fetch(`${collection.baseURIs!.tokenMetadataURI}5`);
+    expect(served.status).toBe(200);
+    expect(await served.json()).toMatchObject({
+      name: 'Amethyst (cut)',
+      description: 'Deep purple',
+      attributes: [{ trait_type: 'Kind', value: 'Partial' }],
+      image: expect.stringMatching(/\/media\/b\/[0-9a-f]{64}\/original$/),
+    });
+    // "" removes a field; a bad link in a partial update is refused and changes nothing.
+    const cleared = await rpc(env.app, '/rpc/Collections/UpdateToken', { collectionId: collection.id, tokenId: '5', token: { external_url: '' } }, bearer(p.key));
+    expect(cleared.status, JSON.stringify(cleared.body)).toBe(200);
+    const bad = await rpc(env.app, '/rpc/Collections/UpdateToken', { collectionId: collection.id, tokenId: '5', token: { name: 'x', external_url: 'javascript:alert(1)' } }, bearer(p.key));
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: 'InvalidArgument', cause: expect.stringContaining('external_url') });
+    const after = await (await fetch(`${collection.baseURIs!.tokenMetadataURI}5`)).json();
+    expect(after).toMatchObject({ name: 'Amethyst (cut)', description: 'Deep purple' });
+    expect(after).not.toHaveProperty('external_url');
   });
 
   it('shows a project only its own collections, and refuses bad input with a clear error, not a 500', async () => {
