@@ -62,7 +62,7 @@ import { senderBalanceEvents } from './events/sender-events.ts';
 import { taskFinishedEvents } from './events/task-events.ts';
 import { contractInfoEvents } from './events/contract-events.ts';
 import { contractToWire } from './metadata/contracts/contract-view.ts';
-import { UsdPrices } from './prices/index.ts';
+import { UsdPrices, effectivePrices } from './prices/index.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -401,7 +401,11 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   };
   // Read only when asked (a price method, a page of balances): no background polling.
   const prices = new Map<number, UsdPrices>();
-  for (const c of config.chains) if (c.prices) prices.set(c.chainId, new UsdPrices(withRole(chains.get(c.chainId)!, 'indexer'), c.prices, log));
+  for (const c of config.chains) {
+    // The operator's sources over the built-in table of well-known feeds for the chain id.
+    const p = effectivePrices(c.chainId, c.prices);
+    if (p) prices.set(c.chainId, new UsdPrices(withRole(chains.get(c.chainId)!, 'indexer'), p.config, log, p.builtin));
+  }
   let background = false;
   let dispatching = false;
   let closed = false;

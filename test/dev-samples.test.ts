@@ -116,6 +116,12 @@ it("dev mode indexes the samples: the official client reads the holder's balance
   expect(native.priceUSD).toBe('2000');
   const gw = new SequenceIndexerGateway(m.baseUrl, m.accessKey);
   const prices = await gw.getTokenPrices({ q: [{ chainID: m.chain.chainId, queries: [{ contractAddress: c.erc20! }] }] });
-  expect(prices.prices).toEqual([{ chainID: m.chain.chainId, results: [{ contractAddress: c.erc20!.toLowerCase(), priceUSD: '1', updatedAt: expect.any(String) }], unpriced: [] }]);
+  expect(prices.prices).toEqual([
+    {
+      chainID: m.chain.chainId,
+      results: [{ contractAddress: c.erc20!.toLowerCase(), priceUSD: '1', updatedAt: expect.any(String), source: { kind: 'chainlink', address: expect.any(String), builtin: false } }],
+      unpriced: [],
+    },
+  ]);
   expect(await dev.stop('SIGTERM')).toBe(0);
 });

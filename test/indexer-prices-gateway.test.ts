@@ -40,12 +40,15 @@ const CHAIN_B = 31_338;
 // The fields of the generated types (indexer.gen.ts): an answer has every required one and nothing
 // else but metarelay's documented extras.
 const FIELDS = {
-  Price: { required: ['contractAddress', 'priceUSD'], optional: ['tokenID', 'updatedAt'] },
+  Price: { required: ['contractAddress', 'priceUSD'], optional: ['tokenID', 'updatedAt', 'source'] },
   TokenBalance: {
     required: ['contractType', 'contractAddress', 'accountAddress', 'balance', 'balanceUSD', 'priceUSD', 'blockHash', 'blockNumber', 'chainId', 'uniqueCollectibles', 'isSummary'],
-    optional: ['tokenID', 'priceUpdatedAt', 'contractInfo', 'tokenMetadata', 'priceUnavailable'],
+    optional: ['tokenID', 'priceUpdatedAt', 'contractInfo', 'tokenMetadata', 'priceUnavailable', 'priceSource'],
   },
-  NativeTokenBalance: { required: ['accountAddress', 'chainId', 'name', 'symbol', 'balance', 'balanceUSD', 'priceUSD'], optional: ['priceUpdatedAt', 'errorReason', 'priceUnavailable'] },
+  NativeTokenBalance: {
+    required: ['accountAddress', 'chainId', 'name', 'symbol', 'balance', 'balanceUSD', 'priceUSD'],
+    optional: ['priceUpdatedAt', 'errorReason', 'priceUnavailable', 'priceSource'],
+  },
   GatewayEntry: { required: ['chainId', 'results'], optional: ['errorReason'] },
   GatewayNative: { required: ['chainId', 'result'], optional: ['errorReason'] },
   GatewayPrice: { required: ['chainID', 'results'], optional: ['errorReason', 'unpriced'] },
@@ -136,7 +139,7 @@ describe('prices on one chain (Indexer)', () => {
   it('GetTokenPrice, GetTokenPrices and ListTokenPrices answer the feeds, in the generated shapes', async () => {
     const one = await ixA.getTokenPrice({ q: { contractAddress: X } });
     shaped('Price', one.price);
-    expect(one.price).toEqual({ contractAddress: X, priceUSD: '1', updatedAt: iso });
+    expect(one.price).toEqual({ contractAddress: X, priceUSD: '1', updatedAt: iso, source: { kind: 'chainlink', address: feeds.tokenUsd.toLowerCase(), builtin: false } });
 
     const native = await ixA.getTokenPrice({ q: { contractAddress: NATIVE } });
     expect(native.price.priceUSD).toBe('2000');

@@ -75,6 +75,12 @@ export const ChainPricesConfigSchema = z
     tokens: z.array(UsdPricedTokenSchema).max(500).default([]),
     /** The head is asked at most this often: a price is at most one block plus this old. */
     pollMs: z.number().int().positive().default(1_000),
+    /**
+     * Price the chain's native currency and common tokens from the built-in table of Chainlink's
+     * published feeds for its chain id (src/prices/well-known.ts) where the entries above say nothing;
+     * false: only what is listed here.
+     */
+    builtin: z.boolean().default(true),
   })
   .strict()
   .refine((p) => p.nativeUsdFeed || p.nativeUsdPrice || !p.tokens.some((t) => t.prices.length > 0), {

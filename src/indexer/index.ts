@@ -5,7 +5,7 @@ export { readHistory, type HistoryTxn } from './history-reader.ts';
 export type { BalanceRow } from './balance-reader.ts';
 export { addressFilter, type IndexScope } from './watchlist.ts';
 export type { TokenType } from './decode.ts';
-export { metadataFor, tokenBalanceJson, tokenSupplyJson, transactionJson, type MetadataPage, type PriceFields } from './view.ts';
+export { metadataFor, tokenBalanceJson, tokenSupplyJson, transactionJson, type MetadataPage, type PriceFields, type PriceSourceWire } from './view.ts';
 export { forgetIndexedChain } from './forget-chain.ts';
 export { syncBalance } from './sync-balance.ts';
 export { fetchReceipt, receiptWire } from './receipt.ts';

@@ -16,6 +16,15 @@ export interface PriceFields {
   priceUpdatedAt?: string;
   /** metarelay's own: why a token the operator prices has no price now (a stale or failing source). */
   priceUnavailable?: string;
+  /** metarelay's own: where the price came from (docs/indexer.md#prices). */
+  priceSource?: PriceSourceWire;
+}
+
+/** Where a USD price came from: the source's kind, the feed or pool read, and whether the built-in table named it. */
+export interface PriceSourceWire {
+  kind: 'chainlink' | 'uniswapV3' | 'fixed';
+  address?: string;
+  builtin: boolean;
 }
 
 /** Contract info and token metadata (JSON text) for a page, by contract and by `contract:id`. */
@@ -70,6 +79,7 @@ export function tokenBalanceJson(chainId: number, r: BalanceRow, meta?: Metadata
       priceUSD: price?.priceUSD ?? '0',
       ...(price?.priceUpdatedAt ? { priceUpdatedAt: price.priceUpdatedAt } : {}),
       ...(price?.priceUnavailable ? { priceUnavailable: price.priceUnavailable } : {}),
+      ...(price?.priceSource ? { priceSource: price.priceSource } : {}),
       blockHash: r.blockHash,
       blockNumber: r.blockNumber,
       chainId,

@@ -2,3 +2,4 @@
 export { PriceBook, priceWire, type PriceBookConfig, type PriceBookOptions, type PriceSnapshot } from './book.ts';
 export { fixedPrice, fractionToDecimal, parseDecimal, tokenKey, type Fraction, type PriceOrigin, type PriceResult, type PriceSourceConfig, type PricedToken } from './price.ts';
 export { UsdPrices, NATIVE_ADDRESS, usdValue, type UsdPrice } from './usd.ts';
+export { WELL_KNOWN_PRICES, effectivePrices, type EffectivePrices } from './well-known.ts';

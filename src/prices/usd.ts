@@ -8,7 +8,19 @@ import { fractionToDecimal, parseDecimal, tokenKey, type Fraction, type PriceOri
 export const NATIVE_ADDRESS = '0x0000000000000000000000000000000000000000';
 
 /** A token's USD price now, or why it has none. `known`: the operator lists the token (a withdrawn price, not an unknown token). */
-export type UsdPrice = { ok: true; usd: Fraction; source: PriceOrigin; address: string | null; updatedAt: Date | null; decimals: number } | { ok: false; known: boolean; reason: string };
+export type UsdPrice =
+  | {
+      ok: true;
+      usd: Fraction;
+      source: PriceOrigin;
+      /** The feed or pool read; null for a fixed price. */
+      address: string | null;
+      /** The source came from the built-in table of well-known feeds (src/prices/well-known.ts), not the operator. */
+      builtin: boolean;
+      updatedAt: Date | null;
+      decimals: number;
+    }
+  | { ok: false; known: boolean; reason: string };
 
 /** USD per whole native unit, or why there is none. */
 type NativeUsd = { ok: true; usd: Fraction; source: PriceOrigin; address: string | null } | { ok: false; reason: string };
@@ -31,6 +43,8 @@ export class UsdPrices {
     readonly chain: ChainClient,
     private readonly config: ChainPricesConfig,
     log?: Logger,
+    /** Keys ("native", lower-case addresses) priced from the built-in table (src/prices/well-known.ts). */
+    private readonly builtin: ReadonlySet<string> = new Set(),
   ) {
     for (const t of config.tokens) {
       this.decimals.set(tokenKey(t), t.decimals);
@@ -66,7 +80,12 @@ export class UsdPrices {
     const native = this.nativeUsd(snap);
     for (const key of keys) {
       if (key === 'native') {
-        out.set(key, native.ok ? { ...native, updatedAt: native.source === 'fixed' ? null : updatedAt, decimals: 18 } : { ok: false, known: true, reason: native.reason });
+        out.set(
+          key,
+          native.ok
+            ? { ...native, builtin: native.source !== 'fixed' && this.builtin.has('native'), updatedAt: native.source === 'fixed' ? null : updatedAt, decimals: 18 }
+            : { ok: false, known: true, reason: native.reason },
+        );
         continue;
       }
       const decimals = this.decimals.get(key);
@@ -76,12 +95,12 @@ export class UsdPrices {
       }
       const p = snap?.prices.get(key) ?? { ok: false as const, reason: 'no live source' };
       if (p.ok && native.ok) {
-        out.set(key, { ok: true, usd: mul(p.price, native.usd), source: p.source, address: p.address, updatedAt, decimals });
+        out.set(key, { ok: true, usd: mul(p.price, native.usd), source: p.source, address: p.address, builtin: this.builtin.has(key), updatedAt, decimals });
         continue;
       }
       const fixed = this.fixed.get(key);
       const reason = p.ok ? `native/USD: ${(native as { reason: string }).reason}` : p.reason;
-      out.set(key, fixed ? { ok: true, usd: fixed, source: 'fixed', address: null, updatedAt: null, decimals } : { ok: false, known: true, reason });
+      out.set(key, fixed ? { ok: true, usd: fixed, source: 'fixed', address: null, builtin: false, updatedAt: null, decimals } : { ok: false, known: true, reason });
     }
     return out;
   }

@@ -37,6 +37,7 @@ export async function nativeBalance(s: Services, ix: ChainIndexer, account: `0x$
     priceUSD: price?.priceUSD ?? '0',
     ...(price?.priceUpdatedAt ? { priceUpdatedAt: price.priceUpdatedAt } : {}),
     ...(price?.priceUnavailable ? { priceUnavailable: price.priceUnavailable } : {}),
+    ...(price?.priceSource ? { priceSource: price.priceSource } : {}),
   };
 }
 

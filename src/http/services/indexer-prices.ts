@@ -1,4 +1,4 @@
-import type { PriceFields } from '../../indexer/index.ts';
+import type { PriceFields, PriceSourceWire } from '../../indexer/index.ts';
 import { NATIVE_ADDRESS, fractionToDecimal, usdValue, type UsdPrice } from '../../prices/index.ts';
 import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError } from '../errors.ts';
@@ -13,7 +13,11 @@ export interface PriceWire {
   tokenID?: string;
   priceUSD: string;
   updatedAt?: string;
+  /** metarelay's own: where the price came from (docs/indexer.md#prices). */
+  source: PriceSourceWire;
 }
+
+const sourceWire = (p: Extract<UsdPrice, { ok: true }>): PriceSourceWire => ({ kind: p.source, ...(p.address ? { address: p.address.toLowerCase() } : {}), builtin: p.builtin });
 
 const keyOf = (contract: string) => (contract.toLowerCase() === NATIVE_ADDRESS ? 'native' : contract.toLowerCase());
 
@@ -39,7 +43,7 @@ export async function pricesOrWithdrawn(s: Services, chainId: number, keys: read
 export function priceFields(p: UsdPrice | undefined, amount: string | bigint): PriceFields | undefined {
   if (!p) return undefined;
   if (!p.ok) return p.known ? { priceUSD: '0', balanceUSD: '0', priceUnavailable: p.reason } : undefined;
-  return { priceUSD: fractionToDecimal(p.usd, 18), balanceUSD: usdValue(amount, p.decimals, p.usd), ...(p.updatedAt ? { priceUpdatedAt: p.updatedAt.toISOString() } : {}) };
+  return { priceUSD: fractionToDecimal(p.usd, 18), balanceUSD: usdValue(amount, p.decimals, p.usd), ...(p.updatedAt ? { priceUpdatedAt: p.updatedAt.toISOString() } : {}), priceSource: sourceWire(p) };
 }
 
 /** Price fields per row (ERC20 balances only: collectibles are not priced); undefined for all when `omit`. */
@@ -51,7 +55,13 @@ export async function balancePrices(s: Services, chainId: number, rows: Readonly
 }
 
 function priceWire(contractAddress: string, tokenID: string | undefined, p: Extract<UsdPrice, { ok: true }>): PriceWire {
-  return { contractAddress, ...(tokenID !== undefined ? { tokenID } : {}), priceUSD: fractionToDecimal(p.usd, 18), ...(p.updatedAt ? { updatedAt: p.updatedAt.toISOString() } : {}) };
+  return {
+    contractAddress,
+    ...(tokenID !== undefined ? { tokenID } : {}),
+    priceUSD: fractionToDecimal(p.usd, 18),
+    ...(p.updatedAt ? { updatedAt: p.updatedAt.toISOString() } : {}),
+    source: sourceWire(p),
+  };
 }
 
 export interface PriceQuery {
