@@ -29,7 +29,10 @@ const slowHead = (db: Db): Db =>
   });
 
 beforeAll(async () => {
-  t = await startTestService({ webhooks: { maxStreams: 43, maxStreamsPerKey: 20, maxStreamsPerAddress: 21 } }, { wrapDb: (db) => slowHead((counter = countingDb(db)).db) });
+  t = await startTestService(
+    { webhooks: { maxStreams: 43, maxStreamsPerKey: 20, maxStreamsPerAddress: 21, streamShares: { perKeyClientPercent: 100 } } },
+    { wrapDb: (db) => slowHead((counter = countingDb(db)).db) },
+  );
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   port = (t.app.server.address() as AddressInfo).port;
 }, 60_000);

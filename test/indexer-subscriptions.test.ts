@@ -46,7 +46,8 @@ function subscribe<T>(start: (o: { onMessage: (m: T) => void; onError: (e: Webrp
 beforeAll(async () => {
   env = await startRelayerEnv({
     indexer: { scope: 'watchlist', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 },
-    webhooks: { maxStreamsPerKey: PER_KEY },
+    // Every stream here comes from one address: its client network may hold the whole key's cap.
+    webhooks: { maxStreamsPerKey: PER_KEY, streamShares: { perKeyClientPercent: 100 } },
   });
   ix = env.services.indexers.get(env.chainId)!;
   indexer = new SequenceIndexer(`${env.baseUrl}/indexer/${env.chain.chainConfig.name}`, env.accessKey);

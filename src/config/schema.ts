@@ -545,6 +545,34 @@ export const AppConfigSchema = z
         maxStreams: z.number().int().min(1).max(100_000).default(2_000),
         maxStreamsPerKey: z.number().int().min(1).max(100_000).default(100),
         maxStreamsPerAddress: z.number().int().min(1).max(100_000).default(50),
+        /**
+         * Fair shares of the streams and of the outbox reads they cause (issue 54; docs/webhooks.md "Fair
+         * shares"): a key ships in browser apps, so every limit inside a key's allowance is split by client
+         * network, and resumes are bounded so a reconnecting client cannot make the database read the whole
+         * outbox again and again.
+         */
+        streamShares: z
+          .object({
+            /** What one client network may hold of maxStreamsPerKey (percent, rounded up): two addresses held all of a dapp's streams. */
+            perKeyClientPercent: z.number().int().min(1).max(100).default(10),
+            /** The client network of an address: IPv4 /24 and IPv6 /48 (one attacker holds every address in one). */
+            ipv4Prefix: z.number().int().min(8).max(32).default(24),
+            ipv6Prefix: z.number().int().min(16).max(128).default(48),
+            /** A Last-Event-ID more than this many outbox positions (every project's events) behind the head starts at the head, after a stream.gap event. */
+            resumeMaxEvents: z.number().int().min(0).default(50_000),
+            /** ... or one whose next event is older than this. */
+            resumeMaxAgeSec: z.number().int().min(0).default(86_400),
+            /** A resume's catch-up reads the outbox in pages of at most this many positions (one page: one bounded statement). */
+            resumePageEvents: z.number().int().min(10).max(100_000).default(1_000),
+            /** Catch-up pages one client network may read, a token bucket (per second on average, burst at once); past it, its catch-ups wait. */
+            resumePagesPerSec: z.number().positive().default(5),
+            resumePageBurst: z.number().int().min(1).default(60),
+            /** Resumes (streams opened with a Last-Event-ID) one client address may make, a token bucket; past it, 429 with Retry-After. */
+            reconnectsPerMin: z.number().positive().default(12),
+            reconnectBurst: z.number().int().min(1).default(20),
+          })
+          .strict()
+          .prefault({}),
         /** The sponsorship approval webhook must answer within this, or the rule does not sponsor. */
         approvalDeadlineMs: z.number().int().positive().max(30_000).default(2_000),
         /** Indexer webhook listeners (AddWebhookListener) one project may have on one chain. */

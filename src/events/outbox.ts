@@ -247,6 +247,12 @@ export function outbox(db: Db) {
       return Number(r.rows[0].n ?? 0);
     },
 
+    /** When the first sequenced event after `afterSeq` was written (null: none): how old a resume from there is. */
+    async firstAfter(afterSeq: number): Promise<Date | null> {
+      const r = await db.query<{ created_at: Date | string }>(prepared('SELECT created_at FROM events WHERE seq > $1 ORDER BY seq LIMIT 1'), [afterSeq]);
+      return r.rows[0] ? new Date(r.rows[0].created_at) : null;
+    },
+
     /** Drops events older than the retention that no delivery still needs. */
     async prune(retentionSec: number): Promise<number> {
       const r = await db.query(

@@ -13,6 +13,15 @@ export interface StreamSink {
   idle(): void;
 }
 
+/**
+ * How a resumed stream catches up (issue 54): in pages of at most `span` outbox positions, each taken
+ * from its client's read budget (`page` waits for it; false: the stream has ended, stop reading).
+ */
+export interface CatchUp {
+  span: number;
+  page(): Promise<boolean>;
+}
+
 interface Subscriber extends StreamSink {
   /** The last position this stream has sent (events at or before it are never sent again). */
   after: number;
@@ -46,9 +55,10 @@ export class EventStreamHub {
 
   /**
    * Attaches a stream that has sent everything up to `after` (null: a new stream, which starts with the
-   * next event); the returned function detaches it.
+   * next event); the returned function detaches it. With `catchUp`, the reads of its own it makes to
+   * reach the shared position are paged and paced by it (else: pages of BATCH events at once).
    */
-  async subscribe(sink: StreamSink, from: number | null): Promise<() => void> {
+  async subscribe(sink: StreamSink, from: number | null, catchUp?: CatchUp): Promise<() => void> {
     if (this.closed) throw new Error('the event stream hub is closed');
     this.loop ??= this.run();
     // Without streams the shared position is not kept current: move it to the head first.
@@ -59,12 +69,16 @@ export class EventStreamHub {
       const upTo = this.position;
       // Behind the shared reader: read what it has passed, for this stream's filter only.
       while (sub.after < upTo) {
-        const batch = await this.deps.outbox.since(sub.after, { ...sink.filter, upTo, limit: BATCH });
+        if (catchUp && !(await catchUp.page())) return () => {};
+        // A page spans at most `span` positions, so one statement reads a bounded range of the outbox
+        // however few of its events are this stream's.
+        const to = catchUp ? Math.min(upTo, sub.after + catchUp.span) : upTo;
+        const batch = await this.deps.outbox.since(sub.after, { ...sink.filter, upTo: to, limit: BATCH });
         for (const e of batch) {
           sink.write(e);
           sub.after = e.seq!;
         }
-        if (batch.length < BATCH) sub.after = upTo;
+        if (batch.length < BATCH) sub.after = to;
       }
       // Nothing runs between this check and the add: the next shared read delivers what follows `upTo`.
       if (this.position === upTo) break;

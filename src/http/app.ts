@@ -107,7 +107,8 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerMediaRoutes(app, s, access);
   if (s.collections) registerCollectionRoutes(app, s.collections, access, s.config.media.maxBytes);
   // Streams end when the server closes, or they would hold its close open forever.
-  const streams = new OpenStreams(s.config.webhooks);
+  const streams = new OpenStreams(s.config.webhooks, (share) => s.metrics.streamsRefused.inc({ share }));
+  s.metrics.eventStreams.watch(() => streams.slots.reading());
   app.addHook('preClose', (done) => {
     streams.closeAll();
     done();

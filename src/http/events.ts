@@ -9,6 +9,8 @@ import { keyRefusal } from '../access/key-kinds.ts';
 import { refusalError } from './access-pipeline.ts';
 import { sendError } from './webrpc.ts';
 import type { OpenStreams } from './stream-registry.ts';
+import { StreamResumes, gapMessage } from './stream-resume.ts';
+import { clientNetwork } from '../util/client-net.ts';
 
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind in reading (bytes buffered) is cut off; it resumes with Last-Event-ID. */
@@ -31,14 +33,18 @@ const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event 
 /**
  * `GET /events`: the outbox as Server-Sent Events, for one project's access key (its own events and
  * the deployment's). `types` and `chains` filter; `Last-Event-ID` (or `?lastEventId=`) resumes after
- * the event with that `id:`; without it the stream starts with the next event.
+ * the event with that `id:`, within the bounds of stream-resume.ts; without it the stream starts with
+ * the next event.
  */
 export function registerEventStream(app: FastifyInstance, s: Services, registry: OpenStreams) {
   const slots = registry.slots;
+  const shares = s.config.webhooks.streamShares;
+  const resumes = new StreamResumes(shares, s.events.outbox, (paced) => s.metrics.streamResumePages.inc({ paced: String(paced) }));
   app.get('/events', async (req, reply) => {
     let filter: StreamFilter;
     let after: number | null = null;
     let release: () => void;
+    let address: string;
     try {
       const outcome = await s.auth.authenticate(readAccessKey(req, true));
       if (outcome.kind !== 'ok') throw new RpcError(MetadataErrors.Unauthorized, outcome.kind === 'none' ? 'access key required: X-Access-Key header or ?accessKey=' : 'invalid access key');
@@ -62,7 +68,15 @@ export function registerEventStream(app: FastifyInstance, s: Services, registry:
         after = Number(p.data);
       }
       filter = { projectId: outcome.project.id, types: q.data.types, chainIds };
-      const slot = slots.take(outcome.keyId, clientAddress(req.ip, s.config.clientIpv6Prefix));
+      address = clientAddress(req.ip, s.config.clientIpv6Prefix);
+      if (after !== null) {
+        const r = resumes.admit(address);
+        if (!r.ok) {
+          s.metrics.streamsRefused.inc({ share: 'reconnects' });
+          throw new RpcError(MetadataErrors.RateLimited, `${r.reason}: retry later`, { 'Retry-After': String(r.retryAfterSec) });
+        }
+      }
+      const slot = slots.take(outcome.keyId, address);
       if (!slot.ok) throw new RpcError(MetadataErrors.RateLimited, `${slot.reason}: close one, or retry later`, { 'Retry-After': String(RETRY_AFTER_SEC) });
       release = slot.release;
     } catch (err) {
@@ -103,7 +117,18 @@ export function registerEventStream(app: FastifyInstance, s: Services, registry:
       },
     };
     try {
-      const off = await s.events.streams.subscribe(sink, after);
+      let catchUp: ReturnType<StreamResumes['catchUp']> | undefined;
+      if (after !== null) {
+        const gap = await resumes.gapOf(after);
+        s.metrics.streamResumes.inc({ outcome: gap ? 'gap' : 'caughtUp' });
+        if (gap && open) {
+          // From the head on: the client learns what it missed elsewhere (a full read of its state).
+          res.write(gapMessage(gap, filter.projectId, shares));
+          after = gap.to;
+        }
+        catchUp = resumes.catchUp(clientNetwork(address, shares) ?? address, () => open);
+      }
+      const off = await s.events.streams.subscribe(sink, after, catchUp);
       if (open) {
         detach = off;
         res.write(`retry: 2000\n\n`);

@@ -1,7 +1,7 @@
-import ipaddr from 'ipaddr.js';
 import { formatEther } from 'viem';
 import { prepared, type Queryable } from '../store/db.ts';
 import { LIVE_IN } from './live.ts';
+import { clientNetwork } from '../util/client-net.ts';
 
 /*
  * The loss budgets (docs/relayer-worst-case.md): what fee-paying callers whose fee is not final by
@@ -52,18 +52,9 @@ export function lossBudgets(c: {
   };
 }
 
-/**
- * The client network of an address as the HTTP layer hands it (an IPv4 address, or an IPv6 network such as
- * "2001:db8::/64"): a /24 or a /48 by default, since one attacker holds every address in one.
- */
+/** The client network of a caller's address (util/client-net.ts), by the loss budgets' prefixes. */
 export function clientNet(ip: string | null | undefined, b: Pick<LossBudgets, 'ipv4Prefix' | 'ipv6Prefix'>): string | null {
-  if (!ip) return null;
-  const [addr, len] = ip.split('/');
-  if (!ipaddr.isValid(addr)) return ip;
-  const a = ipaddr.process(addr);
-  if (a.kind() === 'ipv4') return `${ipaddr.IPv4.networkAddressFromCIDR(`${a.toString()}/${b.ipv4Prefix}`).toString()}/${b.ipv4Prefix}`;
-  const bits = Math.min(b.ipv6Prefix, len ? Number(len) : 128);
-  return `${ipaddr.IPv6.networkAddressFromCIDR(`${a.toString()}/${bits}`).toString()}/${bits}`;
+  return clientNetwork(ip, b);
 }
 
 /** The advisory lock (namespace, key) of a client network on a chain: intakes of one caller take turns on it. */

@@ -219,6 +219,29 @@ export function createMetrics() {
       labelNames: ['share'] as const,
       registers: [registry],
     }),
+    eventStreams: slotGauge(
+      registry,
+      'metarelay_event_streams',
+      'GET /events and webrpc streams: open, keysFull (keys at maxStreamsPerKey), keyClientsFull (client networks at their share of a key), and the caps maxStreams, maxPerKey, maxPerKeyClient',
+    ),
+    streamsRefused: new Counter({
+      name: 'metarelay_event_streams_refused_total',
+      help: "streams refused 429 by the share that was full: server, key, keyClient (a client network's share of its key), address, reconnects (resumes of one address past streamShares.reconnectsPerMin)",
+      labelNames: ['share'] as const,
+      registers: [registry],
+    }),
+    streamResumes: new Counter({
+      name: 'metarelay_event_stream_resumes_total',
+      help: 'streams opened with a Last-Event-ID, by outcome: caughtUp (read from there), gap (too far back or too old: started at the head after a stream.gap event)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    streamResumePages: new Counter({
+      name: 'metarelay_event_stream_resume_pages_total',
+      help: "outbox pages read to catch resumed streams up, by whether the page waited for its client network's read budget (streamShares.resumePagesPerSec): paced or not",
+      labelNames: ['paced'] as const,
+      registers: [registry],
+    }),
     searchPostings: new Gauge({
       name: 'metarelay_search_postings',
       help: 'token search posting lists this process holds in memory: contracts, tokens and bytes (of metadata.searchMemoryMB)',
