@@ -7,6 +7,7 @@ import { tokenResponseCache, type ResponseCache } from './access/response-cache.
 import { openDb, type Db } from './store/db.ts';
 import { connectionBudget, connectionWarning } from './store/connection-budget.ts';
 import { migrate } from './store/migrate.ts';
+import { Leadership } from './store/leadership.ts';
 import { accessKeyRepo, type AccessKeyRepo } from './store/access-keys.ts';
 import { projectRepo, type ProjectRepo } from './store/projects.ts';
 import { ecosystemRepo, type EcosystemRepo } from './store/ecosystems.ts';
@@ -120,6 +121,8 @@ export interface Services {
   indexerBackfills: BackfillRunner | undefined;
   /** Push: the events outbox, webhook endpoints and their delivery worker (started with the dispatchers or the background workers). */
   events: { outbox: Outbox; webhooks: WebhookStore; listeners: ListenerStore; bell: EventBell; delivery: DeliveryWorker; post: Poster; streams: EventStreamHub };
+  /** Which process of the fleet follows each chain and sweeps media (store/leadership.ts); run by startBackground. */
+  leadership: Leadership;
   /** Starts the relayer dispatchers (what `metarelay relayer` runs, and `serve`/`dev` by default). */
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
@@ -318,7 +321,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const engineBars = engineDb === db ? bars : barRepo(engineDb);
   if (db.kind === 'postgres') {
     // One line at start when processes × pools may pass max_connections: past it, calls answer 503.
-    const own = (db.connections ?? 0) + (engineDb === db ? 0 : (engineDb.connections ?? 0));
+    // The leader election's one connection counted in.
+    const own = (db.connections ?? 0) + (engineDb === db ? 0 : (engineDb.connections ?? 0)) + 1;
     const budget = await connectionBudget(db, own).catch(() => undefined);
     const warning = budget && connectionWarning(budget);
     if (warning) log.warn({ connections: budget }, warning);
@@ -406,6 +410,27 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     const p = effectivePrices(c.chainId, c.prices);
     if (p) prices.set(c.chainId, new UsdPrices(withRole(chains.get(c.chainId)!, 'indexer'), p.config, log, p.builtin));
   }
+  // One process of the fleet follows each chain (its watcher and indexer followers) and sweeps media:
+  // the others would read the same heads and logs from the node only to drop their step at the cursor.
+  const pg = config.postgres;
+  const leadership = new Leadership(db.lockSession ? () => db.lockSession!(pg.leaderSessionTimeoutMs) : undefined, {
+    checkMs: pg.leaderCheckMs,
+    log,
+    onChange: (role, leading) => metrics.leader.set({ role }, leading ? 1 : 0),
+  });
+  for (const c of config.chains) {
+    const followers = [...watchers.filter((w) => w.chainId === c.chainId), ...[...indexers.values()].filter((i) => i.chain.chainId === c.chainId).map((i) => i.follower)];
+    if (!followers.length) continue;
+    leadership.add(`chain:${c.chainId}`, {
+      start: () => {
+        for (const f of followers) f.start();
+      },
+      stop: async () => {
+        await Promise.all(followers.map((f) => f.stop()));
+      },
+    });
+  }
+  if (mediaSweep) leadership.add('media-orphan-sweep', mediaSweep);
   let background = false;
   let dispatching = false;
   let closed = false;
@@ -451,6 +476,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     prices,
     indexerBackfills,
     events,
+    leadership,
     startDispatchers() {
       dispatching = true;
       events.delivery.start();
@@ -460,10 +486,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       background = true;
       events.delivery.start();
       worker.start();
-      for (const w of watchers) w.start();
-      for (const i of indexers.values()) i.follower.start();
+      leadership.start();
       indexerBackfills?.start();
-      mediaSweep?.start();
     },
     startedAt: new Date(),
     get draining() {
@@ -476,7 +500,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       dispatching = false;
-      if (background) await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), mediaSweep?.stop()]);
+      if (background) await Promise.all([worker.stop(), leadership.stop()]);
       background = false;
       // Deliveries in flight finish and are recorded; what is left is claimed by another process.
       await events.delivery.stop();
@@ -487,7 +511,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       // Refreshes a collection edit noted are queued before the database goes.
       await fanout.idle();
       if (background) {
-        await Promise.all([worker.stop(), ...watchers.map((w) => w.stop()), ...[...indexers.values()].map((i) => i.follower.stop()), indexerBackfills?.stop(), mediaSweep?.stop()]);
+        await Promise.all([worker.stop(), leadership.stop(), indexerBackfills?.stop()]);
       }
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       // The shared head readers poll while the watchers and followers listen; none is left now.

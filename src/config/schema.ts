@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Address, Decimal } from './fields.ts';
 import { PG_SESSION_DEFAULTS } from '../store/pg-session.ts';
+import { LEADERSHIP_DEFAULTS } from '../store/leadership.ts';
 import { ChainPricesConfigSchema, NativeUsdFeedSchema, PriceSourceSchema } from './price-schema.ts';
 
 export { PriceSourceSchema, type ChainPricesConfig } from './price-schema.ts';
@@ -269,6 +270,16 @@ export const AppConfigSchema = z
         poolSize: z.number().int().min(1).max(1000).default(PG_SESSION_DEFAULTS.poolSize),
         lockTimeoutMs: z.number().int().min(0).default(PG_SESSION_DEFAULTS.lockTimeoutMs),
         idleInTransactionTimeoutMs: z.number().int().min(0).default(PG_SESSION_DEFAULTS.idleInTransactionTimeoutMs),
+        /**
+         * One process per chain follows it (leadership.ts): how often the others try to take over, and
+         * the leader checks its lock connection. A dead leader is replaced within about this.
+         */
+        leaderCheckMs: z.number().int().min(100).max(600_000).default(LEADERSHIP_DEFAULTS.checkMs),
+        /** The server ends a lock connection silent this long (a frozen or cut-off leader lets go); above leaderCheckMs. */
+        leaderSessionTimeoutMs: z.number().int().min(1_000).max(3_600_000).default(LEADERSHIP_DEFAULTS.sessionTimeoutMs),
+      })
+      .refine((p) => p.leaderSessionTimeoutMs > 2 * p.leaderCheckMs, {
+        message: 'postgres.leaderSessionTimeoutMs must be more than twice postgres.leaderCheckMs (a leader that checks in time must not lose its lock)',
       })
       .prefault({}),
     chains: z.array(ChainConfigSchema).default([]),

@@ -1,6 +1,7 @@
 import type { MaintenanceListener } from './maintenance.ts';
 import type { PgSession } from './pg-session.ts';
 import type { DatabaseHealthEvent } from './db-health.ts';
+import type { LockSession } from './leadership.ts';
 
 /** The one database interface domain code sees; PGlite and PostgreSQL both speak it. */
 export interface QueryResult<T> {
@@ -93,6 +94,12 @@ export interface Db extends Queryable {
    * session, and when it answers again (db-health.ts), once each; in place of the listener set before.
    */
   onHealth?(listener: (e: DatabaseHealthEvent) => void): void;
+  /**
+   * PostgreSQL: one connection outside the pools, for session-level advisory locks (leadership.ts); the
+   * server ends it after `idleTimeoutMs` without a statement (a frozen or cut-off holder lets go). PGlite
+   * has none: one process per database.
+   */
+  lockSession?(idleTimeoutMs: number): Promise<LockSession>;
   close(): Promise<void>;
 }
 

@@ -201,6 +201,45 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
         health,
       );
     },
+    async lockSession(idleTimeoutMs: number) {
+      // The server ends the session after idleTimeoutMs without a statement (a frozen holder, a network
+      // gone quiet); the leader's own checks run far more often. A statement hung on a dead socket fails
+      // on the client within the same bound.
+      const client = new pg.Client({
+        connectionString: url,
+        application_name: APPLICATION_NAME,
+        options: `${sessionOptions(session)} -c idle_session_timeout=${idleTimeoutMs} -c statement_timeout=${idleTimeoutMs}`,
+        query_timeout: idleTimeoutMs,
+        connectionTimeoutMillis: idleTimeoutMs,
+        keepAlive: true,
+      });
+      let lost: ((err: Error) => void) | undefined;
+      let ended = false;
+      const end = (err: Error) => {
+        if (ended) return;
+        ended = true;
+        lost?.(err);
+      };
+      // An 'error' nobody listens to would exit the process (pg-client.ts).
+      client.on('error', end);
+      client.on('end', () => end(new Error('the lock connection ended')));
+      try {
+        await client.connect();
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        throw err;
+      }
+      return {
+        query: async <T>(sql: string, params?: unknown[]) => ({ rows: (await client.query(sql, params)).rows as T[] }),
+        onLost(fn: (err: Error) => void) {
+          lost = fn;
+        },
+        async close() {
+          ended = true;
+          await client.end().catch(() => undefined);
+        },
+      };
+    },
     dedicated: (n: number) => openPostgres(url, { max: n, probe: false, maintain: false, session, health }),
     onMaintenance(listener) {
       maintenanceListener = listener;

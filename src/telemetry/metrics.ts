@@ -63,6 +63,12 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    leader: new Gauge({
+      name: 'metarelay_leader',
+      help: 'whether this process leads a role of the fleet (chain:<id> follows that chain; media-orphan-sweep): 1 leading, 0 not',
+      labelNames: ['role'] as const,
+      registers: [registry],
+    }),
     dbMaintenance: new Counter({
       name: 'metarelay_db_maintenance_total',
       help: "turns of the service's own vacuum and analysis (PGlite, or PostgreSQL with autovacuum off) that ran statements or failed",

@@ -37,6 +37,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
  * Test files that bring their own PostgreSQL and need no PGlite counterpart: `pg-faults` starts a private
  * cluster (support/private-postgres.ts) to restart it, end its backends and fill its slots, which the
  * shared server must not suffer and PGlite (one connection, in process) has no equivalent of. They run
- * in the PostgreSQL half only, where the server's binaries are known to be installed.
+ * in the PostgreSQL half only, where the server's binaries are known to be installed. `fleet-leader` runs
+ * three processes on one database, which PGlite (one process per database) does not allow.
  */
-export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts'];
+export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts'];

@@ -61,6 +61,10 @@ export class ChainWatcher {
     this.unread = new UnreadBlocks({ db: d.db, chain, reader: 'watcher', cfg: d.config.logReads, log: d.log, metrics: d.metrics });
   }
 
+  get chainId(): number {
+    return this.chain.chainId;
+  }
+
   start(): void {
     // Each new head of the shared reader wakes the loop; the reader polls while someone listens.
     this.unsubscribe ??= this.chain.head.subscribe(() => this.loop.wake());

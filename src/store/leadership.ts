@@ -1,0 +1,169 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from '../telemetry/logger.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
+
+/**
+ * One connection of its own (PostgreSQL), outside every pool: session-level advisory locks live as long
+ * as it does, so a process that dies (kill -9, a crash, a lost connection) lets go of them with it.
+ */
+export interface LockSession {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+  /** `fn` is called once when the connection ends or fails (the server restarted, ended it, or the network went). */
+  onLost(fn: (err: Error) => void): void;
+  close(): Promise<void>;
+}
+
+/** Work only one process of the fleet does at a time: started when this process leads, stopped when it stops leading. */
+export interface Role {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface LeadershipOptions {
+  /** How often a process that does not lead tries to, and the leader checks its connection (postgres.leaderCheckMs). */
+  checkMs: number;
+  log: Logger;
+  /** Told 1 when this process starts leading `name`, 0 when it stops (the metarelay_leader gauge). */
+  onChange?: (name: string, leading: boolean) => void;
+}
+
+/**
+ * A dead leader is replaced within about checkMs (kill -9: the server sees its socket close at once);
+ * a frozen or cut-off one within sessionTimeoutMs + checkMs. One statement per process per checkMs.
+ */
+export const LEADERSHIP_DEFAULTS = Object.freeze({ checkMs: 2_000, sessionTimeoutMs: 15_000 });
+
+/** The advisory lock key of a role: 64 bits of its name's hash (names, not numbers, in the code and the logs). */
+export function lockKey(name: string): bigint {
+  return createHash('sha256').update(`metarelay:${name}`).digest().readBigInt64BE(0);
+}
+
+/**
+ * Which process of the fleet does each role's work (a chain's follower and watcher, the media sweep):
+ * the one holding the role's PostgreSQL advisory lock on its own connection (LockSession). Processes that
+ * do not lead try again every `checkMs` with one statement on that connection, and do nothing else for
+ * the role: no node call, no other statement. A leader that dies lets go of its locks with its connection
+ * (kill -9: at once, as the server sees the socket close; a frozen or cut-off one when the server ends
+ * its idle session, postgres.leaderSessionTimeoutMs), and another process takes over at its next check.
+ * A leader whose connection fails stops its roles at once, before another can have taken them: two
+ * leaders of one role overlap at most for the moments the old one takes to notice, and the roles' own
+ * writes stay correct then (each step checks the shared cursor it moves, under a row lock).
+ *
+ * Without sessions (PGlite: one process per database, folder-lock.ts) this process leads every role.
+ */
+export class Leadership {
+  private readonly roles = new Map<string, { role: Role; key: bigint; leading: boolean }>();
+  private session: LockSession | undefined;
+  private running = false;
+  private timer: NodeJS.Timeout | undefined;
+  private turn: Promise<void> = Promise.resolve();
+  private readonly streak: FailureStreak;
+
+  constructor(
+    private readonly open: (() => Promise<LockSession>) | undefined,
+    private readonly o: LeadershipOptions,
+  ) {
+    this.streak = new FailureStreak(o.log, 'leader election');
+  }
+
+  /** `role` runs while this process leads `name` (once start() is called). */
+  add(name: string, role: Role): void {
+    if (this.roles.has(name)) throw new Error(`leadership: role ${name} added twice`);
+    this.roles.set(name, { role, key: lockKey(name), leading: false });
+    if (this.running) this.check();
+  }
+
+  /** The roles this process leads now. */
+  get leading(): string[] {
+    return [...this.roles].filter(([, r]) => r.leading).map(([n]) => n);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.check();
+  }
+
+  /** Stops every role this process leads and lets go of the locks (its session closes). */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    await this.turn;
+    await this.resign();
+    const s = this.session;
+    this.session = undefined;
+    await s?.close().catch(() => undefined);
+  }
+
+  /** One turn now (turns never overlap), then the next one checkMs later. */
+  private check(): void {
+    clearTimeout(this.timer);
+    this.turn = this.turn
+      .then(() => this.once())
+      .finally(() => {
+        if (this.running) {
+          clearTimeout(this.timer);
+          this.timer = setTimeout(() => this.check(), this.o.checkMs);
+          this.timer.unref();
+        }
+      });
+  }
+
+  private async once(): Promise<void> {
+    if (!this.running) return;
+    if (!this.open) {
+      for (const [name, r] of this.roles) if (!r.leading) this.lead(name, r);
+      return;
+    }
+    try {
+      if (!this.session) {
+        const s = await this.open();
+        if (!this.running) return void (await s.close().catch(() => undefined));
+        this.session = s;
+        s.onLost((err) => {
+          if (this.session !== s) return;
+          this.session = undefined;
+          this.o.log.warn({ cause: err.message }, 'leader election: the lock connection was lost; roles led here stop');
+          void s.close().catch(() => undefined);
+          // In the turns' order: a role's stop is over before the next turn may start it again.
+          this.turn = this.turn.then(() => this.resign());
+          if (this.running) this.check();
+        });
+      }
+      const session = this.session;
+      // One statement a turn: the locks not held are tried (an empty list still proves the connection).
+      const wanted = [...this.roles].filter(([, r]) => !r.leading);
+      const res = await session.query<{ k: string; got: boolean }>('SELECT k::text AS k, pg_try_advisory_lock(k) AS got FROM unnest($1::bigint[]) AS k', [wanted.map(([, r]) => r.key.toString())]);
+      if (this.session !== session || !this.running) return;
+      const got = new Set(res.rows.filter((r) => r.got).map((r) => r.k));
+      for (const [name, r] of wanted) if (got.has(r.key.toString())) this.lead(name, r);
+      this.streak.succeeded();
+    } catch (err) {
+      this.streak.failed(err);
+      // Whatever was held may be gone with the connection: stop first, then start over on a new one.
+      const s = this.session;
+      this.session = undefined;
+      await this.resign();
+      await s?.close().catch(() => undefined);
+    }
+  }
+
+  private lead(name: string, r: { role: Role; leading: boolean }): void {
+    r.leading = true;
+    if (this.open) this.o.log.info({ role: name }, 'leading');
+    this.o.onChange?.(name, true);
+    r.role.start();
+  }
+
+  private async resign(): Promise<void> {
+    const stopping: Promise<void>[] = [];
+    for (const [name, r] of this.roles) {
+      if (!r.leading) continue;
+      r.leading = false;
+      if (this.open && this.running) this.o.log.info({ role: name }, 'no longer leading');
+      this.o.onChange?.(name, false);
+      stopping.push(r.role.stop().catch(() => undefined));
+    }
+    await Promise.all(stopping);
+  }
+}
