@@ -1,41 +1,64 @@
-// The indexer's webrpc streams (SubscribeReceipts, SubscribeEvents, SubscribeBalanceUpdates), called through
-// the official SequenceIndexer client against a real relayer and indexer on one anvil: fed by the outbox,
-// ended by the client's abort, capped per access key with GET /events.
+// The indexer's webrpc streams (SubscribeReceipts, SubscribeEvents, SubscribeBalanceUpdates) through the
+// official SequenceIndexer client, fed by what the indexer reads from two real anvils: chain A indexed
+// whole (`scope: all`, the default), chain B on a watchlist. Direct transactions (no relayer): an ERC20
+// and an ERC721 transfer and a game's own event. Judged against the chain's own receipts and balances.
 import { SequenceIndexer, type SubscribeBalanceUpdatesResponse, type SubscribeEventsResponse, type SubscribeReceiptsResponse, type WebrpcError } from '@0xsequence/indexer';
-import { encodeFunctionData, toEventSelector } from 'viem';
+import { pad, parseAbi, toEventSelector, type Address, type Hash } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { devPublicClient } from '../src/devchain/index.ts';
 import type { ChainIndexer } from '../src/indexer/index.ts';
-import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
-import { newSigner, officialWallet } from './support/sequence-wallet.ts';
+import { startTestService, type TestService } from './support/service.ts';
+import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
 
-/** The first test holds four streams at once; the cap test fills the key's share. */
-const PER_KEY = 4;
+/** The cap test fills the key's share of streams. */
+const PER_KEY = 8;
+const CHAIN_B = 31_339;
+const E18 = 10n ** 18n;
+const SCORED = toEventSelector('Scored(address,uint256,uint256)');
 const TRANSFER = toEventSelector('Transfer(address,address,uint256)');
+const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
+const call = (address: Address, contract: string, functionName: string, args: unknown[]): ContractCall => ({ address, contract, functionName, args });
+const balanceOf = parseAbi(['function balanceOf(address) view returns (uint256)']);
 
-let env: RelayerEnv;
-let indexer: SequenceIndexer;
-let ix: ChainIndexer;
+let a: TokenChain;
+let b: TokenChain;
+let t: TestService;
+let ixA: SequenceIndexer;
+let ixB: SequenceIndexer;
+let base: string;
+/** Chain A: X (ERC20, priced $2), N (ERC721), G (game events). Chain B: Y (ERC20, watched, priced $3), Z (ERC20, not watched). */
+let X: Address, N: Address, G: Address, Y: Address, Z: Address;
 
-async function catchUp() {
+const indexerOf = (chainId: number): ChainIndexer => t.services.indexers.get(chainId)!;
+
+async function catchUp(ix: ChainIndexer) {
   for (let i = 0; i < 200; i++) {
     const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), env.public.getBlockNumber()]);
+    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
     if (!more && cur && cur.block === head) return;
   }
   throw new Error('indexer did not catch up');
 }
 
-/** Resolves once the predicate holds, polling (no wall-clock assertion: the test's timeout bounds it). */
-async function until(ok: () => boolean | Promise<boolean>, step?: () => Promise<unknown>) {
-  for (;;) {
-    if (await ok()) return;
-    await step?.();
+/** Resolves once the predicate holds, stepping the indexers meanwhile (the test's timeout bounds it). */
+async function until(ok: () => boolean) {
+  while (!ok()) {
+    await Promise.all([catchUp(indexerOf(a.anvil.chainId)), catchUp(indexerOf(CHAIN_B))]);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-/** A subscription through the official client: its frames, its errors, and when it opened. */
-function subscribe<T>(start: (o: { onMessage: (m: T) => void; onError: (e: WebrpcError) => void; onOpen: () => void }) => { abort: () => void; closed: Promise<void> }) {
+interface Sub<T> {
+  frames: T[];
+  errors: WebrpcError[];
+  opened: boolean;
+  abort: () => void;
+  closed: Promise<void>;
+}
+
+/** A subscription through the official client: its frames, its errors, and whether it opened. */
+function subscribe<T>(start: (o: { onMessage: (m: T) => void; onError: (e: WebrpcError) => void; onOpen: () => void }) => { abort: () => void; closed: Promise<void> }): Sub<T> {
   const s = { frames: [] as T[], errors: [] as WebrpcError[], opened: false, abort: () => {}, closed: Promise.resolve() };
   const c = start({ onMessage: (m) => s.frames.push(m), onError: (e) => s.errors.push(e), onOpen: () => (s.opened = true) });
   s.abort = c.abort;
@@ -43,102 +66,188 @@ function subscribe<T>(start: (o: { onMessage: (m: T) => void; onError: (e: Webrp
   return s;
 }
 
+/** Every receipt the chain has in blocks (from, to]: the ground truth the streams are judged by. */
+async function receiptsOn(chain: TokenChain, from: bigint, to: bigint) {
+  const pub = devPublicClient(chain.anvil.rpcUrl, chain.anvil.chainId);
+  const out = [];
+  for (let n = from + 1n; n <= to; n++) {
+    const block = await pub.getBlock({ blockNumber: n });
+    for (const hash of block.transactions) out.push(await pub.getTransactionReceipt({ hash: hash as Hash }));
+  }
+  return out;
+}
+
+const accountTopic = (x: Address) => pad(x, { size: 32 }).toLowerCase();
+
 beforeAll(async () => {
-  env = await startRelayerEnv({
-    indexer: { scope: 'watchlist', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 },
+  [a, b] = await Promise.all([startTokenChain(), startTokenChain({ chainId: CHAIN_B })]);
+  [[X, N, G], [Y, Z]] = await Promise.all([
+    a.deploy([{ contract: 'TestIndexERC20' }, { contract: 'TestIndexERC721' }, { contract: 'TestGameEvents' }]),
+    b.deploy([{ contract: 'TestIndexERC20' }, { contract: 'TestIndexERC20' }]),
+  ]);
+  [X, N, G, Y, Z] = [X, N, G, Y, Z].map((x) => x!.toLowerCase() as Address);
+  const indexer = { fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 } as const;
+  t = await startTestService({
+    chains: [
+      { ...a.chainConfig, name: 'anvil-a', watch: false, indexer: { ...indexer, scope: 'all' }, prices: { tokens: [{ address: X, symbol: 'X', decimals: 18, usdPrice: '2' }] } },
+      {
+        ...b.chainConfig,
+        name: 'anvil-b',
+        watch: false,
+        indexer: { ...indexer, scope: 'watchlist', contracts: [Y] },
+        prices: { tokens: [{ address: Y, symbol: 'Y', decimals: 18, usdPrice: '3' }] },
+      },
+    ],
     // Every stream here comes from one address: its client network may hold the whole key's cap.
     webhooks: { maxStreamsPerKey: PER_KEY, streamShares: { perKeyClientPercent: 100 } },
+    media: { enabled: false },
   });
-  ix = env.services.indexers.get(env.chainId)!;
-  indexer = new SequenceIndexer(`${env.baseUrl}/indexer/${env.chain.chainConfig.name}`, env.accessKey);
-  const watched = await fetch(`${env.baseUrl}/rpc/Console/IndexerWatch`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${env.adminToken}` },
-    body: JSON.stringify({ chainID: String(env.chainId), contractAddress: env.token }),
-  });
-  expect(watched.status, await watched.text()).toBe(200);
-  await catchUp();
-}, 120_000);
+  base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  ixA = new SequenceIndexer(`${base}/indexer/anvil-a`, t.accessKey);
+  ixB = new SequenceIndexer(`${base}/indexer/anvil-b`, t.accessKey);
+  await Promise.all([catchUp(indexerOf(a.anvil.chainId)), catchUp(indexerOf(CHAIN_B))]);
+}, 180_000);
+
 afterAll(async () => {
-  await env?.close();
+  // Keep-alive sockets of the client's streams would hold the server's close until their timeout.
+  t?.app.server.closeAllConnections();
+  await t?.close();
+  await Promise.all([a?.stop(), b?.stop()]);
 });
 
-describe('indexer subscriptions', () => {
-  it('a relayed transfer reaches SubscribeReceipts, SubscribeEvents and SubscribeBalanceUpdates; filters hold; an abort ends the stream and frees its slot', async () => {
-    await sponsor(env, 'CONTRACT', env.token);
-    const w = officialWallet({ signerKey: newSigner().privateKey, rpcUrl: env.rpcUrl, chainId: env.chainId, relayerUrl: env.relayerUrl, projectAccessKey: env.accessKey });
-    const to = newSigner().address.toLowerCase();
-    await env.chain.send([{ address: env.token, contract: 'DevERC20', functionName: 'mint', args: [w.address, 100n] }]);
-    await catchUp();
+describe('indexer subscriptions on a chain indexed whole (scope: all)', () => {
+  it('direct ERC20 and ERC721 transfers and a custom event reach the three streams; accounts and tokenIDs filters hold; balances carry USD', async () => {
+    const [alice, bob, carol] = [someone(), someone(), someone()];
+    const receipts = subscribe<SubscribeReceiptsResponse>((o) => ixA.subscribeReceipts({ filter: { contractAddress: X } }, o));
+    const scored = subscribe<SubscribeReceiptsResponse>((o) => ixA.subscribeReceipts({ filter: { event: 'Scored(address,uint256,uint256)' } }, o));
+    const bobs = subscribe<SubscribeEventsResponse>((o) => ixA.subscribeEvents({ filter: { accounts: [bob] } }, o));
+    const token7 = subscribe<SubscribeEventsResponse>((o) => ixA.subscribeEvents({ filter: { contractAddresses: [N], tokenIDs: ['7'] } }, o));
+    const carols = subscribe<SubscribeEventsResponse>((o) => ixA.subscribeEvents({ filter: { accounts: [carol] } }, o));
+    const balances = subscribe<SubscribeBalanceUpdatesResponse>((o) => ixA.subscribeBalanceUpdates({ contractAddress: X }, o));
+    const all = [receipts, scored, bobs, token7, carols, balances];
+    await until(() => all.every((s) => s.opened || s.errors.length > 0));
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
+    // Streams start where the indexer is when they open.
+    const from = (await indexerOf(a.anvil.chainId).cursor())!.block;
 
-    const receipts = subscribe<SubscribeReceiptsResponse>((o) => indexer.subscribeReceipts({ filter: { contractAddress: env.token, event: 'Transfer(address,address,uint256)' } }, o));
-    // A filter nothing relayed here matches: it must stay silent.
-    const other = subscribe<SubscribeReceiptsResponse>((o) => indexer.subscribeReceipts({ filter: { from: newSigner().address } }, o));
-    const logs = subscribe<SubscribeEventsResponse>((o) => indexer.subscribeEvents({ filter: { contractAddresses: [env.token], events: [TRANSFER] } }, o));
-    await until(() => receipts.opened && other.opened && logs.opened);
-    const balances = subscribe<SubscribeBalanceUpdatesResponse>((o) => indexer.subscribeBalanceUpdates({ contractAddress: env.token }, o));
-    await until(() => balances.opened);
-    const before = env.services.events.streams.streams;
+    await a.send([call(X, 'TestIndexERC20', 'mint', [alice, 10n * E18]), call(N, 'TestIndexERC721', 'mint', [alice, 7n]), call(N, 'TestIndexERC721', 'mint', [alice, 8n])]);
+    await a.send([call(X, 'TestIndexERC20', 'move', [alice, bob, 3n * E18]), call(N, 'TestIndexERC721', 'move', [alice, bob, 7n]), call(N, 'TestIndexERC721', 'move', [alice, bob, 8n])]);
+    await a.send([call(G, 'TestGameEvents', 'score', [bob, 1n, 42n])]);
+    const to = await devPublicClient(a.anvil.rpcUrl, a.anvil.chainId).getBlockNumber();
+    const chain = await receiptsOn(a, from, to);
+    const logs = chain.flatMap((r) => r.logs);
+    const toX = chain.filter((r) => r.to?.toLowerCase() === X).map((r) => r.transactionHash);
+    const gameTxs = chain.filter((r) => r.logs.some((l) => l.topics[0] === SCORED)).map((r) => r.transactionHash);
+    const bobLogs = logs.filter((l) => l.topics.slice(1).includes(accountTopic(bob) as `0x${string}`)).map((l) => `${l.transactionHash}:${l.logIndex}`);
+    const token7Logs = logs.filter((l) => l.address === N && l.topics[0] === TRANSFER && BigInt(l.topics[3] ?? 0) === 7n).map((l) => `${l.transactionHash}:${l.logIndex}`);
+    expect([toX.length, gameTxs.length, bobLogs.length, token7Logs.length]).toEqual([2, 1, 4, 2]);
 
-    const sent = await w.sendTransaction([{ to: env.token, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to as `0x${string}`, 40n] }) }]);
-    await until(() => receipts.frames.length > 0 && logs.frames.length > 0);
     await until(
-      () => balances.frames.some((f) => f.balance.accountAddress === to),
-      () => catchUp(),
+      () => receipts.frames.length >= 2 && scored.frames.length >= 1 && bobs.frames.length >= 4 && token7.frames.length >= 2 && balances.frames.some((f) => f.balance.accountAddress === bob),
     );
 
-    const chainReceipt = await env.public.getTransactionReceipt({ hash: sent.hash as `0x${string}` });
-    expect(receipts.frames).toHaveLength(1);
-    expect(receipts.frames[0]!.receipt).toMatchObject({ txnHash: sent.hash, txnStatus: 'SUCCESSFUL', blockNumber: Number(chainReceipt.blockNumber), from: chainReceipt.from.toLowerCase() });
-    expect(receipts.frames[0]!.receipt.logs.some((l) => l.contractAddress === env.token.toLowerCase() && l.topics[0] === TRANSFER)).toBe(true);
-    expect(logs.frames.every((f) => f.log.txnHash === sent.hash && f.log.contractAddress === env.token.toLowerCase() && f.log.rawLog?.topics[0] === TRANSFER)).toBe(true);
-    expect(balances.frames.find((f) => f.balance.accountAddress === to)!.balance).toMatchObject({
-      contractAddress: env.token.toLowerCase(),
-      balance: '40',
-      chainId: env.chainId,
-      contractType: 'ERC20',
+    expect(receipts.frames.map((f) => f.receipt.txnHash)).toEqual(toX);
+    expect(receipts.frames[1]!.receipt).toMatchObject({
+      txnStatus: 'SUCCESSFUL',
+      final: true,
+      to: X,
+      logs: [expect.objectContaining({ contractAddress: X, topics: expect.arrayContaining([TRANSFER]) })],
     });
-    expect(other.frames).toEqual([]);
-    expect([receipts, other, logs, balances].flatMap((s) => s.errors)).toEqual([]);
+    expect(scored.frames.map((f) => f.receipt.txnHash)).toEqual(gameTxs);
+    expect(bobs.frames.map((f) => f.log.uid)).toEqual(bobLogs);
+    expect(token7.frames.map((f) => f.log.uid)).toEqual(token7Logs);
+    // The custom event: undecoded (no ABI here), its raw log as on the chain.
+    const game = bobs.frames.find((f) => f.log.contractAddress === G)!.log;
+    expect(game).toMatchObject({ logDataType: 'EVENT', contractType: 'UNKNOWN', type: 'BLOCK_ADDED', txnHash: gameTxs[0], rawLog: { topics: [SCORED, accountTopic(bob), pad('0x1', { size: 32 })] } });
+    // A token transfer: decoded as Sequence sends it.
+    const nft = token7.frames[1]!.log;
+    expect(nft).toMatchObject({
+      logDataType: 'TOKEN_TRANSFER',
+      contractType: 'ERC721',
+      contractAddress: N,
+      event: { eventSig: 'Transfer(address,address,uint256)', names: ['from', 'to', 'tokenId'], values: [alice, bob, '7'] },
+    });
 
-    // The client aborts: its promise settles, the server detaches the stream from the reader.
-    for (const s of [receipts, other, logs, balances]) s.abort();
-    await Promise.all([receipts, other, logs, balances].map((s) => s.closed));
-    expect([receipts, other, logs, balances].every((s) => s.errors.every((e) => e.name === 'WebrpcClientAborted'))).toBe(true);
-    await until(() => env.services.events.streams.streams === before - 4);
+    // Balances: as the chain holds them after the transfers, valued at the configured $2.
+    const pub = devPublicClient(a.anvil.rpcUrl, a.anvil.chainId);
+    const onChain = async (who: Address) => (await pub.readContract({ address: X, abi: balanceOf, functionName: 'balanceOf', args: [who] })).toString();
+    const last = (who: Address) => balances.frames.filter((f) => f.balance.accountAddress === who).at(-1)?.balance;
+    await until(() => last(alice)?.balance === '7000000000000000000');
+    expect(last(bob)).toMatchObject({ contractAddress: X, contractType: 'ERC20', chainId: a.anvil.chainId, balance: await onChain(bob), priceUSD: '2', balanceUSD: '6' });
+    expect(last(alice)).toMatchObject({ balance: await onChain(alice), priceUSD: '2', balanceUSD: '14' });
+
+    // Nothing on the chain names carol: her stream stayed silent (frames go out block by block, and later blocks' have arrived).
+    expect(carols.frames).toEqual([]);
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
+
+    for (const s of all) s.abort();
+    await Promise.all(all.map((s) => s.closed));
+    expect(all.every((s) => s.errors.every((e) => e.name === 'WebrpcClientAborted'))).toBe(true);
+    // The server sees the connections go: the tail has no stream left.
+    await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);
   }, 120_000);
 
-  it('refuses the stream past the per-key cap (shared with GET /events) with RateLimited; a closed one frees its slot', async () => {
-    const open = Array.from({ length: PER_KEY }, () => subscribe<SubscribeBalanceUpdatesResponse>((o) => indexer.subscribeBalanceUpdates({ contractAddress: env.token }, o)));
+  it('refuses what it cannot serve, saying why', async () => {
+    const cases: Array<[Sub<unknown>, RegExp]> = [
+      [subscribe((o) => ixA.subscribeEvents({ filter: {} }, o)), /name contractAddresses or accounts/],
+      [subscribe((o) => ixA.subscribeEvents({ filter: { contractAddresses: [X], events: ['not an event'] } }, o)), /must be a 32-byte topic/],
+      [subscribe((o) => ixA.subscribeReceipts({ filter: { event: 'not an event' } }, o)), /event/],
+      // Chain B follows a watchlist: a contract off it has no index, so no stream.
+      [subscribe((o) => ixB.subscribeBalanceUpdates({ contractAddress: Z }, o)), /not on anvil-b's watchlist/],
+      [subscribe((o) => ixB.subscribeEvents({ filter: { contractAddresses: [Z] } }, o)), /not on anvil-b's watchlist/],
+    ];
+    await Promise.all(cases.map(([s]) => s.closed));
+    for (const [s, why] of cases) {
+      expect(s.opened).toBe(false);
+      expect(s.errors[0]).toMatchObject({ name: 'InvalidArgument', status: 400 });
+      expect(s.errors[0]!.cause).toMatch(why);
+    }
+  });
+
+  it('refuses a stream past the per-key cap (shared with GET /events) with RateLimited; a closed one frees its slot', async () => {
+    const open = Array.from({ length: PER_KEY }, () => subscribe<SubscribeBalanceUpdatesResponse>((o) => ixA.subscribeBalanceUpdates({ contractAddress: X }, o)));
     await until(() => open.every((s) => s.opened));
-    const refused = subscribe<SubscribeReceiptsResponse>((o) => indexer.subscribeReceipts({ filter: { contractAddress: env.token } }, o));
+    const refused = subscribe<SubscribeReceiptsResponse>((o) => ixA.subscribeReceipts({ filter: { contractAddress: X } }, o));
     await refused.closed;
-    expect(refused.opened).toBe(false);
-    expect(refused.errors).toHaveLength(1);
     expect(refused.errors[0]).toMatchObject({ name: 'RateLimited', status: 429 });
-    expect(refused.errors[0]!.cause).toMatch(/this access key already has 4 event streams open/);
-    // GET /events counts against the same cap.
-    const sse = await fetch(`${env.baseUrl}/events`, { headers: { 'x-access-key': env.accessKey } });
+    expect(refused.errors[0]!.cause).toMatch(new RegExp(`this access key already has ${PER_KEY} event streams open`));
+    const sse = await fetch(`${base}/events`, { headers: { 'x-access-key': t.accessKey } });
     expect(sse.status).toBe(429);
 
     open[0]!.abort();
     await open[0]!.closed;
-    // The server sees the connection go a moment after the client's promise settles.
-    await until(() => env.services.events.streams.streams === PER_KEY - 1);
-    const again = subscribe<SubscribeBalanceUpdatesResponse>((o) => indexer.subscribeBalanceUpdates({ contractAddress: env.token }, o));
+    await until(() => indexerOf(a.anvil.chainId).tail.streams === PER_KEY - 1);
+    const again = subscribe<SubscribeBalanceUpdatesResponse>((o) => ixA.subscribeBalanceUpdates({ contractAddress: X }, o));
     await until(() => again.opened || again.errors.length > 0);
     expect(again.errors).toEqual([]);
     for (const s of [...open, again]) s.abort();
     await Promise.all([...open, again].map((s) => s.closed));
+    // Their slots are free once the server has seen them go.
+    await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);
   }, 60_000);
+});
 
-  it('refuses filters it cannot honour, saying why', async () => {
-    const s = subscribe<SubscribeEventsResponse>((o) => indexer.subscribeEvents({ filter: { accounts: [newSigner().address] } }, o));
-    await s.closed;
-    expect(s.errors[0]).toMatchObject({ name: 'InvalidArgument', status: 400 });
-    expect(s.errors[0]!.cause).toMatch(/filter.accounts and filter.tokenIDs cannot be honoured/);
-    const r = subscribe<SubscribeReceiptsResponse>((o) => indexer.subscribeReceipts({ filter: { event: 'not an event' } }, o));
-    await r.closed;
-    expect(r.errors[0]).toMatchObject({ name: 'InvalidArgument' });
-  });
+describe('indexer subscriptions on a watchlist chain', () => {
+  it("a watched contract's direct transfer reaches the streams (USD valued); an unwatched one's does not", async () => {
+    const [alice, bob] = [someone(), someone()];
+    const events = subscribe<SubscribeEventsResponse>((o) => ixB.subscribeEvents({ filter: { accounts: [bob] } }, o));
+    const receipts = subscribe<SubscribeReceiptsResponse>((o) => ixB.subscribeReceipts({ filter: { to: Z } }, o));
+    const balances = subscribe<SubscribeBalanceUpdatesResponse>((o) => ixB.subscribeBalanceUpdates({ contractAddress: Y }, o));
+    const all = [events, receipts, balances];
+    await until(() => all.every((s) => s.opened || s.errors.length > 0));
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
+
+    // Z moves tokens to bob first: off the watchlist, so no stream carries it.
+    await b.send([call(Z, 'TestIndexERC20', 'mint', [bob, 5n]), call(Y, 'TestIndexERC20', 'mint', [alice, 4n * E18])]);
+    await b.send([call(Y, 'TestIndexERC20', 'move', [alice, bob, E18])]);
+    await until(() => events.frames.length >= 1 && balances.frames.some((f) => f.balance.accountAddress === bob));
+
+    expect(events.frames.map((f) => f.log.contractAddress)).toEqual([Y]);
+    expect(events.frames[0]!.log).toMatchObject({ contractType: 'ERC20', event: { values: [alice, bob, E18.toString()] } });
+    expect(balances.frames.find((f) => f.balance.accountAddress === bob)!.balance).toMatchObject({ balance: E18.toString(), priceUSD: '3', balanceUSD: '3' });
+    expect(receipts.frames).toEqual([]);
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
+    for (const s of all) s.abort();
+    await Promise.all(all.map((s) => s.closed));
+  }, 60_000);
 });

@@ -1,5 +1,3 @@
-import type { EventStreamHub } from '../events/stream-hub.ts';
-import type { StoredEvent, StreamFilter } from '../events/outbox.ts';
 import { clientAddress } from './client-address.ts';
 import { RpcError, WebrpcErrors, toWire, type ErrorDef } from './errors.ts';
 import type { OpenStreams } from './stream-registry.ts';
@@ -15,7 +13,6 @@ const MAX_BUFFERED = 4 * 1024 * 1024;
 const RETRY_AFTER_SEC = 30;
 
 export interface StreamDeps {
-  hub: EventStreamHub;
   open: OpenStreams;
   clientIpv6Prefix: number;
   /** The service's RateLimited error, for a caller past a cap. */
@@ -23,14 +20,19 @@ export interface StreamDeps {
 }
 
 /**
+ * What feeds one stream: called once the stream is open with `send` (frames, each the JSON text of one
+ * line: `{"receipt":…}`) and `end` (the source gives up: the client is told why and may reconnect);
+ * returns the function that detaches it.
+ */
+export type StreamFeed = (send: (frames: readonly string[]) => void, end: (why: string) => void) => Promise<() => void> | (() => void);
+
+/**
  * Answers a webrpc stream method in its wire shape: 200, then one JSON frame per line (`{"receipt":…}`),
  * empty lines as pings, `{"webrpcError":…}` (WebrpcStreamLost: the client may reconnect) as a last frame
- * when the server ends it. Fed by the one
- * outbox reader (events/stream-hub.ts) with `filter`; `frames` turns a matching event into the
- * frames it gives (none when it is not the stream's). It ends when the client goes or the server
- * closes. Capped per access key, client address and process with `GET /events` (they share slots).
+ * when the server ends it. Fed by `feed`. It ends when the client goes or the server closes. Capped per
+ * access key, client address and process with `GET /events` (they share slots).
  */
-export async function serveWebrpcStream(ctx: RpcContext, deps: StreamDeps, filter: StreamFilter, frames: (e: StoredEvent) => unknown[]): Promise<typeof STREAMED> {
+export async function serveWebrpcStream(ctx: RpcContext, deps: StreamDeps, feed: StreamFeed): Promise<typeof STREAMED> {
   const slot = deps.open.slots.take(ctx.keyId, clientAddress(ctx.request.ip, deps.clientIpv6Prefix));
   if (!slot.ok) throw new RpcError(deps.rateLimited, `${slot.reason}: close one, or retry later`, { 'Retry-After': String(RETRY_AFTER_SEC) });
 
@@ -62,17 +64,13 @@ export async function serveWebrpcStream(ctx: RpcContext, deps: StreamDeps, filte
   // The response's close, not the request's: a request with a body emits 'close' once it is read.
   res.on('close', () => end());
 
-  const sink = {
-    filter,
-    write(e: StoredEvent) {
-      if (!open) return;
-      for (const f of frames(e)) res.write(`${JSON.stringify(f)}\n`);
-      if (res.writableLength > MAX_BUFFERED) end();
-    },
-    idle() {},
+  const send = (frames: readonly string[]) => {
+    if (!open) return;
+    for (const f of frames) res.write(`${f}\n`);
+    if (res.writableLength > MAX_BUFFERED) end();
   };
   try {
-    const off = await deps.hub.subscribe(sink, null);
+    const off = await feed(send, (why) => end(why));
     if (open) {
       detach = off;
       res.flushHeaders();

@@ -9,6 +9,7 @@ import { IndexFollower, readCursor, type Cursor } from './follower.ts';
 import { addressFilter, watchlist, type IndexScope } from './watchlist.ts';
 import { BackfillWorker, type BackfillWorkerDeps } from './backfill.ts';
 import type { IndexHooks } from './transfer-store.ts';
+import { StreamTail } from './stream-tail.ts';
 
 /**
  * Token metadata and contract info for answers with `includeMetadata`, given by the wiring (the
@@ -24,11 +25,13 @@ export interface IndexerMetadata {
   verified(chainId: number): Promise<string[]>;
 }
 
-/** One indexed chain: its follower, its reads and its watchlist. */
+/** One indexed chain: its follower, its reads, its watchlist and what its streams are fed. */
 export class ChainIndexer {
   readonly follower: IndexFollower;
   readonly reads: BalanceReader;
   readonly watchlist: ReturnType<typeof watchlist>;
+  /** The blocks and balances the follower passes, for the Subscribe* streams (runs only while one is open). */
+  readonly tail: StreamTail;
 
   constructor(
     readonly chain: ChainClient,
@@ -46,6 +49,7 @@ export class ChainIndexer {
     this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), hooks });
     this.reads = balanceReader(db, chain.chainId);
     this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
+    this.tail = new StreamTail({ chain, cursor: () => this.cursor(), reads: this.reads, watched: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), pollMs: cfg.pollMs, log });
   }
 
   get scope(): IndexScope {

@@ -23,7 +23,7 @@ import {
   paging,
 } from './indexer-args.ts';
 import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory } from './indexer-answers.ts';
-import { listedPrices, listedWire, onePrice, queryPrices } from './indexer-prices.ts';
+import { balancePrices, listedPrices, listedWire, onePrice, queryPrices } from './indexer-prices.ts';
 import { NoArgs, runtimeStatus, seesDetail, versionInfo } from './common.ts';
 import { indexerListenerMethods } from './indexer-listeners.ts';
 import { indexerStreamMethods } from './indexer-streams.ts';
@@ -73,7 +73,11 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
     methods: {
       // Webhook listeners: a project's, on the chain of the path (access key, or admin token + projectId).
       ...indexerListenerMethods(s, (ctx) => indexerFor(s, ctx)),
-      ...indexerStreamMethods((ctx) => indexerFor(s, ctx), { hub: s.events.streams, open: streams, clientIpv6Prefix: s.config.clientIpv6Prefix, rateLimited: IndexerErrors.RateLimited }),
+      ...indexerStreamMethods(
+        (ctx) => indexerFor(s, ctx),
+        { open: streams, clientIpv6Prefix: s.config.clientIpv6Prefix, rateLimited: IndexerErrors.RateLimited },
+        (chainId, rows) => balancePrices(s, chainId, rows),
+      ),
       Ping: method({
         input: NoArgs,
         handler: async (_a, ctx) => {
