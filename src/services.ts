@@ -300,7 +300,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   // charges are given back there too.
   const balances = projectBalances(db, chains, config.chains);
   const sponsors = sponsorRepo(db);
-  const caps = spendCaps(db);
+  const caps = spendCaps(db, { shards: config.relayer.sponsorSpendShards });
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
   const metaTxnHooks: Parameters<typeof metaTxnRepo>[1] = {
     onStatus: async (q, rows, cause, known) => {

@@ -228,7 +228,7 @@ describe(`intake queue shares per address and per key (${TEST_DB})`, () => {
   });
 });
 
-// A mined sponsored meta-transaction moves its charge on its rule's counters and on each of its wallets'
+// A mined sponsored meta-transaction moves its charge on its rule's shard and on each of its wallets'
 // counters of the day, many charges in one statement (spend-caps.ts MOVE_SPEND). The wallet counters' key
 // is (rule, wallet, day): a plan that looks them up by rule and day reads every wallet the rule ever paid
 // for (as one made with the statistics of a few rows did: 265 buffers each after 1 000 sends, 30 Nov;
@@ -237,16 +237,16 @@ describe(`a mined charge's counters (${TEST_DB})`, () => {
   it('are each looked up by their key under a generic plan', async () => {
     await t.db.exec(`INSERT INTO sponsor_wallet_spend (sponsor_id, wallet, day, spent_wei, spent_usd)
       SELECT 1 + g % 3, '0x' || lpad(to_hex(g % 1000), 40, '0'), DATE '2026-11-01' + g % 30, 1, 1 FROM generate_series(1, 30000) g ON CONFLICT DO NOTHING;
-      INSERT INTO sponsor_spend (sponsor_id, day, spent_wei, spent_usd) SELECT 1 + g % 500, DATE '2020-01-01' + g / 500, 1, 1 FROM generate_series(1, 30000) g ON CONFLICT DO NOTHING;
+      INSERT INTO sponsor_spend_shards (sponsor_id, shard, day, total_wei) SELECT 1 + g % 2000, g / 2000, DATE '2026-11-01', 1 FROM generate_series(1, 30000) g ON CONFLICT DO NOTHING;
       INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd)
         SELECT 7, '0x' || lpad(to_hex(g), 64, '0'), 1 + g % 3, ARRAY['0x' || lpad(to_hex(g % 1000), 40, '0')], DATE '2026-11-01' + g % 30, 1, 1 FROM generate_series(1, 30000) g;
-      ANALYZE sponsor_wallet_spend; ANALYZE sponsor_spend; ANALYZE sponsor_charges`);
-    const scans = (await genericScans(MOVE_SPEND, 15)).filter((s) => s.type !== 'ModifyTable' && s.type !== 'Function Scan' && s.type !== 'CTE Scan');
+      ANALYZE sponsor_wallet_spend; ANALYZE sponsor_spend_shards; ANALYZE sponsor_charges`);
+    const scans = (await genericScans(MOVE_SPEND, 13)).filter((s) => s.type !== 'ModifyTable' && s.type !== 'Function Scan' && s.type !== 'CTE Scan');
     const of = (relation: string) => scans.filter((s) => s.relation === relation);
     expect(of('sponsor_wallet_spend').length, JSON.stringify(scans)).toBeGreaterThan(0);
-    for (const r of ['sponsor_spend', 'sponsor_charges']) expect(of(r).length, JSON.stringify(scans)).toBeGreaterThan(0);
+    for (const r of ['sponsor_spend_shards', 'sponsor_charges']) expect(of(r).length, JSON.stringify(scans)).toBeGreaterThan(0);
     for (const s of of('sponsor_wallet_spend')) expect(s.cond, JSON.stringify(scans)).toMatch(/\bwallet = .*\bday = |\bday = .*\bwallet = /);
-    for (const s of of('sponsor_spend')) expect(s.cond, JSON.stringify(scans)).toMatch(/\bday = /);
+    for (const s of of('sponsor_spend_shards')) expect(s.cond, JSON.stringify(scans)).toMatch(/\bsponsor_id = /);
     // The rules are few (a scan of them is fine); a charge is one of every sponsored meta-transaction's.
     for (const s of of('sponsor_charges')) expect(s.cond, JSON.stringify(scans)).toMatch(/\bid = /);
   });

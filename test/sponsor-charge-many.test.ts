@@ -48,8 +48,13 @@ async function state(rules: [number, number], tag: string) {
   const pos = (id: string) => rules.indexOf(Number(id));
   const q = async (sql: string) => (await t.db.query<Record<string, unknown>>(sql, [rules])).rows.map((r) => ({ ...r, id: pos(String(r.id)) }));
   return {
-    totals: await q('SELECT id, spent_wei::text AS wei, spent_usd::text AS usd FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id'),
-    today: await q('SELECT sponsor_id AS id, spent_wei::text AS wei, spent_usd::text AS usd FROM sponsor_spend WHERE sponsor_id = ANY($1::bigint[]) ORDER BY sponsor_id'),
+    // A rule's spend is the sum of its shards' (spend-caps.ts).
+    totals: await q(
+      'SELECT sponsor_id AS id, sum(total_wei)::text AS wei, sum(total_usd)::text AS usd FROM sponsor_spend_shards WHERE sponsor_id = ANY($1::bigint[]) GROUP BY sponsor_id ORDER BY sponsor_id',
+    ),
+    today: await q(
+      `SELECT sponsor_id AS id, sum(today_wei)::text AS wei, sum(today_usd)::text AS usd FROM sponsor_spend_shards WHERE sponsor_id = ANY($1::bigint[]) AND day = (now() AT TIME ZONE 'UTC')::date GROUP BY sponsor_id ORDER BY sponsor_id`,
+    ),
     wallets: await q('SELECT sponsor_id AS id, wallet, spent_wei::text AS wei, spent_usd::text AS usd FROM sponsor_wallet_spend WHERE sponsor_id = ANY($1::bigint[]) ORDER BY sponsor_id, wallet'),
     charges: (
       await q(

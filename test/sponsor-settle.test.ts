@@ -49,12 +49,17 @@ async function charge(c: Charged): Promise<void> {
 /** Every counter as the database holds it, keyed rule / rule+wallet (today only: every charge here is today's). */
 async function counters() {
   const out = new Map<string, [bigint, bigint]>();
-  for (const r of (await t.db.query<{ id: string; wei: string; usd: string }>('SELECT id, spent_wei::text AS wei, spent_usd::text AS usd FROM gas_sponsors WHERE id = ANY($1::bigint[])', [rules]))
-    .rows)
+  // A rule's spend is the sum of its shards' (spend-caps.ts).
+  for (const r of (
+    await t.db.query<{ id: string; wei: string; usd: string }>(
+      'SELECT sponsor_id AS id, sum(total_wei)::text AS wei, sum(total_usd)::text AS usd FROM sponsor_spend_shards WHERE sponsor_id = ANY($1::bigint[]) GROUP BY sponsor_id',
+      [rules],
+    )
+  ).rows)
     out.set(`total ${r.id}`, [BigInt(r.wei), BigInt(r.usd)]);
   for (const r of (
     await t.db.query<{ id: string; wei: string; usd: string }>(
-      `SELECT sponsor_id AS id, spent_wei::text AS wei, spent_usd::text AS usd FROM sponsor_spend WHERE sponsor_id = ANY($1::bigint[]) AND day = (now() AT TIME ZONE 'UTC')::date`,
+      `SELECT sponsor_id AS id, sum(today_wei)::text AS wei, sum(today_usd)::text AS usd FROM sponsor_spend_shards WHERE sponsor_id = ANY($1::bigint[]) AND day = (now() AT TIME ZONE 'UTC')::date GROUP BY sponsor_id`,
       [rules],
     )
   ).rows)

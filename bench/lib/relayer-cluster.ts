@@ -28,8 +28,8 @@ export interface Cluster {
   accessKey: string;
   projectId: number;
   senders: number;
-  /** A `serve` process; `dispatch`: with its in-process dispatcher. */
-  serve(name: string, dispatch: boolean): Promise<ServerProcess & { relayerUrl: string }>;
+  /** A `serve` process; `dispatch`: with its in-process dispatcher; `gasless`: the chain takes no fee. */
+  serve(name: string, dispatch: boolean, gasless?: boolean): Promise<ServerProcess & { relayerUrl: string }>;
   /** A `relayer` process (dispatch only); resolves once it holds a sender lease. */
   relayer(name: string): Promise<ServerProcess>;
   /** Processes holding a live sender lease. */
@@ -53,7 +53,7 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
   const chainId = chain.chainConfig.chainId;
   if (opts.senders > 8) throw new Error('at most 8 senders (anvil accounts 1..8; 9 does the setup)');
 
-  const config = (dispatch: boolean) => ({
+  const config = (dispatch: boolean, gasless = false) => ({
     database: bdb.location,
     allowPrivateNetworks: true,
     logLevel: 'warn',
@@ -71,6 +71,7 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
             { address: token, name: 'Fee USD', symbol: 'FUSD', decimals: 6, nativePrice: '0.0004' },
             { address: null, name: 'Ether', symbol: 'ETH', decimals: 18, nativePrice: '1' },
           ],
+          gasless,
           pollMs: opts.pollMs ?? 50,
           receiptWaitMs: 3_000,
           // One bench client address and key send everything: their queue shares must not cap a run.
@@ -80,9 +81,10 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
       },
     ],
   });
-  const files = { on: path.join(dir, 'dispatch.json'), off: path.join(dir, 'api-only.json') };
+  const files = { on: path.join(dir, 'dispatch.json'), off: path.join(dir, 'api-only.json'), gasless: path.join(dir, 'gasless.json') };
   writeFileSync(files.on, JSON.stringify(config(true)));
   writeFileSync(files.off, JSON.stringify(config(false)));
+  writeFileSync(files.gasless, JSON.stringify(config(true, true)));
 
   const leaseHolders = async () => {
     const r = await bdb.db.query<{ n: string }>('SELECT count(DISTINCT owner)::text AS n FROM relay_senders WHERE chain_id = $1 AND owner IS NOT NULL AND lease_until > now()', [chainId]);
@@ -107,8 +109,8 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
     accessKey: key,
     projectId: project.id,
     senders: opts.senders,
-    async serve(name, dispatch) {
-      const p = await startServe(dispatch ? files.on : files.off, await freePort(), path.join(dir, `${name}.log`));
+    async serve(name, dispatch, gasless = false) {
+      const p = await startServe(gasless ? files.gasless : dispatch ? files.on : files.off, await freePort(), path.join(dir, `${name}.log`));
       cleanup.add(`stop ${name}`, () => p.stop());
       return { ...p, relayerUrl: `${p.baseUrl}/relayer/${chain.chainConfig.name}` };
     },

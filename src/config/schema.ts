@@ -505,6 +505,12 @@ export const AppConfigSchema = z
         quoteSecret: z.string().min(32, 'the quote secret must be at least 32 characters').optional(),
         /** Run the dispatcher (signing, sending, receipts) inside `serve`/`dev`; `metarelay relayer` runs it alone. */
         inProcessDispatcher: z.boolean().default(true),
+        /**
+         * Rows a sponsorship rule's spend is kept in, each charged by the backends whose pid it is modulo
+         * this (docs/sponsorship.md): more lets more intakes of one rule charge at once; a charge past its
+         * shard's share of a budget takes the rule's row and shares out again.
+         */
+        sponsorSpendShards: z.number().int().min(1).max(256).default(16),
         /** Relayer calls without an access key, per client address and process: a token bucket. */
         anonymousRatePerSec: z.number().positive().default(10),
         anonymousBurst: z.number().int().min(1).default(40),

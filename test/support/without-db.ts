@@ -38,6 +38,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
  * cluster (support/private-postgres.ts) to restart it, end its backends and fill its slots, which the
  * shared server must not suffer and PGlite (one connection, in process) has no equivalent of. They run
  * in the PostgreSQL half only, where the server's binaries are known to be installed. `fleet-leader` runs
- * three processes on one database, which PGlite (one process per database) does not allow.
+ * three processes on one database, which PGlite (one process per database) does not allow; `sponsor-spend-shards`
+ * several pools on one database.
  */
-export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts'];
+export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts', 'test/sponsor-spend-shards.test.ts'];

@@ -12,24 +12,48 @@ import { currentRules, type SponsorRule } from './sponsors.ts';
  * difference back; intake is the one place a bundle can still be refused before anyone pays for it. A bundle covered by several rules is charged to each of them (each rule's
  * budget holds on its own), and to each wallet whose bundle it runs.
  *
- * `charge` runs inside the transaction that queues the meta-transaction, as its last statement, sent
- * with the COMMIT (Tx.atCommit): both commit or neither does. It locks the rules' rows (ascending), adds
- * the spend and checks the budgets in one statement, so concurrent intakes in any process charge one
- * after the other, each sees what the one before it spent, and a rule's lock is held for the server's
- * time of that statement and the COMMIT, not for the client's: it was the bound of intake throughput
- * while it spanned ten statements, and then while the event loop of a busy process took its time to
- * send the COMMIT (docs/performance.md). A meta-transaction DROPPED later gives its charges back
- * (`onStatus`, on the transaction that drops it).
+ * `charge` runs inside the transaction that queues the meta-transaction, as its last statements, sent
+ * with the COMMIT (Tx.atCommit): both commit or neither does. A meta-transaction DROPPED later gives its
+ * charges back (`onStatus`, on the transaction that drops it).
+ *
+ * A rule's spend is kept in shards (migration 0059, issue #53): rows of sponsor_spend_shards, a
+ * backend charging the one of its pid (pg_backend_pid() % `shards`), the rule's spend their sum. With
+ * one row per rule every sponsored intake of every process took turns on it: three `serve` processes
+ * relayed slower than one, most backends waiting on that row (docs/performance.md, "A fleet on one
+ * database"). So that the shards together never pass a budget, each holds a share of what is left of
+ * each budget (its room): a charge within its shard's room takes that row's lock alone (FAST_CHARGE).
+ * A charge past it (its shard's room spent, a new day, the rule's caps changed since the share-out, no
+ * row yet) takes the rule's gas_sponsors row and, in the next statement, sees every shard as committed
+ * and shares out again (SLOW_CHARGE): what the shards no other charge holds now did not spend comes
+ * back, the shards busy keep what they were given (counted as spent), and what is left is split
+ * between the charging shard and those free ones. So the sum of the rooms never exceeds a budget, and
+ * far from a budget a rule's charges run in parallel; near it they take turns, as before.
  *
  * Once mined, a charge is settled to what the meta-transaction actually cost (its share of the
  * receipt's gasUsed × effectiveGasPrice plus its L1 data fee on the OP stack, the same figure a project
- * balance is debited), on the transaction that writes that status: the estimate only stands in while
- * the bundle is in flight. A
- * reverted bundle (FAILED) burnt gas too, so it keeps its charge. A reorg that mines it again settles
- * it again, to the new cost.
+ * balance is debited), on the transaction that writes that status, on the shard it was charged to: the
+ * estimate only stands in while the bundle is in flight. A reverted bundle (FAILED) burnt gas too, so it
+ * keeps its charge. A reorg that mines it again settles it again, to the new cost.
  */
 
 const TODAY = `(now() AT TIME ZONE 'UTC')::date`;
+
+/** The caps a shard's rooms were shared out under (room_caps): rooms are void once the rule's differ. */
+const capsOf = (g: string) =>
+  `concat_ws('/', COALESCE(${g}.daily_cap_wei::text, '-'), COALESCE(${g}.daily_cap_usd::text, '-'), COALESCE(${g}.total_budget_wei::text, '-'), COALESCE(${g}.total_budget_usd::text, '-'))`;
+
+/**
+ * A rule's spend summed over its shards, as columns spent_wei/spent_usd (in all) and today_wei/today_usd
+ * of the rule `g` (sponsors.ts reads rules with it). A function declaration: sponsors.ts, which this
+ * module imports, builds its statement with it when it loads.
+ */
+export function spendOfRule(g: string): string {
+  // TODAY spelt out: this may run before this module's constants are set.
+  const today = `(now() AT TIME ZONE 'UTC')::date`;
+  return `LEFT JOIN LATERAL (SELECT COALESCE(sum(x.total_wei), 0) AS spent_wei, COALESCE(sum(x.total_usd), 0) AS spent_usd,
+    COALESCE(sum(x.today_wei) FILTER (WHERE x.day = ${today}), 0) AS today_wei, COALESCE(sum(x.today_usd) FILTER (WHERE x.day = ${today}), 0) AS today_usd
+    FROM sponsor_spend_shards x WHERE x.sponsor_id = ${g}.id) s ON true`;
+}
 
 /** A race lost: the budget was spent between the decision and the charge. */
 export class OverBudget extends Error {
@@ -47,57 +71,139 @@ export interface Charge {
 }
 
 /*
- * Charges in one statement, one or many (an intake group's, store.ts): the rules' rows are locked in id
- * order (l) before anything of them is written (every writer of a rule's spend locks its row first, so
- * none can deadlock), then what the charges add is summed per counter (a), written once to each rule's
- * total, its today and each wallet's today, every charge is recorded, and a meta-transaction sent again
- * after it was DROPPED drops its refunded charges (history). Then the limits are checked against the
- * spend written (o): over one, the statement fails and nothing of it stays. Spend only grows here, so
- * checking the sums is checking each charge after those before it, as one statement each did: a group
- * fails where one of its charges would have, and is then charged again one by one (store.ts).
- *
- * The charges by position n (1..): $1 wei, $2 atto-USD, $3 chain, $4 meta-transaction, $5 whether its
- * cost has a USD figure (USD limits are checked only then); their rules as (n, rule) pairs ($6, $7) and
- * their wallets as (n, wallet) pairs in order ($8, $9).
+ * The charges of one statement, one or many (an intake group's, store.ts), by position n (1..): $1 wei,
+ * $2 atto-USD, $3 chain, $4 meta-transaction, $5 whether its cost has a USD figure (USD limits are
+ * checked only then); their rules as (n, rule) pairs ($6, $7) and their wallets as (n, wallet) pairs in
+ * order ($8, $9); $10 the number of shards. What the charges add is summed per rule (a) and per wallet
+ * counter: spend only grows in a charge, so checking the sums is checking each charge after those before
+ * it; a group that fails is charged again one by one (store.ts), the one over budget refused alone.
  */
-const CHARGE = prepared(`
-WITH ch AS (SELECT * FROM unnest($1::numeric[], $2::numeric[], $3::bigint[], $4::text[], $5::boolean[]) WITH ORDINALITY AS c(wei, usd, chain, meta, has_usd, n)),
+const INPUT = `ch AS (SELECT * FROM unnest($1::numeric[], $2::numeric[], $3::bigint[], $4::text[], $5::boolean[]) WITH ORDINALITY AS c(wei, usd, chain, meta, has_usd, n)),
 cr AS (SELECT * FROM unnest($6::int[], $7::bigint[]) AS p(n, rule)),
 cw AS (SELECT * FROM unnest($8::int[], $9::text[]) WITH ORDINALITY AS p(n, wallet, k)),
-l AS (SELECT id FROM gas_sponsors WHERE id IN (SELECT rule FROM cr) ORDER BY id FOR UPDATE),
 a AS (SELECT cr.rule, sum(ch.wei) AS wei, sum(ch.usd) AS usd, bool_or(ch.has_usd) AS has_usd FROM cr JOIN ch ON ch.n = cr.n GROUP BY cr.rule),
-g AS (
-  UPDATE gas_sponsors g SET spent_wei = g.spent_wei + a.wei, spent_usd = g.spent_usd + a.usd FROM l JOIN a ON a.rule = l.id WHERE g.id = l.id
-  RETURNING g.id, g.daily_cap_wei, g.daily_cap_usd, g.wallet_daily_cap_wei, g.wallet_daily_cap_usd, g.total_budget_wei, g.total_budget_usd, g.spent_wei, g.spent_usd
-),
-s AS (
-  INSERT INTO sponsor_spend AS s (sponsor_id, day, spent_wei, spent_usd) SELECT g.id, ${TODAY}, a.wei, a.usd FROM g JOIN a ON a.rule = g.id
-  ON CONFLICT (sponsor_id, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
-  RETURNING s.sponsor_id, s.spent_wei AS today_wei, s.spent_usd AS today_usd
-),
-w AS (
+me AS (SELECT (pg_backend_pid() % $10::int)::int AS k)`;
+
+/**
+ * The per-wallet counters of the rules in `rules` (a CTE with id), their charge rows on shard `shard`
+ * (of `rules r`): CTEs named `${p}w`, `${p}c`. The counters are written in (rule, wallet) order, as
+ * MOVE_SPEND locks them: no rule's row is held around them any more to keep two writers in step.
+ */
+const walletsAndCharges = (p: string, rules: string, shard: string) => `${p}w AS (
   INSERT INTO sponsor_wallet_spend AS s (sponsor_id, wallet, day, spent_wei, spent_usd)
-  SELECT g.id, cw.wallet, ${TODAY}, sum(ch.wei), sum(ch.usd) FROM g JOIN cr ON cr.rule = g.id JOIN cw ON cw.n = cr.n JOIN ch ON ch.n = cr.n GROUP BY g.id, cw.wallet
+  SELECT r.id, cw.wallet, ${TODAY}, sum(ch.wei), sum(ch.usd) FROM ${rules} r JOIN cr ON cr.rule = r.id JOIN cw ON cw.n = cr.n JOIN ch ON ch.n = cr.n GROUP BY r.id, cw.wallet
+  ORDER BY r.id, cw.wallet
   ON CONFLICT (sponsor_id, wallet, day) DO UPDATE SET spent_wei = s.spent_wei + EXCLUDED.spent_wei, spent_usd = s.spent_usd + EXCLUDED.spent_usd
   RETURNING s.sponsor_id, s.spent_wei AS wei, s.spent_usd AS usd
 ),
-c AS (
-  INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd)
-  SELECT ch.chain, ch.meta, g.id, ARRAY(SELECT cw.wallet FROM cw WHERE cw.n = ch.n ORDER BY cw.k), ${TODAY}, ch.wei, ch.usd FROM g JOIN cr ON cr.rule = g.id JOIN ch ON ch.n = cr.n
+${p}c AS (
+  INSERT INTO sponsor_charges (chain_id, meta_txn_id, sponsor_id, wallets, day, wei, usd, shard)
+  SELECT ch.chain, ch.meta, r.id, ARRAY(SELECT cw.wallet FROM cw WHERE cw.n = ch.n ORDER BY cw.k), ${TODAY}, ch.wei, ch.usd, ${shard} FROM ${rules} r JOIN cr ON cr.rule = r.id JOIN ch ON ch.n = cr.n
+)`;
+
+/** A rule's wallets over its per-wallet daily cap (`w`: the counters written, `g`: the rule, `a`: the sums). */
+const walletOver = (w: string) => `EXISTS (SELECT 1 FROM ${w} w WHERE w.sponsor_id = g.id AND (w.wei > g.wallet_daily_cap_wei OR (a.has_usd AND w.usd > g.wallet_daily_cap_usd)))`;
+
+/*
+ * The first statement: each rule whose shard of this backend (own, locked in rule id order) has room
+ * for the rule's sum (today's, for its caps as they are) is charged there (f), with its wallets and
+ * charge rows; a wallet over its daily cap fails the statement. The rules that were not get their
+ * gas_sponsors rows locked (id order), so SLOW_CHARGE, the next statement, sees every charge before it
+ * committed. A meta-transaction sent again after it was DROPPED drops its refunded charges (history).
+ * Spend in shards is written by this, SLOW_CHARGE and MOVE_SPEND only, each locking a rule's shard rows
+ * in (rule, shard) order, the gas_sponsors row first when it takes one.
+ */
+const FAST_CHARGE = prepared(`
+WITH ${INPUT},
+own AS (SELECT x.sponsor_id, x.shard FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM a) AND x.shard = (SELECT k FROM me) ORDER BY x.sponsor_id FOR UPDATE),
+f AS (
+  UPDATE sponsor_spend_shards x SET today_wei = x.today_wei + a.wei, today_usd = x.today_usd + a.usd, total_wei = x.total_wei + a.wei, total_usd = x.total_usd + a.usd
+  FROM own JOIN a ON a.rule = own.sponsor_id JOIN gas_sponsors g ON g.id = own.sponsor_id
+  WHERE x.sponsor_id = own.sponsor_id AND x.shard = own.shard AND x.day = ${TODAY} AND x.room_caps = ${capsOf('g')}
+    AND (x.room_day_wei IS NULL OR x.today_wei + a.wei <= x.room_day_wei)
+    AND (NOT a.has_usd OR x.room_day_usd IS NULL OR x.today_usd + a.usd <= x.room_day_usd)
+    AND (x.room_total_wei IS NULL OR x.total_wei + a.wei <= x.room_total_wei)
+    AND (NOT a.has_usd OR x.room_total_usd IS NULL OR x.total_usd + a.usd <= x.room_total_usd)
+  RETURNING x.sponsor_id AS id, x.shard
 ),
+${walletsAndCharges('f', 'f', 'r.shard')},
 d AS (DELETE FROM sponsor_charges x USING ch WHERE x.chain_id = ch.chain AND x.meta_txn_id = ch.meta AND x.refunded_at IS NOT NULL),
--- Each rule's first limit now exceeded, in budgetStop's order (policy.ts; USD limits only when a charge
--- of it has a USD figure): what was spent before plus these charges, i.e. the totals written. A cap that
--- is NULL (none) compares to NULL, which is not true.
+slow AS (SELECT g.id FROM gas_sponsors g WHERE g.id IN (SELECT rule FROM a) AND g.id NOT IN (SELECT id FROM f) ORDER BY g.id FOR UPDATE),
+o AS (SELECT g.id FROM f JOIN a ON a.rule = f.id JOIN gas_sponsors g ON g.id = f.id WHERE ${walletOver('fw')})
+SELECT (SELECT count(*) FROM slow) AS slow, (SELECT sum(metarelay_over_budget(o.id, 'walletDailyCap')) FROM o) AS over`);
+
+/** What is left of a budget after the charge (lf's column `c`) shared between the charging shard and the free ones; NULL: no budget. */
+const share = (c: string) => `CASE WHEN lf.${c} IS NULL THEN NULL ELSE div(GREATEST(lf.${c}, 0), lf.n_free + 1) END`;
+/** A shard's counter for today (0 when the row still counts another day). */
+const todays = (x: string, c: 'wei' | 'usd') => `CASE WHEN ${x}.day = ${TODAY} THEN ${x}.today_${c} ELSE 0 END`;
+
+/*
+ * The second statement: the rules FAST_CHARGE did not charge (sl: no charge row of theirs yet), whose
+ * gas_sponsors rows it locked, so no other charge of them is in this statement's way, and this
+ * statement sees every one before it. The other shards of the rule that no transaction holds now are
+ * locked (fr, SKIP LOCKED: never waited for); the busy ones count as having spent their room, since a
+ * charge may be spending it now. The budgets are checked on that (lf: what is left after this charge;
+ * over one, the statement fails: migration 0028), the charge goes to this backend's shard (ow), and
+ * what is left is shared out between it and the free shards (fu), for today and the caps as they are.
+ */
+const SLOW_CHARGE = prepared(`
+WITH ${INPUT},
+sl AS (SELECT a.* FROM a WHERE NOT EXISTS (
+  SELECT 1 FROM cr JOIN ch ON ch.n = cr.n JOIN sponsor_charges x ON x.chain_id = ch.chain AND x.meta_txn_id = ch.meta AND x.sponsor_id = cr.rule AND x.refunded_at IS NULL WHERE cr.rule = a.rule)),
+g AS (SELECT g.*, ${capsOf('g')} AS caps FROM gas_sponsors g WHERE g.id IN (SELECT rule FROM sl)),
+fr AS (SELECT x.* FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM sl) ORDER BY x.sponsor_id, x.shard FOR UPDATE SKIP LOCKED),
+rw AS (
+  SELECT y.*, (y.day = ${TODAY} AND y.room_caps = g.caps) AS valid FROM (
+    SELECT fr.*, true AS free FROM fr
+    UNION ALL SELECT x.*, false FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM sl) AND NOT EXISTS (SELECT 1 FROM fr WHERE fr.sponsor_id = x.sponsor_id AND fr.shard = x.shard)
+  ) y JOIN g ON g.id = y.sponsor_id),
+-- The shard charged: this backend's, unless another transaction holds it (it made the row after this
+-- backend's FAST_CHARGE looked); then a free one, or a new row. Never one another transaction holds.
+tg AS (SELECT sl.rule AS id, CASE
+    WHEN NOT EXISTS (SELECT 1 FROM rw WHERE rw.sponsor_id = sl.rule AND rw.shard = (SELECT k FROM me) AND NOT rw.free) THEN (SELECT k FROM me)
+    ELSE COALESCE((SELECT min(rw.shard) FROM rw WHERE rw.sponsor_id = sl.rule AND rw.free), (SELECT max(rw.shard) + 1 FROM rw WHERE rw.sponsor_id = sl.rule)) END AS shard
+  FROM sl),
+v AS (SELECT rw.*, (NOT rw.free AND rw.valid) AS held, rw.free AND rw.shard <> tg.shard AS other_free, ${todays('rw', 'wei')} AS dw, ${todays('rw', 'usd')} AS du
+  FROM rw JOIN tg ON tg.id = rw.sponsor_id),
+agg AS (SELECT v.sponsor_id AS id,
+  sum(CASE WHEN v.held THEN GREATEST(v.dw, COALESCE(v.room_day_wei, v.dw)) ELSE v.dw END) AS dw,
+  sum(CASE WHEN v.held THEN GREATEST(v.du, COALESCE(v.room_day_usd, v.du)) ELSE v.du END) AS du,
+  sum(CASE WHEN v.held THEN GREATEST(v.total_wei, COALESCE(v.room_total_wei, v.total_wei)) ELSE v.total_wei END) AS tw,
+  sum(CASE WHEN v.held THEN GREATEST(v.total_usd, COALESCE(v.room_total_usd, v.total_usd)) ELSE v.total_usd END) AS tu,
+  count(*) FILTER (WHERE v.other_free) AS n_free
+  FROM v GROUP BY v.sponsor_id),
+lf AS (SELECT g.id, tg.shard, g.caps, sl.wei, sl.usd, sl.has_usd, COALESCE(agg.n_free, 0) AS n_free,
+  g.daily_cap_wei - COALESCE(agg.dw, 0) - sl.wei AS dw, g.daily_cap_usd - COALESCE(agg.du, 0) - sl.usd AS du,
+  g.total_budget_wei - COALESCE(agg.tw, 0) - sl.wei AS tw, g.total_budget_usd - COALESCE(agg.tu, 0) - sl.usd AS tu
+  FROM g JOIN sl ON sl.rule = g.id JOIN tg ON tg.id = g.id LEFT JOIN agg ON agg.id = g.id),
+ow AS (
+  INSERT INTO sponsor_spend_shards AS x (sponsor_id, shard, day, today_wei, today_usd, total_wei, total_usd, room_day_wei, room_day_usd, room_total_wei, room_total_usd, room_caps)
+  SELECT lf.id, lf.shard, ${TODAY}, lf.wei, lf.usd, lf.wei, lf.usd, lf.wei + ${share('dw')}, lf.usd + ${share('du')}, lf.wei + ${share('tw')}, lf.usd + ${share('tu')}, lf.caps FROM lf
+  ON CONFLICT (sponsor_id, shard) DO UPDATE SET
+    today_wei = ${todays('x', 'wei')} + EXCLUDED.today_wei, today_usd = ${todays('x', 'usd')} + EXCLUDED.today_usd,
+    total_wei = x.total_wei + EXCLUDED.total_wei, total_usd = x.total_usd + EXCLUDED.total_usd,
+    room_day_wei = ${todays('x', 'wei')} + EXCLUDED.room_day_wei, room_day_usd = ${todays('x', 'usd')} + EXCLUDED.room_day_usd,
+    room_total_wei = x.total_wei + EXCLUDED.room_total_wei, room_total_usd = x.total_usd + EXCLUDED.room_total_usd,
+    day = EXCLUDED.day, room_caps = EXCLUDED.room_caps
+  RETURNING x.sponsor_id
+),
+fu AS (
+  UPDATE sponsor_spend_shards x SET day = ${TODAY}, today_wei = ${todays('x', 'wei')}, today_usd = ${todays('x', 'usd')},
+    room_day_wei = ${todays('x', 'wei')} + ${share('dw')}, room_day_usd = ${todays('x', 'usd')} + ${share('du')},
+    room_total_wei = x.total_wei + ${share('tw')}, room_total_usd = x.total_usd + ${share('tu')}, room_caps = lf.caps
+  FROM fr JOIN lf ON lf.id = fr.sponsor_id WHERE x.sponsor_id = fr.sponsor_id AND x.shard = fr.shard AND fr.shard <> lf.shard
+),
+${walletsAndCharges('s', 'lf', 'r.shard')},
+-- Each rule's first limit this charge passes, in budgetStop's order (policy.ts; USD limits only when a
+-- charge of it has a USD figure). A cap that is NULL (none) leaves NULL, which is not below 0.
 o AS (
-  SELECT g.id, CASE
-    WHEN s.today_wei > g.daily_cap_wei OR (a.has_usd AND s.today_usd > g.daily_cap_usd) THEN 'dailyCap'
-    WHEN EXISTS (SELECT 1 FROM w WHERE w.sponsor_id = g.id AND (w.wei > g.wallet_daily_cap_wei OR (a.has_usd AND w.usd > g.wallet_daily_cap_usd))) THEN 'walletDailyCap'
-    WHEN g.spent_wei > g.total_budget_wei OR (a.has_usd AND g.spent_usd > g.total_budget_usd) THEN 'totalBudget'
+  SELECT lf.id, CASE
+    WHEN lf.dw < 0 OR (a.has_usd AND lf.du < 0) THEN 'dailyCap'
+    WHEN ${walletOver('sw')} THEN 'walletDailyCap'
+    WHEN lf.tw < 0 OR (a.has_usd AND lf.tu < 0) THEN 'totalBudget'
   END AS lim
-  FROM g JOIN s ON s.sponsor_id = g.id JOIN a ON a.rule = g.id)
--- Over a limit, the statement fails (migration 0028): the transaction rolls back, these charges with it.
-SELECT sum(CASE WHEN o.lim IS NULL THEN 0 ELSE metarelay_over_budget(o.id, o.lim) END) AS over FROM o`);
+  FROM lf JOIN g ON g.id = lf.id JOIN a ON a.rule = lf.id)
+SELECT (SELECT count(*) FROM ow) AS charged, sum(CASE WHEN o.lim IS NULL THEN 0 ELSE metarelay_over_budget(o.id, o.lim) END) AS over FROM o`);
 
 /** The error of a charge over a rule's limit, as the database words it (migration 0028). */
 const OVER_BUDGET = /metarelay_over_budget:(\d+):(dailyCap|walletDailyCap|totalBudget)/;
@@ -105,7 +211,11 @@ const OVER_BUDGET = /metarelay_over_budget:(\d+):(dailyCap|walletDailyCap|totalB
 // A status a DROPPED meta-transaction reaches only when an earlier broadcast of it was mined after all.
 const MINED = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED']);
 
-export function spendCaps(db: Db) {
+/** How many shards a rule's spend is kept in: config relayer.sponsorSpendShards's default. */
+export const DEFAULT_SPEND_SHARDS = 16;
+
+export function spendCaps(db: Db, opts: { shards?: number } = {}) {
+  const shards = opts.shards ?? DEFAULT_SPEND_SHARDS;
   /** Today's spend of the given wallets under each rule. */
   const walletSpend = async (q: Queryable, ids: number[], wallets: readonly Address[]) => {
     const out = new Map<number, Map<string, { wei: bigint; usd: bigint }>>(ids.map((id) => [id, new Map()]));
@@ -134,12 +244,15 @@ export function spendCaps(db: Db) {
     return rules.map((r) => budgetStop(r, spendOf(r, ws.get(r.id) ?? new Map()), wallets, cost)).filter((s): s is Stop => s !== null);
   };
 
-  /** `charge` for the meta-transactions of one transaction (an intake group), in one statement. */
+  /**
+   * `charge` for the meta-transactions of one transaction (an intake group): two statements whatever
+   * their number, the second doing nothing when every rule's shard had room.
+   */
   const chargeMany = (tx: Tx, charges: readonly Charge[]): void => {
     if (charges.length === 0) return;
     const rules = charges.flatMap((c, i) => [...new Set(c.ruleIds)].map((r) => [i + 1, r] as const));
     const wallets = charges.flatMap((c, i) => [...new Set(c.wallets.map((w) => w.toLowerCase()))].map((w) => [i + 1, w] as const));
-    tx.atCommit(CHARGE, [
+    const params = [
       charges.map((c) => c.cost.wei.toString()),
       charges.map((c) => (c.cost.usd ?? 0n).toString()),
       charges.map((c) => c.chainId),
@@ -149,7 +262,10 @@ export function spendCaps(db: Db) {
       rules.map((x) => x[1]),
       wallets.map((x) => x[0]),
       wallets.map((x) => x[1]),
-    ]);
+      shards,
+    ];
+    tx.atCommit(FAST_CHARGE, params);
+    tx.atCommit(SLOW_CHARGE, params);
   };
 
   return {
@@ -157,10 +273,9 @@ export function spendCaps(db: Db) {
     budgetStops: (rules: SponsorRule[], wallets: readonly Address[], cost: Cost) => stopsOf(db, rules, wallets, cost),
 
     /**
-     * Charges a meta-transaction to its rules as the last statement of `tx` (the transaction that
-     * queues it), sent with its COMMIT: all or none. Under the rules' row locks the budgets are checked
-     * again in that statement; a rule now over one fails it, and the transaction throws what
-     * `overBudget` turns into OverBudget.
+     * Charges a meta-transaction to its rules as the last statements of `tx` (the transaction that
+     * queues it), sent with its COMMIT: all or none. The budgets are checked again there; a rule now
+     * over one fails them, and the transaction throws what `overBudget` turns into OverBudget.
      */
     charge(tx: Tx, c: Charge): void {
       chargeMany(tx, [c]);
@@ -209,7 +324,7 @@ export function spendCaps(db: Db) {
           const ids = list.filter((r) => r.chain_id === chainId).map((r) => r.id);
           const back = await q.query<ChargeRow>(
             `UPDATE sponsor_charges SET refunded_at = ${set} WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND ${cond}
-             RETURNING id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd`,
+             RETURNING id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd, shard`,
             [chainId, ids],
           );
           await moveSpend(
@@ -236,6 +351,7 @@ interface ChargeRow {
   day: string;
   wei: string;
   usd: string;
+  shard: number;
 }
 
 /** A signed amount to add to every counter a charge went to; `settled` also sets the charge itself to its new amount. */
@@ -248,34 +364,39 @@ interface Move {
 
 /**
  * Moves every counter of many charges at once (refunds, charges revived, settlements), and sets
- * settled charges to their new amounts: one statement whatever their number. The rules' rows are
- * locked in id order first (l), as a charge locks them, and every counter under a rule is written after
- * its rule (s, w read g), so this and a charge never lock crosswise. Amounts are summed per counter and
- * none goes below zero. A status write settling 50 mined meta-transactions wrote 4 statements per
- * charge, holding the rules' locks (every sponsored intake of those rules waits on them) and, on PGlite,
- * the one connection, across ~200 round trips (docs/performance.md, 30 Nov).
+ * settled charges to their new amounts: one statement whatever their number. A charge's amounts go to
+ * the shard it was charged to: its total, and its today when the shard still counts the charge's day
+ * (a shard that moved on to another day has nothing of it there). The shards' rows are locked in
+ * (rule, shard) order first (l), as a charge locks them, and the wallets' counters written after (w
+ * reads t), so this and a charge never lock crosswise; no gas_sponsors row is taken (a settlement
+ * used to wait on it with every intake of the rule). Rooms stay: a refund leaves its shard more
+ * room, a settlement above the estimate may leave the shard past its room (the next charge there
+ * then shares out, and sees it). Amounts are summed per counter and none goes below zero. A status
+ * write settling 50 mined meta-transactions wrote 4 statements per charge, holding the rules' locks
+ * and, on PGlite, the one connection, across ~200 round trips (docs/performance.md, 30 Nov).
  */
 export const MOVE_SPEND = prepared(`
-WITH l AS (SELECT id FROM gas_sponsors WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
-g AS (
-  UPDATE gas_sponsors g SET spent_wei = GREATEST(0, g.spent_wei + x.wei), spent_usd = GREATEST(0, g.spent_usd + x.usd)
-  FROM l JOIN unnest($1::bigint[], $2::numeric[], $3::numeric[]) AS x(id, wei, usd) ON x.id = l.id WHERE g.id = l.id
-  RETURNING g.id
+WITH e AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::date[], $4::numeric[], $5::numeric[]) AS e(id, shard, day, wei, usd)),
+l AS (SELECT x.sponsor_id, x.shard FROM sponsor_spend_shards x WHERE (x.sponsor_id, x.shard) IN (SELECT id, shard FROM e) ORDER BY x.sponsor_id, x.shard FOR UPDATE),
+t AS (
+  UPDATE sponsor_spend_shards x SET total_wei = GREATEST(0, x.total_wei + d.wei), total_usd = GREATEST(0, x.total_usd + d.usd),
+    today_wei = GREATEST(0, x.today_wei + COALESCE((SELECT sum(e.wei) FROM e WHERE e.id = x.sponsor_id AND e.shard = x.shard AND e.day = x.day), 0)),
+    today_usd = GREATEST(0, x.today_usd + COALESCE((SELECT sum(e.usd) FROM e WHERE e.id = x.sponsor_id AND e.shard = x.shard AND e.day = x.day), 0))
+  FROM l JOIN (SELECT id, shard, sum(wei) AS wei, sum(usd) AS usd FROM e GROUP BY id, shard) d ON d.id = l.sponsor_id AND d.shard = l.shard
+  WHERE x.sponsor_id = l.sponsor_id AND x.shard = l.shard
+  RETURNING x.sponsor_id
 ),
-s AS (
-  UPDATE sponsor_spend s SET spent_wei = GREATEST(0, s.spent_wei + x.wei), spent_usd = GREATEST(0, s.spent_usd + x.usd)
-  FROM unnest($4::bigint[], $5::date[], $6::numeric[], $7::numeric[]) AS x(id, day, wei, usd)
-  WHERE s.sponsor_id = x.id AND s.day = x.day AND x.id IN (SELECT id FROM g)
-),
+ew AS (SELECT * FROM unnest($6::bigint[], $7::date[], $8::text[], $9::numeric[], $10::numeric[]) AS x(id, day, wallet, wei, usd) WHERE x.id IN (SELECT sponsor_id FROM t)),
+lw AS (SELECT s.sponsor_id, s.wallet, s.day FROM sponsor_wallet_spend s JOIN ew ON s.sponsor_id = ew.id AND s.day = ew.day AND s.wallet = ew.wallet ORDER BY s.sponsor_id, s.wallet, s.day FOR UPDATE OF s),
 w AS (
   UPDATE sponsor_wallet_spend s SET spent_wei = GREATEST(0, s.spent_wei + x.wei), spent_usd = GREATEST(0, s.spent_usd + x.usd)
-  FROM unnest($8::bigint[], $9::date[], $10::text[], $11::numeric[], $12::numeric[]) AS x(id, day, wallet, wei, usd)
-  WHERE s.sponsor_id = x.id AND s.day = x.day AND s.wallet = x.wallet AND x.id IN (SELECT id FROM g)
+  FROM lw JOIN ew x ON x.id = lw.sponsor_id AND x.day = lw.day AND x.wallet = lw.wallet
+  WHERE s.sponsor_id = lw.sponsor_id AND s.day = lw.day AND s.wallet = lw.wallet
 ),
 c AS (
-  UPDATE sponsor_charges c SET wei = x.wei, usd = x.usd FROM unnest($13::bigint[], $14::numeric[], $15::numeric[]) AS x(id, wei, usd) WHERE c.id = x.id
+  UPDATE sponsor_charges c SET wei = x.wei, usd = x.usd FROM unnest($11::bigint[], $12::numeric[], $13::numeric[]) AS x(id, wei, usd) WHERE c.id = x.id
 )
-SELECT count(*) AS rules FROM g`);
+SELECT count(*) AS shards FROM t`);
 
 /** Signed amounts summed per counter (its key's parts), as columns: the key's parts, then wei and usd. */
 function summed(parts: number, entries: Array<{ key: string[]; wei: bigint; usd: bigint }>): string[][] {
@@ -289,22 +410,18 @@ function summed(parts: number, entries: Array<{ key: string[]; wei: bigint; usd:
   return [...Array.from({ length: parts }, (_, i) => rows.map((r) => r.key[i]!)), rows.map((r) => r.wei.toString()), rows.map((r) => r.usd.toString())];
 }
 
-/** MOVE_SPEND's parameters: the amounts per rule, per rule and day, per rule, day and wallet, then the settled charges. */
+/** MOVE_SPEND's parameters: the amounts per rule, shard and day, per rule, day and wallet, then the settled charges. */
 function moveSpendParams(moves: Move[]): unknown[] {
   const settled = moves.filter((m) => m.settled);
-  const rules = summed(
-    1,
-    moves.map((m) => ({ key: [m.c.sponsor_id], wei: m.wei, usd: m.usd })),
-  );
-  const days = summed(
-    2,
-    moves.map((m) => ({ key: [m.c.sponsor_id, m.c.day], wei: m.wei, usd: m.usd })),
+  const shards = summed(
+    3,
+    moves.map((m) => ({ key: [m.c.sponsor_id, String(m.c.shard), m.c.day], wei: m.wei, usd: m.usd })),
   );
   const wallets = summed(
     3,
     moves.flatMap((m) => [...new Set(m.c.wallets)].map((w) => ({ key: [m.c.sponsor_id, m.c.day, w], wei: m.wei, usd: m.usd }))),
   );
-  return [...rules, ...days, ...wallets, settled.map((m) => m.c.id), settled.map((m) => m.settled!.wei.toString()), settled.map((m) => m.settled!.usd.toString())];
+  return [...shards, ...wallets, settled.map((m) => m.c.id), settled.map((m) => m.settled!.wei.toString()), settled.map((m) => m.settled!.usd.toString())];
 }
 
 async function moveSpend(q: Queryable, moves: Move[]): Promise<void> {
@@ -319,7 +436,7 @@ async function moveSpend(q: Queryable, moves: Move[]): Promise<void> {
  */
 async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>): Promise<void> {
   const open = await q.query<ChargeRow>(
-    `SELECT id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd FROM sponsor_charges
+    `SELECT id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd, shard FROM sponsor_charges
       WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND refunded_at IS NULL`,
     [chainId, [...actual.keys()]],
   );

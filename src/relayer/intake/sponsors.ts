@@ -4,6 +4,7 @@ import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import { tokenMoveAbi } from '../abi.ts';
 import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
 import { EMPTY_POLICY, formatUsd, type Cap, type SponsorPolicy } from './policy.ts';
+import { spendOfRule } from './spend-caps.ts';
 import { shareInFlight } from '../../util/single-flight.ts';
 
 /**
@@ -180,9 +181,9 @@ const SELECT = `SELECT g.id, g.project_id, g.ecosystem_id, g.chain_id, g.kind, g
   g.daily_cap_wei::text AS daily_cap_wei, g.daily_cap_usd::text AS daily_cap_usd, g.wallet_daily_cap_wei::text AS wallet_daily_cap_wei,
   g.wallet_daily_cap_usd::text AS wallet_daily_cap_usd, g.txn_cap_wei::text AS txn_cap_wei, g.txn_cap_usd::text AS txn_cap_usd,
   g.total_budget_wei::text AS total_budget_wei, g.total_budget_usd::text AS total_budget_usd, g.valid_from, g.valid_until, g.allow_wallets, g.deny_wallets,
-  g.spent_wei::text AS spent_wei, g.spent_usd::text AS spent_usd, COALESCE(s.spent_wei, 0)::text AS today_wei, COALESCE(s.spent_usd, 0)::text AS today_usd,
+  s.spent_wei::text AS spent_wei, s.spent_usd::text AS spent_usd, s.today_wei::text AS today_wei, s.today_usd::text AS today_usd,
   g.created_at, g.updated_at
-  FROM gas_sponsors g LEFT JOIN sponsor_spend s ON s.sponsor_id = g.id AND s.day = (now() AT TIME ZONE 'UTC')::date`;
+  FROM gas_sponsors g ${spendOfRule('g')}`;
 
 /** A change to a rule's policy: undefined keeps a field, null clears it. */
 export type PolicyPatch = { [K in keyof SponsorPolicy]?: SponsorPolicy[K] | null };
