@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDb } from '../src/store/db.ts';
 import { runCli } from './support/cli.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
@@ -58,6 +59,43 @@ describe(`metarelay CLI (${TEST_DB})`, () => {
     expect((await runCli(['sponsors', 'remove', String(rule.id), '--project', 'sponsoring', ...dbArgs])).stdout).toContain('removed');
     expect((await runCli(['sponsors', 'list', '--project', 'sponsoring', ...dbArgs])).stdout.trim()).toBe('');
   }, 360_000);
+
+  it('takes sponsorship caps in native units and prints each cap readable beside its wei', async () => {
+    expect((await runCli(['projects', 'create', 'readable-caps', ...dbArgs])).code).toBe(0);
+    const add = await runCli([
+      'sponsors',
+      'add',
+      '--project',
+      'readable-caps',
+      '--chain',
+      'polygon',
+      '--address',
+      '0x' + '12'.repeat(20),
+      '--daily-cap',
+      '0.05',
+      '--total-budget-wei',
+      '1234500000000000000',
+      ...dbArgs,
+    ]);
+    expect(add.code, add.stderr).toBe(0);
+    const rule = JSON.parse(add.stdout);
+    expect(rule).toMatchObject({ dailyCapWei: '50000000000000000', totalBudgetWei: '1234500000000000000' });
+    expect(rule.readable).toEqual({ dailyCap: '0.05 ETH', totalBudget: '1.2345 ETH', spentToday: '0 ETH', spentTotal: '0 ETH' });
+    // What the database holds is the wei the native figure stands for.
+    const db = await openDb(testDb.location);
+    try {
+      const [row] = (await db.query<{ daily: string; total: string }>('SELECT daily_cap_wei::text AS daily, total_budget_wei::text AS total FROM gas_sponsors WHERE id = $1', [rule.id])).rows;
+      expect(row).toEqual({ daily: '50000000000000000', total: '1234500000000000000' });
+    } finally {
+      await db.close();
+    }
+    const both = await runCli(['sponsors', 'set', String(rule.id), '--project', 'readable-caps', '--txn-cap', '0.1', '--txn-cap-wei', '5', ...dbArgs]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--txn-cap and --txn-cap-wei are the same cap');
+    const bad = await runCli(['sponsors', 'set', String(rule.id), '--project', 'readable-caps', '--txn-cap', '1e-3', ...dbArgs]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--txn-cap: "1e-3" is not an amount in native units');
+  });
 
   it('creates a project and a key, lists it, revokes it', async () => {
     const p = await runCli(['projects', 'create', 'acme', ...dbArgs]);

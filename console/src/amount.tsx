@@ -154,3 +154,90 @@ export function UsdInput({ label, value, onChange, unit, testid }: { label: stri
     </label>
   );
 }
+
+const GWEI = 10n ** 9n;
+
+/** A price per gas as people read it: gwei (to 4 significant digits below 1), wei below a millionth of a gwei. */
+export function readableGasPrice(wei: string | bigint | null | undefined): string {
+  if (wei == null || wei === '') return '—';
+  const v = BigInt(wei);
+  if (v < 1000n) return `${v} wei`;
+  const whole = v / GWEI;
+  const frac = (v % GWEI).toString().padStart(9, '0');
+  if (whole > 0n) {
+    const f = frac.slice(0, 3).replace(/0+$/, '');
+    return `${whole.toLocaleString('en-US')}${f ? `.${f}` : ''} gwei`;
+  }
+  const lead = frac.search(/[1-9]/);
+  return `0.${frac.slice(0, lead + 4).replace(/0+$/, '')} gwei`;
+}
+
+/** A gas price with its exact wei on hover. */
+export const GasPrice = ({ wei, testid }: { wei: string | null | undefined; testid?: string }) => (
+  <span class="amount" data-testid={testid} data-wei={wei ?? ''} title={wei ? `${BigInt(wei).toLocaleString('en-US')} wei per gas` : undefined}>
+    {readableGasPrice(wei)}
+  </span>
+);
+
+/** A whole number with its thousands grouped (gas, counts). */
+export const grouped = (n: number | string | bigint | null | undefined) => (n == null || n === '' ? '—' : BigInt(n).toLocaleString('en-US'));
+
+/** An axis tick in native units: plain decimals to two significant digits ("0.0003", never "3e-4"). */
+export function axisNative(v: number): string {
+  if (v === 0) return '0';
+  // Below a millionth of the native unit the decimals outgrow the axis: gwei reads shorter.
+  if (v < 1e-6) return `${(v * 1e9).toLocaleString('en-US', { maximumSignificantDigits: 2, maximumFractionDigits: 9 })} gwei`;
+  return v.toLocaleString('en-US', { maximumSignificantDigits: 2, maximumFractionDigits: 18 });
+}
+
+/**
+ * A sentence of the server's with its figures in wei ("1000 of 5000 wei spent") as people read them: each
+ * "N wei" becomes native units, with the exact wei on hover and copied on click.
+ */
+export function ReadableWei({ text, unit }: { text: string; unit: Unit }) {
+  const parts = text.split(/(\d+ wei)/);
+  return (
+    <>
+      {parts.map((p) => {
+        const m = /^(\d+) wei$/.exec(p);
+        return m ? <Amount wei={m[1]} unit={{ ...unit, usdRate: null }} /> : p;
+      })}
+    </>
+  );
+}
+
+/** A fee token as amounts in it are shown: its symbol and decimals. */
+export interface TokenUnit {
+  symbol: string;
+  decimals: number;
+}
+
+let feeTokens: Promise<Map<string, TokenUnit>> | null = null;
+
+/** Each network's fee tokens by "<chainId>:<address in lower case>" (native: "<chainId>:native"), read once per page load. */
+export function useFeeTokens(): Map<string, TokenUnit> {
+  const [tokens, setTokens] = useState<Map<string, TokenUnit>>(new Map());
+  useEffect(() => {
+    feeTokens ??= api<{ networks: { chainId: number; tokens: { symbol: string; decimals: number; contractAddress: string | null }[] }[] }>('FeeTokens').then(
+      (r) => new Map(r.networks.flatMap((n) => n.tokens.map((t) => [`${n.chainId}:${t.contractAddress?.toLowerCase() ?? 'native'}`, { symbol: t.symbol, decimals: t.decimals }] as const))),
+      () => ((feeTokens = null), new Map()),
+    );
+    void feeTokens.then(setTokens);
+  }, []);
+  return tokens;
+}
+
+/** An amount of a token's base units in its units ("200000" of a 6-decimal token → "0.2"). */
+export function tokenUnits(amount: string | bigint, decimals: number): string {
+  const v = BigInt(amount);
+  const base = 10n ** BigInt(decimals);
+  const frac = decimals ? (v % base).toString().padStart(decimals, '0').replace(/0+$/, '') : '';
+  return `${(v / base).toLocaleString('en-US')}${frac ? `.${frac}` : ''}`;
+}
+
+/** A fee paid in a token: in its units and symbol when the token is known, else the base units and its address. */
+export function feeText(chainId: number, token: string | null, value: string | null, tokens: Map<string, TokenUnit>): string {
+  if (!token || value == null) return '—';
+  const t = tokens.get(`${chainId}:${/^0x0{40}$/i.test(token) ? 'native' : token.toLowerCase()}`);
+  return t ? `${tokenUnits(value, t.decimals)} ${t.symbol}` : `${value} (${token.slice(0, 10)}…)`;
+}

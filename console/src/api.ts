@@ -34,4 +34,8 @@ export async function api<T = any>(method: string, args: Record<string, unknown>
 }
 
 export const short = (s: string | null | undefined, n = 10) => (!s ? '' : s.length > n + 4 ? `${s.slice(0, n)}…${s.slice(-4)}` : s);
-export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+/** A moment as the reader's local date and time, with the time zone named ("Dec 7, 2026, 08:14:03 UTC"). */
+export const when = (iso: string | number | Date | null | undefined) =>
+  iso == null || iso === ''
+    ? '—'
+    : new Date(iso).toLocaleString('en-US', { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short' });

@@ -25,7 +25,7 @@ Usage:
   metarelay admin create [--label TEXT] [--config FILE]       a console/admin token, printed once
   metarelay admin revoke ID [--config FILE]
   metarelay sponsors add --project NAME --chain C --address A [--kind ANY|WALLET|TOKEN|CONTRACT|ADDRESS] [--name N] [policy flags]
-  metarelay sponsors set ID --project NAME [policy flags: --daily-cap-wei, --total-budget-usd, --valid-until, --allow …]
+  metarelay sponsors set ID --project NAME [policy flags: --daily-cap (ETH), --daily-cap-wei, --total-budget-usd, --valid-until, --allow …]
   metarelay sponsors list --project NAME [--chain C]
   metarelay sponsors enable|disable|remove ID --project NAME
   metarelay ecosystems add NAME | list | join NAME --project P | leave --project P

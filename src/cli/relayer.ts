@@ -7,6 +7,7 @@ import { parse } from './args.ts';
 import { DB_FLAGS, configFrom, withDb } from './db.ts';
 import { UsageError } from './main.ts';
 import { onShutdown } from './shutdown.ts';
+import { parseNative, readableNative } from '../util/units.ts';
 
 /** `metarelay relayer`: the relayer dispatchers alone (signing, sending, receipts), no HTTP. */
 export async function runRelayer(argv: string[]) {
@@ -33,8 +34,9 @@ const SPONSOR_USAGE = `usage:
   metarelay sponsors list --project NAME [--chain C]
   metarelay sponsors enable|disable|remove ID --project NAME
 POLICY ("" clears a value, --allow/--deny "" clears a list; docs/sponsorship.md):
-  --daily-cap-wei N --daily-cap-usd D --wallet-daily-cap-wei N --wallet-daily-cap-usd D
-  --txn-cap-wei N --txn-cap-usd D --total-budget-wei N --total-budget-usd D
+  --daily-cap ETH --daily-cap-wei N --daily-cap-usd D --wallet-daily-cap ETH --wallet-daily-cap-wei N --wallet-daily-cap-usd D
+  --txn-cap ETH --txn-cap-wei N --txn-cap-usd D --total-budget ETH --total-budget-wei N --total-budget-usd D
+  (ETH: the chain's native units, e.g. 0.05; N: wei; D: dollars)
   --valid-from ISO --valid-until ISO --allow 0x…,0x… --deny 0x…,0x…`;
 
 /** CLI flag → policy field (the same names as AddGasSponsor's). */
@@ -53,9 +55,20 @@ const POLICY_FLAGS = {
   deny: 'denyWallets',
 } as const;
 
+/** Caps typed in native units ("0.05"), beside their -wei forms: flag → the -wei flag they stand for. */
+const NATIVE_FLAGS = { 'daily-cap': 'daily-cap-wei', 'wallet-daily-cap': 'wallet-daily-cap-wei', 'txn-cap': 'txn-cap-wei', 'total-budget': 'total-budget-wei' } as const;
+
 /** The policy flags given, validated as the admin API validates them. */
 function policyFlags(values: Record<string, unknown>) {
   const raw: Record<string, unknown> = {};
+  for (const [flag, weiFlag] of Object.entries(NATIVE_FLAGS)) {
+    const v = values[flag];
+    if (typeof v !== 'string') continue;
+    if (typeof values[weiFlag] === 'string') throw new UsageError(`--${flag} and --${weiFlag} are the same cap: give one`);
+    const wei = v.trim() === '' ? '' : parseNative(v);
+    if (wei === null) throw new UsageError(`--${flag}: "${v}" is not an amount in native units (e.g. 0.05, at most 18 decimals)`);
+    raw[POLICY_FLAGS[weiFlag]] = wei.toString();
+  }
   for (const [flag, field] of Object.entries(POLICY_FLAGS)) {
     const v = values[flag];
     if (typeof v !== 'string') continue;
@@ -71,6 +84,25 @@ function policyFlags(values: Record<string, unknown>) {
   return parsed.data;
 }
 
+const CAP_NAMES = ['dailyCap', 'walletDailyCap', 'txnCap', 'totalBudget'] as const;
+
+/**
+ * A rule as the admin API answers it, plus `readable`: each cap and spend in native units and dollars
+ * ("0.05 ETH and $10"), for a person reading the line; the exact wei stays in the *Wei fields.
+ */
+export function readableRule(w: ReturnType<typeof sponsorWire>) {
+  const readable: Record<string, string> = {};
+  for (const c of CAP_NAMES) {
+    const wei = w[`${c}Wei`];
+    const usd = w[`${c}Usd`];
+    const parts = [wei != null ? `${readableNative(wei)} ETH` : null, usd != null ? `$${usd}` : null].filter(Boolean);
+    if (parts.length) readable[c] = parts.join(' and ');
+  }
+  readable.spentToday = `${readableNative(w.spentTodayWei)} ETH`;
+  readable.spentTotal = `${readableNative(w.spentTotalWei)} ETH`;
+  return { ...w, readable };
+}
+
 /** Sponsorship rules of a project, from the command line (the same rules the admin RPC manages). */
 export async function runSponsors(argv: string[]) {
   const { values, positionals } = parse(argv, {
@@ -80,7 +112,7 @@ export async function runSponsors(argv: string[]) {
     address: { type: 'string' },
     kind: { type: 'string' },
     name: { type: 'string' },
-    ...Object.fromEntries(Object.keys(POLICY_FLAGS).map((f) => [f, { type: 'string' as const }])),
+    ...Object.fromEntries([...Object.keys(POLICY_FLAGS), ...Object.keys(NATIVE_FLAGS)].map((f) => [f, { type: 'string' as const }])),
   });
   const [sub, idText] = positionals;
   if (!sub || !values.project) throw new UsageError(SPONSOR_USAGE);
@@ -88,7 +120,7 @@ export async function runSponsors(argv: string[]) {
     const project = await projectRepo(db).getByName(values.project!);
     if (!project) throw new UsageError(`no project named "${values.project}"`);
     const sponsors = sponsorRepo(db);
-    const print = (rule: Parameters<typeof sponsorWire>[0]) => console.log(JSON.stringify(sponsorWire(rule)));
+    const print = (rule: Parameters<typeof sponsorWire>[0]) => console.log(JSON.stringify(readableRule(sponsorWire(rule))));
     const policyFor = (chain: number, base?: Parameters<typeof mergePolicy>[0]) => {
       const relayer = config.chains.find((c) => c.chainId === chain)?.relayer;
       try {

@@ -143,6 +143,8 @@ async function senderStatuses(db: Db, r: ChainRelayer) {
         index,
         address,
         etherBalance: read.balance == null ? null : Number(formatEther(read.balance)),
+        // The exact figure, for a reader that rounds it itself (the console shows it as it shows amounts).
+        balanceWei: read.balance?.toString() ?? null,
         // enabled: may take new work (not stopped, above the balance floor); active: leased by a running dispatcher right now.
         enabled: !belowFloor && !l?.stoppedAt,
         active: !!l?.leased,

@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
-import { Amount, NO_UNIT, useUnits } from '../amount.tsx';
+import { Amount, GasPrice, NO_UNIT, feeText, grouped, useFeeTokens, useUnits, type Unit } from '../amount.tsx';
 import { short, when } from '../api.ts';
 import { useApi } from '../hooks.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
+import '../readable.css';
 
 interface MetaTxn {
   chainId: number;
@@ -42,6 +43,7 @@ const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_0
 /** A project's meta-transactions: filtered by status, wallet, key and date, counted, a page at a time. */
 export function Activity({ projectId }: { projectId: number }) {
   const units = useUnits();
+  const tokens = useFeeTokens();
   const keys = useApi<{ accessKeys: KeyChoice[] }>('ListAccessKeys', { projectId, pageSize: 200 });
   const [f, setF] = useState({ status: '', wallet: '', keyId: '', from: '', to: '' });
   const set = (k: keyof typeof f) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
@@ -91,7 +93,7 @@ export function Activity({ projectId }: { projectId: number }) {
       {list.error && <p class="error">{list.error}</p>}
       <Pager paged={list} shown={rows.length} testid="activity" noun="meta-transactions" />
       <TableWrap>
-        <table data-testid="activity" class="reflow">
+        <table data-testid="activity" class="reflow compact">
           <thead>
             <tr>
               <th>Meta-transaction</th>
@@ -120,15 +122,21 @@ export function Activity({ projectId }: { projectId: number }) {
                 <td data-label="Wallet">
                   <code title={t.walletAddress}>{short(t.walletAddress)}</code>
                 </td>
-                <td data-label="Transaction">
+                <td data-label="Transaction" class="minor">
                   <code title={t.txnHash}>{short(t.txnHash)}</code>
                 </td>
-                <td data-label="Paid by">{t.isWhitelisted ? 'sponsored' : t.feeToken ? `fee ${t.feeValue} (${short(t.feeToken)})` : '—'}</td>
-                <td data-label="Gas used">{t.gasUsed ? t.gasUsed.toLocaleString('en-US') : ''}</td>
+                <td data-label="Paid by" class="minor">
+                  {t.isWhitelisted ? 'sponsored' : t.feeToken ? `fee ${feeText(t.chainId, t.feeToken, t.feeValue, tokens)}` : '—'}
+                </td>
+                <td data-label="Gas used" class="minor">
+                  {t.gasUsed ? grouped(t.gasUsed) : ''}
+                </td>
                 <td data-label="Cost" data-testid="tx-cost">
                   {t.cost !== '0' ? <Amount wei={t.cost} unit={units.get(t.chainId) ?? NO_UNIT} /> : ''}
                 </td>
-                <td data-label="Queued">{when(t.queuedAt)}</td>
+                <td data-label="Queued" class="when">
+                  {when(t.queuedAt)}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -154,13 +162,97 @@ interface Attempt {
   minedBlock: number | null;
 }
 
+interface CallArg {
+  name: string;
+  type: string;
+  value: string;
+  display?: string;
+}
+
+interface DecodedCall {
+  from: string;
+  target: string;
+  valueWei: string;
+  signature: string | null;
+  functionName: string | null;
+  standard: string | null;
+  args: CallArg[];
+  selector: string;
+  dataBytes: number;
+  targetName: string | null;
+}
+
+interface Cost {
+  gasUsed: number;
+  gasPriceWei: string;
+  wei: string;
+  inTokens: { symbol: string; amount: string; nativePrice: string; source: string }[];
+}
+
+interface Detail {
+  transaction: MetaTxn & { gasLimit: number };
+  receipt: { status: string; txnReceipt: string; revertReason: string | null; blockNumber: string };
+  attempts: Attempt[];
+  calls: DecodedCall[] | null;
+  cost: Cost | null;
+}
+
+/** An argument as read: a token amount in its units (the base units on hover), an integer grouped, an address shortened. */
+function ArgValue({ a }: { a: CallArg }) {
+  if (a.display) return <span title={`${a.value} base units`}>{a.display}</span>;
+  if (/^u?int\d*$/.test(a.type)) return <span title={a.value}>{grouped(a.value)}</span>;
+  if (a.type === 'address') return <code title={a.value}>{short(a.value, 12)}</code>;
+  return <code class="wrap">{a.value.length > 80 ? `${a.value.slice(0, 80)}…` : a.value}</code>;
+}
+
+/** The calls a meta-transaction makes: the function and its arguments where a known ABI decodes it, else the selector and size. */
+function Calls({ calls, unit }: { calls: DecodedCall[]; unit: Unit }) {
+  return (
+    <ol class="calls" data-testid="calls">
+      {calls.map((c, i) => (
+        <li data-testid={`call-${i}`}>
+          <div>
+            {c.signature ? (
+              <strong data-testid={`call-${i}-function`}>{c.functionName}</strong>
+            ) : (
+              <span class="hint">
+                unknown function <code>{c.selector}</code> ({grouped(c.dataBytes)} bytes)
+              </span>
+            )}{' '}
+            on <code title={c.target}>{short(c.target, 12)}</code>
+            {c.targetName && ` (${c.targetName})`}
+            {c.standard && <span class="badge">{c.standard}</span>}
+            {c.valueWei !== '0' && (
+              <>
+                {' '}
+                with <Amount wei={c.valueWei} unit={unit} />
+              </>
+            )}
+          </div>
+          {c.args.length > 0 && (
+            <dl class="args">
+              {c.args.map((a) => [
+                <dt>{a.name}</dt>,
+                <dd data-testid={`call-${i}-arg-${a.name}`}>
+                  <ArgValue a={a} />
+                </dd>,
+              ])}
+            </dl>
+          )}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
 export function ActivityDetail({ projectId, txKey }: { projectId: number; txKey: string }) {
   const [chainID, metaTxID] = txKey.split(':');
-  const d = useApi<{ transaction: MetaTxn; receipt: { status: string; txnReceipt: string; revertReason: string | null; blockNumber: string }; attempts: Attempt[] }>('GetMetaTransaction', {
-    chainID,
-    metaTxID,
-  });
+  const units = useUnits();
+  const tokens = useFeeTokens();
+  const d = useApi<Detail>('GetMetaTransaction', { chainID, metaTxID });
   const receipt = d.data?.receipt.txnReceipt && d.data.receipt.txnReceipt !== 'null' ? JSON.parse(d.data.receipt.txnReceipt) : null;
+  const t = d.data?.transaction;
+  const unit = (t && units.get(t.chainId)) || NO_UNIT;
   return (
     <section>
       <p>
@@ -170,27 +262,50 @@ export function ActivityDetail({ projectId, txKey }: { projectId: number; txKey:
         Meta-transaction <code>{short(metaTxID, 16)}</code>
       </h2>
       {d.error && <p class="error">{d.error}</p>}
-      {d.data && (
+      {d.data && t && (
         <>
           <dl class="facts">
             <dt>Status</dt>
-            <dd data-testid="detail-status">{d.data.transaction.txnStatus}</dd>
+            <dd data-testid="detail-status">{t.txnStatus}</dd>
             <dt>Network</dt>
-            <dd>{d.data.transaction.network}</dd>
+            <dd>{t.network}</dd>
             <dt>Wallet</dt>
             <dd>
-              <code>{d.data.transaction.walletAddress}</code>
+              <code>{t.walletAddress}</code>
             </dd>
             <dt>Transaction</dt>
             <dd>
-              <code>{d.data.transaction.txnHash || '—'}</code>
+              <code>{t.txnHash || '—'}</code>
             </dd>
             <dt>Block</dt>
             <dd>{d.data.receipt.blockNumber}</dd>
+            <dt>Queued</dt>
+            <dd>{when(t.queuedAt)}</dd>
+            <dt>Mined</dt>
+            <dd>{when(t.minedAt)}</dd>
             <dt>Gas used</dt>
-            <dd>{d.data.transaction.gasUsed}</dd>
+            <dd data-testid="detail-gas">
+              {t.gasUsed ? grouped(t.gasUsed) : '—'}
+              {t.gasLimit ? <span class="hint"> of a {grouped(t.gasLimit)} limit</span> : ''}
+            </dd>
+            <dt>Cost</dt>
+            <dd data-testid="detail-cost">
+              {d.data.cost ? (
+                <>
+                  {grouped(d.data.cost.gasUsed)} gas × <GasPrice wei={d.data.cost.gasPriceWei} /> = <Amount wei={d.data.cost.wei} unit={unit} testid="detail-cost-native" />
+                  {d.data.cost.inTokens.map((x) => (
+                    <span class="hint" data-testid={`detail-cost-${x.symbol}`} title={`at ${x.nativePrice} ${unit.symbol} per ${x.symbol} (${x.source})`}>
+                      {' '}
+                      ≈ {x.amount} {x.symbol}
+                    </span>
+                  ))}
+                </>
+              ) : (
+                'not mined yet'
+              )}
+            </dd>
             <dt>Paid by</dt>
-            <dd>{d.data.transaction.isWhitelisted ? 'sponsorship' : `fee ${d.data.transaction.feeValue ?? '—'}`}</dd>
+            <dd data-testid="detail-paid">{t.isWhitelisted ? 'sponsorship' : t.feeToken ? `fee ${feeText(t.chainId, t.feeToken, t.feeValue, tokens)}` : '—'}</dd>
             {d.data.receipt.revertReason && (
               <>
                 <dt>Revert reason</dt>
@@ -198,9 +313,11 @@ export function ActivityDetail({ projectId, txKey }: { projectId: number; txKey:
               </>
             )}
           </dl>
+          <h3>Calls</h3>
+          {d.data.calls ? <Calls calls={d.data.calls} unit={unit} /> : <p class="hint">The input does not decode as a wallet bundle.</p>}
           <h3>Broadcast attempts</h3>
           <TableWrap>
-            <table data-testid="attempts">
+            <table data-testid="attempts" class="reflow">
               <thead>
                 <tr>
                   <th>#</th>
@@ -218,30 +335,36 @@ export function ActivityDetail({ projectId, txKey }: { projectId: number; txKey:
               <tbody>
                 {d.data.attempts.map((a) => (
                   <tr key={a.id}>
-                    <td>{a.id}</td>
-                    <td>
-                      <code>{short(a.hash, 14)}</code>
+                    <td data-label="#">{a.id}</td>
+                    <td data-label="Hash">
+                      <code title={a.hash}>{short(a.hash, 14)}</code>
                     </td>
-                    <td>
-                      <code>{short(a.sender)}</code>
+                    <td data-label="Sender">
+                      <code title={a.sender}>{short(a.sender)}</code>
                     </td>
-                    <td>{a.nonce}</td>
-                    <td>{a.gasLimit}</td>
-                    <td>{a.maxFee ?? a.gasPrice}</td>
-                    <td>{a.maxPriorityFee}</td>
-                    <td>
+                    <td data-label="Nonce">{a.nonce}</td>
+                    <td data-label="Gas limit" data-testid="attempt-gas-limit">
+                      {grouped(a.gasLimit)}
+                    </td>
+                    <td data-label={a.maxFee ? 'Max fee' : 'Gas price'}>
+                      <GasPrice wei={a.maxFee ?? a.gasPrice} testid="attempt-max-fee" />
+                    </td>
+                    <td data-label="Tip">{a.maxPriorityFee ? <GasPrice wei={a.maxPriorityFee} testid="attempt-tip" /> : '—'}</td>
+                    <td data-label="Status">
                       {a.status}
                       {a.error ? `: ${a.error}` : ''}
                     </td>
-                    <td>{when(a.broadcastAt)}</td>
-                    <td>{a.minedBlock ?? ''}</td>
+                    <td data-label="Broadcast">{when(a.broadcastAt)}</td>
+                    <td data-label="Block">{a.minedBlock ?? ''}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
           </TableWrap>
-          <h3>Receipt</h3>
-          <pre data-testid="receipt">{receipt ? JSON.stringify(receipt, null, 2) : 'not mined yet'}</pre>
+          <details>
+            <summary>Receipt</summary>
+            <pre data-testid="receipt">{receipt ? JSON.stringify(receipt, null, 2) : 'not mined yet'}</pre>
+          </details>
         </>
       )}
       <button onClick={d.reload}>Refresh</button>

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { Amount, exactNative, parseNative, readableNative, readableUsd, useUnits, type Unit } from '../amount.tsx';
+import { Amount, axisNative, exactNative, parseNative, readableNative, readableUsd, useUnits, type Unit } from '../amount.tsx';
 import { api, short, when } from '../api.ts';
 import { BarChart } from '../chart.tsx';
 import { useAction, useApi } from '../hooks.ts';
@@ -67,8 +67,7 @@ function SpendChart({ days, window, unit }: { days: Day[]; window: number; unit:
       title: `${key}: ${d ? `${readableNative(d.spentWei)} ${unit.symbol}${d.spentUsd != null ? ` (${readableUsd(d.spentUsd)})` : ''}, ${d.transactions} meta-transactions` : 'nothing spent'}`,
     };
   });
-  const fmt = (v: number) => (v === 0 ? '0' : v < 0.001 ? v.toExponential(0) : String(Number(v.toPrecision(2))));
-  return <BarChart testid="spend-chart" bars={bars} unit={unit.symbol} format={fmt} label="spend per day" />;
+  return <BarChart testid="spend-chart" bars={bars} unit={unit.symbol} format={axisNative} label="spend per day" />;
 }
 
 const KINDS = ['adjustment', 'debit', 'reversal'];

@@ -1,4 +1,5 @@
-import { api, short } from '../api.ts';
+import { api, short, when } from '../api.ts';
+import { Amount, NO_UNIT, ReadableWei, useUnits } from '../amount.tsx';
 import { useAction, useApi } from '../hooks.ts';
 
 interface FeeNetwork {
@@ -64,6 +65,7 @@ interface SenderRow {
   index: number;
   address: string;
   etherBalance: number | null;
+  balanceWei: string | null;
   nonce: { chain: number | null; mempool: number | null };
   /** false: the node did not answer; the balance and nonces are the last read, at readAt. */
   live: boolean;
@@ -103,7 +105,7 @@ interface RelayBar {
 
 /** Why a sender takes no new work, or that it runs. */
 function senderState(s: SenderRow): string {
-  if (s.stoppedAt) return `stopped since ${new Date(s.stoppedAt).toLocaleString()}`;
+  if (s.stoppedAt) return `stopped since ${when(s.stoppedAt)}`;
   if (s.belowFloor) return 'below the balance floor';
   if (s.stalled) return `stalled: ${s.stalled}`;
   return 'running';
@@ -111,6 +113,7 @@ function senderState(s: SenderRow): string {
 
 export function Health() {
   const d = useApi<{ networks: HealthNetwork[] }>('Health', {});
+  const units = useUnits();
   const a = useAction();
   const toggle = async (chainId: number, index: number, stop: boolean) => {
     if ((await a.run(() => api(stop ? 'StopSender' : 'StartSender', { chainID: String(chainId), index }))) !== undefined) await d.reload();
@@ -131,18 +134,18 @@ export function Health() {
           </h3>
           {!n.ok && (
             <p class="error" data-testid="outage">
-              Down{n.downSince ? ` since ${new Date(n.downSince).toLocaleString()}` : ''}: {n.error}. Shown below: what was last known.
+              Down{n.downSince ? ` since ${when(n.downSince)}` : ''}: {n.error}. Shown below: what was last known.
             </p>
           )}
           {n.head &&
             (n.head.hash && n.head.timestamp ? (
               <p>
-                Head block <strong data-testid="head">{n.head.number}</strong> <code>{short(n.head.hash, 14)}</code> at {new Date(n.head.timestamp).toLocaleTimeString()}
+                Head block <strong data-testid="head">{n.head.number}</strong> <code>{short(n.head.hash, 14)}</code> at {when(n.head.timestamp)}
               </p>
             ) : (
               <p>
                 Last head seen <strong data-testid="head">{n.head.number}</strong>
-                {n.head.seenAt && ` at ${new Date(n.head.seenAt).toLocaleString()}`}
+                {n.head.seenAt && ` at ${when(n.head.seenAt)}`}
               </p>
             ))}
           {n.relayer && (
@@ -155,11 +158,11 @@ export function Health() {
                 <strong>{n.relayer.inclusion.mined ? `${Math.round((100 * n.relayer.inclusion.within) / n.relayer.inclusion.mined)}%` : 'n/a'}</strong> ({n.relayer.inclusion.within} of{' '}
                 {n.relayer.inclusion.mined})
               </p>
-              <table>
+              <table class="reflow" data-testid="senders">
                 <thead>
                   <tr>
                     <th>Sender</th>
-                    <th>Balance (ETH)</th>
+                    <th>Balance</th>
                     <th>Nonce (mined)</th>
                     <th>Nonce (pending)</th>
                     <th>In flight</th>
@@ -170,17 +173,19 @@ export function Health() {
                 <tbody>
                   {n.relayer.senders.map((s) => (
                     <tr>
-                      <td>
-                        <code>{s.address}</code>
+                      <td data-label="Sender">
+                        <code title={s.address}>{short(s.address, 12)}</code>
                       </td>
-                      <td data-testid={`sender-balance-${s.index}`}>
-                        {s.etherBalance ?? 'unknown'}
-                        {!s.live && s.readAt && <span class="hint"> (as of {new Date(s.readAt).toLocaleString()})</span>}
+                      <td data-label="Balance" data-testid={`sender-balance-${s.index}`}>
+                        {s.balanceWei != null ? <Amount wei={s.balanceWei} unit={units.get(n.chainId) ?? NO_UNIT} testid={`sender-amount-${s.index}`} /> : 'unknown'}
+                        {!s.live && s.readAt && <span class="hint"> (as of {when(s.readAt)})</span>}
                       </td>
-                      <td>{s.nonce.chain ?? '?'}</td>
-                      <td>{s.nonce.mempool ?? '?'}</td>
-                      <td>{s.inFlight}</td>
-                      <td data-testid={`sender-state-${s.index}`}>{senderState(s)}</td>
+                      <td data-label="Nonce (mined)">{s.nonce.chain ?? '?'}</td>
+                      <td data-label="Nonce (pending)">{s.nonce.mempool ?? '?'}</td>
+                      <td data-label="In flight">{s.inFlight}</td>
+                      <td data-label="State" data-testid={`sender-state-${s.index}`}>
+                        {senderState(s)}
+                      </td>
                       <td>
                         <button data-testid={`sender-toggle-${s.index}`} disabled={a.busy} onClick={() => toggle(n.chainId, s.index, !s.stoppedAt)}>
                           {s.stoppedAt ? 'Start' : 'Stop'}
@@ -213,13 +218,15 @@ export function Health() {
                 {n.relayer.unpaid.costShortfalls && (
                   <>
                     {' '}
-                    Cost more than their fee or hold covered: <strong>{n.relayer.unpaid.costShortfalls.count}</strong> ({n.relayer.unpaid.costShortfalls.wei} wei).
+                    Cost more than their fee or hold covered: <strong>{n.relayer.unpaid.costShortfalls.count}</strong> (
+                    <ReadableWei text={`${n.relayer.unpaid.costShortfalls.wei} wei`} unit={units.get(n.chainId) ?? NO_UNIT} />
+                    ).
                   </>
                 )}
                 {n.relayer.unpaid.bars.length > 0 && ' Barred from fee-paid relaying:'}
               </p>
               {n.relayer.unpaid.bars.length > 0 && (
-                <table>
+                <table class="reflow">
                   <thead>
                     <tr>
                       <th>Who</th>
@@ -233,18 +240,24 @@ export function Health() {
                   <tbody>
                     {n.relayer.unpaid.bars.map((b) => (
                       <tr data-testid={`bar-${b.kind}`}>
-                        <td>
+                        <td data-label="Who">
                           {b.kind === 'key' ? `access key #${b.value}` : `${b.kind} `}
                           {b.kind !== 'key' && <code>{b.value}</code>}
                         </td>
-                        <td>
+                        <td data-label="Meta-transaction">
                           <code>{short(b.metaTxnId, 14)}</code>
                         </td>
-                        <td>
-                          {b.owed} {b.feeToken === 'native' ? 'wei' : b.feeToken ? <code>{short(b.feeToken, 10)}</code> : ''}
+                        <td data-label="Owed">
+                          {b.feeToken === 'native' ? (
+                            <Amount wei={b.owed} unit={units.get(n.chainId) ?? NO_UNIT} />
+                          ) : (
+                            <>
+                              {b.owed} {b.feeToken ? <code>{short(b.feeToken, 10)}</code> : ''}
+                            </>
+                          )}
                         </td>
-                        <td>{b.received}</td>
-                        <td>{new Date(b.createdAt).toLocaleString()}</td>
+                        <td data-label="Received">{b.feeToken === 'native' ? <Amount wei={b.received} unit={units.get(n.chainId) ?? NO_UNIT} /> : b.received}</td>
+                        <td data-label="Since">{when(b.createdAt)}</td>
                         <td>
                           <button disabled={a.busy} onClick={() => lift(b)}>
                             Lift

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { readableNative, readableUsd, usdOfWei, useUnits, NO_UNIT } from '../amount.tsx';
+import { axisNative, readableNative, readableUsd, usdOfWei, useUnits, NO_UNIT } from '../amount.tsx';
 import { BarChart, StackedChart, type Series } from '../chart.tsx';
 import { useApi } from '../hooks.ts';
 
@@ -27,7 +27,6 @@ const STATUSES: Series[] = [
 const FINAL = new Set(['SUCCEEDED', 'PARTIALLY_FAILED', 'FAILED', 'DROPPED']);
 
 const count = (v: number) => (v >= 1000 ? `${Number((v / 1000).toPrecision(2))}k` : String(v));
-const small = (v: number) => (v === 0 ? '0' : v < 0.001 ? v.toExponential(0) : String(Number(v.toPrecision(2))));
 
 /**
  * A project over the last 30 UTC days, from the server's hourly roll-ups: requests per day by method
@@ -162,12 +161,12 @@ export function Overview({ projectId }: { projectId: number }) {
         </div>
         <div>
           <h3>Spend per day{unit.usdRate != null ? ` (${unit.symbol}, dollars in the tooltip)` : ''}</h3>
-          <BarChart testid="usage-spend-chart" bars={spend} unit={unit.symbol} format={small} label="spend per day" />
+          <BarChart testid="usage-spend-chart" bars={spend} unit={unit.symbol} format={axisNative} label="spend per day" />
         </div>
         {balances && (
           <div>
             <h3>Balance at each day's end{unit.usdRate != null ? ` (${unit.symbol}, dollars in the tooltip)` : ''}</h3>
-            <BarChart testid="tank-chart" bars={balances} unit={unit.symbol} format={small} label="balance at each day's end" />
+            <BarChart testid="tank-chart" bars={balances} unit={unit.symbol} format={axisNative} label="balance at each day's end" />
           </div>
         )}
       </div>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, when } from '../api.ts';
-import { readableNative, readableUsd } from '../amount.tsx';
+import { NO_UNIT, readableNative, readableUsd, useUnits } from '../amount.tsx';
 import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
@@ -24,6 +24,7 @@ export interface Project {
 
 export function Projects() {
   const list = useApi<{ projects: Project[] }>('ListProjects', {});
+  const units = useUnits();
   const [name, setName] = useState('');
   const a = useAction();
   const create = async (e: Event) => {
@@ -72,8 +73,8 @@ export function Projects() {
                 <td data-testid={`totals-requests-${p.id}`}>{p.totals.requests.toLocaleString('en-US')}</td>
                 <td data-testid={`totals-metatxns-${p.id}`}>{p.totals.metaTxns.toLocaleString('en-US')}</td>
                 <td>{p.totals.successRate == null ? '—' : `${Math.round(p.totals.successRate * 1000) / 10}%`}</td>
-                <td title={p.totals.spend.map((x) => `${x.network}: ${x.costWei} wei`).join('\n')}>
-                  {p.totals.spend.length === 0 ? '—' : p.totals.spend.map((x) => `${readableNative(x.costWei)} (${x.network})`).join(', ')}
+                <td data-testid={`totals-spend-${p.id}`} title={p.totals.spend.map((x) => `${x.network}: ${x.costWei} wei`).join('\n')}>
+                  {p.totals.spend.length === 0 ? '—' : p.totals.spend.map((x) => `${readableNative(x.costWei)} ${(units.get(x.chainId) ?? NO_UNIT).symbol} on ${x.network}`).join(', ')}
                   {p.totals.spendUsd != null && <span class="usd"> · {readableUsd(p.totals.spendUsd)}</span>}
                 </td>
                 <td>{p.allowedChainIds?.join(', ') ?? 'all'}</td>

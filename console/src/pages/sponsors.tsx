@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, short } from '../api.ts';
 import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
-import { Amount, NO_UNIT, NativeInput, UsdInput, fieldWei, nativeField, useUnits, type NativeField, type Unit } from '../amount.tsx';
+import { Amount, NO_UNIT, NativeInput, ReadableWei, UsdInput, fieldWei, nativeField, useUnits, type NativeField, type Unit } from '../amount.tsx';
 
 interface Sponsor {
   id: number;
@@ -115,7 +115,7 @@ export function Sponsors({ projectId }: { projectId: number }) {
           {a.error}
         </p>
       )}
-      <table data-testid="sponsors">
+      <table data-testid="sponsors" class="reflow">
         <thead>
           <tr>
             <th>Id</th>
@@ -134,26 +134,28 @@ export function Sponsors({ projectId }: { projectId: number }) {
         <tbody>
           {list.data?.gasSponsors.map((s) => [
             <tr key={s.id}>
-              <td>{s.id}</td>
-              <td>{s.network}</td>
-              <td>{s.kind}</td>
-              <td>
+              <td data-label="Id">{s.id}</td>
+              <td data-label="Network">{s.network}</td>
+              <td data-label="Kind">{s.kind}</td>
+              <td data-label="Address">
                 <code title={s.address}>{short(s.address, 12)}</code>
               </td>
-              <td>{s.name}</td>
-              <td>
+              <td data-label="Name">{s.name}</td>
+              <td data-label="On">
                 <input type="checkbox" data-testid={`sponsor-active-${s.id}`} checked={s.active} onChange={() => update(s, { active: !s.active })} />
               </td>
-              <td data-testid={`sponsor-policy-${s.id}`}>
-                <PolicySummary s={s} unit={unitOf(s.chainId)} />
+              <td data-label="Policy" data-testid={`sponsor-policy-${s.id}`}>
+                <span>
+                  <PolicySummary s={s} unit={unitOf(s.chainId)} />
+                </span>
               </td>
-              <td>
+              <td data-label="Spent today">
                 <Amount wei={s.spentTodayWei} unit={unitOf(s.chainId)} usd={s.spentTodayUsd !== '0' ? Number(s.spentTodayUsd) : undefined} />
               </td>
-              <td>
+              <td data-label="Spent in all">
                 <Amount wei={s.spentTotalWei} unit={unitOf(s.chainId)} usd={s.spentTotalUsd !== '0' ? Number(s.spentTotalUsd) : undefined} />
               </td>
-              <td data-testid={`sponsor-webhook-${s.id}`}>
+              <td data-label="Approval webhook" data-testid={`sponsor-webhook-${s.id}`}>
                 {s.webhookUrl ? <code title={s.webhookUrl}>{hostOf(s.webhookUrl)}</code> : 'none'}
                 {s.webhookAuthTokenSet ? ` · token ${s.webhookAuthToken}` : ''}
               </td>
@@ -171,7 +173,7 @@ export function Sponsors({ projectId }: { projectId: number }) {
               </td>
             </tr>,
             editing === s.id && (
-              <tr key={`${s.id}-edit`}>
+              <tr key={`${s.id}-edit`} class="editor-row">
                 <td colSpan={11}>
                   <Editor sponsor={s} unit={unitOf(s.chainId)} onSave={async (patch) => (await update(s, patch)) && setEditing(null)} />
                 </td>
@@ -330,7 +332,12 @@ interface CheckResult {
 }
 
 function Check({ projectId, networks }: { projectId: number; networks: Network[] }) {
-  const [f, setF] = useState({ chainID: '', wallet: '', target: '', data: '', value: '', gasLimit: '' });
+  const [f, setF] = useState({ chainID: '', wallet: '', target: '', data: '', gasLimit: '' });
+  const [value, setValue] = useState<NativeField>(nativeField(''));
+  const units = useUnits();
+  const network = networks.find((n) => n.name === (f.chainID || networks[0]?.name));
+  const unit = (network && units.get(network.chainId)) || NO_UNIT;
+  const valueWei = fieldWei(value);
   const set = (k: keyof typeof f) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
   const [result, setResult] = useState<CheckResult | null>(null);
   const a = useAction();
@@ -338,7 +345,7 @@ function Check({ projectId, networks }: { projectId: number; networks: Network[]
     e.preventDefault();
     const args: Record<string, unknown> = { projectId, chainID: f.chainID || networks[0]?.name, wallet: f.wallet.trim(), target: f.target.trim() };
     if (f.data.trim()) args.data = f.data.trim();
-    if (f.value.trim()) args.value = f.value.trim();
+    if ('wei' in valueWei && valueWei.wei) args.value = valueWei.wei;
     if (f.gasLimit.trim()) args.gasLimit = Number(f.gasLimit.trim());
     const r = await a.run(() => api<CheckResult>('CheckSponsorship', args));
     setResult(r ?? null);
@@ -355,14 +362,16 @@ function Check({ projectId, networks }: { projectId: number; networks: Network[]
         <input class="addr" data-testid="check-wallet" placeholder="Wallet 0x…" value={f.wallet} onInput={set('wallet')} />
         <input class="addr" data-testid="check-target" placeholder="Target 0x…" value={f.target} onInput={set('target')} />
         <input placeholder="Calldata 0x… (optional)" value={f.data} onInput={set('data')} />
-        <input class="num" placeholder="Value (wei)" value={f.value} onInput={set('value')} />
+        <NativeInput label="Value" testid="check-value" value={value} onChange={setValue} unit={unit} />
         <input class="num" data-testid="check-gas" placeholder="Gas (optional)" value={f.gasLimit} onInput={set('gasLimit')} />
-        <button data-testid="check">Check</button>
+        <button data-testid="check" disabled={'error' in valueWei}>
+          Check
+        </button>
       </form>
       {a.error && <p class="error">{a.error}</p>}
       {result && (
         <p data-testid="check-result" class={result.sponsored ? 'ok' : 'error'}>
-          {result.sponsored ? 'Sponsored' : 'Not sponsored'}: {result.reason}
+          {result.sponsored ? 'Sponsored' : 'Not sponsored'}: <ReadableWei text={result.reason} unit={unit} />
           {result.stoppedBy ? ` [limit: ${result.stoppedBy.limit}, rule #${result.stoppedBy.ruleId}]` : ''}
         </p>
       )}

@@ -9,6 +9,7 @@ import { metadataErrorMap } from '../../http/errors.ts';
 import { Id, PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
 import type { ActivityCursor } from '../queries.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import { costOf, decodedCalls } from '../tx-detail.ts';
 
 const nonceOf = (space: string | null, nonce: string | null) => (space == null || nonce == null ? undefined : ((BigInt(space) << 96n) | BigInt(nonce)).toString());
 
@@ -67,7 +68,11 @@ export function activityMethods({ s, q }: ConsoleDeps): Record<string, MethodDef
         if (!row) throw new RpcError(MetadataErrors.NotFound, `no meta-transaction ${a.metaTxID} on chain ${chainId}`);
         const bundles = await s.metaTxns.bundlesOf(chainId, row.id);
         const attempts = await q.relayTxs(chainId, row);
+        const relayer = s.relayers.get(chainId);
         return {
+          // The calls it makes (decoded where a known ABI fits) and what its gas cost, in native and fee tokens.
+          calls: relayer ? decodedCalls(relayer, row) : null,
+          cost: relayer ? await costOf(relayer, row) : null,
           transaction: { ...metaTxnLog(row, nonceOf(bundles[0]?.nonce_space ?? null, bundles[0]?.nonce ?? null)), network: chainName(s, chainId) },
           receipt: receiptWire(row, bundles),
           bundles,

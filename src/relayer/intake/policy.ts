@@ -102,7 +102,7 @@ function money(wei: bigint, usd: bigint | null) {
 
 /** The first unit of `cap` that `spent + cost` would pass, described; null when it fits. */
 function over(cap: Cap, spent: { wei: bigint; usd: bigint }, cost: Cost): string | null {
-  if (cap.wei != null && spent.wei + cost.wei > cap.wei) return `${spent.wei} of ${cap.wei} wei spent, this needs ${cost.wei} wei`;
+  if (cap.wei != null && spent.wei + cost.wei > cap.wei) return `${spent.wei} wei of ${cap.wei} wei spent, this needs ${cost.wei} wei`;
   if (cap.usd != null && cost.usd != null && spent.usd + cost.usd > cap.usd) {
     return `$${formatUsd(spent.usd)} of $${formatUsd(cap.usd)} spent, this needs $${formatUsd(cost.usd)}`;
   }
