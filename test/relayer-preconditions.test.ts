@@ -297,7 +297,16 @@ describe('the precondition pool under abuse (issue 29): real fees, and shares pe
 
   beforeAll(async () => {
     env = await startRelayerEnv({
-      relayer: { maxPendingPreconditions: 10, maxPendingPreconditionsPerProject: 3, anonymousPendingPreconditionsPercent: 20, anonymousPreconditionTimeoutSec: 60, preconditionTimeoutSec: 600 },
+      relayer: {
+        maxPendingPreconditions: 10,
+        maxPendingPreconditionsPerProject: 3,
+        anonymousPendingPreconditionsPercent: 20,
+        anonymousPreconditionTimeoutSec: 60,
+        preconditionTimeoutSec: 600,
+        // Every send here comes from one address: its network may hold a whole share (the parts: relayer-precondition-shares).
+        pendingPreconditionsPerClientPercent: 100,
+        pendingPreconditionsPerWalletPercent: 100,
+      },
     });
     [other] = await env.chain.deploy([{ contract: 'DevERC20', args: ['Other', 'OTH'] }]);
     await sponsor(env, 'CONTRACT', other);

@@ -111,6 +111,25 @@ export const RelayerChainConfigSchema = z
       .positive()
       .max(7 * 86_400)
       .default(600),
+    /**
+     * What one client network (lossBudget.ipv4Prefix / ipv6Prefix) may hold of its project's share, or of
+     * the keyless share (percent, rounded up): a dapp's key is public, and 500 free sponsored rows from
+     * three addresses filled a project's share for an hour (issue 54).
+     */
+    pendingPreconditionsPerClientPercent: z.number().int().min(1).max(100).default(10),
+    /** ... and one wallet (percent, rounded up; maxQueuedPerWallet bounds it too). */
+    pendingPreconditionsPerWalletPercent: z.number().int().min(1).max(100).default(5),
+    /**
+     * preconditionTimeoutSec for a sponsored meta-transaction (it pays no fee) whose wallets have no history
+     * (the call deploys them: they have never run a transaction); the shortest that applies wins. Such rows
+     * cost their sender nothing, so they hold their place in the pool for a shorter time.
+     */
+    newWalletSponsoredPreconditionTimeoutSec: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400)
+      .default(600),
     /** A bundle's nonce may be at most this far past the wallet's next one (counting its queued meta-transactions). */
     maxNonceAhead: z.number().int().min(0).max(1024).default(8),
     /** Meta-transactions one wallet may have queued or in flight at once. */

@@ -160,6 +160,12 @@ export function createMetrics() {
       labelNames: ['chain'] as const,
       registers: [registry],
     }),
+    relayPreconditionRefused: new Counter({
+      name: 'metarelay_relayer_precondition_refused_total',
+      help: "waiting (precondition) meta-transactions refused because a share of the pool was full, by chain and share: chain (maxPendingPreconditions), keyless, project, client (a client network's part of its project's or the keyless share), wallet",
+      labelNames: ['chain', 'share'] as const,
+      registers: [registry],
+    }),
     relayQueue: new Gauge({
       name: 'metarelay_relayer_queue_depth',
       help: 'meta-transactions by chain and status (QUEUED waiting to be signed, SENT in flight)',

@@ -4,6 +4,7 @@ import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
 import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
 import { checkWaitingFee } from '../preconditions/fee-floor.ts';
+import { WaitShareFull } from '../preconditions/store.ts';
 import { AUTHORIZATION_GAS, designator, readNonceAt, type Authorization } from './authorization.ts';
 import { askOnce } from './approval.ts';
 import { bareId, type DecodedCall } from './bundle.ts';
@@ -146,12 +147,27 @@ export class Intake {
       also: (q) => {
         const c = this.deps.config;
         const keyless = args.projectId == null;
-        const waitSec = keyless ? Math.min(c.preconditionTimeoutSec, c.anonymousPreconditionTimeoutSec) : c.preconditionTimeoutSec;
+        // A sponsored row (it pays no fee) of wallets that have never run a transaction (the call deploys
+        // them) costs its sender nothing: it holds its place in the pool for a shorter time.
+        const deploys = new Set(pre.call.deploys.map((a) => a.toLowerCase()));
+        const fresh = payers.length === 0 && pre.call.bundles.every((b) => deploys.has(b.wallet.toLowerCase()));
+        const waitSec = Math.min(
+          c.preconditionTimeoutSec,
+          keyless ? c.anonymousPreconditionTimeoutSec : Number.POSITIVE_INFINITY,
+          fresh ? c.newWalletSponsoredPreconditionTimeoutSec : Number.POSITIVE_INFINITY,
+        );
+        const anonymous = Math.ceil((c.maxPendingPreconditions * c.anonymousPendingPreconditionsPercent) / 100);
+        const share = keyless ? anonymous : c.maxPendingPreconditionsPerProject;
+        const part = (percent: number) => Math.max(1, Math.ceil((share * percent) / 100));
         const caps = {
           max: c.maxPendingPreconditions,
           projectId: args.projectId ?? null,
           perProject: c.maxPendingPreconditionsPerProject,
-          anonymous: Math.ceil((c.maxPendingPreconditions * c.anonymousPendingPreconditionsPercent) / 100),
+          anonymous,
+          clientNet: this.clientNetOf(args),
+          perClient: part(c.pendingPreconditionsPerClientPercent),
+          wallet: pre.call.kind === 'wallet' ? pre.call.entrypoint : pre.call.bundles[0].wallet,
+          perWallet: part(c.pendingPreconditionsPerWalletPercent),
         };
         return waits.insert(q, this.chain.chainId, id, { conditions, deadline: new Date(Date.now() + waitSec * 1000), quote: args.quote ?? null }, caps);
       },
@@ -321,6 +337,7 @@ export class Intake {
       else await f.refund();
       return { id: row.id, created, row };
     } catch (err) {
+      if (err instanceof WaitShareFull) this.deps.metrics?.relayPreconditionRefused.inc({ chain: this.deps.chain.name, share: err.share });
       if (err instanceof NonceTaken || err instanceof QueueFull) throw new RelayError('conflict', err.message);
       throw err;
     }
