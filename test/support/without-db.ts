@@ -31,6 +31,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/rpc-proxy.test.ts',
   'test/sequence-wallet.test.ts',
   'test/shutdown-order.test.ts',
+  'test/stream-slots.test.ts',
 ];
 
 /**
