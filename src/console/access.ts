@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import { readAccessKey, readBearer } from '../http/auth.ts';
 import { MetadataErrors, RpcError } from '../http/errors.ts';
 import type { RpcContext } from '../http/webrpc.ts';
@@ -15,15 +16,20 @@ export const OPEN_METHODS = new Set(['SignIn', 'SignOut', 'Session']);
 export function consoleAccess(sessions: SessionStore, tokens: AdminTokenStore) {
   return async (ctx: RpcContext): Promise<void> => {
     if (OPEN_METHODS.has(ctx.params.method)) return;
-    const bearer = readBearer(ctx.request);
-    if (bearer !== undefined) {
-      if (await tokens.verify(bearer)) return;
-      throw new RpcError(MetadataErrors.Unauthorized, 'invalid admin token');
-    }
-    const state = await sessions.check(readCookie(ctx.request, SESSION_COOKIE));
-    if (state === 'valid') return;
-    if (state === 'expired') throw new RpcError(MetadataErrors.SessionExpired, 'the console session has expired: sign in again');
-    if (readAccessKey(ctx.request, false)) throw new RpcError(MetadataErrors.PermissionDenied, 'a project access key cannot use the console API');
-    throw new RpcError(MetadataErrors.Unauthorized, 'sign in to the console, or send Authorization: Bearer <admin token>');
+    await admitConsoleRequest(sessions, tokens, ctx.request);
   };
+}
+
+/** The console's rule for any of its requests (its API, its uploads): an admin session cookie or an admin bearer token. */
+export async function admitConsoleRequest(sessions: SessionStore, tokens: AdminTokenStore, request: FastifyRequest): Promise<void> {
+  const bearer = readBearer(request);
+  if (bearer !== undefined) {
+    if (await tokens.verify(bearer)) return;
+    throw new RpcError(MetadataErrors.Unauthorized, 'invalid admin token');
+  }
+  const state = await sessions.check(readCookie(request, SESSION_COOKIE));
+  if (state === 'valid') return;
+  if (state === 'expired') throw new RpcError(MetadataErrors.SessionExpired, 'the console session has expired: sign in again');
+  if (readAccessKey(request, false)) throw new RpcError(MetadataErrors.PermissionDenied, 'a project access key cannot use the console API');
+  throw new RpcError(MetadataErrors.Unauthorized, 'sign in to the console, or send Authorization: Bearer <admin token>');
 }

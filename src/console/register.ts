@@ -1,12 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { registerWebrpcService, type WebrpcDeps } from '../http/webrpc.ts';
 import type { Services } from '../services.ts';
-import { consoleService } from './service.ts';
+import { consoleDeps, consoleService } from './service.ts';
+import { registerConsoleUploads } from './uploads.ts';
 import { registerConsolePage } from './static.ts';
 
 /** The console: its page at /console and its admin API at /rpc/Console/ (unless console.enabled is false). */
 export async function registerConsole(app: FastifyInstance, s: Services, deps: WebrpcDeps): Promise<void> {
   if (!s.config.console.enabled) return;
+  const shared = consoleDeps(s);
+  // The page's pictures, dropped on a token: PUTs under /console/upload/ (the page itself is GETs).
+  if (s.collections) registerConsoleUploads(app, s.collections, shared, s.config.media.maxBytes);
   registerConsolePage(app);
-  await registerWebrpcService(app, '/rpc/Console/', consoleService(s), deps);
+  await registerWebrpcService(app, '/rpc/Console/', consoleService(s, shared), deps);
 }

@@ -7,6 +7,7 @@ import type { ConsoleDeps } from './deps.ts';
 import { activityMethods } from './methods/activity.ts';
 import { balanceMethods } from './methods/balances.ts';
 import { collectionMethods } from './methods/collections.ts';
+import { collectionEditMethods } from './methods/collection-edits.ts';
 import { networkMethods } from './methods/network.ts';
 import { directoryMethods } from './methods/directory.ts';
 import { indexerMethods } from './methods/indexer.ts';
@@ -22,14 +23,18 @@ import { secretDigest } from '../store/digest.ts';
 
 export const CONSOLE_SCHEMA = 'metarelay-console@v0.1.0';
 
-/** The console's admin API at /rpc/Console/<Method>: what every button of the page calls. */
-export function consoleService(s: Services): ServiceDef {
-  const deps: ConsoleDeps = {
+/** What the console's API and its upload route share (the session and admin-token stores). */
+export function consoleDeps(s: Services): ConsoleDeps {
+  return {
     s,
     q: consoleQueries(s.db),
     sessions: sessionStore(s.db, s.config.console.sessionTtlSec, new Set(s.config.admin.tokens.map(secretDigest))),
     tokens: adminTokenStore(s.db, s.config.admin.tokens),
   };
+}
+
+/** The console's admin API at /rpc/Console/<Method>: what every button of the page calls. */
+export function consoleService(s: Services, deps: ConsoleDeps = consoleDeps(s)): ServiceDef {
   return {
     name: 'Console',
     schema: CONSOLE_SCHEMA,
@@ -48,6 +53,7 @@ export function consoleService(s: Services): ServiceDef {
       ...directoryMethods(deps),
       ...mediaMethods(deps),
       ...collectionMethods(deps),
+      ...collectionEditMethods(deps),
       ...webhookMethods(deps),
       ...usageMethods(deps),
     },

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, short, when } from '../api.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
 import { FieldPicture, Picture, Placeholder, type PictureWire } from '../picture.tsx';
+import { CollectionSettings, NewCollection, NewToken, TokenEditor } from './collection-editor.tsx';
 
 /*
  * The Collections tab: the token metadata and pictures a project hosts here (docs/collections.md).
@@ -32,6 +33,7 @@ interface Token {
   name: string;
   description: string;
   attributes: { trait_type?: string; value?: unknown }[];
+  externalUrl: string | null;
   published: boolean;
   picture: PictureWire | null;
   imageSource: string | null;
@@ -108,9 +110,10 @@ function CollectionList({ projectId }: { projectId: number }) {
   return (
     <div>
       <p class="hint">
-        Token metadata and pictures this project hosts here, edited with its secret key through <code>/rpc/Collections/</code>. A contract whose base URI is a collection's token URI serves its tokens
-        from it; an unpublished collection is not served.
+        Token metadata and pictures this project hosts here, made and edited here or with the project's secret key through <code>/rpc/Collections/</code>. A contract whose base URI is a collection's
+        token URI serves its tokens from it; an unpublished collection is not served.
       </p>
+      <NewCollection projectId={projectId} />
       {list.data?.usage && <UsageLine usage={list.data.usage} />}
       {list.error && <p class="error">{list.error}</p>}
       <div class="row">
@@ -158,6 +161,9 @@ function CollectionTokens({ projectId, collectionId }: { projectId: number; coll
   const list = usePaged<TokenPage>('ListCollectionTokens', { projectId, collectionId }, 24);
   const c = list.data?.collection;
   const tokens = list.data?.tokens ?? [];
+  // The token open in the editor: its row of the page on screen (read again after each change).
+  const [open, setOpen] = useState<string | null>(null);
+  const editing = tokens.find((t) => t.tokenId === open);
   return (
     <div class="stack">
       <p>
@@ -185,14 +191,26 @@ function CollectionTokens({ projectId, collectionId }: { projectId: number; coll
               <Contracts list={c.contracts} />
             </dd>
           </dl>
+          <CollectionSettings projectId={projectId} collection={c} onChange={list.reload} />
         </div>
       )}
+      {c && (
+        <NewToken
+          projectId={projectId}
+          collectionId={collectionId}
+          onCreated={(id) => {
+            setOpen(id);
+            void list.reload();
+          }}
+        />
+      )}
+      {editing && <TokenEditor projectId={projectId} collectionId={collectionId} token={editing} onChange={list.reload} onClose={() => setOpen(null)} readAt={list.data} />}
       <div class="row">
         <Pager paged={list} shown={tokens.length} testid="collection-tokens" noun="tokens" labels={['‹ Previous', 'Next ›']} />
       </div>
       <ul class="token-grid" data-testid="collection-token-grid">
         {tokens.map((t) => (
-          <li key={t.tokenId} class="card token-tile" data-testid={`token-${t.tokenId}`}>
+          <li key={t.tokenId} class={`card token-tile ${open === t.tokenId ? 'selected' : ''}`} data-testid={`token-${t.tokenId}`}>
             <TilePicture token={t} contract={c?.contracts[0]} />
             <div>
               <strong data-testid="token-tile-name">{t.name || <em>no name</em>}</strong> <span class="hint">#{short(t.tokenId, 12)}</span>
@@ -211,6 +229,9 @@ function CollectionTokens({ projectId, collectionId }: { projectId: number; coll
                 ))}
               </ul>
             )}
+            <button type="button" class="secondary" data-testid={`token-open-${t.tokenId}`} onClick={() => setOpen(t.tokenId)}>
+              Edit
+            </button>
           </li>
         ))}
       </ul>

@@ -88,6 +88,7 @@ export function collectionMethods({ s, q }: ConsoleDeps): Record<string, MethodD
               tokenId: t.tokenId,
               name: typeof doc.name === 'string' ? doc.name : '',
               description: typeof doc.description === 'string' ? doc.description : '',
+              externalUrl: typeof doc.external_url === 'string' ? doc.external_url : null,
               attributes: Array.isArray(doc.attributes) ? doc.attributes : [],
               published: !t.private,
               picture: pictureOf(assets),
