@@ -508,6 +508,11 @@ export const AppConfigSchema = z
         backfillRangeBlocks: z.number().int().min(1).default(10_000),
         /** How long a worker holds a backfill range before another may take it over. */
         leaseSec: z.number().int().positive().default(60),
+        /**
+         * Balance batches one SubscribeBalanceUpdates stream may have waiting for their USD prices; past it the
+         * stream is ended (the client reconnects) rather than queue without bound behind slow price reads.
+         */
+        streamPriceBacklog: z.number().int().min(1).max(10_000).default(64),
       })
       .prefault({}),
     /** Run the refresh worker and chain watchers inside `serve`/`dev` (`metarelay worker` runs them alone). */

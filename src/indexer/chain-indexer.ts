@@ -49,7 +49,7 @@ export class ChainIndexer {
     this.follower = new IndexFollower(chain, cfg, { db, log, metrics, addresses: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), hooks });
     this.reads = balanceReader(db, chain.chainId);
     this.watchlist = watchlist(db, chain.chainId, cfg.contracts);
-    this.tail = new StreamTail({ chain, cursor: () => this.cursor(), reads: this.reads, watched: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), pollMs: cfg.pollMs, log });
+    this.tail = new StreamTail({ chain, cursor: () => this.cursor(), reads: this.reads, watched: addressFilter(db, chain.chainId, cfg.scope, cfg.contracts), pollMs: cfg.pollMs, log, metrics });
   }
 
   get scope(): IndexScope {

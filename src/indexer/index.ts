@@ -15,4 +15,4 @@ export { watchContract, deploymentBlock, type WatchOutcome } from './watch.ts';
 export { BackfillRunner } from './backfill-runner.ts';
 export type { BalanceChange, BalanceHook } from './transfer-store.ts';
 export { StreamTail, type TailBlock, type TailSubscriber } from './stream-tail.ts';
-export { logMatches, streamedLogWire, type StreamLogFilter } from './stream-logs.ts';
+export { logFrames, type StreamLogFilter } from './stream-logs.ts';

@@ -2,6 +2,7 @@ import type { TransactionReceipt } from 'viem';
 import { readBlockReceipts } from '../chain/block-receipts.ts';
 import type { ChainClient } from '../chain/client.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import { FailureStreak } from '../util/failure-streak.ts';
 import type { BalanceRow, BalanceReader } from './balance-reader.ts';
 import type { Cursor } from './follower.ts';
@@ -42,6 +43,7 @@ export interface StreamTailDeps {
   watched?: () => Promise<string[]>;
   pollMs: number;
   log: Logger;
+  metrics?: Metrics;
 }
 
 /**
@@ -150,6 +152,7 @@ export class StreamTail {
         const n = pos + 1n;
         const read = await readBlockReceipts(this.d.chain, n);
         if (!read || spell !== this.spell) return false;
+        this.d.metrics?.indexerStreamBlocks.inc({ chain: this.d.chain.name });
         const parentSeen = this.recent.get(n - 1n);
         if (parentSeen && parentSeen !== read.header.parentHash.toLowerCase()) {
           // The block handed out at n-1 left the chain: step back until a child joins what was handed out.

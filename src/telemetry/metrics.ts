@@ -130,6 +130,12 @@ export function createMetrics() {
       labelNames: ['chain', 'reader'] as const,
       registers: [registry],
     }),
+    indexerStreamBlocks: new Counter({
+      name: 'metarelay_indexer_stream_blocks_total',
+      help: "blocks the indexer streams' tail read with all their receipts (one eth_getBlockReceipts each, while a SubscribeReceipts or SubscribeEvents stream is open on the chain), by chain",
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     indexerReorgs: new Counter({
       name: 'metarelay_indexer_reorgs_total',
       help: 'reorgs the indexer rolled back, by chain',

@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import {
   eventTopic,
-  logMatches,
+  logFrames,
   receiptMatches,
   receiptWire,
-  streamedLogWire,
   tokenBalanceJson,
   type BalanceRow,
   type ChainIndexer,
@@ -17,12 +16,6 @@ import { serveWebrpcStream, type StreamDeps, type StreamFeed } from '../webrpc-s
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, TokenIdArg } from './args.ts';
 import { ReceiptFilterArg } from './indexer-args.ts';
-
-/**
- * Balance batches one stream may have waiting for their prices: past it the stream is ended (the
- * client reconnects) rather than queue without bound behind a slow price read.
- */
-const PRICING_BACKLOG = 64;
 
 const EventFilterArg = z.object({
   events: z.array(z.string().max(500)).max(50).optional(),
@@ -53,7 +46,12 @@ async function indexedOnly(ix: ChainIndexer, field: string, contracts: readonly 
  * valued where the chain prices the token. Frames come as the indexer passes a block, so `confirmations`
  * behind the head; a stream starts at the indexer's position when it opens (no resume).
  */
-export function indexerStreamMethods(chainOf: (ctx: RpcContext) => ChainIndexer, deps: StreamDeps, priced: BalancePricing): Record<string, MethodDef<z.ZodType>> {
+export function indexerStreamMethods(
+  chainOf: (ctx: RpcContext) => ChainIndexer,
+  deps: StreamDeps,
+  /** `backlog`: balance batches one stream may have waiting for their prices (config indexer.streamPriceBacklog); past it, the stream ends. */
+  pricing: { priced: BalancePricing; backlog: number },
+): Record<string, MethodDef<z.ZodType>> {
   const open = (ctx: RpcContext, feed: StreamFeed) => serveWebrpcStream(ctx, deps, feed);
   return {
     SubscribeReceipts: method({
@@ -81,29 +79,24 @@ export function indexerStreamMethods(chainOf: (ctx: RpcContext) => ChainIndexer,
         const ix = chainOf(ctx);
         const given = a.filter ?? {};
         const filter: StreamLogFilter = {
-          events: (given.events ?? []).map((ev) => {
-            const t = eventTopic(ev);
-            if (!t) throw new RpcError(E.invalidArgument, `filter.events: "${ev}" must be a 32-byte topic (0x…) or an event signature such as Transfer(address,address,uint256)`);
-            return t;
-          }),
-          contracts: [...new Set(given.contractAddresses ?? [])],
-          accounts: [...new Set(given.accounts ?? [])],
-          tokenIds: [...new Set(given.tokenIDs ?? [])],
+          events: new Set(
+            (given.events ?? []).map((ev) => {
+              const t = eventTopic(ev);
+              if (!t) throw new RpcError(E.invalidArgument, `filter.events: "${ev}" must be a 32-byte topic (0x…) or an event signature such as Transfer(address,address,uint256)`);
+              return t;
+            }),
+          ),
+          contracts: new Set(given.contractAddresses ?? []),
+          accounts: new Set(given.accounts ?? []),
+          tokenIds: new Set(given.tokenIDs ?? []),
         };
         // As Sequence: a stream of every log of the chain is not offered.
-        if (!filter.contracts.length && !filter.accounts.length) throw new RpcError(E.invalidArgument, 'filter: name contractAddresses or accounts (or both)');
-        await indexedOnly(ix, 'filter.contractAddresses', filter.contracts);
+        if (!filter.contracts.size && !filter.accounts.size) throw new RpcError(E.invalidArgument, 'filter: name contractAddresses or accounts (or both)');
+        await indexedOnly(ix, 'filter.contractAddresses', [...filter.contracts]);
         return open(ctx, (send) =>
           ix.tail.subscribe({
             block(b) {
-              const frames: string[] = [];
-              for (const r of b.receipts) {
-                for (const l of r.logs) {
-                  // A watchlist chain's index holds its watched contracts' logs only.
-                  if (b.watched && !b.watched.has(l.address.toLowerCase())) continue;
-                  if (logMatches(l, filter)) frames.push(`{"log":${JSON.stringify(streamedLogWire(b, r, l))}}`);
-                }
-              }
+              const frames = logFrames(b, filter);
               if (frames.length) send(frames);
             },
           }),
@@ -125,9 +118,9 @@ export function indexerStreamMethods(chainOf: (ctx: RpcContext) => ChainIndexer,
             balances: {
               contract: a.contractAddress,
               changed(rows) {
-                if (++waiting > PRICING_BACKLOG) return end(`this stream fell ${PRICING_BACKLOG} balance batches behind while pricing them: reconnect`);
+                if (++waiting > pricing.backlog) return end(`this stream fell ${pricing.backlog} balance batches behind while pricing them: reconnect`);
                 queue = queue.then(async () => {
-                  const prices = await priced(chainId, rows).catch(() => rows.map(() => undefined));
+                  const prices = await pricing.priced(chainId, rows).catch(() => rows.map(() => undefined));
                   waiting--;
                   send(rows.map((r, i) => `{"balance":${tokenBalanceJson(chainId, r, undefined, undefined, prices[i])}}`));
                 });

@@ -76,7 +76,7 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
       ...indexerStreamMethods(
         (ctx) => indexerFor(s, ctx),
         { open: streams, clientIpv6Prefix: s.config.clientIpv6Prefix, rateLimited: IndexerErrors.RateLimited },
-        (chainId, rows) => balancePrices(s, chainId, rows),
+        { priced: (chainId, rows) => balancePrices(s, chainId, rows), backlog: s.config.indexer.streamPriceBacklog },
       ),
       Ping: method({
         input: NoArgs,
