@@ -8,6 +8,7 @@ Usage:
   metarelay serve --config metarelay.json [--port N]          production server
   metarelay worker --config metarelay.json                    refresh worker + chain watchers, no HTTP
   metarelay relayer --config metarelay.json                   relayer dispatchers (sign, send, receipts), no HTTP
+  metarelay relayer prune --older-than 30d [--dry-run]        delete finished meta-transactions, their attempts and charges
   metarelay refresh --chain C --contract A (--tokens 1,2 | --all)   enqueue a refresh and follow it
   metarelay indexer backfill --chain C --from N [--to M] --config FILE   index old blocks as a task, with a progress bar
   metarelay indexer work [--backfill ID] --config FILE        one more backfill worker process

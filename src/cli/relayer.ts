@@ -11,6 +11,7 @@ import { parseNative, readableNative } from '../util/units.ts';
 
 /** `metarelay relayer`: the relayer dispatchers alone (signing, sending, receipts), no HTTP. */
 export async function runRelayer(argv: string[]) {
+  if (argv[0] === 'prune') return runPrune(argv.slice(1));
   const { values } = parse(argv, DB_FLAGS);
   // Without a file there are no chains to relay on: refused before a database is opened (and created).
   if (!values.config) throw new UsageError('relayer needs a config: metarelay relayer --config metarelay.json (the same file serve runs with)');
@@ -26,6 +27,39 @@ export async function runRelayer(argv: string[]) {
   s.startDispatchers();
   s.log.info({ chains: config.chains.filter((c) => c.relayer).map((c) => c.name), owner: s.dispatchers[0].owner }, 'relayer dispatchers started');
   onShutdown(s.log, { drain: () => s.drain(), close: () => s.close(), deadlineMs: config.shutdown.deadlineMs });
+}
+
+const PRUNE_USAGE = 'usage: metarelay relayer prune --older-than DURATION (e.g. 30d, 12h, 90m; at least 1h) [--dry-run] [--batch N] [--config FILE | --database URL]';
+
+/** A duration as `30d`, `12h`, `90m` or `3600s`, in milliseconds. */
+const Duration = z
+  .string()
+  .regex(/^\d+(d|h|m|s)$/, 'a whole number followed by d, h, m or s (30d, 12h, 90m)')
+  .transform((v) => Number(v.slice(0, -1)) * { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 }[v.slice(-1) as 'd' | 'h' | 'm' | 's']);
+
+/**
+ * `metarelay relayer prune --older-than 30d`: deletes finished meta-transactions, their attempts, bundles
+ * and charges (relayer/prune.ts), in batches of short transactions; `--dry-run` prints what it would.
+ */
+async function runPrune(argv: string[]) {
+  const { values } = parse(argv, { ...DB_FLAGS, 'older-than': { type: 'string' }, 'dry-run': { type: 'boolean' }, batch: { type: 'string' } });
+  if (!values['older-than']) throw new UsageError(PRUNE_USAGE);
+  const age = Duration.safeParse(values['older-than']);
+  if (!age.success) throw new UsageError(`--older-than: ${age.error.issues[0]!.message}\n${PRUNE_USAGE}`);
+  const { PRUNE_MIN_AGE_MS, pruneFinished } = await import('../relayer/prune.ts');
+  if (age.data < PRUNE_MIN_AGE_MS) throw new UsageError(`--older-than must be at least 1h: younger rows may still be reopened by a reorg or recounted by the usage roll-up`);
+  const batch = z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .safeParse(values.batch ?? '500');
+  if (!batch.success) throw new UsageError(`--batch: a whole number from 1 to 10000\n${PRUNE_USAGE}`);
+  const cutoff = new Date(Date.now() - age.data);
+  await withDb(values, async (db) => {
+    const counts = await pruneFinished(db, { cutoff, batch: batch.data, dryRun: values['dry-run'] === true });
+    console.log(JSON.stringify({ dryRun: values['dry-run'] === true, cutoff: cutoff.toISOString(), ...counts }));
+  });
 }
 
 const SPONSOR_USAGE = `usage:

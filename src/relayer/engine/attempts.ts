@@ -307,3 +307,40 @@ export async function confirmAttempts(q: Queryable, chainId: number, hashes: str
 export async function noteBroadcast(q: Queryable, chainId: number, hash: string) {
   await q.query('UPDATE relay_txs SET broadcast_at = COALESCE(broadcast_at, now()) WHERE chain_id = $1 AND hash = $2', [chainId, hash]);
 }
+
+/**
+ * Attempts a prune may delete: final (CONFIRMED, REPLACED, FAILED), none still open at their slot, and
+ * never a sender's highest CONFIRMED one (highestFinalNonce: the ledger is never rewound below it).
+ */
+const PRUNABLE_ATTEMPT = `t.status IN ('CONFIRMED', 'REPLACED', 'FAILED')
+  AND NOT EXISTS (SELECT 1 FROM relay_txs o WHERE o.chain_id = t.chain_id AND o.sender = t.sender AND o.nonce = t.nonce AND o.status IN ('PENDING', 'MINED'))
+  AND t.nonce < (SELECT coalesce(max(h.nonce), t.nonce + 1) FROM relay_txs h WHERE h.chain_id = t.chain_id AND h.sender = t.sender AND h.status = 'CONFIRMED')`;
+
+/** Attempts not tied to a meta-transaction row any more (batches, fillers, a pruned row's) created before the cutoff ($1). */
+const LOOSE_ATTEMPT = `t.created_at < $1 AND ${PRUNABLE_ATTEMPT}
+  AND NOT EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = t.chain_id AND (m.id = t.meta_txn_id OR (m.sender = t.sender AND m.txn_nonce = t.nonce)))`;
+
+/** Deletes the final attempts that carried these meta-transactions (a prune's batch). */
+export async function deleteAttemptsOf(tx: Queryable, chainIds: number[], ids: string[]): Promise<number> {
+  const r = await tx.query(`DELETE FROM relay_txs t WHERE (t.chain_id, t.meta_txn_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) AND ${PRUNABLE_ATTEMPT}`, [chainIds, ids]);
+  return r.rowCount;
+}
+
+/** Deletes up to `limit` final attempts created before `cutoff` that no meta-transaction row names (batches, fillers). */
+export async function pruneLooseAttempts(tx: Queryable, cutoff: Date, limit: number): Promise<number> {
+  const r = await tx.query(`DELETE FROM relay_txs WHERE id IN (SELECT t.id FROM relay_txs t WHERE ${LOOSE_ATTEMPT} ORDER BY t.id LIMIT $2 FOR UPDATE SKIP LOCKED)`, [cutoff, limit]);
+  return r.rowCount;
+}
+
+/** How many attempts a prune at `cutoff` would delete, given its meta-transactions as a subquery of (chain_id, id) taking $1 (--dry-run). */
+export async function countPrunableAttempts(q: Queryable, cutoff: Date, prunable: string): Promise<number> {
+  const r = await q.query<{ n: string }>(
+    `WITH p AS (${prunable})
+     SELECT count(*)::text AS n FROM relay_txs t
+      WHERE ${PRUNABLE_ATTEMPT} AND ((t.chain_id, t.meta_txn_id) IN (SELECT chain_id, id FROM p)
+        OR (t.created_at < $1 AND NOT EXISTS (SELECT 1 FROM meta_txns m WHERE m.chain_id = t.chain_id AND (m.id = t.meta_txn_id OR (m.sender = t.sender AND m.txn_nonce = t.nonce))
+              AND NOT EXISTS (SELECT 1 FROM p WHERE p.chain_id = m.chain_id AND p.id = m.id))))`,
+    [cutoff],
+  );
+  return Number(r.rows[0]!.n);
+}

@@ -451,3 +451,15 @@ async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>
   await moveSpend(q, moves);
 }
 export type SpendCaps = ReturnType<typeof spendCaps>;
+
+/** Deletes the charges of these meta-transactions (a prune's batch: final long ago, their spend already counted on the rules' counters). */
+export async function deleteChargesOf(tx: Queryable, chainIds: number[], ids: string[]): Promise<number> {
+  const r = await tx.query('DELETE FROM sponsor_charges WHERE (chain_id, meta_txn_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))', [chainIds, ids]);
+  return r.rowCount;
+}
+
+/** How many charges a prune would delete, its meta-transactions given as a subquery of (chain_id, id) taking $1 (--dry-run). */
+export async function countChargesOf(q: Queryable, cutoff: Date, prunable: string): Promise<number> {
+  const r = await q.query<{ n: string }>(`WITH p AS (${prunable}) SELECT count(*)::text AS n FROM sponsor_charges c JOIN p ON c.chain_id = p.chain_id AND c.meta_txn_id = p.id`, [cutoff]);
+  return Number(r.rows[0]!.n);
+}

@@ -108,3 +108,9 @@ export function waitRepo(db: Db) {
   };
 }
 export type WaitRepo = ReturnType<typeof waitRepo>;
+
+/** Deletes what these meta-transactions waited for, if anything is left of it (a prune's batch). */
+export async function deleteWaitsOf(tx: Queryable, chainIds: number[], ids: string[]): Promise<number> {
+  const r = await tx.query('DELETE FROM meta_txn_waits WHERE (chain_id, meta_txn_id) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))', [chainIds, ids]);
+  return r.rowCount;
+}
