@@ -30,7 +30,7 @@ import { postingsStore } from './metadata/search/postings-store.ts';
 import { searchStore } from './metadata/search/search-store.ts';
 import { TokenSearchService } from './metadata/search/token-search.ts';
 import { ChainWatcher } from './metadata/refresh/watcher.ts';
-import { MediaOrphanSweep, createMediaService, createMediaUploads, mediaMetrics, type MediaService } from './media/index.ts';
+import { MediaOrphanSweep, MediaStoreRetry, createMediaService, createMediaUploads, mediaMetrics, type MediaService } from './media/index.ts';
 import { ChangeFanout, CollectionsService, collectionStore, localFirstFetcher, type ContractLink } from './collections/index.ts';
 import type { TokenMediaHooks } from './metadata/tokens/resolver.ts';
 import { randomBytes } from 'node:crypto';
@@ -431,6 +431,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     });
   }
   if (mediaSweep) leadership.add('media-orphan-sweep', mediaSweep);
+  if (media) leadership.add('media-store-retry', new MediaStoreRetry(media, config.media.storeRetrySec, log));
   let background = false;
   let dispatching = false;
   let closed = false;

@@ -465,6 +465,11 @@ export const AppConfigSchema = z
         maxFrames: z.number().int().min(1).default(1_000),
         /** A failed media fetch is tried again after this long. */
         failureRetrySec: z.number().int().min(0).default(3_600),
+        /**
+         * A field whose bytes the blob store refused (disk full, not writable, S3 errors) is fetched again
+         * after this long, by the background process: the store's fault is local and usually brief.
+         */
+        storeRetrySec: z.number().int().min(1).max(86_400).default(60),
         /** How often the background process looks for blobs a crash left behind (unreferenced rows, bytes with no row); 0 turns it off. */
         orphanSweepSec: z.number().int().min(0).default(3_600),
         /** Stored bytes younger than this are never taken for orphans (an ingest may be committing them). */

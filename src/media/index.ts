@@ -18,6 +18,7 @@ export { MediaService, isImage, type AssetWire, type TokenMedia, type ContractMe
 export { MEDIA_FIELDS, CONTRACT_MEDIA_FIELDS, type MediaField, type ContractMediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
 export { mediaMetrics, type MediaMetrics } from './metrics.ts';
 export { MediaOrphanSweep } from './orphan-sweep.ts';
+export { MediaStoreRetry } from './store-retry.ts';
 export { MediaUploads, type Uploaded, type UploadRefusal } from './uploads.ts';
 export { parseRendition, snapWidth, formatFor, WIDTHS, type Rendition } from './renditions.ts';
 
@@ -54,6 +55,7 @@ export function createMediaService(config: AppConfig, deps: { db: Db; fetcher: B
       stallTimeoutMs: m.stallTimeoutMs,
       maxQueued: m.maxQueued,
       failureRetrySec: m.failureRetrySec,
+      storeRetrySec: m.storeRetrySec,
       eager: m.eager,
       maxInputPixels: m.maxInputPixels,
       maxFrames: m.maxFrames,

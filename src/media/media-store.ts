@@ -88,6 +88,12 @@ export function mediaStore(db: Db) {
       return rows[0] ? toAsset(AssetRow.parse(rows[0])) : undefined;
     },
 
+    /** Fields whose bytes the blob store refused and whose retry is due, oldest due first (media_assets_store_failed). */
+    async dueStoreFailures(limit: number): Promise<MediaAsset[]> {
+      const { rows } = await db.query(`${SELECT_ASSET} WHERE a.status = 'FAILED' AND a.failure_reason = 'STORE_FAILED' AND a.retry_after <= now() ORDER BY a.retry_after LIMIT $1`, [limit]);
+      return rows.map((r) => toAsset(AssetRow.parse(r)));
+    },
+
     /** Every asset of these tokens, READY or not. */
     async assetsOf(chainId: number, contract: string, tokenIds: string[]): Promise<MediaAsset[]> {
       if (!tokenIds.length) return [];

@@ -24,6 +24,11 @@ export function mediaMetrics(registry: Registry) {
     }),
     queueDepth: new Gauge({ name: 'metarelay_media_queue_depth', help: 'media fetches queued or running in the background in this process', registers: [registry] }),
     fetchSlots: slotGauge(registry, 'metarelay_media_fetch_slots', 'media fetch slots (media.concurrency): running, waiting, hostsAtLimit (hosts holding their whole per-host share)'),
+    storeFailures: new Counter({
+      name: 'metarelay_media_store_failures_total',
+      help: 'media originals the blob store refused to write (disk full, not writable, S3 errors): recorded STORE_FAILED and fetched again after media.storeRetrySec',
+      registers: [registry],
+    }),
     dropped: new Counter({ name: 'metarelay_media_queue_dropped_total', help: 'background media fetches dropped because the queue was full (done lazily later)', registers: [registry] }),
     served: new Counter({
       name: 'metarelay_media_served_total',

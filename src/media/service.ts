@@ -16,6 +16,15 @@ import { probeMedia, type ProbeLimits } from './probe.ts';
 import { FORMAT_TYPES, render, renditionName, type Rendition } from './renditions.ts';
 import { toWire, type AssetWire } from './asset-wire.ts';
 import { ByteCache } from './byte-cache.ts';
+import { FailureStreak } from '../util/failure-streak.ts';
+import { causeOf } from '../util/cause.ts';
+
+/** A blob store write (or the size check before it) failed: the store's fault, not the media's. */
+class BlobWriteFailed extends Error {
+  constructor(readonly cause: unknown) {
+    super(causeOf(cause));
+  }
+}
 
 export type { AssetWire } from './asset-wire.ts';
 
@@ -43,6 +52,8 @@ export type MediaOptions = ProbeLimits & {
   stallTimeoutMs: number;
   maxQueued: number;
   failureRetrySec: number;
+  /** A field whose bytes the blob store refused is fetched again after this long (retryStoreFailures). */
+  storeRetrySec: number;
   eager: boolean;
   publicUrl?: string;
 };
@@ -79,6 +90,8 @@ export class MediaService {
   private readonly background = new Set<Promise<unknown>>();
   /** Contract media URLs by contract, with the sources they were looked up for (a changed logoURI misses). */
   private readonly contractCache = new LruCache<{ sig: string; urls: ContractMediaUrls }>(50_000, 5_000);
+  /** The blob store's refused writes, logged once when they begin (with the cause) and once when writes work again. */
+  private readonly storeWrites: FailureStreak;
 
   constructor(private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics }) {
     const gateways = this.d.options.gatewayConcurrency;
@@ -96,6 +109,7 @@ export class MediaService {
     // Decoding is CPU- and memory-bound: a render at a time per core is what keeps RSS flat.
     this.renderLimiter = new Limiter(d.options.concurrency);
     this.base = (d.options.publicUrl ?? 'http://127.0.0.1').replace(/\/+$/, '');
+    this.storeWrites = new FailureStreak(d.log, 'media blob store writes');
   }
 
   get blobs(): BlobStore {
@@ -168,18 +182,55 @@ export class MediaService {
     const sha256 = createHash('sha256').update(probed.bytes).digest('hex');
     const info: BlobInfo = { sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames };
     const put = async () => {
-      if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
-        await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
-        this.d.metrics?.bytesStored.inc({ kind: 'original' }, probed.bytes.length);
+      try {
+        if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
+          await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
+          this.d.metrics?.bytesStored.inc({ kind: 'original' }, probed.bytes.length);
+        }
+      } catch (err) {
+        throw new BlobWriteFailed(err);
       }
     };
     // Bytes first, outside any transaction (the upload may be slow); then, under the blob row's lock,
     // checked again: a collection that ran in between took them, and they are put back.
-    await put();
-    const released = await this.d.store.saveReady(k, sourceUrl, info, put);
+    let released: string | null;
+    try {
+      await put();
+      released = await this.d.store.saveReady(k, sourceUrl, info, put);
+      this.storeWrites.succeeded();
+    } catch (err) {
+      if (!(err instanceof BlobWriteFailed)) throw err;
+      return this.storeFailed(k, sourceUrl, err);
+    }
     await this.release(released);
     this.forgetCached(k);
     return (await this.d.store.asset(k))!;
+  }
+
+  /**
+   * The blob store refused the bytes (a full disk, a folder not writable, S3 answering errors): the
+   * field is recorded FAILED with STORE_FAILED, due again after storeRetrySec, and retryStoreFailures
+   * (run by the background process: store-retry.ts) fetches it again then, so the token gets its media
+   * once the store takes writes again. A field that already has media keeps it (a refresh whose new
+   * bytes could not be written); the next refresh tries again.
+   */
+  private async storeFailed(k: AssetKey, sourceUrl: string, err: BlobWriteFailed): Promise<MediaAsset> {
+    this.d.metrics?.storeFailures.inc();
+    this.storeWrites.failed(err.cause);
+    const cur = await this.d.store.asset(k);
+    if (cur?.status === 'READY') return cur;
+    const message = `the blob store refused the write: ${causeOf(err.cause)}`;
+    const released = await this.d.store.saveFailed(k, sourceUrl, 'STORE_FAILED', message, new Date(Date.now() + this.d.options.storeRetrySec * 1000));
+    await this.release(released);
+    this.forgetCached(k);
+    return (await this.d.store.asset(k))!;
+  }
+
+  /** Queues the fields whose bytes the blob store refused, once due (up to `limit`); how many were queued. */
+  async retryStoreFailures(limit = 100): Promise<number> {
+    let n = 0;
+    for (const a of await this.d.store.dueStoreFailures(limit)) if (this.enqueue(a.key, a.sourceUrl)) n++;
+    return n;
   }
 
   private forgetCached(k: AssetKey) {

@@ -92,5 +92,5 @@ export async function s3Backend(): Promise<BlobBackend> {
 /** MediaService options for tests: two fetches at once (two per host), no stall deadline, then the overrides. */
 export function testMediaOptions(o: Partial<MediaOptions> = {}): MediaOptions {
   const base = { maxBytes: 10_000_000, fetchTimeoutMs: 10_000, concurrency: 2, perHostConcurrency: 2, gatewayConcurrency: 2, stallTimeoutMs: 0, maxQueued: 100 };
-  return { ...base, failureRetrySec: 3600, eager: true, maxInputPixels: 100_000_000, maxFrames: 100, ...o };
+  return { ...base, failureRetrySec: 3600, storeRetrySec: 60, eager: true, maxInputPixels: 100_000_000, maxFrames: 100, ...o };
 }
