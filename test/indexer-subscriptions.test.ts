@@ -8,6 +8,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
 import type { ChainIndexer } from '../src/indexer/index.ts';
+import { revert, snapshot } from './support/anvil-control.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
 
@@ -223,6 +224,36 @@ describe('indexer subscriptions on a chain indexed whole (scope: all)', () => {
     for (const s of [...open, again]) s.abort();
     await Promise.all([...open, again].map((s) => s.closed));
     // Their slots are free once the server has seen them go.
+    await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);
+  }, 60_000);
+  it("a reorg: the new fork's log and balances reach the streams (the replaced block's are not told again)", async () => {
+    const dave = someone();
+    const events = subscribe<SubscribeEventsResponse>((o) => ixA.subscribeEvents({ filter: { accounts: [dave] } }, o));
+    const balances = subscribe<SubscribeBalanceUpdatesResponse>((o) => ixA.subscribeBalanceUpdates({ contractAddress: X }, o));
+    const all = [events, balances];
+    await until(() => all.every((s) => s.opened || s.errors.length > 0));
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
+    const daves = () => balances.frames.filter((f) => f.balance.accountAddress === dave).map((f) => f.balance.balance);
+
+    const snap = await snapshot(a.anvil.rpcUrl);
+    await a.send([call(X, 'TestIndexERC20', 'mint', [dave, 5n])]);
+    await until(() => events.frames.length === 1 && daves().at(-1) === '5');
+    const replaced = events.frames[0]!.log;
+
+    // The block is replaced by one minting another amount at the same height.
+    await revert(a.anvil.rpcUrl, snap);
+    await a.resyncNonce();
+    await a.send([call(X, 'TestIndexERC20', 'mint', [dave, 9n])]);
+    await until(() => events.frames.length === 2 && daves().at(-1) === '9');
+
+    const pub = devPublicClient(a.anvil.rpcUrl, a.anvil.chainId);
+    const head = await pub.getBlock();
+    expect(head.number).toBe(BigInt(replaced.blockNumber));
+    expect(events.frames[1]!.log).toMatchObject({ blockNumber: replaced.blockNumber, blockHash: head.hash, txnHash: head.transactions[0] });
+    expect(events.frames[1]!.log.blockHash).not.toBe(replaced.blockHash);
+    expect((await pub.readContract({ address: X, abi: balanceOf, functionName: 'balanceOf', args: [dave] })).toString()).toBe('9');
+    for (const s of all) s.abort();
+    await Promise.all(all.map((s) => s.closed));
     await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);
   }, 60_000);
 });

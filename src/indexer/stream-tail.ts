@@ -139,10 +139,14 @@ export class StreamTail {
       this.balancesAfter = cur.block;
       return false;
     }
-    if (cur.block < this.pos) {
-      // The indexer unwound a reorg: the new fork's blocks are handed out as it reads them, and the
-      // balances it took back (their rows now carry the fork's last common block) told again.
-      this.back(cur.block);
+    const told = this.recent.get(cur.block);
+    if (cur.block < this.pos || (told !== undefined && cur.hash !== '0x' && told !== cur.hash.toLowerCase())) {
+      // The indexer unwound a reorg (and may have applied the new fork already): back to the last block
+      // handed out that is still on the chain; the new fork's blocks are handed out again, and the
+      // balances the indexer took back and re-applied are told again as they now are.
+      const ancestor = await this.forkPoint(cur.block);
+      if (spell !== this.spell) return false;
+      this.back(ancestor);
     }
     let pos: bigint = this.pos;
     if ([...this.subs].some((s) => s.block)) {
@@ -173,6 +177,8 @@ export class StreamTail {
       }
     } else {
       this.pos = pos = cur.block;
+      // Without block streams, the cursor's own block is what a reorg is noticed by.
+      if (cur.hash !== '0x') this.remember(cur.block, cur.hash);
     }
     await this.balances(spell, cur.block < pos ? cur.block : pos);
     return pos < cur.block;
@@ -195,6 +201,17 @@ export class StreamTail {
       }
     }
     this.balancesAfter = upTo;
+  }
+
+  /** The highest block remembered at or below `below` that the node still has (one kept header each, usually no call). */
+  private async forkPoint(below: bigint): Promise<bigint> {
+    const heights = [...this.recent.keys()].filter((n) => n <= below).sort((x, y) => (x < y ? 1 : -1));
+    for (const n of heights) {
+      const h = await this.d.chain.head.block(n, this.d.chain.public);
+      if (h && h.hash === this.recent.get(n)) return n;
+    }
+    // Deeper than anything remembered: from below the oldest (or the cursor, with nothing remembered).
+    return heights.length ? heights[heights.length - 1]! - 1n : below;
   }
 
   private back(to: bigint): void {
