@@ -8,6 +8,7 @@ import { ProjectDetail, Projects } from './pages/projects.tsx';
 import { Tasks } from './pages/tasks.tsx';
 import { Indexer } from './pages/indexer.tsx';
 import { Directory } from './pages/directory.tsx';
+import { Ecosystems } from './pages/ecosystems.tsx';
 import { TokenLookup } from './pages/tokens.tsx';
 import './style.css';
 
@@ -49,6 +50,7 @@ function SignIn({ onDone, expired }: { onDone: () => void; expired: boolean }) {
 const NAV: [string, string][] = [
   ['projects', 'Projects'],
   ['tasks', 'Refresh tasks'],
+  ['ecosystems', 'Ecosystems'],
   ['indexer', 'Indexer'],
   ['directory', 'Token directory'],
   ['tokens', 'Token lookup'],
@@ -61,6 +63,7 @@ function Page({ route }: { route: string[] }) {
   if (section === 'projects' && id && sub === 'tx' && subId) return <ActivityDetail projectId={Number(id)} txKey={subId} />;
   if (section === 'projects' && id) return <ProjectDetail projectId={Number(id)} tab={sub ?? 'keys'} item={subId} />;
   if (section === 'tasks') return <Tasks />;
+  if (section === 'ecosystems') return <Ecosystems id={id ? Number(id) : undefined} />;
   if (section === 'indexer') return <Indexer />;
   if (section === 'directory') return <Directory />;
   if (section === 'tokens') return <TokenLookup />;

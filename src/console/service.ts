@@ -8,6 +8,8 @@ import { activityMethods } from './methods/activity.ts';
 import { balanceMethods } from './methods/balances.ts';
 import { collectionMethods } from './methods/collections.ts';
 import { collectionEditMethods } from './methods/collection-edits.ts';
+import { ecosystemMethods } from './methods/ecosystems.ts';
+import { listenerMethods } from './methods/listeners.ts';
 import { networkMethods } from './methods/network.ts';
 import { directoryMethods } from './methods/directory.ts';
 import { indexerMethods } from './methods/indexer.ts';
@@ -54,6 +56,8 @@ export function consoleService(s: Services, deps: ConsoleDeps = consoleDeps(s)):
       ...mediaMethods(deps),
       ...collectionMethods(deps),
       ...collectionEditMethods(deps),
+      ...ecosystemMethods(deps),
+      ...listenerMethods(deps),
       ...webhookMethods(deps),
       ...usageMethods(deps),
     },

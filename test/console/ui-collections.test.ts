@@ -30,7 +30,8 @@ async function admin(method: string, body: unknown) {
 }
 
 beforeAll(async () => {
-  env = await startRelayerEnv();
+  // Indexed (not followed: nothing starts the background work), so the chain can have webhook listeners.
+  env = await startRelayerEnv({ indexer: { scope: 'all', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 100 } });
   projectId = (await admin('CreateProject', { name: 'builder' })).project.id;
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: WIDE });
@@ -225,5 +226,42 @@ describe('console: collections made in the browser', () => {
     const row = await env.services.db.query<{ private: boolean }>('SELECT private FROM collections WHERE id = $1', [collectionId]);
     expect(row.rows[0]?.private).toBe(true);
     await page.setViewportSize(WIDE);
+  });
+
+  it("shows ecosystems with their projects and rules, and a project's listeners; removing a listener asks first (1280 and 390 px)", async () => {
+    const games = await env.services.ecosystems.create('games');
+    await env.services.projects.setEcosystem(projectId, games.id);
+    const rule = await env.call('AddEcosystemGasSponsor', { ecosystemId: games.id, address: env.token, kind: 'CONTRACT', name: 'fusd for all' }, { authorization: `Bearer ${env.adminToken}` });
+    expect(rule.status, JSON.stringify(rule.body)).toBe(200);
+    await page.goto(`${env.baseUrl}/console/#/ecosystems`);
+    const row = page.getByTestId(`ecosystem-${games.id}`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('builder');
+    expect(await row.getByTestId('ecosystem-rules').textContent()).toBe('1 active of 1');
+    await page.getByTestId(`ecosystem-open-${games.id}`).click();
+    await page.getByTestId('ecosystem-name').filter({ hasText: 'games' }).waitFor();
+    const ruleRow = page.getByTestId(`ecosystem-rule-${rule.body.gasSponsor.id}`);
+    expect(await ruleRow.textContent()).toContain('fusd for all');
+    expect(await page.getByTestId('ecosystem-projects').textContent()).toBe('builder');
+    await shot('ecosystem');
+
+    const listeners = env.services.events.listeners;
+    const filter = { events: ['Transfer'], topics: [], contractAddresses: [env.token.toLowerCase()], accounts: [], tokenIDs: [] };
+    const kept = await listeners.add({ projectId, chainId: env.chainId, url: 'https://hooks.example.com/mints', name: 'mints', filter, fromBlock: 1, max: 10 });
+    const gone = await listeners.add({ projectId, chainId: env.chainId, url: 'https://hooks.example.com/old', name: 'old', filter, fromBlock: 1, max: 10 });
+    await page.goto(`${env.baseUrl}/console/#/projects/${projectId}/listeners`);
+    await page.getByTestId(`listener-${kept!.listener.id}`).waitFor();
+    await page.getByTestId(`listener-open-${kept!.listener.id}`).click();
+    expect(await page.getByTestId('listener-contracts').textContent()).toBe(env.token.toLowerCase());
+    await shot('listeners');
+    await page.getByTestId(`listener-remove-${gone!.listener.id}`).click();
+    await page.getByTestId(`listener-remove-${gone!.listener.id}-cancel`).click();
+    const deleted = async (id: number) => (await env.services.db.query<{ deleted: boolean }>('SELECT deleted_at IS NOT NULL AS deleted FROM webhooks WHERE id = $1', [id])).rows[0]?.deleted;
+    expect(await deleted(gone!.listener.id)).toBe(false);
+    await page.getByTestId(`listener-remove-${gone!.listener.id}`).click();
+    await page.getByTestId(`listener-remove-${gone!.listener.id}-yes`).click();
+    await page.getByTestId(`listener-${gone!.listener.id}`).waitFor({ state: 'detached' });
+    expect(await deleted(gone!.listener.id)).toBe(true);
+    expect(await deleted(kept!.listener.id)).toBe(false);
   });
 });

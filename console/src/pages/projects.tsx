@@ -10,6 +10,7 @@ import { Collections } from './collections.tsx';
 import { Overview } from './overview.tsx';
 import { Sponsors } from './sponsors.tsx';
 import { Webhooks } from './webhooks.tsx';
+import { Listeners } from './listeners.tsx';
 
 export interface Project {
   id: number;
@@ -95,6 +96,7 @@ const TABS: [string, string][] = [
   ['sponsors', 'Sponsorship'],
   ['balance', 'Balance'],
   ['webhooks', 'Webhooks'],
+  ['listeners', 'Listeners'],
   ['activity', 'Activity'],
   ['collections', 'Collections'],
   ['settings', 'Settings'],
@@ -128,6 +130,7 @@ export function ProjectDetail({ projectId, tab, item }: { projectId: number; tab
       {tab === 'sponsors' && <Sponsors projectId={projectId} />}
       {tab === 'balance' && <Balances projectId={projectId} />}
       {tab === 'webhooks' && <Webhooks projectId={projectId} />}
+      {tab === 'listeners' && <Listeners projectId={projectId} />}
       {tab === 'activity' && <Activity projectId={projectId} />}
       {tab === 'collections' && <Collections projectId={projectId} collectionId={item ? Number(item) : undefined} />}
       {tab === 'settings' && <Settings project={project} onChange={list.reload} />}
