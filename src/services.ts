@@ -294,6 +294,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     streams: undefined as unknown as EventStreamHub,
   };
   events.delivery = new DeliveryWorker({ store: events.webhooks, outbox: events.outbox, post, bell, log, settings: w });
+  const lanes = DeliveryWorker.caps(w);
+  for (const [limit, v] of Object.entries({
+    concurrency: w.concurrency,
+    maxInFlightPerEndpoint: lanes.endpoint,
+    maxInFlightPerProject: lanes.project,
+    maxListenerDeliveriesPerBlock: w.maxListenerDeliveriesPerBlock,
+    maxListeners: w.maxListeners,
+  }))
+    metrics.webhookShares.set({ limit }, v);
   events.streams = new EventStreamHub({ outbox: events.outbox, bell, log });
   // Every status the relayer writes records a metatxn.status event on the same transaction; a sponsored
   // one's project balance is debited (or reversed, or its hold released) and a DROPPED one's sponsorship
@@ -381,7 +390,10 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   const indexers = new Map<number, ChainIndexer>();
   // Every indexed chain tells its webhook listeners (a chain nobody listens on: one small read a step).
-  const listening = listenerHooks(bell, events.listeners);
+  const listening = listenerHooks(bell, events.listeners, {
+    maxPerBlock: w.maxListenerDeliveriesPerBlock,
+    dropped: (chainId, n) => metrics.listenerLogsDropped.inc({ chain: chains.get(chainId)?.name ?? String(chainId) }, n),
+  });
   for (const c of config.chains) {
     if (!c.indexer || c.indexer.scope === 'off') continue;
     // Watchlist chains record balance.updated events; a chain-wide scan would flood the outbox.

@@ -30,7 +30,7 @@ interface WireLog {
   removed?: boolean;
 }
 
-/** What is read: logs whose topic0 is one of `topics`, of `address` (undefined: every contract). */
+/** What is read: logs whose topic0 is one of `topics` (none: any), of `address` (undefined: every contract). */
 export interface LogFilter {
   topics: readonly Hex[];
   address?: readonly string[];
@@ -135,7 +135,7 @@ async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilte
   const raw = (await chain.public.request(
     {
       method: 'eth_getLogs',
-      params: [{ fromBlock: hex(from), toBlock: hex(to), topics: [f.topics], ...(f.address ? { address: f.address } : {}) }],
+      params: [{ fromBlock: hex(from), toBlock: hex(to), ...(f.topics.length ? { topics: [f.topics] } : {}), ...(f.address ? { address: f.address } : {}) }],
     } as never,
     // Not asked again as is: a refusal (too many results, too big, too slow) is answered by asking
     // for less, and the same big request repeated only loads the node and the batch it shares.
@@ -185,7 +185,7 @@ async function readSplit(chain: ChainClient, block: bigint, f: LogFilter, receip
   const all = await (receipts.logs ??= blockLogsFromReceipts(chain, block));
   const addresses = f.address ? new Set(f.address.map((a) => a.toLowerCase())) : undefined;
   const topic0 = new Set(f.topics.map((t) => t.toLowerCase()));
-  return all.filter((l) => topic0.has(l.topics[0]?.toLowerCase() ?? '') && (!addresses || addresses.has(l.address.toLowerCase())));
+  return all.filter((l) => (topic0.size === 0 || topic0.has(l.topics[0]?.toLowerCase() ?? '')) && (!addresses || addresses.has(l.address.toLowerCase())));
 }
 
 /** A block's receipts are read once per readBlock, however many sub-filters fall back to them. */

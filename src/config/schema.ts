@@ -581,6 +581,12 @@ export const AppConfigSchema = z
          * a receiver that answers only at the deadline cannot hold every lane while others' events wait.
          */
         maxInFlightPerEndpoint: z.number().int().min(1).max(256).optional(),
+        /**
+         * Deliveries to one project's endpoints one process sends at once (default: three quarters of
+         * concurrency, rounded up), so a project with many slow receivers leaves lanes to the others; the
+         * claim also takes due deliveries from each project in turn (docs/webhooks.md, Fair shares).
+         */
+        maxInFlightPerProject: z.number().int().min(1).max(256).optional(),
         /** How often an idle delivery worker looks for due deliveries (other processes' events). */
         pollMs: z.number().int().positive().default(250),
         /** Webhook targets on loopback/private addresses are refused unless allowPrivateNetworks is true or the host is listed here. */
@@ -623,6 +629,11 @@ export const AppConfigSchema = z
         approvalDeadlineMs: z.number().int().positive().max(30_000).default(2_000),
         /** Indexer webhook listeners (AddWebhookListener) one project may have on one chain. */
         maxListeners: z.number().int().min(1).max(10_000).default(50),
+        /**
+         * Listener deliveries one project is sent for one block of one chain, all its listeners together;
+         * the logs past it are counted on each listener (droppedLogs) and in /metrics, not delivered.
+         */
+        maxListenerDeliveriesPerBlock: z.number().int().min(1).max(1_000_000).default(500),
       })
       .prefault({}),
     console: z

@@ -2,7 +2,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import { deliveryBody, type EventBell, type Outbox } from './outbox.ts';
 import type { Poster } from './post.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.ts';
-import type { ClaimedDelivery, Settled, WebhookStore } from './webhook-store.ts';
+import type { ClaimedDelivery, ClaimSkip, Settled, WebhookStore } from './webhook-store.ts';
 import { PollLoop } from '../util/poll-loop.ts';
 import { FailureStreak } from '../util/failure-streak.ts';
 import { ownerId } from '../util/owner-id.ts';
@@ -16,6 +16,8 @@ export interface DeliverySettings {
   concurrency: number;
   /** Deliveries to one endpoint this worker sends at once; default half of `concurrency` (rounded up). */
   maxInFlightPerEndpoint?: number;
+  /** Deliveries to one project's endpoints this worker sends at once; default three quarters of `concurrency` (rounded up). */
+  maxInFlightPerProject?: number;
   pollMs: number;
   retentionSec: number;
 }
@@ -103,8 +105,8 @@ export class DeliveryWorker {
     return Math.ceil(this.deps.settings.deadlineMs / 1000) + 5;
   }
 
-  /** One statement: writes what is settled, claims up to `limit` more (0: only writes), none for the endpoints in `skip`. */
-  private async wake(limit: number, skip: readonly number[] = []): Promise<Claimed[]> {
+  /** One statement: writes what is settled, claims up to `limit` more (0: only writes), none for the endpoints and projects in `skip`. */
+  private async wake(limit: number, skip?: ClaimSkip): Promise<Claimed[]> {
     const batch = this.settled.splice(0);
     clearTimeout(this.settleTimer);
     this.settleTimer = undefined;
@@ -160,24 +162,45 @@ export class DeliveryWorker {
     }
   }
 
+  /** The lanes one endpoint and one project may hold at once (DeliverySettings). */
+  static caps(s: Pick<DeliverySettings, 'concurrency' | 'maxInFlightPerEndpoint' | 'maxInFlightPerProject'>) {
+    return { endpoint: s.maxInFlightPerEndpoint ?? Math.ceil(s.concurrency / 2), project: s.maxInFlightPerProject ?? Math.ceil((s.concurrency * 3) / 4) };
+  }
+
   /**
    * Claims and sends until nothing is due or in flight; true when the last claim was full (more may be
-   * due). One endpoint holds at most `maxInFlightPerEndpoint` of the lanes: a receiver that answers only
-   * at the deadline cannot take every lane, and while its deliveries hang the free lanes go on claiming
-   * (without it, at its cap) and sending to the others, on a nudge (a new event) or every pollMs.
+   * due). One endpoint holds at most `maxInFlightPerEndpoint` of the lanes and one project at most
+   * `maxInFlightPerProject`: a receiver that answers only at the deadline, or a project with many of
+   * them, cannot take every lane, and while its deliveries hang the free lanes go on claiming (without
+   * it, at its cap) and sending to the others, on a nudge (a new event) or every pollMs. A free lane
+   * takes the claimed delivery of the project with the fewest in flight (claim order among equals):
+   * another project's delivery does not wait behind a backlog already claimed.
    */
   async pass(): Promise<boolean> {
     const s = this.deps.settings;
     await this.maintain();
     const size = s.concurrency * 4;
-    const cap = s.maxInFlightPerEndpoint ?? Math.ceil(s.concurrency / 2);
+    const caps = DeliveryWorker.caps(s);
     // Claimed and not yet sent, in claim order. The next claim is made while the last of this one is still
     // being sent, so the lanes do not all wait for the slowest POST of a batch before the next batch is
     // read. One claim at a time; a later event of a subject in flight is not claimed (it is still
     // pending), so per-subject order holds.
     const queue: Claimed[] = [];
     const inFlight = new Map<number, number>();
-    const atCap = (webhookId: number) => (inFlight.get(webhookId) ?? 0) >= cap;
+    const projectInFlight = new Map<number, number>();
+    const atCap = (d: Claimed) => (inFlight.get(d.webhookId) ?? 0) >= caps.endpoint || (projectInFlight.get(d.projectId) ?? 0) >= caps.project;
+    /** The queued delivery a free lane sends next: of the project with the fewest in flight, the first claimed; -1: none may go. */
+    const next = () => {
+      let best = -1;
+      let fewest = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < queue.length; i++) {
+        const d = queue[i]!;
+        const n = projectInFlight.get(d.projectId) ?? 0;
+        if (n < fewest && !atCap(d)) [best, fewest] = [i, n];
+        if (fewest === 0) break;
+      }
+      return best;
+    };
     let sending = 0;
     /** The last claim that skipped no endpoint came back full: more may be due. */
     let full = true;
@@ -186,17 +209,21 @@ export class DeliveryWorker {
     let claiming: Promise<void> | undefined;
     const claim = () => {
       if (claiming || !this.loop.active) return;
-      const skip = [...inFlight].filter(([, n]) => n >= cap).map(([id]) => id);
+      const skip = {
+        webhooks: [...inFlight].filter(([, n]) => n >= caps.endpoint).map(([id]) => id),
+        projects: [...projectInFlight].filter(([, n]) => n >= caps.project).map(([id]) => id),
+      };
+      const skipping = skip.webhooks.length + skip.projects.length > 0;
       // With an endpoint at its cap, a claim is only for other endpoints' events, which may not exist:
       // asked at the poll's pace, not on every delivery that ends. Its rows say nothing of `full`.
-      if (skip.length > 0 ? performance.now() - skippedAt < s.pollMs : !full) return;
-      if (skip.length > 0) skippedAt = performance.now();
+      if (skipping ? performance.now() - skippedAt < s.pollMs : !full) return;
+      if (skipping) skippedAt = performance.now();
       const wait = this.writing ?? Promise.resolve();
       claiming = wait
         .then(() => this.wake(size, skip))
         .then((more) => {
           queue.push(...more);
-          if (skip.length === 0) full = more.length === size;
+          if (!skipping) full = more.length === size;
           if (more.length > 0) stir();
         })
         .catch((err) => {
@@ -230,17 +257,19 @@ export class DeliveryWorker {
       });
     const lane = async () => {
       for (;;) {
-        if (queue.filter((d) => !atCap(d.webhookId)).length < s.concurrency) claim();
-        const i = queue.findIndex((d) => !atCap(d.webhookId));
+        if (queue.filter((d) => !atCap(d)).length < s.concurrency) claim();
+        const i = next();
         if (i >= 0) {
-          const d = queue.splice(i, 1)[0];
+          const d = queue.splice(i, 1)[0]!;
           inFlight.set(d.webhookId, (inFlight.get(d.webhookId) ?? 0) + 1);
+          projectInFlight.set(d.projectId, (projectInFlight.get(d.projectId) ?? 0) + 1);
           sending++;
           try {
             await this.deliver(d);
           } finally {
             sending--;
             inFlight.set(d.webhookId, inFlight.get(d.webhookId)! - 1);
+            projectInFlight.set(d.projectId, projectInFlight.get(d.projectId)! - 1);
             // This lane takes the next delivery itself; a lane waiting may take one of this endpoint's now,
             // and with nothing in flight any more the waiting lanes end the pass.
             stir(sending > 0);

@@ -1,8 +1,9 @@
 import { toEventSelector } from 'viem';
+import { eventSpecOf, wellKnownSpecOf, type EventDecoded, type EventSpec } from './event-decode.ts';
 
 /**
- * Sequence's EventFilter as a listener keeps it: `events` as given, `topics` the transfer topics they
- * name, addresses lower-cased, token ids decimal. Fields AND together, values within a field OR.
+ * Sequence's EventFilter as a listener keeps it: `events` as given, `topics` the topics they name,
+ * addresses lower-cased, token ids decimal. Fields AND together, values within a field OR.
  */
 export interface ListenerFilter {
   events: string[];
@@ -32,7 +33,23 @@ export interface ListenedTransfer {
   data: string;
 }
 
-/** The events the indexer reads, by name: the only ones a listener can be told of. */
+/** Any log of a contract, as the indexer read it for the listeners that want it (src/indexer's TimedLog, restated). */
+export interface ListenedLog {
+  blockNumber: bigint;
+  blockHash: string;
+  txHash: string;
+  txIndex: number;
+  logIndex: number;
+  contract: string;
+  /** ERC20, ERC721, ERC1155 when the indexer has seen the contract's transfers; UNKNOWN otherwise. */
+  contractType: string;
+  /** Block time, seconds since the epoch. */
+  ts: number;
+  topics: readonly string[];
+  data: string;
+}
+
+/** The transfer events the indexer decodes into balances: their logs reach listeners as TOKEN_TRANSFER. */
 export const TRANSFER_EVENTS = {
   Transfer: 'Transfer(address,address,uint256)',
   TransferSingle: 'TransferSingle(address,address,address,uint256,uint256)',
@@ -45,32 +62,16 @@ const BY_TOPIC = new Map(Object.entries(TRANSFER_EVENTS).map(([name, sig]) => [t
 export const transferEventOf = (topic: string) => BY_TOPIC.get(topic.toLowerCase() as `0x${string}`);
 
 /**
- * The topic an `events` entry names — a name (`Transfer`), a signature with or without `indexed` and
- * parameter names (`Transfer(address indexed from, address indexed to, uint256 value)`), or a 32-byte
- * topic — or why it cannot be honoured.
+ * The topic an `events` entry names — a name (`Transfer`, `Approval`), a signature with or without
+ * `indexed` and parameter names (`Scored(address indexed player, uint256 points)`), or a 32-byte topic —
+ * or why it cannot be honoured.
  */
 export function eventTopicOf(event: string): { topic: string } | { problem: string } {
-  const e = event.trim();
-  const names = Object.keys(TRANSFER_EVENTS).join(', ');
-  let topic: string | undefined;
-  if (/^0x[0-9a-fA-F]{64}$/.test(e)) topic = e.toLowerCase();
-  // Own keys only: `toString` is in every object.
-  else if (Object.hasOwn(TRANSFER_EVENTS, e)) topic = toEventSelector(TRANSFER_EVENTS[e as keyof typeof TRANSFER_EVENTS]);
-  else if (/^(event\s+)?[A-Za-z_$][\w$]*\s*\(.*\)$/s.test(e)) {
-    try {
-      topic = toEventSelector(e.replace(/^event\s+/, ''));
-    } catch {
-      topic = undefined;
-    }
-  }
-  if (!topic) return { problem: `"${e.slice(0, 100)}" is not an event name, signature or 32-byte topic` };
-  if (!BY_TOPIC.has(topic as `0x${string}`)) {
-    return { problem: `"${e.slice(0, 100)}" is not an event the indexer reads: it reads token transfers only (${names}), so a listener on it would never be told anything` };
-  }
-  return { topic };
+  const got = eventSpecOf(event);
+  return 'problem' in got ? got : { topic: got.topic };
 }
 
-/** Whether one log (all its parts: a TransferBatch has one per id) passes the filter. */
+/** Whether one transfer log (all its parts: a TransferBatch has one per id) passes the filter. */
 export function filterMatches(f: ListenerFilter, parts: readonly ListenedTransfer[]): boolean {
   const first = parts[0];
   if (!first) return false;
@@ -79,5 +80,45 @@ export function filterMatches(f: ListenerFilter, parts: readonly ListenedTransfe
   if (f.accounts.length && !parts.some((p) => f.accounts.includes(p.from) || f.accounts.includes(p.to))) return false;
   // An ERC20 transfer moves an amount, not a token id: a token id filter never passes one.
   if (f.tokenIDs.length && (first.type === 'ERC20' || !parts.some((p) => f.tokenIDs.includes(p.tokenId)))) return false;
+  return true;
+}
+
+/** The spec a listener decodes a log with: the first of its `events` with this topic and a signature, else a well-known event's. */
+export function specFor(f: ListenerFilter, topic: string): EventSpec | undefined {
+  for (const e of f.events) {
+    const s = eventSpecOf(e);
+    if (!('problem' in s) && s.topic === topic && s.abi) return s;
+  }
+  return wellKnownSpecOf(topic);
+}
+
+/** An indexed topic holding an address (12 zero bytes first), as an address. */
+const topicAddress = (t: string) => (/^0x0{24}[0-9a-fA-F]{40}$/.test(t) ? `0x${t.slice(26).toLowerCase()}` : undefined);
+const TOKEN_ID = /^_?(token_?)?ids?$/i;
+
+/**
+ * Whether a log that is not a token transfer passes the filter, decoded as the listener decodes it.
+ * A listener hears such logs only by naming their contract or their event: one naming accounts alone
+ * hears token transfers only (a listener on every event of every contract would read every log of the
+ * chain). `accounts` match any address argument (the address topics when the log is not decoded);
+ * `tokenIDs` match an argument named tokenId, id or ids.
+ */
+export function logMatches(f: ListenerFilter, log: ListenedLog, decoded: EventDecoded | undefined): boolean {
+  if (f.contractAddresses.length && !f.contractAddresses.includes(log.contract)) return false;
+  const topic = (log.topics[0] ?? '').toLowerCase();
+  if (f.topics.length ? !f.topics.includes(topic) : !f.contractAddresses.length) return false;
+  if (f.accounts.length) {
+    const addresses = decoded
+      ? decoded.values.flatMap((v, i) => (decoded.types[i] === 'address' ? [v] : decoded.types[i] === 'address[]' ? (JSON.parse(v) as string[]) : []))
+      : log.topics.slice(1).map(topicAddress);
+    if (!addresses.some((a) => a && f.accounts.includes(a))) return false;
+  }
+  if (f.tokenIDs.length) {
+    if (!decoded) return false;
+    const ids = decoded.values.flatMap((v, i) =>
+      TOKEN_ID.test(decoded.names[i] ?? '') ? (decoded.types[i] === 'uint256' ? [v] : decoded.types[i] === 'uint256[]' ? (JSON.parse(v) as string[]) : []) : [],
+    );
+    if (!ids.some((id) => f.tokenIDs.includes(id))) return false;
+  }
   return true;
 }

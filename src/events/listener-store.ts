@@ -18,12 +18,16 @@ export interface Listener {
   /** Why the delivery worker disabled it (every delivery failed for webhooks.disableAfterSec). */
   disabledReason: string | null;
   fromBlock: number;
+  /** Logs it was not told for its project's cap per block (webhooks.maxListenerDeliveriesPerBlock), and the last block one was in. */
+  droppedLogs: number;
+  lastDroppedBlock: number | null;
   updatedAt: Date;
 }
 
 /** What the indexer's hook needs of a listener that is being told. */
 export interface ActiveListener {
   id: number;
+  projectId: number;
   filter: ListenerFilter;
   fromBlock: bigint;
 }
@@ -38,7 +42,7 @@ export interface ListenerPatch {
 // An arbitrary constant: adds of one project wait for each other, so the cap on listeners holds.
 const ADD_LOCK = 727_034;
 
-const SELECT = `SELECT w.id, w.project_id, w.url, w.description, w.enabled, w.disabled_reason, w.updated_at, l.chain_id, l.filter, l.from_block
+const SELECT = `SELECT w.id, w.project_id, w.url, w.description, w.enabled, w.disabled_reason, w.updated_at, l.chain_id, l.filter, l.from_block, l.dropped_logs, l.last_dropped_block
   FROM indexer_listeners l JOIN webhooks w ON w.id = l.webhook_id
   WHERE w.deleted_at IS NULL AND w.kind = 'listener' AND l.project_id = $1 AND l.chain_id = $2`;
 
@@ -54,6 +58,8 @@ const toListener = (r: Record<string, unknown>): Listener => ({
   active: r.enabled as boolean,
   disabledReason: (r.disabled_reason as string | null) ?? null,
   fromBlock: Number(r.from_block),
+  droppedLogs: Number(r.dropped_logs ?? 0),
+  lastDroppedBlock: r.last_dropped_block == null ? null : Number(r.last_dropped_block),
   updatedAt: new Date(r.updated_at as string),
 });
 
@@ -121,12 +127,21 @@ export function listenerStore(db: Db, webhooks: WebhookStore) {
     },
     /** The listeners of a chain that are told (enabled, not removed), on the caller's transaction (the indexer's step). */
     async active(q: Queryable, chainId: number): Promise<ActiveListener[]> {
-      const r = await q.query<{ id: number | string; filter: unknown; from_block: number | string }>(
-        prepared(`SELECT l.webhook_id AS id, l.filter, l.from_block FROM indexer_listeners l JOIN webhooks w ON w.id = l.webhook_id
+      const r = await q.query<{ id: number | string; project_id: number | string; filter: unknown; from_block: number | string }>(
+        prepared(`SELECT l.webhook_id AS id, l.project_id, l.filter, l.from_block FROM indexer_listeners l JOIN webhooks w ON w.id = l.webhook_id
          WHERE l.chain_id = $1 AND w.enabled AND w.deleted_at IS NULL`),
         [chainId],
       );
-      return r.rows.map((x) => ({ id: Number(x.id), filter: json<ListenerFilter>(x.filter), fromBlock: BigInt(x.from_block) }));
+      return r.rows.map((x) => ({ id: Number(x.id), projectId: Number(x.project_id), filter: json<ListenerFilter>(x.filter), fromBlock: BigInt(x.from_block) }));
+    },
+    /** Counts logs listeners were not told for their project's cap per block, on the step's transaction. */
+    async recordDropped(q: Queryable, drops: ReadonlyArray<{ id: number; logs: number; lastBlock: bigint }>): Promise<void> {
+      if (drops.length === 0) return;
+      await q.query(
+        `UPDATE indexer_listeners l SET dropped_logs = l.dropped_logs + u.n, last_dropped_block = GREATEST(l.last_dropped_block, u.b)
+         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, n, b) WHERE l.webhook_id = u.id`,
+        [drops.map((d) => d.id), drops.map((d) => d.logs), drops.map((d) => d.lastBlock.toString())],
+      );
     },
   };
 }

@@ -99,8 +99,8 @@ const APPEND = prepared(`WITH e AS (
      AS u(type, chain_id, project_id, subject, payload)
    RETURNING id, type, chain_id, project_id, subject),
  d AS (
-   INSERT INTO webhook_deliveries (webhook_id, event_id, subject)
-   SELECT w.id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
+   INSERT INTO webhook_deliveries (webhook_id, project_id, event_id, subject)
+   SELECT w.id, w.project_id, e.id, e.subject FROM e JOIN webhooks w ON ($6::bigint IS NULL AND ${MATCHING}) OR w.id = $6
    ORDER BY e.id, w.id
    RETURNING id)
  SELECT id, (SELECT count(*) FROM d) AS deliveries FROM e ORDER BY id`);
@@ -143,8 +143,8 @@ export async function appendDirectedEvents(q: Queryable, events: readonly Direct
        SELECT id, type, chain_id, NULL, subject, payload::jsonb FROM src ORDER BY n
        RETURNING id),
      d AS (
-       INSERT INTO webhook_deliveries (webhook_id, event_id, subject)
-       SELECT t.w, src.id, src.subject FROM src JOIN unnest($5::bigint[], $6::bigint[]) AS t(n, w) ON t.n = src.n
+       INSERT INTO webhook_deliveries (webhook_id, project_id, event_id, subject)
+       SELECT t.w, w.project_id, src.id, src.subject FROM src JOIN unnest($5::bigint[], $6::bigint[]) AS t(n, w) ON t.n = src.n JOIN webhooks w ON w.id = t.w
        ORDER BY src.id, t.w
        RETURNING id)
      SELECT id FROM e ORDER BY id`),

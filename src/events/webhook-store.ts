@@ -9,12 +9,21 @@ export type { Delivery, Webhook, WebhookKind };
 export interface ClaimedDelivery {
   id: number;
   webhookId: number;
+  /** The endpoint's project: the worker shares its lanes out by project. */
+  projectId: number;
   attempts: number;
   url: string;
   secret: string;
   event: StoredEvent;
   firstAt: Date;
 }
+
+/** Endpoints and projects a claim passes over (the worker's lanes for them are full). */
+export interface ClaimSkip {
+  webhooks: readonly number[];
+  projects: readonly number[];
+}
+const NO_SKIP: ClaimSkip = { webhooks: [], projects: [] };
 
 /** What the worker settled of its claim: delivered (`status` the receiver's 2xx), or released unsent (`status` 0). */
 export interface Settled {
@@ -115,7 +124,7 @@ export function webhookStore(db: Db) {
     /** A new delivery of the same event to the same endpoint, due now (the old one keeps its history). */
     async redeliver(deliveryId: number): Promise<Delivery | undefined> {
       const r = await db.query<{ id: number }>(
-        `INSERT INTO webhook_deliveries (webhook_id, event_id, subject) SELECT webhook_id, event_id, subject FROM webhook_deliveries WHERE id = $1 RETURNING id`,
+        `INSERT INTO webhook_deliveries (webhook_id, project_id, event_id, subject) SELECT webhook_id, project_id, event_id, subject FROM webhook_deliveries WHERE id = $1 RETURNING id`,
         [deliveryId],
       );
       return r.rows[0] ? this.delivery(Number(r.rows[0].id)) : undefined;
@@ -124,7 +133,9 @@ export function webhookStore(db: Db) {
     /**
      * One statement per wake of the delivery worker: records what `owner` has settled since its last
      * one (`settled`: delivered, or released unsent) and claims up to `limit` due deliveries of enabled
-     * endpoints until `leaseSec` from now, each with its event and its endpoint's URL and secret.
+     * endpoints until `leaseSec` from now, each with its event and its endpoint's URL and secret. Due
+     * rows are taken from each project in turn, oldest first within a project (cand), none of the
+     * endpoints or projects in `skip`.
      *
      * SKIP LOCKED: two workers never claim one row, and the lease outlives the deadline, so a claim is
      * never taken over while its attempt may still be running (the worker sends nothing whose lease could
@@ -133,9 +144,9 @@ export function webhookStore(db: Db) {
      * delivered by this same statement no longer holds the next back (the claim reads the snapshot from
      * before the statement's own writes, so it is named to it).
      */
-    async claim(owner: string, limit: number, leaseSec: number, settled: readonly Settled[] = [], skipWebhooks: readonly number[] = []): Promise<ClaimedDelivery[]> {
+    async claim(owner: string, limit: number, leaseSec: number, settled: readonly Settled[] = [], skip: ClaimSkip = NO_SKIP): Promise<ClaimedDelivery[]> {
       const r = await db.query<Record<string, unknown>>(
-        prepared(`WITH u AS (
+        prepared(`WITH RECURSIVE u AS (
            SELECT * FROM unnest($5::bigint[], $6::int[], $7::int[], $8::text[]) AS u(id, status, ms, snippet)),
          rec AS (
            -- status 0: released unsent (the attempt the claim counted was not made).
@@ -153,39 +164,51 @@ export function webhookStore(db: Db) {
          healthy AS (
            UPDATE webhooks SET failing_since = NULL
            WHERE id IN (SELECT webhook_id FROM rec WHERE status = 'DELIVERED') AND failing_since IS NOT NULL RETURNING id),
+         busy(project_id) AS (
+           -- The projects with pending deliveries, one index probe each (a skip scan of the partial index):
+           -- a few rows however many deliveries wait.
+           (SELECT project_id FROM webhook_deliveries WHERE status = 'PENDING' ORDER BY project_id LIMIT 1)
+           UNION ALL
+           SELECT (SELECT d.project_id FROM webhook_deliveries d WHERE d.status = 'PENDING' AND d.project_id > busy.project_id ORDER BY d.project_id LIMIT 1)
+           FROM busy WHERE busy.project_id IS NOT NULL),
          cand AS (
-           -- The oldest due rows first, filtered only on their own columns: a top-N read that stays cheap
-           -- whatever the planner's statistics. Rows not worth reading are kept out of it instead: a
-           -- disabled endpoint's wait at 'infinity', and a failing delivery's later ones of the same subject
-           -- wait with it (record()).
-           SELECT id FROM webhook_deliveries
-           WHERE status = 'PENDING' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now()) AND id <> ALL($5::bigint[])
-             AND webhook_id <> ALL($9::bigint[])
-           ORDER BY next_attempt_at, id LIMIT $4),
+           -- Each project's oldest due rows, numbered within the project: claimed in turns (every project's
+           -- first, then every project's second...), so one project's backlog never queues another's behind
+           -- it. Filtered only on their own columns: top-N reads that stay cheap whatever the planner's
+           -- statistics. Rows not worth reading are kept out instead: a disabled endpoint's wait at
+           -- 'infinity', and a failing delivery's later ones of the same subject wait with it (record()).
+           SELECT x.id, x.rn, x.next_attempt_at FROM busy CROSS JOIN LATERAL (
+             SELECT id, next_attempt_at, row_number() OVER (ORDER BY next_attempt_at, id) AS rn FROM (
+               SELECT id, next_attempt_at FROM webhook_deliveries
+               WHERE project_id = busy.project_id AND status = 'PENDING' AND next_attempt_at <= now() AND (claimed_until IS NULL OR claimed_until < now())
+                 AND id <> ALL($5::bigint[]) AND webhook_id <> ALL($9::bigint[])
+               ORDER BY next_attempt_at, id LIMIT $4) o) x
+           WHERE busy.project_id IS NOT NULL AND busy.project_id <> ALL($10::bigint[])),
          c AS (
-           -- Not sorted again: rows are checked in cand's order until $2 pass, not all of cand before a
-           -- sort (a third of the statement's time); any due row may be claimed, the oldest come first.
-           SELECT d.id FROM webhook_deliveries d JOIN cand ON cand.id = d.id
+           SELECT d.id, cand.rn, cand.next_attempt_at FROM webhook_deliveries d JOIN cand ON cand.id = d.id
            WHERE d.status = 'PENDING' AND (d.claimed_until IS NULL OR d.claimed_until < now())
              AND (SELECT w.enabled AND w.deleted_at IS NULL FROM webhooks w WHERE w.id = d.webhook_id)
              AND (d.subject IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                   WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject AND p.status = 'PENDING' AND p.id < d.id
                     AND p.id NOT IN (SELECT id FROM rec WHERE status = 'DELIVERED')))
+           ORDER BY cand.rn, cand.next_attempt_at, d.id
            LIMIT $2 FOR UPDATE OF d SKIP LOCKED),
          claimed AS (
            UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3), attempts = d.attempts + 1
            FROM c WHERE d.id = c.id
-           RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.created_at)
+           RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.attempts, d.created_at)
          -- The event and the endpoint are joined to the few claimed rows (looked up by key), not into the UPDATE.
-         SELECT cl.id, cl.webhook_id, cl.attempts, cl.created_at AS first_at, w.url, w.secret,
+         -- In the turns they were claimed in: the worker sends them in this order.
+         SELECT cl.id, cl.webhook_id, cl.project_id AS d_project_id, cl.attempts, cl.created_at AS first_at, w.url, w.secret,
            e.id AS e_id, e.seq, e.type, e.chain_id, e.project_id, e.subject, e.payload, e.created_at AS e_created_at
-         FROM claimed cl JOIN events e ON e.id = cl.event_id JOIN webhooks w ON w.id = cl.webhook_id
-         ORDER BY cl.id`),
-        [owner, limit, leaseSec, limit * 4, settled.map((x) => x.id), settled.map((x) => x.status), settled.map((x) => x.ms), settled.map((x) => x.snippet), [...skipWebhooks]],
+         FROM claimed cl JOIN c ON c.id = cl.id JOIN events e ON e.id = cl.event_id JOIN webhooks w ON w.id = cl.webhook_id
+         ORDER BY c.rn, c.next_attempt_at, cl.id`),
+        [owner, limit, leaseSec, limit * 4, settled.map((x) => x.id), settled.map((x) => x.status), settled.map((x) => x.ms), settled.map((x) => x.snippet), [...skip.webhooks], [...skip.projects]],
       );
       return r.rows.map((x) => ({
         id: Number(x.id),
         webhookId: Number(x.webhook_id),
+        projectId: Number(x.d_project_id),
         attempts: Number(x.attempts),
         url: x.url as string,
         secret: x.secret as string,

@@ -28,16 +28,21 @@ export interface DecodedChunk {
   logs: number;
   /** Hash per block number of the blocks that had logs (as the logs say). */
   blockHashes: Map<bigint, string>;
+  /** The range's other logs read for the wiring (IndexHooks.logWants), dated. */
+  others: Array<RawLog & { ts: number }>;
 }
 
-/** Decodes a range's logs and dates them (from the logs when the node sends timestamps, else from the blocks). */
-export async function decodeChunk(chain: ChainClient, logs: RawLog[]): Promise<DecodedChunk> {
+/**
+ * Decodes a range's transfer logs and dates them and the range's `others` (from the logs when the node
+ * sends timestamps, else from the blocks).
+ */
+export async function decodeChunk(chain: ChainClient, logs: RawLog[], others: RawLog[] = []): Promise<DecodedChunk> {
   const entries: TimedEntry[] = [];
   const blockHashes = new Map<bigint, string>();
   const times = new Map<bigint, number>();
   let malformed = 0;
   const undated = new Set<bigint>();
-  for (const log of logs) {
+  for (const log of [...logs, ...others]) {
     blockHashes.set(log.blockNumber, log.blockHash.toLowerCase());
     if (log.blockTimestamp !== undefined) times.set(log.blockNumber, Number(log.blockTimestamp));
     else undated.add(log.blockNumber);
@@ -60,5 +65,5 @@ export async function decodeChunk(chain: ChainClient, logs: RawLog[]): Promise<D
     const ts = times.get(log.blockNumber)!;
     for (const e of decoded) entries.push({ ...e, ts });
   }
-  return { entries, malformed, logs: logs.length, blockHashes };
+  return { entries, malformed, logs: logs.length, blockHashes, others: others.map((l) => ({ ...l, ts: times.get(l.blockNumber)! })) };
 }

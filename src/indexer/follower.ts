@@ -1,15 +1,16 @@
 import { PollLoop } from '../util/poll-loop.ts';
 import { FailureStreak } from '../util/failure-streak.ts';
 import type { ChainClient } from '../chain/client.ts';
-import type { Db } from '../store/db.ts';
+import type { Hex } from 'viem';
+import type { Db, Queryable } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { ReadPacer } from '../chain/head.ts';
-import { LogReader, type UnreadableBlockError } from '../chain/logs.ts';
+import { LogReader, UnreadableBlockError } from '../chain/logs.ts';
 import { UnreadBlocks, type UnreadBlocksConfig } from '../chain/unread-blocks.ts';
-import { decodeChunk } from './chunk.ts';
+import { decodeChunk, type DecodedChunk } from './chunk.ts';
 import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
-import { applyTransfers, rollbackAbove, type IndexHooks } from './transfer-store.ts';
+import { applyTransfers, contractTypesOf, rollbackAbove, type IndexHooks, type LogWants, type TimedLog } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
 
 export interface FollowerConfig {
@@ -59,6 +60,8 @@ export class IndexFollower {
   private readonly reader: LogReader;
   /** Blocks this scope's follower passed over for their logs being unreadable, and their retries. */
   readonly unread: UnreadBlocks;
+  /** Readers of the other logs listeners want, by topic set (each keeps the span its node allows). */
+  private readonly otherReaders = new Map<string, LogReader>();
   private readonly pacer = new ReadPacer(() => ({ busyMs: 0, idleMs: this.cfg.idleReadMs ?? 0 }));
   private unsubscribe?: () => void;
 
@@ -148,8 +151,12 @@ export class IndexFollower {
     }
     const from = cur.block + 1n;
     const address = this.d.addresses ? await this.d.addresses() : undefined;
+    const wants = this.d.hooks?.logWants ? await this.d.hooks.logWants(db, chainId) : null;
+    /** Below a block the other logs' read could not get: the range ends before it, for it to be passed over first. */
+    let below = target;
     for (;;) {
-      const planned = from + BigInt(this.reader.currentSpan) - 1n < target ? from + BigInt(this.reader.currentSpan) - 1n : target;
+      const end = from + BigInt(this.reader.currentSpan) - 1n;
+      const planned = end < below ? end : below;
       // The end block's hash is read before its logs: if a reorg lands in between, the next step
       // sees the cursor's hash gone from the chain and reads the range again.
       const endHash = await this.hashOf(planned);
@@ -158,9 +165,17 @@ export class IndexFollower {
         return false;
       }
       let read: { to: bigint; logs: RawLog[] };
+      let others: RawLog[] = [];
       try {
         read = await this.reader.read(from, planned, address);
+        if (read.to === planned && wants) others = await this.readOthers(wants, from, planned, address);
       } catch (err) {
+        // A block the other logs' read cannot get, past the first: the range stops short of it, and the
+        // next step starts there (and passes over it if it must).
+        if (err instanceof UnreadableBlockError && err.block > from && err.block <= planned) {
+          below = err.block - 1n;
+          continue;
+        }
         // One block no read could get: after a few polls in a row, pass over it rather than hold up the chain.
         if (this.unread.shouldPassOver(err)) return this.passOver(cur, err, target);
         throw err;
@@ -168,7 +183,7 @@ export class IndexFollower {
       this.unread.succeeded();
       const { to, logs } = read;
       if (to !== planned) continue; // the node refused the span: plan again with the smaller one
-      const chunk = await decodeChunk(this.chain, logs);
+      const chunk = await decodeChunk(this.chain, logs, others);
       // A log of the end block from another fork than its header: the chain moved under us.
       const logged = chunk.blockHashes.get(to);
       if (logged && logged !== endHash) {
@@ -183,7 +198,7 @@ export class IndexFollower {
         ]);
         const row = now.rows[0];
         if (!row || BigInt(row.b) !== cur.block || row.block_hash !== cur.hash) return false;
-        await applyTransfers(tx, chainId, chunk.entries, this.d.hooks);
+        await applyTransfers(tx, chainId, chunk.entries, this.d.hooks, await this.timed(tx, chunk));
         const blocks = new Map(chunk.blockHashes);
         blocks.set(to, endHash);
         // Only blocks within the reorg window are worth remembering.
@@ -244,12 +259,74 @@ export class IndexFollower {
     return moved && err.block < target;
   }
 
-  /** Reads again the blocks passed over whose retry is due and applies their transfers. */
+  /**
+   * Every log of blocks [from, to] the wiring wants besides transfers (IndexHooks.logWants): all logs of
+   * the contracts listeners name, and the logs of the events they name on any contract (on a watchlist
+   * chain, `address`: the watched ones only). Transfer logs are left out: they are read and told as
+   * transfers. Throws UnreadableBlockError as the transfer read does.
+   */
+  private async readOthers(wants: LogWants, from: bigint, to: bigint, address: readonly string[] | undefined): Promise<RawLog[]> {
+    const watched = address && new Set(address);
+    const reads: Array<{ topics: Hex[]; address?: readonly string[] }> = [];
+    const contracts = watched ? wants.contracts.filter((c) => watched.has(c)) : wants.contracts;
+    if (contracts.length) reads.push({ topics: [], address: contracts });
+    if (wants.topics.length && (!address || address.length)) reads.push({ topics: wants.topics as Hex[], address });
+    const seen = new Set<string>();
+    const out: RawLog[] = [];
+    for (const r of reads) {
+      const key = r.topics.join(',');
+      let reader = this.otherReaders.get(key);
+      if (!reader) {
+        if (this.otherReaders.size > 16) this.otherReaders.clear();
+        reader = new LogReader(this.chain, this.cfg.chunkBlocks, r.topics);
+        this.otherReaders.set(key, reader);
+      }
+      for (let at = from; at <= to; ) {
+        const got = await reader.read(at, to, r.address);
+        for (const l of got.logs) {
+          const k = `${l.blockHash}:${l.logIndex}`;
+          if (TRANSFER_TOPICS.includes(l.topics[0]?.toLowerCase() as Hex) || seen.has(k)) continue;
+          seen.add(k);
+          out.push(l);
+        }
+        at = got.to + 1n;
+      }
+    }
+    return out.sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
+  }
+
+  /** The other logs as the wiring is told them: addresses lower-cased, with what the index knows of their contracts' types. */
+  private async timed(q: Queryable, chunk: DecodedChunk): Promise<TimedLog[]> {
+    const logs = chunk.others;
+    if (logs.length === 0) return [];
+    // The chunk's own transfers say the type of a contract the index has not seen before.
+    const seen = new Map(chunk.entries.map((e) => [e.contract, e.type as string]));
+    const unseen = [...new Set(logs.map((l) => l.address.toLowerCase()))].filter((c) => !seen.has(c));
+    const types = new Map([...(await contractTypesOf(q, this.chain.chainId, unseen)), ...seen]);
+    return logs.map((l) => ({
+      blockNumber: l.blockNumber,
+      blockHash: l.blockHash.toLowerCase(),
+      txHash: l.transactionHash.toLowerCase(),
+      txIndex: l.transactionIndex,
+      logIndex: l.logIndex,
+      contract: l.address.toLowerCase(),
+      contractType: types.get(l.address.toLowerCase()) ?? 'UNKNOWN',
+      ts: l.ts,
+      topics: l.topics,
+      data: l.data,
+    }));
+  }
+
+  /** Reads again the blocks passed over whose retry is due and applies their transfers (and tells their other logs). */
   private async retryUnread(): Promise<void> {
     await this.unread.retryDue(
-      async (block) => decodeChunk(this.chain, await this.reader.readBlock(block, this.d.addresses ? await this.d.addresses() : undefined)),
+      async (block) => {
+        const address = this.d.addresses ? await this.d.addresses() : undefined;
+        const wants = this.d.hooks?.logWants ? await this.d.hooks.logWants(this.d.db, this.chain.chainId) : null;
+        return decodeChunk(this.chain, await this.reader.readBlock(block, address), wants ? await this.readOthers(wants, block, block, address) : []);
+      },
       async (tx, _block, chunk) => {
-        await applyTransfers(tx, this.chain.chainId, chunk.entries, this.d.hooks);
+        await applyTransfers(tx, this.chain.chainId, chunk.entries, this.d.hooks, await this.timed(tx, chunk));
         this.d.metrics?.indexerLogs.inc({ chain: this.chain.name, outcome: 'applied' }, chunk.logs - chunk.malformed);
       },
     );

@@ -1,3 +1,4 @@
+import type { Hex } from 'viem';
 import type { Queryable } from '../store/db.ts';
 import { ZERO_ADDRESS, type TransferEntry } from './decode.ts';
 
@@ -40,27 +41,52 @@ export interface TimedEntry extends TransferEntry {
 }
 
 /**
- * Told, on the transaction that recorded them, the transfers a step recorded for the first time (a log
- * read again, by a backfill or a retried step, is not told again): the wiring sends them on to the
- * indexer's webhook listeners.
+ * Any other log a step read for the wiring (IndexHooks.logWants): what a webhook listener is told as an
+ * EVENT. `contractType` is what the index knows of the contract from its transfers (UNKNOWN: none seen).
  */
-export type TransferHook = (q: Queryable, chainId: number, fresh: TimedEntry[]) => Promise<void>;
-
-/** A log whose transfers a reorg undid. */
-export interface RemovedLog {
-  blockNumber: number;
+export interface TimedLog {
+  blockNumber: bigint;
   blockHash: string;
+  txHash: string;
+  txIndex: number;
   logIndex: number;
+  contract: string;
+  contractType: string;
+  ts: number;
+  topics: readonly Hex[];
+  data: Hex;
 }
 
-/** Told, on the reorg's transaction, the logs it took away: listeners told of them are told they went. */
-export type RemovedHook = (q: Queryable, chainId: number, removed: RemovedLog[]) => Promise<void>;
+/**
+ * Told, on the transaction that recorded them, the transfers a step recorded for the first time (a log
+ * read again, by a backfill or a retried step, is not told again) and the step's other logs the wiring
+ * asked for (`others`: read once per range, by the follower only): the wiring sends them on to the
+ * indexer's webhook listeners.
+ */
+export type TransferHook = (q: Queryable, chainId: number, fresh: TimedEntry[], others?: TimedLog[]) => Promise<void>;
+
+/** A block a reorg took away, with the hash the index had for it. */
+export interface RemovedBlock {
+  blockNumber: number;
+  blockHash: string;
+}
+
+/** Told, on the reorg's transaction, the blocks it took away: listeners told of their logs are told they went. */
+export type RemovedHook = (q: Queryable, chainId: number, removed: RemovedBlock[]) => Promise<void>;
+
+/** Besides transfers, the logs the wiring wants read: every log of `contracts`, and logs of `topics` on any contract. */
+export interface LogWants {
+  contracts: string[];
+  topics: string[];
+}
 
 /** What the wiring is told as transfers are applied or undone, on their transaction (each optional). */
 export interface IndexHooks {
   onBalances?: BalanceHook;
   onFresh?: TransferHook;
   onRemoved?: RemovedHook;
+  /** Asked each step, before the read: the other logs to read (null: none). */
+  logWants?: (q: Queryable, chainId: number) => Promise<LogWants | null>;
 }
 
 /** Which of `entries` the `fresh` column (keys of the rows inserted) names. */
@@ -90,8 +116,11 @@ const DELTAS = (src: string, sign: '' | '-') => `
  * Balance rows are written in key order, so two workers applying overlapping accounts never deadlock.
  * Returns how many rows were new.
  */
-export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[], hooks: IndexHooks = {}): Promise<number> {
-  if (!entries.length) return 0;
+export async function applyTransfers(q: Queryable, chainId: number, entries: TimedEntry[], hooks: IndexHooks = {}, others: TimedLog[] = []): Promise<number> {
+  if (!entries.length) {
+    if (others.length) await hooks.onFresh?.(q, chainId, [], others);
+    return 0;
+  }
   const { onBalances: hook, onFresh } = hooks;
   const col = <T>(f: (e: TimedEntry) => T) => entries.map(f);
   const fresh = onFresh ? `, (SELECT coalesce(json_agg(json_build_array(block_number, log_index, part)), '[]'::json) FROM ins) AS fresh` : '';
@@ -134,7 +163,7 @@ export async function applyTransfers(q: Queryable, chainId: number, entries: Tim
   await tell(q, chainId, hook, res.rows[0]?.changes);
   if (onFresh) {
     const told = freshOf(entries, res.rows[0]?.fresh ?? []);
-    if (told.length) await onFresh(q, chainId, told);
+    if (told.length || others.length) await onFresh(q, chainId, told, others);
   }
   return Number(res.rows[0]?.n ?? 0);
 }
@@ -170,7 +199,7 @@ export async function setBalance(q: Queryable, chainId: number, b: BalanceChange
  */
 export async function rollbackAbove(q: Queryable, chainId: number, ancestor: bigint, ancestorHash: string, hooks: IndexHooks = {}): Promise<number> {
   const hook = hooks.onBalances;
-  const removed = hooks.onRemoved ? `, (SELECT coalesce(json_agg(json_build_array(block_number, block_hash, log_index)), '[]'::json) FROM del) AS removed` : '';
+  const removed = hooks.onRemoved ? `, (SELECT coalesce(json_agg(DISTINCT jsonb_build_array(block_number, block_hash)), '[]'::json) FROM del) AS removed` : '';
   const res = await q.query<{ n: string | number; changes?: unknown; removed?: unknown }>(
     `WITH del AS (
        DELETE FROM indexer_transfers WHERE chain_id = $1 AND block_number > $2
@@ -190,14 +219,29 @@ export async function rollbackAbove(q: Queryable, chainId: number, ancestor: big
      SELECT (SELECT count(*) FROM del) AS n, (SELECT count(*) FROM up) AS balances${hook ? `, ${CHANGES} AS changes` : ''}${removed}`,
     [chainId, ancestor.toString(), ancestorHash],
   );
-  await q.query('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number > $2', [chainId, ancestor.toString()]);
+  const blocks = await q.query<{ b: string; h: string }>('DELETE FROM indexer_blocks WHERE chain_id = $1 AND block_number > $2 RETURNING block_number::text AS b, block_hash AS h', [
+    chainId,
+    ancestor.toString(),
+  ]);
   await tell(q, chainId, hook, res.rows[0]?.changes);
   if (hooks.onRemoved) {
     const raw = res.rows[0]?.removed ?? [];
-    const rows = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<[number | string, string, number]>;
-    // A batch's parts are one log: told once.
-    const logs = new Map(rows.map(([b, h, l]) => [`${h}:${l}`, { blockNumber: Number(b), blockHash: h, logIndex: l }]));
-    if (logs.size) await hooks.onRemoved(q, chainId, [...logs.values()]);
+    const rows = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<[number | string, string]>;
+    // The blocks of the transfers undone, and the blocks the index remembered above the fork (those of
+    // any other log a listener was told of: the follower remembers every block it read a log in).
+    const gone = new Map([...rows.map(([b, h]) => [Number(b), h] as const), ...blocks.rows.map((r) => [Number(r.b), r.h] as const)].map(([b, h]) => [`${b}:${h}`, { blockNumber: b, blockHash: h }]));
+    if (gone.size) await hooks.onRemoved(q, chainId, [...gone.values()]);
   }
   return Number(res.rows[0]?.n ?? 0);
+}
+
+/** What the index knows of each contract's type, from its latest transfer (one probe of the contract index each). */
+export async function contractTypesOf(q: Queryable, chainId: number, contracts: readonly string[]): Promise<Map<string, string>> {
+  if (contracts.length === 0) return new Map();
+  const r = await q.query<{ contract: string; t: string | null }>(
+    `SELECT c.contract, (SELECT contract_type FROM indexer_transfers t WHERE t.chain_id = $1 AND t.contract = c.contract ORDER BY block_number DESC LIMIT 1) AS t
+     FROM unnest($2::text[]) AS c(contract)`,
+    [chainId, [...contracts]],
+  );
+  return new Map(r.rows.filter((x) => x.t).map((x) => [x.contract, x.t!]));
 }

@@ -118,6 +118,18 @@ export function createMetrics() {
       labelNames: ['chain', 'outcome'] as const,
       registers: [registry],
     }),
+    webhookShares: new Gauge({
+      name: 'metarelay_webhook_share_limits',
+      help: 'the fair-share limits of webhook deliveries as configured: concurrency, maxInFlightPerEndpoint, maxInFlightPerProject (lanes of one process), maxListenerDeliveriesPerBlock, maxListeners',
+      labelNames: ['limit'] as const,
+      registers: [registry],
+    }),
+    listenerLogsDropped: new Counter({
+      name: 'metarelay_webhook_listener_logs_dropped_total',
+      help: "listener deliveries not made because the project had reached webhooks.maxListenerDeliveriesPerBlock in the log's block (counted on each listener too: droppedLogs)",
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     logBlocksSkipped: new Counter({
       name: 'metarelay_log_blocks_skipped_total',
       help: 'blocks whose logs could not be read after repeated tries, flagged and passed over (retried later), by chain and reader (indexer:<scope>, watcher)',

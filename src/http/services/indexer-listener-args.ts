@@ -20,6 +20,9 @@ const list = <T extends z.ZodType>(item: T, max: number) => z.array(item).max(ma
 export const EventFilterArg = z
   .object({
     events: list(z.string().max(300), FILTER_LIMITS.events),
+    // Sequence's documentation names this field beside `events` (its schema does not): topic hashes,
+    // kept with `events` (an events entry may be a topic hash).
+    topicHashes: list(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'a 32-byte topic hash (0x and 64 hex digits)'), FILTER_LIMITS.events),
     contractAddresses: list(AddressArg, FILTER_LIMITS.contractAddresses),
     accounts: list(AddressArg, FILTER_LIMITS.accounts),
     tokenIDs: list(TokenIdArg, FILTER_LIMITS.tokenIDs),
@@ -65,13 +68,24 @@ export async function projectOf(s: Services, ctx: RpcContext, projectId: number 
 }
 
 /**
- * A filter as a listener keeps it, or InvalidArgument naming what cannot be honoured: an event the
- * indexer does not read, a filter on every transfer of the chain, a contract a watchlist chain does
- * not index.
+ * Addresses that stand for everyone, refused in `accounts`: a listener on one is told of a large share
+ * of every contract's logs (issue 54: `accounts: [0x0]` heard every mint and burn on the chain).
+ */
+const EVERYONE = new Map([
+  ['0x0000000000000000000000000000000000000000', 'is the zero address (the `from` of every mint and the `to` of every burn)'],
+  ['0x000000000000000000000000000000000000dead', 'is the conventional burn address'],
+  ['0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee', 'stands for the native token in many contracts'],
+]);
+
+/**
+ * A filter as a listener keeps it, or InvalidArgument naming what cannot be honoured: an entry of
+ * `events` that is no event, a filter on every transfer of the chain, an everyone-address in `accounts`,
+ * a contract a watchlist chain does not index.
  */
 export async function listenerFilter(ix: ChainIndexer, f: z.infer<typeof EventFilterArg>): Promise<ListenerFilter> {
   const uniq = <T>(xs: T[] | null | undefined) => [...new Set(xs ?? [])];
-  const events = uniq(f.events?.map((e) => e.trim()));
+  const events = uniq([...(f.events ?? []), ...(f.topicHashes ?? []).map((t) => t.toLowerCase())].map((e) => e.trim()));
+  if (events.length > FILTER_LIMITS.events) throw bad(`filters: at most ${FILTER_LIMITS.events} events and topicHashes together`);
   const topics = events.map((e) => {
     const got = eventTopicOf(e);
     if ('problem' in got) throw bad(`filters.events: ${got.problem}`);
@@ -80,6 +94,12 @@ export async function listenerFilter(ix: ChainIndexer, f: z.infer<typeof EventFi
   const filter: ListenerFilter = { events, topics: uniq(topics), contractAddresses: uniq(f.contractAddresses), accounts: uniq(f.accounts), tokenIDs: uniq(f.tokenIDs) };
   if (!filter.contractAddresses.length && !filter.accounts.length) {
     throw bad('filters: name contractAddresses or accounts (or both): a listener on every transfer of the chain is not offered');
+  }
+  const everyone = filter.accounts.filter((a) => EVERYONE.has(a));
+  if (everyone.length) {
+    throw bad(
+      `filters.accounts: ${everyone.join(', ')} ${EVERYONE.get(everyone[0]!)}: a listener on it would hear a share of the whole chain's logs (every mint and burn), not one account's; name the contract (contractAddresses) and the events instead`,
+    );
   }
   if (ix.scope === 'watchlist' && filter.contractAddresses.length) {
     const watched = new Set(await ix.watchlist.list());

@@ -18,6 +18,8 @@ function wire(l: Listener) {
     updatedAt: l.updatedAt.toISOString(),
     active: l.active,
     ...(l.disabledReason && !l.active ? { disabledReason: l.disabledReason } : {}),
+    // metarelay's own: logs it was not told because its project reached webhooks.maxListenerDeliveriesPerBlock.
+    ...(l.droppedLogs ? { droppedLogs: l.droppedLogs, lastDroppedBlock: l.lastDroppedBlock } : {}),
   };
 }
 
