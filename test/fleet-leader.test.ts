@@ -2,7 +2,8 @@
 // PostgreSQL database, each reaching the node through its own JSON-RPC proxy, so the node calls of each
 // process are counted where they arrive. One process follows the chain (the indexer cursor moves in the
 // database) and the other two send the node nothing; the leader killed with SIGKILL, another takes over
-// and the cursor keeps moving, followed by that one process alone. PostgreSQL only: PGlite is one
+// and the cursor keeps moving, followed by that one process alone; the lock connections ended by the
+// server, no process exits and again one follows. PostgreSQL only: PGlite is one
 // process per database.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -99,5 +100,24 @@ describe('one follower per chain across three worker processes (PostgreSQL)', ()
     ).toHaveLength(1);
     const second = after.findIndex((n) => n > 0);
     expect(leads(procs[second]!)).toBe(1);
+
+    // Every lock connection ended by the server (a failover, pg_terminate_backend): no process exits, the
+    // leader stops at once, and after the race for the lock again one process alone follows.
+    const ended = await testDb.db.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_try_advisory_lock%' AND pid <> pg_backend_pid()`,
+    );
+    expect(ended.rows.length).toBe(2);
+    await until(
+      'the leader to notice',
+      () => procs[second]!.output(),
+      (o) => /"role":"chain:31337","msg":"no longer leading"/.test(o),
+    );
+    await callsOver(1);
+    const again = await callsOver(3);
+    expect(
+      again.filter((n) => n > 0),
+      JSON.stringify(again),
+    ).toHaveLength(1);
+    expect(procs.filter((_, i) => i !== leader).map((p) => p.child.exitCode)).toEqual([null, null]);
   }, 120_000);
 });
