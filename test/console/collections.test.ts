@@ -134,6 +134,56 @@ describe('console: collections', () => {
     expect(after).not.toHaveProperty('external_url');
   });
 
+  it("edits a project's collections as the operator through the Collections service: a link is proven as the project's would be, another project's collection is not found, bad input is a clear error", async () => {
+    const p = await project();
+    const other = await project();
+    const made = await admin('CreateProjectCollection', { projectId: p.id, name: 'Console-made' });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const c = made.body.collection;
+    expect(c).toMatchObject({ published: false, tokenMetadataURI: expect.stringContaining(`/projects/${p.id}/collections/${c.id}/tokens/`) });
+    expect((await admin('CreateCollectionToken', { projectId: p.id, collectionId: c.id, tokenId: '3', name: 'Three', attributes: [{ trait_type: 'Level', value: 3 }] })).status).toBe(200);
+    const twice = await admin('CreateCollectionToken', { projectId: p.id, collectionId: c.id, tokenId: '3', name: 'Again' });
+    expect(twice.body).toMatchObject({ error: 'RequestConflict' });
+    // A contract that does not point here and whose owner did not sign: refused as the project's link would be, naming the proof.
+    const [nft] = await env.chain.deploy([{ contract: 'DevERC721', args: ['Elsewhere', 'ELS', 'https://example.com/t/', 'https://example.com/c'] }]);
+    const unproven = await admin('LinkCollectionContract', { projectId: p.id, collectionId: c.id, chainID: String(env.chainId), contractAddress: nft });
+    expect(unproven.status).toBe(403);
+    expect(unproven.body).toMatchObject({ error: 'PermissionDenied', cause: expect.stringContaining('ownerSignature') });
+    expect((await env.services.db.query('SELECT 1 FROM contract_collections WHERE collection_id = $1', [c.id])).rows).toEqual([]);
+    // The operator's word (the page's "Link without proof").
+    expect((await admin('LinkCollectionContract', { projectId: p.id, collectionId: c.id, chainID: String(env.chainId), contractAddress: nft, withoutProof: true })).status).toBe(200);
+    expect((await env.services.db.query('SELECT 1 FROM contract_collections WHERE collection_id = $1', [c.id])).rows).toHaveLength(1);
+    const preview = await admin('CollectionTokenPreview', { projectId: p.id, collectionId: c.id, tokenId: '3' });
+    expect(preview.body).toMatchObject({
+      served: null,
+      notServedBecause: 'the collection is not published',
+      document: { name: 'Three', attributes: [{ trait_type: 'Level', value: 3 }] },
+      contracts: [{ contractAddress: nft!.toLowerCase(), tokenURI: null, pointsHere: false }],
+    });
+
+    for (const [method, args, error, cause] of [
+      ['UpdateProjectCollection', { projectId: other.id, collectionId: c.id, name: 'Taken' }, 'NotFound', /no collection/],
+      ['CreateCollectionToken', { projectId: other.id, collectionId: c.id, tokenId: '4' }, 'NotFound', /no collection/],
+      ['CreateProjectCollection', { projectId: p.id, name: ' ' }, 'InvalidArgument', /name/],
+      ['CreateCollectionToken', { projectId: p.id, collectionId: c.id, tokenId: 'four' }, 'InvalidArgument', /tokenId/],
+      ['UpdateCollectionToken', { projectId: p.id, collectionId: c.id, tokenId: '3', external_url: 'javascript:alert(1)' }, 'InvalidArgument', /external_url/],
+      ['UpdateCollectionToken', { projectId: p.id, collectionId: c.id, tokenId: '99', name: 'Nobody' }, 'NotFound', /no token 99/],
+      ['LinkCollectionContract', { projectId: p.id, collectionId: c.id, chainID: 'nowhere', contractAddress: nft }, 'ChainNotFound', /nowhere/],
+      ['PublishProjectCollection', { projectId: p.id, collectionId: c.id }, 'RequiredArgument', /published/],
+      ['GetProjectListener', { projectId: p.id, chainID: String(env.chainId), id: 12345 }, 'NotFound', /no webhook listener 12345/],
+      ['GetEcosystem', { ecosystemId: 9_999_999 }, 'NotFound', /no ecosystem/],
+    ] as const) {
+      const r = await admin(method, args);
+      expect(r.status, `${method} ${JSON.stringify(args)}: ${JSON.stringify(r.body)}`).toBeGreaterThanOrEqual(400);
+      expect(r.status).toBeLessThan(500);
+      expect(r.body.error, `${method}: ${JSON.stringify(r.body)}`).toBe(error);
+      expect(r.body.cause).toMatch(cause);
+    }
+    // Nothing of the refusals was written: the one token, unchanged.
+    const rows = await env.services.db.query<{ token_id: string; metadata: unknown }>('SELECT token_id, metadata FROM collection_tokens WHERE collection_id = $1', [c.id]);
+    expect(rows.rows.map((r) => r.token_id)).toEqual(['3']);
+  });
+
   it('shows a project only its own collections, and refuses bad input with a clear error, not a 500', async () => {
     const mine = await project();
     const other = await project();
