@@ -219,7 +219,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     onInfoChanged: contractInfoEvents(bell, (chainId, row) => contractToWire(chainId, row.address, row, 'AVAILABLE', null, contracts.mediaUrl)),
   });
   // Contract logos and og:images go through the media pipeline; answers carry their cached URLs (cachedMedia).
-  const contractMedia = media && ((chainId: number, items: Parameters<MediaService['contractMedia']>[1]) => media.contractMedia(chainId, items));
+  const contractMedia = media && ((chainId: number, items: Parameters<MediaService['contractMedia']>[1], eager: boolean) => media.contractMedia(chainId, items, eager));
   const contracts: ContractInfoService = new ContractInfoService({ store: contractsRepo, fetcher, config, log, metrics, media: contractMedia });
   const tokensRepo = tokenStore(db, { onDocumentChanged: tokenDocumentEvents(bell) });
   const tokens = new TokenMetadataService({
@@ -405,7 +405,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const indexerBackfills = indexers.size ? new BackfillRunner(backfillWorkerFor(db, indexers, config.indexer.leaseSec), log, 2_000) : undefined;
   // No wait: the indexer answers with what the metadata service holds; the rest resolves in the background.
   // Contract info is kept serialised as long as token records stay hot: a page is then one query.
-  const contractInfo = new ContractInfoCache(async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0 })).infos, {
+  // The Indexer's reads need an access key unless auth.rpc says otherwise: only then do they queue logos.
+  const contractInfo = new ContractInfoCache(async (chain, addresses) => (await contracts.get(chain, addresses as `0x${string}`[], { waitMs: 0, eager: config.auth.rpc === 'required' })).infos, {
     size: m.hotCacheSize,
     ttlMs: m.hotCacheTtlMs,
   });

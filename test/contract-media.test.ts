@@ -102,6 +102,22 @@ describe('contract logo and og:image', () => {
     });
   });
 
+  it('are queued only for a caller with an access key: a keyless read of the contract fetches no logo (issue 54)', async () => {
+    files.set('/keyless-logo.png', ['image/png', await solidPng(120, 120, '#33aa00')]);
+    const logo = `${origin.url}/keyless-logo.png`;
+    const address = await contractWith(logo);
+    const keyless = await t.app.inject({ method: 'GET', url: `/tokens/${network()}/${address}` });
+    expect(keyless.statusCode, keyless.body).toBe(200);
+    expect(keyless.json().logoURI).toBe(logo);
+    await media().idle();
+    expect(origin.requestCount('/keyless-logo.png')).toBe(0);
+    // The next keyed read queues it (the keyless lookup left nothing remembered that would hide it).
+    await contractInfo(address);
+    await media().idle();
+    expect(origin.requestCount('/keyless-logo.png')).toBe(1);
+    expect((await contractInfo(address)).cachedMedia?.logo).toBe(`${media().publicUrl}/media/b/${sha(files.get('/keyless-logo.png')![1])}/original`);
+  });
+
   it('are served by /media/<network>/<contract>/contract/<logo|og_image> with the media security headers, ?w= giving a rendition', async () => {
     const address = await contractWith(`${origin.url}/logo.png`, `${origin.url}/og.png`);
     const r = await get(`/media/${network()}/${address}/contract/logo`);

@@ -21,6 +21,7 @@ let reflect: Address; // uri(id) on the fast host, named by the attacker
 let ordinary: Address; // uri(id) on the fast host, the victim's collection
 let pictures: Address; // uri(id) on the fast host, documents with an image on the fast host
 let earner: Address; // uri(id) on the earning host
+let stale: Address; // uri(id) on the fast host, tokens made stale for the search prefetch
 /** Answers its first 4 requests at once, then holds the rest until 6 are open together. */
 let earning: RawServer;
 const waiting: (() => void)[] = [];
@@ -63,13 +64,14 @@ beforeAll(async () => {
     waiting.push(answer);
     if (waiting.length >= 6) for (const go of waiting.splice(0)) go();
   });
-  [attack, reflect, ordinary, pictures, earner] = await chain.deploy(Array.from({ length: 5 }, () => ({ contract: 'TestURI1155' })));
+  [attack, reflect, ordinary, pictures, earner, stale] = await chain.deploy(Array.from({ length: 6 }, () => ({ contract: 'TestURI1155' })));
   await chain.send([
     uri(attack, `${slow.url}/{id}.json`),
     uri(reflect, `${fast.url}/reflect/{id}.json`),
     uri(ordinary, `${fast.url}/ordinary/{id}.json`),
     uri(pictures, `${fast.url}/pic/{id}.json`),
     uri(earner, `${earning.url}/{id}.json`),
+    uri(stale, `${fast.url}/stale/{id}.json`),
   ]);
 }, 120_000);
 
@@ -198,5 +200,74 @@ describe('eager media', () => {
     expect(fast.requestCount('/img/3.png')).toBe(1);
     const [asset] = await t.testDb.db.query<{ status: string }>("SELECT status FROM media_assets WHERE token_id = '3'").then((r) => r.rows);
     expect(asset?.status).toBe('READY');
+  });
+});
+
+describe("the caller's share beyond token reads", () => {
+  let t: TestService;
+  /** The origin's path of a token document (`{id}` is expanded as 64 hex digits). */
+  const doc = (dir: string, id: number) => `/${dir}/${id.toString(16).padStart(64, '0')}.json`;
+  const refusedKeyless = async () => Number((await scrape(t.app)).match(/metarelay_metadata_fetch_refused_total\{share="keylessFetches"\} (\d+)/)?.[1] ?? 0);
+  beforeAll(async () => {
+    // Keyless RPC allowed (the search is an RPC); a keyless address has 3 fetches and no refill to speak of.
+    t = await startTestService({
+      chains: [chain.chainConfig],
+      auth: { rpc: 'optional' }, // No hot cache: the tokens made stale in the database are read stale at once.
+      metadata: { inlineWaitMs: 30_000, keylessFetchesPerSec: 0.01, keylessFetchBurst: 3, hotCacheTtlMs: 0 },
+    });
+  });
+  afterAll(() => t?.close());
+
+  it('a keyless /media request pays for the media it fetches: once its share is spent the image is refused 429 and never fetched', async () => {
+    const from = '10.4.4.4';
+    const media = (id: number) => t.app.inject({ method: 'GET', url: `/media/anvil/${pictures}/${id}/image`, remoteAddress: from });
+    // A token read (1 unseen token), then its image through /media (1 fetch): 1 of 3 left.
+    expect((await t.app.inject({ method: 'GET', url: `/tokens/anvil/${pictures}/9`, remoteAddress: from })).statusCode).toBe(200);
+    expect(fast.requestCount('/img/9.png')).toBe(0);
+    const first = await media(9);
+    expect(first.statusCode, first.body).toBe(302);
+    expect(fast.requestCount('/img/9.png')).toBe(1);
+    // Token 10 through /media: its document takes the last fetch, its image finds the share spent.
+    const second = await media(10);
+    expect(second.statusCode, second.body).toBe(429);
+    expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
+    expect(second.body).toMatch(/keylessFetches/);
+    expect(fast.requestCount(doc('pic', 10))).toBe(1);
+    expect(fast.requestCount('/img/10.png')).toBe(0);
+    // A keyed caller's /media request is not the keyless share's.
+    const keyed = await t.app.inject({ method: 'GET', url: `/media/anvil/${pictures}/10/image`, headers: { 'x-access-key': t.accessKey }, remoteAddress: from });
+    expect(keyed.statusCode, keyed.body).toBe(302);
+    expect(fast.requestCount('/img/10.png')).toBe(1);
+  });
+
+  it("a keyless search's re-read of stale tokens is charged to its share: past it the tokens are not fetched again; a keyed search re-reads them", async () => {
+    const from = '10.4.4.5';
+    const ids = [1, 2, 3];
+    // Stored by a keyed read (not charged), then made stale.
+    const read = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', { chainID: 'anvil', contractAddress: stale, tokenIDs: ids.map(String) }, { 'x-access-key': t.accessKey });
+    expect((read.body.tokenMetadata as WireToken[]).map((x) => x.status)).toEqual(['AVAILABLE', 'AVAILABLE', 'AVAILABLE']);
+    const age = () =>
+      t.services.db.query(`UPDATE token_metadata SET last_fetched = now() - interval '30 days' WHERE chain_id = $1 AND contract_address = $2`, [chain.chainConfig.chainId, stale.toLowerCase()]);
+    await age();
+    const fetched = () => ids.reduce((n, id) => n + fast.requestCount(doc('stale', id)), 0);
+    expect(fetched()).toBe(3);
+    // The address spends 2 of its 3 on unseen tokens; the search's 3 stale tokens do not fit in the 1 left.
+    expect((await t.app.inject({ method: 'GET', url: `/tokens/anvil/${stale}/11,12`, remoteAddress: from })).statusCode).toBe(200);
+    const before = await refusedKeyless();
+    const search = { q: 'token', contractAddress: stale, page: { pageSize: 10 } };
+    const keyless = await t.app.inject({ method: 'POST', url: '/rpc/Metadata/SearchTokenMetadataByQuery', headers: { 'content-type': 'application/json' }, payload: search, remoteAddress: from });
+    expect(keyless.statusCode, keyless.body).toBe(200);
+    expect((keyless.json().tokenMetadata as WireToken[]).filter((x) => x.status === 'REFRESHING').map((x) => x.tokenId)).toEqual(['1', '2', '3']);
+    // The prefetch is decided after the answer: once it has been refused, the origin has seen no re-read.
+    for (const deadline = Date.now() + 30_000; (await refusedKeyless()) === before; ) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for the prefetch to be refused');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(fetched()).toBe(3);
+
+    // A keyed search re-reads them, in its key's share.
+    const keyed = await rpc(t.app, '/rpc/Metadata/SearchTokenMetadataByQuery', search, { 'x-access-key': t.accessKey });
+    expect(keyed.status).toBe(200);
+    await until(() => fetched() === 6, 'the keyed search to re-read the 3 stale tokens');
   });
 });

@@ -518,6 +518,27 @@ export const AppConfigSchema = z
          * stream is ended (the client reconnects) rather than queue without bound behind slow price reads.
          */
         streamPriceBacklog: z.number().int().min(1).max(10_000).default(64),
+        /**
+         * Shares of a key's indexer reads (docs/indexer.md, "Fair shares of reads"), per process. A read
+         * costs ceil(rows asked / rowsPerUnit) units, times metadataWeight when metadata comes with it.
+         * Each key spends keyUnitsPerSec (burst keyBurst); each client network of a publishable key
+         * (ipv4Prefix / ipv6Prefix) a clientFraction of that, with at most clientConcurrency units
+         * running at once and clientQueue requests waiting; past a share, 429 naming it.
+         */
+        readShares: z
+          .object({
+            enabled: z.boolean().default(true),
+            rowsPerUnit: z.number().int().min(1).default(50),
+            metadataWeight: z.number().min(1).default(2),
+            keyUnitsPerSec: z.number().positive().default(1_000),
+            keyBurst: z.number().int().min(1).default(2_000),
+            clientFraction: z.number().positive().max(1).default(0.1),
+            clientConcurrency: z.number().int().min(1).default(40),
+            clientQueue: z.number().int().min(0).default(8),
+            ipv4Prefix: z.number().int().min(8).max(32).default(24),
+            ipv6Prefix: z.number().int().min(16).max(128).default(48),
+          })
+          .prefault({}),
       })
       .prefault({}),
     /** Run the refresh worker and chain watchers inside `serve`/`dev` (`metarelay worker` runs them alone). */

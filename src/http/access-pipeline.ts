@@ -58,6 +58,8 @@ export interface Caller {
   principal: string;
   /** Admitted with an operator token (mode `admin` or `project`). */
   admin?: boolean;
+  /** Admitted with a secret key: a backend's, whose one address serves every user of it (per-client shares do not split it). */
+  secretKey?: boolean;
 }
 
 export interface AccessDeps {
@@ -149,7 +151,7 @@ export class AccessPipeline {
       const refused = refusedNetwork(outcome.project, this.deps.networks, a.networks());
       if (refused) throw new RpcError(E.networkNotAllowed, `network ${refused.name} (chain ${refused.chainId}) is not enabled for project ${outcome.project.name}`);
     }
-    const caller: Caller = { project: outcome.project, keyId: outcome.keyId, principal: `k${outcome.keyId}` };
+    const caller: Caller = { project: outcome.project, keyId: outcome.keyId, principal: `k${outcome.keyId}`, secretKey: outcome.keyKind === 'secret' };
     const waiting = this.deps.rateLimiter.admit(outcome);
     if (!waiting) return caller;
     return waiting.then((refusal) => {

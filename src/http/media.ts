@@ -12,6 +12,8 @@ import { networksNamed } from '../access/allowed-networks.ts';
 import type { AccessPipeline } from './access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, toWire, type ErrorDef } from './errors.ts';
 import { AddressArg, TokenIdString, chainFor } from './services/args.ts';
+import { chargeFetch, fetchCallerOf, readTokens } from './services/token-reads.ts';
+import type { FetchCaller } from '../metadata/tokens/fetch-shares.ts';
 import { describeIssues, sendError } from './webrpc.ts';
 
 export const MEDIA_SECURITY_HEADERS = {
@@ -141,15 +143,15 @@ function redirectToBlob(reply: FastifyReply, req: FastifyRequest, b: BlobInfo, w
 }
 
 /** A contract's logo (ContractInfo logoURI) or og:image (extensions.ogImage), fetched through the media pipeline on first request. */
-async function sendContractMedia(s: Services, media: MediaService, req: FastifyRequest, reply: FastifyReply, w: number | undefined) {
+async function sendContractMedia(s: Services, media: MediaService, req: FastifyRequest, reply: FastifyReply, w: number | undefined, caller: FetchCaller) {
   const p = parseOrThrow(ContractMediaParams, req.params);
   const chain = chainFor(s, p.network, metadataErrorMap);
-  const info = (await s.contracts.get(chain, [p.contract])).infos.get(p.contract);
+  const info = (await s.contracts.get(chain, [p.contract], { eager: !caller.keyless })).infos.get(p.contract);
   if (!info || info.status === 'NOT_AVAILABLE') return sendFailure(reply, 'CONTRACT_NOT_AVAILABLE', 'the contract has no info (yet)');
   const og = info.extensions.ogImage;
   const source = p.field === 'logo' ? info.logoURI : typeof og === 'string' ? og : '';
   if (!source) return sendFailure(reply, 'NO_MEDIA', `the contract has no ${p.field === 'logo' ? 'logoURI' : 'extensions.ogImage'}`);
-  const asset = await media.ensureContract(chain.chainId, p.contract, p.field, source);
+  const asset = await media.ensureContract(chain.chainId, p.contract, p.field, source, { beforeFetch: () => chargeFetch(s, caller, MetadataErrors.RateLimited) });
   if (asset.status !== 'READY' || !asset.blob) return sendFailure(reply, asset.failureReason ?? 'FAILED', asset.failureMessage ?? 'media could not be stored');
   return redirectToBlob(reply, req, asset.blob, w);
 }
@@ -185,19 +187,21 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
     try {
       const q = parseOrThrow(WidthQuery, req.query);
       // The REST routes' access rule, through the same pipeline (no response cache: answers are redirects).
-      await access.admit(req, {
+      const admitted = await access.admit(req, {
         mode: s.config.auth.rest,
         errors: metadataAccessErrors,
         queryKey: true,
         networks: () => networksNamed(req.params as Record<string, string>, undefined),
         sendReused: () => reply,
       });
+      // The token read and the media fetch are charged to the caller's share, as a token read's are.
+      const caller = fetchCallerOf(s, admitted.keyId, req.ip);
       // /media/<network>/<contract>/contract/<logo|og_image>: the contract's own media, not a token's.
-      if ((req.params as { tokenId?: string }).tokenId === 'contract') return await sendContractMedia(s, media, req, reply, q.w);
+      if ((req.params as { tokenId?: string }).tokenId === 'contract') return await sendContractMedia(s, media, req, reply, q.w, caller);
       const p = parseOrThrow(TokenMediaParams, req.params);
 
       const chain = chainFor(s, p.network, metadataErrorMap);
-      const token = (await s.tokens.getTokens(chain, p.contract, [p.tokenId])).tokens[0];
+      const token = (await readTokens(s, chain, p.contract, [p.tokenId], caller, MetadataErrors.RateLimited)).tokens[0];
       if (!token || token.status === 'NOT_AVAILABLE') return sendFailure(reply, 'TOKEN_NOT_AVAILABLE', token?.failureMessage || 'the token has no metadata (yet)');
       const source =
         p.field === 'image'
@@ -210,7 +214,7 @@ export function registerMediaRoutes(app: FastifyInstance, s: Services, access: A
       // With media.rewriteImage the answer's image is our own cached URL: the stored asset is the source.
       const asset = source.startsWith(`${media.publicUrl}/media/`)
         ? ((await media.asset(key)) ?? { status: 'FAILED' as const, blob: null, failureReason: 'NO_MEDIA', failureMessage: 'no cached media' })
-        : await media.ensure(key, source);
+        : await media.ensure(key, source, { beforeFetch: () => chargeFetch(s, caller, MetadataErrors.RateLimited) });
       if (asset.status !== 'READY' || !asset.blob) return sendFailure(reply, asset.failureReason ?? 'FAILED', asset.failureMessage ?? 'media could not be stored');
       return redirectToBlob(reply, req, asset.blob, q.w);
     } catch (err) {

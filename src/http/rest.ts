@@ -182,7 +182,7 @@ export function registerRestRoutes(app: FastifyInstance, s: Services, access: Ac
     handle(async (req, reply) => {
       const p = parseOrThrow(ContractParams, req.params);
       const chain = chainFor(s, p.network, metadataErrorMap);
-      const { infos, pending } = await s.contracts.get(chain, [p.contract]);
+      const { infos, pending } = await s.contracts.get(chain, [p.contract], { eager: callerOf(req).keyId !== null });
       const body = JSON.stringify(infos.get(p.contract));
       return sendCacheable(req, reply, body, !pending);
     }),

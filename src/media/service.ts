@@ -140,24 +140,27 @@ export class MediaService {
   /**
    * The field's asset for this source URL: the stored one when it is current (or failed and not
    * yet due again), otherwise fetched now. `force` re-fetches a current one (refresh: the bytes
-   * behind an unchanged URL may have changed).
+   * behind an unchanged URL may have changed). `beforeFetch` is called when this call starts a fetch
+   * (not when the asset is stored, nor when it joins a fetch under way): it charges the caller's share,
+   * and may throw to refuse, before anything is fetched.
    */
-  ensure(k: AssetKey, sourceUrl: string, opts: { force?: boolean } = {}): Promise<MediaAsset> {
+  async ensure(k: AssetKey, sourceUrl: string, opts: { force?: boolean; beforeFetch?: () => void } = {}): Promise<MediaAsset> {
     const id = `${k.chainId}:${k.contract}:${k.tokenId}:${k.field}`;
-    let p = this.inflight.get(id);
-    if (!p) {
-      p = (async () => {
-        const cur = await this.d.store.asset(k);
-        if (cur && cur.sourceUrl === sourceUrl && !opts.force) {
-          if (cur.status === 'READY') return cur;
-          if (cur.retryAfter && cur.retryAfter.getTime() > Date.now()) return cur;
-        }
-        const host = this.d.fetcher.shareOf(sourceUrl);
-        // Queued by host: each host's fetches wait in their own line, and the lines take turns.
-        return this.fetchGate.run({ queue: host, host }, () => this.ingest(k, sourceUrl));
-      })().finally(() => this.inflight.delete(id));
-      this.inflight.set(id, p);
+    const joined = this.inflight.get(id);
+    if (joined) return joined;
+    const cur = await this.d.store.asset(k);
+    if (cur && cur.sourceUrl === sourceUrl && !opts.force) {
+      if (cur.status === 'READY') return cur;
+      if (cur.retryAfter && cur.retryAfter.getTime() > Date.now()) return cur;
     }
+    // Another call may have started the fetch while the stored asset was read.
+    const started = this.inflight.get(id);
+    if (started) return started;
+    opts.beforeFetch?.();
+    const host = this.d.fetcher.shareOf(sourceUrl);
+    // Queued by host: each host's fetches wait in their own line, and the lines take turns.
+    const p = this.fetchGate.run({ queue: host, host }, () => this.ingest(k, sourceUrl)).finally(() => this.inflight.delete(id));
+    this.inflight.set(id, p);
     return p;
   }
 
@@ -239,16 +242,17 @@ export class MediaService {
   }
 
   /** A contract's logo or og:image asset for this source: stored, or fetched now (the /contract/ media route). */
-  ensureContract(chainId: number, contract: string, field: ContractMediaField, sourceUrl: string): Promise<MediaAsset> {
-    return this.ensure({ chainId, contract, tokenId: CONTRACT_TOKEN_ID, field }, sourceUrl);
+  ensureContract(chainId: number, contract: string, field: ContractMediaField, sourceUrl: string, opts: { beforeFetch?: () => void } = {}): Promise<MediaAsset> {
+    return this.ensure({ chainId, contract, tokenId: CONTRACT_TOKEN_ID, field }, sourceUrl, opts);
   }
 
   /**
    * The cached URLs of these contracts' logos and og:images, for the contract answers' metarelay
-   * extra. What is not stored yet for its current source is queued (with media.eager), and a field
-   * a contract no longer has loses its asset. Briefly cached per process: this is on every contract read.
+   * extra. What is not stored yet for its current source is queued when `eager` (a keyed read, with
+   * media.eager), and a field a contract no longer has loses its asset. Briefly cached per process: this
+   * is on every contract read.
    */
-  async contractMedia(chainId: number, items: ContractMediaSource[]): Promise<Map<string, ContractMediaUrls>> {
+  async contractMedia(chainId: number, items: ContractMediaSource[], eager = false): Promise<Map<string, ContractMediaUrls>> {
     const out = new Map<string, ContractMediaUrls>();
     const now = Date.now();
     const missing: ContractMediaSource[] = [];
@@ -265,6 +269,8 @@ export class MediaService {
     const have = new Map(rows.map((a) => [`${a.key.contract}:${a.key.field}`, a]));
     for (const it of missing) {
       const urls: ContractMediaUrls = {};
+      // A keyless lookup that left a source unqueued is not remembered: the next keyed read must queue it.
+      let unqueued = false;
       for (const [field, src, name] of [
         ['logo', it.logo, 'logo'],
         ['og_image', it.ogImage, 'ogImage'],
@@ -276,10 +282,13 @@ export class MediaService {
           continue;
         }
         if (cur?.sourceUrl === src && cur.status === 'READY' && cur.blob) urls[name] = this.blobUrl(cur.blob);
-        else if (this.d.options.eager && (cur?.sourceUrl !== src || (cur.retryAfter && cur.retryAfter.getTime() <= now))) this.enqueue(k, src);
+        else if (this.d.options.eager && (cur?.sourceUrl !== src || (cur.retryAfter && cur.retryAfter.getTime() <= now))) {
+          if (eager) this.enqueue(k, src);
+          else unqueued = true;
+        }
       }
       out.set(it.address, urls);
-      this.contractCache.set(`${chainId}:${it.address}`, { sig: `${it.logo ?? ''}\n${it.ogImage ?? ''}`, urls }, now);
+      if (!unqueued) this.contractCache.set(`${chainId}:${it.address}`, { sig: `${it.logo ?? ''}\n${it.ogImage ?? ''}`, urls }, now);
     }
     return out;
   }

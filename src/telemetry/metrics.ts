@@ -272,6 +272,23 @@ export function createMetrics() {
       labelNames: ['paced'] as const,
       registers: [registry],
     }),
+    indexerReadShares: slotGauge(
+      registry,
+      'metarelay_indexer_read_shares',
+      'indexer reads held to their shares (indexer.readShares): running (cost units running), waiting (requests waiting in their client line), clients (client lines open)',
+    ),
+    indexerReadsRefused: new Counter({
+      name: 'metarelay_indexer_reads_refused_total',
+      help: 'indexer reads refused 429 because a share was full: keyRate (the key), clientRate (a client network of the key), clientQueue (that client has too many waiting)',
+      labelNames: ['share'] as const,
+      registers: [registry],
+    }),
+    indexerReadShareLimit: new Gauge({
+      name: 'metarelay_indexer_read_share_limit',
+      help: 'the configured indexer read shares (indexer.readShares): keyUnitsPerSec, keyBurst, clientUnitsPerSec, clientBurst, clientConcurrency (units), clientQueue (requests), rowsPerUnit, metadataWeight',
+      labelNames: ['limit'] as const,
+      registers: [registry],
+    }),
     searchPostings: new Gauge({
       name: 'metarelay_search_postings',
       help: 'token search posting lists this process holds in memory: contracts, tokens and bytes (of metadata.searchMemoryMB)',

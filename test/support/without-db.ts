@@ -13,6 +13,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/cli-usage.test.ts',
   'test/config-secrets.test.ts',
   'test/config.test.ts',
+  'test/cost-shares.test.ts',
   'test/db-maintenance-report.test.ts',
   'test/devchain.test.ts',
   'test/errors.test.ts',

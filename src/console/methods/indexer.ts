@@ -51,7 +51,7 @@ export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
         const offset = idCursor(a.cursor) ?? 0;
         const rows = await ix.reads.balances({ accounts: [a.accountAddress], offset, limit: size + 1 });
         const page = rows.slice(0, size);
-        const infos = page.length ? (await s.contracts.get(ix.chain, [...new Set(page.map((r) => r.contract))] as Address[])).infos : new Map();
+        const infos = page.length ? (await s.contracts.get(ix.chain, [...new Set(page.map((r) => r.contract))] as Address[], { eager: true })).infos : new Map();
         return {
           network: ix.chain.name,
           balances: page.map((r) => {

@@ -23,13 +23,15 @@ const SearchArgs = z.object({
 });
 
 const allowedOf = (ctx: RpcContext) => ctx.project?.allowedChainIds ?? null;
+/** A caller with an access key (or the operator): its reads queue the logos not stored yet; a keyless one's never do. */
+const keyed = (ctx: RpcContext) => ctx.keyId !== null || ctx.admin;
 
 /** The contract on every configured chain where it exists (deployed, or known to a token list). */
-async function findEverywhere(s: Services, addresses: Address[], allowed: number[] | null): Promise<Map<string, ContractInfoWire[]>> {
+async function findEverywhere(s: Services, addresses: Address[], allowed: number[] | null, eager: boolean): Promise<Map<string, ContractInfoWire[]>> {
   // A project held to some networks sees only those: "everywhere" is everywhere it may look.
   const mayLook = (chainId: number) => !allowed || allowed.includes(chainId);
   const chains = [...s.chains.values()].filter((c) => mayLook(c.chainId));
-  const perChain = await Promise.all(chains.map((c) => s.contracts.get(c, addresses)));
+  const perChain = await Promise.all(chains.map((c) => s.contracts.get(c, addresses, { eager })));
   const out = new Map<string, ContractInfoWire[]>(addresses.map((a) => [a, []]));
   perChain.forEach(({ infos }) => {
     for (const [a, info] of infos) if (info.deployed || info.name) out.get(a)!.push(info);
@@ -41,7 +43,7 @@ async function findEverywhere(s: Services, addresses: Address[], allowed: number
   return out;
 }
 
-async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: number[] | null) {
+async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: number[] | null, eager: boolean) {
   const page = a.page?.page ?? 0;
   const pageSize = a.page?.pageSize ?? 20;
   const chainInputs = [...(a.chainID ? [a.chainID] : []), ...(a.chainIDs ?? [])];
@@ -51,7 +53,7 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: numbe
     const address = a.q.toLowerCase() as Address;
     const wanted = (chainId: number) => !chainIds || chainIds.includes(chainId);
     const chains: ChainClient[] = [...s.chains.values()].filter((c) => wanted(c.chainId));
-    const found = await Promise.all(chains.map(async (c) => (await s.contracts.get(c, [address])).infos.get(address)!));
+    const found = await Promise.all(chains.map(async (c) => (await s.contracts.get(c, [address], { eager })).infos.get(address)!));
     // Chains this server has no RPC for answer from what token lists and overrides taught it,
     // as FindContractInfo does: the address search finds what the name search finds.
     const stored = (await s.contractStore.findByAddress([address]))
@@ -70,18 +72,18 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: numbe
 export function contractMethods(s: Services): Record<string, MethodDef<any>> {
   const findOne = method({
     input: z.object({ contractAddress: AddressArg }),
-    handler: async (a, ctx) => ({ contractInfoList: (await findEverywhere(s, [a.contractAddress], allowedOf(ctx))).get(a.contractAddress) }),
+    handler: async (a, ctx) => ({ contractInfoList: (await findEverywhere(s, [a.contractAddress], allowedOf(ctx), keyed(ctx))).get(a.contractAddress) }),
   });
   const findBatch = method({
     input: z.object({ contractAddresses: z.array(AddressArg).min(1).max(CONTRACT_BATCH_LIMIT, `at most ${CONTRACT_BATCH_LIMIT} contractAddresses per call`) }),
-    handler: async (a, ctx) => ({ contractInfoByChain: Object.fromEntries(await findEverywhere(s, a.contractAddresses, allowedOf(ctx))) }),
+    handler: async (a, ctx) => ({ contractInfoByChain: Object.fromEntries(await findEverywhere(s, a.contractAddresses, allowedOf(ctx), keyed(ctx))) }),
   });
-  const searchMethod = method({ input: SearchArgs, handler: (a, ctx) => search(s, a, allowedOf(ctx)) });
+  const searchMethod = method({ input: SearchArgs, handler: (a, ctx) => search(s, a, allowedOf(ctx), keyed(ctx)) });
   return {
     GetContractInfo: method({
       input: z.object({ chainID: ChainArg, contractAddress: AddressArg }),
-      handler: async (a) => {
-        const { infos } = await s.contracts.get(chainFor(s, a.chainID, E), [a.contractAddress]);
+      handler: async (a, ctx) => {
+        const { infos } = await s.contracts.get(chainFor(s, a.chainID, E), [a.contractAddress], { eager: keyed(ctx) });
         return { contractInfo: infos.get(a.contractAddress) };
       },
     }),
@@ -90,8 +92,8 @@ export function contractMethods(s: Services): Record<string, MethodDef<any>> {
         chainID: ChainArg,
         contractAddresses: z.array(AddressArg).max(CONTRACT_BATCH_LIMIT, `at most ${CONTRACT_BATCH_LIMIT} contractAddresses per call`),
       }),
-      handler: async (a) => {
-        const { infos } = await s.contracts.get(chainFor(s, a.chainID, E), a.contractAddresses);
+      handler: async (a, ctx) => {
+        const { infos } = await s.contracts.get(chainFor(s, a.chainID, E), a.contractAddresses, { eager: keyed(ctx) });
         return { contractInfoMap: Object.fromEntries(infos) };
       },
     }),

@@ -23,3 +23,13 @@ export async function readTokens(s: Services, chain: ChainClient, contract: Addr
     throw err;
   }
 }
+
+/** Charges one fetch made for `caller` outside a token read (a media file fetched by the /media route), in the words of the route. */
+export function chargeFetch(s: Services, caller: FetchCaller, rateLimited: ErrorDef): void {
+  try {
+    s.tokens.admitFetches(caller, 1);
+  } catch (err) {
+    if (err instanceof FetchShareFull) throw new RpcError(rateLimited, `${err.share}: ${err.message}`, { 'Retry-After': String(err.retryAfterSec) });
+    throw err;
+  }
+}

@@ -12,6 +12,7 @@ import { metadataErrorMap as E } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { AddressArg, ChainArg, chainFor, chainIdsFor } from './args.ts';
 import { nextPage, pageSizeUpTo } from './page.ts';
+import { fetchCallerOf } from './token-reads.ts';
 
 const refuseBefore = z
   .unknown()
@@ -133,9 +134,10 @@ function filterToWire(st: PropertyStat, withValues: boolean) {
 export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> {
   /**
    * Each token with its real status (a stale one is REFRESHING, as GetTokenMetadata says); the stale
-   * ones are re-read in the background, as a GetTokenMetadata of them would.
+   * ones are re-read in the background, as a GetTokenMetadata of them would: in the caller's share,
+   * charged as its reads are (a keyless caller per token re-read; token-reads.ts).
    */
-  const tokensWire = (rows: TokenSummary[]) => {
+  const tokensWire = (rows: TokenSummary[], ctx: RpcContext) => {
     const now = Date.now();
     const stale = new Map<string, { chainId: number; contract: string; ids: string[] }>();
     const out = rows.map((r) => {
@@ -150,7 +152,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
     });
     for (const g of stale.values()) {
       const chain = s.chains.get(g.chainId);
-      if (chain) void s.tokens.getTokens(chain, g.contract as Address, g.ids, { waitMs: 0 }).catch(() => undefined);
+      if (chain) void s.tokens.getTokens(chain, g.contract as Address, g.ids, { waitMs: 0, caller: fetchCallerOf(s, ctx.keyId, ctx.request.ip) }).catch(() => undefined);
     }
     return out;
   };
@@ -162,7 +164,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
     handler: async (a, ctx) => {
       const r = await s.tokenSearch.search(chainFor(s, a.chainID, E), a.contractAddress, a.filter, a.page, projectOf(ctx));
       const page = nextPageAfter(a.page, r.more, a.filter.text !== null, r.cursor);
-      return { page, tokenMetadata: tokensWire(r.tokens), ...indexFields(r.index) };
+      return { page, tokenMetadata: tokensWire(r.tokens, ctx), ...indexFields(r.index) };
     },
   });
   const ids = (key: 'tokenIDs' | 'tokenIds') =>
@@ -178,7 +180,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
     input: SearchByQueryArgs,
     handler: async (a, ctx) => {
       const r = await s.tokenSearch.byQuery(a.q, chainScope(a.chainID, ctx), (a.contractAddress ?? null) as Address | null, a.page);
-      return { tokenMetadata: tokensWire(r.rows), nextPage: nextPage(a.page, r.more) };
+      return { tokenMetadata: tokensWire(r.rows, ctx), nextPage: nextPage(a.page, r.more) };
     },
   });
   const filters = (exclude: string[], withValues: boolean, chainID: string, contract: Address, ctx: RpcContext) =>
@@ -213,7 +215,7 @@ export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> 
           wantTokens ? s.tokenSearch.byQuery(a.filter, chainIds, null, page) : { rows: [] },
         ]);
         return {
-          tokenMetadata: tokensWire(tokens.rows),
+          tokenMetadata: tokensWire(tokens.rows, ctx),
           contractInfo: contracts.rows.map((r) => contractToWire(r.chain_id, r.address, r, 'AVAILABLE', null, s.contracts.mediaUrl)),
         };
       },

@@ -24,14 +24,22 @@ export const ContractInfoWire = z.object({
 });
 export type ContractInfoWire = z.infer<typeof ContractInfoWire>;
 
-/** Cached media URLs of contracts, by address, from the media pipeline (which also queues what is not stored yet). */
-export type ContractMediaLookup = (chainId: number, items: { address: string; logo: string | null; ogImage: string | null }[]) => Promise<Map<string, { logo?: string; ogImage?: string }>>;
+/**
+ * Cached media URLs of contracts, by address, from the media pipeline; with `eager` (a read with an
+ * access key, or the curated directory) it also queues what is not stored yet. A keyless read never
+ * queues media: anyone may deploy a contract whose logo never finishes loading.
+ */
+export type ContractMediaLookup = (
+  chainId: number,
+  items: { address: string; logo: string | null; ogImage: string | null }[],
+  eager: boolean,
+) => Promise<Map<string, { logo?: string; ogImage?: string }>>;
 
 /** Adds the cachedMedia extra to answers whose logo or og:image is stored; a lookup that fails leaves the answers as they are. */
-export async function withCachedMedia(lookup: ContractMediaLookup | undefined, chainId: number, infos: ContractInfoWire[]): Promise<void> {
+export async function withCachedMedia(lookup: ContractMediaLookup | undefined, chainId: number, infos: ContractInfoWire[], eager: boolean): Promise<void> {
   if (!lookup || !infos.length) return;
   const items = infos.map((i) => ({ address: i.address, logo: i.logoURI || null, ogImage: typeof i.extensions.ogImage === 'string' && i.extensions.ogImage ? i.extensions.ogImage : null }));
-  const urls = await lookup(chainId, items).catch(() => new Map<string, { logo?: string; ogImage?: string }>());
+  const urls = await lookup(chainId, items, eager).catch(() => new Map<string, { logo?: string; ogImage?: string }>());
   for (const i of infos) {
     const u = urls.get(i.address);
     if (u && (u.logo || u.ogImage)) i.cachedMedia = u;

@@ -45,7 +45,8 @@ export class ContractInfoService {
     this.limiter = new Limiter(d.config.metadata.fetchConcurrency);
   }
 
-  async get(chain: ChainClient, addresses: Address[], opts: { waitMs?: number } = {}): Promise<GetContractsResult> {
+  /** `eager`: the caller has an access key, so logos and og:images not stored yet are queued (media.eager). */
+  async get(chain: ChainClient, addresses: Address[], opts: { waitMs?: number; eager?: boolean } = {}): Promise<GetContractsResult> {
     const cfg = this.d.config.metadata;
     const now = Date.now();
     const unique = [...new Set(addresses)];
@@ -82,6 +83,7 @@ export class ContractInfoService {
       this.d.media,
       chain.chainId,
       [...infos.values()].filter((i) => i.status !== 'NOT_AVAILABLE'),
+      opts.eager === true,
     );
     return { infos, pending: pending.size > 0 || refreshing.size > 0 };
   }

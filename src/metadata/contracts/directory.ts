@@ -123,7 +123,7 @@ export class TokenDirectory {
   private async decorated(infos: ContractInfoWire[]): Promise<ContractInfoWire[]> {
     const byChain = new Map<number, ContractInfoWire[]>();
     for (const i of infos) byChain.set(i.chainId, [...(byChain.get(i.chainId) ?? []), i]);
-    await Promise.all([...byChain].map(([chainId, list]) => withCachedMedia(this.d.media, chainId, list)));
+    await Promise.all([...byChain].map(([chainId, list]) => withCachedMedia(this.d.media, chainId, list, true)));
     return infos;
   }
 

@@ -195,7 +195,7 @@ export class TokenMetadataService {
       }
     }
     for (const [result, n] of Object.entries(counts)) if (n) this.d.metrics.metadataCache.inc({ result }, n);
-    if (refreshing.size) void this.resolve(chain, contract, [...refreshing]).catch(() => undefined);
+    if (refreshing.size) this.refreshStale(chain, contract, [...refreshing], opts.caller);
 
     // A resolution of this contract that ended while the store was read (its flight over, so no
     // longer joinable) restamped it: the tokens it saved are read again instead of fetched twice.
@@ -209,14 +209,7 @@ export class TokenMetadataService {
       });
     }
 
-    if (opts.caller) {
-      try {
-        this.shares.admit(opts.caller, toResolve.length);
-      } catch (err) {
-        if (err instanceof FetchShareFull) this.d.metrics.metadataFetchRefused.inc({ share: err.share });
-        throw err;
-      }
-    }
+    if (opts.caller) this.admitFetches(opts.caller, toResolve.length);
     const pending = new Set<string>();
     if (toResolve.length) {
       // Each token counts as soon as it is saved: one slow origin leaves only its own token pending.
@@ -279,6 +272,19 @@ export class TokenMetadataService {
       reusableUntil: reusableUntil > now ? reusableUntil : 0,
       isCurrent: this.currentCheck(scope, stamp),
     };
+  }
+
+  /**
+   * Admits `n` fetches for `caller` in its share (the media route charges the media it fetches for a
+   * caller here too), or throws FetchShareFull, counted, with nothing charged.
+   */
+  admitFetches(caller: FetchCaller, n: number): void {
+    try {
+      this.shares.admit(caller, n);
+    } catch (err) {
+      if (err instanceof FetchShareFull) this.d.metrics.metadataFetchRefused.inc({ share: err.share });
+      throw err;
+    }
   }
 
   /** Re-reads tokens now, whatever their cache state; the refresh path. */
@@ -346,8 +352,24 @@ export class TokenMetadataService {
     }
   }
 
-  private async resolve(chain: ChainClient, contract: Address, ids: string[], via: Via = 'read'): Promise<Map<string, TokenRecord>> {
-    const pairs = await Promise.all([...this.resolveEach(chain, contract, ids, via)].map(async ([id, p]) => [id, await p] as const));
+  /**
+   * Stale tokens re-read in the background, in the caller's share like unseen ones (a keyless caller
+   * pays for each): when its share cannot take them, they are served stale and left for a read that can.
+   */
+  private refreshStale(chain: ChainClient, contract: Address, ids: string[], caller: FetchCaller | undefined): void {
+    if (caller) {
+      try {
+        this.admitFetches(caller, ids.length);
+      } catch (err) {
+        if (err instanceof FetchShareFull) return;
+        throw err;
+      }
+    }
+    void this.resolve(chain, contract, ids, caller?.keyless ? 'keylessRead' : 'read', caller).catch(() => undefined);
+  }
+
+  private async resolve(chain: ChainClient, contract: Address, ids: string[], via: Via = 'read', caller?: FetchCaller): Promise<Map<string, TokenRecord>> {
+    const pairs = await Promise.all([...this.resolveEach(chain, contract, ids, via, caller)].map(async ([id, p]) => [id, await p] as const));
     return new Map(pairs.filter((x): x is readonly [string, TokenRecord] => x[1] !== undefined));
   }
 
