@@ -176,7 +176,8 @@ export async function deployErc721WithTokens(chain: BenchChain, opts: { baseUri:
   const contract = getContractAddress({ from: account.address, nonce: BigInt(nonce) });
   const deployRaw = await account.signTransaction({ ...common, data: deployData, gas: deployGas, nonce: nonce++ });
   const [deployHash] = await sendRawBatch(anvil.rpcUrl, [deployRaw]);
-  const deployed = await client.waitForTransactionReceipt({ hash: deployHash, pollingInterval: 20, timeout: 30_000 });
+  // Generous: a loaded machine (other work beside the bench) can take minutes to mine a thousand mints.
+  const deployed = await client.waitForTransactionReceipt({ hash: deployHash, pollingInterval: 20, timeout: 300_000 });
   if (deployed.status !== 'success') throw new Error(`DevERC721 deployment reverted (${deployHash})`);
 
   const batchSize = opts.batchSize ?? 100;
@@ -196,7 +197,7 @@ export async function deployErc721WithTokens(chain: BenchChain, opts: { baseUri:
     const hashes = await sendRawBatch(anvil.rpcUrl, raws);
     last = hashes[hashes.length - 1];
   }
-  if (last) await client.waitForTransactionReceipt({ hash: last, pollingInterval: 20, timeout: 60_000 });
+  if (last) await client.waitForTransactionReceipt({ hash: last, pollingInterval: 20, timeout: 300_000 });
   // One check for all mints: a reverted one would leave the balance short.
   const balance = await client.readContract({ address: contract, abi: erc721Abi, functionName: 'balanceOf', args: [account.address] });
   if (balance !== BigInt(opts.ids.length)) throw new Error(`minted ${balance} of ${opts.ids.length} tokens`);
