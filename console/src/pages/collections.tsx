@@ -186,11 +186,8 @@ function CollectionTokens({ projectId, collectionId }: { projectId: number; coll
             <dd>
               <code>{c.contractMetadataURI}</code>
             </dd>
-            <dt>Contracts</dt>
-            <dd>
-              <Contracts list={c.contracts} />
-            </dd>
           </dl>
+          {/* The linked contracts are listed (with Unlink) by the settings below. */}
           <CollectionSettings projectId={projectId} collection={c} onChange={list.reload} />
         </div>
       )}
