@@ -25,7 +25,7 @@ import { loadavg } from 'node:os';
 import { parseConfig } from '../src/config/load.ts';
 import { DeliveryWorker } from '../src/events/delivery.ts';
 import { appendEvents, EventBell, outbox } from '../src/events/outbox.ts';
-import { createPoster } from '../src/events/post.ts';
+import { createPoster } from '../src/untrusted/post.ts';
 import { webhookStore } from '../src/events/webhook-store.ts';
 import type { Db } from '../src/store/db.ts';
 import { projectRepo } from '../src/store/projects.ts';

@@ -54,7 +54,7 @@ import { listenerStore, type ListenerStore } from './events/listener-store.ts';
 import { listenerHooks } from './events/listener-events.ts';
 import { DeliveryWorker } from './events/delivery.ts';
 import { EventStreamHub } from './events/stream-hub.ts';
-import { createPoster, type Poster } from './events/post.ts';
+import { createPoster, type Poster } from './untrusted/post.ts';
 import { metaTxnStatusEvents } from './events/metatxn-events.ts';
 import { approvalClient } from './events/approval-client.ts';
 import { balanceEvents } from './events/balance-events.ts';

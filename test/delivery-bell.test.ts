@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.ts';
 import { DeliveryWorker } from '../src/events/delivery.ts';
 import { EventBell, outbox } from '../src/events/outbox.ts';
-import { createPoster } from '../src/events/post.ts';
+import { createPoster } from '../src/untrusted/post.ts';
 import { webhookStore } from '../src/events/webhook-store.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './support/db.ts';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { guardedLookup } from '../src/metadata/fetch/address-guard.ts';
+import { guardedLookup } from '../src/untrusted/address-guard.ts';
 import { createFetcher, type FetchResult, type Fetcher, type FetcherOptions } from '../src/metadata/fetch/fetch.ts';
 import { MAX_DOCUMENT_DEPTH } from '../src/metadata/tokens/document.ts';
 import { normalizeTokenDocument } from '../src/metadata/tokens/normalize.ts';

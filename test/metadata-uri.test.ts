@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isBlockedAddress, parseIPv6 } from '../src/metadata/fetch/ip.ts';
+import { isBlockedAddress, parseIPv6 } from '../src/untrusted/ip.ts';
 import { normalizeTokenDocument, sanitizeSvg } from '../src/metadata/tokens/normalize.ts';
 import { expandIdTemplate, ipfsGatewayUrls, parseTokenUri, toHttpMediaUrl, type ParsedUri } from '../src/metadata/fetch/uri.ts';
 

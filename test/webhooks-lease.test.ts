@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.ts';
 import { DeliveryWorker } from '../src/events/delivery.ts';
 import { appendEvents, EventBell, outbox } from '../src/events/outbox.ts';
-import { createPoster } from '../src/events/post.ts';
+import { createPoster } from '../src/untrusted/post.ts';
 import { webhookStore } from '../src/events/webhook-store.ts';
 import { projectRepo } from '../src/store/projects.ts';
 import { createLogger } from '../src/telemetry/logger.ts';

@@ -1,6 +1,6 @@
 import { parse } from './args.ts';
 import { DB_FLAGS, withDb } from './db.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { adminTokenStore } from '../console/admin-tokens.ts';
 
 /** `metarelay admin create [--label L]` prints a new admin token once; `admin revoke ID` ends one. */

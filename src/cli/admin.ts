@@ -4,7 +4,7 @@ import { accessKeyRepo, type AccessKeyInfo } from '../store/access-keys.ts';
 import { normalOrigin } from '../access/key-kinds.ts';
 import { projectRepo, ProjectExistsError } from '../store/projects.ts';
 import { parse } from './args.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { DB_FLAGS as common, databaseFor, withDb } from './db.ts';
 
 export async function runMigrate(argv: string[]) {

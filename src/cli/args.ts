@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T) {
   try {

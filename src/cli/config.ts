@@ -1,7 +1,7 @@
 import { maskedConfig } from '../config/mask.ts';
 import { parse } from './args.ts';
 import { configFrom, DB_FLAGS } from './db.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 
 /** `metarelay config --print`: the config as a process would run with it (file, env, secret files), secrets masked. */
 export async function runConfig(argv: string[]) {

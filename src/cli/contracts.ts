@@ -6,7 +6,7 @@ import { contractStore } from '../metadata/contracts/contract-store.ts';
 import { directoryStore } from '../metadata/contracts/directory-store.ts';
 import { TokenListSchema, importTokenList } from '../metadata/contracts/token-list.ts';
 import { parse } from './args.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { progressReporter } from './progress.ts';
 import { DB_FLAGS as common, withDb } from './db.ts';
 

@@ -5,7 +5,7 @@ import { envSecret } from '../config/secrets.ts';
 import type { AppConfig } from '../config/schema.ts';
 import { openDb, type Db } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 
 /** The flags every database command takes: a config file, and a database that overrides it. */
 export const DB_FLAGS = { config: { type: 'string' }, database: { type: 'string' } } as const;

@@ -1,15 +1,9 @@
 import { resolve } from 'node:path';
 import { parse, portFlag } from './args.ts';
 import { assertPortFree } from './port.ts';
+import type { DevOptions } from './dev.ts';
 
-export interface DevOptions {
-  dataDir: string;
-  manifestPath: string;
-  port: number;
-  host: string;
-  /** performance.now() at the command's start, for the banner's start-up time. */
-  startedAt: number;
-}
+export type { DevOptions };
 
 /**
  * `metarelay dev`: its arguments, and a taken port refused before anything slow (loading the service's

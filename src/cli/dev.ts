@@ -15,7 +15,6 @@ import { forgetIndexedChain } from '../indexer/index.ts';
 import { randomBytes } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Address } from 'viem';
-import type { DevOptions } from './dev-command.ts';
 import { devBanner, type DevServiceManifest } from './dev-banner.ts';
 
 export type { DevServiceManifest } from './dev-banner.ts';
@@ -23,6 +22,16 @@ import { devAdminToken } from '../console/dev-token.ts';
 import { onShutdown } from './shutdown.ts';
 import { listenOn } from './port.ts';
 import { devCollection } from './dev-collection.ts';
+
+/** What `metarelay dev` was asked for (dev-command.ts parses it before loading this module). */
+export interface DevOptions {
+  dataDir: string;
+  manifestPath: string;
+  port: number;
+  host: string;
+  /** performance.now() at the command's start, for the banner's start-up time. */
+  startedAt: number;
+}
 
 // anvil's well-known accounts: 1-3 send relayed transactions, 9 collects fees, 5-7 sign test wallets.
 const ANVIL_KEYS = {

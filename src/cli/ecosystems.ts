@@ -2,7 +2,7 @@ import { EcosystemExistsError, ecosystemRepo } from '../store/ecosystems.ts';
 import { projectRepo } from '../store/projects.ts';
 import { parse } from './args.ts';
 import { DB_FLAGS, withDb } from './db.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 
 const USAGE = `usage:
   metarelay ecosystems add NAME

@@ -1,7 +1,7 @@
 import { DB_FLAGS, configFrom } from './db.ts';
 import { createServices, type Services } from '../services.ts';
 import { parse } from './args.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { progressReporter } from './progress.ts';
 import { backfillStore, backfillWorkerFor, watchContract, type ChainIndexer } from '../indexer/index.ts';
 

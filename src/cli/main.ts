@@ -1,3 +1,4 @@
+import { UsageError } from './usage-error.ts';
 import { ConfigError } from '../config/load.ts';
 import { FolderInUseError } from '../store/folder-lock.ts';
 
@@ -155,4 +156,4 @@ export function oneLine(err: unknown): string {
   return text.split('\n')[0]!.trim();
 }
 
-export class UsageError extends Error {}
+export { UsageError };

@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 
 /** The one line for a port another process holds, naming how to choose another. */
 export function portTakenError(host: string, port: number): UsageError {

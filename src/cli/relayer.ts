@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { projectRepo } from '../store/projects.ts';
 import { parse } from './args.ts';
 import { DB_FLAGS, configFrom, withDb } from './db.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { onShutdown } from './shutdown.ts';
 import { parseNative, readableNative } from '../util/units.ts';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../config/load.ts';
 import { parse, portFlag } from './args.ts';
 import { assertPortFree, listenOn } from './port.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { startMetricsServer } from '../http/metrics-server.ts';
 
 const CLOSE_CUT_MS = 500;

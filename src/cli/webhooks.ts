@@ -1,10 +1,10 @@
 import { EVENT_TYPES } from '../events/outbox.ts';
-import { targetProblem } from '../events/post.ts';
+import { targetProblem } from '../untrusted/post.ts';
 import { webhookStore } from '../events/webhook-store.ts';
 import { projectRepo } from '../store/projects.ts';
 import { NetworkRegistry } from '../chain/registry.ts';
 import { parse } from './args.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { DB_FLAGS, withDb } from './db.ts';
 
 const USAGE = `usage: metarelay webhooks add --project NAME --url URL [--events metatxn.status,…|*] [--chains C1,C2] [--description TEXT]

@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import { DB_FLAGS, configFrom } from './db.ts';
 import { createServices } from '../services.ts';
 import { parse } from './args.ts';
-import { UsageError } from './main.ts';
+import { UsageError } from './usage-error.ts';
 import { progressReporter } from './progress.ts';
 import { onShutdown } from './shutdown.ts';
 import { parseTokenId } from '../metadata/tokens/token-id.ts';

@@ -1,7 +1,7 @@
 // The metadata fetcher with this service's own collection URLs answered from the database
 // (local-documents.ts); every other URL goes to the real fetcher untouched.
 
-import type { Fetcher, FetchJsonOptions, FetchResult } from '../metadata/fetch/fetch.ts';
+import type { Fetcher, FetchJsonOptions, FetchResult } from '../metadata/index.ts';
 import { localCollectionDocument } from './local-documents.ts';
 import type { CollectionsService } from './service.ts';
 

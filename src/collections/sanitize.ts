@@ -2,7 +2,7 @@
 // read by wallets and marketplaces as it is, so it keeps to what GetTokenMetadata would answer for the
 // same token: links a browser may load or follow safely, and SVG markup through the same sanitiser.
 
-import { sanitizeSvg } from '../metadata/fetch/svg-sanitize.ts';
+import { sanitizeSvg } from '../untrusted/svg-sanitize.ts';
 
 /** Document fields that are links a wallet or marketplace loads or follows. */
 const LINK_FIELDS = ['image', 'video', 'audio', 'animation_url', 'external_url', 'external_link'] as const;

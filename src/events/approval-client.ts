@@ -1,7 +1,7 @@
 import { getAddress } from 'viem';
 import type { Logger } from '../telemetry/logger.ts';
 import type { ApprovalRequest, SponsorApprover } from '../relayer/index.ts';
-import type { Poster } from './post.ts';
+import type { Poster } from '../untrusted/post.ts';
 
 /** The JSON POSTed to a sponsorship rule's approval webhook (docs/webhooks.md). */
 export function approvalBody(req: ApprovalRequest) {

@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import type { ContractChange, ContractRow } from '../metadata/contracts/contract-store.ts';
+import type { ContractChange, ContractRow } from '../metadata/index.ts';
 import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from '../telemetry/logger.ts';
 import { deliveryBody, type EventBell, type Outbox } from './outbox.ts';
-import type { Poster } from './post.ts';
+import type { Poster } from '../untrusted/post.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.ts';
 import type { ClaimedDelivery, ClaimSkip, Settled, WebhookStore } from './webhook-store.ts';
 import { PollLoop } from '../util/poll-loop.ts';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import type { TaskRow } from '../metadata/refresh/task-store.ts';
+import type { TaskRow } from '../metadata/index.ts';
 import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**

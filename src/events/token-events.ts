@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.ts';
-import type { DocumentChange } from '../metadata/tokens/token-store.ts';
+import type { DocumentChange } from '../metadata/index.ts';
 import { appendEventsCounting, type EventBell } from './outbox.ts';
 
 /**

@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Logger } from '../telemetry/logger.ts';
-import { GATEWAY_SHARE } from '../metadata/fetch/uri.ts';
+import { GATEWAY_SHARE } from '../metadata/index.ts';
 import { FairGate } from '../util/fair-gate.ts';
 import { Limiter } from '../util/limiter.ts';
 import { LruCache } from '../util/lru.ts';

@@ -4,7 +4,7 @@
 // fragment of the document itself (or an inline raster image) is removed too. SVG with entity
 // declarations is refused outright: expansion ("billion laughs") is a denial of service.
 
-import { sanitizeSvg } from '../metadata/fetch/svg-sanitize.ts';
+import { sanitizeSvg } from '../untrusted/svg-sanitize.ts';
 
 export type SvgVerdict = { ok: true; svg: Buffer } | { ok: false; reason: 'SVG_ENTITIES' | 'SVG_INVALID'; message: string };
 

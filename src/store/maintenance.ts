@@ -55,10 +55,8 @@ SELECT 'VACUUM (ANALYZE) ' || string_agg(t, ', ') AS sql FROM due WHERE vacuum H
 UNION ALL
 SELECT 'ANALYZE ' || string_agg(t, ', ') FROM due WHERE stale AND NOT vacuum HAVING count(*) > 0`;
 
-/** What a turn of the maintenance did: the statements it ran and how long they took, or why it failed. */
-export type MaintenanceReport = { ran: string[]; ms: number } | { failed: string };
-/** Told of each turn that ran statements or failed (Db.onMaintenance); a turn with nothing due says nothing. */
-export type MaintenanceListener = (report: MaintenanceReport) => void;
+import type { MaintenanceListener, MaintenanceReport } from './db-core.ts';
+export type { MaintenanceListener, MaintenanceReport };
 
 /**
  * On PostgreSQL, how long a maintenance statement waits for a table's lock before it gives up (the turn

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { PREPARED_MARK } from './db.ts';
+import { PREPARED_MARK } from './db-core.ts';
 import type { DatabaseHealth } from './db-health.ts';
 import { databaseOutageOf } from './outage.ts';
 

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { commitSlot, type AtCommit, type Db, type QueryResult, type Queryable } from './db.ts';
+import { commitSlot, type AtCommit, type Db, type QueryResult, type Queryable } from './db-core.ts';
 import { lockFolder, type FolderLock } from './folder-lock.ts';
 import { MAINTENANCE_AGAIN_MS, MAINTENANCE_BUSY_MS, MAINTENANCE_DUE_SQL, MAINTENANCE_EVERY_MS, MAINTENANCE_TARGET_SQL, type MaintenanceListener, type MaintenanceReport } from './maintenance.ts';
 

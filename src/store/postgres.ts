@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db.ts';
+import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db-core.ts';
 import { keepMaintained, type MaintenanceListener } from './maintenance.ts';
 import { Limiter } from '../util/limiter.ts';
 import { DatabaseHealth } from './db-health.ts';

@@ -18,6 +18,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/devchain.test.ts',
   'test/errors.test.ts',
   'test/example-config.test.ts',
+  'test/layering.test.ts',
   'test/limiter.test.ts',
   'test/loop-outages.test.ts',
   'test/metadata-fetch.test.ts',

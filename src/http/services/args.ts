@@ -4,7 +4,7 @@ import type { ChainClient } from '../../chain/client.ts';
 import { parseTokenId } from '../../metadata/tokens/token-id.ts';
 import type { Services } from '../../services.ts';
 import { RpcError, type ServiceErrorMap } from '../errors.ts';
-import { targetProblem } from '../../events/post.ts';
+import { targetProblem } from '../../untrusted/post.ts';
 import { pageSizeUpTo } from './page.ts';
 
 /** Accepts a chain as the clients send it: a string, or a bare number from lenient callers. */

@@ -2,7 +2,7 @@ import type { Address } from 'viem';
 import { z } from 'zod';
 import { PolicyError, PolicyFields, SponsorConflict, SponsorKind, mergePolicy, policyPatch, sponsorWire, type ChainRelayer, type RuleOwner } from '../../relayer/index.ts';
 import type { Services } from '../../services.ts';
-import { targetProblem } from '../../events/post.ts';
+import { targetProblem } from '../../untrusted/post.ts';
 import { RelayerErrors, RpcError } from '../errors.ts';
 import { method, type MethodDef, type RpcContext } from '../webrpc.ts';
 import { ignoredWire, lenient } from './relayer-args.ts';

@@ -4,7 +4,7 @@
 
 import http from 'node:http';
 import https from 'node:https';
-import { createHostAllowlist, guardedLookup } from './address-guard.ts';
+import { createHostAllowlist, guardedLookup } from '../../untrusted/address-guard.ts';
 import { bodyText, parseDocument, type TokenDocument } from '../tokens/document.ts';
 import { failure, type Attempt, type FetchFailure, type FetchFailureReason } from '../errors.ts';
 import { createGatewayHealth, type GatewayHealth, type GatewayOutcome } from './gateway-health.ts';

@@ -4,9 +4,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import zlib from 'node:zlib';
-import { BlockedAddressError, stripBrackets } from './address-guard.ts';
+import { BlockedAddressError, stripBrackets } from '../../untrusted/address-guard.ts';
 import { httpReason, type FetchFailureReason } from '../errors.ts';
-import { isBlockedAddress, isIpLiteral } from './ip.ts';
+import { isBlockedAddress, isIpLiteral } from '../../untrusted/ip.ts';
 import { parseRetryAfter } from './retry-after.ts';
 
 export type HopAgents = { http: http.Agent; https: https.Agent };

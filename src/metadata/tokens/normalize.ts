@@ -3,10 +3,10 @@
 
 import { parseDataUri } from '../fetch/data-uri.ts';
 import type { TokenDocument } from './document.ts';
-import { sanitizeSvg } from '../fetch/svg-sanitize.ts';
+import { sanitizeSvg } from '../../untrusted/svg-sanitize.ts';
 import { toHttpMediaUrl, type UriOptions } from '../fetch/uri.ts';
 
-export { sanitizeSvg } from '../fetch/svg-sanitize.ts';
+export { sanitizeSvg } from '../../untrusted/svg-sanitize.ts';
 
 export type NormalizeOptions = UriOptions;
 

@@ -42,19 +42,6 @@ const TODAY = `(now() AT TIME ZONE 'UTC')::date`;
 const capsOf = (g: string) =>
   `concat_ws('/', COALESCE(${g}.daily_cap_wei::text, '-'), COALESCE(${g}.daily_cap_usd::text, '-'), COALESCE(${g}.total_budget_wei::text, '-'), COALESCE(${g}.total_budget_usd::text, '-'))`;
 
-/**
- * A rule's spend summed over its shards, as columns spent_wei/spent_usd (in all) and today_wei/today_usd
- * of the rule `g` (sponsors.ts reads rules with it). A function declaration: sponsors.ts, which this
- * module imports, builds its statement with it when it loads.
- */
-export function spendOfRule(g: string): string {
-  // TODAY spelt out: this may run before this module's constants are set.
-  const today = `(now() AT TIME ZONE 'UTC')::date`;
-  return `LEFT JOIN LATERAL (SELECT COALESCE(sum(x.total_wei), 0) AS spent_wei, COALESCE(sum(x.total_usd), 0) AS spent_usd,
-    COALESCE(sum(x.today_wei) FILTER (WHERE x.day = ${today}), 0) AS today_wei, COALESCE(sum(x.today_usd) FILTER (WHERE x.day = ${today}), 0) AS today_usd
-    FROM sponsor_spend_shards x WHERE x.sponsor_id = ${g}.id) s ON true`;
-}
-
 /** A race lost: the budget was spent between the decision and the charge. */
 export class OverBudget extends Error {
   constructor(readonly stop: Stop) {

@@ -4,7 +4,7 @@ import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import { tokenMoveAbi } from '../abi.ts';
 import { selectorOf, type DecodedCall, type Leaf } from './bundle.ts';
 import { EMPTY_POLICY, formatUsd, type Cap, type SponsorPolicy } from './policy.ts';
-import { spendOfRule } from './spend-caps.ts';
+import { spendOfRule } from './spend-of-rule.ts';
 import { shareInFlight } from '../../util/single-flight.ts';
 
 /**

@@ -6,8 +6,8 @@
 import dns from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockedAddressError, createHostAllowlist, guardedLookup, stripBrackets } from '../metadata/fetch/address-guard.ts';
-import { isBlockedAddress, isIpLiteral } from '../metadata/fetch/ip.ts';
+import { BlockedAddressError, createHostAllowlist, guardedLookup, stripBrackets } from './address-guard.ts';
+import { isBlockedAddress, isIpLiteral } from './ip.ts';
 
 export interface PostResult {
   /** HTTP status, or 0 when no answer came (refused, unreachable, timed out). */
