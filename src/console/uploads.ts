@@ -15,14 +15,15 @@ import type { AdminTokenStore } from './admin-tokens.ts';
 import { blobPicture } from './methods/media.ts';
 import type { SessionStore } from './sessions.ts';
 
-export const CONSOLE_UPLOAD_PATH = '/console/upload/projects/:projectId/collections/:collectionId/tokens/:tokenId/:field';
+/** A token's file, and the collection's own (its picture in the contractURI document). */
+export const CONSOLE_UPLOAD_PATHS = ['/console/upload/projects/:projectId/collections/:collectionId/tokens/:tokenId/:field', '/console/upload/projects/:projectId/collections/:collectionId/:field'];
 
 const OPERATOR = { admin: true } as const;
 const Id = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const Params = z.object({
   projectId: Id,
   collectionId: Id,
-  tokenId: TokenIdString,
+  tokenId: TokenIdString.optional(),
   field: z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'a metadata field name: lower case letters, digits and _ (e.g. image, animation_url)'),
 });
 const Query = z.object({
@@ -43,17 +44,21 @@ export function registerConsoleUploads(app: FastifyInstance, svc: CollectionsSer
       if ((err.statusCode ?? 500) < 500) return sendError(reply, { ...MetadataErrors.InvalidArgument, status: err.statusCode ?? 400 }, err.message);
       throw err;
     });
-    scope.put(CONSOLE_UPLOAD_PATH, async (req: FastifyRequest, reply: FastifyReply) => {
+    const upload = async (req: FastifyRequest, reply: FastifyReply) => {
       try {
         await admitConsoleRequest(access.sessions, access.tokens, req);
         const params = Params.safeParse(req.params);
         if (!params.success) throw new RpcError(MetadataErrors.InvalidArgument, describeIssues(params.error, req.params).text);
         const query = Query.safeParse(req.query);
         if (!query.success) throw new RpcError(MetadataErrors.InvalidArgument, describeIssues(query.error, req.query).text);
-        const { projectId, collectionId, tokenId, field } = params.data;
+        const { projectId, collectionId, field } = params.data;
+        // '' is the collection's own asset, as in the Collections service.
+        const tokenId = params.data.tokenId ?? '';
         const filename = query.data.filename ?? null;
         const bytes = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
-        const { assets } = await refusals(() => svc.token(OPERATOR, projectId, collectionId, tokenId));
+        const assets = tokenId
+          ? (await refusals(() => svc.token(OPERATOR, projectId, collectionId, tokenId))).assets
+          : await refusals(async () => svc.collectionAssets((await svc.collection(OPERATOR, collectionId, projectId)).id));
         const slot = assets.find((a) => a.metadataField === field);
         const asset = slot ?? (await refusals(() => svc.createAsset(OPERATOR, projectId, { collectionId, tokenId, metadataField: field, filename })));
         let stored: Awaited<ReturnType<CollectionsService['upload']>>;
@@ -69,6 +74,7 @@ export function registerConsoleUploads(app: FastifyInstance, svc: CollectionsSer
         if (err instanceof RpcError) return sendError(reply, err.def, err.detail, err.headers);
         throw err;
       }
-    });
+    };
+    for (const path of CONSOLE_UPLOAD_PATHS) scope.put(path, upload);
   });
 }

@@ -103,7 +103,7 @@ describe('console: collections made in the browser', () => {
     await page.getByTestId('token-drop').dispatchEvent('dragover', { dataTransfer: transfer });
     await page.getByTestId('token-drop').dispatchEvent('drop', { dataTransfer: transfer });
     expect(await pictureShown('1')).toBeGreaterThan(0);
-    await page.getByTestId('token-editor-image').waitFor();
+    await page.getByTestId('token-drop-image').waitFor();
     // Not served yet: the preview says so, and the URL answers 404.
     await page.getByTestId('token-preview-state').filter({ hasText: 'not published' }).waitFor();
     const url = (await page.getByTestId('token-preview-url').textContent())!.trim();
@@ -138,6 +138,20 @@ describe('console: collections made in the browser', () => {
       private: false,
     });
     expect(await storedAssets(collectionId)).toEqual([{ token_id: '1', metadata_field: 'image', sha256: sha(png) }]);
+
+    // The collection's own picture: the image of its contractURI document.
+    const logo = await solidPng(96, 96, '#2c3e50');
+    await page.getByTestId('collection-picture-open').click();
+    await page.getByTestId('collection-drop-input').setInputFiles({ name: 'gems-logo.png', mimeType: 'image/png', buffer: logo });
+    await page.getByTestId('collection-drop-image').waitFor();
+    const contractDoc = await fetch(url.replace(/\/tokens\/1$/, ''));
+    expect(await contractDoc.json()).toMatchObject({ name: 'Gems', description: 'Gems, made in the console', image: `${env.baseUrl}/media/b/${sha(logo)}/original` });
+    expect(await storedAssets(collectionId)).toEqual(
+      expect.arrayContaining([
+        { token_id: '', metadata_field: 'image', sha256: sha(logo) },
+        { token_id: '1', metadata_field: 'image', sha256: sha(png) },
+      ]),
+    );
 
     // A contract deployed with the collection's URIs and linked from the page (its contractURI is the proof).
     const uris = { token: url.slice(0, -1), contract: url.replace(/\/tokens\/1$/, '') };
@@ -185,7 +199,7 @@ describe('console: collections made in the browser', () => {
     const collectionId = await collectionWithToken('Phone gems', '7', 'Emerald', [['Color', 'Green']]);
     // A file that is not a picture, whatever its name: refused, saying why, and nothing is kept of it.
     await page.getByTestId('token-drop-input').setInputFiles({ name: 'fake.png', mimeType: 'image/png', buffer: Buffer.from('<html><body>not a picture</body></html>') });
-    await page.getByTestId('upload-error').filter({ hasText: 'UNSUPPORTED_TYPE' }).waitFor();
+    await page.getByTestId('token-drop-error').filter({ hasText: 'UNSUPPORTED_TYPE' }).waitFor();
     expect(await storedAssets(collectionId)).toEqual([]);
     // The upload route is the console's: no session, no upload; a project key is not an admin's.
     const route = `${env.baseUrl}/console/upload/projects/${projectId}/collections/${collectionId}/tokens/7/image`;

@@ -25,6 +25,8 @@ export interface EditableCollection {
   published: boolean;
   tokenMetadataURI: string;
   contracts: EditableContract[];
+  /** The collection's own picture (its contractURI document's image), uploaded here. */
+  picture?: PictureWire | null;
 }
 
 export interface EditableToken {
@@ -110,6 +112,17 @@ export function CollectionSettings({ projectId, collection, onChange }: { projec
           {a.error}
         </p>
       )}
+      <details>
+        <summary data-testid="collection-picture-open">Collection picture</summary>
+        <p class="hint">The image of the collection's contractURI document (marketplaces show it as the collection's logo).</p>
+        <DropZone
+          url={`/console/upload/projects/${projectId}/collections/${collection.id}/image`}
+          picture={collection.picture ?? null}
+          alt={collection.name}
+          testid="collection-drop"
+          onUploaded={onChange}
+        />
+      </details>
       <details>
         <summary>Name and description</summary>
         <RenameCollection projectId={projectId} collection={collection} onChange={onChange} />
@@ -371,7 +384,13 @@ export function TokenEditor({
         </button>
       </div>
       <div class="editor-columns">
-        <DropZone projectId={projectId} collectionId={collectionId} token={token} onUploaded={changed} />
+        <DropZone
+          url={`/console/upload/projects/${projectId}/collections/${collectionId}/tokens/${encodeURIComponent(token.tokenId)}/image`}
+          picture={token.picture}
+          alt={token.name}
+          testid="token-drop"
+          onUploaded={changed}
+        />
         <form class="editor-form" onSubmit={save}>
           <label>
             Name
@@ -435,14 +454,13 @@ type Upload = { state: 'idle' } | { state: 'sending'; loaded: number; total: num
  * request body of one PUT, the bar following its bytes; the media pipeline then checks it (a file that
  * is not a picture is refused, saying why) and the tile shows its thumbnail.
  */
-function DropZone({ projectId, collectionId, token, onUploaded }: { projectId: number; collectionId: number; token: EditableToken; onUploaded: () => void }) {
+function DropZone({ url, picture, alt, testid, onUploaded }: { url: string; picture: PictureWire | null; alt: string; testid: string; onUploaded: () => void }) {
   const [up, setUp] = useState<Upload>({ state: 'idle' });
   const [over, setOver] = useState(false);
   const input = useRef<HTMLInputElement>(null);
   const send = (file: File) => {
     const xhr = new XMLHttpRequest();
-    const url = `/console/upload/projects/${projectId}/collections/${collectionId}/tokens/${encodeURIComponent(token.tokenId)}/image?filename=${encodeURIComponent(file.name)}`;
-    xhr.open('PUT', url);
+    xhr.open('PUT', `${url}?filename=${encodeURIComponent(file.name)}`);
     xhr.setRequestHeader('Content-Type', file.type || 'application/octet-stream');
     setUp({ state: 'sending', loaded: 0, total: file.size, name: file.name });
     xhr.upload.onprogress = (e) => setUp({ state: 'sending', loaded: e.loaded, total: e.lengthComputable ? e.total : file.size, name: file.name });
@@ -462,12 +480,12 @@ function DropZone({ projectId, collectionId, token, onUploaded }: { projectId: n
     xhr.onerror = () => setUp({ state: 'failed', message: 'the upload did not reach the server' });
     xhr.send(file);
   };
-  const p = token.picture;
+  const p = picture;
   return (
     <section
       class={`drop-zone ${over ? 'over' : ''}`}
       aria-label="the token's picture: drop a file here"
-      data-testid="token-drop"
+      data-testid={testid}
       onDragOver={(e) => {
         e.preventDefault();
         setOver(true);
@@ -481,9 +499,9 @@ function DropZone({ projectId, collectionId, token, onUploaded }: { projectId: n
       }}
     >
       {p?.thumbnail ? (
-        <Picture src={p.thumbnail} size={192} alt={token.name} testid="token-editor-image" href={p.large ?? p.original} />
+        <Picture src={p.thumbnail} size={192} alt={alt} testid={`${testid}-image`} href={p.large ?? p.original} />
       ) : (
-        <Placeholder size={192} text="no picture yet" testid="token-editor-image-none" />
+        <Placeholder size={192} text="no picture yet" testid={`${testid}-image-none`} />
       )}
       <p class="hint">Drop a picture here (PNG, JPEG, GIF, WebP, SVG) or</p>
       <button type="button" class="secondary" onClick={() => input.current?.click()}>
@@ -494,7 +512,7 @@ function DropZone({ projectId, collectionId, token, onUploaded }: { projectId: n
         type="file"
         accept="image/*"
         hidden
-        data-testid="token-drop-input"
+        data-testid={`${testid}-input`}
         onChange={(e) => {
           const file = e.currentTarget.files?.[0];
           if (file) send(file);
@@ -502,7 +520,7 @@ function DropZone({ projectId, collectionId, token, onUploaded }: { projectId: n
         }}
       />
       {up.state === 'sending' && (
-        <div class="upload" data-testid="upload-progress">
+        <div class="upload" data-testid={`${testid}-progress`}>
           <progress max={up.total || 1} value={up.loaded} />
           <span>
             {up.name}: {up.total ? Math.round((up.loaded / up.total) * 100) : 0}%
@@ -510,7 +528,7 @@ function DropZone({ projectId, collectionId, token, onUploaded }: { projectId: n
         </div>
       )}
       {up.state === 'failed' && (
-        <p class="error" data-testid="upload-error">
+        <p class="error" data-testid={`${testid}-error`}>
           {up.message}
         </p>
       )}

@@ -25,6 +25,8 @@ interface Collection {
   tokenMetadataURI: string;
   contractMetadataURI: string;
   contracts: Contract[];
+  /** On a collection's page: its own picture (the contractURI document's image). */
+  picture?: PictureWire | null;
   updatedAt: string;
 }
 

@@ -79,8 +79,10 @@ export function collectionMethods({ s, q }: ConsoleDeps): Record<string, MethodD
         const size = a.pageSize ?? 24;
         const read = await refusals(() => svc().tokensPage(OPERATOR, a.projectId, a.collectionId, a.cursor ?? null, size + 1));
         const { rows, nextCursor } = cutPage(read.items, size, (t) => t.tokenId);
+        // The collection's own picture (its contractURI document's image), uploaded here.
+        const own = await svc().collectionAssets(read.collection.id);
         return {
-          collection: collectionWire(read.collection, read.links),
+          collection: { ...collectionWire(read.collection, read.links), picture: pictureOf(own) },
           tokens: rows.map((t) => {
             const assets = read.assets.filter((x) => x.tokenId === t.tokenId);
             const doc = t.metadata;
