@@ -21,16 +21,18 @@ const DEPLOYER = privateKeyToAccount(ANVIL_DEPLOYER_KEY).address.toLowerCase();
 const SCORED = 'Scored(address indexed player, uint256 points, string note)';
 
 let [chain, t, ix, client, attacker, receiver] = [] as unknown as [TokenChain, TestService, ChainIndexer, SequenceIndexer, SequenceIndexer, RawServer];
+/** Chain B, indexed on a watchlist. */
+let [chainB, ixB, clientB] = [] as unknown as [TokenChain, ChainIndexer, SequenceIndexer];
 let [game, erc20, flood] = [] as unknown as Address[];
 const got: Array<{ path: string; body: string }> = [];
 /** Requests the /hang receiver holds (answered when the test ends), and how many of them ended (the worker gave up). */
 const hanging: http.ServerResponse[] = [];
 let hangsEnded = 0;
 
-async function catchUp() {
+async function catchUp(on = ix) {
   for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
+    const more = await on.follower.poll();
+    const [cur, head] = await Promise.all([on.cursor(), on.chain.public.getBlockNumber()]);
     if (!more && cur && cur.block === head) return;
   }
   throw new Error('indexer did not catch up');
@@ -46,15 +48,20 @@ const refusal = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  chain = await startTokenChain();
+  [chain, chainB] = await Promise.all([startTokenChain(), startTokenChain({ chainId: 31_339 })]);
+  const indexer = { fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 };
   t = await startTestService({
     allowPrivateNetworks: false,
-    chains: [{ ...chain.chainConfig, watch: false, indexer: { scope: 'all', fromBlock: 0, confirmations: 0, chunkBlocks: 50, pollMs: 50 } }],
+    chains: [
+      { ...chain.chainConfig, watch: false, indexer: { ...indexer, scope: 'all' } },
+      { ...chainB.chainConfig, name: 'anvil-b', watch: false, indexer: { ...indexer, scope: 'watchlist' } },
+    ],
     // A deadline far beyond what a delivery to a local receiver takes: the hanging receiver's requests
     // stay open for the whole of the lanes test.
     webhooks: { deadlineMs: 30_000, retryBaseMs: 100, pollMs: 50, retryHorizonSec: 60, allowedPrivateHosts: ['127.0.0.1'], maxListeners: 25, maxListenerDeliveriesPerBlock: CAP },
   });
   ix = t.services.indexers.get(chain.anvil.chainId)!;
+  ixB = t.services.indexers.get(chainB.anvil.chainId)!;
   receiver = await startRawServer((req, res, url) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -68,6 +75,7 @@ beforeAll(async () => {
   });
   const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   client = new SequenceIndexer(`${base}/indexer/anvil`, t.accessKey, t.secretKey);
+  clientB = new SequenceIndexer(`${base}/indexer/anvil-b`, t.accessKey, t.secretKey);
   const p2 = await t.services.projects.create('listeners-attacker');
   attacker = new SequenceIndexer(`${base}/indexer/anvil`, undefined, (await t.services.accessKeys.create(p2.id, 'k', { kind: 'secret' })).key);
   [game, erc20, flood] = (await chain.deploy([{ contract: 'TestListenerGame' }, { contract: 'TestIndexERC20' }, { contract: 'TestFloodERC20' }])).map((a) => a.toLowerCase() as Address) as [
@@ -84,6 +92,7 @@ afterAll(async () => {
   await receiver?.stop();
   await t?.close();
   await chain?.stop();
+  await chainB?.stop();
 });
 
 describe('any event (issue 57)', () => {
@@ -146,6 +155,25 @@ describe('any event (issue 57)', () => {
       ['EVENT', 'Approval(address,address,uint256)'],
     ]);
     await client.removeAllWebhookListeners({});
+  });
+
+  it('on a watchlist chain, a listener naming an event and no contract hears it from watched contracts only', async () => {
+    const P = someone();
+    const [watched, unwatched] = (await chainB.deploy([{ contract: 'TestListenerGame' }, { contract: 'TestListenerGame' }])).map((a) => a.toLowerCase() as Address) as [Address, Address];
+    await ixB.watchlist.add(watched, t.project.id);
+    await catchUp(ixB);
+    const l = (await clientB.addWebhookListener({ url: `${receiver.url}/watched`, filters: { accounts: [P], events: [SCORED] } })).listener;
+    await chainB.send([call(watched, 'TestListenerGame', 'score', [P, 1n, 'on the list']), call(unwatched, 'TestListenerGame', 'score', [P, 2n, 'off the list'])]);
+    await catchUp(ixB);
+    // Events are written with the step that indexed the block: caught up, every delivery exists.
+    const rows = await t.services.db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [l.id]);
+    expect(Number(rows.rows[0]!.n)).toBe(1);
+    const [b] = await eventually(
+      async () => bodiesAt('/watched'),
+      (x) => expect(x).toHaveLength(1),
+    );
+    expect(b).toMatchObject({ chainId: chainB.anvil.chainId, contractAddress: watched, event: { values: [P, '1', 'on the list'] } });
+    await clientB.removeAllWebhookListeners({});
   });
 
   it('everyone-addresses are refused in accounts, with a reason', async () => {

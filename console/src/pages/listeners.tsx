@@ -21,6 +21,9 @@ interface Listener {
   disabledReason: string | null;
   filter: { events: string[]; topics: string[]; contractAddresses: string[]; accounts: string[]; tokenIDs: string[] };
   fromBlock: number;
+  /** Logs it was not told: its project reached webhooks.maxListenerDeliveriesPerBlock in their block. */
+  droppedLogs: number;
+  lastDroppedBlock: number | null;
   updatedAt: string;
 }
 
@@ -129,6 +132,12 @@ function ListenerDetail({ projectId, listener, onClose }: { projectId: number; l
         </button>
       </div>
       {l.disabledReason && <p class="note">Disabled by the delivery worker: {l.disabledReason}</p>}
+      {l.droppedLogs > 0 && (
+        <p class="note" data-testid="listener-dropped">
+          {l.droppedLogs.toLocaleString('en-US')} logs were not sent: the project reached its deliveries per block (webhooks.maxListenerDeliveriesPerBlock), last in block{' '}
+          {l.lastDroppedBlock?.toLocaleString('en-US')}.
+        </p>
+      )}
       <dl class="facts">
         <dt>URL</dt>
         <dd>

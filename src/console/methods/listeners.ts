@@ -28,6 +28,9 @@ export function listenerMethods({ s, q }: ConsoleDeps): Record<string, MethodDef
     disabledReason: l.disabledReason,
     filter: l.filter,
     fromBlock: l.fromBlock,
+    // Logs it was not told: its project reached webhooks.maxListenerDeliveriesPerBlock in their block.
+    droppedLogs: l.droppedLogs,
+    lastDroppedBlock: l.lastDroppedBlock,
     updatedAt: l.updatedAt.toISOString(),
   });
   const deliveryWire = (d: Delivery) => ({
