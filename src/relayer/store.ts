@@ -406,9 +406,14 @@ export function metaTxnRepo(
       await db.query('UPDATE meta_txns SET stalled = $4, updated_at = now() WHERE chain_id = $1 AND sender = $2 AND txn_nonce = $3 AND stalled IS DISTINCT FROM $4', [chainId, sender, nonce, reason]);
     },
 
-    /** Locks these meta-transactions for signing (in one order, so two processes cannot deadlock); the ids of those still QUEUED. */
+    /**
+     * Locks these meta-transactions for signing; the ids of those still QUEUED. One another transaction
+     * holds is skipped, not waited for (SKIP LOCKED): it is being signed or written elsewhere, and if
+     * not, the next pass takes it; a frozen holder (a process stopped mid-transaction) would otherwise
+     * stall every dispatcher that planned it until lock_timeout, pass after pass (issue #53).
+     */
     async lockQueued(tx: Tx, chainId: number, ids: string[]): Promise<Set<string>> {
-      const r = await tx.query<{ id: string }>(`SELECT id FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' ORDER BY id FOR UPDATE`, [chainId, ids]);
+      const r = await tx.query<{ id: string }>(`SELECT id FROM meta_txns WHERE chain_id = $1 AND id = ANY($2) AND status = 'QUEUED' ORDER BY id FOR UPDATE SKIP LOCKED`, [chainId, ids]);
       return new Set(r.rows.map((x) => x.id));
     },
 

@@ -29,8 +29,13 @@ export function metaTxnUsage(db: Db) {
     /** Folds the rows changed since the last pass into the roll-up; how many hours it recounted. */
     async rollUp(): Promise<number> {
       return db.transaction(async (tx) => {
-        // One pass at a time (the row lock); a second waits and then finds little left to do.
-        const mark = await tx.query<{ since: Date | string; now: Date | string }>(`SELECT watermark - ${OVERLAP} AS since, now() AS now FROM usage_rollup_marks WHERE name = $1 FOR UPDATE`, [MARK]);
+        // One pass at a time (the row lock): while another process's pass holds it, this one does nothing
+        // (SKIP LOCKED) rather than wait for it, and a frozen holder stalls nobody (issue #53).
+        const mark = await tx.query<{ since: Date | string; now: Date | string }>(
+          `SELECT watermark - ${OVERLAP} AS since, now() AS now FROM usage_rollup_marks WHERE name = $1 FOR UPDATE SKIP LOCKED`,
+          [MARK],
+        );
+        if (!mark.rows[0]) return 0;
         const { since, now } = mark.rows[0];
         const touched = await tx.query<{ p: string; c: string; h: string }>(
           `SELECT DISTINCT project_id::text AS p, chain_id::text AS c, floor(extract(epoch FROM queued_at) / 3600)::bigint::text AS h

@@ -42,6 +42,6 @@ export const WITHOUT_THE_RUNS_DATABASE = [
  * shared server must not suffer and PGlite (one connection, in process) has no equivalent of. They run
  * in the PostgreSQL half only, where the server's binaries are known to be installed. `fleet-leader` runs
  * three processes on one database, which PGlite (one process per database) does not allow; `sponsor-spend-shards`
- * several pools on one database.
+ * and `claims-skip-locked` several pools on one database.
  */
-export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts', 'test/sponsor-spend-shards.test.ts'];
+export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts', 'test/sponsor-spend-shards.test.ts', 'test/claims-skip-locked.test.ts'];

@@ -66,6 +66,8 @@ export interface ItemOutcome {
 
 /** The advisory lock claims take turns on (any fixed key: "mrcl" in ASCII). */
 const CLAIM_LOCK_KEY = 0x6d72636c;
+/** How often a claim asks for its turn (20 ms apart) before it gives up on it for this turn. */
+const CLAIM_TRIES = 5;
 
 /** Items inserted at once from which the table's statistics are refreshed (see afterBulkInsert). */
 const ANALYZE_AFTER_ITEMS = 1_000;
@@ -263,7 +265,10 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
      * Claims ready items: lowest priority value first, skipping rows other workers hold.
      * A claim is a lease; items whose lease ran out are claimable again.
      *
-     * Claims take turns (a transaction-scoped advisory lock, across processes). Row locks keep two
+     * Claims take turns (a transaction-scoped advisory lock, across processes): a claim that finds the
+     * lock taken tries again a few times over ~100 ms (a claim is a few milliseconds), then claims
+     * nothing this turn rather than wait on (a frozen holder would stall every worker of every process
+     * until lock_timeout, turn after turn: issue #53). Row locks keep two
      * workers from claiming the same item, but not the same token queued in two tasks: each claim
      * skips tokens leased in another task, and a claim running alongside another would not see the
      * other's leases before it commits, so both would fetch the token. A claim is a few milliseconds.
@@ -272,8 +277,12 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
     async claim(owner: string, limit: number, leaseSec: number): Promise<TaskItem[]> {
       if (db.kind === 'pglite') return claimIn(db, owner, limit, leaseSec);
       const run = async (q: Queryable) => {
-        await q.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK_KEY]);
-        return claimIn(q, owner, limit, leaseSec);
+        for (let tries = 1; ; tries++) {
+          const turn = await q.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [CLAIM_LOCK_KEY]);
+          if (turn.rows[0]?.ok) return claimIn(q, owner, limit, leaseSec);
+          if (tries === CLAIM_TRIES) return [];
+          await new Promise((r) => setTimeout(r, 20));
+        }
       };
       return db.transaction ? db.transaction(run) : run(db);
     },

@@ -446,8 +446,8 @@ export class Dispatcher implements EngineContext {
       return await this.deps.db.transaction(async (tx) => {
         const next = await lockNextNonce(tx, this.chainId, sender, this.owner);
         if (next == null) throw new LostLease();
-        // Another process may have planned the same meta-transactions from the same queue: lock them (in
-        // one order, so two processes cannot deadlock) and sign only units whose every one is still queued.
+        // Another process may have planned the same meta-transactions from the same queue: lock them
+        // (those another transaction holds are skipped) and sign only units whose every one is still queued.
         const ids = [...new Set(units.flatMap((u) => u.metas.map((m) => m.id)))].sort();
         const free = await this.deps.metaTxns.lockQueued(tx, this.chainId, ids);
         let nonce = next;

@@ -100,7 +100,7 @@ const walletOver = (w: string) => `EXISTS (SELECT 1 FROM ${w} w WHERE w.sponsor_
  * Spend in shards is written by this, SLOW_CHARGE and MOVE_SPEND only, each locking a rule's shard rows
  * in (rule, shard) order, the gas_sponsors row first when it takes one.
  */
-const FAST_CHARGE = prepared(`
+const FAST_CHARGE = prepared(`-- spend-caps FAST_CHARGE
 WITH ${INPUT},
 own AS (SELECT x.sponsor_id, x.shard FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM a) AND x.shard = (SELECT k FROM me) ORDER BY x.sponsor_id FOR UPDATE),
 f AS (
@@ -129,16 +129,16 @@ const todays = (x: string, c: 'wei' | 'usd') => `CASE WHEN ${x}.day = ${TODAY} T
  * gas_sponsors rows it locked, so no other charge of them is in this statement's way, and this
  * statement sees every one before it. The other shards of the rule that no transaction holds now are
  * locked (fr, SKIP LOCKED: never waited for); the busy ones count as having spent their room, since a
- * charge may be spending it now. The budgets are checked on that (lf: what is left after this charge;
+ * charge may be spending it now; the rows of moves (negative shards, MOVE_SPEND) as what they hold. The budgets are checked on that (lf: what is left after this charge;
  * over one, the statement fails: migration 0028), the charge goes to this backend's shard (ow), and
  * what is left is shared out between it and the free shards (fu), for today and the caps as they are.
  */
-const SLOW_CHARGE = prepared(`
+const SLOW_CHARGE = prepared(`-- spend-caps SLOW_CHARGE
 WITH ${INPUT},
 sl AS (SELECT a.* FROM a WHERE NOT EXISTS (
   SELECT 1 FROM cr JOIN ch ON ch.n = cr.n JOIN sponsor_charges x ON x.chain_id = ch.chain AND x.meta_txn_id = ch.meta AND x.sponsor_id = cr.rule AND x.refunded_at IS NULL WHERE cr.rule = a.rule)),
 g AS (SELECT g.*, ${capsOf('g')} AS caps FROM gas_sponsors g WHERE g.id IN (SELECT rule FROM sl)),
-fr AS (SELECT x.* FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM sl) ORDER BY x.sponsor_id, x.shard FOR UPDATE SKIP LOCKED),
+fr AS (SELECT x.* FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM sl) AND x.shard >= 0 ORDER BY x.sponsor_id, x.shard FOR UPDATE SKIP LOCKED),
 rw AS (
   SELECT y.*, (y.day = ${TODAY} AND y.room_caps = g.caps) AS valid FROM (
     SELECT fr.*, true AS free FROM fr
@@ -317,13 +317,14 @@ export function spendCaps(db: Db, opts: { shards?: number } = {}) {
           await moveSpend(
             q,
             back.rows.map((c) => ({ c, wei: sign * BigInt(c.wei), usd: sign * BigInt(c.usd) })),
+            shards,
           );
         }
       }
       const mined = revived.filter((r) => r.gas_used != null && r.gas_price != null);
       for (const chainId of new Set(mined.map((r) => r.chain_id))) {
         const actual = new Map(mined.filter((r) => r.chain_id === chainId).map((r) => [r.id, BigInt(r.gas_used!) * BigInt(r.gas_price!) + BigInt(r.l1_fee_wei ?? '0')]));
-        await settle(q, chainId, actual);
+        await settle(q, chainId, actual, shards);
       }
     },
   };
@@ -351,29 +352,31 @@ interface Move {
 
 /**
  * Moves every counter of many charges at once (refunds, charges revived, settlements), and sets
- * settled charges to their new amounts: one statement whatever their number. A charge's amounts go to
- * the shard it was charged to: its total, and its today when the shard still counts the charge's day
- * (a shard that moved on to another day has nothing of it there). The shards' rows are locked in
- * (rule, shard) order first (l), as a charge locks them, and the wallets' counters written after (w
- * reads t), so this and a charge never lock crosswise; no gas_sponsors row is taken (a settlement
- * used to wait on it with every intake of the rule). Rooms stay: a refund leaves its shard more
- * room, a settlement above the estimate may leave the shard past its room (the next charge there
- * then shares out, and sees it). Amounts are summed per counter and none goes below zero. A status
- * write settling 50 mined meta-transactions wrote 4 statements per charge, holding the rules' locks
- * and, on PGlite, the one connection, across ~200 round trips (docs/performance.md, 30 Nov).
+ * settled charges to their new amounts: one statement whatever their number. A rule's amounts go to a
+ * shard row of the moving backend's own (shard -1 - pid % shards: no charge takes those, and no share
+ * of a budget goes to them), summed with the rule's others as every shard is: a charge's shard may be
+ * any, a status write settling a block's meta-transactions held nearly every charging shard of a rule
+ * for its whole transaction, and every intake of the rule waited on it. Its total moves, and its today
+ * for the charges of today (a move of another day's charge has nothing of today's to change). A
+ * refund leaves the rule more of its budgets; a settlement above the estimate may take it past one
+ * (the next charge past its shard's room sees it). Shard rows are written in rule order, the wallets'
+ * counters after, in (rule, wallet) order, as a charge writes them: the two never lock crosswise. No
+ * gas_sponsors row is taken. A status write settling 50 mined meta-transactions wrote 4 statements per
+ * charge, holding the rules' locks and, on PGlite, the one connection, across ~200 round trips
+ * (docs/performance.md, 30 Nov). Counters of a row may go below zero; their sum over a rule's rows does not.
  */
-export const MOVE_SPEND = prepared(`
-WITH e AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::date[], $4::numeric[], $5::numeric[]) AS e(id, shard, day, wei, usd)),
-l AS (SELECT x.sponsor_id, x.shard FROM sponsor_spend_shards x WHERE (x.sponsor_id, x.shard) IN (SELECT id, shard FROM e) ORDER BY x.sponsor_id, x.shard FOR UPDATE),
+export const MOVE_SPEND = prepared(`-- spend-caps MOVE_SPEND
+WITH e AS (SELECT * FROM unnest($1::bigint[], $2::date[], $3::numeric[], $4::numeric[]) AS e(id, day, wei, usd)),
+d AS (SELECT e.id, sum(e.wei) AS wei, sum(e.usd) AS usd, COALESCE(sum(e.wei) FILTER (WHERE e.day = ${TODAY}), 0) AS twei, COALESCE(sum(e.usd) FILTER (WHERE e.day = ${TODAY}), 0) AS tusd
+  FROM e GROUP BY e.id),
 t AS (
-  UPDATE sponsor_spend_shards x SET total_wei = GREATEST(0, x.total_wei + d.wei), total_usd = GREATEST(0, x.total_usd + d.usd),
-    today_wei = GREATEST(0, x.today_wei + COALESCE((SELECT sum(e.wei) FROM e WHERE e.id = x.sponsor_id AND e.shard = x.shard AND e.day = x.day), 0)),
-    today_usd = GREATEST(0, x.today_usd + COALESCE((SELECT sum(e.usd) FROM e WHERE e.id = x.sponsor_id AND e.shard = x.shard AND e.day = x.day), 0))
-  FROM l JOIN (SELECT id, shard, sum(wei) AS wei, sum(usd) AS usd FROM e GROUP BY id, shard) d ON d.id = l.sponsor_id AND d.shard = l.shard
-  WHERE x.sponsor_id = l.sponsor_id AND x.shard = l.shard
+  INSERT INTO sponsor_spend_shards AS x (sponsor_id, shard, day, today_wei, today_usd, total_wei, total_usd)
+  SELECT d.id, -1 - (pg_backend_pid() % $13::int), ${TODAY}, d.twei, d.tusd, d.wei, d.usd FROM d ORDER BY d.id
+  ON CONFLICT (sponsor_id, shard) DO UPDATE SET total_wei = x.total_wei + EXCLUDED.total_wei, total_usd = x.total_usd + EXCLUDED.total_usd,
+    today_wei = ${todays('x', 'wei')} + EXCLUDED.today_wei, today_usd = ${todays('x', 'usd')} + EXCLUDED.today_usd, day = EXCLUDED.day
   RETURNING x.sponsor_id
 ),
-ew AS (SELECT * FROM unnest($6::bigint[], $7::date[], $8::text[], $9::numeric[], $10::numeric[]) AS x(id, day, wallet, wei, usd) WHERE x.id IN (SELECT sponsor_id FROM t)),
+ew AS (SELECT * FROM unnest($5::bigint[], $6::date[], $7::text[], $8::numeric[], $9::numeric[]) AS x(id, day, wallet, wei, usd) WHERE x.id IN (SELECT sponsor_id FROM t)),
 lw AS (SELECT s.sponsor_id, s.wallet, s.day FROM sponsor_wallet_spend s JOIN ew ON s.sponsor_id = ew.id AND s.day = ew.day AND s.wallet = ew.wallet ORDER BY s.sponsor_id, s.wallet, s.day FOR UPDATE OF s),
 w AS (
   UPDATE sponsor_wallet_spend s SET spent_wei = GREATEST(0, s.spent_wei + x.wei), spent_usd = GREATEST(0, s.spent_usd + x.usd)
@@ -381,9 +384,9 @@ w AS (
   WHERE s.sponsor_id = lw.sponsor_id AND s.day = lw.day AND s.wallet = lw.wallet
 ),
 c AS (
-  UPDATE sponsor_charges c SET wei = x.wei, usd = x.usd FROM unnest($11::bigint[], $12::numeric[], $13::numeric[]) AS x(id, wei, usd) WHERE c.id = x.id
+  UPDATE sponsor_charges c SET wei = x.wei, usd = x.usd FROM unnest($10::bigint[], $11::numeric[], $12::numeric[]) AS x(id, wei, usd) WHERE c.id = x.id
 )
-SELECT count(*) AS shards FROM t`);
+SELECT count(*) AS rules FROM t`);
 
 /** Signed amounts summed per counter (its key's parts), as columns: the key's parts, then wei and usd. */
 function summed(parts: number, entries: Array<{ key: string[]; wei: bigint; usd: bigint }>): string[][] {
@@ -397,23 +400,23 @@ function summed(parts: number, entries: Array<{ key: string[]; wei: bigint; usd:
   return [...Array.from({ length: parts }, (_, i) => rows.map((r) => r.key[i]!)), rows.map((r) => r.wei.toString()), rows.map((r) => r.usd.toString())];
 }
 
-/** MOVE_SPEND's parameters: the amounts per rule, shard and day, per rule, day and wallet, then the settled charges. */
-function moveSpendParams(moves: Move[]): unknown[] {
+/** MOVE_SPEND's parameters: the amounts per rule and day, per rule, day and wallet, then the settled charges, then the shards. */
+function moveSpendParams(moves: Move[], shards: number): unknown[] {
   const settled = moves.filter((m) => m.settled);
-  const shards = summed(
-    3,
-    moves.map((m) => ({ key: [m.c.sponsor_id, String(m.c.shard), m.c.day], wei: m.wei, usd: m.usd })),
+  const days = summed(
+    2,
+    moves.map((m) => ({ key: [m.c.sponsor_id, m.c.day], wei: m.wei, usd: m.usd })),
   );
   const wallets = summed(
     3,
     moves.flatMap((m) => [...new Set(m.c.wallets)].map((w) => ({ key: [m.c.sponsor_id, m.c.day, w], wei: m.wei, usd: m.usd }))),
   );
-  return [...shards, ...wallets, settled.map((m) => m.c.id), settled.map((m) => m.settled!.wei.toString()), settled.map((m) => m.settled!.usd.toString())];
+  return [...days, ...wallets, settled.map((m) => m.c.id), settled.map((m) => m.settled!.wei.toString()), settled.map((m) => m.settled!.usd.toString()), shards];
 }
 
-async function moveSpend(q: Queryable, moves: Move[]): Promise<void> {
+async function moveSpend(q: Queryable, moves: Move[], shards: number): Promise<void> {
   if (moves.length === 0) return;
-  await q.query(MOVE_SPEND, moveSpendParams(moves));
+  await q.query(MOVE_SPEND, moveSpendParams(moves, shards));
 }
 
 /**
@@ -421,7 +424,7 @@ async function moveSpend(q: Queryable, moves: Move[]): Promise<void> {
  * earlier settlement) to what each actually cost, on every counter the charge went to; the USD figure
  * scales with it (the rate of intake). One read and one write for all of them.
  */
-async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>): Promise<void> {
+async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>, shards: number): Promise<void> {
   const open = await q.query<ChargeRow>(
     `SELECT id, meta_txn_id, sponsor_id, wallets, day::text AS day, wei::text AS wei, usd::text AS usd, shard FROM sponsor_charges
       WHERE chain_id = $1 AND meta_txn_id = ANY($2::text[]) AND refunded_at IS NULL`,
@@ -435,7 +438,7 @@ async function settle(q: Queryable, chainId: number, actual: Map<string, bigint>
       const usd = wei > 0n ? (BigInt(c.usd) * to) / wei : 0n;
       return { c, wei: to - wei, usd: usd - BigInt(c.usd), settled: { wei: to, usd } };
     });
-  await moveSpend(q, moves);
+  await moveSpend(q, moves, shards);
 }
 export type SpendCaps = ReturnType<typeof spendCaps>;
 
