@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pruneFinished } from '../src/relayer/prune.ts';
 import { mine } from './support/anvil-control.ts';
 import { runCli } from './support/cli.ts';
+import { TEST_DB } from './support/env.ts';
 import { allFinal, deployWallets, mintBundles, sendAll, sendVia, waitFor } from './support/relay-load.ts';
 import { sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 
@@ -80,6 +81,13 @@ describe('relayer prune', () => {
     expect(dry.metaTxns).toBe(4);
     expect(dry.charges).toBe(4);
     expect(await rowsOf(old)).toEqual(before);
+    if (TEST_DB === 'postgres') {
+      // The command, on the same database from its own process (PGlite's folder is this process's).
+      const cli = await runCli(['relayer', 'prune', '--older-than', '1d', '--dry-run', '--batch', '3', '--database', env.testDb.location]);
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(JSON.parse(cli.stdout.trim().split('\n').at(-1)!)).toMatchObject({ dryRun: true, metaTxns: 4, charges: 4 });
+      expect(await rowsOf(old)).toEqual(before);
+    }
 
     const batches: number[] = [];
     const done = await pruneFinished(env.services.db, { cutoff, batch: 3, onBatch: (c) => batches.push(c.metaTxns) });
