@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.ts';
 import { devPublicClient, devWalletClient, rpcCall } from '../src/devchain/index.ts';
 import { PRICE_ADMIN_KEY, aggregatorAdminAbi, deployPriceFeeds, type DevPriceFeeds } from '../src/devchain/prices.ts';
-import type { ChainIndexer } from '../src/indexer/index.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 const NATIVE = '0x0000000000000000000000000000000000000000';
 const HEARTBEAT = 3_600;
@@ -73,15 +73,6 @@ async function adminSend(chain: TokenChain, to: Address, data: `0x${string}`) {
   await new Promise((res) => setTimeout(res, 80));
 }
 const setAnswer = (chain: TokenChain, feed: Address, answer: bigint) => adminSend(chain, feed, encodeFunctionData({ abi: aggregatorAdminAbi, functionName: 'updateAnswer', args: [answer] }));
-
-async function catchUp(ix: ChainIndexer) {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 beforeAll(async () => {
   [a, b] = await Promise.all([startTokenChain(), startTokenChain({ chainId: CHAIN_B })]);

@@ -7,9 +7,9 @@ import { parseAbi, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
-import type { ChainIndexer } from '../src/indexer/index.ts';
 import { scrape, startTestService, type TestService } from './support/service.ts';
 import { startTokenChain, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 const abi = parseAbi(['function balanceOf(address, uint256) view returns (uint256)']);
 const IDS = Array.from({ length: 30 }, (_, i) => BigInt(i + 1));
@@ -18,15 +18,6 @@ const H = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Add
 let chain: TokenChain;
 let t: TestService;
 let multi: Address;
-
-async function catchUp(ix: ChainIndexer) {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 /** GetTokenBalances from one client address (fastify's inject sets the socket's address). */
 function read(from: string, body: Record<string, unknown>, key = t.accessKey) {

@@ -7,9 +7,9 @@ import { parseAbi, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient, erc1155Document, erc1155Path, startOriginServer, type OriginServer } from '../src/devchain/index.ts';
-import type { ChainIndexer } from '../src/indexer/index.ts';
 import { countingDb, startTestService, type TestService } from './support/service.ts';
 import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function balanceOf(address, uint256) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
@@ -25,15 +25,6 @@ let client: SequenceIndexer;
 let c: { erc20: Address; nft: Address; multi: Address };
 const H = someone();
 const K = someone();
-
-async function catchUp(ix: ChainIndexer) {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 /** The chain's balance for a row the indexer returned. */
 async function chainBalance(b: TokenBalance): Promise<bigint> {

@@ -11,6 +11,7 @@ import type { ChainIndexer } from '../src/indexer/index.ts';
 import { revert, snapshot } from './support/anvil-control.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 /** The cap test fills the key's share of streams. */
 const PER_KEY = 8;
@@ -32,15 +33,6 @@ let base: string;
 let X: Address, N: Address, G: Address, Y: Address, Z: Address;
 
 const indexerOf = (chainId: number): ChainIndexer => t.services.indexers.get(chainId)!;
-
-async function catchUp(ix: ChainIndexer) {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 /** Resolves once the predicate holds, stepping the indexers meanwhile (the test's timeout bounds it). */
 async function until(ok: () => boolean) {

@@ -6,9 +6,9 @@ import { parseAbi, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devPublicClient } from '../src/devchain/index.ts';
-import type { ChainIndexer } from '../src/indexer/index.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, startRawServer, startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 const abi = parseAbi(['function balanceOf(address) view returns (uint256)', 'function ownerOf(uint256) view returns (address)']);
 const ADMIN = 'indexer-watch-test-admin-token-01';
@@ -19,15 +19,6 @@ let chain: TokenChain;
 let pub: ReturnType<typeof devPublicClient>;
 let t: TestService;
 let client: SequenceIndexer;
-
-async function catchUp(ix: ChainIndexer) {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 beforeAll(async () => {
   chain = await startTokenChain();

@@ -11,6 +11,7 @@ import type { ChainIndexer } from '../src/indexer/index.ts';
 import { mine, revert, snapshot } from './support/anvil-control.ts';
 import { rpc, startTestService, type TestService } from './support/service.ts';
 import { eventually, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 const ADMIN = 'indexer-listeners-test-admin-token';
 const MAX = 4;
@@ -19,15 +20,6 @@ const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerC
 let [chain, t, ix, client, other, receiver] = [] as unknown as [TokenChain, TestService, ChainIndexer, SequenceIndexer, SequenceIndexer, RawServer];
 let [erc20, nft, multi] = [] as unknown as Address[];
 const got: Array<{ path: string; headers: Record<string, unknown>; body: string }> = [];
-
-async function catchUp() {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 /** The refusal a call ended with (the client throws WebrpcError subclasses). */
 const refusal = (p: Promise<unknown>) =>
@@ -67,7 +59,7 @@ beforeAll(async () => {
   [erc20, nft, multi] = (await chain.deploy([{ contract: 'TestIndexERC20' }, { contract: 'TestIndexERC721' }, { contract: 'TestIndexERC1155', args: ['http://127.0.0.1/{id}.json'] }])).map(
     (a) => a.toLowerCase() as Address,
   ) as [Address, Address, Address];
-  await catchUp();
+  await catchUp(ix);
   t.services.events.delivery.start();
 }, 120_000);
 
@@ -170,7 +162,7 @@ describe('deliveries', () => {
       call(multi, 'TestIndexERC1155', 'mintBatch', [B, [1n, 2n], [10n, 20n]]), // batch
       call(multi, 'TestIndexERC1155', 'mint', [B, 3n, 1n]), // no one: TransferSingle
     ]);
-    await catchUp();
+    await catchUp(ix);
     // Events are written with the step that indexed them: once caught up, every delivery exists.
     expect([await deliveriesOf(coin.listener.id), await deliveriesOf(art.listener.id), await deliveriesOf(batch.listener.id)]).toEqual([1, 1, 1]);
     await eventually(
@@ -206,11 +198,11 @@ describe('deliveries', () => {
     // Paused: the transfer is indexed, nothing is queued for it. Resumed: the next one is delivered.
     await client.toggleWebhookListener({ id: coin.listener.id });
     await chain.send([call(erc20, 'TestIndexERC20', 'mint', [A, 1n])]);
-    await catchUp();
+    await catchUp(ix);
     expect(await deliveriesOf(coin.listener.id)).toBe(1);
     await client.toggleWebhookListener({ id: coin.listener.id });
     await chain.send([call(erc20, 'TestIndexERC20', 'mint', [A, 2n])]);
-    await catchUp();
+    await catchUp(ix);
     await eventually(
       async () => bodiesAt('/coin').map((b) => b.event!.values[2]),
       (v) => expect(v).toEqual(['500', '2']),
@@ -226,7 +218,7 @@ describe('reorgs', () => {
     await client.addWebhookListener({ url: `${receiver.url}/reorg`, filters: { contractAddresses: [erc20], accounts: [A] } });
     const snap = await snapshot(url);
     await chain.send([call(erc20, 'TestIndexERC20', 'mint', [A, 11n])]);
-    await catchUp();
+    await catchUp(ix);
     await eventually(
       async () => bodiesAt('/reorg').length,
       (n) => expect(n).toBe(1),
@@ -235,7 +227,7 @@ describe('reorgs', () => {
     await chain.resyncNonce();
     await chain.send([call(erc20, 'TestIndexERC20', 'mint', [A, 22n])]);
     await mine(url, 2);
-    await catchUp();
+    await catchUp(ix);
     const [added, removed, again] = await eventually(
       async () => bodiesAt('/reorg'),
       (b) => expect(b).toHaveLength(3),

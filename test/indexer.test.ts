@@ -6,7 +6,6 @@ import { parseAbi, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackfillWorker, addressFilter, backfillStore } from '../src/indexer/index.ts';
-import type { ChainIndexer } from '../src/indexer/index.ts';
 import { ANVIL_DEPLOYER_KEY, devPublicClient } from '../src/devchain/index.ts';
 import { mine, revert, snapshot } from './support/anvil-control.ts';
 import { startRpcProxy, type RpcProxy } from './support/rpc-proxy.ts';
@@ -17,6 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secondProcess, startTokenChain, type ContractCall, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 type Kind = 'ERC20' | 'ERC721' | 'ERC1155';
 const abi = parseAbi([
@@ -80,15 +80,6 @@ async function expectGroundTruth(ix: SequenceIndexer) {
     if (truth[i]! > 0n) want.set(k, truth[i]!.toString());
   });
   expect(Object.fromEntries([...got].sort())).toEqual(Object.fromEntries([...want].sort()));
-}
-
-async function catchUp(ix: ChainIndexer) {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
 }
 
 const call = (address: Address, contract: string, functionName: string, args: unknown[]): ContractCall => ({ address, contract, functionName, args });

@@ -12,6 +12,7 @@ import type { ChainIndexer } from '../src/indexer/index.ts';
 import { toWire } from '../src/metadata/tokens/token-view.ts';
 import { erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, officialWallet } from './support/sequence-wallet.ts';
+import { catchUp } from './support/catch-up.ts';
 
 /** anvil's accounts 3 and 4: neither deploys nor relays in this environment, so their nonces are their own. */
 const MINTER = privateKeyToAccount('0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6');
@@ -23,15 +24,6 @@ let indexer: SequenceIndexer;
 let relayer: proto.Relayer;
 let ix: ChainIndexer;
 const admin = () => ({ authorization: `Bearer ${env.adminToken}` });
-
-async function catchUp() {
-  for (let i = 0; i < 200; i++) {
-    const more = await ix.follower.poll();
-    const [cur, head] = await Promise.all([ix.cursor(), env.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 /** The webrpc error a client call rejected with. */
 async function refusal(p: Promise<unknown>): Promise<{ name: string; status: number; cause?: string; message: string }> {
@@ -121,7 +113,7 @@ describe('indexer methods', () => {
     const holder = newSigner().address;
     const ids = [1n, 2n, 3n, 7n, 8n, 10n];
     await env.chain.send(ids.map((id) => ({ address: collection!, contract: 'TestIndexERC721', functionName: 'mint', args: [holder, id] })));
-    await catchUp();
+    await catchUp(ix, () => env.public.getBlockNumber());
     for (const id of ids) expect(await env.public.readContract({ address: collection!, abi: nft, functionName: 'ownerOf', args: [id] })).toBe(holder);
     const all = await indexer.getTokenIDRanges({ contractAddress: collection! });
     expect(all).toEqual({
@@ -177,7 +169,7 @@ describe('indexer methods', () => {
       const sent = await w.sendTransaction([{ to: env.token, data: encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, 40n] }) }]);
       const { receipt: relayed } = await relayer.getMetaTxnReceipt({ metaTxID: sent.id });
       expect(relayed.txnHash).toBe(sent.hash);
-      await catchUp();
+      await catchUp(ix, () => env.public.getBlockNumber());
 
       const { transactions } = await indexer.getTransactionHistory({ filter: { accountAddress: to } });
       expect(transactions).toHaveLength(1);
