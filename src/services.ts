@@ -64,6 +64,9 @@ import { taskFinishedEvents } from './events/task-events.ts';
 import { contractInfoEvents } from './events/contract-events.ts';
 import { contractToWire } from './metadata/contracts/contract-view.ts';
 import { UsdPrices, effectivePrices } from './prices/index.ts';
+import { RequestJournal } from './access/request-journal.ts';
+import { AlertWatch, type AlertDeps } from './relayer/alerts.ts';
+import { projectRequestRepo } from './store/project-requests.ts';
 
 /** Everything the HTTP layer and workers need, built once from the config. */
 export interface Services {
@@ -78,6 +81,8 @@ export interface Services {
   ecosystems: EcosystemRepo;
   accessKeys: AccessKeyRepo;
   auth: Authenticator;
+  /** Each project's recent requests, for the console's request log (written in batches, bounded per project). */
+  requestJournal: RequestJournal;
   rateLimiter: RateLimiter;
   /** Whole answers to repeated token reads, REST and RPC alike; looked up only after the access check. */
   responses: ResponseCache;
@@ -107,6 +112,8 @@ export interface Services {
   spendCaps: SpendCaps;
   /** Project balances (gas tanks): their ledger, intake's holds, the debits of mined sponsored meta-transactions. */
   balances: ProjectBalances;
+  /** What the alerts read (the console's project alerts; the background check is started with the rest). */
+  alerts: AlertDeps;
   /** Wallets, keys and client addresses barred from fee-paid relaying after a fee did not arrive. */
   bars: BarRepo;
   /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
@@ -169,6 +176,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   const accessKeys = accessKeyRepo(db);
   const auth = new Authenticator(accessKeys, log, { cacheMs: config.auth.keyCacheMs });
+  const requestJournal = new RequestJournal(projectRequestRepo(db), log, config.console.requestLog, metrics);
   const m = config.metadata;
   const remoteFetcher = createFetcher({
     allowPrivateNetworks: config.allowPrivateNetworks,
@@ -310,6 +318,13 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const balances = projectBalances(db, chains, config.chains);
   const sponsors = sponsorRepo(db);
   const caps = spendCaps(db, { shards: config.relayer.sponsorSpendShards });
+  // Sponsorship caps and project balances near their limits: one check a minute, logged as each begins and ends.
+  const alertDeps: AlertDeps = {
+    sponsors,
+    tanks: balances.tanks,
+    chains: new Map(config.chains.filter((c) => c.relayer).map((c) => [c.chainId, c.name])),
+  };
+  const alertWatch = alertDeps.chains.size > 0 ? new AlertWatch(alertDeps, config.console.alerts, log, metrics) : undefined;
   const statusEvents = metaTxnStatusEvents(() => metaTxns, bell);
   const metaTxnHooks: Parameters<typeof metaTxnRepo>[1] = {
     onStatus: async (q, rows, cause, known) => {
@@ -445,6 +460,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   }
   if (mediaSweep) leadership.add('media-orphan-sweep', mediaSweep);
   if (media) leadership.add('media-store-retry', new MediaStoreRetry(media, config.media.storeRetrySec, log));
+  // One process checks the alerts, so each begins and ends once in the fleet's log.
+  if (alertWatch) leadership.add('alerts', alertWatch);
   let background = false;
   let dispatching = false;
   let closed = false;
@@ -460,6 +477,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     ecosystems: ecosystemRepo(db),
     accessKeys,
     auth,
+    requestJournal,
     rateLimiter: new RateLimiter(db, config.auth.rateLimit),
     responses: tokenResponseCache(config),
     fetcher,
@@ -483,6 +501,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     sponsors,
     spendCaps: caps,
     balances,
+    alerts: alertDeps,
     bars,
     receiptWaiters,
     indexers,
@@ -534,6 +553,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       await events.streams.close();
       post.close();
       await auth.flush();
+      await requestJournal.flush();
       await media?.close();
       remoteFetcher.close();
       if (engineDb !== db) await engineDb.close();

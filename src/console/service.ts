@@ -18,6 +18,7 @@ import { projectMethods } from './methods/projects.ts';
 import { sessionMethods } from './methods/session.ts';
 import { sponsorMethods } from './methods/sponsors.ts';
 import { usageMethods } from './methods/usage.ts';
+import { observeMethods } from './methods/observe.ts';
 import { webhookMethods } from './methods/webhooks.ts';
 import { consoleQueries } from './queries.ts';
 import { sessionStore } from './sessions.ts';
@@ -60,6 +61,7 @@ export function consoleService(s: Services, deps: ConsoleDeps = consoleDeps(s)):
       ...listenerMethods(deps),
       ...webhookMethods(deps),
       ...usageMethods(deps),
+      ...observeMethods(deps),
     },
   };
 }

@@ -91,7 +91,9 @@ const OPERATOR: Caller = Object.freeze({ project: null, keyId: null, principal: 
 const CALLER = Symbol('metarelay.caller');
 const REUSE_KEY = Symbol('metarelay.reuseKey');
 const REUSABLE = Symbol('metarelay.reusable');
-type Tagged = FastifyRequest & { [CALLER]?: Caller; [REUSE_KEY]?: string; [REUSABLE]?: Reusable };
+/** The project and key a valid key named, set before the checks that may still refuse it (the request log counts refusals too). */
+const KEYED = Symbol('metarelay.keyed');
+type Tagged = FastifyRequest & { [CALLER]?: Caller; [REUSE_KEY]?: string; [REUSABLE]?: Reusable; [KEYED]?: { projectId: number; keyId: number } };
 
 export function etagOf(body: string | Buffer): string {
   return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
@@ -133,11 +135,12 @@ export class AccessPipeline {
     const family = familyOf(req.url);
     const origin = originOf(req);
     const known = this.deps.auth.authenticateCached(key, family);
-    return known ? this.admitKey(known, a, origin) : this.deps.auth.authenticate(key, family).then((outcome) => this.admitKey(outcome, a, origin));
+    return known ? this.admitKey(known, a, origin, req) : this.deps.auth.authenticate(key, family).then((outcome) => this.admitKey(outcome, a, origin, req));
   }
 
-  private admitKey(outcome: AuthOutcome, a: AccessRequest, origin: string | undefined): Caller | Promise<Caller> {
+  private admitKey(outcome: AuthOutcome, a: AccessRequest, origin: string | undefined, req: FastifyRequest): Caller | Promise<Caller> {
     const E = a.errors;
+    if (outcome.kind === 'ok') (req as Tagged)[KEYED] = { projectId: outcome.project.id, keyId: outcome.keyId };
     if (outcome.kind === 'invalid') throw new RpcError(E.unauthorized, 'invalid access key');
     if (outcome.kind === 'none') {
       if (a.mode === 'required') {
@@ -230,7 +233,7 @@ export class AccessPipeline {
       if (beside.kind !== 'ok') throw new RpcError(E.unauthorized, 'invalid access key in X-Access-Key');
       if (beside.project.id !== outcome.project.id) throw new RpcError(E.permissionDenied, 'the X-Access-Key and the Bearer key belong to different projects');
     }
-    return this.admitKey(outcome, a, originOf(req));
+    return this.admitKey(outcome, a, originOf(req), req);
   }
 
   /** Whether the request carries an operator token (Authorization: Bearer): what sees operational detail (/ready's body, /metrics). */
@@ -316,6 +319,11 @@ export function refusalError(r: KeyRefusal, E: AccessErrors): RpcError {
 function originOf(req: FastifyRequest): string | undefined {
   const o = req.headers.origin;
   return Array.isArray(o) ? o[0] : o;
+}
+
+/** The project and key a valid access key named on this request, admitted or refused after (null: none). */
+export function keyedOf(req: FastifyRequest): { projectId: number; keyId: number } | null {
+  return (req as Tagged)[KEYED] ?? null;
 }
 
 /** The caller the pipeline admitted for this request. */

@@ -19,7 +19,8 @@ import { registerWebrpcService, sendError } from './webrpc.ts';
 import { registerConsole } from '../console/register.ts';
 import { registerEventStream } from './events.ts';
 import { OpenStreams } from './stream-registry.ts';
-import { AccessPipeline } from './access-pipeline.ts';
+import { AccessPipeline, keyedOf } from './access-pipeline.ts';
+import { journalNote } from './request-journal-entry.ts';
 import { registerCors } from './cors.ts';
 import { lazyChildLogger } from './request-logger.ts';
 import { Tally } from '../telemetry/tally.ts';
@@ -70,6 +71,9 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   // a turn of fastify's hook runner.
   app.addHook('onResponse', (req, reply, done) => {
     recorder.record(req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime, lineOf, req);
+    // A request a valid access key made goes in its project's request log (admitted or refused after).
+    const keyed = keyedOf(req);
+    if (keyed) journalNote(s, keyed, req, reply.statusCode, reply.elapsedTime);
     done();
   });
 

@@ -25,3 +25,4 @@ export { TRANSACTION_TUPLE } from './abi.ts';
 export { PRECONDITION_TYPES, type PreconditionInput } from './preconditions/conditions.ts';
 export { parseAuthorization, designator, type Authorization } from './intake/authorization.ts';
 export { feeModelFor, type FeeModelName } from './fee-model.ts';
+export { AlertWatch, currentAlerts, type Alert, type AlertDeps, type AlertOptions } from './alerts.ts';

@@ -295,6 +295,30 @@ export function createMetrics() {
       labelNames: ['measure'] as const,
       registers: [registry],
     }),
+    requestLogRows: new Counter({
+      name: 'metarelay_request_log_rows_total',
+      help: "projects' request-log rows: written (to project_requests) or dropped (console.requestLog.maxPending waiting to be written, or the write failed)",
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    requestLogLimit: new Gauge({
+      name: 'metarelay_request_log_limit',
+      help: 'the request log limits (console.requestLog): keepPerProject rows kept per project, maxPending rows waiting for a write',
+      labelNames: ['limit'] as const,
+      registers: [registry],
+    }),
+    alertsActive: new Gauge({
+      name: 'metarelay_alerts_active',
+      help: 'alerts now, by kind: sponsorCap (a sponsorship rule past console.alerts.capShare of a cap) and gasTank (a project balance within console.alerts.tankRunwayDays of its spend)',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    alertsRaised: new Counter({
+      name: 'metarelay_alerts_raised_total',
+      help: 'alerts that began (each also one warn log line "alert"), by kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -69,6 +69,8 @@ export interface RelayerEnvOptions {
   service?: Partial<NonNullable<AppConfigInput['relayer']>>;
   /** Webhook and approval-webhook settings. */
   webhooks?: AppConfigInput['webhooks'];
+  /** The console's settings (its request log, alerts). */
+  console?: AppConfigInput['console'];
   /** The services' logger (default: silent, or TEST_LOG's level). */
   log?: Logger;
   /** Index the chain too (chains[].indexer), served at /indexer/<name>; the test drives its follower. */
@@ -91,6 +93,7 @@ export async function startRelayerEnv(opts: RelayerEnvOptions = {}): Promise<Rel
     database: testDb.location,
     admin: { tokens: [adminToken, OPERATOR_TOKEN] },
     ...(opts.webhooks ? { webhooks: opts.webhooks } : {}),
+    ...(opts.console ? { console: opts.console } : {}),
     relayer: {
       quoteSecret: QUOTE_SECRET,
       inProcessDispatcher: true,

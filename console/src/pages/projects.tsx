@@ -5,6 +5,7 @@ import { ConfirmButton } from '../confirm.tsx';
 import { useAction, useApi } from '../hooks.ts';
 import { Pager, TableWrap, usePaged, type Paged } from '../list.tsx';
 import { Activity } from './activity.tsx';
+import { Alerts, Requests } from './requests.tsx';
 import { Balances } from './balances.tsx';
 import { Collections } from './collections.tsx';
 import { Overview } from './overview.tsx';
@@ -98,6 +99,7 @@ const TABS: [string, string][] = [
   ['webhooks', 'Webhooks'],
   ['listeners', 'Listeners'],
   ['activity', 'Activity'],
+  ['requests', 'Requests'],
   ['collections', 'Collections'],
   ['settings', 'Settings'],
 ];
@@ -125,6 +127,7 @@ export function ProjectDetail({ projectId, tab, item }: { projectId: number; tab
           </a>
         ))}
       </nav>
+      <Alerts projectId={projectId} />
       {tab === 'overview' && <Overview projectId={projectId} />}
       {tab === 'keys' && <Keys projectId={projectId} />}
       {tab === 'sponsors' && <Sponsors projectId={projectId} />}
@@ -132,6 +135,7 @@ export function ProjectDetail({ projectId, tab, item }: { projectId: number; tab
       {tab === 'webhooks' && <Webhooks projectId={projectId} />}
       {tab === 'listeners' && <Listeners projectId={projectId} />}
       {tab === 'activity' && <Activity projectId={projectId} />}
+      {tab === 'requests' && <Requests projectId={projectId} />}
       {tab === 'collections' && <Collections projectId={projectId} collectionId={item ? Number(item) : undefined} />}
       {tab === 'settings' && <Settings project={project} onChange={list.reload} />}
     </section>

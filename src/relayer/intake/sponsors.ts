@@ -283,6 +283,16 @@ export function sponsorRepo(db: Db) {
      * budgets again under the rules' locks). The rules returned are shared: callers do not change them.
      */
     forProject,
+    /** Live rules with a daily cap or a total budget (what the alerts watch), of one project (null: every one), at most `limit`. */
+    async capped(projectId: number | null, limit = 10_000): Promise<SponsorRule[]> {
+      const r = await db.query<SponsorRow>(
+        `${SELECT} WHERE g.deleted_at IS NULL AND g.active AND ($1::bigint IS NULL OR g.project_id = $1)
+           AND (g.daily_cap_wei IS NOT NULL OR g.daily_cap_usd IS NOT NULL OR g.total_budget_wei IS NOT NULL OR g.total_budget_usd IS NOT NULL)
+         ORDER BY g.id LIMIT $2`,
+        [projectId, limit],
+      );
+      return r.rows.map(toRule);
+    },
     async byAddress(address: Address, chainId: number | null, offset = 0, limit = 1000): Promise<SponsorRule[]> {
       const r = await db.query<SponsorRow>(
         `${SELECT} WHERE g.address = $1 AND ($2::bigint IS NULL OR g.chain_id = $2) AND g.deleted_at IS NULL
