@@ -56,6 +56,14 @@ describe(`the npm package, installed with --omit=dev (${TEST_DB})`, () => {
     expect(pkg.packedFromManifest).toContain('"prepare"');
     for (const dev of ['tsx', 'typescript', 'vite', 'vitest', '@0xsequence/wallet-contracts']) expect(existsSync(join(pkg.nodeModules, dev)), dev).toBe(false);
     const kb = Number(sh('du', ['-sk', pkg.nodeModules], pkg.nodeModules).split('\t')[0]);
+    // docs/production.md's installed size ("now" row) is this measurement: it may not drift more than 10 %
+    // (nor the top-level module count by more than 10) before the doc is measured again.
+    const documented = /\| now \(\S+ at this page's last change: (\d+) top-level modules\) \| (\d+) MB \|/.exec(readFileSync('docs/production.md', 'utf8'));
+    expect(documented, 'docs/production.md: the installed size\'s "now" row').not.toBeNull();
+    const [docModules, docMb] = [Number(documented![1]), Number(documented![2])];
+    const mb = Math.round(kb / 1024);
+    expect(Math.abs(mb - docMb) / docMb, `installed ${mb} MB, docs/production.md says ${docMb} MB: measure it again and update the doc`).toBeLessThanOrEqual(0.1);
+    expect(Math.abs(readdirSync(pkg.nodeModules).length - docModules), `${readdirSync(pkg.nodeModules).length} top-level modules, the doc says ${docModules}`).toBeLessThanOrEqual(10);
     const installed = appOf(pkg);
     const { app, bin } = installed;
 

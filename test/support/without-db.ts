@@ -16,6 +16,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/cost-shares.test.ts',
   'test/db-maintenance-report.test.ts',
   'test/devchain.test.ts',
+  'test/docs-figures.test.ts',
   'test/errors.test.ts',
   'test/example-config.test.ts',
   'test/layering.test.ts',
