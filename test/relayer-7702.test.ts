@@ -15,6 +15,7 @@ import { mine, setAutomine, setNextBaseFee, txpoolContent, txpoolHashes } from '
 import { waitFor } from './support/relay-load.ts';
 import { runsBundle } from './support/provider-proxy.ts';
 import type { RpcCall } from './support/rpc-proxy.ts';
+import { finalReceipt } from './support/meta-final.ts';
 
 let chain: TokenChain;
 let env: RelayerEnv;
@@ -90,13 +91,7 @@ async function send(user: Eoa, input: Hex, authorization: unknown, headers: Reco
   return env.call('SendMetaTxn', { call: { walletAddress: user.address, contract: user.address, input, authorization }, ...extra }, headers);
 }
 
-async function final(id: string) {
-  for (let i = 0; i < 40; i++) {
-    const r = await env.call('GetMetaTxnReceipt', { metaTxID: id }, key());
-    if (['SUCCEEDED', 'FAILED', 'PARTIALLY_FAILED', 'DROPPED'].includes(r.body.receipt?.status)) return r.body.receipt;
-  }
-  throw new Error(`meta-transaction ${id} never reached a final status`);
-}
+const final = (id: string) => finalReceipt(env, id, { headers: key(), tries: 40 });
 
 async function stored(id: string) {
   const r = await env.services.db.query<Record<string, unknown>>('SELECT * FROM meta_txns WHERE id = $1', [id.replace(/^0x/, '').toLowerCase()]);

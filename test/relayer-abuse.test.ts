@@ -9,6 +9,7 @@ import { waitFor } from './support/relay-load.ts';
 import { feeKit } from './support/fee-kit.ts';
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, sequenceFactoryAbi, sequenceWalletAbi, signedBundle, type SequenceTx } from './support/sequence-wallet.ts';
+import { finalReceipt } from './support/meta-final.ts';
 
 let env: RelayerEnv;
 let cheat: Address;
@@ -59,13 +60,7 @@ async function send(wallet: Address, contract: Address, input: Hex, headers: Rec
   return env.call('SendMetaTxn', { call: { walletAddress: wallet, contract, input } }, headers);
 }
 
-async function final(id: string) {
-  for (let i = 0; i < 40; i++) {
-    const r = await env.call('GetMetaTxnReceipt', { metaTxID: id }, key());
-    if (['SUCCEEDED', 'FAILED', 'PARTIALLY_FAILED', 'DROPPED'].includes(r.body.receipt?.status)) return r.body.receipt;
-  }
-  throw new Error(`meta-transaction ${id} never reached a final status`);
-}
+const final = (id: string) => finalReceipt(env, id, { headers: key(), tries: 40 });
 
 async function stored(id: string) {
   const r = await env.services.db.query<Record<string, unknown>>('SELECT * FROM meta_txns WHERE id = $1', [id.replace(/^0x/, '').toLowerCase()]);

@@ -18,6 +18,7 @@ import { rpc } from './support/service.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTestWallet } from './support/sequence-wallet.ts';
 import { TEST_DB } from './support/env.ts';
 import { startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+import { finalReceipt } from './support/meta-final.ts';
 
 let chain: TokenChain;
 let env: RelayerEnv;
@@ -108,13 +109,7 @@ const chargesOf = async (ruleId: number) =>
   ).rows;
 const ruleOf = async (projectId: number, id: number) => (await env.call('GetGasSponsor', { projectId, id }, admin())).body.gasSponsor;
 
-async function final(id: string) {
-  for (let i = 0; i < 60; i++) {
-    const r = await env.call('GetMetaTxnReceipt', { metaTxID: id });
-    if (['SUCCEEDED', 'FAILED', 'PARTIALLY_FAILED', 'DROPPED'].includes(r.body.receipt?.status)) return r.body.receipt;
-  }
-  throw new Error(`meta-transaction ${id} never reached a final status`);
-}
+const final = (id: string) => finalReceipt(env, id);
 
 /**
  * A refusal judged by ground truth: SendMetaTxn answers 402 naming the limit, FeeOptions says not

@@ -10,6 +10,7 @@ import { multicall } from '../src/chain/multicall.ts';
 import { checkPreconditions, holds, readsOf, type PreconditionInput } from '../src/relayer/preconditions/conditions.ts';
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor, type SequenceTx } from './support/sequence-wallet.ts';
+import { finalReceipt } from './support/meta-final.ts';
 
 const SENDERS = SENDER_KEYS.map((k) => privateKeyToAccount(k).address);
 const DEPLOYER = privateKeyToAccount(ANVIL_DEPLOYER_KEY).address;
@@ -18,7 +19,6 @@ const user = () => {
   const s = newSigner();
   return { key: s.privateKey, wallet: walletFor(s.address) };
 };
-const FINAL = ['SUCCEEDED', 'FAILED', 'PARTIALLY_FAILED', 'DROPPED'];
 
 /** What the senders have sent (and paid gas for), on chain. */
 const sent = async (env: RelayerEnv) => (await Promise.all(SENDERS.map((address) => env.public.getTransactionCount({ address })))).reduce((a, b) => a + b, 0);
@@ -48,13 +48,7 @@ async function statuses(env: RelayerEnv, id: string): Promise<string[]> {
   return r.rows.map((x) => (typeof x.payload === 'string' ? JSON.parse(x.payload) : x.payload).status);
 }
 
-async function final(env: RelayerEnv, id: string) {
-  for (let i = 0; i < 60; i++) {
-    const r = await env.call('GetMetaTxnReceipt', { metaTxID: id });
-    if (FINAL.includes(r.body.receipt?.status)) return r.body.receipt;
-  }
-  throw new Error(`meta-transaction ${id} never reached a final status`);
-}
+const final = (env: RelayerEnv, id: string) => finalReceipt(env, id);
 
 /** Polls the stored row until `check` passes (the checker runs once per block and every few seconds without one). */
 async function until(env: RelayerEnv, id: string, check: (row: Record<string, any>) => boolean) {

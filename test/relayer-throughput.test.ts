@@ -10,6 +10,7 @@ import { intrinsicGas } from '../src/relayer/intake/simulate.ts';
 import { ceilMul } from '../src/relayer/intake/fees.ts';
 import { NonceTaken } from '../src/relayer/store.ts';
 import { mine } from './support/anvil-control.ts';
+import { finalStatus } from './support/meta-final.ts';
 
 let env: RelayerEnv;
 
@@ -51,14 +52,7 @@ const diff = (a: Record<string, number>, b: Record<string, number>) =>
       .filter(([, v]) => v !== 0),
   );
 
-async function final(id: string) {
-  for (let i = 0; i < 300; i++) {
-    const r = await env.call('GetMetaTxnStatus', { metaTxID: id });
-    if (['SUCCEEDED', 'FAILED', 'PARTIALLY_FAILED', 'DROPPED'].includes(r.body?.status)) return r.body;
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  throw new Error(`meta-transaction ${id} never reached a final status`);
-}
+const final = (id: string) => finalStatus(env, id);
 
 /** A wallet deployed by relaying its first bundle (sponsored), holding `amount` of the token. */
 async function deployedUser(amount = 1_000n) {

@@ -10,6 +10,7 @@ import { deployWallets, waitFor, type User } from './support/relay-load.ts';
 import { feeKit } from './support/fee-kit.ts';
 import { PAYEE, SENDER_KEYS, erc20, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { signedBundle, type SequenceTx } from './support/sequence-wallet.ts';
+import { finalReceiptNow } from './support/meta-final.ts';
 
 let env: RelayerEnv;
 let griefer: Address;
@@ -68,12 +69,7 @@ const sentCount = () => env.public.getTransactionCount({ address: SENDER });
 async function send(wallet: Address, contract: Address, input: Hex, headers: Record<string, string> = {}) {
   return env.call('SendMetaTxn', { call: { walletAddress: wallet, contract, input } }, headers);
 }
-async function final(id: string) {
-  return waitFor(`${id} final`, async () => {
-    const r = await env.call('GetMetaTxnReceipt', { metaTxID: id }, key());
-    return ['SUCCEEDED', 'FAILED', 'PARTIALLY_FAILED', 'DROPPED'].includes(r.body.receipt?.status) ? r.body.receipt : undefined;
-  });
-}
+const final = (id: string) => waitFor(`${id} final`, () => finalReceiptNow(env, id, key()));
 async function stored(id: string) {
   const r = await env.services.db.query<Record<string, any>>('SELECT * FROM meta_txns WHERE id = $1', [id.replace(/^0x/, '').toLowerCase()]);
   return r.rows[0];
