@@ -24,6 +24,14 @@ const CROWDED = ['http/services'];
 /** Relayer tables written from more than one file: none. */
 const SHARED_RELAYER_TABLES: Record<string, string[]> = {};
 
+/**
+ * The head is read through the shared ChainHead (chain.head), so its stale-node handling and its one
+ * read per block time reach every reader. Asking the node for it directly is for src/chain/ itself, the
+ * dev chain and doctor's probe.
+ */
+const HEAD_READ = /\.getBlockNumber\(|\.getBlock\(\s*(?:\)|\{\s*blockTag:\s*['"]latest['"])|['"]eth_blockNumber['"]|['"]eth_getBlockByNumber['"]\s*,\s*params:\s*\[\s*['"]latest['"]/;
+const MAY_READ_THE_HEAD = (file: string) => file.startsWith('chain/') || file.startsWith('devchain/') || file === 'cli/doctor.ts';
+
 describe('the house', () => {
   it('has no import circle, dynamic imports counted', () => {
     expect(circles(edges)).toEqual([]);
@@ -46,5 +54,10 @@ describe('the house', () => {
   it('grows no file over 500 lines and no folder over 24 files beyond the listed ones', () => {
     expect((longFiles(files) as Array<[string, number]>).map(([p]) => p).sort()).toEqual(LONG_FILES);
     expect((crowdedFolders(files) as Array<[string, number]>).map(([d]) => d).sort()).toEqual(CROWDED);
+  });
+
+  it('reads the head only through chain.head outside src/chain/, the dev chain and doctor', () => {
+    const direct = [...files].filter(([f, text]) => !MAY_READ_THE_HEAD(f) && HEAD_READ.test(text)).map(([f]) => f);
+    expect(direct).toEqual([]);
   });
 });

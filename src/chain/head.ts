@@ -10,6 +10,8 @@ export interface BlockHeader {
   hash: Hex;
   parentHash: Hex;
   timestamp: bigint;
+  /** The block's base fee; null on a chain without EIP-1559. */
+  baseFeePerGas: bigint | null;
 }
 
 interface WireHeader {
@@ -17,6 +19,7 @@ interface WireHeader {
   hash: Hex | null;
   parentHash: Hex;
   timestamp: Hex;
+  baseFeePerGas?: Hex | null;
 }
 
 /** Without a configured block time: the one learned from the heads, kept within these bounds (a chain that mines on demand has no block time to learn). */
@@ -42,7 +45,13 @@ const hex = (n: bigint) => `0x${n.toString(16)}`;
 
 function toHeader(b: WireHeader | null | undefined): BlockHeader | null {
   if (!b?.number || !b.hash) return null;
-  return { number: BigInt(b.number), hash: b.hash.toLowerCase() as Hex, parentHash: b.parentHash.toLowerCase() as Hex, timestamp: BigInt(b.timestamp) };
+  return {
+    number: BigInt(b.number),
+    hash: b.hash.toLowerCase() as Hex,
+    parentHash: b.parentHash.toLowerCase() as Hex,
+    timestamp: BigInt(b.timestamp),
+    baseFeePerGas: b.baseFeePerGas ? BigInt(b.baseFeePerGas) : null,
+  };
 }
 
 export interface ChainHeadOptions {
@@ -149,6 +158,21 @@ export class ChainHead {
       })
       .catch(() => undefined);
     return promise;
+  }
+
+  /** The head's number, read as `read(maxAgeMs)` does: what a reader that only needs the height asks (never the node directly, so a node behind is ignored here too). */
+  async number(maxAgeMs = 0): Promise<bigint> {
+    return (await this.read(maxAgeMs)).number;
+  }
+
+  /**
+   * The node asked for its height directly (eth_blockNumber through `via`, the caller's client), not
+   * taken as the head: the readiness probe, which is about the node answering, not about the chain.
+   */
+  async probe(via: PublicClient = this.client): Promise<bigint> {
+    const n = await via.getBlockNumber();
+    this.opts.health?.sawHead(n);
+    return n;
   }
 
   /**

@@ -70,7 +70,7 @@ export async function runIndexer(argv: string[]): Promise<void> {
         const ix = indexerOf(s, values.chain);
         const from = block(values.from, '--from');
         if (from === undefined) throw new UsageError(USAGE);
-        const to = block(values.to, '--to') ?? (await ix.chain.public.getBlockNumber()) - BigInt(ix.cfg.confirmations);
+        const to = block(values.to, '--to') ?? (await ix.chain.head.number()) - BigInt(ix.cfg.confirmations);
         if (to < from) throw new UsageError(`--to ${to} is before --from ${from}`);
         const id = await store.create(ix.chain.chainId, ix.scope, from, to, { rangeBlocks: config.indexer.backfillRangeBlocks });
         console.error(`backfill ${id}: blocks ${from}..${to} of ${ix.chain.name} (${ix.scope}); more workers: metarelay indexer work --backfill ${id}`);

@@ -37,8 +37,7 @@ async function probeChain(c: ChainClient, timeoutMs: number): Promise<CheckResul
   const check = await timed(
     `chain:${c.name}`,
     async () => {
-      const block = await c.public.getBlockNumber();
-      c.health.sawHead(block);
+      const block = await c.head.probe(c.public);
       return `block ${block}`;
     },
     timeoutMs,

@@ -62,7 +62,7 @@ async function candidates(chain: ChainClient, block: bigint, f: ReceiptFilter): 
  */
 export async function findReceipt(chain: ChainClient, f: ReceiptFilter, maxBlockWait: number, maxWaitMs: number, pollMs: number): Promise<TransactionReceipt | null> {
   const started = Date.now();
-  const first = await chain.public.getBlockNumber();
+  const first = await chain.head.number();
   const last = first + BigInt(Math.max(0, maxBlockWait));
   let next = first;
   for (;;) {
@@ -70,7 +70,7 @@ export async function findReceipt(chain: ChainClient, f: ReceiptFilter, maxBlock
       const r = await chain.public.getTransactionReceipt({ hash: f.txnHash }).catch(() => null);
       if (r) return receiptMatches(r, f) ? r : null;
     } else {
-      const head = await chain.public.getBlockNumber();
+      const head = await chain.head.number();
       for (; next <= head && next <= last; next++) {
         for (const hash of await candidates(chain, next, f)) {
           const r = await chain.public.getTransactionReceipt({ hash });
@@ -80,7 +80,7 @@ export async function findReceipt(chain: ChainClient, f: ReceiptFilter, maxBlock
       if (next > last) return null;
     }
     if (Date.now() - started >= maxWaitMs) return null;
-    if (f.txnHash && (await chain.public.getBlockNumber()) >= last) return null;
+    if (f.txnHash && (await chain.head.number()) >= last) return null;
     await new Promise((res) => setTimeout(res, pollMs));
   }
 }

@@ -33,12 +33,12 @@ export function receiptWire(r: TransactionReceipt, head: bigint, confirmations: 
  */
 export async function fetchReceipt(chain: ChainClient, hash: Hash, maxBlockWait: number, maxWaitMs: number, pollMs: number): Promise<TransactionReceipt | null> {
   const started = Date.now();
-  const startHead = await chain.public.getBlockNumber();
+  const startHead = await chain.head.number();
   for (;;) {
     const r = await chain.public.getTransactionReceipt({ hash }).catch(() => null);
     if (r) return r;
     if (maxBlockWait <= 0 || Date.now() - started >= maxWaitMs) return null;
-    if ((await chain.public.getBlockNumber()) - startHead >= BigInt(maxBlockWait)) return null;
+    if ((await chain.head.number()) - startHead >= BigInt(maxBlockWait)) return null;
     await new Promise((res) => setTimeout(res, pollMs));
   }
 }

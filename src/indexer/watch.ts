@@ -38,11 +38,11 @@ export async function watchContract(ix: ChainIndexer, contract: Address, opts: {
   if (before.includes(address)) return { contract: address, added: false, backfill: null, note: 'already on the watchlist' };
   // The start is found before the contract is added: a node that fails the search (rate limited,
   // behind) leaves nothing half done, and the call can simply be repeated.
-  const seen = (await ix.chain.public.getBlockNumber()) - BigInt(ix.cfg.confirmations);
+  const seen = (await ix.chain.head.number()) - BigInt(ix.cfg.confirmations);
   const from = opts.fromBlock ?? (seen < 0n ? null : await deploymentBlock(ix.chain, address, seen, ix.cfg.chunkBlocks));
   await ix.watchlist.add(address, opts.projectId);
   // Read again after the add: a follower step that began before it ends no later than this head.
-  const head = (await ix.chain.public.getBlockNumber()) - BigInt(ix.cfg.confirmations);
+  const head = (await ix.chain.head.number()) - BigInt(ix.cfg.confirmations);
   if (head < 0n) return { contract: address, added: true, backfill: null, note: 'the chain has no confirmed block yet' };
   if (from === null) return { contract: address, added: true, backfill: null, note: `no code at ${address} by block ${seen}: nothing to backfill` };
   if (from > head) return { contract: address, added: true, backfill: null, note: `block ${from} is not confirmed yet: the follower will read it` };

@@ -88,7 +88,6 @@ export class PriceBook {
   private readonly live: boolean;
   private snapshotCache?: PriceSnapshot;
   private inflight?: { block: bigint; promise: Promise<PriceSnapshot> };
-  private head?: { block: bigint; at: number; promise?: Promise<bigint> };
   private readonly unpriced = new Set<string>();
 
   constructor(
@@ -138,20 +137,9 @@ export class PriceBook {
     }
   }
 
-  private async currentBlock(): Promise<bigint> {
-    const h = this.head;
-    if (h && Date.now() - h.at < this.config.pollMs) return h.block;
-    if (h?.promise) return h.promise;
-    const promise = this.chain.public.getBlockNumber({ cacheTime: 0 });
-    this.head = { block: h?.block ?? -1n, at: h?.at ?? 0, promise };
-    try {
-      const block = await promise;
-      this.head = { block, at: Date.now() };
-      return block;
-    } catch (err) {
-      this.head = h;
-      throw err;
-    }
+  /** The head read at most a poll interval ago (the shared head shares a read in flight). */
+  private currentBlock(): Promise<bigint> {
+    return this.chain.head.number(this.config.pollMs);
   }
 
   private async read(block: bigint): Promise<PriceSnapshot> {

@@ -199,7 +199,7 @@ export class ChainRelayer implements RelayerChain {
       const [market, overrides] = await Promise.all([marketFees(this.client, this.feePolicy), this.takesBlockOverrides()]);
       const fees = market.type === 'legacy' ? { gasPrice: market.gasPrice } : { maxFeePerGas: market.maxFeePerGas, maxPriorityFeePerGas: market.maxPriorityFeePerGas };
       const top = [this.seenBlock, this.deps.chain.head.current?.number ?? -1n].reduce((a, b) => (a > b ? a : b));
-      const nextBlock = market.nextBlock ?? (top >= 0n ? top + 1n : (await this.client.getBlockNumber()) + 1n);
+      const nextBlock = market.nextBlock ?? (top >= 0n ? top + 1n : (await this.deps.chain.head.number()) + 1n);
       const balances = new Map<Address, Promise<bigint>>();
       return {
         sender: this.senders[0],
@@ -323,7 +323,7 @@ export class ChainRelayer implements RelayerChain {
       // Failed on a block older than the head: the caller may act on a block this relayer has not seen
       // yet (funds that arrived, a wallet deployed elsewhere), read from a node that has it. Once more on it.
       if (!r.ok && attempt <= 2) {
-        const head = await this.client.getBlockNumber().catch(() => r.block);
+        const head = await this.deps.chain.head.number().catch(() => r.block);
         if (head > r.block) {
           this.observeBlock(head);
           continue;
@@ -357,7 +357,7 @@ export class ChainRelayer implements RelayerChain {
     const again = await askAgainWhileBehind(async () => {
       const r = await recogniseDeferring(this.client, this.context, asked, this.wallets.at(this.seenBlock));
       if (r.behind.length === 0 && !latest.behind.some((a) => r.kinds.get(a) === 'empty')) return r;
-      const head = await this.client.getBlockNumber({ cacheTime: 0 }).catch(() => -1n);
+      const head = await this.deps.chain.head.number().catch(() => -1n);
       if (head > this.seenBlock) this.observeBlock(head);
       return undefined;
     });

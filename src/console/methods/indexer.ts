@@ -21,7 +21,7 @@ export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
       handler: async () => ({
         chains: await Promise.all(
           [...s.indexers.values()].map(async (ix) => {
-            const [cursor, head] = await Promise.all([ix.cursor(), ix.chain.public.getBlockNumber().catch(() => null)]);
+            const [cursor, head] = await Promise.all([ix.cursor(), ix.chain.head.number().catch(() => null)]);
             return {
               chainId: ix.chain.chainId,
               network: ix.chain.name,

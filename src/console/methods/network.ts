@@ -101,8 +101,8 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
             let head: { number: number; hash: string | null; timestamp: string | null; seenAt: string | null } | null = null;
             let error: string | null = null;
             try {
-              const b = await chain.public.getBlock({ blockTag: 'latest' });
-              chain.health.sawHead(b.number);
+              // The shared head tells the chain's health itself.
+              const b = await chain.head.read();
               head = { number: Number(b.number), hash: b.hash, timestamp: new Date(Number(b.timestamp) * 1000).toISOString(), seenAt: new Date().toISOString() };
             } catch (err) {
               error = message(err);

@@ -25,7 +25,7 @@ function wire(l: Listener) {
 
 /** The first block a new listener is not told of: the confirmed head now (the cursor when the node does not answer). */
 async function startBlock(ix: ChainIndexer): Promise<number> {
-  const head = await ix.chain.public.getBlockNumber().catch(() => null);
+  const head = await ix.chain.head.number().catch(() => null);
   if (head !== null) return Math.max(0, Number(head) - ix.cfg.confirmations);
   const cursor = await ix.cursor();
   if (cursor) return Number(cursor.block);

@@ -93,7 +93,7 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
           input: NoArgs,
           handler: async (_a, ctx) => {
             const ix = indexerFor(s, ctx);
-            const [base, cursor, head] = await Promise.all([runtimeStatus(s, seesDetail(ctx)), ix.cursor(), ix.chain.public.getBlockNumber().catch(() => null)]);
+            const [base, cursor, head] = await Promise.all([runtimeStatus(s, seesDetail(ctx)), ix.cursor(), ix.chain.head.number().catch(() => null)]);
             const last = cursor ? Number(cursor.block) : 0;
             const target = head === null ? null : Number(head) - ix.cfg.confirmations;
             const percent = target === null || target <= 0 ? (cursor ? 100 : 0) : Math.min(100, Math.round((last / target) * 10_000) / 100);
@@ -270,7 +270,7 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
             const ix = indexerFor(s, ctx);
             const r = await fetchReceipt(ix.chain, a.txnHash as `0x${string}`, a.maxBlockWait ?? 0, MAX_RECEIPT_WAIT_MS, Math.min(ix.cfg.pollMs, 500));
             if (!r) throw new RpcError(IndexerErrors.NotFound, `transaction ${a.txnHash} is not mined on ${ix.chain.name}`);
-            const head = await ix.chain.public.getBlockNumber();
+            const head = await ix.chain.head.number();
             return { receipt: receiptWire(r, head, ix.cfg.confirmations) };
           },
         }),
@@ -281,7 +281,7 @@ export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
             const ix = indexerFor(s, ctx);
             const r = await findReceipt(ix.chain, a.filter, a.maxBlockWait ?? 0, MAX_RECEIPT_WAIT_MS, Math.min(ix.cfg.pollMs, 500));
             if (!r) throw new RpcError(IndexerErrors.NotFound, `no transaction matching the filter was mined on ${ix.chain.name} within ${Math.max(0, a.maxBlockWait ?? 0)} blocks of the head`);
-            const head = await ix.chain.public.getBlockNumber();
+            const head = await ix.chain.head.number();
             return { receipt: receiptWire(r, head, ix.cfg.confirmations) };
           },
         }),

@@ -216,7 +216,7 @@ export function relayerService(s: Services): ServiceDef {
           // Keyless: no senders, balances, queue, prices or node errors (seesDetail).
           const detailed = seesDetail(ctx);
           const base = await runtimeStatus(s, detailed);
-          const [block, health] = await Promise.all([r.client.getBlock({ blockTag: 'latest' }), detailed ? relayerHealth(s, r) : undefined]);
+          const [block, health] = await Promise.all([s.chains.get(r.chainId)!.head.read(), detailed ? relayerHealth(s, r) : undefined]);
           return { status: { ...base, chainID: r.chainId, useEIP1559: block.baseFeePerGas != null, ...health } };
         },
       }),

@@ -33,7 +33,7 @@ async function viaEnumerable(chain: ChainClient, address: Address): Promise<stri
  * fails the task, which its own attempts and backoff retry.
  */
 async function viaLogs(chain: ChainClient, address: Address, opts: EnumerateOptions): Promise<string[]> {
-  const head = await chain.public.getBlockNumber();
+  const head = await chain.head.number();
   const ids = new Set<string>();
   const mintTopics = [...MINT_EVENT_BY_TOPIC.keys()];
   const reader = new LogReader(chain, opts.logChunkBlocks, mintTopics);

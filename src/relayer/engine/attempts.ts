@@ -1,5 +1,6 @@
 import { parseTransaction, serializeTransaction, type Address, type Hex, type PublicClient, type SignedAuthorization, type TransactionSerializable } from 'viem';
 import { keccak256, signHash } from '../../chain/evm-crypto.ts';
+import type { ChainHead } from '../../chain/head.ts';
 import { signedAuthorization, type Authorization } from '../intake/authorization.ts';
 import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import type { Fees } from './gas-price.ts';
@@ -203,10 +204,10 @@ export async function broadcast(client: PublicClient, raw: Hex): Promise<Broadca
  * Marks attempts as having reached the node, at the head read now: the 3-block rule counts from when a
  * transaction was really sent, not from when the pass that signed it began.
  */
-export async function markBroadcast(db: Db, client: PublicClient, chainId: number, hashes: Hex[]) {
+export async function markBroadcast(db: Db, head: ChainHead, chainId: number, hashes: Hex[]) {
   if (hashes.length === 0) return;
-  const head = Number(await client.getBlockNumber({ cacheTime: 0 }));
-  await db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [chainId, hashes, head]);
+  const at = Number(await head.number());
+  await db.query('UPDATE relay_txs SET broadcast_at = now(), broadcast_block = $3 WHERE chain_id = $1 AND hash = ANY($2)', [chainId, hashes, at]);
 }
 
 /** The error of an attempt already recorded with this hash (null: recorded without one); undefined when there is none. */

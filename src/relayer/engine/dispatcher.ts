@@ -352,7 +352,7 @@ export class Dispatcher implements EngineContext {
     crashPoint('after-broadcast', signed.length);
     await markBroadcast(
       this.deps.db,
-      this.client,
+      this.chainHead,
       this.chainId,
       signed.filter((_, i) => results[i].ok).map((s) => s.hash),
     );

@@ -476,7 +476,7 @@ export class Sweeper {
     if (res.ok) {
       d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'replacement' });
       d.deps.log.info({ chainId: d.chainId, sender: s.sender, nonce: s.nonce, hash, replaces: last.hash }, 'replaced a transaction not included in time');
-      await markBroadcast(this.db, d.client, d.chainId, [hash]);
+      await markBroadcast(this.db, d.chainHead, d.chainId, [hash]);
       return null;
     }
     // The replacement does not exist; the earlier attempts are still the slot's (and still watched).
