@@ -4,23 +4,21 @@
 // and bad input refused with a clear error.
 import { SequenceCollections } from '@0xsequence/metadata';
 import type { Address } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hostCollection } from '../support/collections.ts';
 import { solidPng } from '../support/media.ts';
-import { startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import type { RelayerEnv } from '../support/relayer-env.ts';
 import { rpc } from '../support/service.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleRelayerEnv } from '../support/console-env.ts';
 
 let env: RelayerEnv;
 let call: Call;
 const admin = (method: string, body: unknown = {}) => call(method, body, bearer(env.adminToken));
 
-beforeAll(async () => {
-  env = await startRelayerEnv();
-  call = consoleClient(env.app);
-}, 120_000);
-afterAll(async () => {
-  await env?.close();
+consoleRelayerEnv((e, c) => {
+  env = e;
+  call = c;
 });
 
 /** A fresh project and its secret key (collections are written with one), made as the console makes them. */

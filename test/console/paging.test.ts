@@ -2,9 +2,10 @@
 // filtered and counted, against a real relayer on anvil and a real database. The rows are written as
 // the service writes them (its API) or, for meta-transactions and tasks, inserted into their tables as
 // fixtures: 131 relayed meta-transactions would take minutes and test the relayer, not the paging.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import type { RelayerEnv } from '../support/relayer-env.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleRelayerEnv } from '../support/console-env.ts';
 
 let env: RelayerEnv;
 let call: Call;
@@ -12,12 +13,9 @@ const admin = (method: string, body: unknown = {}) => call(method, body, bearer(
 const WALLET_A = '0x00000000000000000000000000000000000000aa';
 const WALLET_B = '0x00000000000000000000000000000000000000bb';
 
-beforeAll(async () => {
-  env = await startRelayerEnv();
-  call = consoleClient(env.app);
-}, 120_000);
-afterAll(async () => {
-  await env?.close();
+consoleRelayerEnv((e, c) => {
+  env = e;
+  call = c;
 });
 
 const newProject = async () => (await admin('CreateProject', { name: `paging-${Math.random().toString(36).slice(2, 8)}` })).body.project.id as number;

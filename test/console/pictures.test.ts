@@ -3,11 +3,12 @@
 // same-origin paths the page can show, and bad input refused with a clear error.
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import type { RelayerEnv } from '../support/relayer-env.ts';
 import { newSigner } from '../support/sequence-wallet.ts';
 import { solidPng } from '../support/media.ts';
 import { startRawServer, type RawServer } from '../support/token-chain.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleRelayerEnv } from '../support/console-env.ts';
 
 let env: RelayerEnv;
 let call: Call;
@@ -15,16 +16,17 @@ let nft: Address;
 let logos: RawServer;
 const admin = (method: string, body: unknown = {}) => call(method, body, bearer(env.adminToken));
 
+consoleRelayerEnv((e, c) => {
+  env = e;
+  call = c;
+});
 beforeAll(async () => {
-  env = await startRelayerEnv();
-  call = consoleClient(env.app);
   [nft] = await env.chain.deploy([{ contract: 'DevERC721OnChain' }]);
   await env.chain.send([{ address: nft, contract: 'DevERC721OnChain', functionName: 'mint', args: [newSigner().address, 1n] }]);
   const logo = await solidPng(120, 120, '#2255aa');
   logos = await startRawServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(logo));
 }, 120_000);
 afterAll(async () => {
-  await env?.close();
   await logos?.stop();
 });
 

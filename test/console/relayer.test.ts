@@ -1,21 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeFunctionData, parseAbi, type Address, type Hex } from 'viem';
 import { rpc } from '../support/service.ts';
-import { erc20, startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import { erc20, type RelayerEnv } from '../support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor } from '../support/sequence-wallet.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleRelayerEnv } from '../support/console-env.ts';
 
 let env: RelayerEnv;
 let call: Call;
 const admin = (method: string, body: unknown = {}) => call(method, body, bearer(env.adminToken));
 const approveAbi = parseAbi(['function approve(address spender, uint256 amount) returns (bool)']);
 
-beforeAll(async () => {
-  env = await startRelayerEnv();
-  call = consoleClient(env.app);
-}, 120_000);
-afterAll(async () => {
-  await env?.close();
+consoleRelayerEnv((e, c) => {
+  env = e;
+  call = c;
 });
 
 async function newProject() {

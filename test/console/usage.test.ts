@@ -1,11 +1,12 @@
 // The project overview's roll-ups against the raw rows after real traffic: keyed requests of each
 // method family and sponsored meta-transactions relayed on anvil.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeFunctionData } from 'viem';
-import { erc20, startRelayerEnv, type RelayerEnv } from '../support/relayer-env.ts';
+import { erc20, type RelayerEnv } from '../support/relayer-env.ts';
 import { newSigner, signedBundle, walletFor } from '../support/sequence-wallet.ts';
 import { rpc } from '../support/service.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleRelayerEnv } from '../support/console-env.ts';
 
 let env: RelayerEnv;
 let call: Call;
@@ -15,12 +16,9 @@ const admin = async (method: string, body: unknown = {}) => {
   return r.body;
 };
 
-beforeAll(async () => {
-  env = await startRelayerEnv();
-  call = consoleClient(env.app);
-}, 120_000);
-afterAll(async () => {
-  await env?.close();
+consoleRelayerEnv((e, c) => {
+  env = e;
+  call = c;
 });
 
 /** Sends a sponsored transfer with the key; its id. */
