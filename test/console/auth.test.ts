@@ -1,21 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { adminTokenStore } from '../../src/console/admin-tokens.ts';
 import { openDb } from '../../src/store/db.ts';
 import { runCli } from '../support/cli.ts';
 import { createTestDb } from '../support/db.ts';
-import { rpc, startTestService, type TestService } from '../support/service.ts';
-import { bearer, consoleClient, signIn, type Call } from './support.ts';
+import { rpc, type TestService } from '../support/service.ts';
+import { bearer, signIn, type Call } from './support.ts';
+import { consoleTestService } from '../support/console-env.ts';
 
 const ADMIN = 'console-admin-token-0123456789';
 let t: TestService;
 let call: Call;
 
-beforeAll(async () => {
-  t = await startTestService({ admin: { tokens: [ADMIN] } });
-  call = consoleClient(t.app);
-});
-afterAll(async () => {
-  await t?.close();
+consoleTestService(ADMIN, (s, c) => {
+  t = s;
+  call = c;
 });
 
 /** An error answer in the webrpc shape, carrying no data. */

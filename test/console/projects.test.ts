@@ -1,18 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rpc, startTestService, type TestService } from '../support/service.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import { rpc, type TestService } from '../support/service.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleTestService } from '../support/console-env.ts';
 
 const ADMIN = 'console-admin-token-0123456789';
 let t: TestService;
 let call: Call;
 const admin = (method: string, body: unknown = {}) => call(method, body, bearer(ADMIN));
 
-beforeAll(async () => {
-  t = await startTestService({ admin: { tokens: [ADMIN] } });
-  call = consoleClient(t.app);
-});
-afterAll(async () => {
-  await t?.close();
+consoleTestService(ADMIN, (s, c) => {
+  t = s;
+  call = c;
 });
 
 describe('console: projects', () => {

@@ -6,7 +6,8 @@ import { openDb, type Db } from '../../src/store/db.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { TEST_DB } from '../support/env.ts';
 import { rpc, startTestService, type TestService } from '../support/service.ts';
-import { bearer, consoleClient, type Call } from './support.ts';
+import { bearer, type Call } from './support.ts';
+import { consoleTestService } from '../support/console-env.ts';
 
 const ADMIN = 'console-admin-token-0123456789';
 let t: TestService;
@@ -14,9 +15,11 @@ let call: Call;
 // A second metarelay on the same database: its own process state (caches, pool), shared tables.
 let second: { services: Services; app: FastifyInstance; db: Db };
 
+consoleTestService(ADMIN, (s, c) => {
+  t = s;
+  call = c;
+});
 beforeAll(async () => {
-  t = await startTestService({ admin: { tokens: [ADMIN] } });
-  call = consoleClient(t.app);
   // On PostgreSQL a second pool, as another process would have; PGlite is one connection, shared.
   const db = TEST_DB === 'postgres' ? await openDb(t.testDb.location) : t.testDb.db;
   const services = await createServices(t.services.config, { db, log: createLogger('silent') });
@@ -26,7 +29,6 @@ afterAll(async () => {
   await second?.app.close();
   await second?.services.close();
   if (second && second.db !== t.testDb.db) await second.db.close();
-  await t?.close();
 });
 
 async function keyWith(limit: { ratePerSec?: number; rateBurst?: number }) {

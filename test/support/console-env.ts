@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { consoleClient, type Call } from '../console/support.ts';
 import { startRelayerEnv, type RelayerEnv } from './relayer-env.ts';
+import { startTestService, type TestService } from './service.ts';
 
 /**
  * The console tests' common environment: one relayer environment per file (a chain, the service, an admin
@@ -15,5 +16,20 @@ export function consoleRelayerEnv(use: (env: RelayerEnv, call: Call) => void) {
   }, 120_000);
   afterAll(async () => {
     await env?.close();
+  });
+}
+
+/**
+ * The same for console tests that need no chain: one service per file with `adminToken` accepted, a
+ * console client on its app, closed after the file's tests.
+ */
+export function consoleTestService(adminToken: string, use: (t: TestService, call: Call) => void) {
+  let t: TestService | undefined;
+  beforeAll(async () => {
+    t = await startTestService({ admin: { tokens: [adminToken] } });
+    use(t, consoleClient(t.app));
+  });
+  afterAll(async () => {
+    await t?.close();
   });
 }
