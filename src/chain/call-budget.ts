@@ -1,3 +1,4 @@
+import { findCause, MetarelayError } from '../util/error.ts';
 /**
  * One node's call budget: how many calls a second it takes, learnt from its 429s, and who calls first
  * when the budget is short.
@@ -35,7 +36,7 @@ export interface CallClass {
 }
 
 /** A call that did not get a slot of the node's budget in time: the node is rate-limiting us. */
-export class CallBudgetError extends Error {
+export class CallBudgetError extends MetarelayError {
   override readonly name = 'CallBudgetError';
   constructor(
     readonly chainId: number,
@@ -43,7 +44,7 @@ export class CallBudgetError extends Error {
     readonly retryAfterS: number,
     message: string,
   ) {
-    super(message);
+    super(message, { kind: 'rate-limited', retryable: true, docsPath: 'production.md#a-providers-rate-limit' });
   }
 }
 
@@ -369,10 +370,7 @@ export class CallBudget {
 
 /** Whether `err` (or one of its causes) is a 429 or a call that got no slot of a node's budget in time. */
 export function isRateLimited(err: unknown): boolean {
-  for (let e = err as { status?: unknown; cause?: unknown } | undefined, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++) {
-    if (e.status === 429 || e instanceof CallBudgetError) return true;
-  }
-  return false;
+  return findCause(err, (e) => e.status === 429 || e instanceof CallBudgetError) !== undefined;
 }
 
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;

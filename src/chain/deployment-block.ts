@@ -1,3 +1,4 @@
+import { causes } from '../util/error.ts';
 import type { Address, Hex } from 'viem';
 import type { ChainClient } from './client.ts';
 import { askAgainIfBehind } from './ask-again.ts';
@@ -36,7 +37,7 @@ export type StateReadFault = 'no-state' | 'rate-limited' | 'unavailable';
 /** Everything viem and the node said about a failed call, causes included. */
 export function errorText(err: unknown): string {
   const parts: string[] = [];
-  for (let e = err as { message?: unknown; details?: unknown; status?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
+  for (const e of causes(err)) {
     if (typeof e.message === 'string') parts.push(e.message);
     if (typeof e.details === 'string') parts.push(e.details);
     if (e.status === 429) parts.push('HTTP 429');

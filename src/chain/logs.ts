@@ -1,3 +1,4 @@
+import { findCause } from '../util/error.ts';
 import type { Hex } from 'viem';
 import { isRateLimited } from './call-budget.ts';
 import { askAgainIfBehind } from './ask-again.ts';
@@ -161,10 +162,7 @@ function rateLimited(err: unknown): boolean {
 
 /** The node said it is behind the blocks asked for (BEHIND), in the error or one of its causes. */
 function saysBehind(err: unknown): boolean {
-  for (let e = err as { cause?: unknown; details?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
-    if ((typeof e.details === 'string' && BEHIND.test(e.details)) || (typeof e.message === 'string' && BEHIND.test(e.message))) return true;
-  }
-  return false;
+  return findCause(err, (e) => (typeof e.details === 'string' && BEHIND.test(e.details)) || (typeof e.message === 'string' && BEHIND.test(e.message))) !== undefined;
 }
 
 async function readSplit(chain: ChainClient, block: bigint, f: LogFilter, receipts: ReceiptCache): Promise<ChainLog[]> {

@@ -1,3 +1,4 @@
+import { causes, findCause } from '../util/error.ts';
 import type { ChainClient } from './client.ts';
 import { CallBudgetError } from './call-budget.ts';
 import { normalUrl as normal } from './health.ts';
@@ -38,13 +39,12 @@ const TRANSPORT = new Set(['HttpRequestError', 'TimeoutError']);
 /** The outage behind `err`, if it is one: found by the failing URL among the chains' RPC URLs. */
 export function chainOutageOf(err: unknown, chains: Iterable<ChainClient>): ChainOutage | undefined {
   // A call that got no slot of a rate-limited node's budget in time, wherever viem wrapped it.
-  for (let b = err as TransportError | undefined, depth = 0; b && typeof b === 'object' && depth < 8; depth++, b = b.cause as TransportError | undefined) {
-    if (!(b instanceof CallBudgetError)) continue;
-    const c = [...chains].find((x) => x.chainId === (b as CallBudgetError).chainId);
+  const b = findCause(err, (e) => e instanceof CallBudgetError) as CallBudgetError | undefined;
+  if (b) {
+    const c = [...chains].find((x) => x.chainId === b.chainId);
     return c && { chain: c.name, chainId: c.chainId, cause: b.message, rateLimited: true, retryAfterS: b.retryAfterS };
   }
-  let e = err as TransportError | undefined;
-  for (let depth = 0; e && typeof e === 'object' && depth < 8; depth++, e = e.cause as TransportError | undefined) {
+  for (const e of causes(err) as Generator<TransportError>) {
     if (e instanceof ChainUnreachableError) {
       const id = e.chainId;
       const c = [...chains].find((x) => x.chainId === id);
@@ -83,7 +83,7 @@ const NO_ANSWER = new Set(['HttpRequestError', 'TimeoutError', 'AbortError']);
  */
 export function refusedByNode(err: unknown): boolean {
   let coded = false;
-  for (let e = err as { name?: unknown; code?: unknown; status?: unknown; cause?: unknown } | undefined, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++) {
+  for (const e of causes(err)) {
     // An HTTP error status (a 429, a 502) carries no verdict on what was asked, whatever its body says.
     if (typeof e.name === 'string' && NO_ANSWER.has(e.name)) return false;
     if (typeof e.code === 'number') coded = true;

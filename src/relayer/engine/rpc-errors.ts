@@ -1,3 +1,4 @@
+import { causes, findCause } from '../../util/error.ts';
 /**
  * What a node's answer to eth_sendRawTransaction means, whatever its wording: geth, reth, anvil,
  * Nethermind and Besu each phrase the same conditions differently.
@@ -30,22 +31,11 @@ export function classifySendError(err: unknown): SendFailure {
 }
 
 export function errorText(err: unknown): string {
-  const parts: string[] = [];
-  let cur: unknown = err;
-  for (let i = 0; cur && i < 6; i++) {
-    const e = cur as { message?: string; details?: string; shortMessage?: string; cause?: unknown };
-    parts.push(e.shortMessage ?? '', e.details ?? '', e.message ?? '');
-    cur = e.cause;
-  }
+  const parts: unknown[] = [];
+  for (const e of causes(err, 6)) parts.push(e.shortMessage ?? '', e.details ?? '', e.message ?? '');
   return parts.filter(Boolean).join(' | ');
 }
 
 function isRpcResponseError(err: unknown): boolean {
-  let cur: unknown = err;
-  for (let i = 0; cur && i < 6; i++) {
-    const e = cur as { code?: unknown; name?: string; cause?: unknown };
-    if (typeof e.code === 'number' && e.code !== 0 && e.name !== 'HttpRequestError' && e.name !== 'TimeoutError') return true;
-    cur = e.cause;
-  }
-  return false;
+  return findCause(err, (e) => typeof e.code === 'number' && e.code !== 0 && e.name !== 'HttpRequestError' && e.name !== 'TimeoutError', 6) !== undefined;
 }
