@@ -1,3 +1,4 @@
+import { causes } from '../util/error.ts';
 import { decodeFunctionResult, encodeFunctionData, type Address, type Hex } from 'viem';
 import type { ChainClient } from './client.ts';
 
@@ -100,24 +101,20 @@ async function single(chain: ChainClient, call: Call, blockNumber?: bigint): Pro
 
 /** The node is unreachable or slow: splitting the batch would only multiply the failures. */
 function isTransportFailure(err: unknown): boolean {
-  let cur = err as { name?: string; status?: number; cause?: unknown } | undefined;
-  for (let i = 0; cur && i < 8; i++) {
+  for (const cur of causes(err) as Generator<{ name?: string; status?: number }>) {
     if (cur.name === 'TimeoutError') return true;
     if (cur.name === 'HttpRequestError' && (cur.status === undefined || cur.status >= 500) && cur.status !== 413) return true;
-    cur = cur.cause as typeof cur;
   }
   return false;
 }
 
 /** A revert is a per-call answer; a transport failure is not, and is rethrown. */
 function revertData(err: unknown): Hex | undefined {
-  let cur = err as { name?: string; data?: unknown; cause?: unknown; details?: string } | undefined;
-  for (let i = 0; cur && i < 8; i++) {
+  for (const cur of causes(err) as Generator<{ name?: string; data?: unknown; details?: string }>) {
     if (cur.name === 'CallExecutionError' || cur.name === 'ContractFunctionRevertedError' || cur.name === 'ExecutionRevertedError') {
       return typeof cur.data === 'string' ? (cur.data as Hex) : '0x';
     }
     if (typeof cur.details === 'string' && /revert/i.test(cur.details)) return '0x';
-    cur = cur.cause as typeof cur;
   }
   return undefined;
 }
