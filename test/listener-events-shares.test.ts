@@ -14,6 +14,7 @@ import { ANVIL_DEPLOYER_KEY } from '../src/devchain/index.ts';
 import type { ChainIndexer } from '../src/indexer/index.ts';
 import { scrape, startTestService, type TestService } from './support/service.ts';
 import { eventually, startRawServer, startTokenChain, type RawServer, type TokenChain } from './support/token-chain.ts';
+import { catchUp } from './support/catch-up.ts';
 
 const CAP = 1_000;
 const someone = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
@@ -28,15 +29,6 @@ const got: Array<{ path: string; body: string }> = [];
 /** Requests the /hang receiver holds (answered when the test ends), and how many of them ended (the worker gave up). */
 const hanging: http.ServerResponse[] = [];
 let hangsEnded = 0;
-
-async function catchUp(on = ix) {
-  for (let i = 0; i < 200; i++) {
-    const more = await on.follower.poll();
-    const [cur, head] = await Promise.all([on.cursor(), on.chain.public.getBlockNumber()]);
-    if (!more && cur && cur.block === head) return;
-  }
-  throw new Error('indexer did not catch up');
-}
 
 const bodiesAt = (path: string) => got.filter((g) => g.path === path).map((g) => JSON.parse(g.body) as EventLog & { id: number; chainId: number });
 const countAt = (prefix: string) => got.filter((g) => g.path.startsWith(prefix)).length;
@@ -83,7 +75,7 @@ beforeAll(async () => {
     Address,
     Address,
   ];
-  await catchUp();
+  await catchUp(ix);
   t.services.events.delivery.start();
 }, 180_000);
 
@@ -113,7 +105,7 @@ describe('any event (issue 57)', () => {
       call(erc20, 'TestIndexERC20', 'approve', [A, 7n]),
       call(game, 'TestListenerGame', 'score', [someone(), 1n, 'not for /approval']),
     ]);
-    await catchUp();
+    await catchUp(ix);
     await eventually(
       async () => ['/game', '/game-short', '/topic', '/approval', '/erc20'].map((p) => bodiesAt(p).length),
       (n) => expect(n).toEqual([2, 2, 2, 1, 2]),
@@ -193,7 +185,7 @@ describe('fair shares (issue 54)', () => {
     // The worker waits while both are indexed: the attacker's whole backlog is queued before the victim's delivery.
     await t.services.events.delivery.stop();
     await chain.send([call(flood, 'TestFloodERC20', 'flood', [someone(), 150n]), call(erc20, 'TestIndexERC20', 'mint', [V, 1n])]);
-    await catchUp();
+    await catchUp(ix);
     const rows = await t.services.db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.project_id <> $1', [t.project.id]);
     // 150 logs × 10 listeners, of which the cap lets 1 000 through: the rest are counted on the listeners.
     expect(Number(rows.rows[0]!.n)).toBe(CAP);
@@ -218,14 +210,14 @@ describe('fair shares (issue 54)', () => {
     for (let i = 0; i < 20; i++) await attacker.addWebhookListener({ url: `${receiver.url}/hang/${i}`, filters: { contractAddresses: [flood] } });
     await client.addWebhookListener({ url: `${receiver.url}/victim2`, filters: { contractAddresses: [erc20], accounts: [V] } });
     await chain.send([call(flood, 'TestFloodERC20', 'flood', [someone(), 1n])]);
-    await catchUp();
+    await catchUp(ix);
     // The attacker's receivers hold every lane they are given (12 of 16: webhooks.maxInFlightPerProject's default).
     await eventually(
       async () => hanging.length,
       (n) => expect(n).toBe(12),
     );
     await chain.send([call(erc20, 'TestIndexERC20', 'mint', [V, 1n])]);
-    await catchUp();
+    await catchUp(ix);
     await eventually(
       async () => countAt('/victim2'),
       (n) => expect(n).toBe(1),
