@@ -1,3 +1,4 @@
+import { causes } from '../util/error.ts';
 /*
  * Which database failures are weather: the server cannot serve right now (restarting, unreachable, out
  * of connections, a session ended under us, a lock not granted in time), so the same call may succeed
@@ -38,8 +39,7 @@ interface Failure {
  * failure. A short phrase for logs and for the 503's message (no connection details).
  */
 export function databaseOutageOf(err: unknown): string | undefined {
-  let e = err as Failure | undefined;
-  for (let depth = 0; e && typeof e === 'object' && depth < 8; depth++) {
+  for (const e of causes(err) as Generator<Failure>) {
     const code = typeof e.code === 'string' ? e.code : undefined;
     if (code && Object.hasOwn(UNAVAILABLE_CODES, code)) return UNAVAILABLE_CODES[code];
     if (code?.startsWith('08')) return 'the connection to the database failed';
@@ -47,7 +47,6 @@ export function databaseOutageOf(err: unknown): string | undefined {
     if (typeof e.message === 'string' && LOST.test(e.message)) return 'the connection to the database was lost';
     // net.connect to several addresses (localhost: ::1 and 127.0.0.1) fails with an AggregateError.
     if (Array.isArray(e.errors) && e.errors.length) return databaseOutageOf(e.errors[0]);
-    e = e.cause as Failure | undefined;
   }
   return undefined;
 }
