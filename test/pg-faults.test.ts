@@ -225,11 +225,12 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     expect(supply).toBe(BigInt(USERS * SPACES));
   }, 180_000);
 
-  it('a process frozen mid-transaction on the sponsorship row: 503 after lock_timeout, and accepted once the server ends its session (idle_in_transaction_session_timeout)', async () => {
+  it('a process frozen mid-transaction on the sponsorship rows: 503 after lock_timeout, and accepted once the server ends its session (idle_in_transaction_session_timeout)', async () => {
     const extra = await deployWallets(env, 2);
     const fresh = await mintBundles(env, extra, 1);
     // A metarelay process's connection (the same session options), frozen inside a transaction that
-    // holds the row every sponsored intake locks to charge the rule.
+    // holds the rows a sponsored intake locks to charge the rule: the rule's row and every shard of
+    // its spend (an intake charges its backend's shard, or takes the rule's row to re-share).
     const frozen = await openPostgres(url, { max: 1, probe: false, maintain: false, session: { poolSize: 1, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 2_000 } });
     let locked!: () => void;
     const gotLock = new Promise<void>((r) => (locked = r));
@@ -237,6 +238,7 @@ describe('PostgreSQL faults under load (a private cluster, a real serve process)
     const thawed = new Promise<void>((r) => (thaw = r));
     const holder = frozen.transaction(async (tx) => {
       await tx.query('SELECT id FROM gas_sponsors FOR UPDATE');
+      await tx.query('SELECT sponsor_id FROM sponsor_spend_shards FOR UPDATE');
       locked();
       await thawed;
       await tx.query('SELECT 1');
