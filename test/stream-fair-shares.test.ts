@@ -75,7 +75,12 @@ function stream(key: string, from: string, lastEventId?: number): Promise<Stream
       let buf = '';
       let raw = '';
       const got: Message[] = [];
-      let want: { n: number; done: (v: Message[]) => void } | undefined;
+      let want: { n: number; done: (v: Message[]) => void; fail: (e: Error) => void } | undefined;
+      let closed = false;
+      res.on('close', () => {
+        closed = true;
+        want?.fail(new Error(`the stream from ${from} ended after ${got.length} messages, ${want.n} awaited`));
+      });
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         buf += chunk;
@@ -101,9 +106,16 @@ function stream(key: string, from: string, lastEventId?: number): Promise<Stream
           return raw;
         },
         got,
-        messages: (n) => new Promise((done) => (got.length >= n ? done(got.slice(0, n)) : (want = { n, done }))),
+        messages: (n) =>
+          new Promise((done, fail) => {
+            if (got.length >= n) done(got.slice(0, n));
+            else if (closed) fail(new Error(`the stream from ${from} had ended after ${got.length} messages, ${n} awaited`));
+            else want = { n, done, fail };
+          }),
+        // A stream the server has already ended has emitted its 'close': waiting for another would hang.
         close: () =>
           new Promise((done) => {
+            if (closed) return done();
             res.on('close', () => done());
             req.destroy();
           }),
@@ -128,6 +140,15 @@ async function write(events: NewEvent[]) {
   t.services.events.bell.ring();
 }
 const head = () => t.services.events.outbox.head();
+/**
+ * Waits until the server has let go of every stream an earlier test closed (a client's close reaches
+ * the server's hub a moment later): a stream still attached keeps the hub's shared reader running, and
+ * a resume behind it is then served by that shared read, not by catch-up pages, which these tests count.
+ */
+async function noStreamsAttached() {
+  for (let i = 0; i < 500 && t.services.events.streams.streams > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(t.services.events.streams.streams).toBe(0);
+}
 
 describe('GET /events: fair shares of a public key', () => {
   it("finding 4: two addresses flooding streams fill their client networks' shares only; another user of the key gets its stream and its events", async () => {
@@ -162,6 +183,7 @@ describe('GET /events: fair shares of a public key', () => {
   });
 
   it('finding 5: resumes from far back start at the head after a stream.gap event, and an address resuming again and again is refused; another user resumes completely', async () => {
+    await noStreamsAttached();
     await write(Array.from({ length: 1_500 }, (_, i) => ev(100 + i)));
     const old = await head();
 
@@ -199,6 +221,7 @@ describe('GET /events: fair shares of a public key', () => {
   });
 
   it("finding 5: a network's catch-up reads are paged and held to its read budget; another network's resume catches up completely", async () => {
+    await noStreamsAttached();
     await write(Array.from({ length: 900 }, (_, i) => ev(20_000 + i)));
     // 900 positions back (within resumeMaxEvents): 9 pages of 100 per stream.
     const from = (await head()) - 900;
