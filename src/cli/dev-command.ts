@@ -1,9 +1,6 @@
 import { resolve } from 'node:path';
 import { parse, portFlag } from './args.ts';
 import { assertPortFree } from './port.ts';
-import type { DevOptions } from './dev.ts';
-
-export type { DevOptions };
 
 /**
  * `metarelay dev`: its arguments, and a taken port refused before anything slow (loading the service's

@@ -1,3 +1,4 @@
+import { ChainPricesConfigSchema } from '../config/price-schema.ts';
 import type { ChainPricesConfig } from '../config/schema.ts';
 import { tokenKey } from './price.ts';
 
@@ -100,7 +101,8 @@ export interface EffectivePrices {
 export function effectivePrices(chainId: number, configured: ChainPricesConfig | undefined): EffectivePrices | undefined {
   const table = configured?.builtin === false ? undefined : WELL_KNOWN_PRICES[chainId];
   if (!table) return configured ? { config: configured, builtin: new Set() } : undefined;
-  const base: ChainPricesConfig = configured ?? { tokens: [], pollMs: 1_000, builtin: true };
+  // No `prices` configured: the schema's defaults (pollMs and the rest), with the table filling them in.
+  const base: ChainPricesConfig = configured ?? ChainPricesConfigSchema.parse({});
   const builtin = new Set<string>();
   // The native price: the operator's feed or fixed price wins; the table's feed otherwise.
   let nativeUsdFeed = base.nativeUsdFeed;
