@@ -1,6 +1,7 @@
 // What one JSON-RPC call to the node costs this process: Node's global fetch (undici behind WHATWG
 // streams) against src/chain/node-fetch.ts (node:http keep-alive, the whole body into a Response), the
-// fetch every chain client sends through since the thirteenth session (docs/performance.md).
+// fetch every chain client sends through since the thirteenth session (docs/performance-log.md, "The
+// node's HTTP and PostgreSQL's round trips").
 //
 //   npx tsx bench/chain-http.ts
 //

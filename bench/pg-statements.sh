@@ -1,6 +1,6 @@
 #!/bin/bash
 # What each statement costs PostgreSQL during bench/relayer-intake.ts: pg_stat_statements is reset once
-# the bench's warm-up is done and read once its phase B is final (docs/performance.md, "Statistics kept
+# the bench's warm-up is done and read once its phase B is final (docs/performance-log.md, "Statistics kept
 # as the tables grow"). Needs the extension loaded by the server, once:
 #   shared_preload_libraries = 'pg_stat_statements' and pg_stat_statements.track_planning = on in
 #   postgresql.conf, a restart, then CREATE EXTENSION pg_stat_statements in the admin database.

@@ -50,8 +50,8 @@ export function metaTxnStatusEvents(metaTxns: () => MetaTxnRepo, bell: EventBell
         },
       }));
       // On a transaction, with its COMMIT: nothing before it reads them back, and the awaited insert was
-      // one of the intake's round trips while it held its connection (docs/performance.md, 30 Nov). The
-      // bell rings once they are committed, when readers can see them.
+      // one of the intake's round trips while it held its connection (docs/performance-log.md, "30 Nov
+      // 2026 (ninth session)"). The bell rings once they are committed, when readers can see them.
       if (tx) committing.push(appendEventsAtCommit(tx, events));
       else deliveries += (await appendEventsCounting(q, events)).deliveries;
     }

@@ -78,8 +78,9 @@ export async function appendEventsCounting(q: Queryable, events: readonly NewEve
 /**
  * appendEvents as one of the transaction's last statements, sent with its COMMIT (Tx.atCommit), for a
  * writer that needs no event id before then: no round trip while the transaction holds its connection
- * (the intake's: docs/performance.md, 30 Nov). Settles once the transaction has ended: with the webhook
- * deliveries the events made when they were committed, undefined when they were not.
+ * (the intake's: docs/performance-log.md, "30 Nov 2026 (ninth session)"). Settles once the transaction
+ * has ended: with the webhook deliveries the events made when they were committed, undefined when they
+ * were not.
  */
 export async function appendEventsAtCommit(tx: Tx, events: readonly NewEvent[]): Promise<{ deliveries: number } | undefined> {
   if (events.length === 0) return undefined;

@@ -26,7 +26,8 @@ type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
  *
  * A cached read does almost nothing of its own: a few map look-ups and a write of bytes it already
  * has. Through fastify it also paid the router, the request and reply objects, the hook runner's
- * stages and reply serialisation, which made it cost twice a bare fastify route (docs/performance.md).
+ * stages and reply serialisation, which made it cost twice a bare fastify route (docs/performance-log.md,
+ * "27 Nov 2026: cached reads answered before routing").
  * Here the same access policy decides it (AccessPipeline.reuseNow: key → authenticate → allowed
  * networks → cached answer → rate limit), and only when everything is known in memory; every other
  * request, and every one of these it cannot decide at once, goes to fastify unchanged. Only an answer

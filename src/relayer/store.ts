@@ -303,11 +303,12 @@ export function metaTxnRepo(
     }
   };
 
-  // Concurrent intakes share a transaction (docs/performance.md, "Intakes in groups"): PGlite runs one
+  // Concurrent intakes share a transaction (docs/performance-log.md, "Intakes in groups"): PGlite runs one
   // transaction at a time anyway; on PostgreSQL two run at once, so one group waiting on a lock another
   // process holds does not hold up every intake of this one. Not four: at 32 sends in flight a group then
   // held 3.5 of them, and each group's six round trips cost both sides a write and a wake-up (one `serve`:
-  // 2.3 ms of PostgreSQL per intake at four, 1.5-1.8 at two; docs/performance.md, 30 Nov).
+  // 2.3 ms of PostgreSQL per intake at four, 1.5-1.8 at two; docs/performance-log.md, "Round trips and
+  // signatures").
   const groups = new KeyGroups<PendingIntake, { row: MetaTxnRow; created: boolean }>({
     keys: (x) => groupKeys(x.m),
     one: insertOne,

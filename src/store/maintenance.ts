@@ -8,7 +8,8 @@ import { Held } from './pg-client.ts';
  * - Statistics: a named statement keeps the plan made with the statistics of its first runs until its
  *   tables are analysed again. A plan of the "already known" look-up made while meta_txns held a few rows
  *   read the chain's rows by chain alone on every SendMetaTxn once they were thousands: 2 700 buffers
- *   each after 1 000 sends (30 Nov; test/store-statistics.test.ts, docs/performance.md).
+ *   each after 1 000 sends (30 Nov; test/store-statistics.test.ts; docs/performance-log.md, "Statistics
+ *   kept as the tables grow").
  * - Vacuum: rows updated or deleted stay in the table until vacuumed (meta_txns is updated at every
  *   status), and a count over an index reads the table for every row until vacuum marks its pages
  *   all-visible (the intake's count of a key's live rows read 245 buffers a send).

@@ -58,8 +58,9 @@ const isStaleName = (err) => (err?.code === '0A000' && /cached plan must not cha
  * statements keep the one plan made for them without values (generic), as PostgreSQL's default may
  * after five runs (postgres.ts). Planning was most of PGlite's time: the hot named statements of a dev
  * burst took 15.8 ms per round planned for their values against 4.5 ms generic (issue #36;
- * docs/performance.md). A kept plan is only as good as the statistics it was made with, which
- * maintain (below) keeps current. Unnamed statements are planned for their values, as always.
+ * docs/performance-log.md, "Named statements and one generic plan per statement on PGlite"). A kept
+ * plan is only as good as the statistics it was made with, which maintain (below) keeps current.
+ * Unnamed statements are planned for their values, as always.
  */
 const SESSION = 'SET plan_cache_mode = force_generic_plan';
 if (pg) await pg.exec(SESSION);

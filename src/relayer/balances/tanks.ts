@@ -121,7 +121,8 @@ export async function post(q: Queryable, tank: Tank | null, e: NewEntry): Promis
  * Appends ledger entries in their order (ids ascending), each moving its (locked) tank's balance by its
  * amount and recording the balance after it; then each tank touched is written once. Two statements
  * whatever their number: settling a dispatch pass's mined meta-transactions wrote two per entry, while
- * holding the tanks' locks (docs/performance.md, 30 Nov). Returns the entries written, in order.
+ * holding the tanks' locks (docs/performance-log.md, "30 Nov 2026 (ninth session)"). Returns the entries
+ * written, in order.
  */
 export async function postMany(q: Queryable, entries: Array<{ tank: Tank | null; e: NewEntry }>): Promise<LedgerEntry[]> {
   if (entries.length === 0) return [];

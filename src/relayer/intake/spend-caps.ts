@@ -19,9 +19,9 @@ import { currentRules, type SponsorRule } from './sponsors.ts';
  * A rule's spend is kept in shards (migration 0059, issue #53): rows of sponsor_spend_shards, a
  * backend charging the one of its pid (pg_backend_pid() % `shards`), the rule's spend their sum. With
  * one row per rule every sponsored intake of every process took turns on it: three `serve` processes
- * relayed slower than one, most backends waiting on that row (docs/performance.md, "A fleet on one
- * database"). So that the shards together never pass a budget, each holds a share of what is left of
- * each budget (its room): a charge within its shard's room takes that row's lock alone (FAST_CHARGE).
+ * relayed slower than one, most backends waiting on that row (docs/performance-log.md, "A fleet on
+ * one database"). So that the shards together never pass a budget, each holds a share of what is left
+ * of each budget (its room): a charge within its shard's room takes that row's lock alone (FAST_CHARGE).
  * A charge past it (its shard's room spent, a new day, the rule's caps changed since the share-out, no
  * row yet) takes the rule's gas_sponsors row and, in the next statement, sees every shard as committed
  * and shares out again (SLOW_CHARGE): what the shards no other charge holds now did not spend comes
@@ -363,7 +363,8 @@ interface Move {
  * counters after, in (rule, wallet) order, as a charge writes them: the two never lock crosswise. No
  * gas_sponsors row is taken. A status write settling 50 mined meta-transactions wrote 4 statements per
  * charge, holding the rules' locks and, on PGlite, the one connection, across ~200 round trips
- * (docs/performance.md, 30 Nov). Counters of a row may go below zero; their sum over a rule's rows does not.
+ * (docs/performance-log.md, "30 Nov 2026 (ninth session)"). Counters of a row may go below zero; their
+ * sum over a rule's rows does not.
  */
 export const MOVE_SPEND = prepared(`-- spend-caps MOVE_SPEND
 WITH e AS (SELECT * FROM unnest($1::bigint[], $2::date[], $3::numeric[], $4::numeric[]) AS e(id, day, wei, usd)),
