@@ -1,4 +1,4 @@
-// CORS on every route (src/http/cors.ts): the caller's origin reflected with Vary: Origin, the
+// CORS on every route (src/http/core/cors.ts): the caller's origin reflected with Vary: Origin, the
 // headers a browser client reads exposed, preflights answered for any path and refused (400)
 // when they are not one. The webrpc preflight with its headers is in webrpc.test.ts.
 

@@ -1,7 +1,7 @@
 // The indexer (#17) end to end on a real anvil, read through the official @0xsequence/indexer client:
 // every balance it reports is checked against balanceOf/ownerOf read from the chain.
 import { SequenceIndexer, webrpcErrorByCode } from '@0xsequence/indexer';
-import { IndexerErrors } from '../src/http/errors.ts';
+import { IndexerErrors } from '../src/http/core/errors.ts';
 import { parseAbi, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -162,7 +162,7 @@ describe('publishable keys read, secret keys write', () => {
     // The same call again would be answered from the response cache: the origin is still checked.
     const theirs = await rpc(t.app, '/rpc/Metadata/GetTokenMetadata', body, { 'x-access-key': webKey, origin: EVIL });
     expect(theirs).toMatchObject({ status: 403, body: { error: 'InvalidOrigin', code: 1103 } });
-    // Through the socket, where cached answers are given before routing (http/early-answers.ts).
+    // Through the socket, where cached answers are given before routing (http/core/early-answers.ts).
     const early = await fetch(`${base}/rpc/Metadata/GetTokenMetadata`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-access-key': webKey, origin: EVIL },

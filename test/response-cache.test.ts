@@ -73,7 +73,7 @@ const getTokens = (app: TestService['app'], key: string | undefined, contract: A
 type Get = (url: string, headers?: Record<string, string>) => Promise<{ status: number; headers: Record<string, unknown>; text: string; body: any }>;
 /** Through fastify's inject: every request is routed, a repeat is answered by the route's hooks. */
 const routed: Get = (url, headers) => getRest(t, url, headers);
-/** Over a real socket: a repeat the caller may have now is answered before routing (http/early-answers.ts). */
+/** Over a real socket: a repeat the caller may have now is answered before routing (http/core/early-answers.ts). */
 const overSocket: Get = async (url, headers = {}) => {
   const res = await fetch(`${base}${url}`, { headers });
   const text = await res.text();

@@ -1,7 +1,7 @@
 import type { KeyKind } from '../store/access-keys.ts';
 
 /**
- * The one rule of what a kind of key may do, for every route (http/access-pipeline.ts and the event
+ * The one rule of what a kind of key may do, for every route (http/core/access-pipeline.ts and the event
  * stream ask it). Sequence's model: a publishable key ships in apps, so anyone who opens the app has it;
  * it reads, relays and streams, from the origins it allows. A secret key is a backend's: it may also
  * write the project's state, and is refused when a browser sends it (an Origin header), so one leaked

@@ -1,7 +1,7 @@
 import { parse } from './args.ts';
 import { DB_FLAGS, withDb } from './db.ts';
 import { UsageError } from './usage-error.ts';
-import { adminTokenStore } from '../console/admin-tokens.ts';
+import { adminTokenStore } from '../access/admin-tokens.ts';
 
 /** `metarelay admin create [--label L]` prints a new admin token once; `admin revoke ID` ends one. */
 export async function runAdmin(argv: string[]) {

@@ -3,7 +3,7 @@ import { loadConfig } from '../config/load.ts';
 import { parse, portFlag } from './args.ts';
 import { assertPortFree, listenOn } from './port.ts';
 import { UsageError } from './usage-error.ts';
-import { startMetricsServer } from '../http/metrics-server.ts';
+import { startMetricsServer } from '../http/health/metrics-server.ts';
 
 const CLOSE_CUT_MS = 500;
 

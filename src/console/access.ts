@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
-import { readAccessKey, readBearer } from '../http/auth.ts';
-import { MetadataErrors, RpcError } from '../http/errors.ts';
-import type { RpcContext } from '../http/webrpc.ts';
-import type { AdminTokenStore } from './admin-tokens.ts';
+import { readAccessKey, readBearer } from '../http/core/auth.ts';
+import { MetadataErrors, RpcError } from '../http/core/errors.ts';
+import type { RpcContext } from '../http/core/webrpc.ts';
+import type { AdminTokenStore } from '../access/admin-tokens.ts';
 import { SESSION_COOKIE, readCookie } from './cookie.ts';
 import type { SessionStore } from './sessions.ts';
 

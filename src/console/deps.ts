@@ -1,5 +1,5 @@
 import type { Services } from '../services.ts';
-import type { AdminTokenStore } from './admin-tokens.ts';
+import type { AdminTokenStore } from '../access/admin-tokens.ts';
 import type { ConsoleQueries } from './queries.ts';
 import type { SessionStore } from './sessions.ts';
 

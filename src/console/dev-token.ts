@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.ts';
-import { adminTokenStore } from './admin-tokens.ts';
+import { adminTokenStore } from '../access/admin-tokens.ts';
 
 /**
  * The admin token `metarelay dev` prints for signing in to the console: the previous run's (from its

@@ -1,8 +1,8 @@
-import { metadataErrorMap } from '../http/errors.ts';
-import type { ServiceDef } from '../http/webrpc.ts';
+import { metadataErrorMap } from '../http/core/errors.ts';
+import type { ServiceDef } from '../http/core/webrpc.ts';
 import type { Services } from '../services.ts';
 import { consoleAccess } from './access.ts';
-import { adminTokenStore } from './admin-tokens.ts';
+import { adminTokenStore } from '../access/admin-tokens.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { activityMethods } from './methods/activity.ts';
 import { balanceMethods } from './methods/balances.ts';

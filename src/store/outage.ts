@@ -2,7 +2,7 @@ import { causes } from '../util/error.ts';
 /*
  * Which database failures are weather: the server cannot serve right now (restarting, unreachable, out
  * of connections, a session ended under us, a lock not granted in time), so the same call may succeed
- * later. HTTP answers these 503 with Retry-After (http/db-outage.ts) and the pool retries what is safe
+ * later. HTTP answers these 503 with Retry-After (http/core/db-outage.ts) and the pool retries what is safe
  * (postgres.ts); anything else is a real error (a constraint, a bad statement) and stays one.
  */
 

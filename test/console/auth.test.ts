@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { adminTokenStore } from '../../src/console/admin-tokens.ts';
+import { adminTokenStore } from '../../src/access/admin-tokens.ts';
 import { openDb } from '../../src/store/db.ts';
 import { runCli } from '../support/cli.ts';
 import { createTestDb } from '../support/db.ts';

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { explainToken } from '../../http/rest.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/services/args.ts';
-import { MetaTxId, RelayerPage as Page, metaTxnLog, paging } from '../../http/services/relayer.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { explainToken } from '../../http/metadata/rest.ts';
+import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/core/args.ts';
+import { MetaTxId, RelayerPage as Page, metaTxnLog, paging } from '../../http/relayer/relayer.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { receiptWire } from '../../relayer/receipts.ts';
-import { metadataErrorMap } from '../../http/errors.ts';
+import { metadataErrorMap } from '../../http/core/errors.ts';
 import { Id, PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
 import type { ActivityCursor } from '../queries.ts';
 import type { ConsoleDeps } from '../deps.ts';

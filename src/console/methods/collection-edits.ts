@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { CollectionsService } from '../../collections/index.ts';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { CollectionMetadataArg, TokenArg, refusals } from '../../http/services/collections-wire.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/services/args.ts';
-import { metadataErrorMap } from '../../http/errors.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { CollectionMetadataArg, TokenArg, refusals } from '../../http/collections/wire.ts';
+import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/core/args.ts';
+import { metadataErrorMap } from '../../http/core/errors.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { Id, ProjectId, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 
@@ -12,7 +12,7 @@ import type { ConsoleDeps } from '../deps.ts';
  * The Collections tab's edits: what a Sequence Builder user does in the browser (create a collection,
  * edit its tokens and their attributes, publish, link a contract, see what tokenURI will serve). The
  * console acts as the operator through the same CollectionsService as Sequence's Collections methods
- * (http/services/collections.ts), so the same rules hold (sanitised documents, quotas, conflicts).
+ * (http/collections/collections.ts), so the same rules hold (sanitised documents, quotas, conflicts).
  * Pictures are uploaded through the console's upload route (console/uploads.ts).
  */
 

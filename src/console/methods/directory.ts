@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { AddressArg } from '../../http/services/args.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { AddressArg } from '../../http/core/args.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { MAX_FEATURE_INDEX } from '../../metadata/contracts/directory.ts';
 import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

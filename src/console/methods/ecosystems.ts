@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { sponsorWire } from '../../relayer/index.ts';
 import { Id, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError, metadataErrorMap } from '../../http/errors.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/services/args.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError, metadataErrorMap } from '../../http/core/errors.ts';
+import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/core/args.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { isImage, type MediaAsset, type MediaService } from '../../media/index.ts';
 import type { ConsoleDeps } from '../deps.ts';
 

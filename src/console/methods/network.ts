@@ -1,11 +1,11 @@
-import { NoArgs } from '../../http/services/common.ts';
+import { NoArgs } from '../../http/health/status-methods.ts';
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { RelayError, feeTokenWire, relayerHealth, switchSender } from '../../relayer/index.ts';
 import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
-import { clientAddress } from '../../http/client-address.ts';
+import { clientAddress } from '../../http/core/client-address.ts';
 
 const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
 

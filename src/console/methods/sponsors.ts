@@ -1,10 +1,10 @@
 import type { Address, Hex } from 'viem';
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { AddressArg, ChainArg } from '../../http/services/args.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { AddressArg, ChainArg } from '../../http/core/args.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { PolicyError, PolicyFields, SponsorConflict, SponsorKind, mergePolicy, policyPatch, sponsorWire, type SponsorRule } from '../../relayer/index.ts';
-import { MaxGas, RelayerPage as Page, WebhookToken, WebhookUrl, paging } from '../../http/services/relayer.ts';
+import { MaxGas, RelayerPage as Page, WebhookToken, WebhookUrl, paging } from '../../http/relayer/relayer.ts';
 import { Id, ProjectId, Wei, chainIdArg, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 

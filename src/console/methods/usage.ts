@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/errors.ts';
-import { method, type MethodDef } from '../../http/webrpc.ts';
+import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
+import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { fromWei, usdOf } from '../../relayer/balances/index.ts';
 import { metaTxnUsage } from '../../relayer/index.ts';
 import { FAMILIES } from '../../store/access-keys.ts';

@@ -146,7 +146,7 @@ export class Pricing {
 
   /**
    * `meter.gas` is raised by the gas each simulation was given or used as it goes (the keyless bucket is
-   * charged by it: http/services/relayer.ts), whether or not the call ends in an answer.
+   * charged by it: http/relayer/relayer.ts), whether or not the call ends in an answer.
    */
   async feeOptions(
     projectId: number | null,
