@@ -1,97 +1,42 @@
-// The media pipeline: fetch a token field's file through the SSRF-safe fetcher, establish what it
-// is from its bytes, store it once by SHA-256, and derive renditions on first request. Failures
-// are recorded per asset with their reason; nothing here throws at a caller for bad media.
+// The media service: what a token's or a contract's media is (the stored asset, or a fetch started
+// now, one at a time per field), the background queue that fetches it after tokens resolve, the
+// cached answers that put it in token and contract reads, and collecting blobs nothing references.
+// Its stages have their own files: fetching and storing (ingest.ts), renditions (rendition-cache.ts),
+// what a crash left behind (orphans.ts). Failures are recorded per asset with their reason; nothing
+// here throws at a caller for bad media.
 
-import { createHash } from 'node:crypto';
 import type { Logger } from '../telemetry/logger.ts';
 import { GATEWAY_SHARE } from '../metadata/index.ts';
 import { FairGate } from '../util/fair-gate.ts';
-import { Limiter } from '../util/limiter.ts';
 import { LruCache } from '../util/lru.ts';
-import { originalKey, renditionKey, type BlobStore } from './blob-store.ts';
-import type { AssetKey, BlobInfo, ContractMediaField, MediaAsset, MediaField, MediaStore } from './media-store.ts';
+import { originalKey, type BlobStore } from './blob-store.ts';
+import type { AssetKey, BlobInfo, ContractMediaField, MediaAsset, MediaStore } from './media-store.ts';
 import { CONTRACT_TOKEN_ID, MEDIA_FIELDS } from './media-store.ts';
 import type { MediaMetrics } from './metrics.ts';
-import { probeMedia, type ProbeLimits } from './probe.ts';
-import { FORMAT_TYPES, render, renditionName, type Rendition } from './renditions.ts';
+import type { Rendition } from './renditions.ts';
 import { toWire, type AssetWire } from './asset-wire.ts';
-import { ByteCache } from './byte-cache.ts';
-import { FailureStreak } from '../util/failure-streak.ts';
-import { causeOf } from '../util/cause.ts';
-
-/** A blob store write (or the size check before it) failed: the store's fault, not the media's. */
-class BlobWriteFailed extends Error {
-  constructor(readonly cause: unknown) {
-    super(causeOf(cause));
-  }
-}
+import { MediaIngest } from './ingest.ts';
+import { RenditionCache } from './rendition-cache.ts';
+import { sweepOrphans, type OrphanCounts } from './orphans.ts';
+import type { BytesFetcher, ContractMediaSource, ContractMediaUrls, MediaOptions, RenditionResult, TokenAssets, TokenMedia } from './service-types.ts';
 
 export type { AssetWire } from './asset-wire.ts';
-
-/** The part of the metadata fetcher media needs (the wiring passes the real one). */
-export type BytesFetcher = {
-  /** Where fetching this URI sends requests: a host, the gateways' share, or '' (no request). */
-  shareOf(uri: string): string;
-  fetchBytes(
-    uri: string,
-    opts: { maxBytes: number; totalTimeoutMs?: number; stallTimeoutMs?: number },
-  ): Promise<{ ok: true; bytes: Buffer; finalUrl: string } | { ok: false; reason: string; message: string; retryAfterMs?: number }>;
-};
-
-export type MediaOptions = ProbeLimits & {
-  maxBytes: number;
-  fetchTimeoutMs: number;
-  concurrency: number;
-  /** Fetches one origin host runs at once (waiting ones are served round-robin across hosts). */
-  perHostConcurrency: number;
-  /** A host earns a slot (up to `concurrency`) per file fetched within this, and halves them per slower one. */
-  fastHostMs?: number;
-  /** Fetches the IPFS and Arweave gateways run at once, together. */
-  gatewayConcurrency: number;
-  /** A body that sends nothing for this long mid-transfer is given up. */
-  stallTimeoutMs: number;
-  maxQueued: number;
-  failureRetrySec: number;
-  /** A field whose bytes the blob store refused is fetched again after this long (retryStoreFailures). */
-  storeRetrySec: number;
-  eager: boolean;
-  publicUrl?: string;
-};
-
-export type RenditionResult = { ok: true; bytes: Buffer; contentType: string } | { ok: false; reason: string; message: string };
-
-/** A token's assets and their JSON (empty string when there are none). */
-export type TokenAssets = { list: AssetWire[]; json: string };
-
-export type TokenMedia = { tokenId: string; urls: Partial<Record<MediaField, string | null>> };
-
-/** A contract's media sources as its ContractInfo names them (logoURI, extensions.ogImage). */
-export type ContractMediaSource = { address: string; logo: string | null; ogImage: string | null };
-/** The cached URLs of a contract's media, where stored. */
-export type ContractMediaUrls = { logo?: string; ogImage?: string };
-
-export function isImage(mime: string): boolean {
-  return mime.startsWith('image/');
-}
+export { isImage, type BytesFetcher, type ContractMediaSource, type ContractMediaUrls, type MediaOptions, type RenditionResult, type TokenAssets, type TokenMedia } from './service-types.ts';
 
 export class MediaService {
   /** Fetch slots: a share per origin host, waiting fetches served round-robin across hosts. */
   private readonly fetchGate: FairGate;
-  private readonly renderLimiter: Limiter;
   private readonly inflight = new Map<string, Promise<MediaAsset>>();
-  private readonly rendering = new Map<string, Promise<Buffer>>();
   private readonly wireCache = new LruCache<TokenAssets>(50_000, 5_000);
   /** Blob rows never change; a short TTL bounds how long a collected one is still believed. */
   private readonly blobInfo = new LruCache<BlobInfo>(10_000, 60_000);
-  /** Recently served renditions, bounded by bytes: the hot thumbnails skip the blob store. */
-  private readonly hot = new ByteCache(64 * 1024 * 1024, 16 * 1024 * 1024);
+  private readonly ingest: MediaIngest;
+  private readonly renditions: RenditionCache;
   private queued = 0;
   private base: string;
   private readonly background = new Set<Promise<unknown>>();
   /** Contract media URLs by contract, with the sources they were looked up for (a changed logoURI misses). */
   private readonly contractCache = new LruCache<{ sig: string; urls: ContractMediaUrls }>(50_000, 5_000);
-  /** The blob store's refused writes, logged once when they begin (with the cause) and once when writes work again. */
-  private readonly storeWrites: FailureStreak;
 
   constructor(private readonly d: { store: MediaStore; blobs: BlobStore; fetcher: BytesFetcher; options: MediaOptions; log: Logger; metrics?: MediaMetrics }) {
     const gateways = this.d.options.gatewayConcurrency;
@@ -106,10 +51,9 @@ export class MediaService {
       const { running, waiting, hostsAtLimit } = this.fetchGate.reading();
       return { running, waiting, hostsAtLimit };
     });
-    // Decoding is CPU- and memory-bound: a render at a time per core is what keeps RSS flat.
-    this.renderLimiter = new Limiter(d.options.concurrency);
+    this.renditions = new RenditionCache({ blobs: d.blobs, limits: d.options, concurrency: d.options.concurrency, metrics: d.metrics });
     this.base = (d.options.publicUrl ?? 'http://127.0.0.1').replace(/\/+$/, '');
-    this.storeWrites = new FailureStreak(d.log, 'media blob store writes');
+    this.ingest = new MediaIngest({ ...d, settled: (k, released) => this.settled(k, released) });
   }
 
   get blobs(): BlobStore {
@@ -159,71 +103,13 @@ export class MediaService {
     opts.beforeFetch?.();
     const host = this.d.fetcher.shareOf(sourceUrl);
     // Queued by host: each host's fetches wait in their own line, and the lines take turns.
-    const p = this.fetchGate.run({ queue: host, host }, () => this.ingest(k, sourceUrl)).finally(() => this.inflight.delete(id));
+    const p = this.fetchGate.run({ queue: host, host }, () => this.ingest.run(k, sourceUrl)).finally(() => this.inflight.delete(id));
     this.inflight.set(id, p);
     return p;
   }
 
-  private async ingest(k: AssetKey, sourceUrl: string): Promise<MediaAsset> {
-    const o = this.d.options;
-    const retryAfter = (ms = 0) => new Date(Date.now() + Math.max(o.failureRetrySec * 1000, ms));
-    const fail = async (reason: string, message: string, ms?: number) => {
-      const released = await this.d.store.saveFailed(k, sourceUrl, reason, message, retryAfter(ms));
-      this.d.log.info({ chainId: k.chainId, contract: k.contract, tokenId: k.tokenId, field: k.field, reason }, 'media failed');
-      await this.release(released);
-      this.forgetCached(k);
-      return (await this.d.store.asset(k))!;
-    };
-    const fetched = await this.d.fetcher.fetchBytes(sourceUrl, { maxBytes: o.maxBytes, totalTimeoutMs: o.fetchTimeoutMs, stallTimeoutMs: o.stallTimeoutMs });
-    if (!fetched.ok) {
-      this.d.metrics?.fetches.inc({ outcome: fetched.reason });
-      return fail(fetched.reason, fetched.message, fetched.retryAfterMs);
-    }
-    const probed = await probeMedia(fetched.bytes, o);
-    this.d.metrics?.fetches.inc({ outcome: probed.ok ? 'ok' : probed.reason });
-    if (!probed.ok) return fail(probed.reason, probed.message);
-    const sha256 = createHash('sha256').update(probed.bytes).digest('hex');
-    const info: BlobInfo = { sha256, mimeType: probed.mimeType, filesize: probed.bytes.length, width: probed.width, height: probed.height, frames: probed.frames };
-    const put = async () => {
-      try {
-        if ((await this.d.blobs.size(originalKey(sha256))) !== probed.bytes.length) {
-          await this.d.blobs.put(originalKey(sha256), probed.bytes, probed.mimeType);
-          this.d.metrics?.bytesStored.inc({ kind: 'original' }, probed.bytes.length);
-        }
-      } catch (err) {
-        throw new BlobWriteFailed(err);
-      }
-    };
-    // Bytes first, outside any transaction (the upload may be slow); then, under the blob row's lock,
-    // checked again: a collection that ran in between took them, and they are put back.
-    let released: string | null;
-    try {
-      await put();
-      released = await this.d.store.saveReady(k, sourceUrl, info, put);
-      this.storeWrites.succeeded();
-    } catch (err) {
-      if (!(err instanceof BlobWriteFailed)) throw err;
-      return this.storeFailed(k, sourceUrl, err);
-    }
-    await this.release(released);
-    this.forgetCached(k);
-    return (await this.d.store.asset(k))!;
-  }
-
-  /**
-   * The blob store refused the bytes (a full disk, a folder not writable, S3 answering errors): the
-   * field is recorded FAILED with STORE_FAILED, due again after storeRetrySec, and retryStoreFailures
-   * (run by the background process: store-retry.ts) fetches it again then, so the token gets its media
-   * once the store takes writes again. A field that already has media keeps it (a refresh whose new
-   * bytes could not be written); the next refresh tries again.
-   */
-  private async storeFailed(k: AssetKey, sourceUrl: string, err: BlobWriteFailed): Promise<MediaAsset> {
-    this.d.metrics?.storeFailures.inc();
-    this.storeWrites.failed(err.cause);
-    const cur = await this.d.store.asset(k);
-    if (cur?.status === 'READY') return cur;
-    const message = `the blob store refused the write: ${causeOf(err.cause)}`;
-    const released = await this.d.store.saveFailed(k, sourceUrl, 'STORE_FAILED', message, new Date(Date.now() + this.d.options.storeRetrySec * 1000));
+  /** After a save: the blob the field let go of collected, the cached answers forgotten, the asset read back. */
+  private async settled(k: AssetKey, released: string | null): Promise<MediaAsset> {
     await this.release(released);
     this.forgetCached(k);
     return (await this.d.store.asset(k))!;
@@ -304,7 +190,7 @@ export class MediaService {
     try {
       const gone = await this.d.store.collect(sha256, () => this.d.blobs.delete(originalKey(sha256)));
       this.blobInfo.delete(sha256);
-      this.hot.dropPrefix(`r/${sha256}/`);
+      this.renditions.forget(sha256);
       if (gone) this.d.log.debug({ sha256 }, 'media blob collected');
       return gone;
     } catch (err) {
@@ -313,46 +199,10 @@ export class MediaService {
     }
   }
 
-  /**
-   * What a crash can leave behind, collected (media/orphan-sweep.ts runs it periodically):
-   * - blob rows no asset references (an asset let go of them, and the process stopped before `release`);
-   * - originals in the blob store with no blob row (bytes put by an ingest whose transaction never
-   *   committed), older than `graceSec` so an ingest in progress is never raced;
-   * - renditions of a hash with no blob row (rendered while the blob was being collected), as old.
-   * Safe to run in several processes at once: every deletion happens under the blob row's lock.
-   */
-  async sweepOrphans(graceSec: number, batch = 1_000): Promise<{ rows: number; originals: number; renditions: number }> {
-    const out = { rows: 0, originals: 0, renditions: 0 };
-    for (const sha of await this.d.store.unreferencedBlobs(batch)) if (await this.release(sha)) out.rows++;
-    const before = Date.now() - graceSec * 1000;
-    // One listing of the store for both kinds (the folder store walks the whole tree for any prefix).
-    const aged = (await this.d.blobs.entries('')).filter((e) => e.modifiedAt.getTime() < before).map((e) => e.key);
-    const old = (prefix: string) => aged.filter((k) => k.startsWith(prefix));
-    const hashOf = (key: string) => key.split('/')[1];
-    const originals = old('o/');
-    const knownO = await this.d.store.knownBlobs(originals.map(hashOf));
-    // Deleting an original deletes its renditions with it.
-    const gone = new Set<string>();
-    for (const key of originals) {
-      const sha = hashOf(key);
-      if (knownO.has(sha)) continue;
-      if (await this.d.store.dropUnclaimed(sha, () => this.d.blobs.delete(key))) {
-        gone.add(sha);
-        out.originals++;
-      }
-    }
-    const renditions = old('r/').filter((k) => !gone.has(hashOf(k)));
-    const knownR = await this.d.store.knownBlobs([...new Set(renditions.map(hashOf))]);
-    for (const key of renditions) {
-      const sha = hashOf(key);
-      if (knownR.has(sha)) continue;
-      if (await this.d.store.dropUnclaimed(sha, () => this.d.blobs.delete(key))) {
-        this.hot.dropPrefix(`r/${sha}/`);
-        out.renditions++;
-      }
-    }
-    if (out.rows + out.originals + out.renditions) this.d.log.info(out, 'media orphans collected');
-    return out;
+  /** What a crash can leave behind, collected (orphans.ts; media/orphan-sweep.ts runs it periodically). */
+  sweepOrphans(graceSec: number, batch = 1_000): Promise<OrphanCounts> {
+    const d = this.d;
+    return sweepOrphans({ store: d.store, blobs: d.blobs, log: d.log, release: (sha) => this.release(sha), forgetRenditions: (sha) => this.renditions.forget(sha) }, graceSec, batch);
   }
 
   /**
@@ -418,45 +268,8 @@ export class MediaService {
   }
 
   /** A rendition's bytes: from the blob store, or rendered now (once, however many ask) and stored. */
-  async rendition(blob: BlobInfo, r: Rendition): Promise<RenditionResult> {
-    if (!isImage(blob.mimeType)) return { ok: false, reason: 'NOT_AN_IMAGE', message: `${blob.mimeType} has no image renditions; ask for "original"` };
-    const key = renditionKey(blob.sha256, renditionName(r));
-    const contentType = FORMAT_TYPES[r.format];
-    const hot = this.hot.get(key);
-    if (hot) {
-      this.d.metrics?.served.inc({ source: 'memory' });
-      return { ok: true, bytes: hot, contentType };
-    }
-    const cached = await this.d.blobs.get(key);
-    if (cached) {
-      this.d.metrics?.served.inc({ source: 'store' });
-      this.hot.set(key, cached);
-      return { ok: true, bytes: cached, contentType };
-    }
-    let p = this.rendering.get(key);
-    if (!p) {
-      p = this.renderLimiter
-        .run(async () => {
-          const source = await this.d.blobs.get(originalKey(blob.sha256));
-          if (!source) throw Object.assign(new Error('original missing from the blob store'), { reason: 'BLOB_MISSING' });
-          const bytes = await render({ bytes: source, mimeType: blob.mimeType, width: blob.width, frames: blob.frames }, r, this.d.options);
-          await this.d.blobs.put(key, bytes, contentType);
-          this.d.metrics?.renditions.inc({ format: r.format });
-          this.d.metrics?.bytesStored.inc({ kind: 'rendition' }, bytes.length);
-          this.hot.set(key, bytes);
-          return bytes;
-        })
-        .finally(() => this.rendering.delete(key));
-      this.rendering.set(key, p);
-    }
-    try {
-      const bytes = await p;
-      this.d.metrics?.served.inc({ source: 'rendered' });
-      return { ok: true, bytes, contentType };
-    } catch (err) {
-      const e = err as Error & { reason?: string };
-      return { ok: false, reason: e.reason ?? 'RENDER_FAILED', message: (e.message ?? String(err)).split('\n')[0].slice(0, 200) };
-    }
+  rendition(blob: BlobInfo, r: Rendition): Promise<RenditionResult> {
+    return this.renditions.rendition(blob, r);
   }
 
   /**
@@ -464,9 +277,7 @@ export class MediaService {
    * content-addressed URLs never change what they name, so a hit needs nothing else checked.
    */
   hotRendition(sha256: string, name: string): Buffer | undefined {
-    const bytes = this.hot.get(`r/${sha256}/${name}`);
-    if (bytes) this.d.metrics?.served.inc({ source: 'memory' });
-    return bytes;
+    return this.renditions.hotRendition(sha256, name);
   }
 
   /** Counts a content-addressed answer the HTTP layer sent without asking for bytes here (an original streamed, a 304). */
