@@ -218,7 +218,7 @@ describe('indexer subscriptions on a chain indexed whole (scope: all)', () => {
     // Their slots are free once the server has seen them go.
     await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);
   }, 60_000);
-  it("a reorg: the new fork's log and balances reach the streams (the replaced block's are not told again)", async () => {
+  it("a reorg: the new fork's log and balances reach the streams (the replaced block's log told as BLOCK_REMOVED, not as added again)", async () => {
     const dave = someone();
     const events = subscribe<SubscribeEventsResponse>((o) => ixA.subscribeEvents({ filter: { accounts: [dave] } }, o));
     const balances = subscribe<SubscribeBalanceUpdatesResponse>((o) => ixA.subscribeBalanceUpdates({ contractAddress: X }, o));
@@ -236,14 +236,63 @@ describe('indexer subscriptions on a chain indexed whole (scope: all)', () => {
     await revert(a.anvil.rpcUrl, snap);
     await a.resyncNonce();
     await a.send([call(X, 'TestIndexERC20', 'mint', [dave, 9n])]);
-    await until(() => events.frames.length === 2 && daves().at(-1) === '9');
+    const added = () => events.frames.filter((f) => f.log.type === 'BLOCK_ADDED');
+    await until(() => added().length === 2 && daves().at(-1) === '9');
+    expect(events.frames.map((f) => f.log.type)).toEqual(['BLOCK_ADDED', 'BLOCK_REMOVED', 'BLOCK_ADDED']);
+    expect(events.frames[1]!.log).toEqual({ ...replaced, type: 'BLOCK_REMOVED' });
 
     const pub = devPublicClient(a.anvil.rpcUrl, a.anvil.chainId);
     const head = await pub.getBlock();
     expect(head.number).toBe(BigInt(replaced.blockNumber));
-    expect(events.frames[1]!.log).toMatchObject({ blockNumber: replaced.blockNumber, blockHash: head.hash, txnHash: head.transactions[0] });
-    expect(events.frames[1]!.log.blockHash).not.toBe(replaced.blockHash);
+    expect(events.frames[2]!.log).toMatchObject({ blockNumber: replaced.blockNumber, blockHash: head.hash, txnHash: head.transactions[0] });
+    expect(events.frames[2]!.log.blockHash).not.toBe(replaced.blockHash);
     expect((await pub.readContract({ address: X, abi: balanceOf, functionName: 'balanceOf', args: [dave] })).toString()).toBe('9');
+    for (const s of all) s.abort();
+    await Promise.all(all.map((s) => s.closed));
+    await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);
+  }, 60_000);
+
+  it('a reorg two blocks deep: each receipt and log sent from a block that left the chain is sent again as removed (reorged, BLOCK_REMOVED), newest block first, before the new fork', async () => {
+    const erin = someone();
+    const receipts = subscribe<SubscribeReceiptsResponse>((o) => ixA.subscribeReceipts({ filter: { contractAddress: X } }, o));
+    const events = subscribe<SubscribeEventsResponse>((o) => ixA.subscribeEvents({ filter: { accounts: [erin] } }, o));
+    const all = [receipts, events];
+    await until(() => all.every((s) => s.opened || s.errors.length > 0));
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
+    const pub = devPublicClient(a.anvil.rpcUrl, a.anvil.chainId);
+    // Streams start where the indexer is when they open: the fork point's block is on both forks.
+    await catchUp(indexerOf(a.anvil.chainId));
+    const base = await pub.getBlockNumber();
+
+    const snap = await snapshot(a.anvil.rpcUrl);
+    await a.send([call(X, 'TestIndexERC20', 'mint', [erin, 1n])]);
+    await a.send([call(X, 'TestIndexERC20', 'mint', [erin, 2n])]);
+    const old = await receiptsOn(a, base, await pub.getBlockNumber());
+    expect(old.map((r) => r.blockNumber)).toEqual([base + 1n, base + 2n]);
+    await until(() => receipts.frames.length === 2 && events.frames.length === 2);
+
+    // Another fork from the same parent, one block longer: both blocks above `base` leave the chain.
+    await revert(a.anvil.rpcUrl, snap);
+    await a.resyncNonce();
+    for (const amount of [3n, 4n, 5n]) await a.send([call(X, 'TestIndexERC20', 'mint', [erin, amount])]);
+    const fork = await receiptsOn(a, base, await pub.getBlockNumber());
+    expect(fork.map((r) => r.blockNumber)).toEqual([base + 1n, base + 2n, base + 3n]);
+    const onFork = new Set<string>(fork.map((r) => r.blockHash));
+    await until(() => receipts.frames.filter((f) => onFork.has(f.receipt.blockHash)).length === 3 && events.frames.filter((f) => onFork.has(f.log.blockHash)).length === 3);
+
+    // The streams, judged by the receipts of both forks: the old fork's added, then removed newest first, then the new fork's.
+    const told = [...old, ...[...old].reverse(), ...fork];
+    const removed = told.map((_, i) => i >= old.length && i < 2 * old.length);
+    expect(receipts.frames.map((f) => [f.receipt.txnHash, f.receipt.blockHash, f.receipt.reorged, f.receipt.final])).toEqual(
+      told.map((r, i) => [r.transactionHash, r.blockHash, removed[i], !removed[i]]),
+    );
+    expect(events.frames.map((f) => [f.log.uid, f.log.blockHash, f.log.type])).toEqual(
+      told.map((r, i) => [`${r.transactionHash}:${r.logs[0]!.logIndex}`, r.blockHash, removed[i] ? 'BLOCK_REMOVED' : 'BLOCK_ADDED']),
+    );
+    // A removed frame is the frame that was sent, but for its flag.
+    expect(receipts.frames[2]!.receipt).toEqual({ ...receipts.frames[1]!.receipt, reorged: true, final: false });
+    expect(events.frames[3]!.log).toEqual({ ...events.frames[0]!.log, type: 'BLOCK_REMOVED' });
+    expect(all.flatMap((s) => s.errors)).toEqual([]);
     for (const s of all) s.abort();
     await Promise.all(all.map((s) => s.closed));
     await until(() => indexerOf(a.anvil.chainId).tail.streams === 0);

@@ -16,3 +16,4 @@ export { BackfillRunner } from './backfill-runner.ts';
 export type { BalanceChange, BalanceHook } from './transfer-store.ts';
 export { StreamTail, type TailBlock, type TailSubscriber } from './stream-tail.ts';
 export { logFrames, type StreamLogFilter } from './stream-logs.ts';
+export { receiptFrames } from './stream-receipts.ts';

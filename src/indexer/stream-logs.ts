@@ -35,6 +35,8 @@ interface LogFacts {
   parts: TransferEntry[] | null;
   /** Its frame's JSON text, made for the first stream it matches and shared by the others. */
   frame?: string;
+  /** The same once its block left the chain (`type: BLOCK_REMOVED`). */
+  removedFrame?: string;
 }
 
 /** A block's logs with their facts, and by contract and by account, so a stream looks only at the logs it may match. */
@@ -82,9 +84,11 @@ function passes(f: LogFacts, q: StreamLogFilter): boolean {
 /**
  * The `{"log":…}` frames of the block's logs that pass the filter, in log order. The block's logs are
  * indexed once (by contract and by indexed account) and each frame is serialised once, however many
- * streams it goes to: 2 000 streams on a block of 500 logs cost what their matches cost.
+ * streams it goes to: 2 000 streams on a block of 500 logs cost what their matches cost. `removed`: the
+ * block left the chain, and the frames (those sent when it was handed out) say so with Sequence's
+ * `type: BLOCK_REMOVED`.
  */
-export function logFrames(b: TailBlock, q: StreamLogFilter): string[] {
+export function logFrames(b: TailBlock, q: StreamLogFilter, removed = false): string[] {
   const ix = indexOf(b);
   let candidates: LogFacts[];
   if (q.contracts.size) candidates = [...q.contracts].flatMap((c) => ix.byContract.get(c) ?? []);
@@ -94,8 +98,8 @@ export function logFrames(b: TailBlock, q: StreamLogFilter): string[] {
   const out: string[] = [];
   for (const f of candidates) {
     if (!passes(f, q)) continue;
-    f.frame ??= `{"log":${JSON.stringify(streamedLogWire(b, f.r, f.l, f.parts))}}`;
-    out.push(f.frame);
+    if (removed) out.push((f.removedFrame ??= `{"log":${JSON.stringify(streamedLogWire(b, f.r, f.l, f.parts, 'BLOCK_REMOVED'))}}`));
+    else out.push((f.frame ??= `{"log":${JSON.stringify(streamedLogWire(b, f.r, f.l, f.parts, 'BLOCK_ADDED'))}}`));
   }
   return out;
 }
@@ -126,11 +130,11 @@ function decoded(l: Log, parts: TransferEntry[]) {
  * (block number × 100 000 + log index: unique and increasing, as a client may use it). `txnInfo` (optional)
  * is left out: a receipt has no `value`, and reading every transaction of a block for it is not worth it.
  */
-function streamedLogWire(b: TailBlock, r: TransactionReceipt, l: Log, parts: TransferEntry[] | null) {
+function streamedLogWire(b: TailBlock, r: TransactionReceipt, l: Log, parts: TransferEntry[] | null, type: 'BLOCK_ADDED' | 'BLOCK_REMOVED') {
   return {
     id: Number(b.number) * 100_000 + (l.logIndex ?? 0),
     uid: `${r.transactionHash}:${l.logIndex}`,
-    type: 'BLOCK_ADDED',
+    type,
     blockNumber: Number(b.number),
     blockHash: b.hash,
     parentBlockHash: b.parentHash,

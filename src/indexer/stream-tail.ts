@@ -13,6 +13,12 @@ const BLOCKS_PER_STEP = 32n;
 const BALANCE_PAGE = 500;
 /** Block hashes remembered to notice that a block handed out left the chain (its child names another parent). */
 const RECENT = 128;
+/**
+ * Receipts of the blocks handed out kept to tell the streams, after a reorg, which frames left the chain
+ * (at most RECENT blocks): a busy chain's 128 blocks hold tens of thousands; a reorg reaching past what is
+ * kept is logged, its older blocks' frames are not told as removed.
+ */
+const KEPT_RECEIPTS = 10_000;
 
 /** One block the indexer has passed: its receipts (on a watchlist chain, those that touch a watched contract). */
 export interface TailBlock {
@@ -30,6 +36,11 @@ export interface TailBlock {
 export interface TailSubscriber {
   /** Each block the indexer passed since the subscriber came, in order. */
   block?(b: TailBlock): void;
+  /**
+   * A block handed to `block` left the chain (a reorg): its frames are to be told again as removed. Newest
+   * first, each before the new fork's blocks are handed out; only blocks this subscriber was handed.
+   */
+  removed?(b: TailBlock): void;
   /** The balances of `contract` changed in those blocks, as they are now (zero for a holder that sold out). */
   balances?: { contract: string; changed(rows: BalanceRow[]): void };
 }
@@ -53,7 +64,9 @@ export interface StreamTailDeps {
  * whatever number of streams, and the balance rows the indexer changed in those blocks. Wherever the
  * follower runs (this process or `metarelay worker`), the cursor row says how far it got. It runs only
  * while a stream is open: then it follows the chain's shared head and looks at the cursor every `pollMs`;
- * with none, it costs nothing. Memory: one block's receipts and one page of balances at a time.
+ * with none, it costs nothing. A block handed out that leaves the chain is handed to the streams that got it
+ * again as removed, before the new fork. Memory: the blocks handed out kept for that (KEPT_RECEIPTS) and
+ * one page of balances at a time.
  */
 export class StreamTail {
   private readonly subs = new Set<TailSubscriber>();
@@ -62,6 +75,11 @@ export class StreamTail {
   /** Balance rows changed at or below this block were handed out. */
   private balancesAfter: bigint | null = null;
   private readonly recent = new Map<bigint, string>();
+  /** The blocks handed to block streams, by number (oldest first), kept to tell which frames a reorg removed. */
+  private readonly kept = new Map<bigint, TailBlock>();
+  private keptReceipts = 0;
+  /** Per block stream, the height after which it was handed every block (blocks at or below it it never got). */
+  private readonly joined = new Map<TailSubscriber, bigint>();
   /** Moves when the first stream of a new spell comes: a step of the spell before gives up. */
   private spell = 0;
   private running = false;
@@ -87,12 +105,15 @@ export class StreamTail {
       this.pos = null;
       this.balancesAfter = null;
       this.recent.clear();
+      this.kept.clear();
+      this.keptReceipts = 0;
     }
     this.subs.add(s);
     this.offHead ??= this.d.chain.head.subscribe(() => this.kick());
     this.kick();
     return () => {
       this.subs.delete(s);
+      this.joined.delete(s);
       if (this.subs.size) return;
       // Nobody listens: the head reader may stop polling, and the next stream starts at the cursor.
       this.offHead?.();
@@ -172,7 +193,12 @@ export class StreamTail {
           receipts: watched ? read.receipts.filter((r) => touches(r, watched)) : read.receipts,
           watched,
         };
-        for (const s of this.subs) s.block?.(block);
+        this.keep(block);
+        for (const s of this.subs) {
+          if (!s.block) continue;
+          if (!this.joined.has(s)) this.joined.set(s, n - 1n);
+          s.block(block);
+        }
         this.pos = pos = n;
       }
     } else {
@@ -214,10 +240,38 @@ export class StreamTail {
     return heights.length ? heights[heights.length - 1]! - 1n : below;
   }
 
+  /** Steps back to `to`: the blocks handed out above it left the chain, and the streams handed them are told so. */
   private back(to: bigint): void {
+    const subs = [...this.joined].filter(([s]) => this.subs.has(s));
+    const pos = this.pos ?? to;
+    // Blocks handed out between the first a stream got and the oldest kept were dropped for memory: untold.
+    const oldest = this.kept.size ? this.kept.keys().next().value! : pos + 1n;
+    const first = subs.reduce((m, [, after]) => (after < m ? after : m), pos);
+    const untold = (oldest - 1n < pos ? oldest - 1n : pos) - (first > to ? first : to);
+    if (untold > 0n)
+      this.d.log.warn({ chain: this.d.chain.name, blocks: untold.toString() }, 'indexer streams: a reorg removed blocks older than the receipts kept; their frames were not told as removed');
+    for (const n of [...this.kept.keys()].filter((k) => k > to).reverse()) {
+      const b = this.kept.get(n)!;
+      for (const [s, after] of subs) if (after < n) s.removed?.(b);
+      this.kept.delete(n);
+      this.keptReceipts -= b.receipts.length;
+    }
+    // What the streams are handed from here on is theirs again from `to`.
+    for (const [s, after] of this.joined) if (after > to) this.joined.set(s, to);
     for (const n of [...this.recent.keys()]) if (n > to) this.recent.delete(n);
     this.pos = to;
     if (this.balancesAfter !== null && this.balancesAfter > to - 1n) this.balancesAfter = to - 1n;
+  }
+
+  /** Keeps a block handed out, dropping the oldest past RECENT blocks or KEPT_RECEIPTS receipts. */
+  private keep(b: TailBlock): void {
+    this.kept.set(b.number, b);
+    this.keptReceipts += b.receipts.length;
+    for (const [n, old] of this.kept) {
+      if (this.kept.size <= 1 || (this.kept.size <= RECENT && this.keptReceipts <= KEPT_RECEIPTS)) break;
+      this.kept.delete(n);
+      this.keptReceipts -= old.receipts.length;
+    }
   }
 
   private remember(n: bigint, hash: string): void {

@@ -1,16 +1,5 @@
 import { z } from 'zod';
-import {
-  eventTopic,
-  logFrames,
-  receiptMatches,
-  receiptWire,
-  tokenBalanceJson,
-  type BalanceRow,
-  type ChainIndexer,
-  type PriceFields,
-  type ReceiptFilter,
-  type StreamLogFilter,
-} from '../../indexer/index.ts';
+import { eventTopic, logFrames, receiptFrames, tokenBalanceJson, type BalanceRow, type ChainIndexer, type PriceFields, type ReceiptFilter, type StreamLogFilter } from '../../indexer/index.ts';
 import { RpcError, indexerErrorMap as E } from '../core/errors.ts';
 import { serveWebrpcStream, type StreamDeps, type StreamFeed } from '../core/webrpc-stream.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
@@ -64,8 +53,11 @@ export function indexerStreamMethods(
         return open(ctx, (send) =>
           ix.tail.subscribe({
             block(b) {
-              // A block the indexer passed has its confirmations: final.
-              const frames = b.receipts.filter((r) => receiptMatches(r, f)).map((r) => `{"receipt":${JSON.stringify(receiptWire(r, b.number + BigInt(confirmations), confirmations))}}`);
+              const frames = receiptFrames(b, f, confirmations);
+              if (frames.length) send(frames);
+            },
+            removed(b) {
+              const frames = receiptFrames(b, f, confirmations, true);
               if (frames.length) send(frames);
             },
           }),
@@ -97,6 +89,10 @@ export function indexerStreamMethods(
           ix.tail.subscribe({
             block(b) {
               const frames = logFrames(b, filter);
+              if (frames.length) send(frames);
+            },
+            removed(b) {
+              const frames = logFrames(b, filter, true);
               if (frames.length) send(frames);
             },
           }),
