@@ -1,7 +1,7 @@
 // Amounts as people read them, and tables that work on a phone: a relayed meta-transaction's page
-// (calls decoded, gas grouped, fees in gwei, its cost in ETH and in the fee token), Health's senders
-// and the sponsorship rules at 390 px, the activity list as a compact list, "Would this be sponsored?"
-// in ETH, the spend axis in decimals, the project list's spend with its unit, times with their zone,
+// (calls decoded, gas grouped, fees in gwei, its cost in ETH and in the fee token), Health's senders,
+// the sponsorship rules and the fee tokens at 390 px, the activity list as a compact list, "Would this
+// be sponsored?" in ETH, the spend axis in decimals, the project list's spend with its unit, times with their zone,
 // and a favicon. One browser and one metarelay on anvil for the file; every figure is checked against
 // the chain or the database.
 import type { Browser, Page } from 'playwright-core';
@@ -217,6 +217,39 @@ describe(`amounts people can read, tables that fit a phone (${TEST_DB})`, () => 
       await page.setViewportSize(WIDE);
     }
     await shot('sponsorship-check');
+  });
+
+  it('lists the fee tokens on a phone as a card a token, each value under its column name', async () => {
+    const { networks } = (await admin('FeeTokens', {})) as { networks: Array<{ network: string; tokens: Array<{ symbol: string; contractAddress: string | null }> }> };
+    const net = networks.find((n) => n.network === env.chain.chainConfig.name)!;
+    // What the chain's relayer takes: the native currency and the FUSD token this file relays with.
+    expect(net.tokens.map((t) => [t.symbol, t.contractAddress?.toLowerCase() ?? null])).toContainEqual(['FUSD', env.token.toLowerCase()]);
+    await page.getByTestId('nav-fees').click();
+    const table = page.getByTestId(`fees-${net.network}`);
+    await table.locator('tbody tr').first().waitFor();
+    await page.setViewportSize(PHONE);
+    try {
+      const rows = table.locator('tbody tr');
+      expect(await rows.count()).toBe(net.tokens.length);
+      for (let i = 0; i < net.tokens.length; i++) {
+        const row = rows.nth(i);
+        expect(await cellsInView(row)).toEqual([]);
+        // Each value sits beside its column's name (the header row is not shown on a phone).
+        const labelled = await row.evaluate((tr) => [...tr.querySelectorAll('td')].map((td) => [getComputedStyle(td, '::before').content, td.textContent!.trim()]));
+        expect(labelled.map(([label]) => label)).toEqual(['"Symbol"', '"Name"', '"Decimals"', '"Contract"', '"Price (native per token)"', '"Source"']);
+        expect(labelled[0]![1]).toBe(net.tokens[i]!.symbol);
+        expect(labelled[3]![1].toLowerCase()).toBe(net.tokens[i]!.contractAddress?.toLowerCase() ?? 'native');
+      }
+      expect(await table.locator('thead').isVisible()).toBe(false);
+      // Nothing of the network's panel (its payment address included) runs past the screen's edge.
+      const cut = await table
+        .locator('xpath=..')
+        .evaluate((panel) => [panel, ...panel.querySelectorAll('*')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5).map((e) => e.textContent!.trim().slice(0, 30)));
+      expect(cut).toEqual([]);
+    } finally {
+      await page.setViewportSize(WIDE);
+    }
+    await shot('fee-tokens');
   });
 
   it("draws the spend axis in decimals and gives the project list's spend its unit", async () => {

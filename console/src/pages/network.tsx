@@ -27,9 +27,9 @@ export function FeeTokens() {
             {n.network} ({n.chainId})
           </h3>
           <p>
-            {n.isFeeRequired ? 'Fees required' : 'Gasless'} · paid to <code>{n.paymentAddress}</code> · markup ×{n.feeMarkup}
+            {n.isFeeRequired ? 'Fees required' : 'Gasless'} · paid to <code class="wrap">{n.paymentAddress}</code> · markup ×{n.feeMarkup}
           </p>
-          <table data-testid={`fees-${n.network}`}>
+          <table class="reflow" data-testid={`fees-${n.network}`}>
             <thead>
               <tr>
                 <th>Symbol</th>
@@ -43,14 +43,14 @@ export function FeeTokens() {
             <tbody>
               {n.tokens.map((t) => (
                 <tr>
-                  <td>{t.symbol}</td>
-                  <td>{t.name}</td>
-                  <td>{t.decimals}</td>
-                  <td>
+                  <td data-label="Symbol">{t.symbol}</td>
+                  <td data-label="Name">{t.name}</td>
+                  <td data-label="Decimals">{t.decimals}</td>
+                  <td data-label="Contract">
                     <code>{t.contractAddress ?? 'native'}</code>
                   </td>
-                  <td>{t.nativePrice ?? <span class="error">withdrawn</span>}</td>
-                  <td>{t.priceSource ?? t.priceError}</td>
+                  <td data-label="Price (native per token)">{t.nativePrice ?? <span class="error">withdrawn</span>}</td>
+                  <td data-label="Source">{t.priceSource ?? t.priceError}</td>
                 </tr>
               ))}
             </tbody>
