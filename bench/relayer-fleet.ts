@@ -25,6 +25,12 @@
 //   - CPU (utime + stime from /proc/<pid>/stat) per accepted meta-transaction of each metarelay process,
 //     of all of them, and of the database's backends: with c cores free, a role using x CPU-ms per
 //     meta-transaction reaches at most c × 1000 / x per second.
+//   - what the work cost in round trips, counted rather than timed (so a loaded machine does not move it):
+//     node calls (metarelay_chain_rpc_calls_total of each process, by method) and database transactions
+//     (pg_stat_database's commits and rollbacks of the run's database, the sampler's own taken off) per
+//     accepted meta-transaction, from the end of the warm-up to the end of the drain (the drain is the
+//     round's dispatch and settling). What grows with the processes while the meta-transactions do not is
+//     work split into smaller shares (intake groups, dispatcher passes) or done once per process.
 // Per mode: the median of each figure over its rounds, and the ratio 3-process/1-process of throughput.
 // The load average is read at every round's start. Result JSON on stdout; progress on stderr.
 import { rpcCall } from '../src/devchain/index.ts';
@@ -34,7 +40,21 @@ import { envNumber, machineInfo, progress, runBench } from './lib/harness.ts';
 import { processCpuUs, type ServerProcess } from './lib/processes.ts';
 import { ADMIN_TOKEN, startCluster, type Cluster } from './lib/relayer-cluster.ts';
 import { HeadWatch, round3 } from './lib/relayer-bench.ts';
-import { benchCommand, callRelayer, closedLoop, intakeSummary, newUsers, readyWallets, sendBody, signJobs, waitAllFinal, type Job, type User } from './lib/relayer-load.ts';
+import {
+  benchCommand,
+  callRelayer,
+  closedLoop,
+  diffCounts,
+  intakeSummary,
+  newUsers,
+  readyWallets,
+  scrapeChainRpcCalls,
+  sendBody,
+  signJobs,
+  waitAllFinal,
+  type Job,
+  type User,
+} from './lib/relayer-load.ts';
 
 const PER_ROUND = envNumber('BENCH_PER_ROUND', 600);
 const ROUNDS = envNumber('BENCH_ROUNDS', 2);
@@ -105,6 +125,15 @@ function sampleWaits(cluster: Cluster, everyMs = 50) {
   };
 }
 
+/** Commits and rollbacks of the run's database so far (pg_stat_database; each backend reports them within about a second). */
+async function dbTransactions(cluster: Cluster): Promise<number> {
+  const name = new URL(cluster.bdb.location).pathname.slice(1);
+  const r = await cluster.bdb.db.query<{ n: string }>('SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = $1', [name]);
+  return Number(r.rows[0]?.n ?? 0);
+}
+/** pg_stat_database is reported by each backend at most once a second, and when it goes idle. */
+const STATS_SETTLE_MS = 1_500;
+
 /** CPU-µs of the database's client backends now (pids come and go with the pools: see relayer-scaleout.ts). */
 async function backendPids(cluster: Cluster): Promise<number[]> {
   const name = new URL(cluster.bdb.location).pathname.slice(1);
@@ -144,6 +173,9 @@ async function runRound(cluster: Cluster, heads: HeadWatch, plan: Plan, round: n
     await waitAllFinal(cluster.bdb.db, cluster.chainId, ids, `${label} warm-up`, 120_000);
   }
   progress(`${label}: ${plan.jobs.length} SendMetaTxn, ${CONCURRENCY} in flight, load ${loadavg}`);
+  await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
+  const calls0 = await Promise.all(procs.map((p) => scrapeChainRpcCalls(p.baseUrl, ADMIN_TOKEN)));
+  const tx0 = await dbTransactions(cluster);
   const cpu0 = procs.map((p) => p.cpuUs());
   const pg0 = new Map((await backendPids(cluster)).map((pid) => [pid, cpuOr0(pid)]));
   const stopWaits = sampleWaits(cluster);
@@ -155,8 +187,16 @@ async function runRound(cluster: Cluster, heads: HeadWatch, plan: Plan, round: n
   const ids = loop.samples.flatMap((s) => (s.id ? [s.id] : []));
   progress(`${label}: ${summary.accepted} accepted, ${summary.acceptedPerSec}/s, lock waits ${waits.lockWaitShare} of active backends`);
   const done = await waitAllFinal(cluster.bdb.db, cluster.chainId, ids, `${label} drain`, 300_000);
+  const calls = (await Promise.all(procs.map((p) => scrapeChainRpcCalls(p.baseUrl, ADMIN_TOKEN)))).map((c, i) => diffCounts(c, calls0[i]));
+  await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
+  // This process's own statements in between (the sampler's, the CPU reads', waitAllFinal's polls) are
+  // not the fleet's: waitAllFinal's are few next to a round's, the sampler's are counted and taken off.
+  const txns = (await dbTransactions(cluster)) - tx0 - waits.samples - 3;
   for (const p of procs) await p.stop();
   const n = Math.max(1, summary.accepted);
+  const sum = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
+  const byMethod = new Map<string, number>();
+  for (const c of calls) for (const [k, v] of Object.entries(c)) byMethod.set(k, (byMethod.get(k) ?? 0) + v);
   return {
     mode: plan.mode,
     procs: plan.procs,
@@ -173,6 +213,12 @@ async function runRound(cluster: Cluster, heads: HeadWatch, plan: Plan, round: n
       postgres: round3(pgUs / 1000 / n),
     },
     cpuCoresPerProcess: cpuUs.map((us) => round3(us / 1000 / summary.wallMs)),
+    perMetaTxn: {
+      nodeCalls: round3(calls.reduce((a, c) => a + sum(c), 0) / n),
+      nodeCallsPerProcess: calls.map((c) => round3(sum(c) / n)),
+      nodeCallsByMethod: Object.fromEntries([...byMethod].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, round3(v / n)])),
+      dbTransactions: round3(txns / n),
+    },
     drained: { statuses: done.statuses, timedOut: done.timedOut },
   };
 }
@@ -244,6 +290,9 @@ runBench(async (cleanup) => {
         lwlockWaitShare: median(of(procs).map((r) => r.waits.lwlockWaitShare)),
         metarelayCpuMsPerMetaTxn: median(of(procs).map((r) => r.cpuMsPerMetaTxn.metarelay)),
         postgresCpuMsPerMetaTxn: median(of(procs).map((r) => r.cpuMsPerMetaTxn.postgres)),
+        nodeCallsPerMetaTxn: median(of(procs).map((r) => r.perMetaTxn.nodeCalls)),
+        dbTransactionsPerMetaTxn: median(of(procs).map((r) => r.perMetaTxn.dbTransactions)),
+        loadavg1m: median(of(procs).map((r) => r.loadavg1mAtStart)),
       });
       const [one, three] = [fig(1), fig(3)];
       return [mode, { one, three, ratio3to1: round3(three.acceptedPerSec / one.acceptedPerSec), perRound: of(1).map((r, i) => [r.acceptedPerSec, of(3)[i]?.acceptedPerSec]) }];
