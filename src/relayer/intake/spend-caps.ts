@@ -16,14 +16,15 @@ import { currentRules, type SponsorRule } from './sponsors.ts';
  * with the COMMIT (Tx.atCommit): both commit or neither does. A meta-transaction DROPPED later gives its
  * charges back (`onStatus`, on the transaction that drops it).
  *
- * A rule's spend is kept in shards (migration 0059, issue #53): rows of sponsor_spend_shards, a
- * backend charging the one of its pid (pg_backend_pid() % `shards`), the rule's spend their sum. With
- * one row per rule every sponsored intake of every process took turns on it: three `serve` processes
- * relayed slower than one, most backends waiting on that row (docs/performance-log.md, "A fleet on
- * one database"). So that the shards together never pass a budget, each holds a share of what is left
- * of each budget (its room): a charge within its shard's room takes that row's lock alone (FAST_CHARGE).
- * A charge past it (its shard's room spent, a new day, the rule's caps changed since the share-out, no
- * row yet) takes the rule's gas_sponsors row and, in the next statement, sees every shard as committed
+ * A rule's spend is kept in shards (migration 0059, issue #53): rows of sponsor_spend_shards, the
+ * rule's spend their sum. With one row per rule every sponsored intake of every process took turns on
+ * it: three `serve` processes relayed slower than one, most backends waiting on that row
+ * (docs/performance-log.md, "A fleet on one database"). So that the shards together never pass a budget,
+ * each holds a share of what is left of each budget (its room): a charge takes the lock of one shard
+ * with room that no other transaction holds, and that row's alone (FAST_CHARGE, never waiting). A
+ * charge that finds none (every shard with room held, or none with room: spent, a new day, the rule's
+ * caps changed since the share-out, no row yet) takes the rule's gas_sponsors row and, in the next
+ * statement, sees every shard as committed
  * and shares out again (SLOW_CHARGE): what the shards no other charge holds now did not spend comes
  * back, the shards busy keep what they were given (counted as spent), and what is left is split
  * between the charging shard and those free ones. So the sum of the rooms never exceeds a budget, and
@@ -91,26 +92,36 @@ ${p}c AS (
 /** A rule's wallets over its per-wallet daily cap (`w`: the counters written, `g`: the rule, `a`: the sums). */
 const walletOver = (w: string) => `EXISTS (SELECT 1 FROM ${w} w WHERE w.sponsor_id = g.id AND (w.wei > g.wallet_daily_cap_wei OR (a.has_usd AND w.usd > g.wallet_daily_cap_usd)))`;
 
+/** Shard row `x` of rule `g` has room for the sums `a` of a charge: shared out today, under the rule's caps as they are. */
+const roomFor = (x: string, a: string) => `${x}.day = ${TODAY} AND ${x}.room_caps = ${capsOf('g')}
+    AND (${x}.room_day_wei IS NULL OR ${x}.today_wei + ${a}.wei <= ${x}.room_day_wei)
+    AND (NOT ${a}.has_usd OR ${x}.room_day_usd IS NULL OR ${x}.today_usd + ${a}.usd <= ${x}.room_day_usd)
+    AND (${x}.room_total_wei IS NULL OR ${x}.total_wei + ${a}.wei <= ${x}.room_total_wei)
+    AND (NOT ${a}.has_usd OR ${x}.room_total_usd IS NULL OR ${x}.total_usd + ${a}.usd <= ${x}.room_total_usd)`;
+
 /*
- * The first statement: each rule whose shard of this backend (own, locked in rule id order) has room
- * for the rule's sum (today's, for its caps as they are) is charged there (f), with its wallets and
- * charge rows; a wallet over its daily cap fails the statement. The rules that were not get their
- * gas_sponsors rows locked (id order), so SLOW_CHARGE, the next statement, sees every charge before it
- * committed. A meta-transaction sent again after it was DROPPED drops its refunded charges (history).
- * Spend in shards is written by this, SLOW_CHARGE and MOVE_SPEND only, each locking a rule's shard rows
- * in (rule, shard) order, the gas_sponsors row first when it takes one.
+ * The first statement: each rule is charged on one of its shards that has room for the rule's sum
+ * (today's, for its caps as they are) and that no other transaction holds (own: SKIP LOCKED, never
+ * waited for), trying this backend's shard (pid modulo `shards`) first and the ones after it, so that
+ * backends start apart (f), with its wallets and charge rows; a wallet over its daily cap fails the
+ * statement. When a backend's shard alone was taken, backends sharing it (pid modulo 16) waited on
+ * each other's COMMIT: 11–15 % of the active backends of a fleet under one rule (docs/performance-log.md).
+ * The rules that found no such shard get their gas_sponsors rows locked (id order), so SLOW_CHARGE,
+ * the next statement, sees every charge before it committed. A meta-transaction sent again after it
+ * was DROPPED drops its refunded charges (history). Spend in shards is written by this, SLOW_CHARGE
+ * and MOVE_SPEND only; this one waits for no shard row, the other two lock a rule's shard rows in
+ * (rule, shard) order, the gas_sponsors row first when they take one.
  */
 const FAST_CHARGE = prepared(`-- spend-caps FAST_CHARGE
 WITH ${INPUT},
-own AS (SELECT x.sponsor_id, x.shard FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM a) AND x.shard = (SELECT k FROM me) ORDER BY x.sponsor_id FOR UPDATE),
+own AS (SELECT p.sponsor_id, p.shard FROM a CROSS JOIN LATERAL (
+  SELECT x.sponsor_id, x.shard FROM sponsor_spend_shards x JOIN gas_sponsors g ON g.id = x.sponsor_id
+   WHERE x.sponsor_id = a.rule AND x.shard >= 0 AND ${roomFor('x', 'a')}
+   ORDER BY x.shard >= (SELECT k FROM me) DESC, x.shard LIMIT 1 FOR UPDATE OF x SKIP LOCKED) p),
 f AS (
   UPDATE sponsor_spend_shards x SET today_wei = x.today_wei + a.wei, today_usd = x.today_usd + a.usd, total_wei = x.total_wei + a.wei, total_usd = x.total_usd + a.usd
   FROM own JOIN a ON a.rule = own.sponsor_id JOIN gas_sponsors g ON g.id = own.sponsor_id
-  WHERE x.sponsor_id = own.sponsor_id AND x.shard = own.shard AND x.day = ${TODAY} AND x.room_caps = ${capsOf('g')}
-    AND (x.room_day_wei IS NULL OR x.today_wei + a.wei <= x.room_day_wei)
-    AND (NOT a.has_usd OR x.room_day_usd IS NULL OR x.today_usd + a.usd <= x.room_day_usd)
-    AND (x.room_total_wei IS NULL OR x.total_wei + a.wei <= x.room_total_wei)
-    AND (NOT a.has_usd OR x.room_total_usd IS NULL OR x.total_usd + a.usd <= x.room_total_usd)
+  WHERE x.sponsor_id = own.sponsor_id AND x.shard = own.shard AND ${roomFor('x', 'a')}
   RETURNING x.sponsor_id AS id, x.shard
 ),
 ${walletsAndCharges('f', 'f', 'r.shard')},
@@ -130,7 +141,7 @@ const todays = (x: string, c: 'wei' | 'usd') => `CASE WHEN ${x}.day = ${TODAY} T
  * statement sees every one before it. The other shards of the rule that no transaction holds now are
  * locked (fr, SKIP LOCKED: never waited for); the busy ones count as having spent their room, since a
  * charge may be spending it now; the rows of moves (negative shards, MOVE_SPEND) as what they hold. The budgets are checked on that (lf: what is left after this charge;
- * over one, the statement fails: migration 0028), the charge goes to this backend's shard (ow), and
+ * over one, the statement fails: migration 0028), the charge goes to this backend's shard or a free one (ow), and
  * what is left is shared out between it and the free shards (fu), for today and the caps as they are.
  */
 const SLOW_CHARGE = prepared(`-- spend-caps SLOW_CHARGE
@@ -144,8 +155,9 @@ rw AS (
     SELECT fr.*, true AS free FROM fr
     UNION ALL SELECT x.*, false FROM sponsor_spend_shards x WHERE x.sponsor_id IN (SELECT rule FROM sl) AND NOT EXISTS (SELECT 1 FROM fr WHERE fr.sponsor_id = x.sponsor_id AND fr.shard = x.shard)
   ) y JOIN g ON g.id = y.sponsor_id),
--- The shard charged: this backend's, unless another transaction holds it (it made the row after this
--- backend's FAST_CHARGE looked); then a free one, or a new row. Never one another transaction holds.
+-- The shard charged: this backend's, unless another transaction holds it; then a free one, or a new
+-- row (every shard held: the rule's rows grow to the charges running at once). Never one another
+-- transaction holds.
 tg AS (SELECT sl.rule AS id, CASE
     WHEN NOT EXISTS (SELECT 1 FROM rw WHERE rw.sponsor_id = sl.rule AND rw.shard = (SELECT k FROM me) AND NOT rw.free) THEN (SELECT k FROM me)
     ELSE COALESCE((SELECT min(rw.shard) FROM rw WHERE rw.sponsor_id = sl.rule AND rw.free), (SELECT max(rw.shard) + 1 FROM rw WHERE rw.sponsor_id = sl.rule)) END AS shard
