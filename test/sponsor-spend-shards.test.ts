@@ -4,6 +4,7 @@
 // of charges of one capped rule from several pools at once never charges past its caps, nor leaves
 // budget unusable once the flood is over. Judged by the rows: the charge rows, and the counters summed.
 
+import pg from 'pg';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spendCaps, type Charge } from '../src/relayer/intake/spend-caps.ts';
@@ -97,6 +98,66 @@ describe('sponsorship spend in shards (PostgreSQL, several pools on one database
     const s = await spendOf(id);
     expect(s).toMatchObject({ charges: 4, charged: 36n, today: 36n, total: 36n });
     expect(s.shardRows).toBe(2);
+  }, 60_000);
+
+  it("a charge meeting its own shard (by pid) and its rule's row held by another connection goes to a free shard with room, without waiting", async () => {
+    const SHARDS = 16;
+    const DAILY = 1_600_000n;
+    const id = await rule({ dailyWei: DAILY });
+    const a = await pool(1);
+    let b = await pool(1);
+    while ((await pidOf(b)) % SHARDS === (await pidOf(a)) % SHARDS) b = await pool(1);
+    const [ka, kb] = [(await pidOf(a)) % SHARDS, (await pidOf(b)) % SHARDS];
+    const [capsA, capsB] = [spendCaps(a, { shards: SHARDS }), spendCaps(b, { shards: SHARDS })];
+    const shardOf = async (meta: string) =>
+      Number((await t.db.query<{ shard: number }>('SELECT shard FROM sponsor_charges WHERE sponsor_id = $1 AND meta_txn_id = $2', [id, meta])).rows[0]!.shard);
+    const rows = async () =>
+      new Map(
+        (
+          await t.db.query<{ shard: number; today: string; room: string }>(
+            'SELECT shard, today_wei::text AS today, room_day_wei::text AS room FROM sponsor_spend_shards WHERE sponsor_id = $1',
+            [id],
+          )
+        ).rows.map((x) => [Number(x.shard), { today: BigInt(x.today), room: BigInt(x.room) }]),
+      );
+
+    // A's first charge makes A's shard and shares the cap out to it.
+    const first = charge(id, 1_000n, WALLETS[5]);
+    await a.transaction(async (tx) => capsA.charge(tx, first));
+    expect(await shardOf(first.metaTxnId)).toBe(ka);
+
+    // Another connection holds A's shard, as a charge in flight holds it until its COMMIT (a real
+    // connection of its own, with no lock or idle-transaction timeout of its own to end the hold).
+    const holder = new pg.Client({ connectionString: t.location });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sponsor_spend_shards WHERE sponsor_id = $1 AND shard = $2 FOR UPDATE', [id, ka]);
+      // B charges meanwhile and makes its own shard, with a share of the cap.
+      const second = charge(id, 2_000n, WALLETS[6]);
+      await b.transaction(async (tx) => capsB.charge(tx, second));
+      expect(await shardOf(second.metaTxnId)).toBe(kb);
+
+      // The rule's row held too: the only way through is B's shard, free and with room. Before, A's charge
+      // locked the shard of its pid and waited on the holder until lock_timeout failed it.
+      await holder.query('SELECT 1 FROM gas_sponsors WHERE id = $1 FOR UPDATE', [id]);
+      const before = await rows();
+      const third = charge(id, 3_000n, WALLETS[7]);
+      await a.transaction(async (tx) => capsA.charge(tx, third));
+      expect(await shardOf(third.metaTxnId)).toBe(kb);
+      const after = await rows();
+      expect(after.get(ka)).toEqual(before.get(ka));
+      expect(after.get(kb)!.today).toBe(before.get(kb)!.today + 3_000n);
+      expect(after.get(kb)!.room).toBe(before.get(kb)!.room);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    const s = await spendOf(id);
+    expect(s).toMatchObject({ charges: 3, charged: 6_000n, today: 6_000n, total: 6_000n, shardRows: 2 });
+    // The rooms shared out never add up to more than the cap.
+    const rooms = [...(await rows()).values()].reduce((x, r) => x + r.room, 0n);
+    expect(rooms).toBeLessThanOrEqual(DAILY);
   }, 60_000);
 
   it('a flood of one capped rule from three pools never charges past its caps, and the budget left is spent to the cap once it is over', async () => {

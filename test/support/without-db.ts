@@ -45,4 +45,4 @@ export const WITHOUT_THE_RUNS_DATABASE = [
  * three processes on one database, which PGlite (one process per database) does not allow; `sponsor-spend-shards`
  * and `claims-skip-locked` several pools on one database.
  */
-export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts', 'test/sponsor-spend-shards.test.ts', 'test/claims-skip-locked.test.ts'];
+export const ONLY_WITH_POSTGRES = ['test/pg-faults.test.ts', 'test/fleet-leader.test.ts', 'test/sponsor-spend-shards.test.ts', 'test/claims-skip-locked.test.ts', 'test/sponsor-shard-held.test.ts'];

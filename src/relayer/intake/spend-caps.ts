@@ -130,7 +130,7 @@ slow AS (SELECT g.id FROM gas_sponsors g WHERE g.id IN (SELECT rule FROM a) AND 
 o AS (SELECT g.id FROM f JOIN a ON a.rule = f.id JOIN gas_sponsors g ON g.id = f.id WHERE ${walletOver('fw')})
 SELECT (SELECT count(*) FROM slow) AS slow, (SELECT sum(metarelay_over_budget(o.id, 'walletDailyCap')) FROM o) AS over`);
 
-/** What is left of a budget after the charge (lf's column `c`) shared between the charging shard and the free ones; NULL: no budget. */
+/** What is left of a budget after the charge (lf's column `c`) shared between the charging shard, the free ones and those with no row yet; NULL: no budget. */
 const share = (c: string) => `CASE WHEN lf.${c} IS NULL THEN NULL ELSE div(GREATEST(lf.${c}, 0), lf.n_free + 1) END`;
 /** A shard's counter for today (0 when the row still counts another day). */
 const todays = (x: string, c: 'wei' | 'usd') => `CASE WHEN ${x}.day = ${TODAY} THEN ${x}.today_${c} ELSE 0 END`;
@@ -171,10 +171,15 @@ agg AS (SELECT v.sponsor_id AS id,
   sum(CASE WHEN v.held THEN GREATEST(v.total_usd, COALESCE(v.room_total_usd, v.total_usd)) ELSE v.total_usd END) AS tu,
   count(*) FILTER (WHERE v.other_free) AS n_free
   FROM v GROUP BY v.sponsor_id),
-lf AS (SELECT g.id, tg.shard, g.caps, sl.wei, sl.usd, sl.has_usd, COALESCE(agg.n_free, 0) AS n_free,
+-- The shards 0..shards-1 of the rule with no row yet (the charged one aside): each keeps its part of
+-- what is left unshared, for the charge that makes its row. Given all to the rows there are, the first
+-- row held the whole budget, and a charge meeting it busy was refused as if the budget were spent.
+nm AS (SELECT tg.id, count(*) AS n FROM tg CROSS JOIN generate_series(0, $10::int - 1) AS s(shard)
+  WHERE s.shard <> tg.shard AND NOT EXISTS (SELECT 1 FROM sponsor_spend_shards x WHERE x.sponsor_id = tg.id AND x.shard = s.shard) GROUP BY tg.id),
+lf AS (SELECT g.id, tg.shard, g.caps, sl.wei, sl.usd, sl.has_usd, COALESCE(agg.n_free, 0) + COALESCE(nm.n, 0) AS n_free,
   g.daily_cap_wei - COALESCE(agg.dw, 0) - sl.wei AS dw, g.daily_cap_usd - COALESCE(agg.du, 0) - sl.usd AS du,
   g.total_budget_wei - COALESCE(agg.tw, 0) - sl.wei AS tw, g.total_budget_usd - COALESCE(agg.tu, 0) - sl.usd AS tu
-  FROM g JOIN sl ON sl.rule = g.id JOIN tg ON tg.id = g.id LEFT JOIN agg ON agg.id = g.id),
+  FROM g JOIN sl ON sl.rule = g.id JOIN tg ON tg.id = g.id LEFT JOIN agg ON agg.id = g.id LEFT JOIN nm ON nm.id = g.id),
 ow AS (
   INSERT INTO sponsor_spend_shards AS x (sponsor_id, shard, day, today_wei, today_usd, total_wei, total_usd, room_day_wei, room_day_usd, room_total_wei, room_total_usd, room_caps)
   SELECT lf.id, lf.shard, ${TODAY}, lf.wei, lf.usd, lf.wei, lf.usd, lf.wei + ${share('dw')}, lf.usd + ${share('du')}, lf.wei + ${share('tw')}, lf.usd + ${share('tu')}, lf.caps FROM lf
