@@ -1,12 +1,14 @@
 // Claims that may meet a frozen holder (a process stopped inside a transaction: SIGSTOP, a long GC, a
 // VM paused) skip what it holds instead of waiting for it (issue #53): the dispatcher's lock of the
-// meta-transactions it signs, the usage roll-up's turn, the refresh workers' turn to claim. Before, each
+// meta-transactions it signs, the usage roll-up's turn, the refresh workers' turn to claim, a process's
+// claim of its senders (beside a row another process's sweep or signing is writing). Before, each
 // waited until lock_timeout and failed, pass after pass, in every process, until the holder's session
 // was ended. PostgreSQL (a second pool is the frozen holder); judged by what each claim returned.
 
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskStore } from '../src/metadata/refresh/task-store.ts';
+import { claimSenders } from '../src/relayer/engine/ledger.ts';
 import { metaTxnRepo } from '../src/relayer/store.ts';
 import { metaTxnUsage } from '../src/relayer/usage.ts';
 import type { Db } from '../src/store/db.ts';
@@ -76,6 +78,22 @@ describe('claims skip what a frozen transaction holds (PostgreSQL)', () => {
     }
     await usage.rollUp();
     expect((await t.db.query<{ w: string }>(`SELECT watermark::text AS w FROM usage_rollup_marks WHERE name = 'meta_txns'`)).rows).not.toEqual(before.rows);
+  });
+
+  it("a process's claim of its senders (its heartbeat) takes the free one while another process is writing the other's row, not waiting on it", async () => {
+    const [a, b] = ['0x00000000000000000000000000000000000000a1', '0x00000000000000000000000000000000000000b2'] as Address[];
+    // Another process has claimed both (their rows exist) and is writing one of them, as a sweep or a signing does.
+    expect((await claimSenders(t.db, CHAIN, 'other-host:1', [a, b])).map((r) => r.address).sort()).toEqual([a, b]);
+    const release = await frozen('UPDATE relay_senders SET updated_at = now() WHERE chain_id = $1 AND address = $2', [CHAIN, a]);
+    try {
+      // Its leases are still live: this process's share (one of two) comes once one of them runs out. Before,
+      // the claim's insert of the sender rows waited on the one being written until lock_timeout failed it.
+      expect(await claimSenders(t.db, CHAIN, 'this-host:2', [a, b])).toEqual([]);
+      await t.db.query(`UPDATE relay_senders SET lease_until = now() - interval '1 second' WHERE chain_id = $1 AND address = $2`, [CHAIN, b]);
+      expect((await claimSenders(t.db, CHAIN, 'this-host:2', [a, b])).map((r) => r.address)).toEqual([b]);
+    } finally {
+      await release();
+    }
   });
 
   it("a refresh worker's claim claims nothing while another claim's turn is held, rather than wait for it", async () => {

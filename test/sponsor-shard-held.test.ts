@@ -44,10 +44,7 @@ async function shards(): Promise<Map<number, [string, string]>> {
 
 /** The shard a meta-transaction's charge went to. */
 async function shardOf(id: string): Promise<number> {
-  const r = await env.services.db.query<{ shard: number }>('SELECT shard FROM sponsor_charges WHERE sponsor_id = $1 AND meta_txn_id = $2 AND refunded_at IS NULL', [
-    rule,
-    id.replace(/^0x/, ''),
-  ]);
+  const r = await env.services.db.query<{ shard: number }>('SELECT shard FROM sponsor_charges WHERE sponsor_id = $1 AND meta_txn_id = $2 AND refunded_at IS NULL', [rule, id.replace(/^0x/, '')]);
   expect(r.rows).toHaveLength(1);
   return Number(r.rows[0]!.shard);
 }

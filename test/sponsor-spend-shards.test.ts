@@ -109,15 +109,11 @@ describe('sponsorship spend in shards (PostgreSQL, several pools on one database
     while ((await pidOf(b)) % SHARDS === (await pidOf(a)) % SHARDS) b = await pool(1);
     const [ka, kb] = [(await pidOf(a)) % SHARDS, (await pidOf(b)) % SHARDS];
     const [capsA, capsB] = [spendCaps(a, { shards: SHARDS }), spendCaps(b, { shards: SHARDS })];
-    const shardOf = async (meta: string) =>
-      Number((await t.db.query<{ shard: number }>('SELECT shard FROM sponsor_charges WHERE sponsor_id = $1 AND meta_txn_id = $2', [id, meta])).rows[0]!.shard);
+    const shardOf = async (meta: string) => Number((await t.db.query<{ shard: number }>('SELECT shard FROM sponsor_charges WHERE sponsor_id = $1 AND meta_txn_id = $2', [id, meta])).rows[0]!.shard);
     const rows = async () =>
       new Map(
         (
-          await t.db.query<{ shard: number; today: string; room: string }>(
-            'SELECT shard, today_wei::text AS today, room_day_wei::text AS room FROM sponsor_spend_shards WHERE sponsor_id = $1',
-            [id],
-          )
+          await t.db.query<{ shard: number; today: string; room: string }>('SELECT shard, today_wei::text AS today, room_day_wei::text AS room FROM sponsor_spend_shards WHERE sponsor_id = $1', [id])
         ).rows.map((x) => [Number(x.shard), { today: BigInt(x.today), room: BigInt(x.room) }]),
       );
 

@@ -216,9 +216,9 @@ export const RelayerServiceConfigSchema = z
     /** Run the dispatcher (signing, sending, receipts) inside `serve`/`dev`; `metarelay relayer` runs it alone. */
     inProcessDispatcher: z.boolean().default(true),
     /**
-     * Rows a sponsorship rule's spend is kept in, each charged by the backends whose pid it is modulo
-     * this (docs/sponsorship.md): more lets more intakes of one rule charge at once; a charge past its
-     * shard's share of a budget takes the rule's row and shares out again.
+     * Rows a sponsorship rule's spend is shared out over (docs/sponsorship.md; more are made while every
+     * one is busy): a charge takes one with room that no other charge holds, never waiting; a charge
+     * that finds none takes the rule's row and shares out again.
      */
     sponsorSpendShards: z.number().int().min(1).max(256).default(16),
     /** Relayer calls without an access key, per client address and process: a token bucket. */

@@ -24,11 +24,11 @@ import { currentRules, type SponsorRule } from './sponsors.ts';
  * with room that no other transaction holds, and that row's alone (FAST_CHARGE, never waiting). A
  * charge that finds none (every shard with room held, or none with room: spent, a new day, the rule's
  * caps changed since the share-out, no row yet) takes the rule's gas_sponsors row and, in the next
- * statement, sees every shard as committed
- * and shares out again (SLOW_CHARGE): what the shards no other charge holds now did not spend comes
- * back, the shards busy keep what they were given (counted as spent), and what is left is split
- * between the charging shard and those free ones. So the sum of the rooms never exceeds a budget, and
- * far from a budget a rule's charges run in parallel; near it they take turns, as before.
+ * statement, sees every shard as committed and shares out again (SLOW_CHARGE): what the shards no
+ * other charge holds now did not spend comes back, the shards busy keep what they were given (counted
+ * as spent), and what is left is split between the charging shard, those free ones and the shards
+ * with no row yet (their parts left unshared). So the sum of the rooms never exceeds a budget, and far
+ * from a budget a rule's charges run in parallel; near it they take turns, as before.
  *
  * Once mined, a charge is settled to what the meta-transaction actually cost (its share of the
  * receipt's gasUsed × effectiveGasPrice plus its L1 data fee on the OP stack, the same figure a project
