@@ -83,4 +83,48 @@ describe('KeyGroups', () => {
     expect(groups.slice(0, 2)).toEqual([['c0'], ['c1']]);
     expect(groups.flat()).toEqual(Array.from({ length: 10 }, (_, i) => `c${i}`));
   });
+
+  it('with `more`, starts a group beside one under way only once that many calls wait, and with none under way at once', async () => {
+    // Each group runs until the test lets it end: what starts when is seen without any timing.
+    const started: string[][] = [];
+    const gates: Array<() => void> = [];
+    const work = (calls: Call[]) => {
+      started.push(calls.map((c) => c.name));
+      return new Promise<void>((r) => gates.push(r));
+    };
+    const g = new KeyGroups<Call, string>({
+      keys: (c) => c.keys,
+      one: async (c) => {
+        await work([c]);
+        return c.name;
+      },
+      many: async (calls) => {
+        await work(calls);
+        return calls.map((c) => ({ ok: true as const, value: c.name }));
+      },
+      size: 32,
+      running: 2,
+      more: 3,
+    });
+    const call = (name: string) => g.run({ name, keys: [name] });
+    const done = [call('c0')];
+    expect(started).toEqual([['c0']]);
+    done.push(call('c1'), call('c2'));
+    // Two wait: no group beside c0's (without `more`, c1 went at once, alone).
+    expect(started).toEqual([['c0']]);
+    done.push(call('c3'));
+    expect(started).toEqual([['c0'], ['c1', 'c2', 'c3']]);
+    done.push(call('c4'));
+    expect(started).toHaveLength(2);
+    // c0's group ends: c1's is still under way, and one call waiting is not enough for a group beside it.
+    gates[0]!();
+    await done[0];
+    expect(started).toHaveLength(2);
+    // c1's ends too: with nothing under way, the one waiting call goes at once, alone.
+    gates[1]!();
+    await done[1];
+    expect(started).toEqual([['c0'], ['c1', 'c2', 'c3'], ['c4']]);
+    for (const open of gates) open();
+    expect(await Promise.all(done)).toEqual(['c0', 'c1', 'c2', 'c3', 'c4']);
+  });
 });

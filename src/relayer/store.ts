@@ -118,7 +118,7 @@ export function metaTxnRepo(
     onStatus?: StatusHook;
     /** Makes the charges (NewMetaTxn.charge) of the meta-transactions a transaction writes, with its COMMIT. */
     chargeAtCommit?: (tx: Tx, charges: unknown[]) => void;
-    groups?: { size: number; running: number };
+    groups?: { size: number; running: number; more?: number };
   } = {},
 ) {
   const onStatus = opts.onStatus;
@@ -308,12 +308,13 @@ export function metaTxnRepo(
   // process holds does not hold up every intake of this one. Not four: at 32 sends in flight a group then
   // held 3.5 of them, and each group's six round trips cost both sides a write and a wake-up (one `serve`:
   // 2.3 ms of PostgreSQL per intake at four, 1.5-1.8 at two; docs/performance-log.md, "Round trips and
-  // signatures").
+  // signatures"). The second starts once four wait: a process with a share of a fleet's traffic (a third
+  // of 32 in flight) otherwise ran groups of two (docs/performance-log.md, "A fleet's CPU").
   const groups = new KeyGroups<PendingIntake, { row: MetaTxnRow; created: boolean }>({
     keys: (x) => groupKeys(x.m),
     one: insertOne,
     many: insertGroupIn,
-    ...(opts.groups ?? { size: 32, running: db.kind === 'pglite' ? 1 : 2 }),
+    ...(opts.groups ?? { size: 32, running: db.kind === 'pglite' ? 1 : 2, more: 4 }),
   });
 
   /** The bundles of many meta-transactions at once, by meta-transaction id. */

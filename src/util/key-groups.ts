@@ -1,7 +1,8 @@
 /**
  * Runs concurrent calls together, in groups that share their costs (one transaction, one COMMIT), with
- * no waiting window: a call made while fewer than `running` groups are under way starts at once, and the
- * calls made meanwhile wait for the next group, which takes all of them up to `size`. Under no load a
+ * no waiting window: a call made while fewer than `running` groups are under way starts at once (a group
+ * beside one under way, once `more` calls wait), and the calls made meanwhile wait for the next group,
+ * which takes all of them up to `size`. Under no load a
  * call runs alone, as without groups; under load, groups grow with the load.
  *
  * Two calls that share a key never go in one group (the later waits for a later group, in its turn), so
@@ -35,6 +36,14 @@ export class KeyGroups<T, R, K = string> {
       many: (items: T[]) => Promise<Outcome<R>[]>;
       size: number;
       running: number;
+      /**
+       * A group beyond the first starts only once this many calls wait for it (default 1: at once). The
+       * calls made while one group is under way then wait for it to end and go together, rather than
+       * going at once as a group of one or two: what a process with little of the traffic (one of a
+       * fleet) sees. Enough of them waiting, the next group starts beside it as before, so one group
+       * waiting on a lock does not hold up every call of the process.
+       */
+      more?: number;
     },
   ) {}
 
@@ -47,6 +56,7 @@ export class KeyGroups<T, R, K = string> {
 
   private pump() {
     while (this.underWay < this.o.running && this.waiting.length > 0) {
+      if (this.underWay > 0 && this.waiting.length < (this.o.more ?? 1)) return;
       const group = this.take();
       if (group.length === 0) return;
       this.underWay++;
