@@ -1,14 +1,14 @@
-import { getAddress, isAddress, type Address, type Hex } from 'viem';
+import { getAddress, type Address, type Hex } from 'viem';
 import type { Tx } from '../store/db.ts';
 import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
-import { RelayError, StaleState } from './errors.ts';
+import { StaleState } from './errors.ts';
 import { pauseAbout } from '../chain/ask-again.ts';
 import { blockGone } from '../chain/block-gone.ts';
-import { STALE_TRIES, askAgainWhileBehind } from './intake/ask-again.ts';
-import { checkAuthorization, readAuthorizationState, type Authorization } from './intake/authorization.ts';
-import { BundleError, decodeCall, joinNonce, selectorOf, type DecodedCall } from './intake/bundle.ts';
+import { STALE_PAUSE_MS } from './intake/ask-again.ts';
+import type { Authorization } from './intake/authorization.ts';
+import { joinNonce, type DecodedCall } from './intake/bundle.ts';
 import { probeTokens, type FeeTokenConfig, type PriceSource } from './intake/fees.ts';
 import { Intake, type SendArgs, type SendResult } from './intake/intake.ts';
 import { PriceBook } from '../prices/index.ts';
@@ -18,7 +18,8 @@ import { feePolicyOf, marketFees, type FeePolicy } from './engine/gas-price.ts';
 import type { RunAs } from './intake/run-as.ts';
 import { intrinsicGas, probeAddress, type CodeOverride, type NonceOverride, type ProbeJob, type ProbeResult } from './intake/simulate.ts';
 import type { SponsorRule } from './intake/sponsors.ts';
-import { WalletCache, describeKind, recogniseDeferring, type Recognised, type WalletKind } from './intake/wallets.ts';
+import { WalletCache, type WalletKind } from './intake/wallets.ts';
+import { WalletRecognition } from './chain-relayer/recognise.ts';
 import { readNonces } from './nonces.ts';
 import { feeModelFor, hexBytes, l1FeeUpperBound, unsignedTxSize, type FeeModelName } from './fee-model.ts';
 
@@ -27,8 +28,6 @@ export type { SendArgs, SendResult } from './intake/intake.ts';
 export type { Admission, Funding } from './intake/pricing.ts';
 export { sponsorshipWire } from './intake/pricing.ts';
 
-/** Simulations answered from a block older than one seen (a node behind) are run again, pausing a little longer each time. */
-const STALE_PAUSE_MS = 100;
 /**
  * Simulations, whose results a gas limit is signed on, are tried longer: 10 runs within about 3 s (a
  * node a block behind catches up within a block time), each pinned run a fresh chance at another node.
@@ -81,6 +80,8 @@ export class ChainRelayer implements RelayerChain {
   readonly wallets: WalletCache;
   /** Wallet implementations an EOA may delegate to (EIP-7702), lower case. */
   readonly delegates: readonly Address[];
+  /** Decodes calls and recognises their wallets on the node, at the block seen when it is behind. */
+  private readonly recognition: WalletRecognition;
   /** Concurrent simulations of this chain, sent to the node together. */
   private readonly probes: ProbeBatcher;
   /** ... those of the dispatcher, apart from intake's. */
@@ -130,6 +131,7 @@ export class ChainRelayer implements RelayerChain {
     this.feePolicy = feePolicyOf(c, this.feeModel === 'legacy');
     this.delegates = c.delegatedWallets.map((a) => a.toLowerCase() as Address);
     this.wallets = new WalletCache(deps.chain.public, this.delegates);
+    this.recognition = new WalletRecognition(this);
     const probeSettings = {
       payee: this.paymentAddress.toLowerCase() as Address,
       tokens: probeTokens(this.feeTokens),
@@ -334,44 +336,13 @@ export class ChainRelayer implements RelayerChain {
     }
   }
 
-  /**
-   * Whether `address` has code at the newest block seen: asked when a read at "latest" found none,
-   * which a node behind gives for a wallet the relayer deployed a block ago. A node without that
-   * block yet is asked again; undecided, false (the read at latest stands).
-   */
-  private async codeAtSeen(address: Address): Promise<boolean> {
-    if (this.seenBlock < 0n) return false;
-    const code = await askAgainWhileBehind(async () => (await this.client.getCode({ address, blockNumber: this.seenBlock })) ?? '0x');
-    return code !== undefined && code !== '0x';
-  }
-
-  /**
-   * Wallets recognised again at the newest block seen, after `latest` (the read at "latest") met a node
-   * behind: a wallet with no code there, or a proxy whose implementation slot read zero (latest.behind).
-   * A node without that block refuses it: asked again at once, then pausing a little longer each time.
-   * A proxy with no code even at the block seen was deployed after it (its code came from a node ahead
-   * of every block seen): the head is read, and the block seen moves on to it when it is newer.
-   * Undecided, the read at latest stands for "no code"; a zero slot is never judged on: Unavailable.
-   */
-  private async recogniseAtSeen(asked: readonly Address[], latest: Recognised): Promise<Recognised> {
-    const again = await askAgainWhileBehind(async () => {
-      const r = await recogniseDeferring(this.client, this.context, asked, this.wallets.at(this.seenBlock));
-      if (r.behind.length === 0 && !latest.behind.some((a) => r.kinds.get(a) === 'empty')) return r;
-      const head = await this.deps.chain.head.number().catch(() => -1n);
-      if (head > this.seenBlock) this.observeBlock(head);
-      return undefined;
-    });
-    if (again) return again;
-    const unsure = latest.behind[0];
-    if (!unsure) return latest;
-    throw new RelayError(
-      'unavailable',
-      `the chain's node is behind: the implementation slot of wallet ${getAddress(unsure)} was read from a block before its deployment, and no node answered for block ${this.seenBlock}, which this relayer has seen; try again`,
-    );
-  }
-
   get client() {
     return this.deps.chain.public;
+  }
+
+  /** The chain's head and recent headers, shared with the process's other readers (chain/head.ts). */
+  get chainHead() {
+    return this.deps.chain.head;
   }
 
   /** The client FeeOptions and Simulate run a caller's simulations on: keyless callers' have their own (chain/client.ts NodeRole). */
@@ -396,96 +367,18 @@ export class ChainRelayer implements RelayerChain {
     return this.probe({ sender, entrypoint, input, nonces, gasCap: BigInt(this.deps.config.maxGasLimit), trialGas, codes, wallets }, this.engineProbes);
   }
 
-  /**
-   * An EIP-7702 authorization a call brings, checked before anything is accepted: this chain, an accepted
-   * implementation, signed by the wallet itself, for the EOA's next account nonce (pending included: a
-   * transaction of its own in the pool would void it first), and only with a call of the wallet itself.
-   * The nonce is never one a node behind the block seen answered (readAuthorizationState): Unavailable then.
-   */
-  async checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
-    const w = wallet.toLowerCase() as Address;
-    await this.checkDelegationShape(auth, w, call);
-    const { next } = await readAuthorizationState(this.client, w, auth, () => this.seenBlock);
-    if (next !== auth.nonce) {
-      throw new RelayError('invalidArgument', `authorization.nonce: ${auth.nonce} is not the account nonce of ${getAddress(w)} (${next}); sign the authorization for its next nonce`);
-    }
+  // Wallet recognition (chain-relayer/recognise.ts), for intake, pricing and the dispatcher.
+  checkDelegation(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    return this.recognition.checkDelegation(auth, wallet, call);
   }
-
-  /** What an authorization must be, known without the chain: with a call of the wallet itself, for this chain, an accepted implementation, signed by the wallet. */
-  async checkDelegationShape(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
-    const w = wallet.toLowerCase() as Address;
-    if (call.kind !== 'wallet' || call.entrypoint !== w) {
-      throw new RelayError('invalidArgument', 'authorization: only with a call of the delegating wallet itself (contract = walletAddress, its execute)');
-    }
-    await checkAuthorization(auth, { field: 'authorization', chainId: this.chainId, wallet: w, accepted: this.delegates });
+  checkDelegationShape(auth: Authorization, wallet: string, call: DecodedCall): Promise<void> {
+    return this.recognition.checkDelegationShape(auth, wallet, call);
   }
-
-  /** Decodes (syntax and structure only, no node call); `isWallet` decides which execute calls are nested bundles. */
   decode(walletAddress: string, contract: string, input: string, isWallet?: (a: Address) => boolean): DecodedCall {
-    if (!isAddress(walletAddress, { strict: false })) throw new RelayError('invalidArgument', `walletAddress "${walletAddress}" is not an address`);
-    if (!isAddress(contract, { strict: false })) throw new RelayError('invalidArgument', `contract "${contract}" is not an address`);
-    if (!/^0x([0-9a-fA-F]{2})*$/.test(input)) throw new RelayError('invalidArgument', 'input is not 0x-prefixed hex bytes');
-    try {
-      return decodeCall(this.chainId, this.context, walletAddress.toLowerCase() as Address, contract.toLowerCase() as Address, input as Hex, { isWallet });
-    } catch (err) {
-      if (err instanceof BundleError) throw new RelayError('invalidArgument', err.message);
-      throw err;
-    }
+    return this.recognition.decode(walletAddress, contract, input, isWallet);
   }
-
-  /**
-   * Decodes a call against the chain: every address the call treats as a wallet is asked for its code
-   * (one batch), and only real Sequence wallets are unfolded. With `strict` (intake), the wallet a
-   * wallet-form call targets must be one, and a wallet the call deploys must not exist yet. With
-   * `deferSlot`, the wallet a wallet-form call targets, a proxy already known, may come back 'wallet'
-   * before its implementation slot is read: it is then in `unverified`, for the caller's probe to read
-   * and check (checkCall). Nested wallets and deploys never are: their kinds decide how the call decodes.
-   */
-  async recognise(
-    walletAddress: string,
-    contract: string,
-    input: string,
-    strict: boolean,
-    auth?: Authorization | null,
-    decoded?: DecodedCall,
-    deferSlot = false,
-  ): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind>; unverified: Address[] }> {
-    const first = decoded ?? this.decode(walletAddress, contract, input);
-    const asked = [...(first.kind === 'wallet' ? [first.entrypoint] : []), ...first.candidates, ...first.deploys];
-    const defer = deferSlot && !auth && first.kind === 'wallet' && !first.candidates.includes(first.entrypoint) && !first.deploys.includes(first.entrypoint) ? first.entrypoint : undefined;
-    const [read] = await Promise.all([recogniseDeferring(this.client, this.context, asked, this.wallets, defer), auth ? this.checkDelegation(auth, walletAddress, first) : undefined]);
-    let { kinds, unverified } = read;
-    // A node behind's answers are not the last word: a zero implementation slot beside wallet proxy code
-    // (read from a state before the deployment), and "no code" for a wallet that has code at a block
-    // already seen. Recognised again at that block (a node behind refuses it, and is not asked twice in
-    // a row by a load balancer's round robin); "no code" else at latest a few times more.
-    // An EOA bringing its authorization has no code of its own to find: its kind is the delegation's (below).
-    const undeployed = () => strict && !auth && first.kind === 'wallet' && kinds.get(first.entrypoint) === 'empty';
-    if (read.behind.length > 0 || (undeployed() && (await this.codeAtSeen(first.entrypoint)))) {
-      ({ kinds, unverified } = await this.recogniseAtSeen(asked, read));
-    }
-    for (let attempt = 1; undeployed() && attempt < STALE_TRIES && (await this.codeAtSeen(first.entrypoint)); attempt++) {
-      await pauseAbout(STALE_PAUSE_MS * attempt);
-      const again = await recogniseDeferring(this.client, this.context, asked, this.wallets, defer);
-      ({ kinds, unverified } = again.behind.length > 0 ? await this.recogniseAtSeen(asked, again) : again);
-    }
-    // With the delegation its authorization applies, the EOA runs an accepted wallet implementation.
-    if (auth) kinds.set(first.entrypoint, 'wallet');
-    if (strict) {
-      if (first.kind === 'wallet' && kinds.get(first.entrypoint) !== 'wallet') {
-        const kind = kinds.get(first.entrypoint)!;
-        throw new RelayError('simulationFailed', kind === 'empty' ? `wallet ${describeKind(first.entrypoint, kind)}` : describeKind(first.entrypoint, kind));
-      }
-      const existing = first.deploys.find((d) => kinds.get(d) !== 'empty');
-      if (existing) throw new RelayError('simulationFailed', `the call deploys wallet ${existing}, which already exists`);
-    }
-    // Decoded again only when a nested execute targets something that is not a wallet: when every one
-    // is, the wallet-aware decode unfolds exactly what the first did (a decode hashes every bundle: it
-    // was a tenth of intake's CPU done three times per SendMetaTxn).
-    const call = first.candidates.every((a) => kinds.get(a) === 'wallet') ? first : this.decode(walletAddress, contract, input, (a) => kinds.get(a) === 'wallet');
-    const upgrade = unknownUpgrade(call, this.context);
-    if (upgrade) throw new RelayError('invalidArgument', upgrade);
-    return { call, kinds, unverified };
+  recognise(...a: Parameters<WalletRecognition['recognise']>): Promise<{ call: DecodedCall; kinds: Map<Address, WalletKind>; unverified: Address[] }> {
+    return this.recognition.recognise(...a);
   }
 
   /** The next nonce of a wallet's space, counting meta-transactions already queued here. */
@@ -539,20 +432,4 @@ export class ChainRelayer implements RelayerChain {
   charge(tx: Tx, metaTxnId: string, f: Funding, args: Pick<SendArgs, 'keyId' | 'clientIp'>): Promise<void> {
     return this.intake.charge(tx, metaTxnId, f, args);
   }
-}
-
-const UPDATE_IMPLEMENTATION = '0x025b22bc';
-
-/**
- * A wallet switching its own implementation to code this relayer does not know: every later bundle of
- * it would run that code, which no longer has to honour signatures, nonces or fees. Not relayed.
- */
-function unknownUpgrade(call: DecodedCall, context: SequenceContext): string | null {
-  const known = new Set([context.mainModule, context.mainModuleUpgradable].map((a) => a.toLowerCase()));
-  for (const l of call.leaves) {
-    if (l.delegateCall || l.target !== l.executor || selectorOf(l.data) !== UPDATE_IMPLEMENTATION) continue;
-    const to = `0x${l.data.slice(-40)}`.toLowerCase();
-    if (!known.has(to)) return `wallet ${l.executor} switches its implementation to ${to}, which is not a Sequence main module this relayer knows`;
-  }
-  return null;
 }

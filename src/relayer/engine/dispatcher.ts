@@ -3,7 +3,6 @@ import type { Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempts, markBroadcast, sign, type BroadcastResult, type NewAttempt } from './attempts.ts';
 import { crashPoint } from './crash-points.ts';
 import { marketFees, type FeePolicy, type Market } from './gas-price.ts';
-import { paysForMarket } from './cover-ceiling.ts';
 import { pricedUnits, unitsFor, type Plan, type Priced } from './units.ts';
 import { errorText } from './rpc-errors.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
@@ -12,6 +11,7 @@ import type { ChainRelayer } from '../chain-relayer.ts';
 import type { NonceOverride } from '../intake/simulate.ts';
 import type { MetaTxnRow, SentMeta } from '../store.ts';
 import { Sweeper } from './sweep.ts';
+import { assignSenders, usableSenders } from './dispatch/assign.ts';
 import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
 import { UNSURE_PASSES, judgeStillGood } from './still-good.ts';
 import { PollLoop } from '../../util/poll-loop.ts';
@@ -259,61 +259,16 @@ export class Dispatcher implements EngineContext {
     return plans;
   }
 
-  /**
-   * Senders that may take new work now: held, not stopped, above the balance floor, not stalled behind a
-   * slot that cannot be mined in the next block (its max fee under the next base fee) or cannot be
-   * replaced, with room in flight.
-   */
-  private usable(): Map<Address, number> {
-    const out = new Map<Address, number>();
-    for (const a of this.held) {
-      const s = this.senders.get(a);
-      if (!s || this.stopped.has(a) || s.belowFloor || s.stalled || s.open >= this.config.maxInFlightPerSender) continue;
-      out.set(a, s.open);
-    }
-    return out;
-  }
-
-  /** The senders kept for bundles that pay today's price: the last reserveSenders held (by address), when more are held. */
-  private reserve(): Set<Address> {
-    const n = this.config.reserveSenders;
-    return new Set(n > 0 && this.held.length > n ? [...this.held].sort().slice(-n) : []);
-  }
-
   private async sendReady() {
-    const load = this.usable();
+    const load = usableSenders(this);
     if (load.size === 0) return;
     const rows = await this.deps.metaTxns.queued(this.chainId, QUEUE_READ, this.owner);
     if (rows.length === 0) return;
     const plans = await this.plan(rows);
     if (plans.length === 0) return;
 
-    // Assign senders: a successor goes with its predecessor, the rest to the least loaded.
-    // The cap is on transactions in flight: with batching, a transaction may carry batchSize of them.
-    const perTx = this.config.batchSize;
-    const assigned = new Map<Address, Plan[]>();
     const market = await this.marketFeesNow();
-    const reserve = this.reserve();
-    const forReserve: string[] = [];
-    for (const p of plans) {
-      let sender = p.sender;
-      if (sender && !load.has(sender)) continue; // its predecessor's sender is busy or another process's
-      if (!sender) {
-        // One that cannot pay for the first attempt's price (the base fee doubled) is the kind that stalls
-        // a sender when the base fee rises: it never takes the reserve, kept for bundles that pay today's price.
-        const thin = !paysForMarket([p.row], BigInt(p.row.gas_limit), market);
-        const open = [...load].filter(([a]) => !(thin && reserve.has(a)));
-        if (open.length === 0) {
-          forReserve.push(p.row.id);
-          continue;
-        }
-        sender = open.sort((a, b) => a[1] - b[1])[0][0];
-      }
-      const n = load.get(sender)!;
-      if (n >= this.config.maxInFlightPerSender) continue;
-      load.set(sender, n + 1 / perTx);
-      assigned.set(sender, [...(assigned.get(sender) ?? []), p]);
-    }
+    const { assigned, forReserve } = assignSenders(this, plans, load, market);
 
     await this.deps.metaTxns.defer(this.chainId, forReserve, UNREADY_DEFER_MS);
     // Claimed first, so another process reading the same queue leaves these to this one.

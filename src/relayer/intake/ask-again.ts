@@ -2,6 +2,8 @@ import { askAgain } from '../../chain/ask-again.ts';
 
 /** Reads pinned to a block seen are made up to this many times in all (chain/ask-again.ts's schedule). */
 export const STALE_TRIES = 4;
+/** Reads and simulations answered from a block older than one seen (a node behind) are made again, pausing a little longer each time from this. */
+export const STALE_PAUSE_MS = 100;
 
 const NOT_YET = Symbol('not yet');
 
