@@ -15,7 +15,7 @@ import type { Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { parseConfig } from '../src/config/load.ts';
 import { ANVIL_DEPLOYER_KEY, erc721Document, erc721Path } from '../src/devchain/index.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import { createServices } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { closeNow, dbKindFromEnv, deployErc721WithTokens, envNumber, machineInfo, openBenchDb, progress, runBench, startChain, type BenchChain, type BenchDb, type Cleanup } from './lib/harness.ts';

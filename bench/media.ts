@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { parseConfig } from '../src/config/load.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import { parseRendition } from '../src/media/index.ts';
 import { createServices } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';

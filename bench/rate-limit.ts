@@ -9,7 +9,7 @@
 //
 // Result JSON on stdout; progress on stderr.
 import { parseConfig } from '../src/config/load.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import { createServices } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { closeNow, dbKindFromEnv, envNumber, machineInfo, openBenchDb, progress, runBench, type Cleanup } from './lib/harness.ts';

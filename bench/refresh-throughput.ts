@@ -31,7 +31,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { parseConfig } from '../src/config/load.ts';
 import type { AppConfigInput } from '../src/config/schema.ts';
 import { ANVIL_DEPLOYER_KEY, REPO_ROOT, compileContracts, devPublicClient, devWalletClient, installMulticall3, rpcCall, startAnvil, type OriginServer } from '../src/devchain/index.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { Cleanup, envNumber, machineInfo, openBenchDb, progress, runBench, startChain, type BenchChain, type DbKind } from './lib/harness.ts';

@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import type { ContractInfoWire } from '../src/metadata/contracts/contract-view.ts';
 import { importTokenList } from '../src/metadata/contracts/token-list.ts';
 import { createServices, type Services } from '../src/services.ts';

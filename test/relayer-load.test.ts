@@ -11,7 +11,7 @@ import { setAutomine } from './support/anvil-control.ts';
 import { SENDER_KEYS, sponsor, startRelayerEnv, type RelayerEnv } from './support/relayer-env.ts';
 import { deployWallets, expectClean, mintBundles, sendAll, sendVia, waitFor, type LoadItem } from './support/relay-load.ts';
 import { rpc } from './support/service.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import { TEST_DB } from './support/env.ts';
 
 /** anvil accounts 3 and 4, added to the test env's two senders. */

@@ -8,7 +8,7 @@ import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { FastifyInstance } from 'fastify';
 import { parseConfig } from '../src/config/load.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/cli/app.ts';
 import { spendCaps } from '../src/relayer/intake/spend-caps.ts';
 import { createServices, type Services } from '../src/services.ts';
 import { createLogger } from '../src/telemetry/logger.ts';

@@ -19,7 +19,7 @@ import {
   type Artifacts,
   type OriginServer,
 } from '../../src/devchain/index.ts';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/cli/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { openDb, type Db } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';

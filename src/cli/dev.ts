@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../config/load.ts';
 import { deployDelegatedWallet, startDevChain } from '../devchain/index.ts';
 import { deployPriceFeeds, PRICE_ADMIN_KEY } from '../devchain/prices.ts';
-import { buildApp } from '../http/app.ts';
+import { buildApp } from './app.ts';
 import { createServices, type Services } from '../services.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { tokenStore } from '../metadata/tokens/token-store.ts';

@@ -22,7 +22,7 @@ export async function runServe(argv: string[]) {
   const [{ createServices }, { preflight }, { buildApp }, { onShutdown }] = await Promise.all([
     import('../services.ts'),
     import('../config/preflight.ts'),
-    import('../http/app.ts'),
+    import('./app.ts'),
     import('./shutdown.ts'),
   ]);
   const services = await createServices(config);

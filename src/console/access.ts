@@ -1,7 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { readAccessKey, readBearer } from '../http/core/auth.ts';
-import { MetadataErrors, RpcError } from '../http/core/errors.ts';
-import type { RpcContext } from '../http/core/webrpc.ts';
+import { MetadataErrors, type RpcContext, RpcError, readAccessKey, readBearer } from '../http/index.ts';
 import type { AdminTokenStore } from '../access/admin-tokens.ts';
 import { SESSION_COOKIE, readCookie } from './cookie.ts';
 import type { SessionStore } from './sessions.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../http/core/errors.ts';
+import { MetadataErrors, RpcError } from '../http/index.ts';
 import type { Services } from '../services.ts';
 
 export const ProjectId = z.number().int().positive();

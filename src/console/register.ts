@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { registerWebrpcService, type WebrpcDeps } from '../http/core/webrpc.ts';
+import { type WebrpcDeps, registerWebrpcService } from '../http/index.ts';
 import type { Services } from '../services.ts';
 import { consoleDeps, consoleService } from './service.ts';
 import { registerConsoleUploads } from './uploads.ts';

@@ -1,5 +1,4 @@
-import { metadataErrorMap } from '../http/core/errors.ts';
-import type { ServiceDef } from '../http/core/webrpc.ts';
+import { type ServiceDef, metadataErrorMap } from '../http/index.ts';
 import type { Services } from '../services.ts';
 import { consoleAccess } from './access.ts';
 import { adminTokenStore } from '../access/admin-tokens.ts';

@@ -6,10 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { CollectionsService } from '../collections/index.ts';
-import { MetadataErrors, RpcError } from '../http/core/errors.ts';
-import { TokenIdString } from '../http/core/args.ts';
-import { refusals } from '../http/collections/wire.ts';
-import { describeIssues, sendError } from '../http/core/webrpc.ts';
+import { MetadataErrors, RpcError, TokenIdString, describeIssues, refusals, sendError } from '../http/index.ts';
 import { admitConsoleRequest } from './access.ts';
 import type { AdminTokenStore } from '../access/admin-tokens.ts';
 import { blobPicture } from './methods/media.ts';

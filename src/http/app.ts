@@ -15,8 +15,7 @@ import { collectionsService } from './collections/collections.ts';
 import { registerCollectionRoutes } from './collections/routes.ts';
 import { indexerGatewayService } from './indexer/gateway.ts';
 import { adminTokenStore } from '../access/admin-tokens.ts';
-import { registerWebrpcService, sendError } from './core/webrpc.ts';
-import { registerConsole } from '../console/register.ts';
+import { registerWebrpcService, sendError, type WebrpcDeps } from './core/webrpc.ts';
 import { registerEventStream } from './events/events.ts';
 import { OpenStreams } from './core/stream-registry.ts';
 import { AccessPipeline, keyedOf } from './core/access-pipeline.ts';
@@ -38,10 +37,19 @@ export interface BuildAppOptions {
    * then reads the manifest must read this run's, not the previous one.
    */
   started?: () => boolean;
+  /**
+   * Faces mounted beside the services, last, by whoever builds the app (the CLI mounts the console):
+   * http/ knows no face above it. Each gets the app and the router's deps, so its webrpc services run
+   * the same access pipeline, early answers and outage mapping.
+   */
+  mounts?: readonly Mount[];
 }
 
-/** The whole HTTP surface, without listening: tests inject, the CLI listens. */
-export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
+/** Registers routes of a face on the app before it is ready. */
+export type Mount = (app: FastifyInstance, deps: WebrpcDeps) => Promise<void>;
+
+/** The HTTP surface of the services, without listening: cli/app.ts adds the console, tests inject, the CLI listens. */
+export async function buildHttpApp(s: Services, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
   // One access policy and response cache for every form (REST, webrpc, media, console).
   const access = new AccessPipeline({
     auth: s.auth,
@@ -120,7 +128,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   registerEventStream(app, s, streams);
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
-  const deps = { access, metrics: s.metrics, early, outage: (err: unknown) => chainOutageOf(err, s.chains.values()) };
+  const deps: WebrpcDeps = { access, metrics: s.metrics, early, outage: (err: unknown) => chainOutageOf(err, s.chains.values()) };
   await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   if (s.collections) await registerWebrpcService(app, '/rpc/Collections/', collectionsService(s.collections), deps);
@@ -128,7 +136,7 @@ export async function buildApp(s: Services, opts: BuildAppOptions = {}): Promise
   await registerWebrpcService(app, '/indexer/:network/rpc/Indexer/', indexerService(s, streams), deps);
   // The gateway's path in indexergw.gen.ts, at the root as Sequence serves it: `new SequenceIndexerGateway(<base>)`.
   await registerWebrpcService(app, '/rpc/IndexerGateway/', indexerGatewayService(s), deps);
-  await registerConsole(app, s, deps);
+  for (const mount of opts.mounts ?? []) await mount(app, deps);
   await app.ready();
   return app;
 }

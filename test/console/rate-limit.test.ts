@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/cli/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { openDb, type Db } from '../../src/store/db.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';

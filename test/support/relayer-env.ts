@@ -7,7 +7,7 @@ import { createPublicClient, http, parseAbi, type Address, type Hex } from 'viem
 import { deploySequenceV2Context } from '../../src/devchain/index.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import type { AppConfigInput } from '../../src/config/schema.ts';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/cli/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { createLogger, type Logger } from '../../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './db.ts';

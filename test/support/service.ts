@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { parseConfig } from '../../src/config/load.ts';
 import type { AppConfigInput } from '../../src/config/schema.ts';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/cli/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { createTestDb, type TestDb } from './db.ts';

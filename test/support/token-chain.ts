@@ -10,7 +10,7 @@ import { ANVIL_DEPLOYER_KEY, REPO_ROOT, compileContracts, devPublicClient, devWa
 import type { FastifyInstance } from 'fastify';
 import { parseConfig } from '../../src/config/load.ts';
 import type { AppConfigInput } from '../../src/config/schema.ts';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/cli/app.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { rpc, type TestService } from './service.ts';

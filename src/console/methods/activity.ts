@@ -1,11 +1,21 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { explainToken } from '../../http/metadata/rest.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/core/args.ts';
-import { MetaTxId, RelayerPage as Page, metaTxnLog, paging } from '../../http/relayer/relayer.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import {
+  AddressArg,
+  ChainArg,
+  MetaTxId,
+  MetadataErrors,
+  type MethodDef,
+  RelayerPage as Page,
+  RpcError,
+  TokenIdArg,
+  chainFor,
+  explainToken,
+  metaTxnLog,
+  metadataErrorMap,
+  method,
+  paging,
+} from '../../http/index.ts';
 import { receiptWire } from '../../relayer/receipts.ts';
-import { metadataErrorMap } from '../../http/core/errors.ts';
 import { Id, PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
 import type { ActivityCursor } from '../queries.ts';
 import type { ConsoleDeps } from '../deps.ts';

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { ChainArg } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { ChainArg, MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { AdjustmentConflict, NativeAmount, TankRefused, adjustmentWire, fromWei, gasTankWire, ledgerWire, usdOf } from '../../relayer/balances/index.ts';
 import { PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

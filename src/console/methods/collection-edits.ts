@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import type { CollectionsService } from '../../collections/index.ts';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { CollectionMetadataArg, TokenArg, refusals } from '../../http/collections/wire.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/core/args.ts';
-import { metadataErrorMap } from '../../http/core/errors.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { AddressArg, ChainArg, CollectionMetadataArg, MetadataErrors, type MethodDef, RpcError, TokenArg, TokenIdArg, chainFor, metadataErrorMap, method, refusals } from '../../http/index.ts';
 import { Id, ProjectId, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 

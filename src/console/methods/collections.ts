@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import type { AssetRecord, CollectionRecord, CollectionsService, ContractLink } from '../../collections/index.ts';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { refusals } from '../../http/collections/wire.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { MetadataErrors, type MethodDef, RpcError, method, refusals } from '../../http/index.ts';
 import { isImage } from '../../media/index.ts';
 import { Id, PageArgs, ProjectId, chainName, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

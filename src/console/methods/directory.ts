@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { AddressArg } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { AddressArg, MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { MAX_FEATURE_INDEX } from '../../metadata/contracts/directory.ts';
 import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { sponsorWire } from '../../relayer/index.ts';
 import { Id, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

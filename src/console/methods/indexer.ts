@@ -1,11 +1,8 @@
 import { z } from 'zod';
 import { DeploymentBlockError } from '../../chain/deployment-block.ts';
-import { MetadataErrors, RpcError, metadataErrorMap } from '../../http/core/errors.ts';
+import { AddressArg, MetadataErrors, type MethodDef, NoArgs, RpcError, metadataErrorMap, method } from '../../http/index.ts';
 import type { Address } from 'viem';
-import { AddressArg } from '../../http/core/args.ts';
-import { NoArgs } from '../../http/health/status-methods.ts';
 import { PageArgs, ProjectId, chainIdArg, idCursor } from '../args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { backfillStore, watchContract } from '../../indexer/index.ts';
 import { listUnreadBlocks } from '../../chain/unread-blocks.ts';
 import type { ConsoleDeps } from '../deps.ts';

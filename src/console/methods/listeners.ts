@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import type { Delivery } from '../../events/webhook-store.ts';
 import type { Listener } from '../../events/listener-store.ts';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { ChainArg } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { ChainArg, MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { Id, ProjectId, chainIdArg, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 

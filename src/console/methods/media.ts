@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError, metadataErrorMap } from '../../http/core/errors.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { AddressArg, ChainArg, MetadataErrors, type MethodDef, RpcError, TokenIdArg, chainFor, metadataErrorMap, method } from '../../http/index.ts';
 import { isImage, type MediaAsset, type MediaService } from '../../media/index.ts';
 import type { ConsoleDeps } from '../deps.ts';
 

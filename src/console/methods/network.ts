@@ -1,11 +1,8 @@
-import { NoArgs } from '../../http/health/status-methods.ts';
+import { MetadataErrors, type MethodDef, NoArgs, RpcError, clientAddress, method } from '../../http/index.ts';
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
 import { RelayError, feeTokenWire, relayerHealth, switchSender } from '../../relayer/index.ts';
 import { chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
-import { clientAddress } from '../../http/core/client-address.ts';
 
 const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
 

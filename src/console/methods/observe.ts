@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { currentAlerts } from '../../relayer/index.ts';
 import { projectRequestRepo } from '../../store/project-requests.ts';
 import { PageArgs, ProjectId, chainName, cutPage, idCursor } from '../args.ts';

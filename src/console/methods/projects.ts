@@ -1,8 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { NoArgs } from '../../http/health/status-methods.ts';
-import { ChainArg } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { ChainArg, MetadataErrors, type MethodDef, NoArgs, RpcError, method } from '../../http/index.ts';
 import { KEY_KINDS, type AccessKeyInfo } from '../../store/access-keys.ts';
 import { normalOrigin } from '../../access/key-kinds.ts';
 import { ProjectExistsError } from '../../store/projects.ts';

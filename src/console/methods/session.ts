@@ -1,9 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { NoArgs } from '../../http/health/status-methods.ts';
-import { readBearer } from '../../http/core/auth.ts';
-import { clientAddress } from '../../http/core/client-address.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { MetadataErrors, type MethodDef, NoArgs, RpcError, clientAddress, method, readBearer } from '../../http/index.ts';
 import { SESSION_COOKIE, clearedSessionCookie, readCookie, sessionCookie } from '../cookie.ts';
 import type { ConsoleDeps } from '../deps.ts';
 import { SignInThrottle } from '../sign-in-throttle.ts';

@@ -1,10 +1,7 @@
 import type { Address, Hex } from 'viem';
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { AddressArg, ChainArg } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { AddressArg, ChainArg, MaxGas, MetadataErrors, type MethodDef, RelayerPage as Page, RpcError, WebhookToken, WebhookUrl, method, paging } from '../../http/index.ts';
 import { PolicyError, PolicyFields, SponsorConflict, SponsorKind, mergePolicy, policyPatch, sponsorWire, type SponsorRule } from '../../relayer/index.ts';
-import { MaxGas, RelayerPage as Page, WebhookToken, WebhookUrl, paging } from '../../http/relayer/relayer.ts';
 import { Id, ProjectId, Wei, chainIdArg, chainName } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
 

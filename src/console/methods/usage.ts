@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { fromWei, usdOf } from '../../relayer/balances/index.ts';
 import { metaTxnUsage } from '../../relayer/index.ts';
 import { FAMILIES } from '../../store/access-keys.ts';

@@ -1,9 +1,6 @@
 import { z } from 'zod';
-import { MetadataErrors, RpcError } from '../../http/core/errors.ts';
-import { ChainArg } from '../../http/core/args.ts';
-import { method, type MethodDef } from '../../http/core/webrpc.ts';
+import { ChainArg, MetadataErrors, type MethodDef, RpcError, WebhookUrlArg, method } from '../../http/index.ts';
 import { appendEvents, EVENT_TYPES } from '../../events/outbox.ts';
-import { WebhookUrlArg } from '../../http/core/args.ts';
 import type { Delivery, Webhook } from '../../events/webhook-store.ts';
 import { Id, ProjectId, chainIdArg } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';

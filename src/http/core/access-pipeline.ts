@@ -100,7 +100,8 @@ export function etagOf(body: string | Buffer): string {
 }
 
 /**
- * The one policy that decides who may call what and what may be answered from the response cache,
+ * The one policy that decides who may call what and what may be answered from the response cache
+ * (which answers may be, to whom and under which key: reuse.ts),
  * for REST and webrpc alike, run as fastify hooks on the routes that use it:
  *
  *   preHandler: key → authenticate → allowed networks → rate limit, then a cache hit answers early;

@@ -7,6 +7,9 @@ import { RpcError, type ServiceErrorMap } from './errors.ts';
 import { targetProblem } from '../../untrusted/post.ts';
 import { pageSizeUpTo } from './page.ts';
 
+/** A method that takes no arguments (unknown keys are let through, as Sequence's servers do). */
+export const NoArgs = z.object({}).loose();
+
 /** Accepts a chain as the clients send it: a string, or a bare number from lenient callers. */
 export const ChainArg = z.union([z.string(), z.number().int()]).transform(String);
 

@@ -5,10 +5,8 @@ import type { AccessPipeline, AuthMode } from './access-pipeline.ts';
 import { pickAccessKey } from './auth.ts';
 import { corsHeaders } from './cors.ts';
 import type { RequestRecorder } from './request-log.ts';
-import { READS_ROUTE, restReuseKey, reusedHeaders } from '../metadata/rest.ts';
-import { JSON_UTF8, mediaTypeOf, type EarlyRpcMethod } from './webrpc.ts';
-
-export type { EarlyRpcMethod } from './webrpc.ts';
+import { JSON_UTF8, mediaTypeOf } from './media-type.ts';
+import { READS_ROUTE, restReuseKey, reusedHeaders, type EarlyRpcMethod } from './reuse.ts';
 import { networksNamed } from '../../access/allowed-networks.ts';
 
 const PREFIX = '/tokens/';
@@ -22,7 +20,7 @@ type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
 
 /**
  * Cached token reads (REST, and calls of reusable webrpc methods) answered before the router sees
- * the request.
+ * the request, under the cached-answer contract (reuse.ts).
  *
  * A cached read does almost nothing of its own: a few map look-ups and a write of bytes it already
  * has. Through fastify it also paid the router, the request and reply objects, the hook runner's

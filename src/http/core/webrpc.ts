@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Project } from '../../store/projects.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -9,28 +9,8 @@ import { networksNamed } from '../../access/allowed-networks.ts';
 import { callerOf, keep, type AccessPipeline, type AccessRequest, type AuthMode } from './access-pipeline.ts';
 import type { ChainOutage } from '../../chain/outage.ts';
 import { databaseUnavailable } from './db-outage.ts';
-
-/** A webrpc method whose answers may be given again (MethodDef.reusable), as its router describes it. */
-export interface EarlyRpcMethod {
-  mode: AuthMode;
-  /** The response-cache key of a call is this followed by the body as sent (webrpc.ts describe). */
-  reusePrefix: string;
-  /** The headers the router adds to every answer of the service (Webrpc). */
-  headers: Readonly<Record<string, string>>;
-  /** Its route, for the request count. */
-  route: string;
-  /** Counts an answer as the router's onResponse would (per method and code, duration). */
-  answered(seconds: number): void;
-}
-
-/**
- * Where calls of reusable methods are answered from the cache before routing (early-answers.ts
- * EarlyAnswers): the router registers its reusable methods there and hands bodies read early back.
- */
-export interface EarlyRegistry {
-  addRpc(prefix: string, methods: Map<string, EarlyRpcMethod>): void;
-  readonly replayBody: preParsingHookHandler;
-}
+import { JSON_UTF8, mediaTypeOf } from './media-type.ts';
+import { mayReuse, rpcReusePrefix, type EarlyRegistry, type EarlyRpcMethod } from './reuse.ts';
 
 export type { AuthMode };
 
@@ -166,14 +146,6 @@ function mediaType(req: FastifyRequest): string {
   return mediaTypeOf(req.headers['content-type']);
 }
 
-/** A Content-Type header's media type, lower case, without parameters. */
-export function mediaTypeOf(contentType: string | undefined): string {
-  return String(contentType ?? '')
-    .split(';')[0]
-    .trim()
-    .toLowerCase();
-}
-
 function parseBody(req: FastifyRequest): unknown {
   const raw = req.body as Buffer | undefined;
   const text = raw?.length ? raw.toString('utf8').trim() : '';
@@ -227,7 +199,6 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
 
     const url = `${routePrefix}:method`;
     const headerValue = `${WEBRPC_VERSION};${service.schema}`;
-    const cacheable = !service.prepare;
     const E = service.errors;
     const accessErrors = {
       unauthorized: E.unauthorized,
@@ -244,8 +215,6 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
       return sendError(reply, err.def, err.detail, err.headers);
     };
 
-    // A call in response-cache keys: the method and the body as sent (the pipeline adds the caller).
-    const reusePrefix = (name: string) => `${service.name}/${name}\n`;
     const describe = (req: FastifyRequest): AccessRequest => {
       const params = req.params as Record<string, string>;
       const name = params.method;
@@ -259,7 +228,8 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
         errors: accessErrors,
         queryKey: false,
         networks: () => networksNamed(params, bodyOf(req)),
-        reuseKey: cacheable && def.reusable && mode !== 'admin' && raw?.length && mediaType(req) === 'application/json' ? `${reusePrefix(name)}${raw.toString('latin1')}` : undefined,
+        // A call in response-cache keys (reuse.ts): the method and the body as sent (the pipeline adds the caller).
+        reuseKey: mayReuse(service, def, mode) && raw?.length && mediaType(req) === 'application/json' ? `${rpcReusePrefix(service.name, name)}${raw.toString('latin1')}` : undefined,
         sendReused,
       };
     };
@@ -289,13 +259,13 @@ export async function registerWebrpcService(app: FastifyInstance, routePrefix: s
     };
     // Calls of reusable methods may be answered before routing, from the same cache and by the same
     // policy; what is not answered there reaches this router with its body already read.
-    if (deps.early && cacheable && !routePrefix.includes(':')) {
+    if (deps.early && !routePrefix.includes(':')) {
       const headers = Object.freeze({ webrpc: headerValue });
       // Described once per method, not per call.
       const reusable = new Map<string, EarlyRpcMethod>();
       for (const [name, def] of Object.entries(service.methods)) {
         const mode = def.auth ?? service.defaultAuth(name);
-        if (def.reusable && mode !== 'admin') reusable.set(name, { mode, reusePrefix: reusePrefix(name), headers, route: url, answered: (seconds) => observe(name, 0, seconds) });
+        if (mayReuse(service, def, mode)) reusable.set(name, { mode, reusePrefix: rpcReusePrefix(service.name, name), headers, route: url, answered: (seconds) => observe(name, 0, seconds) });
       }
       if (reusable.size) {
         deps.early.addRpc(routePrefix, reusable);
@@ -354,9 +324,6 @@ function unavailableError(def: ErrorDef, o: ChainOutage): RpcError {
   const what = o.rateLimited ? 'is rate-limiting us' : 'cannot be reached';
   return new RpcError(def, `chain ${o.chain} (${o.chainId}): its node ${what} (${o.cause}); retry in ${o.retryAfterS} s`, { 'Retry-After': String(o.retryAfterS) });
 }
-
-/** What fastify sends for a JSON string, set directly: bytes skip the content-type parse and re-encoding. */
-export const JSON_UTF8 = 'application/json; charset=utf-8';
 
 export function sendJsonBytes(reply: FastifyReply, body: Buffer) {
   return reply.code(200).header('content-type', JSON_UTF8).send(body);

@@ -1,11 +1,10 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { APP_VERSION } from '../../version.ts';
 import { runReadinessChecks } from './health.ts';
 import { RpcError, type ErrorDef } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
-
-export const NoArgs = z.object({}).loose();
+import { NoArgs } from '../core/args.ts';
 
 export function formatUptime(seconds: number): string {
   const d = Math.floor(seconds / 86400);

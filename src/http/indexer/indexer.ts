@@ -24,7 +24,8 @@ import {
 } from './args.ts';
 import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory } from './answers.ts';
 import { balancePrices, listedPrices, listedWire, onePrice, queryPrices } from './prices.ts';
-import { NoArgs, runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { NoArgs } from '../core/args.ts';
 import { indexerListenerMethods } from './listeners.ts';
 import { indexerStreamMethods } from './streams.ts';
 import { withReadShares } from './read-shares.ts';

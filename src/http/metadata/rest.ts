@@ -12,7 +12,8 @@ import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, type 
 import { AddressArg, TokenIdString, chainFor } from '../core/args.ts';
 import { LIMITS } from './metadata.ts';
 import { fetchCallerOf, readTokens } from './token-reads.ts';
-import { JSON_UTF8, describeIssues, sendError } from '../core/webrpc.ts';
+import { describeIssues, sendError } from '../core/webrpc.ts';
+import { READS_ROUTE, SETTLED_CACHE_CONTROL, matchesEtag, restReuseKey, reusedHeaders } from '../core/reuse.ts';
 
 /** Route schemas: the same objects validate requests and generate /openapi.json. */
 export const TokenParams = z.object({
@@ -89,30 +90,6 @@ function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.infer<T
 
 function notModified(req: FastifyRequest, etag: string): boolean {
   return matchesEtag(req.headers['if-none-match'], etag);
-}
-
-function matchesEtag(inm: string | undefined, etag: string): boolean {
-  if (!inm) return false;
-  return inm.split(',').some((t) => t.trim() === etag || t.trim() === '*');
-}
-
-const SETTLED_CACHE_CONTROL = 'public, max-age=300, stale-while-revalidate=3600';
-
-/** The route that reads tokens: its answers are the ones given again from the response cache. */
-export const READS_ROUTE = '/tokens/:network/:contract/*';
-
-/** A token read in response-cache keys: the URL (path and query) is all a GET says; the pipeline adds the caller. */
-export function restReuseKey(url: string): string {
-  return `GET ${url}`;
-}
-
-/**
- * Status and headers of a reusable (settled) token answer with this validator, given fresh or again,
- * by the route or before routing (early-answers.ts): one definition, so both send the same.
- */
-export function reusedHeaders(etag: string, ifNoneMatch: string | undefined): { status: 200 | 304; headers: Record<string, string> } {
-  if (matchesEtag(ifNoneMatch, etag)) return { status: 304, headers: { 'cache-control': SETTLED_CACHE_CONTROL, etag } };
-  return { status: 200, headers: { 'cache-control': SETTLED_CACHE_CONTROL, etag, 'content-type': JSON_UTF8 } };
 }
 
 /** Settled answers can be cached by browsers and CDNs; ones still resolving must be asked again soon. */

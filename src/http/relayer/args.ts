@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { PRECONDITION_TYPES, RelayError, parseAuthorization, type Authorization } from '../../relayer/index.ts';
+import { PRECONDITION_TYPES, RelayError, bareId, parseAuthorization, type Authorization } from '../../relayer/index.ts';
+
+/** An id as clients send it: with or without 0x, any case. */
+export const MetaTxId = z
+  .string()
+  .trim()
+  .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be a 32-byte meta-transaction id (64 hex digits, 0x optional)')
+  .transform(bareId);
 
 const Address = z
   .string()

@@ -4,7 +4,6 @@ import {
   FINAL_STATUSES,
   RelayError,
   TRANSACTION_TUPLE,
-  bareId,
   feeTokenWire,
   receiptWire,
   relayerHealth,
@@ -20,20 +19,16 @@ import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '..
 import { method, type RpcContext, type ServiceDef } from '../core/webrpc.ts';
 import { IpBuckets } from '../../util/ip-buckets.ts';
 import { Limiter, LimiterFull } from '../../util/limiter.ts';
-import { NoArgs, runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
-import { Preconditions, authorizationArg } from './args.ts';
+import { runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { NoArgs } from '../core/args.ts';
+import { MetaTxId, Preconditions, authorizationArg } from './args.ts';
 import { BALANCE_ADMIN_METHODS, balanceMethods } from './balances.ts';
 import { clientAddress } from '../core/client-address.ts';
 import { legacyTxn, metaTxnLog } from './logs.ts';
 import { REFUSED_ADMIN_METHODS, refusedMethods } from './unsupported.ts';
 import { SPONSOR_ADMIN_METHODS, sponsorMethods } from './sponsors.ts';
 
-export { MaxGas, WebhookToken, WebhookUrl } from './sponsors.ts';
 import { RelayerPage, paging } from './paging.ts';
-
-export { RelayerPage, paging } from './paging.ts';
-
-export { metaTxnLog } from './logs.ts';
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -53,12 +48,6 @@ const Addr = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/, 'not a 20-byte 0x address')
   .transform((a) => a.toLowerCase() as Address);
-/** An id as clients send it: with or without 0x, any case. */
-export const MetaTxId = z
-  .string()
-  .trim()
-  .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be a 32-byte meta-transaction id (64 hex digits, 0x optional)')
-  .transform(bareId);
 /** A uint: a JSON number, a decimal string, or a 0x hex string (the v2 client sends nonce spaces as hex). */
 const Uint = z
   .union([
