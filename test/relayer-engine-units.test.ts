@@ -1,7 +1,7 @@
 // Pure parts of the dispatch engine: what node errors mean, replacement fee arithmetic, sender derivation.
 import { describe, expect, it } from 'vitest';
 import { RpcRequestError } from 'viem';
-import { classifySendError } from '../src/relayer/engine/rpc-errors.ts';
+import { classifySendError } from '../src/chain/node-errors.ts';
 import { raise, replacementFees, type FeePolicy } from '../src/relayer/engine/gas-price.ts';
 import { senderAccounts } from '../src/relayer/engine/sender-pool.ts';
 import { shareGas } from '../src/relayer/engine/batch.ts';

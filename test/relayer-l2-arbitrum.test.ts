@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFunctionData, parseTransaction, type Hex } from 'viem';
 import { intrinsicGas } from '../src/relayer/intake/simulate.ts';
 import { resizeWithinCover } from '../src/relayer/engine/l2-gas.ts';
-import { classifySendError } from '../src/relayer/engine/rpc-errors.ts';
+import { classifySendError } from '../src/chain/node-errors.ts';
 import { marketFees } from '../src/relayer/engine/gas-price.ts';
 import { feeKit } from './support/fee-kit.ts';
 import { deployWallets, mintBundles, waitFor, type User } from './support/relay-load.ts';

@@ -1,4 +1,4 @@
-import { findCause, MetarelayError } from '../util/error.ts';
+import { MetarelayError } from '../util/error.ts';
 /**
  * One node's call budget: how many calls a second it takes, learnt from its 429s, and who calls first
  * when the budget is short.
@@ -366,11 +366,6 @@ export class CallBudget {
     this.timer = setTimeout(this.pump, Math.max(1, at - now));
     this.timer.unref?.();
   }
-}
-
-/** Whether `err` (or one of its causes) is a 429 or a call that got no slot of a node's budget in time. */
-export function isRateLimited(err: unknown): boolean {
-  return findCause(err, (e) => e.status === 429 || e instanceof CallBudgetError) !== undefined;
 }
 
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;

@@ -1,8 +1,9 @@
-import { causes } from '../util/error.ts';
 import type { Address, Hex } from 'viem';
+import { causeOf } from '../util/cause.ts';
+import { MetarelayError } from '../util/error.ts';
 import type { ChainClient } from './client.ts';
 import { askAgainIfBehind } from './ask-again.ts';
-import { refusedByNode } from './outage.ts';
+import { refusedByNode, stateReadFault, type StateReadFault } from './node-errors.ts';
 import { LogReader } from './logs.ts';
 
 /**
@@ -17,14 +18,11 @@ import { LogReader } from './logs.ts';
  *
  * "No state there" is decided by what the node does, not by its words, which every client and provider
  * chooses for itself: an old block's read the node refuses with a JSON-RPC error (not a 429, not a
- * transport failure) while the same read at the head succeeds. The phrases below are only a hint, for
- * a block near the head, where a refusal in those words is a node behind and worth asking again.
+ * transport failure) while the same read at the head succeeds. The phrases (node-errors.ts,
+ * stateReadFault) are only a hint, for a block near the head, where a refusal in those words is a node
+ * behind and worth asking again.
  */
 
-/** Words nodes use for a block whose state they no longer keep (geth, erigon, nethermind, reth, providers): a hint, never the test. */
-const NO_STATE =
-  /missing trie node|header not found|historical state|state (?:is )?not available|state histor|pruned|old data not available|not an archive|archive node|unknown block|required state|beyond (?:the )?(?:current )?head/i;
-const RATE_LIMITED = /\b429\b|rate.?limit|too many requests|exceeded (?:the )?(?:compute|capacity|quota|request)/i;
 /**
  * A block this close to the head whose state is missing means the node is behind, not pruned: the
  * search stops and is retried. Further back it is taken as pruned; wrongly so costs nothing, as the
@@ -32,29 +30,9 @@ const RATE_LIMITED = /\b429\b|rate.?limit|too many requests|exceeded (?:the )?(?
  */
 const NEAR_HEAD = 8n;
 
-export type StateReadFault = 'no-state' | 'rate-limited' | 'unavailable';
-
-/** Everything viem and the node said about a failed call, causes included. */
-export function errorText(err: unknown): string {
-  const parts: string[] = [];
-  for (const e of causes(err)) {
-    if (typeof e.message === 'string') parts.push(e.message);
-    if (typeof e.details === 'string') parts.push(e.details);
-    if (e.status === 429) parts.push('HTTP 429');
-  }
-  return parts.length ? parts.join(' | ') : String(err);
-}
-
-/** What a failed state read (eth_getCode, eth_call, eth_getBalance at a block) means. */
-export function stateReadFault(err: unknown): StateReadFault {
-  const text = errorText(err);
-  if (RATE_LIMITED.test(text)) return 'rate-limited';
-  if (NO_STATE.test(text)) return 'no-state';
-  return 'unavailable';
-}
-
 /** The start could not be found: the search stopped on a node failure it must not guess through. */
-export class DeploymentBlockError extends Error {
+export class DeploymentBlockError extends MetarelayError {
+  override readonly name = 'DeploymentBlockError';
   constructor(
     readonly address: string,
     readonly block: bigint,
@@ -62,8 +40,12 @@ export class DeploymentBlockError extends Error {
     cause: unknown,
   ) {
     const why = fault === 'rate-limited' ? 'the node rate-limits us' : fault === 'no-state' ? 'the node is behind (no state for a recent block)' : 'the node failed';
-    super(`first block of ${address}: the code at block ${block} could not be read, ${why} (${errorText(cause).split('\n')[0]!.slice(0, 200)}); retried later`, { cause });
-    this.name = 'DeploymentBlockError';
+    super(`first block of ${address}: the code at block ${block} could not be read, ${why} (${causeOf(cause).slice(0, 200)}); retried later`, {
+      cause,
+      kind: fault,
+      retryable: true,
+      docsPath: 'production.md#hosted-providers',
+    });
   }
 }
 

@@ -1,3 +1,4 @@
+import { innermost } from '../util/error.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { CallBudgetError, retryAfterOf } from './call-budget.ts';
 
@@ -111,9 +112,9 @@ export function normalUrl(url: string): string {
 
 /** One line for a failed fetch: the innermost cause is the one that names the fault (ECONNREFUSED …). */
 function describeFailure(err: unknown, timeoutMs: number): string {
-  let e = err as { name?: string; message?: string; code?: string; cause?: unknown } | undefined;
-  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return `${NO_ANSWER_WITHIN} ${timeoutMs} ms`;
-  while (e?.cause && typeof e.cause === 'object') e = e.cause as typeof e;
+  const name = (err as { name?: unknown } | undefined)?.name;
+  if (name === 'AbortError' || name === 'TimeoutError') return `${NO_ANSWER_WITHIN} ${timeoutMs} ms`;
+  const e = innermost(err) as { message?: string; code?: string } | undefined;
   return (e?.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}` : (e?.message ?? String(err))).split('\n')[0].trim();
 }
 

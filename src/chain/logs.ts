@@ -1,6 +1,6 @@
-import { findCause } from '../util/error.ts';
+import { MetarelayError } from '../util/error.ts';
 import type { Hex } from 'viem';
-import { isRateLimited } from './call-budget.ts';
+import { isRateLimited, saysBehind } from './node-errors.ts';
 import { askAgainIfBehind } from './ask-again.ts';
 import type { ChainClient } from './client.ts';
 
@@ -38,15 +38,21 @@ export interface LogFilter {
 }
 
 /** One block whose logs could not be read, however the read was split: the caller counts and flags it. */
-export class UnreadableBlockError extends Error {
+export class UnreadableBlockError extends MetarelayError {
+  override readonly name = 'UnreadableBlockError';
   constructor(
     readonly block: bigint,
     cause: unknown,
   ) {
     // viem keeps what the node said in `details`; its message is a generic title.
     const said = (cause as { details?: unknown })?.details;
-    super(`block ${block}: its logs could not be read (${String(typeof said === 'string' && said ? said : ((cause as Error)?.message ?? cause)).split('\n')[0]})`, { cause });
-    this.name = 'UnreadableBlockError';
+    super(`block ${block}: its logs could not be read (${String(typeof said === 'string' && said ? said : ((cause as Error)?.message ?? cause)).split('\n')[0]})`, {
+      cause,
+      // Passed over, and read again later (logReads.retrySec).
+      kind: 'unreadable-block',
+      retryable: true,
+      docsPath: 'indexer.md#blocks-too-big-to-read',
+    });
   }
 }
 
@@ -147,9 +153,6 @@ async function getLogs(chain: ChainClient, from: bigint, to: bigint, f: LogFilte
 
 const halves = <T>(xs: readonly T[]): [T[], T[]] => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
 
-/** A node behind the block asked (geth, erigon and providers' words): it says nothing of the range or block either. */
-const BEHIND = /beyond (?:the )?current head|header not found|unknown block|block not found|after last accepted block/i;
-
 /**
  * HTTP 429: the node limits how often it is asked, not how much; more, smaller requests make it worse.
  * Or the node is behind the blocks asked for (a load-balanced provider's lagging node): smaller ranges
@@ -158,11 +161,6 @@ const BEHIND = /beyond (?:the )?current head|header not found|unknown block|bloc
 function rateLimited(err: unknown): boolean {
   // A 429, or no slot of the node's budget in time (call-budget.ts: the 429s it waited out).
   return isRateLimited(err) || saysBehind(err);
-}
-
-/** The node said it is behind the blocks asked for (BEHIND), in the error or one of its causes. */
-function saysBehind(err: unknown): boolean {
-  return findCause(err, (e) => (typeof e.details === 'string' && BEHIND.test(e.details)) || (typeof e.message === 'string' && BEHIND.test(e.message))) !== undefined;
 }
 
 async function readSplit(chain: ChainClient, block: bigint, f: LogFilter, receipts: ReceiptCache): Promise<ChainLog[]> {

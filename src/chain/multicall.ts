@@ -1,6 +1,6 @@
-import { causes } from '../util/error.ts';
 import { decodeFunctionResult, encodeFunctionData, type Address, type Hex } from 'viem';
 import type { ChainClient } from './client.ts';
+import { isTransportFailure, revertData } from './node-errors.ts';
 
 export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
 
@@ -97,26 +97,6 @@ async function single(chain: ChainClient, call: Call, blockNumber?: bigint): Pro
     if (data !== undefined) return { ok: false, data };
     throw err;
   }
-}
-
-/** The node is unreachable or slow: splitting the batch would only multiply the failures. */
-function isTransportFailure(err: unknown): boolean {
-  for (const cur of causes(err) as Generator<{ name?: string; status?: number }>) {
-    if (cur.name === 'TimeoutError') return true;
-    if (cur.name === 'HttpRequestError' && (cur.status === undefined || cur.status >= 500) && cur.status !== 413) return true;
-  }
-  return false;
-}
-
-/** A revert is a per-call answer; a transport failure is not, and is rethrown. */
-function revertData(err: unknown): Hex | undefined {
-  for (const cur of causes(err) as Generator<{ name?: string; data?: unknown; details?: string }>) {
-    if (cur.name === 'CallExecutionError' || cur.name === 'ContractFunctionRevertedError' || cur.name === 'ExecutionRevertedError') {
-      return typeof cur.data === 'string' ? (cur.data as Hex) : '0x';
-    }
-    if (typeof cur.details === 'string' && /revert/i.test(cur.details)) return '0x';
-  }
-  return undefined;
 }
 
 async function singles(chain: ChainClient, calls: Call[], opts: MulticallOptions): Promise<CallResult[]> {

@@ -1,4 +1,4 @@
-import { causes, findCause } from '../util/error.ts';
+import { causes, findCause, MetarelayError } from '../util/error.ts';
 import type { ChainClient } from './client.ts';
 import { CallBudgetError } from './call-budget.ts';
 import { normalUrl as normal } from './health.ts';
@@ -17,10 +17,10 @@ export interface ChainOutage {
  * answer with: mapped to the same 503 as a transport failure. Thrown where the failure itself would
  * otherwise be swallowed (a bounded wait that answers NOT_AVAILABLE) or has not come yet (a hung node).
  */
-export class ChainUnreachableError extends Error {
+export class ChainUnreachableError extends MetarelayError {
   override readonly name = 'ChainUnreachableError';
   constructor(readonly chainId: number) {
-    super(`chain ${chainId}: its node cannot be reached`);
+    super(`chain ${chainId}: its node cannot be reached`, { kind: 'unreachable', retryable: true, docsPath: 'production.md#when-a-chains-node-is-down' });
   }
 }
 
@@ -72,21 +72,4 @@ function outageOf(c: ChainClient, status429: boolean, fallback: string | undefin
     rateLimited,
     retryAfterS: c.health.retryAfterSeconds,
   };
-}
-
-/** viem's names for a call that got no JSON-RPC answer: the node was not reached, or did not answer in time. */
-const NO_ANSWER = new Set(['HttpRequestError', 'TimeoutError', 'AbortError']);
-
-/**
- * Whether the node itself refused the call with a JSON-RPC error (an answer carrying a code), as opposed
- * to a transport failure on the way, which says nothing of what was asked (a block, a transaction).
- */
-export function refusedByNode(err: unknown): boolean {
-  let coded = false;
-  for (const e of causes(err)) {
-    // An HTTP error status (a 429, a 502) carries no verdict on what was asked, whatever its body says.
-    if (typeof e.name === 'string' && NO_ANSWER.has(e.name)) return false;
-    if (typeof e.code === 'number') coded = true;
-  }
-  return coded;
 }

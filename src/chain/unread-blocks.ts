@@ -1,3 +1,4 @@
+import { findCause } from '../util/error.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -31,7 +32,8 @@ const LISTED = 50;
 
 /** What the node said (viem keeps it in `details`, its message being a generic title), on one line. */
 function reason(err: unknown): string {
-  const e = err instanceof UnreadableBlockError ? err.cause : err;
+  // What the read met, under the UnreadableBlockError that says which block.
+  const e = findCause(err, (c) => !(c instanceof UnreadableBlockError)) ?? err;
   const details = (e as { details?: unknown })?.details;
   const text = typeof details === 'string' && details ? details : String((e as Error)?.message ?? e);
   return text.split('\n')[0]!.slice(0, 500);

@@ -5,6 +5,7 @@
 import { fileTypeFromBuffer } from 'file-type';
 import sharp, { type Metadata, type SharpOptions } from 'sharp';
 import { looksLikeSvg, prepareSvgForRaster } from './svg-raster.ts';
+import { errorText } from '../util/error.ts';
 
 export type MediaKind = 'image' | 'svg' | 'video' | 'audio' | 'model';
 
@@ -48,9 +49,8 @@ export function decodeOptions(limits: ProbeLimits, extra: SharpOptions = {}): Sh
   return { limitInputPixels: limits.maxInputPixels, failOn: 'error', ...extra };
 }
 
-function errorText(err: unknown): string {
-  return ((err as Error)?.message ?? String(err)).split('\n')[0].slice(0, 200);
-}
+/** What sharp said, on one line. */
+const said = (err: unknown) => errorText(err).split('\n')[0].slice(0, 200);
 
 async function probeRaster(bytes: Buffer, mimeType: string, kind: 'image' | 'svg', limits: ProbeLimits): Promise<Probed | ProbeFailure> {
   let meta: Metadata;
@@ -59,7 +59,7 @@ async function probeRaster(bytes: Buffer, mimeType: string, kind: 'image' | 'svg
     // limit is checked below, with the frames counted, so a bomb gets its own reason.
     meta = await sharp(bytes, decodeOptions(limits, { animated: true, limitInputPixels: false })).metadata();
   } catch (err) {
-    return { ok: false, reason: 'UNDECODABLE', message: errorText(err) };
+    return { ok: false, reason: 'UNDECODABLE', message: said(err) };
   }
   const width = meta.width ?? 0;
   const frames = meta.pages ?? 1;
@@ -73,7 +73,7 @@ async function probeRaster(bytes: Buffer, mimeType: string, kind: 'image' | 'svg
     // One full decode of the first frame: a truncated or corrupt file fails here, not when served.
     await sharp(bytes, decodeOptions(limits)).resize({ width: 16, withoutEnlargement: true }).raw().toBuffer();
   } catch (err) {
-    const text = errorText(err);
+    const text = said(err);
     return { ok: false, reason: /pixel limit/i.test(text) ? 'TOO_MANY_PIXELS' : 'UNDECODABLE', message: text };
   }
   return { ok: true, kind, mimeType, bytes, width, height: height, frames };

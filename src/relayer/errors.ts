@@ -1,13 +1,15 @@
+import { MetarelayError } from '../util/error.ts';
+
 /** Why the relayer refused a request, in terms the HTTP layer maps to the relayer's own error table. */
 export type RelayErrorKind = 'invalidArgument' | 'simulationFailed' | 'insufficientFee' | 'conflict' | 'notFound' | 'unavailable' | 'barred' | 'rateLimited';
 
-export class RelayError extends Error {
+export class RelayError extends MetarelayError {
+  override name = 'RelayError';
   constructor(
-    readonly kind: RelayErrorKind,
+    override readonly kind: RelayErrorKind,
     message: string,
   ) {
-    super(message);
-    this.name = 'RelayError';
+    super(message, { kind, retryable: kind === 'unavailable' || kind === 'rateLimited' });
   }
 }
 

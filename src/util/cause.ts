@@ -1,3 +1,5 @@
+import { causes } from './error.ts';
+
 /**
  * An error in one line an operator can act on: the outer message's first line (viem's short message),
  * what the node answered (an HTTP status), and the innermost cause that names the fault (`connect
@@ -8,12 +10,10 @@ export function causeOf(err: unknown): string {
   const e = err as { shortMessage?: unknown; message?: unknown; status?: unknown; cause?: unknown } | undefined;
   if (!e || typeof e !== 'object') return String(err);
   const top = firstLine(typeof e.shortMessage === 'string' ? e.shortMessage : typeof e.message === 'string' ? e.message : String(err));
-  let status: unknown = e.status;
-  let inner: { message?: unknown; code?: unknown; cause?: unknown } = e;
-  for (let depth = 0; inner.cause && typeof inner.cause === 'object' && depth < 8; depth++) {
-    inner = inner.cause as typeof inner;
-    status ??= (inner as { status?: unknown }).status;
-  }
+  const chain = [...causes(err)];
+  // The first status any of them gives (viem's HttpRequestError is one or two down), and the innermost.
+  const status = chain.find((c) => c.status !== undefined && c.status !== null)?.status;
+  const inner = chain.at(-1)!;
   const parts = [top.replace(/\.$/, '')];
   if (typeof status === 'number') parts.push(`HTTP ${status}`);
   if (inner !== e) {

@@ -2,7 +2,8 @@
  * The error base and the one walk over an error's causes. viem (BaseError) and the node wrap a failure
  * several times (ContractFunctionExecutionError → CallExecutionError → HttpRequestError → the fetch's
  * TypeError → the socket's error): every classifier of a failed call looks down that chain, and does it
- * with `causes()`, so each one stops at the same depth and skips the same non-objects.
+ * with `causes()`, so each one stops at the same depth and skips the same non-objects. The node's
+ * classifiers are in chain/node-errors.ts; an error in one line for an operator is util/cause.ts's.
  */
 
 /** How deep a cause chain is walked: viem's deepest is five or six; a cycle must end. */
@@ -21,6 +22,28 @@ export function* causes(err: unknown, max = MAX_DEPTH): Generator<Record<string,
 export function findCause(err: unknown, test: (e: Record<string, unknown>) => boolean, max = MAX_DEPTH): Record<string, unknown> | undefined {
   for (const e of causes(err, max)) if (test(e)) return e;
   return undefined;
+}
+
+/** The innermost of `err` and its causes (at most `max` deep): the one that names the fault (ECONNREFUSED …). */
+export function innermost(err: unknown, max = MAX_DEPTH): Record<string, unknown> | undefined {
+  let last: Record<string, unknown> | undefined;
+  for (const e of causes(err, max)) last = e;
+  return last;
+}
+
+/**
+ * Everything `err` and its causes say, outermost first, ` | ` apart: viem's short message, what the node
+ * said (`details`), the message, and an HTTP status. What the classifiers of a failed call match their
+ * words against (a node's wording may sit at any depth), and what a failure is recorded as. A thrown
+ * non-object, or objects that say nothing, give `String(err)`.
+ */
+export function errorText(err: unknown, max = MAX_DEPTH): string {
+  const parts: string[] = [];
+  for (const e of causes(err, max)) {
+    for (const said of [e.shortMessage, e.details, e.message]) if (typeof said === 'string' && said) parts.push(said);
+    if (typeof e.status === 'number') parts.push(`HTTP ${e.status}`);
+  }
+  return parts.length ? parts.join(' | ') : String(err);
 }
 
 export interface MetarelayErrorOptions {

@@ -17,6 +17,7 @@ export const WITHOUT_THE_RUNS_DATABASE = [
   'test/db-maintenance-report.test.ts',
   'test/devchain.test.ts',
   'test/docs-figures.test.ts',
+  'test/error-base.test.ts',
   'test/errors.test.ts',
   'test/example-config.test.ts',
   'test/layering.test.ts',

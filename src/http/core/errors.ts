@@ -1,3 +1,5 @@
+import { MetarelayError } from '../../util/error.ts';
+
 /**
  * The one catalog of client-visible errors. Codes and HTTP statuses follow the Sequence webrpc
  * schemas; the metadata and relayer services number their errors differently, so each has its own table.
@@ -218,16 +220,19 @@ export function errorMapForPath(path: string): ServiceErrorMap {
   return metadataErrorMap;
 }
 
-export class RpcError extends Error {
+/** A catalog error as raised: its kind is the catalog's name; a timeout, a rate limit or Unavailable may be asked again. */
+export class RpcError extends MetarelayError {
+  override readonly name = 'RpcError';
   constructor(
     readonly def: ErrorDef,
     readonly detail?: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(detail ? `${def.name}: ${detail}` : def.name);
-    this.name = 'RpcError';
+    super(detail ? `${def.name}: ${detail}` : def.name, { kind: def.name, retryable: RETRYABLE_STATUS.has(def.status), docsPath: 'api.md#conventions-webrpc' });
   }
 }
+
+const RETRYABLE_STATUS = new Set([408, 429, 503]);
 
 export interface WireError {
   error: string;

@@ -4,7 +4,8 @@ import type { ChainHead } from '../../chain/head.ts';
 import { signedAuthorization, type Authorization } from '../intake/authorization.ts';
 import { prepared, type Db, type Queryable } from '../../store/db.ts';
 import type { Fees } from './gas-price.ts';
-import { classifySendError, errorText, type SendFailure } from './rpc-errors.ts';
+import { classifySendError, type SendFailure } from '../../chain/node-errors.ts';
+import { errorText } from '../../util/error.ts';
 import { signingKeyOf, type SenderAccount } from './sender-pool.ts';
 
 /** One signed transaction: an attempt at a (sender, nonce) slot. Replacements are further attempts. */

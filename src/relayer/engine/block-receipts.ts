@@ -1,7 +1,6 @@
 import type { Hex, PublicClient } from 'viem';
 import type { RawReceipt } from '../receipts.ts';
-import { isRateLimited } from '../../chain/call-budget.ts';
-import { refusedByNode } from '../../chain/outage.ts';
+import { isRateLimited, refusedByNode } from '../../chain/node-errors.ts';
 
 /**
  * A read that failed without the node saying anything of the transaction (a 429, no slot of its budget in

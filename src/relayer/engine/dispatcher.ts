@@ -4,7 +4,7 @@ import { broadcast, failAttempt, insertAttempts, markBroadcast, sign, type Broad
 import { crashPoint } from './crash-points.ts';
 import { marketFees, type FeePolicy, type Market } from './gas-price.ts';
 import { pricedUnits, unitsFor, type Plan, type Priced } from './units.ts';
-import { errorText } from './rpc-errors.ts';
+import { errorText } from '../../util/error.ts';
 import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './ledger.ts';
 import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';

@@ -1,6 +1,6 @@
 import { parseEther, type Address, type Hex } from 'viem';
 import { askAgain } from '../../chain/ask-again.ts';
-import { isRateLimited } from '../../chain/call-budget.ts';
+import { isRateLimited } from '../../chain/node-errors.ts';
 import {
   attemptError,
   authorizationsOf,
