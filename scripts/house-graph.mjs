@@ -73,7 +73,7 @@ export function circles(edges) {
 
 /** The floors, lowest first. A file may import its own folder, any lower floor, and a domain's front door. */
 export const FLOORS = {
-  ground: ['util', 'telemetry', 'store', 'chain', 'config', 'untrusted', 'version.ts'],
+  ground: ['util', 'telemetry', 'store', 'chain', 'config', 'untrusted', 'version.ts', 'common.ts'],
   domain: ['access', 'prices', 'metadata', 'media', 'collections', 'relayer', 'indexer', 'events'],
   face: ['http', 'console', 'cli'],
   wiring: ['services.ts'],

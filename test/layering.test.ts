@@ -11,7 +11,7 @@ const files = readSources() as Files;
 const edges = importGraph(files) as Map<string, Set<string>>;
 
 /** Files over 500 lines, to be split (#59); none may join them. */
-const LONG_FILES = ['services.ts'];
+const LONG_FILES: string[] = [];
 /** Folders over 24 source files: none. */
 const CROWDED: string[] = [];
 /** Relayer tables written from more than one file: none. */

@@ -17,7 +17,7 @@ export class ChangeFanout {
   private running: Promise<void> | null = null;
 
   constructor(
-    /** Queues the refreshes of one batch (services.ts: per chain, one contract-info task for every contract). */
+    /** Queues the refreshes of one batch (refresh-links.ts: per chain, one contract-info task for every contract). */
     private readonly apply: (batch: Change[]) => Promise<void>,
     private readonly onError: (err: unknown) => void,
   ) {}

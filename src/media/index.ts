@@ -1,7 +1,11 @@
-// The door the wiring uses: builds the blob store the config names and the media service on it.
+// The door the wiring uses: builds the blob store the config names, the media service on it, the loops
+// one process of the fleet runs for it, and the hooks the metadata domain calls it through.
 
 import { dirname, join, resolve } from 'node:path';
 import type { AppConfig } from '../config/schema.ts';
+import type { Common } from '../common.ts';
+import type { MediaHooks } from '../metadata/index.ts';
+import type { Role } from '../store/leadership.ts';
 import type { Db } from '../store/db.ts';
 import { isPostgresUrl } from '../store/db.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -13,6 +17,9 @@ import { MediaService, type BytesFetcher } from './service.ts';
 import type { MediaMetrics } from './metrics.ts';
 import { MediaUploads } from './uploads.ts';
 import { ownBlobsFirst } from './own-blobs.ts';
+import { mediaMetrics } from './metrics.ts';
+import { MediaOrphanSweep } from './orphan-sweep.ts';
+import { MediaStoreRetry } from './store-retry.ts';
 
 export { MediaService, isImage, type AssetWire, type TokenMedia, type ContractMediaSource, type ContractMediaUrls } from './service.ts';
 export { MEDIA_FIELDS, CONTRACT_MEDIA_FIELDS, type MediaField, type ContractMediaField, type MediaAsset, type BlobInfo } from './media-store.ts';
@@ -74,4 +81,36 @@ export function createMediaUploads(config: AppConfig, db: Db, media: MediaServic
     limits: { maxBytes: m.maxBytes, maxInputPixels: m.maxInputPixels, maxFrames: m.maxFrames },
     release: (sha) => media.release(sha),
   });
+}
+
+export interface Media {
+  /** The media pipeline (cached originals, renditions, `assets`); undefined when media.enabled is false. */
+  media?: MediaService;
+  /** What one process of the fleet runs for it, by leadership role: the orphan sweep (unless orphanSweepSec is 0) and the store retry. */
+  mediaRoles: Array<[string, Role]>;
+  /** The metadata domain's hooks into it: tokens' and contracts' media, queued and answered with their cached URLs. */
+  mediaHooks: MediaHooks;
+}
+
+export function createMedia({ config, db, log, metrics, shutdown }: Common, deps: { fetcher: BytesFetcher }): Media {
+  if (!config.media.enabled) return { mediaRoles: [], mediaHooks: {} };
+  const m = config.media;
+  const media = createMediaService(config, { db, fetcher: deps.fetcher, log, metrics: mediaMetrics(metrics.registry) });
+  shutdown.add(() => media.close());
+  const mediaRoles: Array<[string, Role]> = [];
+  if (m.orphanSweepSec > 0) mediaRoles.push(['media-orphan-sweep', new MediaOrphanSweep(media, { intervalSec: m.orphanSweepSec, graceSec: m.orphanGraceSec }, log)]);
+  mediaRoles.push(['media-store-retry', new MediaStoreRetry(media, m.storeRetrySec, log)]);
+  return {
+    media,
+    mediaRoles,
+    mediaHooks: {
+      tokens: {
+        onResolved: (chainId, contract, list, via) => media.onTokensResolved(chainId, contract, list, via === 'read' && m.eager ? 'eager' : 'recheck'),
+        assetsFor: (chainId, contract, ids) => media.assetsFor(chainId, contract, ids),
+        rewriteImage: m.rewriteImage,
+      },
+      // Contract logos and og:images go through the media pipeline; answers carry their cached URLs (cachedMedia).
+      contracts: (chainId, items, eager) => media.contractMedia(chainId, items, eager),
+    },
+  };
 }

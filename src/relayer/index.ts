@@ -1,4 +1,27 @@
 // The relayer's public entry point: what the HTTP layer, the console, the CLI and the wiring use.
+import { randomBytes } from 'node:crypto';
+import type { ChainClient } from '../chain/client.ts';
+import { withRole } from '../chain/client.ts';
+import type { Common } from '../common.ts';
+import type { Role } from '../store/leadership.ts';
+import { AlertWatch, type AlertDeps } from './alerts.ts';
+import { projectBalances, type ProjectBalances } from './balances/index.ts';
+import { barRepo, type BarRepo } from './bars.ts';
+import { ChainRelayer } from './chain-relayer.ts';
+import type { BalanceHook } from './engine/balance-level.ts';
+import { Dispatcher } from './engine/dispatcher.ts';
+import { SenderRefill } from './engine/refill.ts';
+import { RelayEvents } from './events.ts';
+import { feeModelFor } from './fee-model.ts';
+import type { SponsorApprover } from './intake/approval.ts';
+import { sponsorRepo, type SponsorRepo } from './intake/sponsors.ts';
+import { spendCaps, type Charge, type SpendCaps } from './intake/spend-caps.ts';
+import type { StatusHook } from './meta-txn-rows.ts';
+import { PreconditionChecker } from './preconditions/checker.ts';
+import { waitRepo } from './preconditions/store.ts';
+import { ReceiptWaiters } from './receipt-waiters.ts';
+import { metaTxnRepo, type MetaTxnRepo } from './store.ts';
+
 export { ChainRelayer, type RelayerDeps, type SendArgs, type SendResult } from './chain-relayer.ts';
 export { Dispatcher } from './engine/dispatcher.ts';
 export { RelayError, type RelayErrorKind } from './errors.ts';
@@ -26,3 +49,137 @@ export { PRECONDITION_TYPES, type PreconditionInput } from './preconditions/cond
 export { parseAuthorization, designator, type Authorization } from './intake/authorization.ts';
 export { feeModelFor, type FeeModelName } from './fee-model.ts';
 export { AlertWatch, currentAlerts, type Alert, type AlertDeps, type AlertOptions } from './alerts.ts';
+
+/** Connections of the dispatchers' own pool (PostgreSQL): a pass runs one transaction per sender at a time. */
+const ENGINE_CONNECTIONS = 5;
+
+/** The events the relayer records (events/index.ts): metatxn.status with every status written, the senders' balance levels, and the sponsorship approval client. */
+export interface RelayerEventHooks {
+  onStatus(metaTxns: () => MetaTxnRepo): StatusHook;
+  onSenderBalance: BalanceHook;
+  approveSponsorship: SponsorApprover;
+}
+
+export interface Relayer {
+  /** One relayer per chain configured with `relayer`, by chain id. */
+  relayers: ReadonlyMap<number, ChainRelayer>;
+  dispatchers: Dispatcher[];
+  relayEvents: RelayEvents;
+  metaTxns: MetaTxnRepo;
+  sponsors: SponsorRepo;
+  spendCaps: SpendCaps;
+  /** Project balances (gas tanks): their ledger, intake's holds, the debits of mined sponsored meta-transactions. */
+  balances: ProjectBalances;
+  /** What the alerts read (the console's project alerts; the background check is one of relayerRoles). */
+  alerts: AlertDeps;
+  /** Wallets, keys and client addresses barred from fee-paid relaying after a fee did not arrive. */
+  bars: BarRepo;
+  /** GetMetaTxnReceipt's held requests: one reader per meta-transaction, capped per client address. */
+  receiptWaiters: ReceiptWaiters;
+}
+
+/** What the wiring runs of the relayer besides: the loops one process of the fleet runs (by leadership role), and the connections of its own pool. */
+export interface RelayerWiring {
+  relayerRoles: Array<[string, Role]>;
+  relayerConnections: number;
+}
+
+export async function createRelayer({ config, db, log, metrics, shutdown }: Common, deps: { chains: ReadonlyMap<number, ChainClient>; events: RelayerEventHooks }): Promise<Relayer & RelayerWiring> {
+  const { chains, events } = deps;
+  const relayEvents = new RelayEvents();
+  // Every status the relayer writes records a metatxn.status event on the same transaction; a sponsored
+  // one's project balance is debited (or reversed, or its hold released) and a DROPPED one's sponsorship
+  // charges are given back there too.
+  const balances = projectBalances(db, chains, config.chains);
+  const sponsors = sponsorRepo(db);
+  const caps = spendCaps(db, { shards: config.relayer.sponsorSpendShards });
+  const relayed = config.chains.filter((c) => c.relayer);
+  // Sponsorship caps and project balances near their limits: one check a minute, logged as each begins and ends.
+  const alerts: AlertDeps = { sponsors, tanks: balances.tanks, chains: new Map(relayed.map((c) => [c.chainId, c.name])) };
+  // One process checks the alerts, so each begins and ends once in the fleet's log.
+  const relayerRoles: Array<[string, Role]> = alerts.chains.size > 0 ? [['alerts', new AlertWatch(alerts, config.console.alerts, log, metrics)]] : [];
+  const statusEvents = events.onStatus(() => metaTxns);
+  const metaTxnHooks: Parameters<typeof metaTxnRepo>[1] = {
+    onStatus: async (q, rows, cause, known) => {
+      await balances.onStatus(q, rows, known);
+      await statusEvents(q, rows, cause, known);
+      await caps.onStatus(q, rows);
+    },
+    chargeAtCommit: (tx, charges) => caps.chargeMany(tx, charges as Charge[]),
+  };
+  const metaTxns: MetaTxnRepo = metaTxnRepo(db, metaTxnHooks);
+  const bars = barRepo(db);
+  const waits = waitRepo(db);
+  // The dispatchers' own connections (PostgreSQL): with every pooled connection busy with intake and
+  // reads, a pass's statements queued behind hundreds of requests and nothing was sent while intake
+  // ran (bench/relayer-sustained.ts: SENT 0 for a minute at 100 SendMetaTxn/s).
+  const engineDb = relayed.length ? ((await db.dedicated?.(ENGINE_CONNECTIONS)) ?? db) : db;
+  if (engineDb !== db) shutdown.add(() => engineDb.close());
+  const engineMetaTxns: MetaTxnRepo = engineDb === db ? metaTxns : metaTxnRepo(engineDb, metaTxnHooks);
+  const engineBars = engineDb === db ? bars : barRepo(engineDb);
+  const receiptWaiters = new ReceiptWaiters(relayEvents, (chainId, id) => metaTxns.find(chainId, id), {
+    max: config.relayer.maxReceiptWaiters,
+    perAddress: config.relayer.maxReceiptWaitersPerAddress,
+  });
+  const relayers = new Map<number, ChainRelayer>();
+  const dispatchers: Dispatcher[] = [];
+  let quoteSecret = config.relayer.quoteSecret;
+  if (relayed.length && !quoteSecret) {
+    // Quotes then only verify in this process: fine for one process, wrong for a fleet.
+    quoteSecret = randomBytes(32).toString('hex');
+    log.warn('relayer.quoteSecret is not set (METARELAY_QUOTE_SECRET): fee quotes are valid only in this process');
+  }
+  for (const c of relayed) {
+    const relayer: ChainRelayer = new ChainRelayer({
+      // Intake's node calls batch only with other intake calls; the dispatcher takes the engine client (forRole).
+      chain: withRole(chains.get(c.chainId)!, 'intake'),
+      config: c.relayer!,
+      feeModel: feeModelFor(c.chainId, c.feeModel),
+      quoteSecret: quoteSecret!,
+      metaTxns,
+      sponsors,
+      spendCaps: caps,
+      balances: balances.holds,
+      bars,
+      log,
+      metrics,
+      onQueued: () => {
+        preconditions.poke();
+        dispatcher.nudge();
+      },
+      approveSponsorship: events.approveSponsorship,
+      waits,
+    });
+    const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
+    const refill = c.relayer!.refill
+      ? new SenderRefill(withRole(chains.get(c.chainId)!, 'engine'), engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics)
+      : undefined;
+    const dispatcher = new Dispatcher(relayer, {
+      db: engineDb,
+      metaTxns: engineMetaTxns,
+      bars: engineBars,
+      events: relayEvents,
+      log,
+      metrics,
+      onHead: (head) => preconditions.check(head),
+      refill,
+      onSenderBalance: events.onSenderBalance,
+    });
+    relayers.set(c.chainId, relayer);
+    dispatchers.push(dispatcher);
+  }
+  return {
+    relayers,
+    dispatchers,
+    relayEvents,
+    metaTxns,
+    sponsors,
+    spendCaps: caps,
+    balances,
+    alerts,
+    bars,
+    receiptWaiters,
+    relayerRoles,
+    relayerConnections: engineDb === db ? 0 : (engineDb.connections ?? 0),
+  };
+}

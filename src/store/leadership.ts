@@ -167,3 +167,28 @@ export class Leadership {
     await Promise.all(stopping);
   }
 }
+
+/**
+ * One role per chain (`chain:<id>`, in `chainIds` order) with every follower of it (the metadata watcher,
+ * the indexer's follower), started and stopped together: one process of the fleet follows each chain, as
+ * the others would read the same heads and logs from the node only to drop their step at the cursor.
+ */
+export function chainRoles(chainIds: number[], followers: Array<[chainId: number, follower: Role]>): Array<[string, Role]> {
+  const roles: Array<[string, Role]> = [];
+  for (const chainId of chainIds) {
+    const of = followers.filter(([id]) => id === chainId).map(([, f]) => f);
+    if (!of.length) continue;
+    roles.push([
+      `chain:${chainId}`,
+      {
+        start: () => {
+          for (const f of of) f.start();
+        },
+        stop: async () => {
+          await Promise.all(of.map((f) => f.stop()));
+        },
+      },
+    ]);
+  }
+  return roles;
+}
