@@ -2,7 +2,7 @@ import type { Address, Hex } from 'viem';
 import { causeOf } from '../util/cause.ts';
 import { MetarelayError } from '../util/error.ts';
 import type { ChainClient } from './client.ts';
-import { askAgainIfBehind } from './ask-again.ts';
+import { askAgainIfBehind } from '../util/ask-again.ts';
 import { refusedByNode, stateReadFault, type StateReadFault } from './node-errors.ts';
 import { LogReader } from './logs.ts';
 
@@ -82,7 +82,7 @@ export async function findDeploymentBlock(chain: ChainClient, address: Address, 
   /** true / false: code or none; 'no-state': the node keeps no state that far back. */
   const codeAt = async (block: bigint): Promise<boolean | 'no-state'> => {
     try {
-      // Near the head, no state is a node behind the one that gave the head: asked again (ask-again.ts).
+      // Near the head, no state is a node behind the one that gave the head: asked again (util/ask-again.ts).
       const code = await askAgainIfBehind(
         () => chain.public.getCode({ address, blockNumber: block }),
         (err) => stateReadFault(err) === 'no-state' && head - block <= NEAR_HEAD,

@@ -1,7 +1,7 @@
 import { MetarelayError } from '../util/error.ts';
 import type { Hex } from 'viem';
 import { isRateLimited, saysBehind } from './node-errors.ts';
-import { askAgainIfBehind } from './ask-again.ts';
+import { askAgainIfBehind } from '../util/ask-again.ts';
 import type { ChainClient } from './client.ts';
 
 /** A log as eth_getLogs (or a receipt) gives it, with numbers decoded. */
@@ -100,7 +100,7 @@ export class LogReader {
         return { to: end, logs };
       }
       try {
-        // A range a node behind refuses is asked again as is first (ask-again.ts): another node may have it.
+        // A range a node behind refuses is asked again as is first (util/ask-again.ts): another node may have it.
         const logs = await askAgainIfBehind(() => getLogs(this.chain, from, end, { topics: this.topics, address }), saysBehind);
         if (!cut) this.grow();
         return { to: end, logs };

@@ -7,6 +7,7 @@ import type { UnreadBlocks } from '../chain/unread-blocks.ts';
 import { TRANSFER_TOPICS, type RawLog } from './decode.ts';
 import { applyTransfers, type IndexHooks } from './transfer-store.ts';
 import type { IndexScope } from './watchlist.ts';
+import { askAgain, atOnce, doubling } from '../util/ask-again.ts';
 
 export interface BackfillProgress {
   id: number;
@@ -261,16 +262,16 @@ export class BackfillWorker {
    * (and a CLI backfill) at the first one; what still fails is thrown for the lease to retry.
    */
   private async readChunk(chain: ChainClient, s: ScopedReader, from: bigint, to: bigint, unread: UnreadBlocks | undefined) {
-    for (let attempt = 1; ; attempt++) {
-      try {
+    return askAgain(
+      async () => {
         const { to: end, logs, passed } = await this.readOrPassOver(s, from, to, unread);
         const passedHash = passed ? (await chain.public.getBlock({ blockNumber: passed.block })).hash : undefined;
         return { to: end, passed, passedHash, chunk: await decodeChunk(chain, logs) };
-      } catch (err) {
-        if (attempt >= CHUNK_TRIES || this.halting) throw err;
-        await new Promise((r) => setTimeout(r, CHUNK_RETRY_MS * 2 ** (attempt - 1)));
-      }
-    }
+      },
+      () => !this.halting,
+      CHUNK_TRIES,
+      doubling(CHUNK_RETRY_MS),
+    );
   }
 
   /**
@@ -279,13 +280,12 @@ export class BackfillWorker {
    * record it (read later by the follower's retries; transfers are recorded once, in any order).
    */
   private async readOrPassOver(s: ScopedReader, from: bigint, to: bigint, unread: UnreadBlocks | undefined): Promise<{ to: bigint; logs: RawLog[]; passed?: UnreadableBlockError }> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await s.reader.read(from, to, s.addresses ? await s.addresses() : undefined);
-      } catch (err) {
-        if (!(err instanceof UnreadableBlockError) || !unread) throw err;
-        if (attempt >= unread.attempts) return { to: err.block, logs: [], passed: err };
-      }
+    const unreadable = (err: unknown): err is UnreadableBlockError => err instanceof UnreadableBlockError && unread !== undefined;
+    try {
+      return await askAgain(async () => s.reader.read(from, to, s.addresses ? await s.addresses() : undefined), unreadable, unread?.attempts ?? 1, atOnce);
+    } catch (err) {
+      if (unreadable(err)) return { to: err.block, logs: [], passed: err };
+      throw err;
     }
   }
 

@@ -1,4 +1,5 @@
 import type { ChainClient } from '../chain/client.ts';
+import { askAgain, growing } from '../util/ask-again.ts';
 import { decodeTransfer, type RawLog } from './decode.ts';
 import type { TimedEntry } from './transfer-store.ts';
 
@@ -9,16 +10,16 @@ const HEADER_TRIES = 4;
 
 /** A block's header: kept by the chain's shared head reader when recent (no call), else read through the caller's client. */
 async function headerOf(chain: ChainClient, blockNumber: bigint) {
-  for (let attempt = 1; ; attempt++) {
-    try {
+  return askAgain(
+    async () => {
       const b = await chain.head.block(blockNumber, chain.public);
       if (b) return b;
       throw new Error(`block ${blockNumber} not found`);
-    } catch (err) {
-      if (attempt >= HEADER_TRIES) throw err;
-      await new Promise((r) => setTimeout(r, 100 * attempt));
-    }
-  }
+    },
+    () => true,
+    HEADER_TRIES,
+    growing(100),
+  );
 }
 
 export interface DecodedChunk {

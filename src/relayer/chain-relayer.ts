@@ -4,7 +4,7 @@ import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
 import { senderAccounts } from './engine/sender-pool.ts';
 import { StaleState } from './errors.ts';
-import { pauseAbout } from '../chain/ask-again.ts';
+import { pauseAbout } from '../util/ask-again.ts';
 import { blockGone } from '../chain/block-gone.ts';
 import { STALE_PAUSE_MS } from './intake/ask-again.ts';
 import type { Authorization } from './intake/authorization.ts';

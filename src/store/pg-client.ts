@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { PREPARED_MARK } from './db-core.ts';
 import type { DatabaseHealth } from './db-health.ts';
 import { databaseOutageOf } from './outage.ts';
+import { askAgain, listed } from '../util/ask-again.ts';
 
 /** Pauses before the second and third try of a call that failed where retrying it is safe (below). */
 const RETRY_PAUSES_MS = [50, 250];
@@ -31,19 +32,22 @@ export function isReadOnly(sql: string): boolean {
  * 503 with Retry-After; loops: their next turn). `health` hears of the outcome.
  */
 export async function retrying<T>(attempt: () => Promise<T>, safe: (err: unknown) => boolean, health?: DatabaseHealth): Promise<T> {
-  for (let i = 0; ; i++) {
-    const startedAt = Date.now();
-    try {
-      const out = await attempt();
-      health?.answered(startedAt);
-      return out;
-    } catch (err) {
-      if (i >= RETRY_PAUSES_MS.length || databaseOutageOf(err) === undefined || !safe(err)) {
-        health?.failed(err);
-        throw err;
-      }
-      await new Promise((r) => setTimeout(r, RETRY_PAUSES_MS[i]));
-    }
+  let startedAt = 0;
+  try {
+    const out = await askAgain(
+      () => {
+        startedAt = Date.now();
+        return attempt();
+      },
+      (err) => databaseOutageOf(err) !== undefined && safe(err),
+      RETRY_PAUSES_MS.length + 1,
+      listed(RETRY_PAUSES_MS),
+    );
+    health?.answered(startedAt);
+    return out;
+  } catch (err) {
+    health?.failed(err);
+    throw err;
   }
 }
 

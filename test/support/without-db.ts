@@ -8,6 +8,7 @@
  * and the like) fails at once instead of running on PGlite alone unnoticed.
  */
 export const WITHOUT_THE_RUNS_DATABASE = [
+  'test/ask-again.test.ts',
   'test/call-budget.test.ts',
   'test/chain-head.test.ts',
   'test/cli-usage.test.ts',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../store/db.ts';
+import { askAgain, every } from '../../util/ask-again.ts';
 
 export type TaskKind = 'tokens' | 'contracts';
 export type TaskStatus = 'QUEUED' | 'PAUSED' | 'FAILED' | 'DONE';
@@ -68,6 +69,8 @@ export interface ItemOutcome {
 const CLAIM_LOCK_KEY = 0x6d72636c;
 /** How often a claim asks for its turn (20 ms apart) before it gives up on it for this turn. */
 const CLAIM_TRIES = 5;
+/** Another claim holds the turn (thrown to ask again). */
+const NOT_OUR_TURN = Symbol('not our turn');
 
 /** Items inserted at once from which the table's statistics are refreshed (see afterBulkInsert). */
 const ANALYZE_AFTER_ITEMS = 1_000;
@@ -277,11 +280,20 @@ export function taskStore(db: Queryable & { kind?: 'pglite' | 'postgres'; transa
     async claim(owner: string, limit: number, leaseSec: number): Promise<TaskItem[]> {
       if (db.kind === 'pglite') return claimIn(db, owner, limit, leaseSec);
       const run = async (q: Queryable) => {
-        for (let tries = 1; ; tries++) {
-          const turn = await q.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [CLAIM_LOCK_KEY]);
-          if (turn.rows[0]?.ok) return claimIn(q, owner, limit, leaseSec);
-          if (tries === CLAIM_TRIES) return [];
-          await new Promise((r) => setTimeout(r, 20));
+        try {
+          return await askAgain(
+            async () => {
+              const turn = await q.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [CLAIM_LOCK_KEY]);
+              if (!turn.rows[0]?.ok) throw NOT_OUR_TURN;
+              return claimIn(q, owner, limit, leaseSec);
+            },
+            (err) => err === NOT_OUR_TURN,
+            CLAIM_TRIES,
+            every(20),
+          );
+        } catch (err) {
+          if (err === NOT_OUR_TURN) return [];
+          throw err;
         }
       };
       return db.transaction ? db.transaction(run) : run(db);

@@ -12,6 +12,7 @@ import type { TokenMetadataService } from '../tokens/resolver.ts';
 import type { ItemOutcome, TaskItem, TaskStore } from './task-store.ts';
 import type { TokenStore } from '../tokens/token-store.ts';
 import { ownerId } from '../../util/owner-id.ts';
+import { askAgain, growing } from '../../util/ask-again.ts';
 
 export interface WorkerDeps {
   tasks: TaskStore;
@@ -118,16 +119,15 @@ export class TaskWorker {
    * failing, the items stay leased to this worker and another claim takes them over after the lease.
    */
   private async record(chainId: number, outcomes: ItemOutcome[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.d.tasks.complete(this.owner, chainId, outcomes);
-        return;
-      } catch (err) {
-        if (attempt >= 3) throw err;
+    await askAgain(
+      () => this.d.tasks.complete(this.owner, chainId, outcomes),
+      (err, attempt) => {
         this.d.log.warn({ err, attempt }, 'recording refresh outcomes failed; trying again');
-        await new Promise((r) => setTimeout(r, 100 * attempt));
-      }
-    }
+        return true;
+      },
+      3,
+      growing(100),
+    );
   }
 
   private async refreshTokens(chain: ChainClient, contract: Address, group: TaskItem[]): Promise<ItemOutcome[]> {

@@ -1,5 +1,5 @@
 import { getAddress, isAddress, type Address, type Hex, type PublicClient } from 'viem';
-import { pauseAbout } from '../../chain/ask-again.ts';
+import { pauseAbout } from '../../util/ask-again.ts';
 import type { ChainHead } from '../../chain/head.ts';
 import type { SequenceContext } from '../context.ts';
 import { RelayError } from '../errors.ts';

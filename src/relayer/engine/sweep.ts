@@ -1,5 +1,5 @@
 import { parseEther, type Address, type Hex } from 'viem';
-import { askAgain } from '../../chain/ask-again.ts';
+import { askAgain } from '../../util/ask-again.ts';
 import { isRateLimited } from '../../chain/node-errors.ts';
 import {
   attemptError,
@@ -42,7 +42,7 @@ interface Slot {
  * a block behind answers "latest" from before the block just read, where the sender's last transaction
  * is not mined yet, and on a chain that mines only when sent to, no new head comes to sweep again: the
  * receipt waited for the idle sweep (3 s). Pinned, such a node refuses the block ("header not found")
- * and is asked again (ask-again.ts), a fresh chance at another node; none answering, "latest" stands.
+ * and is asked again (util/ask-again.ts), a fresh chance at another node; none answering, "latest" stands.
  */
 function minedCountAt(client: EngineContext['client'], address: Address, head: number): Promise<number> {
   // A rate-limited node is not asked again at once: the call already waited out its budget (call-budget.ts).

@@ -1,6 +1,6 @@
-import { askAgain } from '../../chain/ask-again.ts';
+import { askAgain } from '../../util/ask-again.ts';
 
-/** Reads pinned to a block seen are made up to this many times in all (chain/ask-again.ts's schedule). */
+/** Reads pinned to a block seen are made up to this many times in all (util/ask-again.ts's nodeBehind schedule). */
 export const STALE_TRIES = 4;
 /** Reads and simulations answered from a block older than one seen (a node behind) are made again, pausing a little longer each time from this. */
 export const STALE_PAUSE_MS = 100;
