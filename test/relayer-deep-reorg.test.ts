@@ -68,6 +68,17 @@ async function mineUntil(what: string, done: () => Promise<boolean>, blocks = 20
   }
 }
 
+/** `send`, asked again (up to 40 times, 100 ms apart) while the answer is the retryable "node is behind". */
+function untilCaughtUp(send: ReturnType<typeof sendVia>): ReturnType<typeof sendVia> {
+  return async (item) => {
+    for (let i = 0; ; i++) {
+      const r = await send(item);
+      if (r.status === 200 || i >= 40 || r.body?.error !== 'Unavailable' || !String(r.body?.msg).includes('node is behind')) return r;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+  };
+}
+
 const minted = (u: User) => env.public.readContract({ address: env.token, abi: erc20, functionName: 'balanceOf', args: [u.wallet.address] });
 
 /**
@@ -94,8 +105,11 @@ async function deepReorg(group: User[], takeover: boolean) {
     Object.assign(dispatcher, { sweeper: new Sweeper(dispatcher) });
   }
 
-  // A new meta-transaction after the reorg takes a nonce of its own, never one of a reorged one.
-  const late = await sendAll(send, await mintBundles(env, group.slice(6), 1));
+  // A new meta-transaction after the reorg takes a nonce of its own, never one of a reorged one. Sent
+  // as a client told "try again" sends: until the relayer has taken the chain's going back (its block
+  // seen lowered, which may wait on the shared head's three lower reads), a simulation is refused as on
+  // a node behind, a retryable Unavailable (seen under load in the takeover case, 1 run in 12).
+  const late = await sendAll(untilCaughtUp(send), await mintBundles(env, group.slice(6), 1));
   const all = [...final, ...recent, ...late];
   await mineUntil('every mint to run again and every meta-transaction to be final', async () => {
     const balances = await Promise.all(group.map(minted));
