@@ -470,9 +470,10 @@ runBench(async (cleanup) => {
     PROFILE.wrapMethods(relayer, ['send', 'recognise', 'probe'], 'send');
     PROFILE.wrapMethods(relayer.intake, ['precheck', 'check', 'simulateCall', 'enqueue', 'charge']);
     PROFILE.wrapMethods(relayer.pricing, ['fund', 'costOf', 'sponsorship', 'rulesOf']);
-    PROFILE.wrapMethods(relayer.deps.metaTxns, ['find', 'insert']);
-    if (relayer.deps.spendCaps) PROFILE.wrapMethods(relayer.deps.spendCaps, ['budgetStops', 'charge']);
-    if (relayer.deps.balances) PROFILE.wrapMethods(relayer.deps.balances, ['hold']);
+    // The stores intake was wired with (relayer/index.ts): the same objects as the services'.
+    PROFILE.wrapMethods(env.services.metaTxns, ['find', 'insert']);
+    PROFILE.wrapMethods(env.services.spendCaps, ['budgetStops', 'charge']);
+    PROFILE.wrapMethods(env.services.balances.holds, ['hold']);
   }
   await sponsor(env, 'CONTRACT', env.token);
   if (TANK) {

@@ -120,7 +120,7 @@ describe('simulations after the chain went back', () => {
     await mine(env.rpcUrl, 3);
     // The relayer and the shared head have both seen the higher block.
     const high = await env.public.getBlockNumber();
-    await r.deps.chain.head.read();
+    await r.chainHead.read();
     r.observeBlock(high);
     await revert(env.rpcUrl, snap);
     const low = await env.public.getBlockNumber();

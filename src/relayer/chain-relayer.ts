@@ -1,4 +1,5 @@
-import { getAddress, type Address, type Hex } from 'viem';
+import { getAddress, parseEther, type Address, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import type { Tx } from '../store/db.ts';
 import type { RelayerChain, RelayerDeps } from './chain-view.ts';
 import { SEQUENCE_V2_CONTEXT, type SequenceContext } from './context.ts';
@@ -105,7 +106,7 @@ export class ChainRelayer implements RelayerChain {
   private l1BoundMemo?: { block: bigint; at: number; bySize: Map<number, Promise<bigint>> };
   readonly feeModel: FeeModelName;
 
-  constructor(readonly deps: RelayerDeps) {
+  constructor(private readonly deps: RelayerDeps) {
     const c = deps.config;
     this.chainId = deps.chain.chainId;
     this.feeModel = deps.feeModel ?? feeModelFor(this.chainId);
@@ -352,6 +353,40 @@ export class ChainRelayer implements RelayerChain {
 
   get isFeeRequired() {
     return !this.deps.config.gasless;
+  }
+
+  // What readers outside the stages are told (the RPC and console methods, health.ts); the rest of deps stays here.
+  /** The network's name, as errors and wire answers give it. */
+  get network(): string {
+    return this.deps.chain.name;
+  }
+  /** Whether the node answers now (chain/health.ts): while it does not, health shows the sweep's last reads. */
+  get nodeUp(): boolean {
+    return this.deps.chain.health.ok;
+  }
+  /** Work arrived for this chain: a local dispatcher (and preconditions checker) looks at it now, not at its next poll. */
+  wake(): void {
+    this.deps.onQueued?.();
+  }
+  /** How long GetMetaTxnReceipt holds a request for a meta-transaction not final yet. */
+  get receiptWaitMs(): number {
+    return this.deps.config.receiptWaitMs;
+  }
+  /** Whether the native token has a USD feed here (sponsorship caps in USD need one). */
+  get usdPriced(): boolean {
+    return this.deps.config.nativeUsdFeed !== undefined;
+  }
+  get feeMarkup(): number {
+    return this.deps.config.feeMarkup;
+  }
+  /** The sender balance floor, in wei: a sender below it takes no new work. */
+  get minSenderBalance(): bigint {
+    return parseEther(this.deps.config.minSenderBalance);
+  }
+  /** The treasury that tops senders up (engine/refill.ts); null when no refill is configured. */
+  get treasury(): Address | null {
+    const refill = this.deps.config.refill;
+    return refill ? privateKeyToAccount(refill.treasuryKey as Hex).address : null;
   }
 
   payee(): Address {

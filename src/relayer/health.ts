@@ -1,5 +1,4 @@
-import { formatEther, parseEther, type Address, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { formatEther, type Address } from 'viem';
 import { refillStatus } from './engine/refill.ts';
 import type { Db } from '../store/db.ts';
 import { inclusionStats } from './engine/attempts.ts';
@@ -74,14 +73,13 @@ async function senderLedger(db: Db, chainId: number): Promise<Map<string, Ledger
  */
 export async function switchSender(db: Db, r: ChainRelayer, index: number, run: boolean) {
   const address = r.senders[index];
-  if (!address) throw new RelayError('invalidArgument', `no sender ${index}: ${r.deps.chain.name} has senders 0 to ${r.senders.length - 1}`);
+  if (!address) throw new RelayError('invalidArgument', `no sender ${index}: ${r.network} has senders 0 to ${r.senders.length - 1}`);
   await setSenderStopped(db, r.chainId, address, !run);
-  if (run) r.deps.onQueued?.(); // a local dispatcher looks at its queue now, not at its next poll
+  if (run) r.wake(); // a local dispatcher looks at its queue now, not at its next poll
 }
 
 /** A relayer's senders, queue, inclusion share, unpaid fees and fee-token prices, as RuntimeStatus and the console's Health page show them. */
 export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
-  const treasury = r.deps.config.refill ? privateKeyToAccount(r.deps.config.refill.treasuryKey as Hex).address : null;
   const [senders, queue, waiting, inclusion, unpaid, prices, refills] = await Promise.all([
     senderStatuses(d.db, r),
     d.metaTxns.depth(r.chainId),
@@ -91,7 +89,7 @@ export async function relayerHealth(d: HealthDeps, r: ChainRelayer) {
     // A token with ok=false is withdrawn from FeeOptions (docs/fee-prices.md).
     r.priceStatus().catch((err: Error) => r.feeTokens.map((t) => ({ symbol: t.symbol, ok: false as const, reason: `the price read failed: ${err.message.split('\n')[0]}` }))),
     // The treasury that tops senders up, and its latest transfers (null when no refill is configured).
-    refillStatus(d.db, r.deps.chain, treasury),
+    refillStatus(d.db, { chainId: r.chainId, public: r.client }, r.treasury),
   ]);
   // waiting: meta-transactions in PENDING_PRECONDITION (docs/relayer-preconditions.md), beside the queue's QUEUED and SENT.
   return { senders, queue, waiting, inclusion, unpaid, prices, refills };
@@ -115,7 +113,7 @@ async function unpaidFees(d: HealthDeps, r: ChainRelayer) {
 /** A sender's balance and nonces: from the node while it answers, else the sweep's last read (live: false, readAt its time). */
 async function senderRead(r: ChainRelayer, address: Address, l: LedgerRead | undefined) {
   // While the chain is down, asking would only wait out the transport's retries for each sender.
-  if (r.deps.chain.health.ok) {
+  if (r.nodeUp) {
     try {
       const [balance, latest, pending] = await Promise.all([
         r.client.getBalance({ address }),
@@ -132,7 +130,7 @@ async function senderRead(r: ChainRelayer, address: Address, l: LedgerRead | und
 
 /** Each sender as RuntimeStatus (and the console's health page) shows it: the chain's view plus the engine's (ledger, lease, floor, stalled). */
 async function senderStatuses(db: Db, r: ChainRelayer) {
-  const minBalance = parseEther(r.deps.config.minSenderBalance);
+  const minBalance = r.minSenderBalance;
   const ledger = await senderLedger(db, r.chainId);
   return Promise.all(
     r.senders.map(async (address, index) => {

@@ -130,10 +130,13 @@ export async function createRelayer({ config, db, log, metrics, shutdown }: Comm
     log.warn('relayer.quoteSecret is not set (METARELAY_QUOTE_SECRET): fee quotes are valid only in this process');
   }
   for (const c of relayed) {
+    const rc = c.relayer!;
+    // Intake's node calls batch only with other intake calls (the preconditions' reads too); the dispatcher has the engine's client.
+    const intakeChain = withRole(chains.get(c.chainId)!, 'intake');
+    const engineChain = withRole(chains.get(c.chainId)!, 'engine');
     const relayer: ChainRelayer = new ChainRelayer({
-      // Intake's node calls batch only with other intake calls; the dispatcher takes the engine client (forRole).
-      chain: withRole(chains.get(c.chainId)!, 'intake'),
-      config: c.relayer!,
+      chain: intakeChain,
+      config: rc,
       feeModel: feeModelFor(c.chainId, c.feeModel),
       quoteSecret: quoteSecret!,
       metaTxns,
@@ -150,11 +153,11 @@ export async function createRelayer({ config, db, log, metrics, shutdown }: Comm
       approveSponsorship: events.approveSponsorship,
       waits,
     });
-    const preconditions = new PreconditionChecker(relayer, { db, metaTxns, waits, events: relayEvents, log });
-    const refill = c.relayer!.refill
-      ? new SenderRefill(withRole(chains.get(c.chainId)!, 'engine'), engineDb, { ...c.relayer!.refill, minSenderBalance: c.relayer!.minSenderBalance }, log, metrics)
-      : undefined;
+    const preconditions = new PreconditionChecker(relayer, { chain: intakeChain, maxPending: rc.maxPendingPreconditions, quoteSecret: quoteSecret!, db, metaTxns, waits, events: relayEvents, log });
+    const refill = rc.refill ? new SenderRefill(engineChain, engineDb, { ...rc.refill, minSenderBalance: rc.minSenderBalance }, log, metrics) : undefined;
     const dispatcher = new Dispatcher(relayer, {
+      chain: engineChain,
+      config: rc,
       db: engineDb,
       metaTxns: engineMetaTxns,
       bars: engineBars,

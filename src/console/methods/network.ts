@@ -52,10 +52,10 @@ export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any
             const prices = await r.priceStatus().catch(() => null);
             return {
               chainId: r.chainId,
-              network: r.deps.chain.name,
+              network: r.network,
               isFeeRequired: r.isFeeRequired,
               paymentAddress: r.paymentAddress,
-              feeMarkup: r.deps.config.feeMarkup,
+              feeMarkup: r.feeMarkup,
               tokens: r.feeTokens.map((t, i) => {
                 const p = prices?.[i];
                 return {

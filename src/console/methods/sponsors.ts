@@ -34,7 +34,7 @@ export function sponsorMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<
   /** The policy fields against the rule as it is; USD caps need the network's relayer to have a native/USD feed. */
   const policyOf = (chainId: number, a: Parameters<typeof policyPatch>[0], base?: SponsorRule) => {
     try {
-      return mergePolicy(base?.policy, policyPatch(a), { usdPriced: s.relayers.get(chainId)?.deps.config.nativeUsdFeed !== undefined, network: chainName(s, chainId) }).patch;
+      return mergePolicy(base?.policy, policyPatch(a), { usdPriced: s.relayers.get(chainId)?.usdPriced === true, network: chainName(s, chainId) }).patch;
     } catch (err) {
       if (err instanceof PolicyError) throw new RpcError(MetadataErrors.InvalidArgument, err.message);
       throw err;

@@ -59,7 +59,7 @@ export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => Cha
   const tankHere = async (ctx: RpcContext, id: number): Promise<Tank> => {
     const r = relayerFor(ctx);
     const t = await b.tanks.get(id);
-    if (!t || t.chainId !== r.chainId) throw new RpcError(RelayerErrors.NotFound, `no gas tank ${id} on ${r.deps.chain.name}`);
+    if (!t || t.chainId !== r.chainId) throw new RpcError(RelayerErrors.NotFound, `no gas tank ${id} on ${r.network}`);
     return t;
   };
   const tankWire = async (t: Tank) => gasTankWire(t, await b.tanks.held(t.id), await b.usdRate(t.chainId));

@@ -169,7 +169,7 @@ export function relayerService(s: Services): ServiceDef {
   };
   const load = async (r: ChainRelayer, id: string) => {
     const row = await s.metaTxns.find(r.chainId, id);
-    if (!row) throw new RpcError(RelayerErrors.NotFound, `no meta-transaction ${id} on ${r.deps.chain.name}`);
+    if (!row) throw new RpcError(RelayerErrors.NotFound, `no meta-transaction ${id} on ${r.network}`);
     return row;
   };
   const receiptOf = async (r: ChainRelayer, row: MetaTxnRow) => receiptWire(row, await s.metaTxns.bundlesOf(r.chainId, row.id));
@@ -302,7 +302,7 @@ export function relayerService(s: Services): ServiceDef {
         handler: async (a, ctx) => {
           const r = relayerFor(s, ctx);
           // Held until the status is final (or the wait is over), so pollers need not hammer.
-          const row = await s.receiptWaiters.wait(r.chainId, await load(r, a.metaTxID), clientAddress(ctx.request.ip, s.config.clientIpv6Prefix), r.deps.config.receiptWaitMs);
+          const row = await s.receiptWaiters.wait(r.chainId, await load(r, a.metaTxID), clientAddress(ctx.request.ip, s.config.clientIpv6Prefix), r.receiptWaitMs);
           return { receipt: await receiptOf(r, row), metaTxnEnqueued: true };
         },
       }),

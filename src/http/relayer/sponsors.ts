@@ -50,7 +50,7 @@ export const SPONSOR_ADMIN_METHODS = [
 /** A rule's policy fields checked against the rule as it is (none for a new one) and the network's USD price source. */
 function policyOf(r: ChainRelayer, a: Parameters<typeof policyPatch>[0], base?: Parameters<typeof mergePolicy>[0]) {
   try {
-    return mergePolicy(base, policyPatch(a), { usdPriced: r.deps.config.nativeUsdFeed !== undefined, network: r.deps.chain.name }).patch;
+    return mergePolicy(base, policyPatch(a), { usdPriced: r.usdPriced, network: r.network }).patch;
   } catch (err) {
     if (err instanceof PolicyError) throw new RpcError(RelayerErrors.InvalidArgument, err.message);
     throw err;

@@ -1,4 +1,5 @@
 import type { Address, PublicClient } from 'viem';
+import type { ChainClient } from '../../chain/client.ts';
 import type { ChainHead } from '../../chain/head.ts';
 import type { Db, Queryable } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -19,6 +20,9 @@ import type { SenderAccount } from './sender-pool.ts';
  */
 
 export interface DispatcherDeps {
+  /** The chain the engine reads and broadcasts on (its own client: chain/client.ts NodeRole 'engine'), its name, head and health. */
+  chain: ChainClient;
+  config: RelayerChainConfig;
   db: Db;
   metaTxns: MetaTxnRepo;
   bars?: BarRepo;

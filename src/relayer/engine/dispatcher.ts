@@ -77,9 +77,9 @@ export class Dispatcher implements EngineContext {
       // While the node is down the outage is logged as a warning once, by the chain's health. What a failed
       // tick counted in memory may not have been committed (a connection lost at the COMMIT): the next
       // tick reads every sender again.
-      this.failures(new FailureStreak(this.deps.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.relayer.deps.chain.health.ok)),
+      this.failures(new FailureStreak(this.deps.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.deps.chain.health.ok)),
     );
-    const c = relayer.deps.config;
+    const c = deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
     this.policy = relayer.feePolicy;
     this.sweeper = new Sweeper(this);
@@ -100,17 +100,17 @@ export class Dispatcher implements EngineContext {
     return this.relayer.chainId;
   }
   get chainName() {
-    return this.relayer.deps.chain.name;
+    return this.deps.chain.name;
   }
   /** The engine's own client: its reads and broadcasts never share a JSON-RPC batch with intake's simulations. */
   get client() {
-    return this.relayer.deps.chain.forRole('engine');
+    return this.deps.chain.forRole('engine');
   }
   get chainHead() {
-    return this.relayer.deps.chain.head;
+    return this.deps.chain.head;
   }
   get config() {
-    return this.relayer.deps.config;
+    return this.deps.config;
   }
 
   start() {
@@ -293,7 +293,7 @@ export class Dispatcher implements EngineContext {
           sent.push({
             sender,
             units: await pricedUnits(
-              await unitsFor(this.relayer, sender, passed),
+              await unitsFor(this.relayer, sender, passed, this.config.batchSize),
               market,
               (u) => this.relayer.l1FeeBound(u.data, !!u.authorization),
               (row, why) => this.waitForBaseFee(row, why),
@@ -365,7 +365,7 @@ export class Dispatcher implements EngineContext {
 
   /** Re-simulates one meta-transaction from its sender; drops it when it no longer executes or pays. */
   private async stillGood(sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<boolean> {
-    const v = await judgeStillGood(this.relayer, sender, row, overrides, wallets, carry);
+    const v = await judgeStillGood(this.relayer, this.client, sender, row, overrides, wallets, carry);
     // Not judged at all (every run came from a node behind the head): nothing signed, nothing counted.
     if (v.kind === 'behind') {
       this.deps.log.debug({ chainId: this.chainId, id: row.id, reason: v.reason }, 'meta-transaction left queued: no node simulated it on the head seen');

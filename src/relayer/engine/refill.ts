@@ -143,7 +143,7 @@ export class SenderRefill {
 }
 
 /** The latest refills of a chain and the treasury, as RuntimeStatus and the console's Health page show them. */
-export async function refillStatus(db: Db, chain: ChainClient, treasury: Address | null) {
+export async function refillStatus(db: Db, chain: Pick<ChainClient, 'chainId' | 'public'>, treasury: Address | null) {
   if (!treasury) return null;
   const [rows, balance] = await Promise.all([
     db.query<{ sender: string; amount_wei: string; hash: string; status: string; error: string | null; block_number: string | null; created_at: Date }>(

@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem';
+import type { Address, Hex, PublicClient } from 'viem';
 import type { ChainRelayer } from '../chain-relayer.ts';
 import { StaleState } from '../errors.ts';
 import { AUTHORIZATION_GAS, designator, readNonceAt, type Authorization } from '../intake/authorization.ts';
@@ -24,23 +24,23 @@ const RECHECK_PAUSE_MS = 250;
  * node's answer, and a load-balanced provider's nodes lag a block or two (a wallet nonce a block old
  * fails the trial while the bundle is fine). A bundle really gone bad fails both runs.
  */
-export async function judgeStillGood(r: ChainRelayer, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
-  const first = await judgeOnce(r, sender, row, overrides, wallets, carry);
+export async function judgeStillGood(r: ChainRelayer, engine: PublicClient, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
+  const first = await judgeOnce(r, engine, sender, row, overrides, wallets, carry);
   if (first.kind === 'good' || first.kind === 'behind') return first;
   await new Promise((resolve) => setTimeout(resolve, RECHECK_PAUSE_MS));
-  return judgeOnce(r, sender, row, overrides, wallets, carry);
+  return judgeOnce(r, engine, sender, row, overrides, wallets, carry);
 }
 
-async function judgeOnce(r: ChainRelayer, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
+async function judgeOnce(r: ChainRelayer, engine: PublicClient, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
   try {
-    return await judgeRun(r, sender, row, overrides, wallets, carry);
+    return await judgeRun(r, engine, sender, row, overrides, wallets, carry);
   } catch (err) {
     if (err instanceof StaleState) return { kind: 'behind', reason: err.message };
     throw err;
   }
 }
 
-async function judgeRun(r: ChainRelayer, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
+async function judgeRun(r: ChainRelayer, engine: PublicClient, sender: Address, row: MetaTxnRow, overrides: NonceOverride[], wallets: Address[], carry?: Authorization): Promise<Verdict> {
   // Tried with the gas its transaction will give the entrypoint: eth_estimateGas only when that fails.
   const intrinsic = intrinsicGas(row.input as Hex) + (row.authorization ? AUTHORIZATION_GAS : 0n);
   const codes = carry ? [{ address: row.wallet as Address, code: designator(carry.implementation) }] : undefined;
@@ -49,7 +49,7 @@ async function judgeRun(r: ChainRelayer, sender: Address, row: MetaTxnRow, overr
   // The delegation is placed by override, so the run passes whether or not the authorization holds: on
   // chain it applies only while the EOA's nonce is the one signed, read here at the very block run on.
   if (carry) {
-    const nonce = await readNonceAt(r.deps.chain.forRole('engine'), row.wallet as Address, sim.block);
+    const nonce = await readNonceAt(engine, row.wallet as Address, sim.block);
     if (nonce === null) return { kind: 'behind', reason: `no node answered the account nonce of ${row.wallet} at block ${sim.block}, which it was simulated on` };
     if (nonce !== carry.nonce) {
       return { kind: 'drop', reason: `its EIP-7702 authorization is void: it is for account nonce ${carry.nonce} of ${row.wallet}, which is at ${nonce} at block ${sim.block}; nothing was sent` };

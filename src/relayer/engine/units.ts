@@ -49,9 +49,9 @@ const single = (row: MetaTxnRow, carry?: Authorization): Unit => ({
 /**
  * Singles, or guest-module batches of wallet-form meta-transactions when batching is on. A batch is
  * simulated as a whole and must pay at least the sum of its members' fees; otherwise they go singly.
+ * `size`: the chain's batchSize (under 2: no batches).
  */
-export async function unitsFor(relayer: ChainRelayer, sender: Address, plans: Plan[]): Promise<Unit[]> {
-  const size = relayer.deps.config.batchSize;
+export async function unitsFor(relayer: ChainRelayer, sender: Address, plans: Plan[], size: number): Promise<Unit[]> {
   if (size < 2) return plans.map((p) => single(p.row, p.carry));
   const { alone, groups } = batchGroups(plans, size);
   const units = alone.map((p) => single(p.row, p.carry));

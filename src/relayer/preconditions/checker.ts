@@ -1,5 +1,6 @@
 import type { Address } from 'viem';
 import { multicall, type CallResult } from '../../chain/multicall.ts';
+import type { ChainClient } from '../../chain/client.ts';
 import type { Db } from '../../store/db.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { RelayError } from '../errors.ts';
@@ -18,6 +19,12 @@ const READS_PER_CALL = 1_000;
 const IDLE_READ_MS = 1_000;
 
 export interface PreconditionDeps {
+  /** The chain preconditions are read on (intake's client), in one Multicall3 call per block. */
+  chain: ChainClient;
+  /** The chain's maxPendingPreconditions: every waiting one is read at once. */
+  maxPending: number;
+  /** What fee quotes are signed with (intake/quote.ts): a waiting one's quote is honoured only while it verifies. */
+  quoteSecret: string;
   db: Db;
   metaTxns: MetaTxnRepo;
   waits: WaitRepo;
@@ -72,7 +79,7 @@ export class PreconditionChecker {
     this.readAt = Date.now();
     if (fresh) this.judged = { head, ids: new Set() };
     // Intake keeps their number within maxPendingPreconditions, so every one is read.
-    const waiting = await this.deps.waits.waiting(this.chainId, this.relayer.deps.config.maxPendingPreconditions);
+    const waiting = await this.deps.waits.waiting(this.chainId, this.deps.maxPending);
     this.waitingSeen = waiting.length > 0;
     // Between blocks nothing that was judged can have started to hold: only deadlines and newcomers are looked at.
     const due = waiting.filter((w) => w.expired || !this.judged.ids.has(w.row.id));
@@ -102,7 +109,7 @@ export class PreconditionChecker {
       return i;
     };
     const plan = list.map((w) => w.conditions.map((p) => readsOf(p).map(at)));
-    const results = await multicall(this.relayer.deps.chain, calls, { blockNumber: BigInt(head), chunkSize: READS_PER_CALL });
+    const results = await multicall(this.deps.chain, calls, { blockNumber: BigInt(head), chunkSize: READS_PER_CALL });
     return list.map((w, i) =>
       w.conditions.map((p: Precondition, j) =>
         holds(
@@ -116,7 +123,7 @@ export class PreconditionChecker {
   private async admit(w: Waiting) {
     const r = w.row;
     // A quote that ran out while the bundle waited is not held against it: it is priced now instead.
-    const quote = w.quote && verifyQuote(this.relayer.deps.quoteSecret, w.quote).ok ? w.quote : undefined;
+    const quote = w.quote && verifyQuote(this.deps.quoteSecret, w.quote).ok ? w.quote : undefined;
     let funded;
     try {
       funded = await this.relayer.admit(
