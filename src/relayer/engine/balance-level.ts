@@ -61,7 +61,7 @@ export async function recordBalanceLevel(
 
 /** The sweep's call, once per sender and head: cheap unless the level moves. */
 export async function announceBalanceLevel(
-  d: { chainId: number; config: { minSenderBalance: string; warnSenderBalance?: string }; deps: { db: Db; onSenderBalance?: BalanceHook } },
+  d: { chainId: number; config: { minSenderBalance: string; warnSenderBalance?: string }; db: Db; onSenderBalance?: BalanceHook },
   sender: Address,
   balance: bigint,
   seen: Map<string, BalanceLevel>,
@@ -71,6 +71,6 @@ export async function announceBalanceLevel(
   const key = sender.toLowerCase();
   const level = levelOf(balance, floor, warn);
   if (seen.get(key) === level) return;
-  await recordBalanceLevel(d.deps.db, { chainId: d.chainId, sender, balance, minSenderBalance: floor, warnSenderBalance: warn }, d.deps.onSenderBalance);
+  await recordBalanceLevel(d.db, { chainId: d.chainId, sender, balance, minSenderBalance: floor, warnSenderBalance: warn }, d.onSenderBalance);
   seen.set(key, level);
 }

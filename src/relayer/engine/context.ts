@@ -62,7 +62,14 @@ export interface EngineContext {
   readonly chainHead: ChainHead;
   readonly config: RelayerChainConfig;
   readonly relayer: Pick<RelayerChain, 'context' | 'paymentAddress' | 'feeTokens' | 'observeBlock' | 'feeModel' | 'l1FeeBound'>;
-  readonly deps: DispatcherDeps;
+  // The stores, log and hooks of the chain's engine (DispatcherDeps, from the wiring).
+  readonly db: Db;
+  readonly metaTxns: MetaTxnRepo;
+  readonly bars?: BarRepo;
+  readonly log: Logger;
+  readonly metrics?: Metrics;
+  readonly refill?: DispatcherDeps['refill'];
+  readonly onSenderBalance?: BalanceHook;
   /** This process's lease owner id on relay_senders. */
   readonly owner: string;
   readonly policy: FeePolicy;

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem';
-import type { Queryable } from '../../store/db.ts';
+import type { Db, Queryable } from '../../store/db.ts';
 import { broadcast, failAttempt, insertAttempts, markBroadcast, sign, type BroadcastResult, type NewAttempt } from './attempts.ts';
 import { crashPoint } from './crash-points.ts';
 import { marketFees, type FeePolicy, type Market } from './gas-price.ts';
@@ -9,7 +9,11 @@ import { claimSenders, lockNextNonce, releaseSenders, setNextNonce } from './led
 import { newOwner, senderAccounts, type SenderAccount } from './sender-pool.ts';
 import type { ChainRelayer } from '../chain-relayer.ts';
 import type { NonceOverride } from '../intake/simulate.ts';
-import type { MetaTxnRow, SentMeta } from '../store.ts';
+import type { MetaTxnRepo, MetaTxnRow, SentMeta } from '../store.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import type { BarRepo } from '../bars.ts';
+import type { BalanceHook } from './balance-level.ts';
 import { Sweeper } from './sweep.ts';
 import { assignSenders, usableSenders } from './dispatch/assign.ts';
 import { resizeAfterRefusal, resizeWithinCover } from './l2-gas.ts';
@@ -65,11 +69,26 @@ export class Dispatcher implements EngineContext {
   /** Set when something changed that the sweep must look at before the next block (a refused broadcast). */
   dirty = true;
   private readonly loop: PollLoop;
+  // What the engine's stages are given besides (EngineContext): the wiring's stores, log and hooks.
+  readonly db: Db;
+  readonly metaTxns: MetaTxnRepo;
+  readonly bars: BarRepo | undefined;
+  readonly log: Logger;
+  readonly metrics: Metrics | undefined;
+  readonly refill: DispatcherDeps['refill'];
+  readonly onSenderBalance: BalanceHook | undefined;
 
   constructor(
     readonly relayer: ChainRelayer,
-    readonly deps: DispatcherDeps,
+    private readonly deps: DispatcherDeps,
   ) {
+    this.db = deps.db;
+    this.metaTxns = deps.metaTxns;
+    this.bars = deps.bars;
+    this.log = deps.log;
+    this.metrics = deps.metrics;
+    this.refill = deps.refill;
+    this.onSenderBalance = deps.onSenderBalance;
     this.loop = new PollLoop(
       () => this.tick(),
       // Nothing in flight: the head is read every IDLE_POLL_MS, not every pollMs (intake's nudge still wakes it at once).
@@ -77,7 +96,7 @@ export class Dispatcher implements EngineContext {
       // While the node is down the outage is logged as a warning once, by the chain's health. What a failed
       // tick counted in memory may not have been committed (a connection lost at the COMMIT): the next
       // tick reads every sender again.
-      this.failures(new FailureStreak(this.deps.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.deps.chain.health.ok)),
+      this.failures(new FailureStreak(this.log, 'relayer dispatch tick', { chainId: this.chainId }, () => !this.deps.chain.health.ok)),
     );
     const c = deps.config;
     this.accounts = new Map(senderAccounts(c).map((a) => [a.address.toLowerCase() as Address, a]));
@@ -124,11 +143,11 @@ export class Dispatcher implements EngineContext {
   async stop() {
     await this.loop.stop();
     // Hand the senders back at once so another process can take over without waiting out the lease.
-    await releaseSenders(this.deps.db, this.chainId, this.owner).catch(() => undefined);
+    await releaseSenders(this.db, this.chainId, this.owner).catch(() => undefined);
   }
 
   async tick() {
-    const rows = await claimSenders(this.deps.db, this.chainId, this.owner, [...this.accounts.keys()]);
+    const rows = await claimSenders(this.db, this.chainId, this.owner, [...this.accounts.keys()]);
     const before = new Set(this.held);
     this.held = rows.map((r) => r.address);
     this.stopped = new Set(rows.filter((r) => r.stopped).map((r) => r.address));
@@ -160,7 +179,7 @@ export class Dispatcher implements EngineContext {
       this.headHash = block.hash;
     }
     // Its failure must not stop dispatching: it is tried again at the next tick.
-    const waits = await this.deps.onHead?.(head).catch((err) => this.deps.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
+    const waits = await this.deps.onHead?.(head).catch((err) => this.log.warn({ err: errorText(err), chainId: this.chainId }, 'relayer head hook failed'));
     await this.sendReady();
     // Meta-transactions waiting on preconditions are judged every head: not idle then.
     this.idle = waits !== true && !this.dirty && [...this.senders.values()].every((s) => s.open === 0) && this.sweeper.quiet;
@@ -184,9 +203,9 @@ export class Dispatcher implements EngineContext {
   async requeueOrDrop(q: Queryable, row: MetaTxnRow, why: string, also: Record<string, unknown> = {}) {
     const attempts = row.attempts + 1;
     if (attempts >= MAX_ATTEMPTS) {
-      await this.deps.metaTxns.setStatus(q, this.chainId, row.id, { status: 'DROPPED', revert_reason: `not sent after ${attempts} attempts: ${why.slice(0, 300)}`, attempts });
+      await this.metaTxns.setStatus(q, this.chainId, row.id, { status: 'DROPPED', revert_reason: `not sent after ${attempts} attempts: ${why.slice(0, 300)}`, attempts });
     } else {
-      await this.deps.metaTxns.setStatus(q, this.chainId, row.id, {
+      await this.metaTxns.setStatus(q, this.chainId, row.id, {
         status: 'QUEUED',
         attempts,
         txn_hash: null,
@@ -208,7 +227,7 @@ export class Dispatcher implements EngineContext {
       await this.drop(row, r.reason);
       return false;
     }
-    if (!(await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { gas_limit: r.gasLimit.toString() }, 'QUEUED'))) return false;
+    if (!(await this.metaTxns.setStatus(this.db, this.chainId, row.id, { gas_limit: r.gasLimit.toString() }, 'QUEUED'))) return false;
     row.gas_limit = Number(r.gasLimit);
     return true;
   }
@@ -216,21 +235,21 @@ export class Dispatcher implements EngineContext {
   private async drop(row: MetaTxnRow, reason: string) {
     // Only while still queued: another process may have sent it since this one read the queue (and its
     // simulation then fails because the nonce is used).
-    if (!(await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { status: 'DROPPED', revert_reason: reason }, 'QUEUED'))) return;
-    this.deps.log.info({ chainId: this.chainId, id: row.id, reason }, 'meta-transaction dropped');
+    if (!(await this.metaTxns.setStatus(this.db, this.chainId, row.id, { status: 'DROPPED', revert_reason: reason }, 'QUEUED'))) return;
+    this.log.info({ chainId: this.chainId, id: row.id, reason }, 'meta-transaction dropped');
     this.emit(row.id);
   }
 
   /** Which queued meta-transactions can go now, and on which sender (a successor rides with its predecessor). */
   private async plan(rows: MetaTxnRow[]): Promise<Plan[]> {
-    const bundles = await this.deps.metaTxns.bundlesOfMany(
+    const bundles = await this.metaTxns.bundlesOfMany(
       this.chainId,
       rows.map((r) => r.id),
     );
     const flat = rows.flatMap((r) => bundles.get(r.id)!.map((b) => ({ wallet: b.wallet as Address, space: BigInt(b.nonce_space), nonce: BigInt(b.nonce) })));
     const current = await this.walletReads.noncesAt(this.head, flat);
     const want = flat.filter((b, i) => b.nonce > current[i]).map((b) => ({ wallet: b.wallet, space: b.space.toString(), nonce: (b.nonce - 1n).toString() }));
-    const holders = await this.deps.metaTxns.holdersOf(this.chainId, want);
+    const holders = await this.metaTxns.holdersOf(this.chainId, want);
     let k = 0;
     const plans: Plan[] = [];
     const unready: string[] = [];
@@ -255,14 +274,14 @@ export class Dispatcher implements EngineContext {
       else if (this.queuedTooLong(row)) await this.drop(row, `its nonce did not come up within ${this.config.queueTimeoutSec} s`);
       else unready.push(row.id);
     }
-    await this.deps.metaTxns.defer(this.chainId, unready, UNREADY_DEFER_MS);
+    await this.metaTxns.defer(this.chainId, unready, UNREADY_DEFER_MS);
     return plans;
   }
 
   private async sendReady() {
     const load = usableSenders(this);
     if (load.size === 0) return;
-    const rows = await this.deps.metaTxns.queued(this.chainId, QUEUE_READ, this.owner);
+    const rows = await this.metaTxns.queued(this.chainId, QUEUE_READ, this.owner);
     if (rows.length === 0) return;
     const plans = await this.plan(rows);
     if (plans.length === 0) return;
@@ -270,9 +289,9 @@ export class Dispatcher implements EngineContext {
     const market = await this.marketFeesNow();
     const { assigned, forReserve } = assignSenders(this, plans, load, market);
 
-    await this.deps.metaTxns.defer(this.chainId, forReserve, UNREADY_DEFER_MS);
+    await this.metaTxns.defer(this.chainId, forReserve, UNREADY_DEFER_MS);
     // Claimed first, so another process reading the same queue leaves these to this one.
-    const mine = await this.deps.metaTxns.claim(
+    const mine = await this.metaTxns.claim(
       this.chainId,
       [...assigned.values()].flat().map((p) => p.row.id),
       this.owner,
@@ -306,7 +325,7 @@ export class Dispatcher implements EngineContext {
     const results = await Promise.all(signed.map((s) => broadcast(this.client, s.raw)));
     crashPoint('after-broadcast', signed.length);
     await markBroadcast(
-      this.deps.db,
+      this.db,
       this.chainHead,
       this.chainId,
       signed.filter((_, i) => results[i].ok).map((s) => s.hash),
@@ -334,7 +353,7 @@ export class Dispatcher implements EngineContext {
         items.slice(i, i + SIMULATE_AT_ONCE).map(async ({ sender, p }) => {
           const d = await authorizationToCarry(this.client, p.row, () => this.relayer.seen);
           if (d.behind) {
-            this.deps.log.debug({ chainId: this.chainId, id: p.row.id, reason: d.behind }, 'meta-transaction left queued: its EOA was not read at the head seen');
+            this.log.debug({ chainId: this.chainId, id: p.row.id, reason: d.behind }, 'meta-transaction left queued: its EOA was not read at the head seen');
             out.set(p.row.id, false);
             return;
           }
@@ -368,7 +387,7 @@ export class Dispatcher implements EngineContext {
     const v = await judgeStillGood(this.relayer, this.client, sender, row, overrides, wallets, carry);
     // Not judged at all (every run came from a node behind the head): nothing signed, nothing counted.
     if (v.kind === 'behind') {
-      this.deps.log.debug({ chainId: this.chainId, id: row.id, reason: v.reason }, 'meta-transaction left queued: no node simulated it on the head seen');
+      this.log.debug({ chainId: this.chainId, id: row.id, reason: v.reason }, 'meta-transaction left queued: no node simulated it on the head seen');
       return false;
     }
     const unsure = v.kind === 'unsure' ? (this.unsure.get(row.id) ?? 0) + 1 : 0;
@@ -390,21 +409,21 @@ export class Dispatcher implements EngineContext {
       return;
     }
     // Shown by GetMetaTxnReceipt and the console while it waits; looked at again next block.
-    if (row.stalled !== why) await this.deps.metaTxns.setStatus(this.deps.db, this.chainId, row.id, { stalled: why }, 'QUEUED');
-    await this.deps.metaTxns.defer(this.chainId, [row.id], UNREADY_DEFER_MS);
+    if (row.stalled !== why) await this.metaTxns.setStatus(this.db, this.chainId, row.id, { stalled: why }, 'QUEUED');
+    await this.metaTxns.defer(this.chainId, [row.id], UNREADY_DEFER_MS);
   }
 
   /** Signs the units with consecutive nonces of one sender and records them, all in one transaction. */
   private async persist(sender: Address, units: Priced[]) {
     const account = this.accounts.get(sender)!;
     try {
-      return await this.deps.db.transaction(async (tx) => {
+      return await this.db.transaction(async (tx) => {
         const next = await lockNextNonce(tx, this.chainId, sender, this.owner);
         if (next == null) throw new LostLease();
         // Another process may have planned the same meta-transactions from the same queue: lock them
         // (those another transaction holds are skipped) and sign only units whose every one is still queued.
         const ids = [...new Set(units.flatMap((u) => u.metas.map((m) => m.id)))].sort();
-        const free = await this.deps.metaTxns.lockQueued(tx, this.chainId, ids);
+        const free = await this.metaTxns.lockQueued(tx, this.chainId, ids);
         let nonce = next;
         const out: { sender: Address; unit: Priced; nonce: number; raw: Hex; hash: Hex }[] = [];
         const sent: SentMeta[] = [];
@@ -422,7 +441,7 @@ export class Dispatcher implements EngineContext {
         // Every attempt in one statement, recorded before any is broadcast (after this transaction commits).
         await insertAttempts(tx, this.chainId, attempts);
         // Every one in one statement: they are locked QUEUED (lockQueued), so each is marked.
-        await this.deps.metaTxns.markSent(tx, this.chainId, sent, new Date());
+        await this.metaTxns.markSent(tx, this.chainId, sent, new Date());
         await setNextNonce(tx, this.chainId, sender, nonce);
         const s = this.senders.get(sender);
         if (s) s.open += out.length;
@@ -436,21 +455,21 @@ export class Dispatcher implements EngineContext {
 
   private async afterBroadcast(s: { sender: Address; unit: Priced; nonce: number; raw: Hex; hash: Hex }, res: BroadcastResult) {
     if (res.ok) {
-      this.deps.metrics?.relayBroadcasts.inc({ chain: this.chainName, kind: s.unit.kind === 'batch' ? 'batch' : 'first' });
-      if (res.uncertain === 'transport') this.deps.log.warn({ chainId: this.chainId, hash: s.hash }, 'broadcast uncertain (no answer); the block sweep will look the slot up');
+      this.metrics?.relayBroadcasts.inc({ chain: this.chainName, kind: s.unit.kind === 'batch' ? 'batch' : 'first' });
+      if (res.uncertain === 'transport') this.log.warn({ chainId: this.chainId, hash: s.hash }, 'broadcast uncertain (no answer); the block sweep will look the slot up');
       for (const m of s.unit.metas) this.emit(m.id);
       return;
     }
     // The node refused it: this transaction does not exist. Its meta-transactions go back to the queue and
     // the nonce becomes a hole the next sweep fills or rewinds.
-    this.deps.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
-    this.deps.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
+    this.metrics?.relayRefused.inc({ chain: this.chainName, reason: res.kind });
+    this.log.warn({ chainId: this.chainId, sender: s.sender, nonce: s.nonce, hash: s.hash, kind: res.kind, err: res.message }, 'broadcast refused');
     // Gas too low for the node (Arbitrum's L1 component rose): sized again from its estimate, not re-sent as it was.
     const resized = res.kind === 'intrinsicGasTooLow' && s.unit.kind === 'meta' ? await resizeAfterRefusal(this.client, s.sender, s.unit, this.config) : null;
-    await this.deps.db.transaction(async (tx) => {
+    await this.db.transaction(async (tx) => {
       await failAttempt(tx, this.chainId, s.hash, res.message);
       for (const m of s.unit.metas) {
-        if (resized?.ok === false) await this.deps.metaTxns.setStatus(tx, this.chainId, m.id, { status: 'DROPPED', revert_reason: resized.reason });
+        if (resized?.ok === false) await this.metaTxns.setStatus(tx, this.chainId, m.id, { status: 'DROPPED', revert_reason: resized.reason });
         else await this.requeueOrDrop(tx, m, `${res.kind}: ${res.message}`, resized?.ok ? { gas_limit: resized.gasLimit.toString() } : {});
       }
     });

@@ -13,8 +13,8 @@ const FILLER_GAS = 21_000n;
  */
 export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, sender: Address, pending: number, next: number | null, open: readonly { nonce: number }[], head: number) {
   if (next == null || pending > next) {
-    if (next != null) d.deps.log.warn({ chainId: d.chainId, sender, ledger: next, chain: pending }, 'sender used outside this relayer; ledger moved up');
-    await setNextNonce(d.deps.db, d.chainId, sender, pending, d.owner);
+    if (next != null) d.log.warn({ chainId: d.chainId, sender, ledger: next, chain: pending }, 'sender used outside this relayer; ledger moved up');
+    await setNextNonce(d.db, d.chainId, sender, pending, d.owner);
     return;
   }
   // Every open slot counts, mined ones too: a reorg can put a mined one back above the chain's count.
@@ -24,22 +24,22 @@ export async function mendLedger(d: EngineContext, fees: () => Promise<Fees>, se
   if (next <= Math.max(pending, highest + 1)) return;
   // Nor below a final transaction: one above the chain's count is a deep reorg's, re-broadcast by the sweep
   // at its own nonce; a counter rewound under it would sign another meta-transaction there.
-  const floor = Math.max(pending, highest + 1, (await highestFinalNonce(d.deps.db, d.chainId, sender)) + 1);
+  const floor = Math.max(pending, highest + 1, (await highestFinalNonce(d.db, d.chainId, sender)) + 1);
   if (next > floor) {
-    d.deps.log.info({ chainId: d.chainId, sender, from: next, to: floor }, 'ledger rewound to the chain');
-    await setNextNonce(d.deps.db, d.chainId, sender, floor, d.owner);
+    d.log.info({ chainId: d.chainId, sender, from: next, to: floor }, 'ledger rewound to the chain');
+    await setNextNonce(d.db, d.chainId, sender, floor, d.owner);
   }
 }
 
 async function fill(d: EngineContext, fees: () => Promise<Fees>, sender: Address, nonce: number, head: number) {
   // A nonce with a transaction of its own (a final one a deep reorg took away, not yet reopened by the
   // sweep) is re-broadcast with its signed bytes, never filled: a filler would destroy its bundle.
-  if (await slotHasAttempt(d.deps.db, d.chainId, sender, nonce)) {
-    d.deps.log.warn({ chainId: d.chainId, sender, nonce }, 'a nonce below an open slot has a signed transaction of its own: not filled');
+  if (await slotHasAttempt(d.db, d.chainId, sender, nonce)) {
+    d.log.warn({ chainId: d.chainId, sender, nonce }, 'a nonce below an open slot has a signed transaction of its own: not filled');
     return;
   }
   const { hash } = await sendFiller(d, sender, nonce, await fees(), head);
-  d.deps.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
+  d.log.warn({ chainId: d.chainId, sender, nonce, hash }, 'filling a nonce gap with a zero-value self-transfer');
 }
 
 /**
@@ -51,12 +51,12 @@ export async function sendFiller(d: EngineContext, sender: Address, nonce: numbe
   const gas = d.relayer.feeModel === 'arbitrum' ? await d.client.estimateGas({ account: sender, to: sender, value: 0n }) : FILLER_GAS;
   const u = { nonce, to: sender, data: '0x' as Hex, value: 0n, gas, fees };
   const { raw, hash } = await sign(d.accounts.get(sender)!, d.chainId, u);
-  await insertAttempt(d.deps.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
+  await insertAttempt(d.db, d.chainId, { ...u, sender, kind: 'filler', metaTxnId: null, hash, raw, head });
   const res = await broadcast(d.client, raw);
   if (res.ok) {
-    d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
+    d.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'filler' });
     return { hash, ok: true };
   }
-  await failAttempt(d.deps.db, d.chainId, hash, res.message);
+  await failAttempt(d.db, d.chainId, hash, res.message);
   return { hash, ok: false, error: res.message };
 }

@@ -36,14 +36,14 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
   const metas = await carriedBy(
     tx,
     d.chainId,
-    await d.deps.metaTxns.atSlots(
+    await d.metaTxns.atSlots(
       tx,
       d.chainId,
       rows.map((x) => ({ sender: x.slot.sender, nonce: x.slot.nonce })),
     ),
     (m) => bySlot.get(slotKey(m.sender!, m.txn_nonce!))?.winner,
   );
-  const bundles = await d.deps.metaTxns.bundlesOfMany(
+  const bundles = await d.metaTxns.bundlesOfMany(
     d.chainId,
     metas.map((m) => m.id),
     tx,
@@ -80,7 +80,7 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
     if (h.winner.kind === 'filler') {
       // The slot was freed: its bundle never ran and cost nothing; what it was charged or held is given back.
       if (m.status === 'SENT') {
-        await d.deps.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'DROPPED', revert_reason: freedReason(m.txn_nonce!, h.winner.hash, d.config.unblockAfterBlocks), stalled: null }, 'SENT');
+        await d.metaTxns.setStatus(tx, d.chainId, m.id, { status: 'DROPPED', revert_reason: freedReason(m.txn_nonce!, h.winner.hash, d.config.unblockAfterBlocks), stalled: null }, 'SENT');
         freed.push(m.id);
       }
       continue;
@@ -115,9 +115,9 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
     const l1Fee = l1Of.get(m.id) ?? null;
     const costCheck = reconcileCost(m, gasOf.get(m.id) ?? null, effective, l1Fee ?? 0n);
     if (costCheck.kind) {
-      d.deps.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
-      d.deps.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
-      d.deps.log.warn(
+      d.metrics?.relayCostShortfalls.inc({ chain: d.chainName, kind: costCheck.kind });
+      d.metrics?.relayCostShortfallWei.inc({ chain: d.chainName }, Number(costCheck.shortfallWei));
+      d.log.warn(
         { chainId: d.chainId, id: m.id, kind: costCheck.kind, shortfallWei: costCheck.shortfallWei!.toString(), cover: m.cover_wei },
         'a meta-transaction cost more than its fee or sponsor hold covered',
       );
@@ -138,19 +138,19 @@ export async function settleMined(d: EngineContext, tx: Queryable, rows: readonl
       l1FeeWei: l1Fee?.toString() ?? null,
     });
   }
-  await d.deps.metaTxns.settleMany(tx, d.chainId, out);
+  await d.metaTxns.settleMany(tx, d.chainId, out);
   if (shortfalls.length) {
-    const keys = (await d.deps.bars?.record(tx, shortfalls, d.config.lossBudget.keyBarAfterNetworks)) ?? [];
+    const keys = (await d.bars?.record(tx, shortfalls, d.config.lossBudget.keyBarAfterNetworks)) ?? [];
     for (const f of shortfalls.filter((x) => x.feeToken != null && x.feeToken !== LOST_DELEGATION)) {
-      d.deps.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
-      d.deps.log.warn(
+      d.metrics?.relayFeeShortfalls.inc({ chain: d.chainName });
+      d.log.warn(
         { chainId: d.chainId, id: f.metaTxnId, wallet: f.wallet, owed: f.owed.toString(), received: f.received.toString() },
         'a meta-transaction was mined without its fee: its client network and wallet are barred under its key, and the contracts it called, from fee-paid relaying',
       );
     }
     for (const keyId of keys) {
-      d.deps.metrics?.relayKeyBars.inc({ chain: d.chainName });
-      d.deps.log.error(
+      d.metrics?.relayKeyBars.inc({ chain: d.chainName });
+      d.log.error(
         { chainId: d.chainId, keyId },
         'an access key is barred from fee-paid relaying: fees did not arrive from several client networks using it (lift the bar in the console once settled)',
       );

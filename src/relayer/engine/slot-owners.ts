@@ -33,9 +33,9 @@ export async function carriedBy(q: Queryable, chainId: number, metas: readonly M
  */
 export async function reopenSlot(d: EngineContext, tx: Queryable, winner: Winner, head: number): Promise<string[]> {
   await unmine(tx, d.chainId, winner.hash, head);
-  const metas = await carriedBy(tx, d.chainId, await d.deps.metaTxns.atSlots(tx, d.chainId, [winner]), () => winner);
+  const metas = await carriedBy(tx, d.chainId, await d.metaTxns.atSlots(tx, d.chainId, [winner]), () => winner);
   for (const m of metas) {
-    await d.deps.metaTxns.setStatus(
+    await d.metaTxns.setStatus(
       tx,
       d.chainId,
       m.id,

@@ -97,7 +97,7 @@ export class Sweeper {
   }
 
   private get db() {
-    return this.d.deps.db;
+    return this.d.db;
   }
 
   /** Reconciles the held senders' slots at `head`; returns what it learnt of each sender and whether to sweep again at once. */
@@ -177,9 +177,9 @@ export class Sweeper {
       const belowFloor = floor > 0n && r.balance < floor;
       const waiting = mine.filter((s) => s.nonce >= r.latest && s.attempts.every((a) => a.status === 'PENDING'));
       // In flight = not mined yet; mined slots awaiting confirmations do not hold a sender back.
-      d.deps.metrics?.relaySenderBalance.set({ chain: d.chainName, sender: r.address }, Number(r.balance));
-      d.deps.metrics?.relaySenderBelowFloor.set({ chain: d.chainName, sender: r.address }, belowFloor ? 1 : 0);
-      d.deps.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, stopped.has(r.address) ? 1 : 0);
+      d.metrics?.relaySenderBalance.set({ chain: d.chainName, sender: r.address }, Number(r.balance));
+      d.metrics?.relaySenderBelowFloor.set({ chain: d.chainName, sender: r.address }, belowFloor ? 1 : 0);
+      d.metrics?.relaySenderStopped.set({ chain: d.chainName, sender: r.address }, stopped.has(r.address) ? 1 : 0);
       let stalled: string | null = null;
       for (const s of waiting) {
         waitingKeys.add(slotKey(s.sender, s.nonce));
@@ -194,13 +194,13 @@ export class Sweeper {
       await announceBalanceLevel(d, r.address, r.balance, this.levels);
     }
     for (const k of [...this.pricedOutSince.keys()]) if (!waitingKeys.has(k)) this.pricedOutSince.delete(k);
-    d.deps.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
+    d.metrics?.relayFeeCapped.set({ chain: d.chainName }, capped);
     // Senders below their floor are topped up from the treasury, when one is configured (refill.ts).
-    await d.deps.refill?.check(reads).catch((err: Error) => d.deps.log.warn({ chainId: d.chainId, err: err.message }, 'sender refill failed'));
-    if (d.deps.metrics) {
-      const depth = await d.deps.metaTxns.depth(d.chainId);
-      d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
-      d.deps.metrics.relayQueue.set({ chain: d.chainName, status: 'SENT' }, depth.sent);
+    await d.refill?.check(reads).catch((err: Error) => d.log.warn({ chainId: d.chainId, err: err.message }, 'sender refill failed'));
+    if (d.metrics) {
+      const depth = await d.metaTxns.depth(d.chainId);
+      d.metrics.relayQueue.set({ chain: d.chainName, status: 'QUEUED' }, depth.queued);
+      d.metrics.relayQueue.set({ chain: d.chainName, status: 'SENT' }, depth.sent);
     }
     return { senders: states, again: this.again, market: this.market };
   }
@@ -247,7 +247,7 @@ export class Sweeper {
     const rows = hits.map((h) => {
       const block = Number(BigInt(h.receipt.blockNumber));
       const first = Math.min(...h.slot.attempts.map((a) => a.broadcast_block ?? block));
-      d.deps.metrics?.relayInclusionBlocks.observe({ chain: d.chainName }, Math.max(0, block - first));
+      d.metrics?.relayInclusionBlocks.observe({ chain: d.chainName }, Math.max(0, block - first));
       return { ...h, block, final: head - block + 1 >= d.config.confirmations };
     });
     // A receipt read from a node ahead of the head read: what follows (intake's simulations of the
@@ -267,10 +267,10 @@ export class Sweeper {
   /** Another transaction used the slot's nonce: ours never ran; their meta-transactions go back to the queue. */
   private async taken(s: Slot) {
     const d = this.d;
-    d.deps.log.warn({ chainId: d.chainId, sender: s.sender, nonce: s.nonce }, 'a slot was taken by a transaction this relayer did not sign');
+    d.log.warn({ chainId: d.chainId, sender: s.sender, nonce: s.nonce }, 'a slot was taken by a transaction this relayer did not sign');
     const ids = await this.db.transaction(async (tx) => {
       await failTaken(tx, d.chainId, s.sender, s.nonce);
-      const metas = await d.deps.metaTxns.atSlots(tx, d.chainId, [s]);
+      const metas = await d.metaTxns.atSlots(tx, d.chainId, [s]);
       for (const m of metas.filter((x) => x.status === 'SENT')) await d.requeueOrDrop(tx, m, 'its transaction slot was taken by another transaction');
       return metas.map((m) => m.id);
     });
@@ -325,14 +325,14 @@ export class Sweeper {
       const receipt = await this.receipt(winner.hash);
       // The receipt still names the recorded block: the block reads were of a node behind, not a reorg.
       if (receipt && receipt.blockHash.toLowerCase() === winner.mined_block_hash?.toLowerCase()) continue;
-      d.deps.metrics?.relayReorgs.inc({ chain: d.chainName });
+      d.metrics?.relayReorgs.inc({ chain: d.chainName });
       this.noncesSeen.delete(s.sender);
       if (receipt) {
-        d.deps.log.info({ chainId: d.chainId, hash: winner.hash, from: winner.mined_block, to: Number(BigInt(receipt.blockNumber)) }, 'reorg moved a relay transaction');
+        d.log.info({ chainId: d.chainId, hash: winner.hash, from: winner.mined_block, to: Number(BigInt(receipt.blockNumber)) }, 'reorg moved a relay transaction');
         await this.mined([{ slot: s, winner, receipt }], head);
         continue;
       }
-      d.deps.log.warn({ chainId: d.chainId, hash: winner.hash, block: winner.mined_block }, 'reorg removed a relay transaction; it goes back to SENT');
+      d.log.warn({ chainId: d.chainId, hash: winner.hash, block: winner.mined_block }, 'reorg removed a relay transaction; it goes back to SENT');
       // It waits again as if broadcast now: the next sweeps re-broadcast it and start its block count afresh.
       const ids = await this.db.transaction((tx) => reopenSlot(d, tx, winner, head));
       for (const id of ids) d.emit(id);
@@ -368,8 +368,8 @@ export class Sweeper {
       return seen;
     }
     this.blockMisses.delete(key);
-    d.deps.metrics?.relayDeepReorgs.inc({ chain: d.chainName }, gone.length);
-    d.deps.log.error(
+    d.metrics?.relayDeepReorgs.inc({ chain: d.chainName }, gone.length);
+    d.log.error(
       { chainId: d.chainId, sender, confirmations: d.config.confirmations, lost: gone.length, nonces: gone.map((a) => a.nonce), chainCount: latest },
       "a reorg deeper than the confirmations removed final relay transactions: their meta-transactions go back to SENT and are re-broadcast; raise this chain's confirmations",
     );
@@ -391,7 +391,7 @@ export class Sweeper {
         d.chainId,
         items.map((x) => x.winner.hash),
       );
-      await d.deps.metaTxns.confirmAtSlots(
+      await d.metaTxns.confirmAtSlots(
         tx,
         d.chainId,
         items.map((x) => x.slot),
@@ -421,7 +421,7 @@ export class Sweeper {
       const ceiling =
         last.kind === 'filler'
           ? null
-          : coverCeiling(await d.deps.metaTxns.coversAtSlot(d.chainId, s.sender, s.nonce), BigInt(last.gas_limit), await d.relayer.l1FeeBound(last.data, last.raw.startsWith('0x04')));
+          : coverCeiling(await d.metaTxns.coversAtSlot(d.chainId, s.sender, s.nonce), BigInt(last.gas_limit), await d.relayer.l1FeeBound(last.data, last.raw.startsWith('0x04')));
       const rep = boundedReplacement(last.fees, market, d.policy, ceiling);
       const why = rep.ok ? await this.replace(s, last, rep.fees, head) : rep.reason;
       // Replaced (at least the next base fee), or refused and tried again: nothing holds the sender.
@@ -429,11 +429,11 @@ export class Sweeper {
       if (stuck) {
         const still = await freeSlot(d, s, last, market, head, out);
         if (!still) return { capped: null, pricedOut: null };
-        await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, still);
+        await d.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, still);
         if (s.nonce >= pending) await this.rebroadcast(last);
         return { capped: still, pricedOut: out };
       }
-      await d.deps.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, why);
+      await d.metaTxns.setStalledAtSlot(d.chainId, s.sender, s.nonce, why);
       if (s.nonce >= pending) await this.rebroadcast(last);
       return { capped: why, pricedOut: out };
     }
@@ -446,12 +446,12 @@ export class Sweeper {
     const d = this.d;
     const res = await broadcast(d.client, a.raw);
     if (res.ok) {
-      d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'rebroadcast' });
-      if (!res.uncertain) d.deps.log.info({ chainId: d.chainId, hash: a.hash, nonce: a.nonce }, 're-broadcast a transaction missing from the pool');
+      d.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'rebroadcast' });
+      if (!res.uncertain) d.log.info({ chainId: d.chainId, hash: a.hash, nonce: a.nonce }, 're-broadcast a transaction missing from the pool');
       await noteBroadcast(this.db, d.chainId, a.hash);
     } else {
       // "nonce too low": it (or a sibling) was just mined; the next sweep finds the receipt.
-      d.deps.log.debug({ chainId: d.chainId, hash: a.hash, kind: res.kind, err: res.message }, 're-broadcast refused');
+      d.log.debug({ chainId: d.chainId, hash: a.hash, kind: res.kind, err: res.message }, 're-broadcast refused');
     }
   }
 
@@ -470,20 +470,20 @@ export class Sweeper {
     if (refused !== undefined) return `a replacement at these fees was refused: ${(refused ?? 'no reason given').slice(0, 200)}`;
     await this.db.transaction(async (tx) => {
       await insertAttempt(tx, d.chainId, { ...u, sender: s.sender, kind: last.kind, metaTxnId: last.meta_txn_id, hash, raw, head });
-      await d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, hash, 'replaced', true);
+      await d.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, hash, 'replaced', true);
     });
     const res = await broadcast(d.client, raw);
     if (res.ok) {
-      d.deps.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'replacement' });
-      d.deps.log.info({ chainId: d.chainId, sender: s.sender, nonce: s.nonce, hash, replaces: last.hash }, 'replaced a transaction not included in time');
+      d.metrics?.relayBroadcasts.inc({ chain: d.chainName, kind: 'replacement' });
+      d.log.info({ chainId: d.chainId, sender: s.sender, nonce: s.nonce, hash, replaces: last.hash }, 'replaced a transaction not included in time');
       await markBroadcast(this.db, d.chainHead, d.chainId, [hash]);
       return null;
     }
     // The replacement does not exist; the earlier attempts are still the slot's (and still watched).
-    d.deps.metrics?.relayRefused.inc({ chain: d.chainName, reason: res.kind });
-    d.deps.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
+    d.metrics?.relayRefused.inc({ chain: d.chainName, reason: res.kind });
+    d.log.warn({ chainId: d.chainId, hash, kind: res.kind, err: res.message }, 'replacement refused');
     await failAttempt(this.db, d.chainId, hash, res.message);
-    await this.db.transaction((tx) => d.deps.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, last.hash, 'replacement_refused'));
+    await this.db.transaction((tx) => d.metaTxns.setSlotHash(tx, d.chainId, s.sender, s.nonce, last.hash, 'replacement_refused'));
     return null;
   }
 }

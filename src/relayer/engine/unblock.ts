@@ -38,7 +38,7 @@ export async function freeSlot(d: EngineContext, slot: { sender: `0x${string}`; 
   if (still) return `${why}; it cannot be freed: a self-transfer within the fee cap would offer too little (${still})`;
   const sent = await sendFiller(d, slot.sender, slot.nonce, rep.fees, head);
   if (!sent.ok) return `${why}; the self-transfer freeing its nonce was refused: ${(sent.error ?? '').slice(0, 200)}`;
-  d.deps.log.warn({ chainId: d.chainId, sender: slot.sender, nonce: slot.nonce, hash: sent.hash, replaces: last.hash, why }, 'freeing a stuck nonce with a zero-value self-transfer');
-  await d.deps.metaTxns.setStalledAtSlot(d.chainId, slot.sender, slot.nonce, `${why}: its nonce is being freed by a zero-value self-transfer (${sent.hash}); it is DROPPED once that is mined`);
+  d.log.warn({ chainId: d.chainId, sender: slot.sender, nonce: slot.nonce, hash: sent.hash, replaces: last.hash, why }, 'freeing a stuck nonce with a zero-value self-transfer');
+  await d.metaTxns.setStalledAtSlot(d.chainId, slot.sender, slot.nonce, `${why}: its nonce is being freed by a zero-value self-transfer (${sent.hash}); it is DROPPED once that is mined`);
   return null;
 }
