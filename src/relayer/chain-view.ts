@@ -51,9 +51,17 @@ export interface RelayerDeps {
   waits?: WaitRepo;
 }
 
+/** What intake (intake/intake.ts) is given of the wiring, besides the chain context and pricing. */
+export type IntakeDeps = Pick<RelayerDeps, 'config' | 'metaTxns' | 'bars' | 'spendCaps' | 'approveSponsorship' | 'waits' | 'metrics' | 'onQueued'>;
+
+/** What pricing (intake/pricing.ts) is given of the wiring, besides the chain context. */
+export type PricingDeps = Pick<RelayerDeps, 'config' | 'quoteSecret' | 'metaTxns' | 'sponsors' | 'bars' | 'spendCaps' | 'balances' | 'approveSponsorship'>;
+
 /** The per-chain context the stages use: addresses, fee tokens, the node, simulations and wallet recognition. */
 export interface RelayerChain {
   readonly chainId: number;
+  /** The network's name (errors, metrics labels). */
+  readonly network: string;
   readonly context: SequenceContext;
   readonly senders: Address[];
   readonly paymentAddress: Address;

@@ -1,6 +1,6 @@
 import { getAddress, type Address, type Hex } from 'viem';
 import type { Queryable, Tx } from '../../store/db.ts';
-import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
+import type { IntakeDeps, RelayerChain } from '../chain-view.ts';
 import { LOST_DELEGATION, describeBar } from '../bars.ts';
 import { RelayError } from '../errors.ts';
 import { checkWaitingFee } from '../preconditions/fee-floor.ts';
@@ -337,7 +337,7 @@ export class Intake {
       else await f.refund();
       return { id: row.id, created, row };
     } catch (err) {
-      if (err instanceof WaitShareFull) this.deps.metrics?.relayPreconditionRefused.inc({ chain: this.deps.chain.name, share: err.share });
+      if (err instanceof WaitShareFull) this.deps.metrics?.relayPreconditionRefused.inc({ chain: this.chain.network, share: err.share });
       if (err instanceof NonceTaken || err instanceof QueueFull) throw new RelayError('conflict', err.message);
       throw err;
     }
@@ -346,6 +346,6 @@ export class Intake {
   constructor(
     private readonly chain: RelayerChain,
     private readonly pricing: Pricing,
-    private readonly deps: RelayerDeps,
+    private readonly deps: IntakeDeps,
   ) {}
 }

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../store/db.ts';
 import { BaseError, ExecutionRevertedError, IntrinsicGasTooHighError, type Address, type Hex } from 'viem';
 import { describeBar } from '../bars.ts';
-import type { RelayerChain, RelayerDeps } from '../chain-view.ts';
+import type { PricingDeps, RelayerChain } from '../chain-view.ts';
 import { RelayError } from '../errors.ts';
 import type { Authorization } from './authorization.ts';
 import { AUTHORIZATION_GAS } from './authorization.ts';
@@ -24,7 +24,7 @@ import { bundleKey, type Coverage, type SponsorRule } from './sponsors.ts';
  * rules' limits and the project's balance, and at SendMetaTxn the funding of an admitted bundle — a
  * sponsorship charged to its caps and held on its tank, or a fee read from its calldata that covers the
  * worst case (docs/relayer-worst-case.md). No node call of its own but the unsigned simulations of
- * FeeOptions; no SQL (the repositories in RelayerDeps own theirs).
+ * FeeOptions; no SQL (the repositories in PricingDeps own theirs).
  */
 
 /** Per-call overheads the gas-estimation module does not see (signature check, nonce, events, the fee transfer). */
@@ -57,7 +57,7 @@ export class Pricing {
 
   constructor(
     private readonly chain: RelayerChain,
-    private readonly deps: RelayerDeps,
+    private readonly deps: PricingDeps,
   ) {
     this.budgets = lossBudgets(deps.config.lossBudget);
   }

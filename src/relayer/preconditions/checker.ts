@@ -48,7 +48,7 @@ export class PreconditionChecker {
 
   constructor(
     readonly relayer: ChainRelayer,
-    readonly deps: PreconditionDeps,
+    private readonly deps: PreconditionDeps,
   ) {}
 
   get chainId() {
