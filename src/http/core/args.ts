@@ -7,6 +7,11 @@ import { RpcError, type ServiceErrorMap } from './errors.ts';
 import { targetProblem } from '../../untrusted/post.ts';
 import { pageSizeUpTo } from './page.ts';
 
+/** What chainFor reads: the configured networks and their clients. */
+export type ChainArgDeps = Pick<Services, 'networks' | 'chains'>;
+/** What chainIdsFor reads: the configured networks (and the well-known ones they know). */
+export type ChainIdDeps = Pick<Services, 'networks'>;
+
 /** A method that takes no arguments (unknown keys are let through, as Sequence's servers do). */
 export const NoArgs = z.object({}).loose();
 
@@ -33,7 +38,7 @@ export const TokenIdArg = z.union([z.string(), z.number().int().nonnegative()]).
 export const TokenIdString = z.string().transform(toTokenId);
 
 /** A configured chain with a client, or the service's ChainNotFound error naming the problem. */
-export function chainFor(s: Services, chainID: string, errors: ServiceErrorMap): ChainClient {
+export function chainFor(s: ChainArgDeps, chainID: string, errors: ServiceErrorMap): ChainClient {
   const found = s.networks.lookup(chainID);
   if (!found.ok) throw new RpcError(errors.chainNotFound, found.message);
   const client = s.chains.get(found.chain.chainId);
@@ -42,7 +47,7 @@ export function chainFor(s: Services, chainID: string, errors: ServiceErrorMap):
 }
 
 /** Chain ids for a search filter: configured chains, or well-known ones the directory may hold. */
-export function chainIdsFor(s: Services, inputs: string[], errors: ServiceErrorMap): number[] {
+export function chainIdsFor(s: ChainIdDeps, inputs: string[], errors: ServiceErrorMap): number[] {
   return inputs.map((input) => {
     const id = s.networks.chainIdOf(input);
     if (id !== undefined) return id;

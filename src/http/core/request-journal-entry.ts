@@ -2,6 +2,9 @@ import type { FastifyRequest } from 'fastify';
 import { clientNetwork } from '../../util/client-net.ts';
 import type { Services } from '../../services.ts';
 
+/** What a request log note needs: the journal, and the config's client network prefix. */
+export type JournalDeps = Pick<Services, 'requestJournal' | 'config'>;
+
 /**
  * What the request log calls a request: a webrpc call by its service and method ("Metadata/GetTokenMetadata"),
  * anything else by its HTTP method and route pattern ("GET /tokens/:chain/:contract/:tokenId"). Never the
@@ -15,7 +18,7 @@ export function requestName(req: FastifyRequest): string {
 }
 
 /** Notes one answered request of a project in its request log. */
-export function journalNote(s: Services, keyed: { projectId: number; keyId: number }, req: FastifyRequest, status: number, ms: number): void {
+export function journalNote(s: JournalDeps, keyed: { projectId: number; keyId: number }, req: FastifyRequest, status: number, ms: number): void {
   s.requestJournal.note({
     projectId: keyed.projectId,
     keyId: keyed.keyId,

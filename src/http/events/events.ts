@@ -12,6 +12,9 @@ import type { OpenStreams } from '../core/stream-registry.ts';
 import { StreamResumes, gapMessage } from './stream-resume.ts';
 import { clientNetwork } from '../../util/client-net.ts';
 
+/** What the event stream reads: keys, the outbox, the config's shares, the networks and the metrics. */
+export type EventStreamDeps = Pick<Services, 'auth' | 'config' | 'events' | 'metrics' | 'networks'>;
+
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind in reading (bytes buffered) is cut off; it resumes with Last-Event-ID. */
 const MAX_BUFFERED = 4 * 1024 * 1024;
@@ -36,7 +39,7 @@ const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event 
  * the event with that `id:`, within the bounds of stream-resume.ts; without it the stream starts with
  * the next event.
  */
-export function registerEventStream(app: FastifyInstance, s: Services, registry: OpenStreams) {
+export function registerEventStream(app: FastifyInstance, s: EventStreamDeps, registry: OpenStreams) {
   const slots = registry.slots;
   const shares = s.config.webhooks.streamShares;
   const resumes = new StreamResumes(shares, s.events.outbox, (paced) => s.metrics.streamResumePages.inc({ paced: String(paced) }));

@@ -7,6 +7,11 @@ import { MetadataErrors } from '../core/errors.ts';
 import { sendError } from '../core/webrpc.ts';
 import type { AccessPipeline } from '../core/access-pipeline.ts';
 
+/** What the readiness checks ask: the database and every configured chain's node. */
+export type ReadinessDeps = Pick<Services, 'db' | 'chains'>;
+/** What /health, /ready and /metrics read: the checks', each relayer's snapshot (its metaTxns), draining, the start and the metrics. */
+export type HealthRouteDeps = ReadinessDeps & Pick<Services, 'relayers' | 'metaTxns' | 'draining' | 'startedAt' | 'metrics'>;
+
 export interface CheckResult {
   name: string;
   ok: boolean;
@@ -47,7 +52,7 @@ async function probeChain(c: ChainClient, timeoutMs: number): Promise<CheckResul
   return check;
 }
 
-function checkDatabase(s: Services, timeoutMs: number): Promise<CheckResult> {
+function checkDatabase(s: Pick<Services, 'db'>, timeoutMs: number): Promise<CheckResult> {
   return timed(
     'database',
     async () => {
@@ -59,11 +64,11 @@ function checkDatabase(s: Services, timeoutMs: number): Promise<CheckResult> {
 }
 
 /** Database and every configured chain, checked concurrently with a bound on each. */
-export async function runReadinessChecks(s: Services, timeoutMs = 2_000): Promise<CheckResult[]> {
+export async function runReadinessChecks(s: ReadinessDeps, timeoutMs = 2_000): Promise<CheckResult[]> {
   return Promise.all([checkDatabase(s, timeoutMs), ...[...s.chains.values()].map((c) => probeChain(c, timeoutMs))]);
 }
 
-function chainNamed(s: Services, name: string): ChainClient | undefined {
+function chainNamed(s: Pick<Services, 'chains'>, name: string): ChainClient | undefined {
   for (const c of s.chains.values()) if (c.name === name || String(c.chainId) === name) return c;
   return undefined;
 }
@@ -73,7 +78,7 @@ function chainNamed(s: Services, name: string): ChainClient | undefined {
  * relayer runs, its queue and senders as last known, read from the database so they stay through an
  * outage (and are left out, null, when the database itself does not answer).
  */
-async function chainView(s: Services, c: ChainClient, dbOk: boolean): Promise<ChainState & { relayer?: Awaited<ReturnType<typeof relayerSnapshot>> | null }> {
+async function chainView(s: Pick<Services, 'relayers' | 'db' | 'metaTxns'>, c: ChainClient, dbOk: boolean): Promise<ChainState & { relayer?: Awaited<ReturnType<typeof relayerSnapshot>> | null }> {
   const state = c.health.state();
   const r = s.relayers.get(c.chainId);
   if (!r) return state;
@@ -87,7 +92,7 @@ async function chainView(s: Services, c: ChainClient, dbOk: boolean): Promise<Ch
  * the full body with an admin token; /metrics answers an admin token only (or, without one, on the
  * `metrics.listen` address: http/health/metrics-server.ts).
  */
-export function registerHealthRoutes(app: FastifyInstance, s: Services, access: Pick<AccessPipeline, 'isOperator'>, started: () => boolean = () => true) {
+export function registerHealthRoutes(app: FastifyInstance, s: HealthRouteDeps, access: Pick<AccessPipeline, 'isOperator'>, started: () => boolean = () => true) {
   app.get('/health', async () => ({ status: 'ok', uptime: Math.round((Date.now() - s.startedAt.getTime()) / 1000) }));
   // Ready means this process can serve: the database answers and it is not draining. A chain that is
   // down does not take the instance out of the balancer (metadata for the other chains, receipts and

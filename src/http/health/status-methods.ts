@@ -1,10 +1,13 @@
 import type { z } from 'zod';
 import type { Services } from '../../services.ts';
 import { APP_VERSION } from '../../version.ts';
-import { runReadinessChecks } from './health.ts';
+import { runReadinessChecks, type ReadinessDeps } from './health.ts';
 import { RpcError, type ErrorDef } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
 import { NoArgs } from '../core/args.ts';
+
+/** What RuntimeStatus reads: the readiness checks' and when the process started. */
+export type StatusDeps = ReadinessDeps & Pick<Services, 'startedAt'>;
 
 export function formatUptime(seconds: number): string {
   const d = Math.floor(seconds / 86400);
@@ -26,7 +29,7 @@ export function versionInfo(schemaVersion: string, schemaHash: string) {
 export const seesDetail = (ctx: Pick<RpcContext, 'project' | 'admin'>): boolean => ctx.project !== null || ctx.admin;
 
 /** The Sequence RuntimeStatus shape; each dependency is one "runnable". `detailed`: the checks' details too (seesDetail). */
-export async function runtimeStatus(s: Services, detailed: boolean) {
+export async function runtimeStatus(s: StatusDeps, detailed: boolean) {
   const checks = (await runReadinessChecks(s)).map((c) => (detailed ? c : { ...c, detail: c.ok ? undefined : 'failed' }));
   const uptime = Math.floor((Date.now() - s.startedAt.getTime()) / 1000);
   const runnable: Record<string, { running: boolean; restarts: number; startTime: string; lastError: string | null }> = {};
