@@ -5,10 +5,13 @@ import type { ContractRow } from '../../metadata/contracts/contract-store.ts';
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../core/errors.ts';
 import { method, type ServiceDef } from '../core/webrpc.ts';
-import { AddressArg, ChainArg, PageArg, chainIdsFor } from '../core/args.ts';
+import { AddressArg, ChainArg, PageArg, chainIdsFor, type ChainIdDeps } from '../core/args.ts';
 import { nextPage } from '../core/page.ts';
 import { METADATA_SCHEMA } from './metadata.ts';
-import { directoryAdminMethods } from './directory.ts';
+import { directoryAdminMethods, type DirectoryAdminDeps } from './directory.ts';
+
+/** What the Admin service uses: the contract store and service (overrides), and the directory's admin methods'. */
+export type AdminDeps = ChainIdDeps & DirectoryAdminDeps & Pick<Services, 'chains' | 'contractStore' | 'contracts'>;
 
 /** Sequence ContractInfoOverride on the wire: name/type/symbol null when unset. */
 function overrideToWire(o: OverrideLayer) {
@@ -25,7 +28,7 @@ function overrideToWire(o: OverrideLayer) {
 const Target = { chainID: ChainArg, contractAddress: AddressArg };
 
 /** Operators' admin API: contract overrides that beat every other source. Needs an admin token. */
-export function adminService(s: Services): ServiceDef {
+export function adminService(s: AdminDeps): ServiceDef {
   const chainIdOf = (chainID: string) => {
     const found = s.networks.lookup(chainID);
     return found.ok ? found.chain.chainId : chainIdsFor(s, [chainID], E)[0];

@@ -5,8 +5,11 @@ import { contractToWire, type ContractInfoWire } from '../../metadata/contracts/
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
-import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor } from '../core/args.ts';
+import { AddressArg, ChainArg, PageArg, chainFor, chainIdsFor, type ChainArgDeps, type ChainIdDeps } from '../core/args.ts';
 import { nextPage } from '../core/page.ts';
+
+/** What the contract reads use: the contract service and store, and the chain arguments' lookup. */
+export type ContractReadDeps = ChainArgDeps & ChainIdDeps & Pick<Services, 'contracts' | 'contractStore'>;
 
 /** Documented limit of GetContractInfoBatch / FindContractInfoBatch. */
 export const CONTRACT_BATCH_LIMIT = 100;
@@ -27,7 +30,7 @@ const allowedOf = (ctx: RpcContext) => ctx.project?.allowedChainIds ?? null;
 const keyed = (ctx: RpcContext) => ctx.keyId !== null || ctx.admin;
 
 /** The contract on every configured chain where it exists (deployed, or known to a token list). */
-async function findEverywhere(s: Services, addresses: Address[], allowed: number[] | null, eager: boolean): Promise<Map<string, ContractInfoWire[]>> {
+async function findEverywhere(s: ContractReadDeps, addresses: Address[], allowed: number[] | null, eager: boolean): Promise<Map<string, ContractInfoWire[]>> {
   // A project held to some networks sees only those: "everywhere" is everywhere it may look.
   const mayLook = (chainId: number) => !allowed || allowed.includes(chainId);
   const chains = [...s.chains.values()].filter((c) => mayLook(c.chainId));
@@ -43,7 +46,7 @@ async function findEverywhere(s: Services, addresses: Address[], allowed: number
   return out;
 }
 
-async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: number[] | null, eager: boolean) {
+async function search(s: ContractReadDeps, a: z.infer<typeof SearchArgs>, allowed: number[] | null, eager: boolean) {
   const page = a.page?.page ?? 0;
   const pageSize = a.page?.pageSize ?? 20;
   const chainInputs = [...(a.chainID ? [a.chainID] : []), ...(a.chainIDs ?? [])];
@@ -69,7 +72,7 @@ async function search(s: Services, a: z.infer<typeof SearchArgs>, allowed: numbe
   };
 }
 
-export function contractMethods(s: Services): Record<string, MethodDef<any>> {
+export function contractMethods(s: ContractReadDeps): Record<string, MethodDef<any>> {
   const findOne = method({
     input: z.object({ contractAddress: AddressArg }),
     handler: async (a, ctx) => ({ contractInfoList: (await findEverywhere(s, [a.contractAddress], allowedOf(ctx), keyed(ctx))).get(a.contractAddress) }),

@@ -4,8 +4,13 @@ import { MAX_FEATURE_INDEX, type DirectoryFilter } from '../../metadata/contract
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
-import { AddressArg, ChainArg, PageArg, chainIdsFor } from '../core/args.ts';
+import { AddressArg, ChainArg, PageArg, chainIdsFor, type ChainIdDeps } from '../core/args.ts';
 import { nextPage } from '../core/page.ts';
+
+/** What the public token directory methods use: the directory, and the chain ids' lookup. */
+export type DirectoryDeps = ChainIdDeps & Pick<Services, 'directory'>;
+/** What the directory's admin methods use besides: the configured chains, the contract and token stores, the refresh queue and its worker. */
+export type DirectoryAdminDeps = DirectoryDeps & Pick<Services, 'chains' | 'contractStore' | 'tokenStore' | 'refresh' | 'worker'>;
 
 const allowedOf = (ctx: RpcContext) => ctx.project?.allowedChainIds ?? null;
 
@@ -18,10 +23,10 @@ const DateArg = z
   .transform((v) => new Date(v));
 
 /** A chain the directory may hold: configured, or a well-known network a token list named. */
-const chainIdOf = (s: Services, chain: string | number) => chainIdsFor(s, [String(chain)], E)[0]!;
+const chainIdOf = (s: ChainIdDeps, chain: string | number) => chainIdsFor(s, [String(chain)], E)[0]!;
 
 function filterOf(
-  s: Services,
+  s: ChainIdDeps,
   a: { chain?: string | number; includeTestnets?: boolean; onlyFeatured?: boolean; page?: { page?: number; pageSize?: number } },
   ctx: RpcContext | null,
 ): DirectoryFilter {
@@ -36,7 +41,7 @@ function filterOf(
 }
 
 /** The public token directory methods of the Metadata service (and their deprecated names). */
-export function directoryMethods(s: Services): Record<string, MethodDef<any>> {
+export function directoryMethods(s: DirectoryDeps): Record<string, MethodDef<any>> {
   const networks = async (a: { includeTestnets?: boolean; onlyFeatured?: boolean }, ctx: RpcContext) =>
     s.directory.networks({ includeTestnets: !!a.includeTestnets, onlyFeatured: !!a.onlyFeatured, allowed: allowedOf(ctx) });
   const list = async (a: Parameters<typeof filterOf>[1], ctx: RpcContext) => {
@@ -87,7 +92,7 @@ export function directoryMethods(s: Services): Record<string, MethodDef<any>> {
 }
 
 /** Operators' curation of the directory and bulk refreshes, in the Admin service (admin token). */
-export function directoryAdminMethods(s: Services): Record<string, MethodDef<any>> {
+export function directoryAdminMethods(s: DirectoryAdminDeps): Record<string, MethodDef<any>> {
   const Target = { chainID: ChainArg, contractAddress: AddressArg };
   const Legacy = { chainHandle: ChainArg, contractAddress: AddressArg };
   const featureIndexOf = async (chain: string, address: Address) => (await s.directory.featureIndexOf(chainIdOf(s, chain), address)) ?? 0;

@@ -4,8 +4,11 @@ import type { TaskRow } from '../../metadata/refresh/task-store.ts';
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
-import { AddressArg, ChainArg, chainFor } from '../core/args.ts';
+import { AddressArg, ChainArg, chainFor, type ChainArgDeps } from '../core/args.ts';
 import { TaskIdArgs, guard, taskToWire } from './refresh.ts';
+
+/** What the legacy sync methods use: mint monitors, the refresh queue and its worker, and the chain arguments' lookup. */
+export type LegacySyncDeps = ChainArgDeps & Pick<Services, 'mintMonitors' | 'refresh' | 'worker'>;
 
 const ContractArgs = z.object({ chainID: ChainArg, contractAddress: AddressArg });
 
@@ -41,7 +44,7 @@ function syncTaskToWire(t: TaskRow) {
  * on the refresh queue and the chain watcher. Like every refresh method they need an access key, and
  * what they register or queue is the key's project's alone.
  */
-export function legacySyncMethods(s: Services): Record<string, MethodDef<any>> {
+export function legacySyncMethods(s: LegacySyncDeps): Record<string, MethodDef<any>> {
   // The monitors and syncs are a key's project's; an admin token (which the secret-key methods admit) names none.
   const project = (ctx: RpcContext) => {
     if (!ctx.project) throw new RpcError(MetadataErrors.PermissionDenied, 'these methods act for the project of the key: send its secret key, not an admin token');

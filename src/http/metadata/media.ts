@@ -11,10 +11,13 @@ import { CONTRACT_MEDIA_FIELDS, MEDIA_FIELDS, formatFor, isImage, parseRendition
 import { networksNamed } from '../../access/allowed-networks.ts';
 import type { AccessPipeline } from '../core/access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, toWire, type ErrorDef } from '../core/errors.ts';
-import { AddressArg, TokenIdString, chainFor } from '../core/args.ts';
-import { chargeFetch, fetchCallerOf, readTokens } from './token-reads.ts';
+import { AddressArg, TokenIdString, chainFor, type ChainArgDeps } from '../core/args.ts';
+import { chargeFetch, fetchCallerOf, readTokens, type TokenReadDeps } from './token-reads.ts';
 import type { FetchCaller } from '../../metadata/tokens/fetch-shares.ts';
 import { describeIssues, sendError } from '../core/webrpc.ts';
+
+/** What the media routes use: the media service, the contract service, token reads, and the chain lookup. */
+export type MediaRouteDeps = ChainArgDeps & TokenReadDeps & Pick<Services, 'media' | 'contracts'>;
 
 export const MEDIA_SECURITY_HEADERS = {
   'X-Content-Type-Options': 'nosniff',
@@ -143,7 +146,7 @@ function redirectToBlob(reply: FastifyReply, req: FastifyRequest, b: BlobInfo, w
 }
 
 /** A contract's logo (ContractInfo logoURI) or og:image (extensions.ogImage), fetched through the media pipeline on first request. */
-async function sendContractMedia(s: Services, media: MediaService, req: FastifyRequest, reply: FastifyReply, w: number | undefined, caller: FetchCaller) {
+async function sendContractMedia(s: MediaRouteDeps, media: MediaService, req: FastifyRequest, reply: FastifyReply, w: number | undefined, caller: FetchCaller) {
   const p = parseOrThrow(ContractMediaParams, req.params);
   const chain = chainFor(s, p.network, metadataErrorMap);
   const info = (await s.contracts.get(chain, [p.contract], { eager: !caller.keyless })).infos.get(p.contract);
@@ -156,7 +159,7 @@ async function sendContractMedia(s: Services, media: MediaService, req: FastifyR
   return redirectToBlob(reply, req, asset.blob, w);
 }
 
-export function registerMediaRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
+export function registerMediaRoutes(app: FastifyInstance, s: MediaRouteDeps, access: AccessPipeline) {
   const media = s.media;
   if (!media) return;
 

@@ -1,17 +1,19 @@
 import { z } from 'zod';
-import type { Services } from '../../services.ts';
 import { metadataErrorMap } from '../core/errors.ts';
 import { RpcError, MetadataErrors } from '../core/errors.ts';
 import { RawJson, ReusableJson, method, type ServiceDef } from '../core/webrpc.ts';
 import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../core/args.ts';
-import { runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { runtimeStatus, seesDetail, versionInfo, type StatusDeps } from '../health/status-methods.ts';
 import { NoArgs } from '../core/args.ts';
-import { contractMethods } from './contracts.ts';
-import { refreshMethods } from './refresh.ts';
-import { legacySyncMethods } from './legacy-sync.ts';
-import { tokenSearchMethods } from './token-search.ts';
-import { directoryMethods } from './directory.ts';
-import { fetchCallerOf, readTokens } from './token-reads.ts';
+import { contractMethods, type ContractReadDeps } from './contracts.ts';
+import { refreshMethods, type RefreshDeps } from './refresh.ts';
+import { legacySyncMethods, type LegacySyncDeps } from './legacy-sync.ts';
+import { tokenSearchMethods, type TokenSearchDeps } from './token-search.ts';
+import { directoryMethods, type DirectoryDeps } from './directory.ts';
+import { fetchCallerOf, readTokens, type TokenReadDeps } from './token-reads.ts';
+
+/** What the Metadata service uses: what its groups of methods, token reads and RuntimeStatus use. */
+export type MetadataServiceDeps = StatusDeps & TokenReadDeps & ContractReadDeps & RefreshDeps & LegacySyncDeps & TokenSearchDeps & DirectoryDeps;
 
 export const METADATA_SCHEMA = 'sequence-metadata@v0.4.0';
 
@@ -36,7 +38,7 @@ function allCurrent(checks: Array<() => boolean>): () => boolean {
   return () => checks.every((c) => c());
 }
 
-export function metadataService(s: Services): ServiceDef {
+export function metadataService(s: MetadataServiceDeps): ServiceDef {
   const E = metadataErrorMap;
   return {
     name: 'Metadata',

@@ -5,7 +5,10 @@ import type { TaskRow } from '../../metadata/refresh/task-store.ts';
 import type { Services } from '../../services.ts';
 import { MetadataErrors, RpcError, metadataErrorMap as E } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
-import { AddressArg, ChainArg, TokenIdArg, chainFor } from '../core/args.ts';
+import { AddressArg, ChainArg, TokenIdArg, chainFor, type ChainArgDeps } from '../core/args.ts';
+
+/** What the refresh methods use: the refresh queue and its worker, and the chain arguments' lookup. */
+export type RefreshDeps = ChainArgDeps & Pick<Services, 'refresh' | 'worker'>;
 
 const MAX_TOKENS = 10_000;
 
@@ -50,7 +53,7 @@ export function taskToWire(t: TaskRow) {
 }
 
 /** Refresh tasks: every method needs a key, and a task is visible only to the project that made it. */
-export function refreshMethods(s: Services): Record<string, MethodDef<any>> {
+export function refreshMethods(s: RefreshDeps): Record<string, MethodDef<any>> {
   const project = (ctx: RpcContext) => ctx.project!.id;
   const tokens = async (ctx: RpcContext, chainID: string, contract: Address, ids: string[] | undefined, all: boolean, onlyNew = false) => {
     const chain = chainFor(s, chainID, E);

@@ -9,11 +9,14 @@ import { networksNamed } from '../../access/allowed-networks.ts';
 import type { ReusableAnswer } from '../../access/response-cache.ts';
 import { callerOf, etagOf, keep, type AccessPipeline, type AccessRequest } from '../core/access-pipeline.ts';
 import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, type ErrorDef } from '../core/errors.ts';
-import { AddressArg, TokenIdString, chainFor } from '../core/args.ts';
+import { AddressArg, TokenIdString, chainFor, type ChainArgDeps } from '../core/args.ts';
 import { LIMITS } from './metadata.ts';
-import { fetchCallerOf, readTokens } from './token-reads.ts';
+import { fetchCallerOf, readTokens, type TokenReadDeps } from './token-reads.ts';
 import { describeIssues, sendError } from '../core/webrpc.ts';
 import { READS_ROUTE, SETTLED_CACHE_CONTROL, matchesEtag, restReuseKey, reusedHeaders } from '../core/reuse.ts';
+
+/** What the REST routes and explainToken use: token reads, the contract service, and the chain lookup. */
+export type RestDeps = ChainArgDeps & TokenReadDeps & Pick<Services, 'contracts'>;
 
 /** Route schemas: the same objects validate requests and generate /openapi.json. */
 export const TokenParams = z.object({
@@ -60,7 +63,7 @@ export const TokenExplanation = z.object({
 });
 
 /** How a token was resolved (REST explain, and the console's token lookup). */
-export async function explainToken(s: Services, chain: ChainClient, contract: Address, id: string): Promise<z.infer<typeof TokenExplanation>> {
+export async function explainToken(s: RestDeps, chain: ChainClient, contract: Address, id: string): Promise<z.infer<typeof TokenExplanation>> {
   const rec = await s.tokens.explain(chain, contract, id);
   if (!rec) throw new RpcError(MetadataErrors.NotFound, 'token could not be resolved');
   return {
@@ -108,7 +111,7 @@ function sendReused(req: FastifyRequest, reply: FastifyReply, answer: Pick<Reusa
   return status === 304 ? reply.send() : reply.send(answer.body);
 }
 
-export function registerRestRoutes(app: FastifyInstance, s: Services, access: AccessPipeline) {
+export function registerRestRoutes(app: FastifyInstance, s: RestDeps, access: AccessPipeline) {
   const errors = metadataAccessErrors;
   const refuse = (reply: FastifyReply, err: RpcError) => sendError(reply, err.def as ErrorDef, err.detail, err.headers);
   const describe =

@@ -10,9 +10,12 @@ import { storedStatus, toWire } from '../../metadata/tokens/token-view.ts';
 import type { Services } from '../../services.ts';
 import { metadataErrorMap as E } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
-import { AddressArg, ChainArg, chainFor, chainIdsFor } from '../core/args.ts';
+import { AddressArg, ChainArg, chainFor, chainIdsFor, type ChainArgDeps, type ChainIdDeps } from '../core/args.ts';
 import { nextPage, pageSizeUpTo } from '../core/page.ts';
-import { fetchCallerOf } from './token-reads.ts';
+import { fetchCallerOf, type TokenReadDeps } from './token-reads.ts';
+
+/** What the token search methods use: the search index, the contract service and store, token reads, and the chain arguments' lookup. */
+export type TokenSearchDeps = ChainArgDeps & ChainIdDeps & TokenReadDeps & Pick<Services, 'tokenSearch' | 'contracts' | 'contractStore'>;
 
 const refuseBefore = z
   .unknown()
@@ -131,7 +134,7 @@ function filterToWire(st: PropertyStat, withValues: boolean) {
 }
 
 /** Token search and property filters (facets), with the deprecated names older SDKs call. */
-export function tokenSearchMethods(s: Services): Record<string, MethodDef<any>> {
+export function tokenSearchMethods(s: TokenSearchDeps): Record<string, MethodDef<any>> {
   /**
    * Each token with its real status (a stale one is REFRESHING, as GetTokenMetadata says); the stale
    * ones are re-read in the background, as a GetTokenMetadata of them would: in the caller's share,
