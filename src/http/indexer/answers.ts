@@ -1,8 +1,11 @@
 import type { z } from 'zod';
 import { metadataFor, readHistory, tokenBalanceJson, transactionJson, type BalanceRow, type ChainIndexer, type TokenType } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
-import { balancePrices, priceFields, pricesOrWithdrawn } from './prices.ts';
+import { balancePrices, priceFields, pricesOrWithdrawn, type PriceDeps } from './prices.ts';
 import { bad, gradeOf, narrowToGrade, paging, type ByContractArgs, type GetTokenBalancesArgs, type Grade, type HistoryArgs, type TokenBalancesFilterArgs } from './args.ts';
+
+/** What the indexer's answers use: the database (history), the metadata they carry, the relayer's meta-transactions (carriedBy) and prices. */
+export type AnswerDeps = PriceDeps & Pick<Services, 'db' | 'indexerMetadata' | 'metaTxns'>;
 
 // One chain's answers to the Indexer's read methods, as parts (a page and JSON text items): the
 // per-chain service (indexer.ts) sends them as they are, the gateway (gateway.ts) gathers
@@ -18,12 +21,12 @@ const nonEmpty = <T>(a: T[] | undefined): T[] | undefined => (a?.length ? a : un
 const merge = (one: string | undefined, many: string[] | undefined) => nonEmpty([...(one ? [one] : []), ...(many ?? [])]);
 
 /** The query's contract filters narrowed to the contracts of a grade (one read of the chain's verified list, only when asked). */
-async function graded<Q extends { contracts?: string[]; excludeContracts?: string[] }>(s: Services, ix: ChainIndexer, q: Q, grade: Grade): Promise<Q> {
+async function graded<Q extends { contracts?: string[]; excludeContracts?: string[] }>(s: AnswerDeps, ix: ChainIndexer, q: Q, grade: Grade): Promise<Q> {
   return grade ? narrowToGrade(q, grade, await s.indexerMetadata.verified(ix.chain.chainId)) : q;
 }
 
 /** The Sequence NativeTokenBalance, read from the chain now, priced unless `omitPrices`. */
-export async function nativeBalance(s: Services, ix: ChainIndexer, account: `0x${string}`, omitPrices = false) {
+export async function nativeBalance(s: AnswerDeps, ix: ChainIndexer, account: `0x${string}`, omitPrices = false) {
   const [wei, prices] = await Promise.all([ix.chain.public.getBalance({ address: account }), omitPrices ? undefined : pricesOrWithdrawn(s, ix.chain.chainId, ['native'])]);
   const currency = ix.chain.public.chain?.nativeCurrency;
   const price = priceFields(prices?.get('native'), wei);
@@ -42,7 +45,7 @@ export async function nativeBalance(s: Services, ix: ChainIndexer, account: `0x$
 }
 
 /** GetTokenBalances. */
-export async function tokenBalances(s: Services, ix: ChainIndexer, a: z.infer<typeof GetTokenBalancesArgs>): Promise<ListPart> {
+export async function tokenBalances(s: AnswerDeps, ix: ChainIndexer, a: z.infer<typeof GetTokenBalancesArgs>): Promise<ListPart> {
   if (!a.accountAddress && !a.contractAddress) throw bad('accountAddress or contractAddress: at least one is required');
   if (a.tokenID !== undefined && !a.contractAddress) throw bad('tokenID needs a contractAddress');
   const pg = paging(a.page);
@@ -78,7 +81,7 @@ export async function tokenBalances(s: Services, ix: ChainIndexer, a: z.infer<ty
 }
 
 /** GetTokenBalancesSummary (one row per contract) and GetTokenBalancesDetails (one per token): the filter is shared. */
-export async function balancesByFilter(s: Services, ix: ChainIndexer, a: z.infer<typeof TokenBalancesFilterArgs>, summary: boolean) {
+export async function balancesByFilter(s: AnswerDeps, ix: ChainIndexer, a: z.infer<typeof TokenBalancesFilterArgs>, summary: boolean) {
   const f = a.filter;
   const pg = paging(a.page);
   const q = await graded(
@@ -119,7 +122,7 @@ export async function balancesByFilter(s: Services, ix: ChainIndexer, a: z.infer
 }
 
 /** GetTokenBalancesByContract. */
-export async function balancesByContract(s: Services, ix: ChainIndexer, a: z.infer<typeof ByContractArgs>): Promise<ListPart> {
+export async function balancesByContract(s: AnswerDeps, ix: ChainIndexer, a: z.infer<typeof ByContractArgs>): Promise<ListPart> {
   const pg = paging(a.page);
   const rows = await ix.reads.balances(
     await graded(
@@ -152,7 +155,7 @@ export async function balancesByContract(s: Services, ix: ChainIndexer, a: z.inf
 
 /** GetBalanceUpdates: balances of a contract changed after a block (from the beginning when that block left the chain). */
 export async function balanceUpdates(
-  s: Services,
+  s: AnswerDeps,
   ix: ChainIndexer,
   a: { contractAddress: string; lastBlockNumber: number; lastBlockHash?: string; page?: Parameters<typeof paging>[0] },
 ): Promise<ListPart> {
@@ -170,7 +173,7 @@ export async function balanceUpdates(
 }
 
 /** GetTransactionHistory. */
-export async function transactionHistory(s: Services, ix: ChainIndexer, a: z.infer<typeof HistoryArgs>): Promise<ListPart> {
+export async function transactionHistory(s: AnswerDeps, ix: ChainIndexer, a: z.infer<typeof HistoryArgs>): Promise<ListPart> {
   const f = a.filter;
   const accounts = merge(f.accountAddress, f.accountAddresses);
   const requested = merge(f.contractAddress, f.contractAddresses);
@@ -210,7 +213,7 @@ export async function transactionHistory(s: Services, ix: ChainIndexer, a: z.inf
  * History's transaction hashes: those asked, narrowed to the transactions that carried the meta-transactions
  * asked (the relayer's record). Meta-transaction ids that carried nothing yet leave an empty list: no rows.
  */
-async function carriedBy(s: Services, ix: ChainIndexer, hashes: string[] | undefined, metaIds: string[] | undefined): Promise<string[] | undefined> {
+async function carriedBy(s: AnswerDeps, ix: ChainIndexer, hashes: string[] | undefined, metaIds: string[] | undefined): Promise<string[] | undefined> {
   if (!metaIds) return hashes;
   const carried = await s.metaTxns.txnHashesOf(ix.chain.chainId, metaIds);
   return hashes ? hashes.filter((h) => carried.includes(h)) : carried;

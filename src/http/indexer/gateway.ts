@@ -5,12 +5,15 @@ import type { ChainIndexer } from '../../indexer/index.ts';
 import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError, indexerErrorMap as E } from '../core/errors.ts';
 import { RawJson, method, type RpcContext, type ServiceDef } from '../core/webrpc.ts';
-import { runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { runtimeStatus, seesDetail, versionInfo, type StatusDeps } from '../health/status-methods.ts';
 import { NoArgs } from '../core/args.ts';
 import { AccountArgs, BalanceUpdatesArgs, ByContractArgs, GetTokenBalancesArgs, HistoryArgs, MAP_LIMITS, PriceQueryArg, TokenBalancesFilterArgs, bad } from './args.ts';
-import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory, type PageWire } from './answers.ts';
+import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory, type PageWire, type AnswerDeps } from './answers.ts';
 import { INDEXER_SCHEMA } from './indexer.ts';
 import { queryPrices } from './prices.ts';
+
+/** What the IndexerGateway service uses: every chain's indexer and client, the directory, the networks and the config, and what its answers and RuntimeStatus use. */
+export type GatewayDeps = AnswerDeps & StatusDeps & Pick<Services, 'chains' | 'config' | 'directory' | 'indexers' | 'networks'>;
 
 // The IndexerGateway (@0xsequence/indexer indexergw.gen.ts, `SequenceIndexerGateway`): the Indexer's
 // reads across every indexed chain in one call, each chain asked concurrently through the same
@@ -30,7 +33,7 @@ type ScopeArgs = { chainIds?: number[]; networks?: string[]; networkType?: 'MAIN
 /** One chain's part of an answer: its results, or why it has none. */
 type ChainPart<T> = { ix: ChainIndexer; ok: true; value: T } | { ix: ChainIndexer; ok: false; reason: string };
 
-export function indexerGatewayService(s: Services): ServiceDef {
+export function indexerGatewayService(s: GatewayDeps): ServiceDef {
   const byType = (ids: number[], type: ScopeArgs['networkType']) => (!type || type === 'ALL' ? ids : ids.filter((id) => s.directory.isTestnet(id) === (type === 'TESTNETS')));
 
   /** The chains of a call, in configuration order; a key held to some networks sees only those. */
@@ -180,7 +183,7 @@ const GatewayPriceQuery = z.object({
  * without a price are left out and listed in metarelay's `unpriced` with the reason; a chain whose
  * prices cannot be read (its node down) has `errorReason` and no results.
  */
-async function gatewayPrices(s: Services, qs: Array<z.infer<typeof GatewayPriceQuery>>, ctx: RpcContext) {
+async function gatewayPrices(s: GatewayDeps, qs: Array<z.infer<typeof GatewayPriceQuery>>, ctx: RpcContext) {
   const allowed = ctx.project?.allowedChainIds;
   // Names resolved to ids first: the answer's chainID is the schema's number whatever was sent.
   const resolved = qs.map((q) => {

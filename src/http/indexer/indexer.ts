@@ -22,14 +22,17 @@ import {
   bad,
   paging,
 } from './args.ts';
-import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory } from './answers.ts';
+import { balanceUpdates, balancesByContract, balancesByFilter, nativeBalance, tokenBalances, transactionHistory, type AnswerDeps } from './answers.ts';
 import { balancePrices, listedPrices, listedWire, onePrice, queryPrices } from './prices.ts';
-import { runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { runtimeStatus, seesDetail, versionInfo, type StatusDeps } from '../health/status-methods.ts';
 import { NoArgs } from '../core/args.ts';
-import { indexerListenerMethods } from './listeners.ts';
+import { indexerListenerMethods, type ListenerDeps } from './listeners.ts';
 import { indexerStreamMethods } from './streams.ts';
 import { withReadShares } from './read-shares.ts';
 import type { OpenStreams } from '../core/stream-registry.ts';
+
+/** What the Indexer service uses: the chains' indexers, the metadata they carry, the networks, the config and metrics, and what its answers, listeners and RuntimeStatus use. */
+export type IndexerServiceDeps = AnswerDeps & StatusDeps & ListenerDeps & Pick<Services, 'config' | 'indexerMetadata' | 'indexers' | 'metrics' | 'networks'>;
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
@@ -40,7 +43,7 @@ const MAX_ID_RANGES = 15_000;
 const NO_SESSION_ACCOUNT = 'accountAddress: required (Sequence takes the wallet of a signed-in session when it is left out; metarelay has no wallet sessions, so name the account)';
 
 /** The indexer of the network in the path (`/indexer/<name or id>/rpc/Indexer/...`). */
-function indexerFor(s: Services, ctx: RpcContext): ChainIndexer {
+function indexerFor(s: IndexerServiceDeps, ctx: RpcContext): ChainIndexer {
   const network = ctx.params.network ?? '';
   const found = s.networks.lookup(network);
   if (!found.ok) throw new RpcError(E.chainNotFound, found.message);
@@ -56,7 +59,7 @@ function raw(members: Record<string, unknown>, lists: Record<string, string[]>):
   return new RawJson(`{${parts.join(',')}}`);
 }
 
-export function indexerService(s: Services, streams: OpenStreams): ServiceDef {
+export function indexerService(s: IndexerServiceDeps, streams: OpenStreams): ServiceDef {
   /** Summary and Details share the filter; they differ in one row per token or per contract. */
   const byFilter = (summary: boolean) =>
     method({

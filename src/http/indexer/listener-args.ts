@@ -6,6 +6,9 @@ import { IndexerErrors, RpcError } from '../core/errors.ts';
 import type { RpcContext } from '../core/webrpc.ts';
 import { AddressArg, TokenIdArg, WebhookUrlArg } from '../core/args.ts';
 
+/** What the listener arguments are checked against: the projects (an admin's projectId), and the delivery's URL vetting. */
+export type ListenerArgDeps = Pick<Services, 'projects' | 'events'>;
+
 // The webhook-listener methods' request schemas (EventFilter, WebhookListener of indexer.gen.ts) and
 // the rules that turn them into what a listener keeps. Unknown fields are refused, never dropped; a
 // JSON null (Go clients send one for an empty list) counts as left out.
@@ -53,7 +56,7 @@ export const ListenerArg = z
  * The project a call acts for: the access key's (a `projectId` naming another is refused), or, with
  * an admin token, the one `projectId` names.
  */
-export async function projectOf(s: Services, ctx: RpcContext, projectId: number | null | undefined): Promise<number> {
+export async function projectOf(s: ListenerArgDeps, ctx: RpcContext, projectId: number | null | undefined): Promise<number> {
   const named = projectId || undefined;
   if (ctx.project) {
     if (named !== undefined && named !== ctx.project.id) {
@@ -114,7 +117,7 @@ export async function listenerFilter(ix: ChainIndexer, f: z.infer<typeof EventFi
 }
 
 /** The URL a listener is given, refused when deliveries to it would be (docs/webhooks.md, Addresses). */
-export async function vetUrl(s: Services, url: string): Promise<string> {
+export async function vetUrl(s: ListenerArgDeps, url: string): Promise<string> {
   const problem = await s.events.post.vet(url);
   if (problem) throw bad(`url: ${problem}`);
   return url;

@@ -5,7 +5,10 @@ import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError } from '../core/errors.ts';
 import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
 import { WebhookUrlArg } from '../core/args.ts';
-import { EventFilterArg, ListenerArg, ListenerId, ProjectIdArg, bad, listenerFilter, projectOf, vetUrl } from './listener-args.ts';
+import { EventFilterArg, ListenerArg, ListenerId, ProjectIdArg, bad, listenerFilter, projectOf, vetUrl, type ListenerArgDeps } from './listener-args.ts';
+
+/** What the webhook listener methods use: the events' listeners, the config's limits, and the arguments' checks. */
+export type ListenerDeps = ListenerArgDeps & Pick<Services, 'config' | 'events'>;
 
 /** Sequence's WebhookListener; `disabledReason` is metarelay's own, when the delivery worker disabled it. */
 function wire(l: Listener) {
@@ -40,7 +43,7 @@ const ById = z.object({ id: ListenerId, ...Scoped }).strict();
  * project's listeners on the chain of the path. A project access key acts on its project's; an admin
  * token on the project `projectId` names. Another project's listener is not found.
  */
-export function indexerListenerMethods(s: Services, chainOf: (ctx: RpcContext) => ChainIndexer): Record<string, MethodDef<z.ZodType>> {
+export function indexerListenerMethods(s: ListenerDeps, chainOf: (ctx: RpcContext) => ChainIndexer): Record<string, MethodDef<z.ZodType>> {
   const store = s.events.listeners;
   const scope = async (ctx: RpcContext, projectId: number | null | undefined) => {
     const ix = chainOf(ctx);

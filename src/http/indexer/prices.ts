@@ -3,6 +3,9 @@ import { NATIVE_ADDRESS, fractionToDecimal, usdValue, type UsdPrice } from '../.
 import type { Services } from '../../services.ts';
 import { IndexerErrors, RpcError } from '../core/errors.ts';
 
+/** What the indexer's price reads use: the USD prices per chain. */
+export type PriceDeps = Pick<Services, 'prices'>;
+
 // USD prices in the indexer's answers, from the chain's UsdPrices (src/prices/usd.ts). A token with no
 // price keeps the schema's required "0" with no priceUpdatedAt (as Sequence answers a token it does not
 // price); one the operator prices whose sources all fail now also says why (`priceUnavailable`).
@@ -22,7 +25,7 @@ const sourceWire = (p: Extract<UsdPrice, { ok: true }>): PriceSourceWire => ({ k
 const keyOf = (contract: string) => (contract.toLowerCase() === NATIVE_ADDRESS ? 'native' : contract.toLowerCase());
 
 /** Prices of the keys on a chain; a chain with no `prices` configured prices nothing. */
-export async function pricesOf(s: Services, chainId: number, keys: readonly string[]): Promise<Map<string, UsdPrice>> {
+export async function pricesOf(s: PriceDeps, chainId: number, keys: readonly string[]): Promise<Map<string, UsdPrice>> {
   const book = s.prices.get(chainId);
   if (book) return book.get(keys);
   const none: UsdPrice = { ok: false, known: false, reason: 'this chain has no price sources configured (chains[].prices)' };
@@ -30,7 +33,7 @@ export async function pricesOf(s: Services, chainId: number, keys: readonly stri
 }
 
 /** As pricesOf, but a node that cannot be asked withdraws the live prices instead of failing: balances are read from the database and still answer. */
-export async function pricesOrWithdrawn(s: Services, chainId: number, keys: readonly string[]): Promise<Map<string, UsdPrice>> {
+export async function pricesOrWithdrawn(s: PriceDeps, chainId: number, keys: readonly string[]): Promise<Map<string, UsdPrice>> {
   try {
     return await pricesOf(s, chainId, keys);
   } catch (err) {
@@ -47,7 +50,7 @@ export function priceFields(p: UsdPrice | undefined, amount: string | bigint): P
 }
 
 /** Price fields per row (ERC20 balances only: collectibles are not priced); undefined for all when `omit`. */
-export async function balancePrices(s: Services, chainId: number, rows: ReadonlyArray<{ contract: string; type: string; balance: string }>, omit = false): Promise<Array<PriceFields | undefined>> {
+export async function balancePrices(s: PriceDeps, chainId: number, rows: ReadonlyArray<{ contract: string; type: string; balance: string }>, omit = false): Promise<Array<PriceFields | undefined>> {
   if (omit || !rows.some((r) => r.type === 'ERC20')) return rows.map(() => undefined);
   const keys = [...new Set(rows.filter((r) => r.type === 'ERC20').map((r) => r.contract.toLowerCase()))];
   const prices = await pricesOrWithdrawn(s, chainId, keys);
@@ -70,7 +73,7 @@ export interface PriceQuery {
 }
 
 /** Each query's price, in query order; those without one are left out and listed with the reason in `unpriced`. */
-export async function queryPrices(s: Services, chainId: number, queries: readonly PriceQuery[]) {
+export async function queryPrices(s: PriceDeps, chainId: number, queries: readonly PriceQuery[]) {
   const prices = await pricesOf(s, chainId, [...new Set(queries.map((q) => keyOf(q.contractAddress)))]);
   const out: PriceWire[] = [];
   const unpriced: Array<PriceQuery & { reason: string }> = [];
@@ -83,14 +86,14 @@ export async function queryPrices(s: Services, chainId: number, queries: readonl
 }
 
 /** One query's price, or the error that says why there is none (NotFound: not priced here; Unavailable: its sources fail now). */
-export async function onePrice(s: Services, chainId: number, q: PriceQuery): Promise<PriceWire> {
+export async function onePrice(s: PriceDeps, chainId: number, q: PriceQuery): Promise<PriceWire> {
   const p = (await pricesOf(s, chainId, [keyOf(q.contractAddress)])).get(keyOf(q.contractAddress))!;
   if (p.ok) return priceWire(q.contractAddress, q.tokenID, p);
   throw new RpcError(p.known ? IndexerErrors.Unavailable : IndexerErrors.NotFound, `${q.contractAddress} has no USD price on chain ${chainId}: ${p.reason}`);
 }
 
 /** Every token the chain prices, native first, in configuration order: a page of priced ones, and the rest with their reason. */
-export async function listedPrices(s: Services, chainId: number, offset: number, limit: number) {
+export async function listedPrices(s: PriceDeps, chainId: number, offset: number, limit: number) {
   const book = s.prices.get(chainId);
   const keys = book ? book.listed().slice(offset, offset + limit) : [];
   const prices = await pricesOf(s, chainId, keys);
