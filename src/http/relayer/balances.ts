@@ -7,6 +7,9 @@ import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
 import { ignoredWire, lenient } from './args.ts';
 import { RelayerPage, paging } from './paging.ts';
 
+/** What the gas tank methods use: the balances (tanks, adjustments, USD rates) and the projects. */
+export type BalanceDeps = Pick<Services, 'balances' | 'projects'>;
+
 /*
  * Project balances on the relayer's admin API (admin token): the reference's GetProjectBalance,
  * AdjustProjectBalance, GetTransactionCost and the legacy gas-tank methods, for the network in the path.
@@ -48,7 +51,7 @@ function refusal(err: unknown): never {
   throw err;
 }
 
-export function balanceMethods(s: Services, relayerFor: (ctx: RpcContext) => ChainRelayer): Record<string, MethodDef<any>> {
+export function balanceMethods(s: BalanceDeps, relayerFor: (ctx: RpcContext) => ChainRelayer): Record<string, MethodDef<any>> {
   const b = s.balances;
   const requireProject = async (projectId: number) => {
     const p = await s.projects.getById(projectId);

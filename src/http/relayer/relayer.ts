@@ -13,22 +13,26 @@ import {
   type MetaTxnRow,
   type RelayErrorKind,
   type SimulationMeter,
+  type HealthDeps,
 } from '../../relayer/index.ts';
 import type { Services } from '../../services.ts';
 import { RelayerErrors, RpcError, relayerErrorMap as E, type ErrorDef } from '../core/errors.ts';
 import { method, type RpcContext, type ServiceDef } from '../core/webrpc.ts';
 import { IpBuckets } from '../../util/ip-buckets.ts';
 import { Limiter, LimiterFull } from '../../util/limiter.ts';
-import { runtimeStatus, seesDetail, versionInfo } from '../health/status-methods.ts';
+import { runtimeStatus, seesDetail, versionInfo, type StatusDeps } from '../health/status-methods.ts';
 import { NoArgs } from '../core/args.ts';
 import { MetaTxId, Preconditions, authorizationArg } from './args.ts';
-import { BALANCE_ADMIN_METHODS, balanceMethods } from './balances.ts';
+import { BALANCE_ADMIN_METHODS, balanceMethods, type BalanceDeps } from './balances.ts';
 import { clientAddress } from '../core/client-address.ts';
 import { legacyTxn, metaTxnLog } from './logs.ts';
 import { REFUSED_ADMIN_METHODS, refusedMethods } from './unsupported.ts';
-import { SPONSOR_ADMIN_METHODS, sponsorMethods } from './sponsors.ts';
+import { SPONSOR_ADMIN_METHODS, sponsorMethods, type SponsorDeps } from './sponsors.ts';
 
 import { RelayerPage, paging } from './paging.ts';
+
+/** What the Relayer service uses: each network's relayer, its meta-transactions and receipt waiters, the chains' heads, the networks, the config and the database, and what the relayer's health (bars), RuntimeStatus, gas tanks and sponsorships use. */
+export type RelayerServiceDeps = HealthDeps & StatusDeps & BalanceDeps & SponsorDeps & Pick<Services, 'chains' | 'config' | 'db' | 'metaTxns' | 'networks' | 'receiptWaiters' | 'relayers'>;
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -65,7 +69,7 @@ const SenderArgs = z.object({ sender: z.number().int().nonnegative() }).loose();
 const txsParam = parseAbiParameters(`${TRANSACTION_TUPLE}[]`);
 
 /** The relayer of the network in the path (`/relayer/<name or id>/rpc/Relayer/...`). */
-function relayerFor(s: Services, ctx: RpcContext): ChainRelayer {
+function relayerFor(s: Pick<Services, 'networks' | 'relayers'>, ctx: RpcContext): ChainRelayer {
   const network = ctx.params.network ?? '';
   const found = s.networks.lookup(network);
   if (!found.ok) throw new RpcError(RelayerErrors.InvalidChain, found.message);
@@ -88,7 +92,7 @@ function ownProject(ctx: RpcContext, projectId: number) {
   if (ctx.project.id !== projectId) throw new RpcError(RelayerErrors.PermissionDenied, `the access key belongs to project ${ctx.project.id}, not ${projectId}`);
 }
 
-export function relayerService(s: Services): ServiceDef {
+export function relayerService(s: RelayerServiceDeps): ServiceDef {
   const rc = s.config.relayer;
   const anonymous = new IpBuckets(rc.anonymousRatePerSec, rc.anonymousBurst);
   // The admin token's calls: one bucket for the operator, whatever address its back office calls from.

@@ -8,6 +8,9 @@ import { method, type MethodDef, type RpcContext } from '../core/webrpc.ts';
 import { ignoredWire, lenient } from './args.ts';
 import { RelayerPage, paging } from './paging.ts';
 
+/** What the sponsorship methods use: the sponsors' rules, the ecosystems and the projects. */
+export type SponsorDeps = Pick<Services, 'sponsors' | 'ecosystems' | 'projects'>;
+
 /** A sponsorship rule's gas ceiling per meta-transaction (metarelay's extra field). */
 export const MaxGas = z.number().int().min(21_000).max(1_000_000_000);
 /** A sponsorship rule's approval webhook: an http(s) URL, or "" for none (its address is vetted when it is called). */
@@ -62,7 +65,7 @@ function policyOf(r: ChainRelayer, a: Parameters<typeof policyPatch>[0], base?: 
  * an ecosystem's (`…EcosystemGasSponsor`, keyed by `ecosystemId`: they sponsor every project of the
  * ecosystem). One set of handlers for both; a rule is only reached through its own owner.
  */
-export function sponsorMethods(s: Services, relayerFor: (ctx: RpcContext) => ChainRelayer): Record<string, MethodDef<z.ZodType>> {
+export function sponsorMethods(s: SponsorDeps, relayerFor: (ctx: RpcContext) => ChainRelayer): Record<string, MethodDef<z.ZodType>> {
   const owners = {
     project: {
       prefix: '',
