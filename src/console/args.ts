@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { MetadataErrors, RpcError } from '../http/index.ts';
 import type { Services } from '../services.ts';
 
+/** What the chain arguments and names are read from: the configured (and well-known) networks. */
+export type ConsoleArgDeps = Pick<Services, 'networks'>;
+
 export const ProjectId = z.number().int().positive();
 export const Id = z.number().int().positive();
 /** An amount in wei as a decimal string (uint256). */
@@ -12,14 +15,14 @@ export const Wei = z
   .transform((v) => BigInt(v));
 
 /** A chain for rules and filters: a configured one, or a well-known network the rules may be kept for. */
-export function chainIdArg(s: Services, chainID: string): number {
+export function chainIdArg(s: ConsoleArgDeps, chainID: string): number {
   const id = s.networks.chainIdOf(chainID);
   if (id !== undefined) return id;
   const found = s.networks.lookup(chainID);
   throw new RpcError(MetadataErrors.ChainNotFound, found.ok ? `chain "${chainID}"` : found.message);
 }
 
-export const chainName = (s: Services, chainId: number) => s.networks.list().find((c) => c.chainId === chainId)?.name ?? String(chainId);
+export const chainName = (s: ConsoleArgDeps, chainId: number) => s.networks.list().find((c) => c.chainId === chainId)?.name ?? String(chainId);
 
 /** Cursor paging: the cursor a previous page answered (`nextCursor`), and how many rows a page holds. */
 export const PageArgs = {

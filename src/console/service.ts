@@ -3,30 +3,49 @@ import type { Services } from '../services.ts';
 import { consoleAccess } from './access.ts';
 import { adminTokenStore } from '../access/admin-tokens.ts';
 import type { ConsoleDeps } from './deps.ts';
-import { activityMethods } from './methods/activity.ts';
-import { balanceMethods } from './methods/balances.ts';
-import { collectionMethods } from './methods/collections.ts';
-import { collectionEditMethods } from './methods/collection-edits.ts';
-import { ecosystemMethods } from './methods/ecosystems.ts';
-import { listenerMethods } from './methods/listeners.ts';
-import { networkMethods } from './methods/network.ts';
-import { directoryMethods } from './methods/directory.ts';
-import { indexerMethods } from './methods/indexer.ts';
-import { mediaMethods } from './methods/media.ts';
-import { projectMethods } from './methods/projects.ts';
-import { sessionMethods } from './methods/session.ts';
-import { sponsorMethods } from './methods/sponsors.ts';
-import { usageMethods } from './methods/usage.ts';
-import { observeMethods } from './methods/observe.ts';
-import { webhookMethods } from './methods/webhooks.ts';
+import { activityMethods, type ActivityServices } from './methods/activity.ts';
+import { balanceMethods, type BalanceServices } from './methods/balances.ts';
+import { collectionMethods, type CollectionServices } from './methods/collections.ts';
+import { collectionEditMethods, type CollectionEditServices } from './methods/collection-edits.ts';
+import { ecosystemMethods, type EcosystemServices } from './methods/ecosystems.ts';
+import { listenerMethods, type ListenerServices } from './methods/listeners.ts';
+import { networkMethods, type NetworkServices } from './methods/network.ts';
+import { directoryMethods, type DirectoryServices } from './methods/directory.ts';
+import { indexerMethods, type IndexerServices } from './methods/indexer.ts';
+import { mediaMethods, type MediaServices } from './methods/media.ts';
+import { projectMethods, type ProjectServices } from './methods/projects.ts';
+import { sessionMethods, type SessionServices } from './methods/session.ts';
+import { sponsorMethods, type SponsorServices } from './methods/sponsors.ts';
+import { usageMethods, type UsageServices } from './methods/usage.ts';
+import { observeMethods, type ObserveServices } from './methods/observe.ts';
+import { webhookMethods, type WebhookServices } from './methods/webhooks.ts';
 import { consoleQueries } from './queries.ts';
 import { sessionStore } from './sessions.ts';
 import { secretDigest } from '../store/digest.ts';
 
 export const CONSOLE_SCHEMA = 'metarelay-console@v0.1.0';
 
+/** What the console's methods read of the services: each group's own, and what its stores are opened on (the database, the config). */
+export type ConsoleServices = Pick<Services, 'db' | 'config'> &
+  ActivityServices &
+  BalanceServices &
+  CollectionServices &
+  CollectionEditServices &
+  EcosystemServices &
+  ListenerServices &
+  NetworkServices &
+  DirectoryServices &
+  IndexerServices &
+  MediaServices &
+  ProjectServices &
+  SessionServices &
+  SponsorServices &
+  UsageServices &
+  ObserveServices &
+  WebhookServices;
+
 /** What the console's API and its upload route share (the session and admin-token stores). */
-export function consoleDeps(s: Services): ConsoleDeps {
+export function consoleDeps(s: ConsoleServices): ConsoleDeps<ConsoleServices> {
   return {
     s,
     q: consoleQueries(s.db),
@@ -36,7 +55,7 @@ export function consoleDeps(s: Services): ConsoleDeps {
 }
 
 /** The console's admin API at /rpc/Console/<Method>: what every button of the page calls. */
-export function consoleService(s: Services, deps: ConsoleDeps = consoleDeps(s)): ServiceDef {
+export function consoleService(s: ConsoleServices, deps: ConsoleDeps<ConsoleServices> = consoleDeps(s)): ServiceDef {
   return {
     name: 'Console',
     schema: CONSOLE_SCHEMA,

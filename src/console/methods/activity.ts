@@ -14,11 +14,17 @@ import {
   metadataErrorMap,
   method,
   paging,
+  type ChainArgDeps,
+  type RestDeps,
 } from '../../http/index.ts';
 import { receiptWire } from '../../relayer/receipts.ts';
-import { Id, PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
+import { Id, PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor, type ConsoleArgDeps } from '../args.ts';
 import type { ActivityCursor } from '../queries.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the activity methods read: meta-transactions, relayers, refresh tasks and tokens, a token's explanation, and the chains' names. */
+export type ActivityServices = ConsoleArgDeps & ChainArgDeps & RestDeps & Pick<Services, 'metaTxns' | 'relayers' | 'tasks' | 'tokens'>;
 import { costOf, decodedCalls } from '../tx-detail.ts';
 
 const nonceOf = (space: string | null, nonce: string | null) => (space == null || nonce == null ? undefined : ((BigInt(space) << 96n) | BigInt(nonce)).toString());
@@ -34,7 +40,7 @@ function activityCursor(c: string | undefined): ActivityCursor | null {
 }
 
 /** What happened: meta-transactions, refresh tasks, and how a token's metadata was found. */
-export function activityMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function activityMethods({ s, q }: ConsoleDeps<ActivityServices>): Record<string, MethodDef<any>> {
   return {
     /**
      * A project's meta-transactions newest first, filtered (network, status, wallet, access key, queued

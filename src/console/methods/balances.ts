@@ -1,15 +1,19 @@
 import { z } from 'zod';
 import { ChainArg, MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { AdjustmentConflict, NativeAmount, TankRefused, adjustmentWire, fromWei, gasTankWire, ledgerWire, usdOf } from '../../relayer/balances/index.ts';
-import { PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor } from '../args.ts';
+import { PageArgs, ProjectId, When, chainIdArg, chainName, cutPage, idCursor, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the gas tank methods read: the balances, the relayers, and the chains' names. */
+export type BalanceServices = ConsoleArgDeps & Pick<Services, 'balances' | 'relayers'>;
 
 /**
  * A project's balance per relayed network for the console: the balance beside its USD value, the
  * ledger (adjustments, debits, reversals) and spend per day. The relayer's admin API has the same
  * operations under the reference's names (GetProjectBalance, AdjustProjectBalance, …).
  */
-export function balanceMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function balanceMethods({ s, q }: ConsoleDeps<BalanceServices>): Record<string, MethodDef<any>> {
   const b = s.balances;
   const requireProject = async (id: number) => {
     const p = await q.project(id);

@@ -1,8 +1,26 @@
 import { z } from 'zod';
 import type { CollectionsService } from '../../collections/index.ts';
-import { AddressArg, ChainArg, CollectionMetadataArg, MetadataErrors, type MethodDef, RpcError, TokenArg, TokenIdArg, chainFor, metadataErrorMap, method, refusals } from '../../http/index.ts';
-import { Id, ProjectId, chainName } from '../args.ts';
+import {
+  AddressArg,
+  ChainArg,
+  CollectionMetadataArg,
+  MetadataErrors,
+  type MethodDef,
+  RpcError,
+  TokenArg,
+  TokenIdArg,
+  chainFor,
+  metadataErrorMap,
+  method,
+  refusals,
+  type ChainArgDeps,
+} from '../../http/index.ts';
+import { Id, ProjectId, chainName, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the collection edits use: the collections, and the chains' lookup and names. */
+export type CollectionEditServices = ConsoleArgDeps & ChainArgDeps & Pick<Services, 'collections'>;
 
 /*
  * The Collections tab's edits: what a Sequence Builder user does in the browser (create a collection,
@@ -20,7 +38,7 @@ const TokenFields = TokenArg.pick({ name: true, description: true, attributes: t
 const tokenURIAbi = [{ type: 'function', name: 'tokenURI', stateMutability: 'view', inputs: [{ name: 'id', type: 'uint256' }], outputs: [{ name: '', type: 'string' }] }] as const;
 const uriAbi = [{ type: 'function', name: 'uri', stateMutability: 'view', inputs: [{ name: 'id', type: 'uint256' }], outputs: [{ name: '', type: 'string' }] }] as const;
 
-export function collectionEditMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function collectionEditMethods({ s, q }: ConsoleDeps<CollectionEditServices>): Record<string, MethodDef<any>> {
   const svc = (): CollectionsService => {
     if (!s.collections) throw new RpcError(MetadataErrors.Fail, 'collections need the media pipeline (media.enabled is false)');
     return s.collections;

@@ -2,8 +2,12 @@ import { z } from 'zod';
 import type { AssetRecord, CollectionRecord, CollectionsService, ContractLink } from '../../collections/index.ts';
 import { MetadataErrors, type MethodDef, RpcError, method, refusals } from '../../http/index.ts';
 import { isImage } from '../../media/index.ts';
-import { Id, PageArgs, ProjectId, chainName, cutPage, idCursor } from '../args.ts';
+import { Id, PageArgs, ProjectId, chainName, cutPage, idCursor, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the collection methods use: the collections, and the chains' names. */
+export type CollectionServices = ConsoleArgDeps & Pick<Services, 'collections'>;
 import { blobPicture } from './media.ts';
 
 /*
@@ -23,7 +27,7 @@ const TokenCursor = z
 /** The service reads at most 101 rows a page (CollectionsService's PAGE_MAX + 1). */
 const PageSize = z.number().int().min(1).max(100).optional();
 
-export function collectionMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function collectionMethods({ s, q }: ConsoleDeps<CollectionServices>): Record<string, MethodDef<any>> {
   const svc = (): CollectionsService => {
     if (!s.collections) throw new RpcError(MetadataErrors.Fail, 'collections need the media pipeline (media.enabled is false)');
     return s.collections;

@@ -1,14 +1,18 @@
 import { z } from 'zod';
 import { AddressArg, MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { MAX_FEATURE_INDEX } from '../../metadata/contracts/directory.ts';
-import { chainIdArg } from '../args.ts';
+import { chainIdArg, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the directory methods use: the token directory, and the chains' lookup. */
+export type DirectoryServices = ConsoleArgDeps & Pick<Services, 'directory'>;
 
 const Target = z.object({ chainID: z.string().min(1), contractAddress: AddressArg });
 const FeatureIndex = z.number().int().min(0).max(MAX_FEATURE_INDEX, `featureIndex is a uint8 (0 to ${MAX_FEATURE_INDEX})`);
 
 /** Curating the token directory: the same operations as the Admin service, for the console page. */
-export function directoryMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function directoryMethods({ s }: ConsoleDeps<DirectoryServices>): Record<string, MethodDef<any>> {
   return {
     /** Every entry, testnets included (the page shows the testnet flag), one page at a time. */
     ListDirectory: method({

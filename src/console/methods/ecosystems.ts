@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { sponsorWire } from '../../relayer/index.ts';
-import { Id, chainName } from '../args.ts';
+import { Id, chainName, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the ecosystem methods use: the ecosystems and the sponsors' rules, and the chains' names. */
+export type EcosystemServices = ConsoleArgDeps & Pick<Services, 'ecosystems' | 'sponsors'>;
 
 const NoArgs = z.object({}).optional();
 
@@ -11,7 +15,7 @@ const NoArgs = z.object({}).optional();
  * the sponsorship rules that cover them all. Read-only: ecosystems are made, joined and left with
  * `metarelay ecosystems`, their rules with the relayer's …EcosystemGasSponsor methods.
  */
-export function ecosystemMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function ecosystemMethods({ s, q }: ConsoleDeps<EcosystemServices>): Record<string, MethodDef<any>> {
   const projectsOf = async (ids: number[]) =>
     (await Promise.all(ids.map((id) => q.project(id)))).filter((p): p is NonNullable<typeof p> => !!p).map((p) => ({ id: p.id, name: p.name, archived: !!p.archivedAt }));
   return {

@@ -2,16 +2,20 @@ import { z } from 'zod';
 import { DeploymentBlockError } from '../../chain/deployment-block.ts';
 import { AddressArg, MetadataErrors, type MethodDef, NoArgs, RpcError, metadataErrorMap, method } from '../../http/index.ts';
 import type { Address } from 'viem';
-import { PageArgs, ProjectId, chainIdArg, idCursor } from '../args.ts';
+import { PageArgs, ProjectId, chainIdArg, idCursor, type ConsoleArgDeps } from '../args.ts';
 import { backfillStore, watchContract } from '../../indexer/index.ts';
 import { listUnreadBlocks } from '../../chain/unread-blocks.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the indexer methods use: the chains' indexers and backfills, the contracts, the projects, the config and the database. */
+export type IndexerServices = ConsoleArgDeps & Pick<Services, 'config' | 'contracts' | 'db' | 'indexerBackfills' | 'indexers' | 'projects'>;
 
 /**
  * The indexed chains (cursor, head, malformed logs), the backfill tasks with their progress, and the
  * blocks the indexer or the metadata watcher passed over for their logs being unreadable.
  */
-export function indexerMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function indexerMethods({ s }: ConsoleDeps<IndexerServices>): Record<string, MethodDef<any>> {
   return {
     IndexerStatus: method({
       input: NoArgs,

@@ -2,8 +2,12 @@ import { z } from 'zod';
 import type { Delivery } from '../../events/webhook-store.ts';
 import type { Listener } from '../../events/listener-store.ts';
 import { ChainArg, MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
-import { Id, ProjectId, chainIdArg, chainName } from '../args.ts';
+import { Id, ProjectId, chainIdArg, chainName, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the listener methods use: the events' listeners, the indexed chains, and the chains' names. */
+export type ListenerServices = ConsoleArgDeps & Pick<Services, 'events' | 'indexers'>;
 
 /**
  * A project's indexer webhook listeners (docs/webhooks.md, "Indexer webhook listeners") on every indexed
@@ -11,7 +15,7 @@ import type { ConsoleDeps } from '../deps.ts';
  * key through the Indexer's …WebhookListener methods; the console reads them and removes one, as the
  * Indexer's RemoveWebhookListener does (the same store call: pending deliveries dead-lettered, history kept).
  */
-export function listenerMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function listenerMethods({ s, q }: ConsoleDeps<ListenerServices>): Record<string, MethodDef<any>> {
   const store = s.events.listeners;
   const requireProject = async (id: number) => {
     if (!(await q.project(id))) throw new RpcError(MetadataErrors.ProjectNotFound, `no project ${id}`);

@@ -1,7 +1,11 @@
 import { z } from 'zod';
-import { AddressArg, ChainArg, MetadataErrors, type MethodDef, RpcError, TokenIdArg, chainFor, metadataErrorMap, method } from '../../http/index.ts';
+import { AddressArg, ChainArg, MetadataErrors, type MethodDef, RpcError, TokenIdArg, chainFor, metadataErrorMap, method, type ChainArgDeps } from '../../http/index.ts';
 import { isImage, type MediaAsset, type MediaService } from '../../media/index.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the media methods use: the media service, contracts and tokens, and the chain lookup. */
+export type MediaServices = ChainArgDeps & Pick<Services, 'contracts' | 'media' | 'tokens'>;
 
 /*
  * The pictures of the console's token and directory pages. The page cannot use a token's own image
@@ -53,7 +57,7 @@ const need = (media: MediaService | undefined): MediaService => {
   return media;
 };
 
-export function mediaMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function mediaMethods({ s }: ConsoleDeps<MediaServices>): Record<string, MethodDef<any>> {
   return {
     /** A token's image, inline SVG and animation through the media pipeline now: paths to show, or why not. */
     TokenPictures: method({

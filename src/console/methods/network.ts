@@ -1,8 +1,12 @@
 import { MetadataErrors, type MethodDef, NoArgs, RpcError, clientAddress, method } from '../../http/index.ts';
 import { z } from 'zod';
-import { RelayError, feeTokenWire, relayerHealth, switchSender } from '../../relayer/index.ts';
-import { chainIdArg } from '../args.ts';
+import { RelayError, feeTokenWire, relayerHealth, switchSender, type HealthDeps } from '../../relayer/index.ts';
+import { chainIdArg, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the network methods use: the chains, the relayers and their health (db, metaTxns, bars), the balances, the config and the database. */
+export type NetworkServices = ConsoleArgDeps & HealthDeps & Pick<Services, 'balances' | 'chains' | 'config' | 'db' | 'relayers'>;
 
 const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
 
@@ -19,7 +23,7 @@ async function relayerCall<T>(fn: () => Promise<T>): Promise<T> {
 const message = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err));
 
 /** Fee tokens and their live prices, and the health of each network. */
-export function networkMethods({ s }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function networkMethods({ s }: ConsoleDeps<NetworkServices>): Record<string, MethodDef<any>> {
   const relayerOf = (chainID: string) => {
     const chainId = chainIdArg(s, chainID);
     const r = s.relayers.get(chainId);

@@ -2,11 +2,15 @@ import { z } from 'zod';
 import { MetadataErrors, type MethodDef, RpcError, method } from '../../http/index.ts';
 import { currentAlerts } from '../../relayer/index.ts';
 import { projectRequestRepo } from '../../store/project-requests.ts';
-import { PageArgs, ProjectId, chainName, cutPage, idCursor } from '../args.ts';
+import { PageArgs, ProjectId, chainName, cutPage, idCursor, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the observe methods use: the alerts, the config and the database. */
+export type ObserveServices = ConsoleArgDeps & Pick<Services, 'alerts' | 'config' | 'db'>;
 
 /** What a project is doing and what is about to stop it: its recent requests and its alerts. */
-export function observeMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function observeMethods({ s, q }: ConsoleDeps<ObserveServices>): Record<string, MethodDef<any>> {
   const requests = projectRequestRepo(s.db);
   const requireProject = async (id: number) => {
     if (!(await q.project(id))) throw new RpcError(MetadataErrors.ProjectNotFound, `no project ${id}`);

@@ -5,7 +5,11 @@ import { normalOrigin } from '../../access/key-kinds.ts';
 import { ProjectExistsError } from '../../store/projects.ts';
 import { Id, PageArgs, ProjectId, chainIdArg, cutPage, idCursor } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
-import { projectTotals } from './usage.ts';
+import type { Services } from '../../services.ts';
+
+/** What the project methods use: projects, access keys, the key cache and the rate limiter. */
+export type ProjectServices = UsageServices & Pick<Services, 'accessKeys' | 'auth' | 'projects' | 'rateLimiter'>;
+import { projectTotals, type UsageServices } from './usage.ts';
 
 const Name = z.string().trim().min(1, 'must not be empty').max(100);
 const Label = z.string().trim().max(100);
@@ -29,7 +33,7 @@ const Origins = z
 const SECRET_HAS_NO_ORIGINS = 'a secret key has no allowed origins: it is refused from every browser (any Origin header)';
 
 /** Projects and their access keys. */
-export function projectMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function projectMethods({ s, q }: ConsoleDeps<ProjectServices>): Record<string, MethodDef<any>> {
   const project = async (id: number) => {
     const p = await q.project(id);
     if (!p) throw new RpcError(MetadataErrors.ProjectNotFound, `no project ${id}`);

@@ -2,9 +2,13 @@ import { z } from 'zod';
 import { MetadataErrors, type MethodDef, NoArgs, RpcError, clientAddress, method, readBearer } from '../../http/index.ts';
 import { SESSION_COOKIE, clearedSessionCookie, readCookie, sessionCookie } from '../cookie.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the session methods read: the console's config. */
+export type SessionServices = Pick<Services, 'config'>;
 import { SignInThrottle } from '../sign-in-throttle.ts';
 
-export function sessionMethods({ s, sessions, tokens }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function sessionMethods({ s, sessions, tokens }: ConsoleDeps<SessionServices>): Record<string, MethodDef<any>> {
   const { sessionTtlSec, secureCookie } = s.config.console;
   const throttle = new SignInThrottle();
   return {

@@ -2,8 +2,12 @@ import type { Address, Hex } from 'viem';
 import { z } from 'zod';
 import { AddressArg, ChainArg, MaxGas, MetadataErrors, type MethodDef, RelayerPage as Page, RpcError, WebhookToken, WebhookUrl, method, paging } from '../../http/index.ts';
 import { PolicyError, PolicyFields, SponsorConflict, SponsorKind, mergePolicy, policyPatch, sponsorWire, type SponsorRule } from '../../relayer/index.ts';
-import { Id, ProjectId, Wei, chainIdArg, chainName } from '../args.ts';
+import { Id, ProjectId, Wei, chainIdArg, chainName, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the sponsorship methods use: the sponsors' rules, the relayers, and the chains' lookup and names. */
+export type SponsorServices = ConsoleArgDeps & Pick<Services, 'relayers' | 'sponsors'>;
 
 const Hexdata = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex bytes');
 
@@ -16,7 +20,7 @@ const MASKED = '••••••••';
  * what was spent (docs/sponsorship.md). The approval webhook's token is write-only: `webhookAuthToken`
  * comes back masked, `webhookAuthTokenSet` says whether there is one.
  */
-export function sponsorMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function sponsorMethods({ s, q }: ConsoleDeps<SponsorServices>): Record<string, MethodDef<any>> {
   const requireProject = async (id: number) => {
     if (!(await q.project(id))) throw new RpcError(MetadataErrors.ProjectNotFound, `no project ${id}`);
   };

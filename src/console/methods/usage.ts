@@ -4,8 +4,11 @@ import { fromWei, usdOf } from '../../relayer/balances/index.ts';
 import { metaTxnUsage } from '../../relayer/index.ts';
 import { FAMILIES } from '../../store/access-keys.ts';
 import type { Services } from '../../services.ts';
-import { ProjectId, chainName } from '../args.ts';
+import { ProjectId, chainName, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+
+/** What the usage methods and the project totals read: access keys' requests, the meta-transactions' roll-ups, USD rates, the relayers, and the chains' names. */
+export type UsageServices = ConsoleArgDeps & Pick<Services, 'accessKeys' | 'balances' | 'db' | 'relayers'>;
 
 /** The last `days` UTC days, oldest first, as YYYY-MM-DD. */
 function lastDays(days: number, now = new Date()): string[] {
@@ -14,7 +17,7 @@ function lastDays(days: number, now = new Date()): string[] {
 }
 
 /** The project list's totals: requests, meta-transactions, success rate and spend since `since`, read from the roll-ups. */
-export async function projectTotals(s: Services, since: Date) {
+export async function projectTotals(s: UsageServices, since: Date) {
   const usage = metaTxnUsage(s.db);
   await usage.rollUp();
   const [requests, txns] = await Promise.all([s.accessKeys.requestsByProject(since), usage.byProject(since)]);
@@ -50,7 +53,7 @@ export async function projectTotals(s: Services, since: Date) {
  * roll-ups (key_usage_hourly, meta_txn_usage_hourly); a view first folds in the meta-transactions
  * changed since the last pass, which is a few rows, not a recount.
  */
-export function usageMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function usageMethods({ s, q }: ConsoleDeps<UsageServices>): Record<string, MethodDef<any>> {
   const usage = metaTxnUsage(s.db);
   return {
     ProjectUsage: method({

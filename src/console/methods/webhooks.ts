@@ -2,8 +2,12 @@ import { z } from 'zod';
 import { ChainArg, MetadataErrors, type MethodDef, RpcError, WebhookUrlArg, method } from '../../http/index.ts';
 import { appendEvents, EVENT_TYPES } from '../../events/outbox.ts';
 import type { Delivery, Webhook } from '../../events/webhook-store.ts';
-import { Id, ProjectId, chainIdArg } from '../args.ts';
+import { Id, ProjectId, chainIdArg, type ConsoleArgDeps } from '../args.ts';
 import type { ConsoleDeps } from '../deps.ts';
+import type { Services } from '../../services.ts';
+
+/** What the webhook methods use: the events' endpoints and the database. */
+export type WebhookServices = ConsoleArgDeps & Pick<Services, 'db' | 'events'>;
 
 const EventList = z
   .array(z.enum([...EVENT_TYPES, '*']))
@@ -12,7 +16,7 @@ const EventList = z
 const Description = z.string().trim().max(500);
 
 /** Webhook endpoints per project, their deliveries, a test event and a manual redelivery (docs/webhooks.md). */
-export function webhookMethods({ s, q }: ConsoleDeps): Record<string, MethodDef<any>> {
+export function webhookMethods({ s, q }: ConsoleDeps<WebhookServices>): Record<string, MethodDef<any>> {
   const store = s.events.webhooks;
   const requireProject = async (id: number) => {
     if (!(await q.project(id))) throw new RpcError(MetadataErrors.ProjectNotFound, `no project ${id}`);
