@@ -12,6 +12,7 @@
 //   BENCH_ROUNDS=1 BENCH_PER_ROUND=300 BENCH_MODES=oneRule npx tsx bench/relayer-fleet.ts   # short check
 //
 // Options: BENCH_PER_ROUND (600 SendMetaTxn per round), BENCH_ROUNDS (2 pairs of 1 and 3 per mode),
+// BENCH_DISPATCHERS (leader: one process dispatches, the default; every: each with a share of the senders),
 // BENCH_CONCURRENCY (32 in flight, round-robin over the processes: no load balancer), BENCH_WALLETS
 // (300; manyRules uses the first BENCH_RULES = 64, each with a WALLET rule), BENCH_MODES (oneRule,manyRules,gasless).
 //
@@ -62,6 +63,8 @@ const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 32);
 const WALLETS = envNumber('BENCH_WALLETS', 300);
 const RULES = envNumber('BENCH_RULES', 64);
 const WARM = 20;
+/** relayer.dispatchers of the processes (BENCH_DISPATCHERS: leader, the default, or every). */
+const DISPATCHERS = process.env.BENCH_DISPATCHERS === 'every' ? 'every' : 'leader';
 const MODES = (process.env.BENCH_MODES ?? 'oneRule,manyRules,gasless').split(',') as Mode[];
 type Mode = 'oneRule' | 'manyRules' | 'gasless';
 
@@ -161,8 +164,10 @@ async function runRound(cluster: Cluster, heads: HeadWatch, plan: Plan, round: n
   const loadavg = machineInfo().loadavg1m;
   const procs: Array<ServerProcess & { relayerUrl: string }> = [];
   for (let i = 0; i < plan.procs; i++) procs.push(await cluster.serve(`${plan.mode}-${plan.procs}-${round}-${i}`, true, plan.mode === 'gasless'));
-  for (let i = 0; (await cluster.leaseHolders()) < plan.procs; i++) {
-    if (i > 240) throw new Error(`${label}: not every process holds a sender lease after 60 s`);
+  // relayer.dispatchers `leader` (the default): one process of the fleet dispatches the chain; `every`: each.
+  const holders = DISPATCHERS === 'every' ? plan.procs : 1;
+  for (let i = 0; (await cluster.leaseHolders()) < holders; i++) {
+    if (i > 240) throw new Error(`${label}: not ${holders} processes holding a sender lease after 60 s`);
     await new Promise((r) => setTimeout(r, 250));
   }
   const send = (job: Job, t: number) => callRelayer(procs[t].relayerUrl, plan.accessKey, 'SendMetaTxn', sendBody(job));

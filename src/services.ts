@@ -51,19 +51,33 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const { collections, fetcher, collectionsIdle } = createCollections(common, { media, chains, fetcher: remoteFetcher, refresh });
   const events = createEvents(common);
   const metadata = createMetadata(common, { chains, fetcher, media: mediaHooks, events: metadataEvents(events) });
-  const { relayerRoles, relayerConnections, ...relayer } = await createRelayer(common, { chains, events: relayerEvents(events, common) });
+  const { relayerRoles, dispatchRoles, relayerConnections, ...relayer } = await createRelayer(common, { chains, events: relayerEvents(events, common) });
   await warnConnectionBudget(common, relayerConnections);
   const { indexerFollowers, ...indexer } = createIndexer(common, { chains, metadata, events: indexerEvents(events, common, chains) });
   const prices = createPrices(common, chains);
   const followers = [...metadata.watchers.map((w): [number, typeof w] => [w.chainId, w]), ...indexerFollowers];
-  const leadership = fleetLeadership(common, [
+  const leadership = fleetLeadership(common);
+  // What a process leads depends on what it runs: the followers, media and alerts with the background
+  // workers; the dispatchers (one process per chain: relayer.dispatchers `leader`) with the dispatchers;
+  // the webhook poll with either. Without lock sessions (PGlite) this process leads each as it adds it.
+  const backgroundRoles: Array<[string, Role]> = [
     ...chainRoles(
       config.chains.map((c) => c.chainId),
       followers,
     ),
     ...mediaRoles,
     ...relayerRoles,
-  ]);
+  ];
+  const leadsDispatch = common.db.lockSession !== undefined && config.relayer.dispatchers === 'leader';
+  const lead = (roles: Array<[string, Role]>) => {
+    for (const [name, role] of roles) if (!leadership.has(name)) leadership.add(name, role);
+    leadership.start();
+  };
+  const startDelivery = () => {
+    if (common.db.lockSession) events.delivery.leadOnly();
+    events.delivery.start();
+    lead([['webhook-poll', events.delivery.pollRole]]);
+  };
 
   const { worker } = metadata;
   const { dispatchers, receiptWaiters } = relayer;
@@ -88,14 +102,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
     leadership,
     startDispatchers() {
       dispatching = true;
-      events.delivery.start();
-      for (const d of dispatchers) d.start();
+      startDelivery();
+      if (leadsDispatch) lead(dispatchRoles);
+      else for (const d of dispatchers) d.start();
     },
     startBackground() {
       background = true;
-      events.delivery.start();
+      startDelivery();
       worker.start();
-      leadership.start();
+      lead(backgroundRoles);
       indexerBackfills?.start();
     },
     startedAt: new Date(common.clock()),
@@ -109,7 +124,8 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       // Dispatchers first: their senders go back now, so another process signs with them on its next tick.
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       dispatching = false;
-      if (background) await Promise.all([worker.stop(), leadership.stop()]);
+      // The roles led here (a dispatcher's among them) stop and their locks go: another process leads them at its next check.
+      await Promise.all([background && worker.stop(), leadership.stop()]);
       background = false;
       // Deliveries in flight finish and are recorded; what is left is claimed by another process.
       await events.delivery.stop();
@@ -119,7 +135,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       closed = true;
       // Refreshes a collection edit noted are queued before the database goes.
       await collectionsIdle();
-      if (background) await Promise.all([worker.stop(), leadership.stop(), indexerBackfills?.stop()]);
+      await Promise.all([background && worker.stop(), leadership.stop(), background && indexerBackfills?.stop()]);
       if (dispatching) await Promise.all(dispatchers.map((d) => d.stop()));
       // Then what the domains opened, last first: the dispatchers' pool, deliveries and streams, media, the
       // fetcher, the keys' and journal's last writes, the head readers, the database.
@@ -129,16 +145,14 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
 }
 
 /**
- * The fleet's leadership over `roles`, in their order. On PostgreSQL one process runs each role (the lock
- * session); on PGlite (one process) this one runs them all.
+ * The fleet's leadership over the roles the process adds as it starts its loops. On PostgreSQL one process
+ * runs each role (the lock session); on PGlite (one process) this one runs them all.
  */
-function fleetLeadership({ config, db, log, metrics }: Common, roles: Array<[string, Role]>): Leadership {
+function fleetLeadership({ config, db, log, metrics }: Common): Leadership {
   const pg = config.postgres;
-  const leadership = new Leadership(db.lockSession ? () => db.lockSession!(pg.leaderSessionTimeoutMs) : undefined, {
+  return new Leadership(db.lockSession ? () => db.lockSession!(pg.leaderSessionTimeoutMs) : undefined, {
     checkMs: pg.leaderCheckMs,
     log,
     onChange: (role, leading) => metrics.leader.set({ role }, leading ? 1 : 0),
   });
-  for (const [name, role] of roles) leadership.add(name, role);
-  return leadership;
 }

@@ -52,7 +52,8 @@ describe('two relayer instances on one database', () => {
   let secondDb: Db | undefined;
 
   beforeAll(async () => {
-    env = await startRelayerEnv({ relayer: { senderKeys: [...SENDER_KEYS, ...MORE_SENDERS], pollMs: 50 } });
+    // Both dispatch (relayer.dispatchers `every`): the fair share of the senders between processes.
+    env = await startRelayerEnv({ relayer: { senderKeys: [...SENDER_KEYS, ...MORE_SENDERS], pollMs: 50 }, service: { dispatchers: 'every' } });
     await sponsor(env, 'CONTRACT', env.token);
     // PostgreSQL: its own connection pool, as another process would have. PGlite is one process's file,
     // so the second instance shares the handle (still its own dispatcher, lease owner and ledger reads).

@@ -53,13 +53,21 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
   const chainId = chain.chainConfig.chainId;
   if (opts.senders > 8) throw new Error('at most 8 senders (anvil accounts 1..8; 9 does the setup)');
 
-  const config = (dispatch: boolean, gasless = false) => ({
+  const config = (dispatch: boolean, gasless = false, every = process.env.BENCH_DISPATCHERS === 'every') => ({
     database: bdb.location,
     allowPrivateNetworks: true,
     logLevel: 'warn',
     inProcessWorker: false,
     admin: { tokens: [ADMIN_TOKEN] },
-    relayer: { quoteSecret: QUOTE_SECRET, inProcessDispatcher: dispatch, anonymousRatePerSec: 10_000, anonymousBurst: 10_000 },
+    relayer: {
+      quoteSecret: QUOTE_SECRET,
+      inProcessDispatcher: dispatch,
+      anonymousRatePerSec: 10_000,
+      anonymousBurst: 10_000,
+      // Each dispatching process with a share of the senders (relayer.dispatchers): the `relayer` processes
+      // (two of them are there for throughput), and with BENCH_DISPATCHERS=every the `serve` ones too.
+      ...(every ? { dispatchers: 'every' as const } : {}),
+    },
     chains: [
       {
         ...chain.chainConfig,
@@ -81,7 +89,8 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
       },
     ],
   });
-  const files = { on: path.join(dir, 'dispatch.json'), off: path.join(dir, 'api-only.json'), gasless: path.join(dir, 'gasless.json') };
+  const files = { on: path.join(dir, 'dispatch.json'), off: path.join(dir, 'api-only.json'), gasless: path.join(dir, 'gasless.json'), relayers: path.join(dir, 'relayers.json') };
+  writeFileSync(files.relayers, JSON.stringify(config(true, false, true)));
   writeFileSync(files.on, JSON.stringify(config(true)));
   writeFileSync(files.off, JSON.stringify(config(false)));
   writeFileSync(files.gasless, JSON.stringify(config(true, true)));
@@ -116,7 +125,7 @@ export async function startCluster(cleanup: Cleanup, opts: { senders: number; po
     },
     async relayer(name) {
       const before = await leaseHolders();
-      const p = await startRelayerOnly(files.on, path.join(dir, `${name}.log`), async () => (await leaseHolders()) > before);
+      const p = await startRelayerOnly(files.relayers, path.join(dir, `${name}.log`), async () => (await leaseHolders()) > before);
       cleanup.add(`stop ${name}`, () => p.stop());
       return p;
     },

@@ -216,6 +216,13 @@ export const RelayerServiceConfigSchema = z
     /** Run the dispatcher (signing, sending, receipts) inside `serve`/`dev`; `metarelay relayer` runs it alone. */
     inProcessDispatcher: z.boolean().default(true),
     /**
+     * Which of a fleet's dispatching processes (PostgreSQL) dispatch a chain: `leader`, one at a time (an
+     * advisory-lock leader per chain, replaced within postgres.leaderCheckMs when it dies; the others'
+     * intakes wake it by NOTIFY), so its passes, sweeps and batches are not split; `every`, each with a
+     * fair share of the chain's senders (for a chain whose signing one process cannot keep up with).
+     */
+    dispatchers: z.enum(['leader', 'every']).default('leader'),
+    /**
      * Rows a sponsorship rule's spend is shared out over (docs/sponsorship.md; more are made while every
      * one is busy): a charge takes one with room that no other charge holds, never waiting; a charge
      * that finds none takes the rule's row and shares out again.

@@ -7,6 +7,7 @@ import { PollLoop } from '../util/poll-loop.ts';
 import { FailureStreak } from '../util/failure-streak.ts';
 import { ownerId } from '../util/owner-id.ts';
 import { failureLevel } from '../store/outage.ts';
+import type { Role } from '../store/leadership.ts';
 
 export interface DeliverySettings {
   deadlineMs: number;
@@ -36,6 +37,11 @@ export function nextAttemptAt(attempts: number, firstAt: Date, s: Pick<DeliveryS
 const SETTLE_WITHIN_MS = 100;
 /** How often the outbox is sequenced here: the SSE hub sequences for its own readers; this keeps it moving (and prunable) without them. */
 const SEQUENCE_EVERY_MS = 1_000;
+/**
+ * How often a worker that is not the fleet's poller claims without being rung: a safety net only (the
+ * poller claims every pollMs whatever any process wrote).
+ */
+const UNLED_POLL_MS = 30_000;
 /** A claimed delivery is sent only with this much of its lease left after the deadline, for its outcome to be written in it. */
 const RECORD_MARGIN_MS = 2_000;
 
@@ -59,6 +65,8 @@ export class DeliveryWorker {
   private prunedAt = 0;
   private sequencedAt = 0;
   private offBell: (() => void) | undefined;
+  /** Claims every pollMs and keeps the outbox (pollRole); otherwise only when rung. */
+  private polling = true;
   /** Delivered or released since the last statement, for the next one to write. */
   private settled: Settled[] = [];
   private settleTimer: NodeJS.Timeout | undefined;
@@ -68,9 +76,31 @@ export class DeliveryWorker {
     // A full batch means more may be due: the next pass runs at once.
     this.loop = new PollLoop(
       () => this.pass(),
-      () => this.deps.settings.pollMs,
+      () => (this.polling ? this.deps.settings.pollMs : UNLED_POLL_MS),
       new FailureStreak(this.deps.log, 'webhook delivery pass'),
     );
+  }
+
+  /**
+   * The fleet's one poller (the `webhook-poll` role, store/leadership.ts): the process that leads it
+   * claims every pollMs (deliveries due again, and what another process wrote and its own claim missed)
+   * and sequences and prunes the outbox; the other processes claim when one of their own events makes
+   * deliveries (the bell), so a fleet's idle workers cost one claim per UNLED_POLL_MS, not four a second.
+   * Until leadOnly() a worker polls as the only one.
+   */
+  readonly pollRole: Role = {
+    start: () => {
+      this.polling = true;
+      this.nudge();
+    },
+    stop: async () => {
+      this.polling = false;
+    },
+  };
+
+  /** Before start(): this worker will poll only while it leads pollRole (once started, a call changes nothing). */
+  leadOnly(): void {
+    if (!this.loop.active) this.polling = false;
   }
 
   start() {
@@ -151,6 +181,7 @@ export class DeliveryWorker {
   }
 
   private async maintain() {
+    if (!this.polling) return;
     const s = this.deps.settings;
     if (Date.now() - this.sequencedAt > SEQUENCE_EVERY_MS) {
       this.sequencedAt = Date.now();

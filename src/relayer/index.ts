@@ -21,6 +21,8 @@ import { PreconditionChecker } from './preconditions/checker.ts';
 import { waitRepo } from './preconditions/store.ts';
 import { ReceiptWaiters } from './receipt-waiters.ts';
 import { metaTxnRepo, type MetaTxnRepo } from './store.ts';
+import { QUEUED_CHANNEL } from './store/writes.ts';
+import type { Db } from '../store/db.ts';
 
 export { ChainRelayer, type RelayerDeps, type SendArgs, type SendResult } from './chain-relayer.ts';
 export { Dispatcher } from './engine/dispatcher.ts';
@@ -81,7 +83,50 @@ export interface Relayer {
 /** What the wiring runs of the relayer besides: the loops one process of the fleet runs (by leadership role), and the connections of its own pool. */
 export interface RelayerWiring {
   relayerRoles: Array<[string, Role]>;
+  /**
+   * The dispatchers as roles (`dispatch:<chainId>`), for a fleet that runs one per chain
+   * (relayer.dispatchers `leader`): the wiring adds them to its leadership instead of starting them.
+   */
+  dispatchRoles: Array<[string, Role]>;
   relayerConnections: number;
+}
+
+/** An intake NOTIFYs a chain's dispatching process at most this often, in its transaction (more would only wake a pass under way). */
+const NOTIFY_EVERY_MS = 50;
+
+/**
+ * Which chains an intake group wakes by NOTIFY (QUEUED_CHANNEL): those this process does not dispatch
+ * (another process of the fleet leads them), at most one group per chain per NOTIFY_EVERY_MS. A group
+ * held back by that gets a NOTIFY of its own after the window (outside its transaction, one statement)
+ * when none followed, so the last intake of a burst does not wait for the dispatcher's poll.
+ */
+export function queuedNotices(db: Db, dispatchesHere: (chainId: number) => boolean): (chainIds: number[]) => number[] {
+  const last = new Map<number, number>();
+  const trailing = new Set<number>();
+  return (chainIds) => {
+    const now = performance.now();
+    const out: number[] = [];
+    for (const id of chainIds) {
+      if (dispatchesHere(id)) continue;
+      const at = last.get(id) ?? Number.NEGATIVE_INFINITY;
+      if (now - at >= NOTIFY_EVERY_MS) {
+        last.set(id, now);
+        out.push(id);
+      } else if (!trailing.has(id)) {
+        trailing.add(id);
+        setTimeout(
+          () => {
+            trailing.delete(id);
+            if (last.get(id) !== at) return;
+            last.set(id, performance.now());
+            void db.query('SELECT pg_notify($1, $2)', [QUEUED_CHANNEL, String(id)]).catch(() => undefined);
+          },
+          at + 2 * NOTIFY_EVERY_MS - now,
+        ).unref();
+      }
+    }
+    return out;
+  };
 }
 
 export async function createRelayer({ config, db, log, metrics, shutdown }: Common, deps: { chains: ReadonlyMap<number, ChainClient>; events: RelayerEventHooks }): Promise<Relayer & RelayerWiring> {
@@ -106,6 +151,8 @@ export async function createRelayer({ config, db, log, metrics, shutdown }: Comm
       await caps.onStatus(q, rows);
     },
     chargeAtCommit: (tx, charges) => caps.chargeMany(tx, charges as Charge[]),
+    // One process of a fleet dispatches each chain (relayer.dispatchers `leader`): the others' intakes wake it.
+    notifyQueued: db.lockSession && config.relayer.dispatchers === 'leader' ? queuedNotices(db, (chainId) => dispatchers.some((d) => d.chainId === chainId && d.running)) : undefined,
   };
   const metaTxns: MetaTxnRepo = metaTxnRepo(db, metaTxnHooks);
   const bars = barRepo(db);
@@ -123,6 +170,7 @@ export async function createRelayer({ config, db, log, metrics, shutdown }: Comm
   });
   const relayers = new Map<number, ChainRelayer>();
   const dispatchers: Dispatcher[] = [];
+  const dispatchRoles: Array<[string, Role]> = [];
   let quoteSecret = config.relayer.quoteSecret;
   if (relayed.length && !quoteSecret) {
     // Quotes then only verify in this process: fine for one process, wrong for a fleet.
@@ -170,6 +218,19 @@ export async function createRelayer({ config, db, log, metrics, shutdown }: Comm
     });
     relayers.set(c.chainId, relayer);
     dispatchers.push(dispatcher);
+    dispatchRoles.push([
+      `dispatch:${c.chainId}`,
+      {
+        start: () => dispatcher.start(),
+        stop: () => dispatcher.stop(),
+        channel: QUEUED_CHANNEL,
+        wake: (payload) => {
+          if (payload !== String(c.chainId)) return;
+          preconditions.poke();
+          dispatcher.nudge();
+        },
+      },
+    ]);
   }
   return {
     relayers,
@@ -183,6 +244,7 @@ export async function createRelayer({ config, db, log, metrics, shutdown }: Comm
     bars,
     receiptWaiters,
     relayerRoles,
+    dispatchRoles,
     relayerConnections: engineDb === db ? 0 : (engineDb.connections ?? 0),
   };
 }

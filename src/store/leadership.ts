@@ -10,6 +10,8 @@ export interface LockSession {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
   /** `fn` is called once when the connection ends or fails (the server restarted, ended it, or the network went). */
   onLost(fn: (err: Error) => void): void;
+  /** `fn` is called with each notification of a channel this connection LISTENs to (another process's NOTIFY). */
+  onNotification?(fn: (channel: string, payload: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -17,6 +19,13 @@ export interface LockSession {
 export interface Role {
   start(): void;
   stop(): Promise<void>;
+  /**
+   * A PostgreSQL channel other processes NOTIFY when they leave work for the role (the queued
+   * meta-transactions of a chain): the lock connection LISTENs to it, and while the role runs here each
+   * notification is handed to `wake` (with its payload), so the leader needs no poll of its own for it.
+   */
+  channel?: string;
+  wake?(payload: string): void;
 }
 
 export interface LeadershipOptions {
@@ -32,6 +41,8 @@ export interface LeadershipOptions {
  * a frozen or cut-off one within sessionTimeoutMs + checkMs. One statement per process per checkMs.
  */
 export const LEADERSHIP_DEFAULTS = Object.freeze({ checkMs: 2_000, sessionTimeoutMs: 15_000 });
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** The advisory lock key of a role: 64 bits of its name's hash (names, not numbers, in the code and the logs). */
 export function lockKey(name: string): bigint {
@@ -54,6 +65,8 @@ export function lockKey(name: string): bigint {
 export class Leadership {
   private readonly roles = new Map<string, { role: Role; key: bigint; leading: boolean }>();
   private session: LockSession | undefined;
+  /** The channels the open session LISTENs to. */
+  private listening = new Set<string>();
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   private turn: Promise<void> = Promise.resolve();
@@ -71,6 +84,10 @@ export class Leadership {
     if (this.roles.has(name)) throw new Error(`leadership: role ${name} added twice`);
     this.roles.set(name, { role, key: lockKey(name), leading: false });
     if (this.running) this.check();
+  }
+
+  has(name: string): boolean {
+    return this.roles.has(name);
   }
 
   /** The roles this process leads now. */
@@ -120,6 +137,11 @@ export class Leadership {
         const s = await this.open();
         if (!this.running) return void (await s.close().catch(() => undefined));
         this.session = s;
+        this.listening = new Set();
+        s.onNotification?.((channel, payload) => {
+          if (this.session !== s) return;
+          for (const r of this.roles.values()) if (r.leading && r.role.channel === channel) r.role.wake?.(payload);
+        });
         s.onLost((err) => {
           if (this.session !== s) return;
           this.session = undefined;
@@ -131,6 +153,13 @@ export class Leadership {
         });
       }
       const session = this.session;
+      // The roles' channels, once per connection (before their locks: a role led from this turn on
+      // misses no notification sent after it started).
+      for (const channel of new Set([...this.roles.values()].flatMap((r) => (r.role.channel ? [r.role.channel] : [])))) {
+        if (this.listening.has(channel) || !session.onNotification) continue;
+        await session.query(`LISTEN ${quoteIdent(channel)}`);
+        this.listening.add(channel);
+      }
       // One statement a turn: the locks not held are tried (an empty list still proves the connection).
       const wanted = [...this.roles].filter(([, r]) => !r.leading);
       const res = await session.query<{ k: string; got: boolean }>('SELECT k::text AS k, pg_try_advisory_lock(k) AS got FROM unnest($1::bigint[]) AS k', [wanted.map(([, r]) => r.key.toString())]);

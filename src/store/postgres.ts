@@ -234,6 +234,9 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
         onLost(fn: (err: Error) => void) {
           lost = fn;
         },
+        onNotification(fn: (channel: string, payload: string) => void) {
+          client.on('notification', (n) => fn(n.channel, n.payload ?? ''));
+        },
         async close() {
           ended = true;
           await client.end().catch(() => undefined);

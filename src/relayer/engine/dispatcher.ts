@@ -136,6 +136,11 @@ export class Dispatcher implements EngineContext {
     this.loop.start();
   }
 
+  /** Started and not stopped: this process dispatches the chain (intake's nudge reaches it). */
+  get running(): boolean {
+    return this.loop.active;
+  }
+
   nudge() {
     this.loop.wake();
   }

@@ -106,6 +106,11 @@ export interface IntakeGroupOptions {
   /** Makes the charges (NewMetaTxn.charge) of the meta-transactions a transaction writes, with its COMMIT. */
   chargeAtCommit?: (tx: Tx, charges: unknown[]) => void;
   groups?: { size: number; running: number; more?: number };
+  /**
+   * Of the chains a group queues on, those whose dispatcher it wakes by NOTIFY with its COMMIT (the
+   * fleet's dispatching process, when it is another: relayer/index.ts); none when not given.
+   */
+  notifyQueued?: (chainIds: number[]) => number[];
 }
 
 export function intakeGroups(db: Db, opts: IntakeGroupOptions = {}): MetaTxnIntake {
@@ -205,7 +210,7 @@ export function intakeGroups(db: Db, opts: IntakeGroupOptions = {}): MetaTxnInta
       }
       if (fresh.length > 0) {
         const ms = fresh.map(({ x }) => x.m);
-        const rows = await insertRows(tx, ms);
+        const rows = await insertRows(tx, ms, opts.notifyQueued?.([...new Set(ms.map((m) => m.chainId))]) ?? []);
         for (const m of ms) await m.also?.(tx);
         await onStatus?.(tx, rows, undefined, { created: true, bundles: new Map(ms.map((m) => [m.id, writtenBundles(m)])) });
         for (const [k, { i, x }] of fresh.entries()) {

@@ -12,6 +12,13 @@ import { CLAIMABLE_BY_3 } from './reads.ts';
  */
 
 /** The rows and bundles of an intake group in one statement (insertGroupIn). */
+/**
+ * The channel an intake NOTIFYs, with the chain id, when it queued meta-transactions the process that
+ * dispatches the chain does not hear of otherwise (another process of the fleet leads it, Dispatcher):
+ * delivered with the intake's COMMIT, it wakes that dispatcher without a poll.
+ */
+export const QUEUED_CHANNEL = 'metarelay_queued';
+
 const GROUP_INSERT_SQL = prepared(`WITH mt AS (
    INSERT INTO meta_txns (chain_id, id, project_id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sponsored, sponsor_id, fee_token, fee_value,
      fee_payer, key_id, client_ip, "authorization", gas_price_priced, cover_wei, exposure_wei, client_net, fee_final)
@@ -22,14 +29,18 @@ const GROUP_INSERT_SQL = prepared(`WITH mt AS (
    INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce)
    SELECT * FROM unnest($20::bigint[], $21::text[], $22::text[], $23::text[], $24::numeric[], $25::numeric[])
    ON CONFLICT (chain_id, bundle_id) DO UPDATE SET meta_txn_id = EXCLUDED.meta_txn_id, wallet = EXCLUDED.wallet,
-     nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE)
- SELECT * FROM mt`);
+     nonce_space = EXCLUDED.nonce_space, nonce = EXCLUDED.nonce, live = TRUE),
+nt AS (SELECT count(pg_notify('${QUEUED_CHANNEL}', c::text)) AS n FROM unnest($29::bigint[]) AS c)
+ SELECT mt.* FROM mt, nt`);
 
 /** One bundle id once (a call may carry the same bundle twice; one upsert cannot touch a row twice). */
 export const distinctBundles = (m: NewMetaTxn) => [...new Map(m.bundles.map((b) => [b.id, b])).values()];
 
-/** The rows and bundles of new meta-transactions in one statement (an intake group's), in the order given. */
-export async function insertRows(tx: Queryable, ms: readonly NewMetaTxn[]): Promise<MetaTxnRow[]> {
+/**
+ * The rows and bundles of new meta-transactions in one statement (an intake group's), in the order given;
+ * `notify`: the chains whose dispatchers it NOTIFYs (QUEUED_CHANNEL) with the COMMIT.
+ */
+export async function insertRows(tx: Queryable, ms: readonly NewMetaTxn[], notify: readonly number[] = []): Promise<MetaTxnRow[]> {
   const col = <V>(f: (m: NewMetaTxn) => V) => ms.map(f);
   const bundles = ms.flatMap((m) => distinctBundles(m).map((b) => ({ m, b })));
   const r = await tx.query<Record<string, unknown>>(GROUP_INSERT_SQL, [
@@ -61,6 +72,7 @@ export async function insertRows(tx: Queryable, ms: readonly NewMetaTxn[]): Prom
     col((m) => m.exposureWei?.toString() ?? null),
     col((m) => m.clientNet ?? null),
     col((m) => m.feeFinal ?? null),
+    notify,
   ]);
   const byId = new Map(r.rows.map((x) => [`${x.chain_id}:${x.id}`, normalise(x)]));
   return ms.map((m) => byId.get(`${m.chainId}:${m.id}`)!);
