@@ -160,7 +160,10 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
     // A turn that found work is followed by another within a second or so, not 10 s (maintenance.ts): a
     // growing table is analysed again while it grows, so the plans kept on it follow its size.
     try {
-      const before = await analysesOfGrowth();
+      // Its first analysis comes with a turn after it passed a tenth of its size (up to 10 s apart; the
+      // wait above may end before that turn under load).
+      let before = await analysesOfGrowth();
+      for (const until = Date.now() + 30_000; before === 0 && Date.now() < until; before = await analysesOfGrowth()) await new Promise((r) => setTimeout(r, 250));
       expect(before).toBeGreaterThan(0);
       await new Promise((r) => setTimeout(r, 4_000));
       expect(await analysesOfGrowth()).toBeGreaterThan(before);

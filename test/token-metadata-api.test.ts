@@ -18,7 +18,9 @@ let batch: Address[]; // 50 ERC-1155s, each with its own {id} template on the or
 
 const docPath = (k: number, id: string) => `/b${k}/${erc1155IdHex(id)}.json`;
 // Generous: 2 500 fetches on a loaded 2-core machine (a CPU hog, other suites) took a local fetch past
-// 3 s and the batch past its wait, which is not what this file tests.
+// 3 s and the batch past its wait, which is not what this file tests. The wait bounds a hang only: the
+// batch took past its 60 s (the most the config takes) at load 20 (7 Dec), so the test asks again, as a
+// client would, for what was still being fetched.
 const FETCH_CONFIG = { fetchTimeoutMs: 15_000, inlineWaitMs: 60_000 };
 // Media has its own tests; eager thumbnails of 2 500 images would only compete for the CPU here.
 const MEDIA_OFF = { enabled: false };
@@ -44,7 +46,10 @@ const call = (method: string, body: unknown) => rpc(t.app, `/rpc/Metadata/${meth
 describe('GetTokenMetadataBatch', () => {
   it('resolves 50 contracts × 50 ids, each list in request order, one fetch per token', async () => {
     const contractTokenMap = Object.fromEntries(batch.map((a) => [a, IDS]));
-    const res = await call('GetTokenMetadataBatch', { chainID: '31337', contractTokenMap });
+    let res = await call('GetTokenMetadataBatch', { chainID: '31337', contractTokenMap });
+    // Asked again (at most twice) only if the inline wait ran out before every fetch had answered.
+    const resolved = () => Object.values(res.body.contractTokenMetadata as Record<string, WireToken[]>).every((l) => l.every((x) => x.status === 'AVAILABLE'));
+    for (let again = 0; again < 2 && res.status === 200 && !resolved(); again++) res = await call('GetTokenMetadataBatch', { chainID: '31337', contractTokenMap });
     expect(res.status).toBe(200);
     const got = res.body.contractTokenMetadata as Record<string, WireToken[]>;
     expect(Object.keys(got).sort()).toEqual(batch.map((a) => a.toLowerCase()).sort());
