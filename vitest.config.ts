@@ -12,6 +12,9 @@ export default defineConfig({
     // per call) took up to 53 s of the old 60 s on a busy 2-core machine.
     testTimeout: 180_000,
     hookTimeout: 180_000,
+    // expect.poll gives up after 1 s by default: a console page's next poll or a click's round trip took
+    // longer at load 20 (ui.test's sender toggle, 7 Dec). A bound on a hang, not a speed check.
+    expect: { poll: { timeout: 30_000, interval: 100 } },
     // Three workers on two cores: many files spend their time waiting on blocks (1 s interval mining),
     // timers and child processes, and a third file's work fills that. Measured on this 2-core VM, 29 Nov:
     // the PostgreSQL half 309 s -> 262 s, the PGlite half 453-502 s -> 410 s (vmstat: 14 % idle -> ~1 %).
