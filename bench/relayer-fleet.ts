@@ -11,12 +11,12 @@
 //   npx tsx bench/relayer-fleet.ts                                     # PostgreSQL at 127.0.0.1:5432 (BENCH_PG_URL)
 //   BENCH_ROUNDS=1 BENCH_PER_ROUND=300 BENCH_MODES=oneRule npx tsx bench/relayer-fleet.ts   # short check
 //
-// Options: BENCH_PER_ROUND (600 SendMetaTxn per round), BENCH_ROUNDS (2 pairs of 1 and 3 per mode),
+// Options: BENCH_PER_ROUND (600 SendMetaTxn per round), BENCH_WARM (400 per process before them, not measured), BENCH_ROUNDS (2 pairs of 1 and 3 per mode),
 // BENCH_DISPATCHERS (leader: one process dispatches, the default; every: each with a share of the senders),
 // BENCH_CONCURRENCY (32 in flight, round-robin over the processes: no load balancer), BENCH_WALLETS
 // (300; manyRules uses the first BENCH_RULES = 64, each with a WALLET rule), BENCH_MODES (oneRule,manyRules,gasless).
 //
-// A round: its processes start, warm up (20 SendMetaTxn through each, not measured), then
+// A round: its processes start, warm up (BENCH_WARM SendMetaTxn through each, not measured), then
 // BENCH_PER_ROUND SendMetaTxn closed-loop with the senders running (settling, which writes the same
 // spend counters, runs meanwhile); then the round's backlog drains and its processes stop. Measured:
 //   - accepted SendMetaTxn per second;
@@ -62,7 +62,14 @@ const ROUNDS = envNumber('BENCH_ROUNDS', 2);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 32);
 const WALLETS = envNumber('BENCH_WALLETS', 300);
 const RULES = envNumber('BENCH_RULES', 64);
-const WARM = 20;
+/**
+ * SendMetaTxn per process before the measured ones (BENCH_WARM), as the Ping anchor is warmed with 1 000:
+ * V8 optimises a process's hot paths only after many calls, and with 20 each (the default until 7 Dec)
+ * a process of three served its measured share of 200 still half cold: 3/1 0.65 (one rule) and 0.67
+ * (gasless) with 20, 0.82 and 0.84 with 400 in the next run on the same quiet machine; a fleet that
+ * relays for hours runs warm.
+ */
+const WARM = envNumber('BENCH_WARM', 400);
 /** relayer.dispatchers of the processes (BENCH_DISPATCHERS: leader, the default, or every). */
 const DISPATCHERS = process.env.BENCH_DISPATCHERS === 'every' ? 'every' : 'leader';
 const MODES = (process.env.BENCH_MODES ?? 'oneRule,manyRules,gasless').split(',') as Mode[];
