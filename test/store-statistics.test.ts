@@ -10,6 +10,7 @@ import { GROUP_KNOWN_SQL } from '../src/relayer/store.ts';
 import type { MaintenanceReport } from '../src/store/maintenance.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
+import { waitFor } from './support/relay-load.ts';
 
 const CHAIN = 5;
 const wallet = (g: string) => `'0x' || lpad(to_hex(${g}), 40, '0')`;
@@ -162,8 +163,7 @@ describe(`tables kept analysed and vacuumed as they change (${TEST_DB}; autovacu
     try {
       // Its first analysis comes with a turn after it passed a tenth of its size (up to 10 s apart; the
       // wait above may end before that turn under load).
-      let before = await analysesOfGrowth();
-      for (const until = Date.now() + 30_000; before === 0 && Date.now() < until; before = await analysesOfGrowth()) await new Promise((r) => setTimeout(r, 250));
+      const before = await waitFor('the growth table analysed', async () => (await analysesOfGrowth()) || undefined, 30_000, 250);
       expect(before).toBeGreaterThan(0);
       await new Promise((r) => setTimeout(r, 4_000));
       expect(await analysesOfGrowth()).toBeGreaterThan(before);
