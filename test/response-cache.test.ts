@@ -393,6 +393,42 @@ describe('REST repeats answered before routing', () => {
     for (let i = 0; i < 3; i++) statuses.push((await overSocket(url, { 'x-access-key': key })).status);
     expect(statuses).toEqual([200, 200, 429]);
   });
+
+  it("puts each answer given before routing in the project's request log, as the route's own answer is", async () => {
+    const project = await t.services.projects.create('rc-early-journal');
+    const { key, info } = await t.services.accessKeys.create(project.id, 'journal');
+    const keyId = info.id;
+    const url = `/tokens/anvil/${tt}/5,6?x=1`;
+    const rpcBody = JSON.stringify({ chainID: 'anvil', contractAddress: tt, tokenIDs: ['5'] });
+    const callRpc = () => socketApp.inject({ method: 'POST', url: '/rpc/Metadata/GetTokenMetadata', headers: { 'content-type': 'application/json', 'x-access-key': key }, payload: rpcBody });
+    // The first of each is answered by the route (and stored); the repeats before routing, a 304 among them.
+    const rest = await overSocket(url, { 'x-access-key': key });
+    expect(rest.status).toBe(200);
+    expect((await served(t.services, () => overSocket(url, { 'x-access-key': key }))).reused).toBe(2);
+    expect((await served(t.services, () => overSocket(url, { 'x-access-key': key, 'if-none-match': String(rest.headers.etag) }))).reused).toBe(2);
+    expect((await callRpc()).statusCode).toBe(200);
+    expect((await served(t.services, callRpc)).reused).toBe(1);
+
+    await t.services.requestJournal.flush();
+    const rows = (
+      await t.services.db.query<{ key_id: string; method: string; status: number; client_net: string; ms: number }>(
+        'SELECT key_id, method, status, client_net, ms FROM project_requests WHERE project_id = $1 ORDER BY id',
+        [project.id],
+      )
+    ).rows;
+    const read = 'GET /tokens/:network/:contract/*';
+    expect(rows.map((r) => [Number(r.key_id), r.method, r.status, r.client_net])).toEqual([
+      [keyId, read, 200, '127.0.0.0/24'],
+      [keyId, read, 200, '127.0.0.0/24'],
+      [keyId, read, 304, '127.0.0.0/24'],
+      [keyId, 'Metadata/GetTokenMetadata', 200, '127.0.0.0/24'],
+      [keyId, 'Metadata/GetTokenMetadata', 200, '127.0.0.0/24'],
+    ]);
+    for (const r of rows) expect(r.ms).toBeGreaterThanOrEqual(0);
+    // Never the key, never the query string.
+    expect(JSON.stringify(rows)).not.toContain(key.slice(0, 12));
+    expect(JSON.stringify(rows)).not.toContain('x=1');
+  });
 });
 
 describe('RPC repeats answered before routing', () => {

@@ -19,7 +19,7 @@ import { registerWebrpcService, sendError, type WebrpcDeps } from './core/webrpc
 import { registerEventStream } from './events/events.ts';
 import { OpenStreams } from './core/stream-registry.ts';
 import { AccessPipeline, keyedOf } from './core/access-pipeline.ts';
-import { journalNote } from './core/request-journal-entry.ts';
+import { journalNote, journalRouted } from './core/request-journal-entry.ts';
 import { registerCors } from './core/cors.ts';
 import { lazyChildLogger } from './core/request-logger.ts';
 import { Tally } from '../telemetry/tally.ts';
@@ -62,7 +62,7 @@ export async function buildHttpApp(s: Services, opts: BuildAppOptions = {}): Pro
   // serve logs one line per answered request (sampled, see RequestRecorder); tests do not.
   const recorder = new RequestRecorder(new Tally(s.metrics.httpRequests), s.config.requestLog, opts.logRequests ? s.log : undefined);
   // Cached REST token reads are answered before routing, by the same policy (early-answers.ts).
-  const early = new EarlyAnswers(access, s.config.auth.rest, recorder);
+  const early = new EarlyAnswers(access, s.config.auth.rest, recorder, (keyed, name, ip, status, ms) => journalNote(s, keyed, name, ip, status, ms));
   const app = Fastify({
     serverFactory: early.serverFactory(),
     loggerInstance: s.log as FastifyBaseLogger,
@@ -81,7 +81,7 @@ export async function buildHttpApp(s: Services, opts: BuildAppOptions = {}): Pro
     recorder.record(req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime, lineOf, req);
     // A request a valid access key made goes in its project's request log (admitted or refused after).
     const keyed = keyedOf(req);
-    if (keyed) journalNote(s, keyed, req, reply.statusCode, reply.elapsedTime);
+    if (keyed) journalRouted(s, keyed, req, reply.statusCode, reply.elapsedTime);
     done();
   });
 

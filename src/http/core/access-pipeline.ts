@@ -197,9 +197,17 @@ export class AccessPipeline {
    * authenticate → allowed networks, the cached answer, then the rate limit, each only where it can
    * be decided now. Nothing is counted or spent unless the answer is returned; on undefined (a key
    * not in memory, a refusal to write, a miss, a bucket only the database can answer) the request
-   * goes on to its route, whose hooks decide it as for any other.
+   * goes on to its route, whose hooks decide it as for any other. With the answer, the project and key
+   * that asked (null: no key), for the project's request log.
    */
-  reuseNow(mode: AuthMode, key: string | undefined, origin: string | undefined, networks: () => string[], reuseKey: string, url?: string): ReusableAnswer | undefined {
+  reuseNow(
+    mode: AuthMode,
+    key: string | undefined,
+    origin: string | undefined,
+    networks: () => string[],
+    reuseKey: string,
+    url?: string,
+  ): { hit: ReusableAnswer; keyed: { projectId: number; keyId: number } | null } | undefined {
     const { auth, responses, rateLimiter } = this.deps;
     if (reuseKey.length >= responses.maxKeyLength) return undefined;
     const caller = this.callerNow(mode, key);
@@ -212,7 +220,7 @@ export class AccessPipeline {
     if (outcome?.kind === 'ok') auth.counted(outcome, familyOf(url));
     responses.hit();
     this.countReused(hit.tokens);
-    return hit;
+    return { hit, keyed: outcome?.kind === 'ok' ? { projectId: outcome.project.id, keyId: outcome.keyId } : null };
   }
 
   /**

@@ -5,6 +5,7 @@ import type { AccessPipeline, AuthMode } from './access-pipeline.ts';
 import { pickAccessKey } from './auth.ts';
 import { corsHeaders } from './cors.ts';
 import type { RequestRecorder } from './request-log.ts';
+import { requestName, type Keyed } from './request-journal-entry.ts';
 import { JSON_UTF8, mediaTypeOf } from './media-type.ts';
 import { READS_ROUTE, restReuseKey, reusedHeaders, type EarlyRpcMethod } from './reuse.ts';
 import { networksNamed } from '../../access/allowed-networks.ts';
@@ -13,6 +14,9 @@ const PREFIX = '/tokens/';
 
 /** The reusable methods of one webrpc service mounted at a fixed prefix, by name. */
 export type EarlyRpc = ReadonlyMap<string, EarlyRpcMethod>;
+
+/** Notes an answered request of a project in its request log (request-journal-entry.ts journalNote, wired by the app). */
+export type JournalNote = (keyed: Keyed, name: string, ip: string | undefined, status: number, ms: number) => void;
 
 /** A request body read here and handed on: the router's preParsing hook (`replayBody`) gives it to its parser. */
 const READ_BODY = Symbol('metarelay.earlyBody');
@@ -30,7 +34,8 @@ type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
  * networks → cached answer → rate limit), and only when everything is known in memory; every other
  * request, and every one of these it cannot decide at once, goes to fastify unchanged. Only an answer
  * the reads route stored for this exact URL and caller can be given, so what is answered here is
- * what the route would answer, with the same headers, count and request line.
+ * what the route would answer, with the same headers, count, request line and row in the project's
+ * request log.
  */
 export class EarlyAnswers {
   private open = true;
@@ -41,6 +46,7 @@ export class EarlyAnswers {
     private readonly access: AccessPipeline,
     private readonly restMode: AuthMode,
     private readonly recorder: RequestRecorder,
+    private readonly journal: JournalNote,
   ) {}
 
   /** From now on every request goes to the router (closing: fastify answers 503 / Connection: close). */
@@ -85,8 +91,9 @@ export class EarlyAnswers {
     if (c < 0 || c === path.length - 1 || path.indexOf('/', c + 1) >= 0 || path.includes('%')) return false;
     const network = path.slice(PREFIX.length, n);
     const key = pickAccessKey(req.headers['x-access-key'], q < 0 ? undefined : queryKey(url.slice(q + 1)));
-    const hit = this.access.reuseNow(this.restMode, key, req.headers.origin, () => [network], restReuseKey(url), url);
-    if (!hit) return false;
+    const reused = this.access.reuseNow(this.restMode, key, req.headers.origin, () => [network], restReuseKey(url), url);
+    if (!reused) return false;
+    const { hit, keyed } = reused;
     const origin = req.headers.origin;
     const inm = req.headers['if-none-match'];
     const { status, headers } = reusedHeaders(hit.etag!, inm);
@@ -99,7 +106,9 @@ export class EarlyAnswers {
       res.setHeader('content-length', hit.body.length);
       res.end(hit.body);
     }
-    this.recorder.record(READS_ROUTE, status, performance.now() - start, lineOf, req);
+    const ms = performance.now() - start;
+    this.recorder.record(READS_ROUTE, status, ms, lineOf, req);
+    if (keyed) this.journal(keyed, requestName(req.method, url, READS_ROUTE), req.socket.remoteAddress, status, ms);
     return true;
   }
 
@@ -132,11 +141,12 @@ export class EarlyAnswers {
     });
     req.once('end', () => {
       const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, got);
-      const hit = got === length ? this.access.reuseNow(m.mode, key, req.headers.origin, () => networksOf(body), `${m.reusePrefix}${body.toString('latin1')}`, url) : undefined;
-      if (!hit) {
+      const reused = got === length ? this.access.reuseNow(m.mode, key, req.headers.origin, () => networksOf(body), `${m.reusePrefix}${body.toString('latin1')}`, url) : undefined;
+      if (!reused) {
         (req as WithBody)[READ_BODY] = body;
         return next(req, res);
       }
+      const { hit, keyed } = reused;
       res.statusCode = 200;
       const cors = corsHeaders(req.headers.origin);
       for (const h in cors) res.setHeader(h, cors[h]);
@@ -147,6 +157,7 @@ export class EarlyAnswers {
       const ms = performance.now() - start;
       m.answered(ms / 1000);
       this.recorder.record(m.route, 200, ms, lineOf, req);
+      if (keyed) this.journal(keyed, requestName(req.method, url, m.route), req.socket.remoteAddress, 200, ms);
     });
     return true;
   }
