@@ -8,6 +8,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     exclude: [...configDefaults.exclude, ...(process.env.METARELAY_TEST_DB === 'postgres' ? WITHOUT_THE_RUNS_DATABASE : ONLY_WITH_POSTGRES)],
     globalSetup: ['test/support/global-setup.ts'],
+    // CPU seconds per file, on request only (test/support/cpu-profile.ts; docs/testing.md).
+    setupFiles: process.env.METARELAY_TEST_CPU ? ['test/support/cpu-profile.ts'] : [],
     // A guard against hangs, not a speed check: tests that spawn the CLI (a fresh node, tsx and PGlite
     // per call) took up to 53 s of the old 60 s on a busy 2-core machine.
     testTimeout: 180_000,
