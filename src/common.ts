@@ -8,6 +8,7 @@ import { migrate } from './store/migrate.ts';
 import { maintenanceReporter } from './telemetry/db-maintenance.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
+import { FleetShare } from './util/fleet-share.ts';
 
 /**
  * What close() lets go of once the loops are stopped: each domain adds what it opened, and they go last
@@ -26,6 +27,8 @@ export interface Common {
   /** Milliseconds since the epoch; one place to read the time from. */
   clock: () => number;
   shutdown: Shutdown;
+  /** The API processes sharing each configured rate (util/fleet-share.ts): 1 until the wiring counts them (startApi). */
+  fleet: FleetShare;
 }
 
 export interface CommonOptions {
@@ -65,7 +68,9 @@ export async function createCommon(config: AppConfig, opts: CommonOptions = {}):
   }
   const shutdown = shutdownList();
   if (!opts.db) shutdown.add(() => db.close());
-  return { config, log, metrics, db, clock: Date.now, shutdown };
+  const fleet = new FleetShare();
+  metrics.fleetApiProcesses.set(fleet.size);
+  return { config, log, metrics, db, clock: Date.now, shutdown, fleet };
 }
 
 /**

@@ -28,6 +28,11 @@ interface Lifecycle {
   startDispatchers(): void;
   /** Starts the refresh worker and the chain watchers (what `worker` runs, and `serve`/`dev` by default). */
   startBackground(): void;
+  /**
+   * Counts this process among the fleet's API processes (what `serve` and `dev` call once they listen):
+   * every in-memory rate bucket then holds its share of the configured rate (util/fleet-share.ts).
+   */
+  startApi(): void;
   startedAt: Date;
   /** Set by drain(): HTTP refuses new work (503), readiness says no. */
   readonly draining: boolean;
@@ -84,6 +89,7 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
   const { indexerBackfills } = indexer;
   let background = false;
   let dispatching = false;
+  let serving = false;
   let closed = false;
   let draining = false;
   return {
@@ -112,6 +118,15 @@ export async function createServices(config: AppConfig, opts: CreateServicesOpti
       worker.start();
       lead(backgroundRoles);
       indexerBackfills?.start();
+    },
+    startApi() {
+      if (serving) return;
+      serving = true;
+      leadership.join('api', (n) => {
+        common.fleet.set(n);
+        common.metrics.fleetApiProcesses.set(common.fleet.size);
+      });
+      leadership.start();
     },
     startedAt: new Date(common.clock()),
     get draining() {

@@ -3,6 +3,7 @@
 // behind it. Ground truth is what the tasks saw (how many of them ran at once), not what the class says.
 import { describe, expect, it } from 'vitest';
 import { CostShareFull, CostShares } from '../src/util/cost-shares.ts';
+import { FleetShare } from '../src/util/fleet-share.ts';
 
 function gate() {
   let open!: () => void;
@@ -72,5 +73,43 @@ describe('cost shares', () => {
     // Another key is untouched; a secret key's one address may spend the whole key.
     for (let i = 0; i < 100; i++) await shares.run({ key: 'k2', client: '10.0.0.0/24', whole: true }, 1, task);
     expect(ran).toBe(200);
+  });
+
+  it("in a fleet of N API processes each holds 1/N of the rates and bursts, a client's too, and follows N as it changes", async () => {
+    const fleet = new FleetShare();
+    let ran = 0;
+    const task = async () => void ran++;
+    /** Runs `who`'s calls of cost 1 until one is refused: the share that refused it. */
+    const spend = async (shares: CostShares, who: { key: string; client: string | null }) => {
+      for (;;) {
+        try {
+          await shares.run(who, 1, task);
+        } catch (err) {
+          if (err instanceof CostShareFull) return err.share;
+          throw err;
+        }
+      }
+    };
+    const shares = new CostShares({ keyPerSec: 0.001, keyBurst: 60, clientFraction: 0.5, clientConcurrency: 1_000, clientQueue: 0, fleet });
+    fleet.set(3);
+    // A third of the key's 60 and of a client's 30.
+    expect(await spend(shares, { key: 'k1', client: '10.0.0.0/24' })).toBe('clientRate');
+    expect(ran).toBe(10);
+    expect(await spend(shares, { key: 'k1', client: null })).toBe('keyRate');
+    expect(ran).toBe(20);
+    // Two processes left: a fresh key's share is half.
+    fleet.set(2);
+    ran = 0;
+    expect(await spend(shares, { key: 'k2', client: null })).toBe('keyRate');
+    expect(ran).toBe(30);
+    // A count below one (this process's own mark not seen yet) is alone.
+    fleet.set(0);
+    expect(fleet.size).toBe(1);
+    // A burst smaller than the fleet still admits one request per process.
+    fleet.set(5);
+    ran = 0;
+    const tiny = new CostShares({ keyPerSec: 0.001, keyBurst: 2, clientFraction: 1, clientConcurrency: 1_000, clientQueue: 0, fleet });
+    expect(await spend(tiny, { key: 'k3', client: null })).toBe('keyRate');
+    expect(ran).toBe(1);
   });
 });

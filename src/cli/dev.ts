@@ -193,6 +193,7 @@ export async function startDev(o: DevOptions) {
     let started = false;
     const app = await buildApp(services, { started: () => started });
     await listenOn(app, config.host, config.port);
+    services.startApi();
     services.startBackground();
     services.startDispatchers();
     const bound = (app.server.address() as AddressInfo).port;

@@ -47,6 +47,8 @@ export async function runServe(argv: string[]) {
     throw err;
   }
   const server = app;
+  // Counted among the API processes from now on: the rate buckets hold this process's share.
+  services.startApi();
   if (config.inProcessWorker) services.startBackground();
   if (config.relayer.inProcessDispatcher) services.startDispatchers();
   onShutdown(services.log, {

@@ -29,7 +29,10 @@ export interface Collections {
  * `refresh`: the metadata domain's refresh queue (built after this, since it reads through `fetcher`),
  * asked for when the first edit is queued.
  */
-export function createCollections({ config, db, log }: Common, deps: { media?: MediaService; chains: ReadonlyMap<number, ChainClient>; fetcher: Fetcher; refresh: () => LinkedRefresh }): Collections {
+export function createCollections(
+  { config, db, log, fleet }: Common,
+  deps: { media?: MediaService; chains: ReadonlyMap<number, ChainClient>; fetcher: Fetcher; refresh: () => LinkedRefresh },
+): Collections {
   const { media, chains } = deps;
   if (!media) return { fetcher: deps.fetcher, collectionsIdle: async () => undefined };
   // A collection edit refreshes the linked contracts' cached metadata, in the background, merged per contract.
@@ -41,6 +44,7 @@ export function createCollections({ config, db, log }: Common, deps: { media?: M
     publicUrl: () => media.publicUrl,
     quotas: config.collections.quotas,
     uploadRate: config.collections.uploads,
+    fleet,
     // A link is proven by reading the contract (link-proof.ts) on a configured chain.
     linkChain: (chainId) => {
       const c = chains.get(chainId);

@@ -5,6 +5,7 @@
 import type { BlobInfo, MediaUploads } from '../media/index.ts';
 import { servedDocument, storedDocument } from './sanitize.ts';
 import { linkRefusal, type LinkChain } from './link-proof.ts';
+import type { FleetSize } from '../util/fleet-share.ts';
 import { IpBuckets } from '../util/ip-buckets.ts';
 import type { AssetRecord, CollectionRecord, CollectionStore, ContractLink, ProjectUsage, TokenRecord } from './store.ts';
 import { DuplicateError } from './store.ts';
@@ -45,6 +46,8 @@ export interface CollectionsDeps {
   quotas?: ProjectUsage;
   /** Uploads per project (config collections.uploads); none: no limit. */
   uploadRate?: { perMinute: number; burst: number };
+  /** The API processes sharing the upload rate (util/fleet-share.ts); none: this process alone. */
+  fleet?: FleetSize;
   /** After a change that changes what is served: linked contracts' cached metadata is refreshed. */
   onChanged?: (links: ContractLink[], projectId: number, tokenIds: string[] | null) => Promise<void> | void;
 }
@@ -52,11 +55,11 @@ export interface CollectionsDeps {
 const PAGE_MAX = 100;
 
 export class CollectionsService {
-  /** Uploads per project, in this process's memory (keyed `p<project id>`). */
+  /** Uploads per project, this process's share of them in its memory (keyed `p<project id>`). */
   private readonly uploadBuckets: IpBuckets | undefined;
 
   constructor(private readonly d: CollectionsDeps) {
-    this.uploadBuckets = d.uploadRate && new IpBuckets(d.uploadRate.perMinute / 60, d.uploadRate.burst);
+    this.uploadBuckets = d.uploadRate && new IpBuckets(d.uploadRate.perMinute / 60, d.uploadRate.burst, d.fleet);
   }
 
   /** The project a call acts for: its own, or (operator) the one it names. */

@@ -18,7 +18,7 @@ export const CollectionsConfigSchema = z
       })
       .strict()
       .prefault({}),
-    /** Uploads per project and process: a token bucket (perMinute on average, burst at once); past it RateLimited with Retry-After. */
+    /** Uploads per project, the fleet together: a token bucket (perMinute on average, burst at once); past it RateLimited with Retry-After. */
     uploads: z
       .object({ perMinute: z.number().positive().default(120), burst: z.number().int().min(1).default(30) })
       .strict()

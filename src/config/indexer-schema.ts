@@ -34,7 +34,8 @@ export const IndexerServiceConfigSchema = z
      */
     streamPriceBacklog: z.number().int().min(1).max(10_000).default(64),
     /**
-     * Shares of a key's indexer reads (docs/indexer.md, "Fair shares of reads"), per process. A read
+     * Shares of a key's indexer reads (docs/indexer.md, "Fair shares of reads"): the rates for the
+     * fleet's API processes together, the concurrency and queue per process. A read
      * costs ceil(rows asked / rowsPerUnit) units, times metadataWeight when metadata comes with it.
      * Each key spends keyUnitsPerSec (burst keyBurst); each client network of a publishable key
      * (ipv4Prefix / ipv6Prefix) a clientFraction of that, with at most clientConcurrency units

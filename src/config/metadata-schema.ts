@@ -30,7 +30,7 @@ export const MetadataConfigSchema = z
      * Shares of those slots (docs/metadata.md, "Fair shares"). One origin host (host:port) fetches
      * at most perHostConcurrency documents at once (more once it has shown it answers quickly), and
      * keyless reads start at most keylessHostRatePerSec fetches a second at one host (burst
-     * keylessHostBurst): a slow or hostile host holds a few slots, never all, and no host is sent a
+     * keylessHostBurst, the fleet together): a slow or hostile host holds a few slots, never all, and no host is sent a
      * flood on behalf of callers nobody can hold to account. The configured IPFS and Arweave gateways together share
      * gatewayConcurrency instead (no rate, no earning).
      */
@@ -50,7 +50,7 @@ export const MetadataConfigSchema = z
     /** Documents one caller (an access key, or a keyless client address) may have waiting for a slot; past that 429. */
     maxWaitingPerCaller: z.number().int().min(1).default(1_000),
     /**
-     * Unseen tokens a keyless client address may have fetched, per process: a token bucket charged
+     * Unseen tokens a keyless client address may have fetched, the fleet together: a token bucket charged
      * per new id fetched (cached ids cost nothing), so one request cannot make 100 requests to a host.
      */
     keylessFetchesPerSec: z.number().positive().default(10),

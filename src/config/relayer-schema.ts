@@ -228,15 +228,15 @@ export const RelayerServiceConfigSchema = z
      * that finds none takes the rule's row and shares out again.
      */
     sponsorSpendShards: z.number().int().min(1).max(256).default(16),
-    /** Relayer calls without an access key, per client address and process: a token bucket. */
+    /** Relayer calls without an access key, per client address: a token bucket, for the fleet's API processes together (docs/production.md, "Rates across the fleet"). */
     anonymousRatePerSec: z.number().positive().default(10),
     anonymousBurst: z.number().int().min(1).default(40),
-    /** Relayer calls with the admin token (the operator's back office), per process: one bucket of their own. */
+    /** Relayer calls with the admin token (the operator's back office): one bucket of their own, for the fleet together. */
     operatorRatePerSec: z.number().positive().default(200),
     operatorBurst: z.number().int().min(1).default(1_000),
     /**
      * Gas that FeeOptions and Simulate may simulate for callers without an access key, per client address
-     * and process: a token bucket in gas. A call takes its whole gas budget (anonymousMaxGasLimit) up front
+     * (for the fleet together): a token bucket in gas. A call takes its whole gas budget (anonymousMaxGasLimit) up front
      * and gets back what its simulations did not use; without the budget left, 429 with Retry-After.
      */
     anonymousSimulationGasPerSec: z.number().positive().default(6_000_000),

@@ -55,10 +55,10 @@ export const WebhooksConfigSchema = z
         resumeMaxAgeSec: z.number().int().min(0).default(86_400),
         /** A resume's catch-up reads the outbox in pages of at most this many positions (one page: one bounded statement). */
         resumePageEvents: z.number().int().min(10).max(100_000).default(1_000),
-        /** Catch-up pages one client network may read, a token bucket (per second on average, burst at once); past it, its catch-ups wait. */
+        /** Catch-up pages one client network may read, a token bucket for the fleet together (per second on average, burst at once); past it, its catch-ups wait. */
         resumePagesPerSec: z.number().positive().default(5),
         resumePageBurst: z.number().int().min(1).default(60),
-        /** Resumes (streams opened with a Last-Event-ID) one client address may make, a token bucket; past it, 429 with Retry-After. */
+        /** Resumes (streams opened with a Last-Event-ID) one client address may make, a token bucket for the fleet together; past it, 429 with Retry-After. */
         reconnectsPerMin: z.number().positive().default(12),
         reconnectBurst: z.number().int().min(1).default(20),
       })

@@ -82,7 +82,7 @@ export function createRemoteFetcher({ config, shutdown }: Common): Fetcher {
   return fetcher;
 }
 
-export function createMetadata({ config, db, log, metrics }: Common, deps: { chains: ReadonlyMap<number, ChainClient>; fetcher: Fetcher; media: MediaHooks; events: MetadataEvents }): Metadata {
+export function createMetadata({ config, db, log, metrics, fleet }: Common, deps: { chains: ReadonlyMap<number, ChainClient>; fetcher: Fetcher; media: MediaHooks; events: MetadataEvents }): Metadata {
   const { chains, fetcher, media, events } = deps;
   // A contract whose stored ContractInfo changes records a contract.info_updated event on the same transaction.
   const contractsRepo = contractStore(db, {
@@ -100,6 +100,7 @@ export function createMetadata({ config, db, log, metrics }: Common, deps: { cha
     // One read classifies a new contract and makes it searchable.
     detectStandard: (chain, address) => contracts.detect(chain, address),
     media: media.tokens,
+    fleet,
   });
   // A refresh task reaching DONE or FAILED records a refresh.task_finished event on the same transaction.
   const tasks = taskStore(db, { onFinished: events.onTaskFinished });

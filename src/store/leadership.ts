@@ -38,11 +38,25 @@ export interface LeadershipOptions {
 
 /**
  * A dead leader is replaced within about checkMs (kill -9: the server sees its socket close at once);
- * a frozen or cut-off one within sessionTimeoutMs + checkMs. One statement per process per checkMs.
+ * a frozen or cut-off one within sessionTimeoutMs + checkMs. One statement per process per checkMs,
+ * and one more where the process has joined a count (`join`).
  */
 export const LEADERSHIP_DEFAULTS = Object.freeze({ checkMs: 2_000, sessionTimeoutMs: 15_000 });
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * The holders of one shared advisory lock on this database, by lock key: the processes joined to a
+ * count. A 64-bit advisory lock is listed with its key's high half as classid, its low half as objid.
+ */
+const COUNT_HOLDERS = `
+SELECT k::text AS k, (
+  SELECT count(*) FROM pg_locks l
+  WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND l.classid = ((k >> 32) & 4294967295)::oid AND l.objid = (k & 4294967295)::oid
+) AS n
+FROM unnest($1::bigint[]) AS k`;
 
 /** The advisory lock key of a role: 64 bits of its name's hash (names, not numbers, in the code and the logs). */
 export function lockKey(name: string): bigint {
@@ -60,13 +74,22 @@ export function lockKey(name: string): bigint {
  * leaders of one role overlap at most for the moments the old one takes to notice, and the roles' own
  * writes stay correct then (each step checks the shared cursor it moves, under a row lock).
  *
- * Without sessions (PGlite: one process per database, folder-lock.ts) this process leads every role.
+ * The same connection counts processes (`join`): each process joined to a name holds a shared lock
+ * of it, so the live holders are the live processes, and a dead one leaves the count as it leaves its
+ * roles. The API processes count themselves so (`api`) to share the rate buckets (util/fleet-share.ts).
+ *
+ * Without sessions (PGlite: one process per database, folder-lock.ts) this process leads every role,
+ * and is alone in every count.
  */
 export class Leadership {
   private readonly roles = new Map<string, { role: Role; key: bigint; leading: boolean }>();
+  /** The counts this process has joined, and who is told each turn's count. */
+  private readonly counts = new Map<string, { key: bigint; onCount: (n: number) => void }>();
   private session: LockSession | undefined;
   /** The channels the open session LISTENs to. */
   private listening = new Set<string>();
+  /** The counts whose shared lock the open session holds. */
+  private joined = new Set<string>();
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   private turn: Promise<void> = Promise.resolve();
@@ -88,6 +111,17 @@ export class Leadership {
 
   has(name: string): boolean {
     return this.roles.has(name);
+  }
+
+  /**
+   * Counts this process among the processes joined to `name` on the database (once start() is called);
+   * `onCount` is told how many are live, this one included, each turn (every checkMs). While the lock
+   * connection is down it is told nothing, so the last count holds.
+   */
+  join(name: string, onCount: (n: number) => void): void {
+    if (this.counts.has(name)) throw new Error(`leadership: count ${name} joined twice`);
+    this.counts.set(name, { key: lockKey(`count:${name}`), onCount });
+    if (this.running) this.check();
   }
 
   /** The roles this process leads now. */
@@ -130,6 +164,7 @@ export class Leadership {
     if (!this.running) return;
     if (!this.open) {
       for (const [name, r] of this.roles) if (!r.leading) this.lead(name, r);
+      for (const c of this.counts.values()) c.onCount(1);
       return;
     }
     try {
@@ -138,6 +173,7 @@ export class Leadership {
         if (!this.running) return void (await s.close().catch(() => undefined));
         this.session = s;
         this.listening = new Set();
+        this.joined = new Set();
         s.onNotification?.((channel, payload) => {
           if (this.session !== s) return;
           for (const r of this.roles.values()) if (r.leading && r.role.channel === channel) r.role.wake?.(payload);
@@ -166,6 +202,7 @@ export class Leadership {
       if (this.session !== session || !this.running) return;
       const got = new Set(res.rows.filter((r) => r.got).map((r) => r.k));
       for (const [name, r] of wanted) if (got.has(r.key.toString())) this.lead(name, r);
+      if (this.counts.size) await this.countJoined(session);
       this.streak.succeeded();
     } catch (err) {
       this.streak.failed(err);
@@ -175,6 +212,20 @@ export class Leadership {
       await this.resign();
       await s?.close().catch(() => undefined);
     }
+  }
+
+  /** Takes the shared lock of each count not held on this session yet, then counts every count's holders: one statement a turn after the first. */
+  private async countJoined(session: LockSession): Promise<void> {
+    for (const [name, c] of this.counts) {
+      if (this.joined.has(name)) continue;
+      // Shared locks never wait for each other, and no process takes these exclusively.
+      const r = await session.query<{ got: boolean }>('SELECT pg_try_advisory_lock_shared($1::bigint) AS got', [c.key.toString()]);
+      if (r.rows[0]?.got) this.joined.add(name);
+    }
+    const res = await session.query<{ k: string; n: number | string }>(COUNT_HOLDERS, [[...this.counts.values()].map((c) => c.key.toString())]);
+    if (this.session !== session || !this.running) return;
+    const byKey = new Map(res.rows.map((r) => [r.k, Number(r.n)]));
+    for (const c of this.counts.values()) c.onCount(byKey.get(c.key.toString()) ?? 0);
   }
 
   private lead(name: string, r: { role: Role; leading: boolean }): void {

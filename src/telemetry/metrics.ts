@@ -69,6 +69,11 @@ export function createMetrics() {
       labelNames: ['role'] as const,
       registers: [registry],
     }),
+    fleetApiProcesses: new Gauge({
+      name: 'metarelay_fleet_api_processes',
+      help: 'API (serve) processes live on this database, this one included, as this process last counted them (every postgres.leaderCheckMs; 1 on PGlite, and in processes that serve no API): each in-memory rate bucket holds 1/N of its configured rate and burst',
+      registers: [registry],
+    }),
     dbMaintenance: new Counter({
       name: 'metarelay_db_maintenance_total',
       help: "turns of the service's own vacuum and analysis (PGlite, or PostgreSQL with autovacuum off) that ran statements or failed",

@@ -1,3 +1,4 @@
+import type { FleetSize } from './fleet-share.ts';
 import { IpBuckets } from './ip-buckets.ts';
 
 /**
@@ -7,11 +8,13 @@ import { IpBuckets } from './ip-buckets.ts';
  * every other key. Work is counted in cost units (a read's weight, e.g. its page size and whether
  * metadata comes with it), and:
  *
- * - each key has a token bucket of `keyPerSec` units a second (burst `keyBurst`), per process;
+ * - each key has a token bucket of `keyPerSec` units a second (burst `keyBurst`): with a `fleet`, for
+ *   the fleet's API processes together (each holds its share, util/fleet-share.ts), else per process;
  * - inside it, each client (a client network of the key) has a bucket of `clientFraction` of the
  *   key's rate and burst, so one client spends its own fraction and the key keeps the rest for others;
- * - each client of a key has at most `clientConcurrency` units running at once; past that its requests
- *   wait in its own line (at most `clientQueue`), and past that they are refused.
+ * - each client of a key has at most `clientConcurrency` units running at once in a process (what it
+ *   bounds is the process's own CPU and connections); past that its requests wait in its own line (at
+ *   most `clientQueue`), and past that they are refused.
  *
  * A client that exhausts its share is refused or waits; no other client's request waits on it. A
  * `whole` caller (a backend's secret key: its one address is every user of it) is held to the key's
@@ -23,6 +26,8 @@ export type CostShareOptions = {
   clientFraction: number;
   clientConcurrency: number;
   clientQueue: number;
+  /** The API processes sharing the rates (the wiring's FleetShare); none: this process alone. */
+  fleet?: FleetSize;
 };
 
 export type ShareName = 'keyRate' | 'clientRate' | 'clientQueue';
@@ -54,8 +59,8 @@ export class CostShares {
   private waitingCount = 0;
 
   constructor(private readonly o: CostShareOptions) {
-    this.keys = new IpBuckets(o.keyPerSec, o.keyBurst);
-    this.clients = new IpBuckets(o.keyPerSec * o.clientFraction, Math.max(1, o.keyBurst * o.clientFraction));
+    this.keys = new IpBuckets(o.keyPerSec, o.keyBurst, o.fleet);
+    this.clients = new IpBuckets(o.keyPerSec * o.clientFraction, Math.max(1, o.keyBurst * o.clientFraction), o.fleet);
   }
 
   /** For /metrics: units running, requests waiting, clients with a line. */

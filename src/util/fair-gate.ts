@@ -1,3 +1,5 @@
+import { burstShare, type FleetSize } from './fleet-share.ts';
+
 /**
  * A pool of slots shared fairly by who asks and where the work goes (issue 54). A plain Limiter is one
  * FIFO line: whoever queues most, or names the slowest host, holds every slot. Here:
@@ -31,6 +33,8 @@ export type FairGateOptions = {
   maxWaiting?: number;
   /** A host with its own limit (the operator's IPFS gateways). */
   hostLimit?: (host: string) => number | undefined;
+  /** The API processes sharing the keyless host rate (util/fleet-share.ts); none: this process alone. */
+  fleet?: FleetSize;
 };
 
 interface Waiter extends GateTask {
@@ -106,11 +110,17 @@ export class FairGate {
     if (this.allowance.size > MAX_BUCKETS) this.allowance.delete(this.allowance.keys().next().value!);
   }
 
+  /** The keyless start rate at one host in this process: its share of the fleet's (util/fleet-share.ts). */
+  private get hostRate(): number | undefined {
+    const rate = this.o.keylessHostRatePerSec;
+    return rate && rate / (this.o.fleet?.size ?? 1);
+  }
+
   /** Rate tokens of a host now (refilled since last taken). */
   private tokens(host: string, now: number): number {
-    const rate = this.o.keylessHostRatePerSec;
+    const rate = this.hostRate;
     if (!rate) return Number.POSITIVE_INFINITY;
-    const burst = this.o.keylessHostBurst ?? Math.max(1, Math.ceil(rate));
+    const burst = burstShare(this.o.keylessHostBurst ?? Math.max(1, Math.ceil(this.o.keylessHostRatePerSec!)), this.o.fleet?.size ?? 1);
     const b = this.buckets.get(host);
     return b ? Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate) : burst;
   }
@@ -168,13 +178,14 @@ export class FairGate {
       if (!started) break;
     }
     // A task held only by its host's rate starts when a token is due, not at the next finish.
-    if (rateBound && this.waitingCount > 0 && !this.timer && this.o.keylessHostRatePerSec) {
+    const rate = this.hostRate;
+    if (rateBound && this.waitingCount > 0 && !this.timer && rate) {
       this.timer = setTimeout(
         () => {
           this.timer = undefined;
           this.pump();
         },
-        Math.ceil(1000 / this.o.keylessHostRatePerSec),
+        Math.ceil(1000 / rate),
       );
       this.timer.unref?.();
     }

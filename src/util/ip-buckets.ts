@@ -1,4 +1,5 @@
-import { LruCache } from '../util/lru.ts';
+import { burstShare, type FleetSize } from './fleet-share.ts';
+import { LruCache } from './lru.ts';
 
 /** Addresses tracked at once; past that the oldest are forgotten (a forgotten bucket is a full one). */
 const MAX_TRACKED = 100_000;
@@ -6,7 +7,8 @@ const MAX_TRACKED = 100_000;
 /**
  * A token bucket per client address, in this process's memory: the bound on callers without an access
  * key, who have no bucket in the database. An entry idle long enough to have refilled is as good as
- * absent, so entries live only that long.
+ * absent, so entries live only that long. With a `fleet`, the bucket holds this process's share of the
+ * rate and burst (util/fleet-share.ts), so the configured ones hold across the processes.
  */
 export class IpBuckets {
   private readonly buckets: LruCache<{ tokens: number; at: number }>;
@@ -14,8 +16,16 @@ export class IpBuckets {
   constructor(
     private readonly ratePerSec: number,
     private readonly burst: number,
+    private readonly fleet?: FleetSize,
   ) {
+    // burst/rate, the time to refill, is the same for any share of both.
     this.buckets = new LruCache(MAX_TRACKED, Math.ceil((burst / ratePerSec) * 1000) + 1_000);
+  }
+
+  /** This process's rate and burst now. */
+  private share(): { rate: number; burst: number } {
+    const n = this.fleet?.size ?? 1;
+    return { rate: this.ratePerSec / n, burst: burstShare(this.burst, n) };
   }
 
   /**
@@ -23,12 +33,13 @@ export class IpBuckets {
    * there are not enough. A cost over the burst is charged as the burst, or it could never be admitted.
    */
   take(ip: string, now = Date.now(), cost = 1): { ok: true } | { ok: false; retryAfterSec: number } {
-    const need = Math.min(Math.max(cost, 0), this.burst);
-    const b = this.buckets.get(ip, now) ?? { tokens: this.burst, at: now };
-    const tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec);
+    const { rate, burst } = this.share();
+    const need = Math.min(Math.max(cost, 0), burst);
+    const b = this.buckets.get(ip, now) ?? { tokens: burst, at: now };
+    const tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate);
     if (tokens < need) {
       this.buckets.set(ip, { tokens, at: now }, now);
-      return { ok: false, retryAfterSec: Math.max(1, Math.ceil((need - tokens) / this.ratePerSec)) };
+      return { ok: false, retryAfterSec: Math.max(1, Math.ceil((need - tokens) / rate)) };
     }
     this.buckets.set(ip, { tokens: tokens - need, at: now }, now);
     return { ok: true };
@@ -38,7 +49,8 @@ export class IpBuckets {
   giveBack(ip: string, amount: number, now = Date.now()) {
     const b = this.buckets.get(ip, now);
     if (!b || amount <= 0) return;
-    const tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSec + amount);
+    const { rate, burst } = this.share();
+    const tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate + amount);
     this.buckets.set(ip, { tokens, at: now }, now);
   }
 }

@@ -43,14 +43,15 @@ export const WITHOUT_THE_RUNS_DATABASE = [
  * Test files that bring their own PostgreSQL and need no PGlite counterpart: `pg-faults` starts a private
  * cluster (support/private-postgres.ts) to restart it, end its backends and fill its slots, which the
  * shared server must not suffer and PGlite (one connection, in process) has no equivalent of. They run
- * in the PostgreSQL half only, where the server's binaries are known to be installed. `fleet-leader` and
- * `fleet-dispatch` run three processes on one database, which PGlite (one process per database) does not allow; `sponsor-spend-shards`
+ * in the PostgreSQL half only, where the server's binaries are known to be installed. `fleet-leader`,
+ * `fleet-dispatch` and `fleet-rates` run three processes on one database, which PGlite (one process per database) does not allow; `sponsor-spend-shards`
  * and `claims-skip-locked` several pools on one database.
  */
 export const ONLY_WITH_POSTGRES = [
   'test/pg-faults.test.ts',
   'test/fleet-leader.test.ts',
   'test/fleet-dispatch.test.ts',
+  'test/fleet-rates.test.ts',
   'test/sponsor-spend-shards.test.ts',
   'test/claims-skip-locked.test.ts',
   'test/sponsor-shard-held.test.ts',

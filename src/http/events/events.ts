@@ -13,7 +13,7 @@ import { StreamResumes, gapMessage } from './stream-resume.ts';
 import { clientNetwork } from '../../util/client-net.ts';
 
 /** What the event stream reads: keys, the outbox, the config's shares, the networks and the metrics. */
-export type EventStreamDeps = Pick<Services, 'auth' | 'config' | 'events' | 'metrics' | 'networks'>;
+export type EventStreamDeps = Pick<Services, 'auth' | 'config' | 'events' | 'fleet' | 'metrics' | 'networks'>;
 
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind in reading (bytes buffered) is cut off; it resumes with Last-Event-ID. */
@@ -42,7 +42,7 @@ const Position = z.string().regex(/^\d{1,18}$/, 'Last-Event-ID must be an event 
 export function registerEventStream(app: FastifyInstance, s: EventStreamDeps, registry: OpenStreams) {
   const slots = registry.slots;
   const shares = s.config.webhooks.streamShares;
-  const resumes = new StreamResumes(shares, s.events.outbox, (paced) => s.metrics.streamResumePages.inc({ paced: String(paced) }));
+  const resumes = new StreamResumes(shares, s.events.outbox, (paced) => s.metrics.streamResumePages.inc({ paced: String(paced) }), s.fleet);
   app.get('/events', async (req, reply) => {
     let filter: StreamFilter;
     let after: number | null = null;

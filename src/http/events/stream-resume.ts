@@ -1,5 +1,6 @@
 import type { CatchUp } from '../../events/stream-hub.ts';
 import type { Outbox } from '../../events/outbox.ts';
+import type { FleetSize } from '../../util/fleet-share.ts';
 import { IpBuckets } from '../../util/ip-buckets.ts';
 
 /** webhooks.streamShares: how far back a resume may reach, how fast it reads, how often an address may resume. */
@@ -39,9 +40,11 @@ export class StreamResumes {
     private readonly l: ResumeLimits,
     private readonly outbox: Pick<Outbox, 'head' | 'firstAfter'>,
     private readonly onPage?: (paced: boolean) => void,
+    /** The API processes sharing the limits (util/fleet-share.ts); none: this process alone. */
+    fleet?: FleetSize,
   ) {
-    this.reconnects = new IpBuckets(l.reconnectsPerMin / 60, l.reconnectBurst);
-    this.pages = new IpBuckets(l.resumePagesPerSec, l.resumePageBurst);
+    this.reconnects = new IpBuckets(l.reconnectsPerMin / 60, l.reconnectBurst, fleet);
+    this.pages = new IpBuckets(l.resumePagesPerSec, l.resumePageBurst, fleet);
   }
 
   /** Takes one resume of `address`, or says when it may try again. */

@@ -9,8 +9,8 @@ import type { AccessPipeline } from '../core/access-pipeline.ts';
 
 /** What the readiness checks ask: the database and every configured chain's node. */
 export type ReadinessDeps = Pick<Services, 'db' | 'chains'>;
-/** What /health, /ready and /metrics read: the checks', each relayer's snapshot (its metaTxns), draining, the start and the metrics. */
-export type HealthRouteDeps = ReadinessDeps & Pick<Services, 'relayers' | 'metaTxns' | 'draining' | 'startedAt' | 'metrics'>;
+/** What /health, /ready and /metrics read: the checks', each relayer's snapshot (its metaTxns), draining, the start, the fleet's count and the metrics. */
+export type HealthRouteDeps = ReadinessDeps & Pick<Services, 'relayers' | 'metaTxns' | 'draining' | 'startedAt' | 'fleet' | 'metrics'>;
 
 export interface CheckResult {
   name: string;
@@ -120,7 +120,9 @@ export function registerHealthRoutes(app: FastifyInstance, s: HealthRouteDeps, a
     }
     const chains = await Promise.all((chain ? [chain] : [...s.chains.values()]).map((c) => chainView(s, c, database.ok)));
     const ready = database.ok && (!chain || chains[0].ok);
-    return reply.code(ready ? 200 : 503).send({ ready, database, chains, checks });
+    // The API processes this one counts on the database: each holds 1/apiProcesses of every in-memory rate.
+    const fleet = { apiProcesses: s.fleet.size };
+    return reply.code(ready ? 200 : 503).send({ ready, database, chains, fleet, checks });
   });
   app.get('/metrics', async (req, reply) => {
     if (!(await access.isOperator(req))) {

@@ -32,7 +32,7 @@ import { withReadShares } from './read-shares.ts';
 import type { OpenStreams } from '../core/stream-registry.ts';
 
 /** What the Indexer service uses: the chains' indexers, the metadata they carry, the networks, the config and metrics, and what its answers, listeners and RuntimeStatus use. */
-export type IndexerServiceDeps = AnswerDeps & StatusDeps & ListenerDeps & Pick<Services, 'config' | 'indexerMetadata' | 'indexers' | 'metrics' | 'networks'>;
+export type IndexerServiceDeps = AnswerDeps & StatusDeps & ListenerDeps & Pick<Services, 'config' | 'fleet' | 'indexerMetadata' | 'indexers' | 'metrics' | 'networks'>;
 
 export const INDEXER_SCHEMA = 'sequence-indexer@v0.4.0';
 const SCHEMA_HASH = '2bca559c4c590bce7d70c33df115a58399efec82';
@@ -312,6 +312,7 @@ export function indexerService(s: IndexerServiceDeps, streams: OpenStreams): Ser
       },
       s.config,
       s.metrics,
+      s.fleet,
     ),
   };
 }

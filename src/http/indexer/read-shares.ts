@@ -1,10 +1,12 @@
 // The Indexer's reads held to fair shares (issue 54, finding 7): each read is weighed by the rows it
 // asks for and whether metadata comes with them, and run in its caller's share (util/cost-shares.ts):
 // the key's rate, and inside it each client network's fraction and concurrency. A full share is
-// answered 429 with Retry-After and the share's name.
+// answered 429 with Retry-After and the share's name. The rates are the fleet's: each API process
+// holds its share of them (util/fleet-share.ts).
 
 import type { AppConfig } from '../../config/schema.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
+import type { FleetSize } from '../../util/fleet-share.ts';
 import { clientNetwork } from '../../util/client-net.ts';
 import { CostShareFull, CostShares } from '../../util/cost-shares.ts';
 import { callerOf } from '../core/access-pipeline.ts';
@@ -57,11 +59,11 @@ export function readCost(method: string, a: Args, o: AppConfig['indexer']['readS
   return Math.ceil(units * (w.metadata?.(a) ? o.metadataWeight : 1));
 }
 
-/** The Indexer's methods, those that read wrapped in their caller's share. */
-export function withReadShares(methods: Record<string, MethodDef<any>>, config: AppConfig, metrics: Metrics): Record<string, MethodDef<any>> {
+/** The Indexer's methods, those that read wrapped in their caller's share; `fleet`: the API processes sharing the rates. */
+export function withReadShares(methods: Record<string, MethodDef<any>>, config: AppConfig, metrics: Metrics, fleet?: FleetSize): Record<string, MethodDef<any>> {
   const o = config.indexer.readShares;
   if (!o.enabled) return methods;
-  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue });
+  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue, fleet });
   metrics.indexerReadShares.watch(() => shares.reading());
   const limits = {
     keyUnitsPerSec: o.keyUnitsPerSec,

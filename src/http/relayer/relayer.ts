@@ -32,7 +32,7 @@ import { SPONSOR_ADMIN_METHODS, sponsorMethods, type SponsorDeps } from './spons
 import { RelayerPage, paging } from './paging.ts';
 
 /** What the Relayer service uses: each network's relayer, its meta-transactions and receipt waiters, the chains' heads, the networks, the config and the database, and what the relayer's health (bars), RuntimeStatus, gas tanks and sponsorships use. */
-export type RelayerServiceDeps = HealthDeps & StatusDeps & BalanceDeps & SponsorDeps & Pick<Services, 'chains' | 'config' | 'db' | 'metaTxns' | 'networks' | 'receiptWaiters' | 'relayers'>;
+export type RelayerServiceDeps = HealthDeps & StatusDeps & BalanceDeps & SponsorDeps & Pick<Services, 'chains' | 'config' | 'db' | 'fleet' | 'metaTxns' | 'networks' | 'receiptWaiters' | 'relayers'>;
 
 export const RELAYER_SCHEMA = 'sequence-relayer@v0.4.1';
 
@@ -94,11 +94,12 @@ function ownProject(ctx: RpcContext, projectId: number) {
 
 export function relayerService(s: RelayerServiceDeps): ServiceDef {
   const rc = s.config.relayer;
-  const anonymous = new IpBuckets(rc.anonymousRatePerSec, rc.anonymousBurst);
+  // The buckets' rates are the fleet's: each API process holds its share (util/fleet-share.ts).
+  const anonymous = new IpBuckets(rc.anonymousRatePerSec, rc.anonymousBurst, s.fleet);
   // The admin token's calls: one bucket for the operator, whatever address its back office calls from.
-  const operator = new IpBuckets(rc.operatorRatePerSec, rc.operatorBurst);
+  const operator = new IpBuckets(rc.operatorRatePerSec, rc.operatorBurst, s.fleet);
   // Keyless simulations: a bucket in gas per client address, and a share of this process's node calls.
-  const keylessGas = new IpBuckets(rc.anonymousSimulationGasPerSec, rc.anonymousSimulationGasBurst);
+  const keylessGas = new IpBuckets(rc.anonymousSimulationGasPerSec, rc.anonymousSimulationGasBurst, s.fleet);
   const keylessShare = new Limiter(rc.anonymousSimulationConcurrency, rc.anonymousSimulationQueue);
   const PUBLIC = new Set([
     'Ping',

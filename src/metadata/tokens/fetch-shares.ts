@@ -3,6 +3,7 @@
 
 import type { AppConfig } from '../../config/schema.ts';
 import { FairGate } from '../../util/fair-gate.ts';
+import type { FleetSize } from '../../util/fleet-share.ts';
 import { IpBuckets } from '../../util/ip-buckets.ts';
 import { GATEWAY_SHARE } from '../fetch/uri.ts';
 
@@ -24,7 +25,11 @@ export class FetchShares {
   readonly gate: FairGate;
   private readonly keyless: IpBuckets;
 
-  constructor(private readonly m: AppConfig['metadata']) {
+  /** `fleet`: the API processes sharing the keyless rates (util/fleet-share.ts). */
+  constructor(
+    private readonly m: AppConfig['metadata'],
+    fleet?: FleetSize,
+  ) {
     this.gate = new FairGate({
       limit: m.fetchConcurrency,
       perHost: m.perHostConcurrency,
@@ -35,8 +40,9 @@ export class FetchShares {
       keylessHostBurst: m.keylessHostBurst,
       maxWaiting: m.maxWaitingPerCaller,
       hostLimit: (host) => (host === GATEWAY_SHARE ? (m.gatewayConcurrency ?? m.fetchConcurrency) : undefined),
+      fleet,
     });
-    this.keyless = new IpBuckets(m.keylessFetchesPerSec, m.keylessFetchBurst);
+    this.keyless = new IpBuckets(m.keylessFetchesPerSec, m.keylessFetchBurst, fleet);
   }
 
   /** Admits `n` documents to fetch for `caller`, or throws FetchShareFull (nothing is charged then). */

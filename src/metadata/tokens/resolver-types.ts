@@ -6,6 +6,7 @@ import type { ChainClient } from '../../chain/client.ts';
 import type { AppConfig } from '../../config/schema.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
+import type { FleetSize } from '../../util/fleet-share.ts';
 import type { Fetcher } from '../fetch/fetch.ts';
 import type { TokenStore } from './token-store.ts';
 import type { ResourceStatus, TokenMetadataWire } from './token-view.ts';
@@ -23,6 +24,8 @@ export interface TokenMetadataDeps {
   detectStandard?: (chain: ChainClient, address: Address) => Promise<string>;
   /** The media pipeline, when enabled (the wiring adapts it): told about resolutions, asked for `assets`. */
   media?: TokenMediaHooks;
+  /** The API processes sharing the keyless fetch rates (util/fleet-share.ts); none: this process alone. */
+  fleet?: FleetSize;
 }
 
 /** Media URLs of one resolved token, by TokenMetadata field. */

@@ -39,7 +39,7 @@ export class TokenMetadataService {
 
   constructor(private readonly d: TokenMetadataDeps) {
     this.hot = new LruCache(d.config.metadata.hotCacheSize, d.config.metadata.hotCacheTtlMs);
-    this.shares = new FetchShares(d.config.metadata);
+    this.shares = new FetchShares(d.config.metadata, d.fleet);
     d.metrics.metadataFetchSlots.watch(() => this.shares.gate.reading());
     this.stamps = new ContractStamps(Math.max(1024, d.config.metadata.hotCacheSize));
     this.batches = new TokenBatchResolver(d, this.shares, new ContractKinds(d), this.hot, this.stamps);
