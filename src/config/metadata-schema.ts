@@ -65,6 +65,27 @@ export const MetadataConfigSchema = z
      * held in memory, kept at the database's version, and searched there; 0 searches in SQL only.
      */
     searchMemoryMB: z.number().int().min(0).max(65_536).default(256),
+    /**
+     * Shares of a key's metadata reads (docs/metadata.md, "Fair shares of reads"), per process, as the
+     * indexer's (indexer.readShares): a read costs ceil(rows asked / rowsPerUnit) units (tokens,
+     * contracts or search results; http/metadata/read-shares.ts WEIGHTS). Each key spends keyUnitsPerSec
+     * (burst keyBurst); each client network of a publishable key (ipv4Prefix / ipv6Prefix) a
+     * clientFraction of that, with at most clientConcurrency units running and clientQueue requests
+     * waiting; past a share, 429 naming it.
+     */
+    readShares: z
+      .object({
+        enabled: z.boolean().default(true),
+        rowsPerUnit: z.number().int().min(1).default(25),
+        keyUnitsPerSec: z.number().positive().default(1_000),
+        keyBurst: z.number().int().min(1).default(2_000),
+        clientFraction: z.number().positive().max(1).default(0.1),
+        clientConcurrency: z.number().int().min(1).default(40),
+        clientQueue: z.number().int().min(0).default(8),
+        ipv4Prefix: z.number().int().min(8).max(32).default(24),
+        ipv6Prefix: z.number().int().min(16).max(128).default(48),
+      })
+      .prefault({}),
   })
   .prefault({});
 

@@ -8,6 +8,7 @@ import { registerDrainGuard } from './core/drain.ts';
 import { openApiDocument, registerRestRoutes } from './metadata/rest.ts';
 import { APP_VERSION } from '../version.ts';
 import { metadataService } from './metadata/metadata.ts';
+import { metadataReadShares } from './metadata/read-shares.ts';
 import { adminService } from './metadata/admin.ts';
 import { relayerService } from './relayer/relayer.ts';
 import { indexerService } from './indexer/indexer.ts';
@@ -115,7 +116,9 @@ export async function buildHttpApp(s: Services, opts: BuildAppOptions = {}): Pro
   });
   registerDrainGuard(app, s);
   registerHealthRoutes(app, s, access, opts.started);
-  registerRestRoutes(app, s, access);
+  // One share of metadata reads per key and client for both forms, RPC and REST.
+  const metadataShares = metadataReadShares(s.config, () => s.chains.size, s.metrics);
+  registerRestRoutes(app, s, access, metadataShares);
   registerMediaRoutes(app, s, access);
   if (s.collections) registerCollectionRoutes(app, s.collections, access, s.config.media.maxBytes);
   // Streams end when the server closes, or they would hold its close open forever.
@@ -129,7 +132,7 @@ export async function buildHttpApp(s: Services, opts: BuildAppOptions = {}): Pro
   const openapi = JSON.stringify(openApiDocument(APP_VERSION));
   app.get('/openapi.json', async (_req, reply) => reply.type('application/json').send(openapi));
   const deps: WebrpcDeps = { access, metrics: s.metrics, early, outage: (err: unknown) => chainOutageOf(err, s.chains.values()) };
-  await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s), deps);
+  await registerWebrpcService(app, '/rpc/Metadata/', metadataService(s, metadataShares), deps);
   await registerWebrpcService(app, '/rpc/Admin/', adminService(s), deps);
   if (s.collections) await registerWebrpcService(app, '/rpc/Collections/', collectionsService(s.collections), deps);
   await registerWebrpcService(app, '/relayer/:network/rpc/Relayer/', relayerService(s), deps);

@@ -294,6 +294,23 @@ export function createMetrics() {
       labelNames: ['limit'] as const,
       registers: [registry],
     }),
+    metadataReadShares: slotGauge(
+      registry,
+      'metarelay_metadata_read_shares',
+      'metadata reads held to their shares (metadata.readShares): running (cost units running), waiting (requests waiting in their client line), clients (client lines open)',
+    ),
+    metadataReadsRefused: new Counter({
+      name: 'metarelay_metadata_reads_refused_total',
+      help: 'metadata reads (RPC and REST) refused 429 because a share was full: keyRate (the key), clientRate (a client network of the key), clientQueue (that client has too many waiting)',
+      labelNames: ['share'] as const,
+      registers: [registry],
+    }),
+    metadataReadShareLimit: new Gauge({
+      name: 'metarelay_metadata_read_share_limit',
+      help: 'the configured metadata read shares (metadata.readShares): keyUnitsPerSec, keyBurst, clientUnitsPerSec, clientBurst, clientConcurrency (units), clientQueue (requests), rowsPerUnit',
+      labelNames: ['limit'] as const,
+      registers: [registry],
+    }),
     searchPostings: new Gauge({
       name: 'metarelay_search_postings',
       help: 'token search posting lists this process holds in memory: contracts, tokens and bytes (of metadata.searchMemoryMB)',

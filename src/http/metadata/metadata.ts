@@ -11,6 +11,7 @@ import { legacySyncMethods, type LegacySyncDeps } from './legacy-sync.ts';
 import { tokenSearchMethods, type TokenSearchDeps } from './token-search.ts';
 import { directoryMethods, type DirectoryDeps } from './directory.ts';
 import { fetchCallerOf, readTokens, type TokenReadDeps } from './token-reads.ts';
+import type { MetadataReadShares } from './read-shares.ts';
 
 /** What the Metadata service uses: what its groups of methods, token reads and RuntimeStatus use. */
 export type MetadataServiceDeps = StatusDeps & TokenReadDeps & ContractReadDeps & RefreshDeps & LegacySyncDeps & TokenSearchDeps & DirectoryDeps;
@@ -38,14 +39,16 @@ function allCurrent(checks: Array<() => boolean>): () => boolean {
   return () => checks.every((c) => c());
 }
 
-export function metadataService(s: MetadataServiceDeps): ServiceDef {
+/** `shares`: the process's shares of metadata reads, which the REST reads spend from too (read-shares.ts). */
+export function metadataService(s: MetadataServiceDeps, shares: MetadataReadShares): ServiceDef {
   const E = metadataErrorMap;
   return {
     name: 'Metadata',
     schema: METADATA_SCHEMA,
     errors: E,
     defaultAuth: (name) => (s.config.auth.publicMethods.includes(name) ? 'optional' : s.config.auth.rpc),
-    methods: {
+    // Reads run in their caller's share of the key, weighed by what they ask (read-shares.ts).
+    methods: shares.wrap({
       Ping: method({ input: NoArgs, handler: async () => ({ status: true }) }),
       Version: method({
         input: NoArgs,
@@ -95,6 +98,6 @@ export function metadataService(s: MetadataServiceDeps): ServiceDef {
           return new ReusableJson(text, until, allCurrent(results.map((r) => r.isCurrent)), tokens);
         },
       }),
-    },
+    }),
   };
 }

@@ -12,6 +12,7 @@ import { MetadataErrors, RpcError, metadataAccessErrors, metadataErrorMap, type 
 import { AddressArg, TokenIdString, chainFor, type ChainArgDeps } from '../core/args.ts';
 import { LIMITS } from './metadata.ts';
 import { fetchCallerOf, readTokens, type TokenReadDeps } from './token-reads.ts';
+import type { MetadataReadShares } from './read-shares.ts';
 import { describeIssues, sendError } from '../core/webrpc.ts';
 import { READS_ROUTE, SETTLED_CACHE_CONTROL, matchesEtag, restReuseKey, reusedHeaders } from '../core/reuse.ts';
 
@@ -111,7 +112,8 @@ function sendReused(req: FastifyRequest, reply: FastifyReply, answer: Pick<Reusa
   return status === 304 ? reply.send() : reply.send(answer.body);
 }
 
-export function registerRestRoutes(app: FastifyInstance, s: RestDeps, access: AccessPipeline) {
+/** `shares`: the process's shares of metadata reads (read-shares.ts): a REST read spends what the RPC method it answers would. */
+export function registerRestRoutes(app: FastifyInstance, s: RestDeps, access: AccessPipeline, shares: MetadataReadShares) {
   const errors = metadataAccessErrors;
   const refuse = (reply: FastifyReply, err: RpcError) => sendError(reply, err.def as ErrorDef, err.detail, err.headers);
   const describe =
@@ -145,7 +147,9 @@ export function registerRestRoutes(app: FastifyInstance, s: RestDeps, access: Ac
       const { '*': ids, ...rest } = req.params as Record<string, string>;
       const p = parseOrThrow(TokenParams, { ...rest, ids });
       const chain = chainFor(s, p.network, metadataErrorMap);
-      const r = await readTokens(s, chain, p.contract, p.ids, fetchCallerOf(s, callerOf(req).keyId, req.ip), MetadataErrors.RateLimited);
+      const r = await shares.run(req, 'GetTokenMetadata', { tokenIDs: p.ids }, () =>
+        readTokens(s, chain, p.contract, p.ids, fetchCallerOf(s, callerOf(req).keyId, req.ip), MetadataErrors.RateLimited),
+      );
       const body = `[${r.json.join(',')}]`;
       if (r.reusableUntil) {
         const answer = { body: Buffer.from(body, 'utf8'), etag: etagOf(body) };
@@ -162,7 +166,7 @@ export function registerRestRoutes(app: FastifyInstance, s: RestDeps, access: Ac
     handle(async (req, reply) => {
       const p = parseOrThrow(ContractParams, req.params);
       const chain = chainFor(s, p.network, metadataErrorMap);
-      const { infos, pending } = await s.contracts.get(chain, [p.contract], { eager: callerOf(req).keyId !== null });
+      const { infos, pending } = await shares.run(req, 'GetContractInfo', {}, () => s.contracts.get(chain, [p.contract], { eager: callerOf(req).keyId !== null }));
       const body = JSON.stringify(infos.get(p.contract));
       return sendCacheable(req, reply, body, !pending);
     }),
@@ -174,7 +178,7 @@ export function registerRestRoutes(app: FastifyInstance, s: RestDeps, access: Ac
     handle(async (req, reply) => {
       const p = parseOrThrow(ExplainParams, req.params);
       const chain = chainFor(s, p.network, metadataErrorMap);
-      const out = await explainToken(s, chain, p.contract, p.id);
+      const out = await shares.run(req, 'GetTokenMetadata', { tokenIDs: [p.id] }, () => explainToken(s, chain, p.contract, p.id));
       reply.header('Cache-Control', 'no-store');
       return reply.send(out);
     }),
