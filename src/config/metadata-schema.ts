@@ -66,8 +66,9 @@ export const MetadataConfigSchema = z
      */
     searchMemoryMB: z.number().int().min(0).max(65_536).default(256),
     /**
-     * Shares of a key's metadata reads (docs/metadata.md, "Fair shares of reads"), per process, as the
-     * indexer's (indexer.readShares): a read costs ceil(rows asked / rowsPerUnit) units (tokens,
+     * Shares of a key's metadata reads (docs/metadata.md, "Fair shares of reads"), as the indexer's
+     * (indexer.readShares): the rates for the fleet's API processes together, the concurrency and queue
+     * per process: a read costs ceil(rows asked / rowsPerUnit) units (tokens,
      * contracts or search results; http/metadata/read-shares.ts WEIGHTS). Each key spends keyUnitsPerSec
      * (burst keyBurst); each client network of a publishable key (ipv4Prefix / ipv6Prefix) a
      * clientFraction of that, with at most clientConcurrency units running and clientQueue requests

@@ -117,7 +117,7 @@ export async function buildHttpApp(s: Services, opts: BuildAppOptions = {}): Pro
   registerDrainGuard(app, s);
   registerHealthRoutes(app, s, access, opts.started);
   // One share of metadata reads per key and client for both forms, RPC and REST.
-  const metadataShares = metadataReadShares(s.config, () => s.chains.size, s.metrics);
+  const metadataShares = metadataReadShares(s.config, () => s.chains.size, s.metrics, s.fleet);
   registerRestRoutes(app, s, access, metadataShares);
   registerMediaRoutes(app, s, access);
   if (s.collections) registerCollectionRoutes(app, s.collections, access, s.config.media.maxBytes);

@@ -13,6 +13,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { AppConfig } from '../../config/schema.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
+import type { FleetSize } from '../../util/fleet-share.ts';
 import { clientNetwork } from '../../util/client-net.ts';
 import { CostShareFull, CostShares } from '../../util/cost-shares.ts';
 import { SEARCH_LIMITS } from '../../metadata/search/filter.ts';
@@ -99,10 +100,11 @@ export interface MetadataReadShares {
   run<T>(req: FastifyRequest, method: string, args: Args, task: () => Promise<T>): Promise<T>;
 }
 
-export function metadataReadShares(config: AppConfig, chains: () => number, metrics: Metrics): MetadataReadShares {
+/** `fleet`: the API processes sharing the rates (each holds its share, util/fleet-share.ts); the concurrency and queue are this process's. */
+export function metadataReadShares(config: AppConfig, chains: () => number, metrics: Metrics, fleet?: FleetSize): MetadataReadShares {
   const o = config.metadata.readShares;
   if (!o.enabled) return { wrap: (methods) => methods, run: (_req, _m, _a, task) => task() };
-  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue });
+  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue, fleet });
   metrics.metadataReadShares.watch(() => shares.reading());
   const limits = {
     keyUnitsPerSec: o.keyUnitsPerSec,
