@@ -138,8 +138,68 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     }
   }, 450_000);
 
+  /** The dev database while dev is stopped (PGlite: the folder is free only then). */
+  async function withDevDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    if (folder.testDb) return fn(folder.testDb.db);
+    const db = await openDb(join(folder.data, 'db'));
+    try {
+      return await fn(db);
+    } finally {
+      await db.close();
+    }
+  }
+
+  /**
+   * What a killed run on the previous dev chain leaves in the dev database (dev stopped): a queued and a
+   * sent meta-transaction, a bundle, a signed transaction, a sender ledger and an instance, on the dev
+   * chain and on another chain of the same database, and a sponsorship rule of the dev project. The
+   * next start (the `npm start` test's) must forget the dev chain's queue and keep the rest: checked by
+   * the test after it, which so needs no start of its own (a dev start is ~3 s of CPU).
+   */
+  let seeded: Awaited<ReturnType<typeof seedPreviousQueue>> | undefined;
+  const other = 137; // another chain in the same database: not the dev chain, so left alone
+  const id = 'ab'.repeat(32);
+  const ghost = `0x${'de'.repeat(20)}`;
+  const sponsorRule = `0x${'5e'.repeat(20)}`;
+  const rowsOf = (db: Db, chainId: number) =>
+    Promise.all(
+      ['meta_txns', 'meta_txn_bundles', 'relay_txs', 'relay_senders', 'relay_instances'].map(async (table) => {
+        const r = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE chain_id = $1`, [chainId]);
+        return [table, r.rows[0]!.n] as const;
+      }),
+    ).then(Object.fromEntries);
+  async function seedPreviousQueue() {
+    const devChain = JSON.parse(readFileSync(manifestPath, 'utf8')).chain.chainId as number;
+    const before = await withDevDb(async (db) => {
+      const project = (await db.query<{ id: number }>(`SELECT id FROM projects WHERE name = 'dev'`)).rows[0]!.id;
+      await db.query(`INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name) VALUES ($1, $2, 'WALLET', $3, 'kept')`, [project, devChain, sponsorRule]);
+      for (const chainId of [devChain, other]) {
+        // A queued meta-transaction, one signed but not yet mined, and a sender ledger: what a killed run leaves.
+        await db.query(
+          `INSERT INTO meta_txns (chain_id, id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sender, txn_nonce)
+           VALUES ($1, $2, $3, $3, '0x', 'SENT', 100000, 90000, $3, 7), ($1, $4, $3, $3, '0x', 'QUEUED', 100000, 90000, NULL, NULL)`,
+          [chainId, id, ghost, 'cd'.repeat(32)],
+        );
+        await db.query(`INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $2, $3, 0, 0)`, [chainId, id, ghost]);
+        await db.query(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, hash, raw, gas_limit) VALUES ($1, $2, 7, $3, $4, '0x', 100000)`, [chainId, ghost, id, `0x${'ee'.repeat(32)}`]);
+        await db.query(`INSERT INTO relay_senders (chain_id, address, next_nonce) VALUES ($1, $2, 8)`, [chainId, ghost]);
+        await db.query(`INSERT INTO relay_instances (chain_id, owner, seen_until) VALUES ($1, 'gone:1', now() + interval '1 hour')`, [chainId]);
+      }
+      const sponsors = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM gas_sponsors WHERE project_id = $1 AND deleted_at IS NULL`, [project])).rows[0]!.n;
+      return { project, sponsors, dev: await rowsOf(db, devChain), other: await rowsOf(db, other) };
+    });
+    // On the dev chain: at least the rows above (besides whatever earlier runs left).
+    for (const [table, n] of Object.entries({ meta_txns: 2, meta_txn_bundles: 1, relay_txs: 1, relay_senders: 1, relay_instances: 1 })) {
+      expect(before.dev[table], table).toBeGreaterThanOrEqual(n);
+    }
+    expect(before.other).toEqual({ meta_txns: 2, meta_txn_bundles: 1, relay_txs: 1, relay_senders: 1, relay_instances: 1 });
+    return { devChain, before };
+  }
+
   it("`npm start` reuses the database and the dev key; /ready only once this start's manifest is written; one Ctrl-C to its process group drains and exits 0", async () => {
     const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    // The previous chain's queue, for the test after this one: this start is its next start.
+    seeded = await seedPreviousQueue();
     const port = await freePort();
     // As a developer runs it: `npm start` in the checkout, in a terminal (a process group of its own,
     // which a Ctrl-C signals whole: npm, node and anvil each get SIGINT, and npm passes its copy on).
@@ -184,67 +244,10 @@ describe(`metarelay dev (${TEST_DB})`, () => {
     }
   });
 
-  /** The dev database while dev is stopped (PGlite: the folder is free only then). */
-  async function withDevDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
-    if (folder.testDb) return fn(folder.testDb.db);
-    const db = await openDb(join(folder.data, 'db'));
-    try {
-      return await fn(db);
-    } finally {
-      await db.close();
-    }
-  }
-
   it('forgets the relayer queue of the previous dev chain on the next start, and keeps the project, key and sponsorship rules', async () => {
-    const first = JSON.parse(readFileSync(manifestPath, 'utf8'));
-    const devChain = first.chain.chainId as number;
-    const other = 137; // another chain in the same database: not the dev chain, so left alone
-    const id = 'ab'.repeat(32);
-    const ghost = `0x${'de'.repeat(20)}`;
-    const rowsOf = (db: Db, chainId: number) =>
-      Promise.all(
-        ['meta_txns', 'meta_txn_bundles', 'relay_txs', 'relay_senders', 'relay_instances'].map(async (table) => {
-          const r = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE chain_id = $1`, [chainId]);
-          return [table, r.rows[0]!.n] as const;
-        }),
-      ).then(Object.fromEntries);
-    const sponsorRule = `0x${'5e'.repeat(20)}`;
-    const before = await withDevDb(async (db) => {
-      const project = (await db.query<{ id: number }>(`SELECT id FROM projects WHERE name = 'dev'`)).rows[0]!.id;
-      await db.query(`INSERT INTO gas_sponsors (project_id, chain_id, kind, address, name) VALUES ($1, $2, 'WALLET', $3, 'kept')`, [project, devChain, sponsorRule]);
-      for (const chainId of [devChain, other]) {
-        // A queued meta-transaction, one signed but not yet mined, and a sender ledger: what a killed run leaves.
-        await db.query(
-          `INSERT INTO meta_txns (chain_id, id, wallet, entrypoint, input, status, gas_limit, gas_estimated, sender, txn_nonce)
-           VALUES ($1, $2, $3, $3, '0x', 'SENT', 100000, 90000, $3, 7), ($1, $4, $3, $3, '0x', 'QUEUED', 100000, 90000, NULL, NULL)`,
-          [chainId, id, ghost, 'cd'.repeat(32)],
-        );
-        await db.query(`INSERT INTO meta_txn_bundles (chain_id, bundle_id, meta_txn_id, wallet, nonce_space, nonce) VALUES ($1, $2, $2, $3, 0, 0)`, [chainId, id, ghost]);
-        await db.query(`INSERT INTO relay_txs (chain_id, sender, nonce, meta_txn_id, hash, raw, gas_limit) VALUES ($1, $2, 7, $3, $4, '0x', 100000)`, [chainId, ghost, id, `0x${'ee'.repeat(32)}`]);
-        await db.query(`INSERT INTO relay_senders (chain_id, address, next_nonce) VALUES ($1, $2, 8)`, [chainId, ghost]);
-        await db.query(`INSERT INTO relay_instances (chain_id, owner, seen_until) VALUES ($1, 'gone:1', now() + interval '1 hour')`, [chainId]);
-      }
-      const sponsors = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM gas_sponsors WHERE project_id = $1 AND deleted_at IS NULL`, [project])).rows[0]!.n;
-      return { project, sponsors, dev: await rowsOf(db, devChain), other: await rowsOf(db, other) };
-    });
-    // On the dev chain: at least the rows above (besides whatever earlier runs left).
-    for (const [table, n] of Object.entries({ meta_txns: 2, meta_txn_bundles: 1, relay_txs: 1, relay_senders: 1, relay_instances: 1 })) {
-      expect(before.dev[table], table).toBeGreaterThanOrEqual(n);
-    }
-    expect(before.other).toEqual({ meta_txns: 2, meta_txn_bundles: 1, relay_txs: 1, relay_senders: 1, relay_instances: 1 });
-
-    const dev = folder.start();
-    try {
-      await ready(dev);
-      const m = JSON.parse(readFileSync(manifestPath, 'utf8'));
-      expect(m.accessKey).toBe(first.accessKey);
-      const keyed = await post(`${m.baseUrl}/rpc/Metadata/RuntimeStatus`, {}, { 'X-Access-Key': m.accessKey });
-      expect(keyed.status).toBe(200);
-      expect(await dev.stop('SIGINT')).toBe(0);
-    } finally {
-      await dev.stop('SIGKILL');
-    }
-
+    // The next start is the `npm start` test's, on the queue seedPreviousQueue left before it.
+    if (!seeded) throw new Error("the previous chain's queue was not seeded: the `npm start` test above did not run");
+    const { devChain, before } = seeded;
     await withDevDb(async (db) => {
       const now = await rowsOf(db, devChain);
       // Nothing of the previous chain's queue is left; the new run has registered only itself and its own senders.

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { TEST_DB } from './support/env.ts';
 import { freePort } from './support/ports.ts';
-import { appOf, cleanEnv, packedAndInstalled, sh, type InstalledApp } from './support/package.ts';
+import { appOf, cleanEnv, packedAndInstalled, type InstalledApp } from './support/package.ts';
 
 let installed: InstalledApp;
 let testDb: TestDb;
@@ -29,7 +29,6 @@ beforeAll(async () => {
   writeFileSync(join(installed.app, CONFIG), JSON.stringify({ port, database: testDb.location, logLevel: 'info', chains: [] }));
   // The operator's own scripts: `npm start` runs the installed bin through npm's script shell.
   writeFileSync(join(installed.app, 'package.json'), JSON.stringify({ name: 'operator', private: true, scripts: { start: `metarelay serve --config ${CONFIG}` } }));
-  sh(process.execPath, [installed.bin, 'migrate', '--config', CONFIG], installed.app);
 }, 900_000);
 
 afterAll(async () => {
