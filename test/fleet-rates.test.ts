@@ -102,6 +102,8 @@ describe('configured rates across a fleet of three serve processes', () => {
     await everyCounts(bases, 3);
     const metrics = await (await fetch(`${bases[0]}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
     expect(metrics).toMatch(/^metarelay_fleet_api_processes 3$/m);
+    const health = await fetch(`${bases[1]}/rpc/Console/Health`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` }, body: '{}' });
+    expect((await health.json()).fleet).toEqual({ apiProcesses: 3 });
 
     // Keyless relayer calls from one address: 3 bursts' worth at once, a third at each process.
     const keyless = await burst(bases, 3 * BURST, relayerPing);

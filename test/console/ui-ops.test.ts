@@ -163,6 +163,8 @@ describe(`console pages as a person reads them (${TEST_DB})`, () => {
     await page.getByTestId('nav-health').click();
     const panel = page.getByTestId(`health-${name}`);
     await panel.getByTestId('head').waitFor();
+    // The API processes sharing the rates: this one alone (in process, never counted on a database).
+    expect(await page.getByTestId('fleet').textContent()).toBe('API processes on this database: 1 (this one holds every configured rate)');
     const head = Number(await panel.getByTestId('head').textContent());
     const balance = (await panel.getByTestId('sender-balance-0').textContent())!;
     const drop = env.proxy!.addRule(() => ({ kind: 'drop' }));

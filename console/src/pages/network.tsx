@@ -112,7 +112,8 @@ function senderState(s: SenderRow): string {
 }
 
 export function Health() {
-  const d = useApi<{ networks: HealthNetwork[] }>('Health', {});
+  const d = useApi<{ networks: HealthNetwork[]; fleet?: { apiProcesses: number } }>('Health', {});
+  const fleet = d.data?.fleet?.apiProcesses;
   const units = useUnits();
   const a = useAction();
   const toggle = async (chainId: number, index: number, stop: boolean) => {
@@ -125,6 +126,12 @@ export function Health() {
     <section>
       <h2>Health</h2>
       <button onClick={d.reload}>Refresh</button>
+      {fleet !== undefined && (
+        <p data-testid="fleet">
+          API processes on this database: <strong>{fleet}</strong>
+          {fleet > 1 ? ` (each holds 1/${fleet} of every configured rate)` : ' (this one holds every configured rate)'}
+        </p>
+      )}
       {d.error && <p class="error">{d.error}</p>}
       {a.error && <p class="error">{a.error}</p>}
       {d.data?.networks.map((n) => (

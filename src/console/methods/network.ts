@@ -6,7 +6,7 @@ import type { ConsoleDeps } from '../deps.ts';
 import type { Services } from '../../services.ts';
 
 /** What the network methods use: the chains, the relayers and their health (db, metaTxns, bars), the balances, the config and the database. */
-export type NetworkServices = ConsoleArgDeps & HealthDeps & Pick<Services, 'balances' | 'chains' | 'config' | 'db' | 'relayers'>;
+export type NetworkServices = ConsoleArgDeps & HealthDeps & Pick<Services, 'balances' | 'chains' | 'config' | 'db' | 'fleet' | 'relayers'>;
 
 const SenderSwitch = z.object({ chainID: z.string().min(1), index: z.number().int().nonnegative() });
 
@@ -91,7 +91,8 @@ export function networkMethods({ s }: ConsoleDeps<NetworkServices>): Record<stri
     /**
      * Per network: the chain head, and where a relayer runs, its senders and its queue. While a node is
      * down the network still shows what was last known (head and when it was seen, each sender's last
-     * read balance, the queue from the database), with when the outage began and its cause.
+     * read balance, the queue from the database), with when the outage began and its cause. And the
+     * API processes this one counts on the database, which share every in-memory rate (util/fleet-share.ts).
      */
     Health: method({
       input: NoArgs,
@@ -124,7 +125,7 @@ export function networkMethods({ s }: ConsoleDeps<NetworkServices>): Record<stri
             };
           }),
         );
-        return { networks };
+        return { networks, fleet: { apiProcesses: s.fleet.size } };
       },
     }),
   };
