@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { CostShareFull, CostShares } from '../src/util/cost-shares.ts';
 import { FleetShare } from '../src/util/fleet-share.ts';
+import { IpBuckets } from '../src/util/ip-buckets.ts';
 
 function gate() {
   let open!: () => void;
@@ -111,5 +112,21 @@ describe('cost shares', () => {
     const tiny = new CostShares({ keyPerSec: 0.001, keyBurst: 2, clientFraction: 1, clientConcurrency: 1_000, clientQueue: 0, fleet });
     expect(await spend(tiny, { key: 'k3', client: null })).toBe('keyRate');
     expect(ran).toBe(1);
+  });
+});
+
+describe('an address bucket in a fleet larger than its burst', () => {
+  it('holds one request per process, refilled at the share of the rate: not forgotten (as full) when the whole burst would have refilled', () => {
+    const fleet = new FleetShare();
+    fleet.set(5);
+    // 1 a second, burst 2: each of 5 processes holds 1 token, refilled at 0.2 a second (5 s).
+    const b = new IpBuckets(1, 2, fleet);
+    const t = 1_700_000_000_000;
+    expect(b.take('10.0.0.1', t).ok).toBe(true);
+    expect(b.take('10.0.0.1', t + 1).ok).toBe(false);
+    // Past burst/rate + 1 s (3 s), when a bucket of this process alone would be full again: still empty here.
+    const early = b.take('10.0.0.1', t + 3_500);
+    expect(early).toEqual({ ok: false, retryAfterSec: 2 });
+    expect(b.take('10.0.0.1', t + 5_001).ok).toBe(true);
   });
 });

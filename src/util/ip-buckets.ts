@@ -18,14 +18,19 @@ export class IpBuckets {
     private readonly burst: number,
     private readonly fleet?: FleetSize,
   ) {
-    // burst/rate, the time to refill, is the same for any share of both.
     this.buckets = new LruCache(MAX_TRACKED, Math.ceil((burst / ratePerSec) * 1000) + 1_000);
   }
 
-  /** This process's rate and burst now. */
-  private share(): { rate: number; burst: number } {
+  /**
+   * This process's rate and burst now, and how long an entry lives: until it would have refilled. That
+   * is burst/rate for any share of both, but longer where a burst below the fleet is raised to one
+   * request (forgotten sooner, a bucket would refill early).
+   */
+  private share(): { rate: number; burst: number; ttlMs: number } {
     const n = this.fleet?.size ?? 1;
-    return { rate: this.ratePerSec / n, burst: burstShare(this.burst, n) };
+    const rate = this.ratePerSec / n;
+    const burst = burstShare(this.burst, n);
+    return { rate, burst, ttlMs: Math.ceil((burst / rate) * 1000) + 1_000 };
   }
 
   /**
@@ -33,15 +38,15 @@ export class IpBuckets {
    * there are not enough. A cost over the burst is charged as the burst, or it could never be admitted.
    */
   take(ip: string, now = Date.now(), cost = 1): { ok: true } | { ok: false; retryAfterSec: number } {
-    const { rate, burst } = this.share();
+    const { rate, burst, ttlMs } = this.share();
     const need = Math.min(Math.max(cost, 0), burst);
     const b = this.buckets.get(ip, now) ?? { tokens: burst, at: now };
     const tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate);
     if (tokens < need) {
-      this.buckets.set(ip, { tokens, at: now }, now);
+      this.buckets.set(ip, { tokens, at: now }, now, ttlMs);
       return { ok: false, retryAfterSec: Math.max(1, Math.ceil((need - tokens) / rate)) };
     }
-    this.buckets.set(ip, { tokens: tokens - need, at: now }, now);
+    this.buckets.set(ip, { tokens: tokens - need, at: now }, now, ttlMs);
     return { ok: true };
   }
 
@@ -49,8 +54,8 @@ export class IpBuckets {
   giveBack(ip: string, amount: number, now = Date.now()) {
     const b = this.buckets.get(ip, now);
     if (!b || amount <= 0) return;
-    const { rate, burst } = this.share();
+    const { rate, burst, ttlMs } = this.share();
     const tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate + amount);
-    this.buckets.set(ip, { tokens, at: now }, now);
+    this.buckets.set(ip, { tokens, at: now }, now, ttlMs);
   }
 }

@@ -27,10 +27,11 @@ export class LruCache<V> {
     return e;
   }
 
-  set(key: string, v: V, now = Date.now()): void {
+  /** `ttlMs`: this entry's own, instead of the cache's. */
+  set(key: string, v: V, now = Date.now(), ttlMs = this.ttlMs): void {
     if (this.max <= 0 || this.ttlMs <= 0) return;
     this.map.delete(key);
-    this.map.set(key, { v, until: now + this.ttlMs });
+    this.map.set(key, { v, until: now + ttlMs });
     while (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
   }
 
