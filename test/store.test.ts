@@ -103,6 +103,23 @@ describe(`store (${TEST_DB})`, () => {
     for (let i = 0; i < 12; i++) expect((await t.db.transaction((tx) => tx.query<{ x: number }>('SELECT $1::int AS x', [i]))).rows[0].x).toBe(i);
   });
 
+  it("an atCommit statement with onlyIf runs only when the one before it answered a non-zero column of that name (the sponsorship charge's second statement)", async () => {
+    const run = (flag: number) =>
+      t.db.transaction(async (tx) => {
+        const first = tx.atCommit<{ slow: string }>('SELECT $1::bigint AS slow', [flag]);
+        const second = tx.atCommit(`INSERT INTO projects (name) VALUES ($1) RETURNING name`, [`only-if-${flag}`], { onlyIf: 'slow' });
+        const third = tx.atCommit<{ n: number }>('SELECT 1 AS n');
+        return { first, second, third };
+      });
+    const skipped = await run(0);
+    expect(await skipped.second).toEqual({ rows: [], rowCount: 0 });
+    expect((await skipped.third)?.rows).toEqual([{ n: 1 }]);
+    expect(await projectRepo(t.db).getByName('only-if-0')).toBeNull();
+    const ran = await run(2);
+    expect((await ran.second)?.rows).toEqual([{ name: 'only-if-2' }]);
+    expect(await projectRepo(t.db).getByName('only-if-2')).not.toBeNull();
+  });
+
   it('statements a transaction issues at once run in call order, one at a time (PostgreSQL: never through pg’s deprecated queue)', async () => {
     // pg warns once per process, then drops the queue in version 9: the driver's own count is the witness.
     const queued: number[] = [];

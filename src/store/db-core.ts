@@ -40,13 +40,29 @@ export interface Tx extends Queryable {
    * (undefined when it did not: transaction() throws why); awaiting it inside fn would wait forever,
    * since the statements are sent after fn returns.
    */
-  atCommit<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined>;
+  atCommit<T = Record<string, unknown>>(sql: string, params?: unknown[], opts?: AtCommitOptions): Promise<QueryResult<T> | undefined>;
+}
+
+export interface AtCommitOptions {
+  /**
+   * Runs the statement only when the statement registered just before it answered a first row whose
+   * column of this name is a number other than 0 (skipped, it answers no rows): a second statement
+   * that is needed only when the first says so then costs no round trip when it is not.
+   */
+  onlyIf?: string;
 }
 
 /** A statement registered with Tx.atCommit. */
-export interface AtCommit {
+export interface AtCommit extends AtCommitOptions {
   sql: string;
   params?: unknown[];
+}
+
+/** Whether an atCommit statement with `onlyIf` runs, given what the one before it answered. */
+export function runsAfter(onlyIf: string | undefined, before: QueryResult<unknown> | undefined): boolean {
+  if (!onlyIf) return true;
+  const v = (before?.rows[0] as Record<string, unknown> | undefined)?.[onlyIf];
+  return v != null && Number(v) !== 0;
 }
 
 /**
@@ -57,13 +73,13 @@ export interface AtCommit {
 export function commitSlot() {
   const last: Array<AtCommit & { done: (r: QueryResult<unknown> | undefined) => void }> = [];
   return {
-    atCommit<T>(sql: string, params?: unknown[]): Promise<QueryResult<T> | undefined> {
+    atCommit<T>(sql: string, params?: unknown[], opts: AtCommitOptions = {}): Promise<QueryResult<T> | undefined> {
       return new Promise<QueryResult<T> | undefined>((resolve) => {
-        last.push({ sql, params, done: resolve as (r: QueryResult<unknown> | undefined) => void });
+        last.push({ sql, params, onlyIf: opts.onlyIf, done: resolve as (r: QueryResult<unknown> | undefined) => void });
       });
     },
     get statements(): AtCommit[] {
-      return last.map(({ sql, params }) => ({ sql, params }));
+      return last.map(({ sql, params, onlyIf }) => ({ sql, params, ...(onlyIf ? { onlyIf } : {}) }));
     },
     /** The statements' results in order, or undefined: the transaction did not commit. */
     settle(results: Array<QueryResult<unknown>> | undefined) {

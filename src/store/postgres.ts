@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { PREPARED_MARK, commitSlot, type Db, type QueryResult } from './db-core.ts';
+import { PREPARED_MARK, commitSlot, runsAfter, type Db, type QueryResult } from './db-core.ts';
 import { keepMaintained, type MaintenanceListener } from './maintenance.ts';
 import { Limiter } from '../util/limiter.ts';
 import { DatabaseHealth } from './db-health.ts';
@@ -174,19 +174,20 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
               },
               atCommit: slot.atCommit,
             });
-            // All queued now: each is sent once the answer before it is read, the COMMIT last. A failed
-            // statement leaves the transaction aborted; its COMMIT then rolls back, and the first failure is
-            // what this throws.
-            const last = slot.statements;
-            const settled = await Promise.allSettled([...last.map((x) => oneAtATime.run(() => run(client, names, x.sql, x.params, false))), oneAtATime.run(() => client.query('COMMIT'))]);
-            const failed = settled.find((x) => x.status === 'rejected');
-            if (failed) throw failed.reason;
-            slot.settle(
-              settled.slice(0, last.length).map((x) => {
-                const r = (x as PromiseFulfilledResult<pg.QueryResult>).value;
-                return { rows: r.rows, rowCount: r.rowCount ?? 0 };
-              }),
-            );
+            // Each sent once the answer before it is read (one at a time, as the connection runs them
+            // anyway), the COMMIT last; one whose `onlyIf` the answer before it does not meet is not sent.
+            // The first failure is what this throws (the catch below rolls back).
+            const results: QueryResult<unknown>[] = [];
+            for (const x of slot.statements) {
+              if (!runsAfter(x.onlyIf, results.at(-1))) {
+                results.push({ rows: [], rowCount: 0 });
+                continue;
+              }
+              const r = await oneAtATime.run(() => run(client, names, x.sql, x.params, false));
+              results.push({ rows: r.rows, rowCount: r.rowCount ?? 0 });
+            }
+            await oneAtATime.run(() => client.query('COMMIT'));
+            slot.settle(results);
             return out;
           } catch (err) {
             slot.settle(undefined);

@@ -250,7 +250,7 @@ export function spendCaps(db: Db, opts: { shards?: number } = {}) {
 
   /**
    * `charge` for the meta-transactions of one transaction (an intake group): two statements whatever
-   * their number, the second doing nothing when every rule's shard had room.
+   * their number, the second sent only when a rule found no shard with room (far from a budget, one).
    */
   const chargeMany = (tx: Tx, charges: readonly Charge[]): void => {
     if (charges.length === 0) return;
@@ -269,7 +269,8 @@ export function spendCaps(db: Db, opts: { shards?: number } = {}) {
       shards,
     ];
     tx.atCommit(FAST_CHARGE, params);
-    tx.atCommit(SLOW_CHARGE, params);
+    // Only when FAST_CHARGE left a rule uncharged (its `slow`): otherwise a round trip for nothing.
+    tx.atCommit(SLOW_CHARGE, params, { onlyIf: 'slow' });
   };
 
   return {
