@@ -67,6 +67,11 @@ export async function runMain(args: string[]): Promise<CliResult> {
   const out = { stdout: '', stderr: '' };
   const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void (out.stdout += `${format(...a)}\n`));
   const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void (out.stderr += `${format(...a)}\n`));
+  // Progress lines (refresh, backfill) are written to the stream itself.
+  const progress = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out.stderr += String(chunk);
+    return true;
+  });
   const before = process.exitCode;
   process.exitCode = undefined;
   try {
@@ -76,6 +81,7 @@ export async function runMain(args: string[]): Promise<CliResult> {
     process.exitCode = before;
     log.mockRestore();
     err.mockRestore();
+    progress.mockRestore();
   }
 }
 
