@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { readSharesFields } from './read-shares-schema.ts';
 import { Address } from './fields.ts';
 
 // The config of the indexer: what it reads on a chain, and the process-wide settings of backfills,
@@ -43,16 +44,8 @@ export const IndexerServiceConfigSchema = z
      */
     readShares: z
       .object({
-        enabled: z.boolean().default(true),
-        rowsPerUnit: z.number().int().min(1).default(50),
+        ...readSharesFields(50),
         metadataWeight: z.number().min(1).default(2),
-        keyUnitsPerSec: z.number().positive().default(1_000),
-        keyBurst: z.number().int().min(1).default(2_000),
-        clientFraction: z.number().positive().max(1).default(0.1),
-        clientConcurrency: z.number().int().min(1).default(40),
-        clientQueue: z.number().int().min(0).default(8),
-        ipv4Prefix: z.number().int().min(8).max(32).default(24),
-        ipv6Prefix: z.number().int().min(16).max(128).default(48),
       })
       .prefault({}),
   })

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { readSharesFields } from './read-shares-schema.ts';
 
 // The config sections of token metadata: fetching documents (limits and fair shares), refreshing them,
 // and the watcher that follows chains for metadata updates and mints.
@@ -76,15 +77,7 @@ export const MetadataConfigSchema = z
      */
     readShares: z
       .object({
-        enabled: z.boolean().default(true),
-        rowsPerUnit: z.number().int().min(1).default(25),
-        keyUnitsPerSec: z.number().positive().default(1_000),
-        keyBurst: z.number().int().min(1).default(2_000),
-        clientFraction: z.number().positive().max(1).default(0.1),
-        clientConcurrency: z.number().int().min(1).default(40),
-        clientQueue: z.number().int().min(0).default(8),
-        ipv4Prefix: z.number().int().min(8).max(32).default(24),
-        ipv6Prefix: z.number().int().min(16).max(128).default(48),
+        ...readSharesFields(25),
       })
       .prefault({}),
   })

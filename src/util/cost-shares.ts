@@ -144,3 +144,28 @@ export class CostShares {
 function round(n: number): number {
   return Math.round(n * 100) / 100;
 }
+
+/** A domain's fair shares of reads as configured (config/read-shares-schema.ts: indexer.readShares, metadata.readShares). */
+export interface ReadSharesConfig {
+  keyUnitsPerSec: number;
+  keyBurst: number;
+  clientFraction: number;
+  clientConcurrency: number;
+  clientQueue: number;
+  rowsPerUnit: number;
+}
+
+/** The CostShares of a domain's configured read shares, and the limits it publishes (its `*_read_share_limit` gauge). */
+export function readShares(o: ReadSharesConfig, fleet?: FleetSize): { shares: CostShares; limits: Record<string, number> } {
+  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue, fleet });
+  const limits = {
+    keyUnitsPerSec: o.keyUnitsPerSec,
+    keyBurst: o.keyBurst,
+    clientUnitsPerSec: o.keyUnitsPerSec * o.clientFraction,
+    clientBurst: o.keyBurst * o.clientFraction,
+    clientConcurrency: o.clientConcurrency,
+    clientQueue: o.clientQueue,
+    rowsPerUnit: o.rowsPerUnit,
+  };
+  return { shares, limits };
+}

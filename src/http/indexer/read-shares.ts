@@ -8,7 +8,7 @@ import type { AppConfig } from '../../config/schema.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { FleetSize } from '../../util/fleet-share.ts';
 import { clientNetwork } from '../../util/client-net.ts';
-import { CostShareFull, CostShares } from '../../util/cost-shares.ts';
+import { CostShareFull, readShares } from '../../util/cost-shares.ts';
 import { callerOf } from '../core/access-pipeline.ts';
 import { IndexerErrors, RpcError } from '../core/errors.ts';
 import type { MethodDef } from '../core/webrpc.ts';
@@ -63,19 +63,9 @@ export function readCost(method: string, a: Args, o: AppConfig['indexer']['readS
 export function withReadShares(methods: Record<string, MethodDef<any>>, config: AppConfig, metrics: Metrics, fleet?: FleetSize): Record<string, MethodDef<any>> {
   const o = config.indexer.readShares;
   if (!o.enabled) return methods;
-  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue, fleet });
+  const { shares, limits } = readShares(o, fleet);
   metrics.indexerReadShares.watch(() => shares.reading());
-  const limits = {
-    keyUnitsPerSec: o.keyUnitsPerSec,
-    keyBurst: o.keyBurst,
-    clientUnitsPerSec: o.keyUnitsPerSec * o.clientFraction,
-    clientBurst: o.keyBurst * o.clientFraction,
-    clientConcurrency: o.clientConcurrency,
-    clientQueue: o.clientQueue,
-    rowsPerUnit: o.rowsPerUnit,
-    metadataWeight: o.metadataWeight,
-  };
-  for (const [limit, v] of Object.entries(limits)) metrics.indexerReadShareLimit.set({ limit }, v);
+  for (const [limit, v] of Object.entries({ ...limits, metadataWeight: o.metadataWeight })) metrics.indexerReadShareLimit.set({ limit }, v);
   const out: Record<string, MethodDef<any>> = { ...methods };
   for (const [name, def] of Object.entries(methods)) {
     const w = WEIGHTS[name];

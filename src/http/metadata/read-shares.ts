@@ -15,7 +15,7 @@ import type { AppConfig } from '../../config/schema.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { FleetSize } from '../../util/fleet-share.ts';
 import { clientNetwork } from '../../util/client-net.ts';
-import { CostShareFull, CostShares } from '../../util/cost-shares.ts';
+import { CostShareFull, readShares } from '../../util/cost-shares.ts';
 import { SEARCH_LIMITS } from '../../metadata/search/filter.ts';
 import { callerOf } from '../core/access-pipeline.ts';
 import { MetadataErrors, RpcError } from '../core/errors.ts';
@@ -104,17 +104,8 @@ export interface MetadataReadShares {
 export function metadataReadShares(config: AppConfig, chains: () => number, metrics: Metrics, fleet?: FleetSize): MetadataReadShares {
   const o = config.metadata.readShares;
   if (!o.enabled) return { wrap: (methods) => methods, run: (_req, _m, _a, task) => task() };
-  const shares = new CostShares({ keyPerSec: o.keyUnitsPerSec, keyBurst: o.keyBurst, clientFraction: o.clientFraction, clientConcurrency: o.clientConcurrency, clientQueue: o.clientQueue, fleet });
+  const { shares, limits } = readShares(o, fleet);
   metrics.metadataReadShares.watch(() => shares.reading());
-  const limits = {
-    keyUnitsPerSec: o.keyUnitsPerSec,
-    keyBurst: o.keyBurst,
-    clientUnitsPerSec: o.keyUnitsPerSec * o.clientFraction,
-    clientBurst: o.keyBurst * o.clientFraction,
-    clientConcurrency: o.clientConcurrency,
-    clientQueue: o.clientQueue,
-    rowsPerUnit: o.rowsPerUnit,
-  };
   for (const [limit, v] of Object.entries(limits)) metrics.metadataReadShareLimit.set({ limit }, v);
 
   const run = async <T>(req: FastifyRequest, method: string, a: Args, task: () => Promise<T>): Promise<T> => {
