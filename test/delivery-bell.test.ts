@@ -39,17 +39,25 @@ describe('the delivery worker and the bell', () => {
       log: createLogger('silent'),
       settings,
     });
+    // What the bell does is seen where it acts, at once: whether it wakes the worker (nudge, called from
+    // the bell's listener as it rings), and the claim that wake makes. No sleep decides anything here: a
+    // test that waited 100 ms for the first pass failed under load (the pass claimed after it).
+    let wakes = 0;
+    const nudge = worker.nudge.bind(worker);
+    worker.nudge = () => {
+      wakes++;
+      nudge();
+    };
     worker.start();
     try {
-      const settle = () => new Promise((r) => setTimeout(r, 100));
-      await settle();
+      // The first pass at start claims once; then the worker sleeps for the 10-minute poll.
+      await expect.poll(() => claims).toBeGreaterThan(0);
       const afterStart = claims;
       for (let i = 0; i < 5; i++) bell.ring(false);
-      await settle();
-      expect(claims).toBe(afterStart);
+      expect(wakes).toBe(0);
       bell.ring(true);
-      await settle();
-      expect(claims).toBeGreaterThan(afterStart);
+      expect(wakes).toBe(1);
+      await expect.poll(() => claims).toBeGreaterThan(afterStart);
     } finally {
       await worker.stop();
     }
