@@ -340,7 +340,14 @@ describe('indexer', () => {
       expect(mid.done).toBeLessThan(mid.blocks);
       // The crashed worker's lease runs out; two fresh workers share what is left.
       await new Promise((r) => setTimeout(r, 1_100));
-      const [w1, w2] = [new BackfillWorker(deps()), new BackfillWorker(deps())];
+      // Sharing is shown, not hoped for: each worker's first chunk waits (bounded) for the other's, so
+      // neither can take every range while the other is still starting (it could, on a loaded machine).
+      const chunked = [false, false];
+      const waitsForOther = (me: 0 | 1) => async () => {
+        chunked[me] = true;
+        await expect.poll(() => chunked[1 - me], { message: `worker ${2 - me} takes a range too` }).toBe(true);
+      };
+      const [w1, w2] = [new BackfillWorker(deps(waitsForOther(0))), new BackfillWorker(deps(waitsForOther(1)))];
       const [n1, n2] = await Promise.all([w1.runUntilIdle(id), w2.runUntilIdle(id)]);
       expect(n1).toBeGreaterThan(0);
       expect(n2).toBeGreaterThan(0);
