@@ -368,14 +368,20 @@ describe('live fee prices', () => {
   it('reads every price of the chain in one eth_call per block, however many callers', async () => {
     const calls = () => metric('metarelay_chain_rpc_calls_total', { method: 'eth_call' });
     const relayer = env.services.relayers.get(env.chainId)!;
-    await rpcCall(chain.anvil.rpcUrl, 'evm_mine', []);
-    await new Promise((r) => setTimeout(r, 120));
+    // The relayer's head is read fresh after each block is mined (not slept for: under load the head
+    // could still be the block before, and the ten reads span both blocks).
+    const head = env.services.chains.get(env.chainId)!.head;
+    const mined = async () => {
+      await rpcCall(chain.anvil.rpcUrl, 'evm_mine', []);
+      const n = await env.public.getBlockNumber({ cacheTime: 0 });
+      await expect.poll(() => head.number(0)).toBe(n);
+    };
+    await mined();
     const start = await calls();
     await Promise.all(Array.from({ length: 5 }, () => relayer.priceStatus()));
     for (let i = 0; i < 5; i++) await relayer.priceStatus();
     expect((await calls()) - start).toBe(1);
-    await rpcCall(chain.anvil.rpcUrl, 'evm_mine', []);
-    await new Promise((r) => setTimeout(r, 120));
+    await mined();
     const statuses = await Promise.all(Array.from({ length: 5 }, () => relayer.priceStatus()));
     expect((await calls()) - start).toBe(2);
     expect(statuses[0].map((p) => p.ok)).toEqual([true, true, true, true]);
