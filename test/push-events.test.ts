@@ -169,8 +169,12 @@ describe('sender.low_balance and sender.recovered', () => {
   const setBalance = (ether: string) => rpcCall(env.rpcUrl, 'anvil_setBalance', [sender, `0x${parseEther(ether).toString(16)}`]);
   const senderEvents = () => received.map((r) => r.json).filter((e) => e.type.startsWith('sender.') && e.data.sender === sender);
 
+  // The events the sweeps recorded for this sender (the sweep records them before the dispatcher's head moves on).
+  const recorded = async () => Number((await env.services.db.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE lower(subject) = $1', [`sender:${env.chainId}:${sender}`])).rows[0].n);
+
   it('is sent once per crossing of the warning threshold and of minSenderBalance, not on every sweep, signed', async () => {
     const before = senderEvents().length;
+    const recordedBefore = await recorded();
     await setBalance('3');
     await mineAndSweep();
     const warned = await eventually(
@@ -209,6 +213,9 @@ describe('sender.low_balance and sender.recovered', () => {
     );
     expect(all[2]).toMatchObject({ type: 'sender.recovered', data: { level: 'ok', previousLevel: 'low', takesWork: true } });
     await mineAndSweep();
+    // Judged where events are made: the sweeps recorded three, the last one (no crossing) none. The
+    // deliveries are then looked at too; a wrong one could only come later under load, not fail this.
+    expect((await recorded()) - recordedBefore).toBe(3);
     await new Promise((r) => setTimeout(r, 300));
     expect(senderEvents().length - before).toBe(3);
     const raw = received.find((r) => r.json.id === all[2].id)!;
