@@ -74,7 +74,7 @@ describe('watchlist additions', () => {
     t.services.indexerBackfills!.start();
     await catchUp(ix);
     const status = async () => ((await rpc(t.app, '/rpc/Console/IndexerStatus', {}, { authorization: `Bearer ${ADMIN}` })).body as { backfills: Array<Record<string, unknown>> }).backfills;
-    for (let i = 0; i < 400 && (await status()).find((b) => b.id === backfill.id)?.status !== 'DONE'; i++) await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(async () => (await status()).find((b) => b.id === backfill.id)?.status, { message: 'the backfill to be DONE' }).toBe('DONE');
     const done = (await status()).find((b) => b.id === backfill.id)!;
     expect(done).toMatchObject({ status: 'DONE', contracts: [erc20], done: done.blocks, malformed: 0 });
     expect((done.ranges as { total: number }).total).toBeGreaterThan(1);
