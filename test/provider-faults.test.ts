@@ -406,10 +406,7 @@ describe('the relayer through load-balanced nodes a block apart', () => {
       afterDeployment(async (d) => {
         const relayer = env.services.relayers.get(env.chainId)!;
         const head = env.services.chains.get(env.chainId)!.head;
-        const until = async (what: string, ok: () => boolean) => {
-          for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
-          expect(ok(), what).toBe(true);
-        };
+        const until = (what: string, ok: () => boolean) => expect.poll(ok, { message: what }).toBe(true);
         // Every node at the head the relayer saw its wallet deployed at, then the head read from the node
         // behind only, until the shared head takes the lower head (three reads in a row: "gone back").
         env.provider!.set({});
