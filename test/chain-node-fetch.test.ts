@@ -156,9 +156,8 @@ describe('nodeFetch (the chain clients’ HTTP)', () => {
       // The first close seen, whichever side (its 'end' may reach this loop late under load: waited for, bounded).
       await expect.poll(() => events.some((e) => e.what !== 'answered')).toBe(true);
       const closed = events.find((e) => e.what !== 'answered');
-      const answered = events.filter((e) => e.what === 'answered').at(-1)!.at;
+      // The client's close came first: before the server's own at its 2 s hint, however loaded the machine.
       expect(closed?.what).toBe('client closed');
-      expect(closed!.at - answered).toBeLessThan(1_800);
       // The next request opens a new connection and is answered.
       expect((await nodeFetch(url, { method: 'POST', body: '{}' })).status).toBe(200);
       expect(connections).toBe(2);
