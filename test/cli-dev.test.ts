@@ -263,4 +263,29 @@ describe(`metarelay dev (${TEST_DB})`, () => {
       expect((await db.query(`SELECT 1 FROM gas_sponsors WHERE address = $1 AND chain_id = $2`, [sponsorRule, devChain])).rows).toHaveLength(1);
     });
   });
+  it('a stop sent to the process alone while it starts ends the start at once and leaves no anvil running', async () => {
+    // A service manager's stop or `kill <pid>` reaches dev only (a terminal's Ctrl-C reaches anvil too):
+    // before, node's default for the signal ended dev without its exit hook and anvil ran on, orphaned.
+    const f = await devFolder();
+    const dev = f.start();
+    try {
+      const [, pid] = await dev.waitFor(/anvil (\d+) listening/, 120_000);
+      const code = await dev.stop('SIGTERM');
+      // It was still starting: no banner, the start ended by the signal (exit 143, as a shell reports SIGTERM).
+      expect(dev.output()).not.toMatch(/metarelay dev is ready/);
+      expect(code).toBe(143);
+      const alive = () => {
+        try {
+          process.kill(Number(pid), 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await expect.poll(alive, { message: `anvil ${pid} gone with its parent` }).toBe(false);
+    } finally {
+      await dev.stop('SIGKILL');
+      await f.remove();
+    }
+  });
 });

@@ -95,6 +95,17 @@ export async function startDev(o: DevOptions) {
 
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
   say('metarelay dev: starting a local anvil chain and deploying sample contracts…');
+  // Until the service is up, a signal ends the start at once through process.exit, whose exit hook kills
+  // anvil (devchain/anvil.ts). Node's own default for SIGINT/SIGTERM ends the process without that hook:
+  // anvil, a child with pipes of its own, outlived a stop sent to this process alone mid-start (`kill
+  // <pid>`, a service manager's stop), still running after its parent had gone.
+  const stopStarting = (signal: NodeJS.Signals) => process.exit(signal === 'SIGINT' ? 130 : 143);
+  process.once('SIGINT', stopStarting);
+  process.once('SIGTERM', stopStarting);
+  const endStartGuard = () => {
+    process.off('SIGINT', stopStarting);
+    process.off('SIGTERM', stopStarting);
+  };
   const chain = await startDevChain({ cacheDir: `${dataDir}/cache`, log: (m) => say(`  ${m}`) });
 
   let services: Services | undefined;
@@ -237,6 +248,7 @@ export async function startDev(o: DevOptions) {
     say(devBanner({ manifest, manifestPath, database: config.database, seconds: (performance.now() - t0) / 1000 }));
 
     const svc = services;
+    endStartGuard();
     onShutdown(log, async () => {
       // A Ctrl-C reached anvil too (one process group): its exit now is part of this stop.
       chain.anvil.expectExit();
