@@ -7,10 +7,9 @@
 import type { AppConfig } from '../../config/schema.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { FleetSize } from '../../util/fleet-share.ts';
-import { clientNetwork } from '../../util/client-net.ts';
-import { CostShareFull, readShares } from '../../util/cost-shares.ts';
-import { callerOf } from '../core/access-pipeline.ts';
-import { IndexerErrors, RpcError } from '../core/errors.ts';
+import { readShares } from '../../util/cost-shares.ts';
+import { IndexerErrors } from '../core/errors.ts';
+import { runInReadShare, type ReadShareGate } from '../core/read-share-run.ts';
 import type { MethodDef } from '../core/webrpc.ts';
 import { INDEXER_PAGE } from './args.ts';
 
@@ -66,26 +65,21 @@ export function withReadShares(methods: Record<string, MethodDef<any>>, config: 
   const { shares, limits } = readShares(o, fleet);
   metrics.indexerReadShares.watch(() => shares.reading());
   for (const [limit, v] of Object.entries({ ...limits, metadataWeight: o.metadataWeight })) metrics.indexerReadShareLimit.set({ limit }, v);
+  const gate: ReadShareGate = { shares, net: o, rateLimited: IndexerErrors.RateLimited, refused: (share) => metrics.indexerReadsRefused.inc({ share }) };
   const out: Record<string, MethodDef<any>> = { ...methods };
   for (const [name, def] of Object.entries(methods)) {
     const w = WEIGHTS[name];
     if (!w) continue;
     out[name] = {
       ...def,
-      handler: async (a, ctx) => {
-        const caller = callerOf(ctx.request);
-        // The operator's back office is not a client of any key.
-        if (caller.admin) return def.handler(a, ctx);
-        const cost = readCost(name, a, o)!;
-        const who = { key: caller.keyId !== null ? `k${caller.keyId}` : 'keyless', client: clientNetwork(ctx.request.ip, o), whole: caller.secretKey === true };
-        try {
-          return await shares.run(who, cost, () => def.handler(a, ctx), { hold: w.hold });
-        } catch (err) {
-          if (!(err instanceof CostShareFull)) throw err;
-          metrics.indexerReadsRefused.inc({ share: err.share });
-          throw new RpcError(IndexerErrors.RateLimited, `${err.share}: ${err.message}`, { 'Retry-After': String(err.retryAfterSec) });
-        }
-      },
+      handler: (a, ctx) =>
+        runInReadShare(
+          gate,
+          ctx.request,
+          () => readCost(name, a, o),
+          () => def.handler(a, ctx),
+          { hold: w.hold },
+        ),
     };
   }
   return out;

@@ -14,11 +14,10 @@ import type { FastifyRequest } from 'fastify';
 import type { AppConfig } from '../../config/schema.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import type { FleetSize } from '../../util/fleet-share.ts';
-import { clientNetwork } from '../../util/client-net.ts';
-import { CostShareFull, readShares } from '../../util/cost-shares.ts';
+import { readShares } from '../../util/cost-shares.ts';
 import { SEARCH_LIMITS } from '../../metadata/search/filter.ts';
-import { callerOf } from '../core/access-pipeline.ts';
-import { MetadataErrors, RpcError } from '../core/errors.ts';
+import { MetadataErrors } from '../core/errors.ts';
+import { runInReadShare, type ReadShareGate } from '../core/read-share-run.ts';
 import type { MethodDef } from '../core/webrpc.ts';
 
 type Args = Record<string, any>;
@@ -108,21 +107,8 @@ export function metadataReadShares(config: AppConfig, chains: () => number, metr
   metrics.metadataReadShares.watch(() => shares.reading());
   for (const [limit, v] of Object.entries(limits)) metrics.metadataReadShareLimit.set({ limit }, v);
 
-  const run = async <T>(req: FastifyRequest, method: string, a: Args, task: () => Promise<T>): Promise<T> => {
-    const caller = callerOf(req);
-    // The operator's back office is not a client of any key.
-    if (caller.admin) return task();
-    const cost = readCost(method, a, o, { chains: chains() });
-    if (cost === undefined) return task();
-    const who = { key: caller.keyId !== null ? `k${caller.keyId}` : 'keyless', client: clientNetwork(req.ip, o), whole: caller.secretKey === true };
-    try {
-      return await shares.run(who, cost, task);
-    } catch (err) {
-      if (!(err instanceof CostShareFull)) throw err;
-      metrics.metadataReadsRefused.inc({ share: err.share });
-      throw new RpcError(MetadataErrors.RateLimited, `${err.share}: ${err.message}`, { 'Retry-After': String(err.retryAfterSec) });
-    }
-  };
+  const gate: ReadShareGate = { shares, net: o, rateLimited: MetadataErrors.RateLimited, refused: (share) => metrics.metadataReadsRefused.inc({ share }) };
+  const run = <T>(req: FastifyRequest, method: string, a: Args, task: () => Promise<T>): Promise<T> => runInReadShare(gate, req, () => readCost(method, a, o, { chains: chains() }), task);
 
   return {
     run,
