@@ -93,7 +93,10 @@ const REUSE_KEY = Symbol('metarelay.reuseKey');
 const REUSABLE = Symbol('metarelay.reusable');
 /** The project and key a valid key named, set before the checks that may still refuse it (the request log counts refusals too). */
 const KEYED = Symbol('metarelay.keyed');
-type Tagged = FastifyRequest & { [CALLER]?: Caller; [REUSE_KEY]?: string; [REUSABLE]?: Reusable; [KEYED]?: { projectId: number; keyId: number } };
+/** The project and key a valid access key named (the project's request log notes them). */
+export type Keyed = { projectId: number; keyId: number };
+
+type Tagged = FastifyRequest & { [CALLER]?: Caller; [REUSE_KEY]?: string; [REUSABLE]?: Reusable; [KEYED]?: Keyed };
 
 export function etagOf(body: string | Buffer): string {
   return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
@@ -200,14 +203,7 @@ export class AccessPipeline {
    * goes on to its route, whose hooks decide it as for any other. With the answer, the project and key
    * that asked (null: no key), for the project's request log.
    */
-  reuseNow(
-    mode: AuthMode,
-    key: string | undefined,
-    origin: string | undefined,
-    networks: () => string[],
-    reuseKey: string,
-    url?: string,
-  ): { hit: ReusableAnswer; keyed: { projectId: number; keyId: number } | null } | undefined {
+  reuseNow(mode: AuthMode, key: string | undefined, origin: string | undefined, networks: () => string[], reuseKey: string, url?: string): { hit: ReusableAnswer; keyed: Keyed | null } | undefined {
     const { auth, responses, rateLimiter } = this.deps;
     if (reuseKey.length >= responses.maxKeyLength) return undefined;
     const caller = this.callerNow(mode, key);
@@ -331,7 +327,7 @@ function originOf(req: FastifyRequest): string | undefined {
 }
 
 /** The project and key a valid access key named on this request, admitted or refused after (null: none). */
-export function keyedOf(req: FastifyRequest): { projectId: number; keyId: number } | null {
+export function keyedOf(req: FastifyRequest): Keyed | null {
   return (req as Tagged)[KEYED] ?? null;
 }
 

@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyServerFactory, preParsingHookHandler } from 'fastify';
-import type { AccessPipeline, AuthMode } from './access-pipeline.ts';
+import type { AccessPipeline, AuthMode, Keyed } from './access-pipeline.ts';
 import { pickAccessKey } from './auth.ts';
 import { corsHeaders } from './cors.ts';
 import type { RequestRecorder } from './request-log.ts';
-import { requestName, type Keyed } from './request-journal-entry.ts';
+import { requestName } from './request-journal-entry.ts';
 import { JSON_UTF8, mediaTypeOf } from './media-type.ts';
 import { READS_ROUTE, restReuseKey, reusedHeaders, type EarlyRpcMethod } from './reuse.ts';
 import { networksNamed } from '../../access/allowed-networks.ts';

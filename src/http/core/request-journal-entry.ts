@@ -1,12 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import { clientNetwork } from '../../util/client-net.ts';
+import type { Keyed } from './access-pipeline.ts';
 import type { Services } from '../../services.ts';
 
 /** What a request log note needs: the journal, and the config's client network prefix. */
 export type JournalDeps = Pick<Services, 'requestJournal' | 'config'>;
-
-/** The project and key a valid access key named. */
-export type Keyed = { projectId: number; keyId: number };
 
 /**
  * What the request log calls a request: a webrpc call by its service and method ("Metadata/GetTokenMetadata"),
